@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency of tune from Debian packages.
+# Idempotent: when everything is already installed it only checks (well under a second).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  libopenmpi-dev openmpi-bin
+  libboost-dev libboost-filesystem-dev
+  nlohmann-json3-dev libsqlite3-dev sqlite3
+  libhwloc-dev hwloc
+  libyaml-cpp-dev libcli11-dev
+  libopenblas-dev libopencv-imgproc-dev libopencv-core-dev
+  libgtest-dev libgmock-dev
+  dataset-fashion-mnist
+  python3-optuna python3-torch python3-numpy
+)
+# Optional extras for tests that are skipped with a message when absent.
+optional=(slurm-wlm munge chromium clang-format)
+
+missing=()
+for p in "${packages[@]}" ${TUNE_WITH_OPTIONAL:+"${optional[@]}"}; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

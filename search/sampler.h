@@ -1,0 +1,55 @@
+// Samplers choose the next trial's parameters (Optuna's BaseSampler interface).
+//
+// Per trial the caller asks infer_relative_search_space() once, then sample_relative() for that
+// joint space, then sample_independent() for every parameter the relative space did not cover;
+// suggest_all() does exactly that. after_trial() is called once a trial has finished. A sampler
+// is used by one thread at a time; concurrent tune processes each own their own sampler and see
+// each other's trials through the StudyView (RUNNING ones included).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+
+namespace tune::search {
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+
+  // The joint space to sample in sample_relative(); empty for independent samplers.
+  virtual SearchSpace infer_relative_search_space(const StudyView& study,
+                                                  const FrozenTrial& trial) = 0;
+  // Internal values for (a subset of) the relative space.
+  virtual std::map<std::string, double> sample_relative(const StudyView& study,
+                                                        const FrozenTrial& trial,
+                                                        const SearchSpace& space) = 0;
+  // One internal value for a parameter not covered by sample_relative().
+  virtual double sample_independent(const StudyView& study, const FrozenTrial& trial,
+                                    const std::string& name, const Distribution& dist) = 0;
+  // Called before sampling a new trial (e.g. grid bookkeeping into system_attrs).
+  virtual void before_trial(const StudyView& /*study*/, FrozenTrial& /*trial*/) {}
+  // Called once a trial has reached a finished state.
+  virtual void after_trial(const StudyView& /*study*/, const FrozenTrial& /*trial*/) {}
+};
+
+// Relative first, then independent for the rest, in the order of `space`. Returns internal
+// values for every parameter of `space`; parameters already fixed in trial.params (enqueued
+// trials) are kept as they are.
+std::map<std::string, double> suggest_all(Sampler& sampler, const StudyView& study,
+                                          FrozenTrial& trial, const SearchSpace& space);
+
+// Builds a sampler from the study file's `sampler:` section given as JSON, e.g.
+// {"type": "tpe", "seed": 7, "n_startup_trials": 10}. Types: "random", "grid", "tpe".
+// Unknown types or options give an error naming the key.
+std::expected<std::unique_ptr<Sampler>, std::string> make_sampler(const nlohmann::json& config,
+                                                                  const SearchSpace& space);
+
+}  // namespace tune::search

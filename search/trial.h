@@ -1,0 +1,81 @@
+// Trials and the read-only view of a study that samplers and pruners work from.
+//
+// FrozenTrial mirrors Optuna's FrozenTrial for single-objective studies: a finished trial is
+// frozen (never changed again); a RUNNING trial is a snapshot. The study view is owned by the
+// caller (the tuner keeps it in step with storage); samplers must not keep references to it
+// beyond one call. Nothing here is thread-safe by itself.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/distribution.h"
+
+namespace tune::search {
+
+// Same integer codes as Optuna's TrialState enum (stored as text names in its RDB schema).
+enum class TrialState { running = 0, complete = 1, pruned = 2, fail = 3, waiting = 4 };
+enum class Direction { minimize = 1, maximize = 2 };  // Optuna's StudyDirection codes
+
+const char* to_string(TrialState state);  // "RUNNING", "COMPLETE", ... (Optuna's names)
+const char* to_string(Direction direction);  // "MINIMIZE" / "MAXIMIZE"
+
+// The ordered search space of a study: parameter name and domain, in the study file's order.
+using SearchSpace = std::vector<std::pair<std::string, Distribution>>;
+
+struct FrozenTrial {
+  int number = -1;                   // 0-based, unique within the study
+  std::int64_t trial_id = -1;        // storage key
+  TrialState state = TrialState::running;
+  std::optional<double> value;       // objective; set for COMPLETE (and PRUNED when reported)
+  std::map<std::string, double> params;               // internal representation
+  std::map<std::string, Distribution> distributions;  // one per param
+  std::map<std::int64_t, double> intermediate_values; // step -> value (pruning)
+  std::vector<double> constraints;   // c <= 0 is feasible; empty = unconstrained
+  nlohmann::json user_attrs = nlohmann::json::object();
+  nlohmann::json system_attrs = nlohmann::json::object();
+  std::optional<std::chrono::system_clock::time_point> datetime_start;
+  std::optional<std::chrono::system_clock::time_point> datetime_complete;
+
+  bool is_finished() const {
+    return state == TrialState::complete || state == TrialState::pruned ||
+           state == TrialState::fail;
+  }
+  bool is_feasible() const {
+    for (double c : constraints) {
+      if (!(c <= 0.0)) return false;
+    }
+    return true;
+  }
+};
+
+// What a sampler or pruner may read of a study. trials() is every trial in number order,
+// RUNNING and WAITING ones included; callers filter by state.
+class StudyView {
+ public:
+  virtual ~StudyView() = default;
+  virtual Direction direction() const = 0;
+  virtual const std::vector<FrozenTrial>& trials() const = 0;
+};
+
+// A StudyView over a vector the caller owns; handy for tests and benchmarks.
+class VectorStudyView final : public StudyView {
+ public:
+  explicit VectorStudyView(Direction direction) : m_direction(direction) {}
+  Direction direction() const override { return m_direction; }
+  const std::vector<FrozenTrial>& trials() const override { return m_trials; }
+  std::vector<FrozenTrial>& mutable_trials() { return m_trials; }
+
+ private:
+  Direction m_direction;
+  std::vector<FrozenTrial> m_trials;
+};
+
+}  // namespace tune::search
