@@ -1,0 +1,327 @@
+// The `tune` binary end to end: failure modes, kill -9 and resume, Ctrl-C, two processes on one
+// database, Optuna reading our database, the read-only commands and bad input.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "tuner/launcher.h"
+#include "tuner/sqlite_storage.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+namespace bp = boost::process;
+using search::TrialState;
+
+struct Output {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class TuneE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() /
+            (std::string("tune-e2e-") +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(m_dir);
+  }
+
+  std::string write_study(const std::string& body) {
+    const auto path = (m_dir / "study.yaml").string();
+    std::ofstream(path) << body;
+    return path;
+  }
+  std::string base_study(const std::string& extra, const std::string& command_tail = "") {
+    return "name: e2e\n"
+           "output: " +
+           (m_dir / "out").string() +
+           "\n"
+           "command: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}'" +
+           command_tail +
+           "]\n"
+           "sampler: {type: random, seed: 1}\n"
+           "params:\n  x: {type: float, low: 1, high: 10}\n" +
+           extra;
+  }
+
+  Output run_tune(const std::vector<std::string>& args) {
+    LaunchRequest req;
+    req.argv = {TUNE_BIN};
+    req.argv.insert(req.argv.end(), args.begin(), args.end());
+    req.stdout_path = (m_dir / "tune.out").string();
+    req.stderr_path = (m_dir / "tune.err").string();
+    req.workdir = m_dir.string();
+    auto r = run_process(req);
+    EXPECT_TRUE(r.started) << r.error;
+    Output o;
+    o.exit_code = r.exit_code;
+    o.out = slurp(req.stdout_path);
+    o.err = slurp(req.stderr_path);
+    return o;
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::vector<search::FrozenTrial> trials(const std::string& db = "") {
+    auto s = SqliteStorage::open(db.empty() ? (m_dir / "out" / "study.db").string() : db);
+    EXPECT_TRUE(s);
+    auto study = (*s)->get_study("e2e");
+    EXPECT_TRUE(study) << study.error();
+    return *(*s)->get_all_trials(study->study_id);
+  }
+  static std::string reason(const search::FrozenTrial& t) {
+    return t.system_attrs.value("fail_reason", std::string());
+  }
+  // Waits (bounded) until a file exists: the condition, not a fixed delay, ends the wait.
+  static bool wait_for_file(const fs::path& p, std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (fs::exists(p) && fs::file_size(p) > 0) return true;
+      std::this_thread::yield();
+    }
+    return false;
+  }
+
+  fs::path m_dir;
+};
+
+TEST_F(TuneE2E, EveryFailureModeIsRecordedAndTheStudyGoesOn) {
+  const auto study = write_study(
+      "name: e2e\n"
+      "output: " +
+      (m_dir / "out").string() +
+      "\n"
+      "command: ['" FAKE_TRIAL
+      "', --out, '{trial_dir}', --mode, '{mode}']\n"
+      "timeout: 1s\n"
+      "sampler: {type: random, seed: 1}\n"
+      "params:\n  mode: [ok, crash, hang, nolog, badjson, nan, segv]\n"
+      "enqueue: [{mode: ok}, {mode: crash}, {mode: hang}, {mode: nolog}, {mode: badjson},\n"
+      "          {mode: nan}, {mode: segv}]\n");
+  auto o = run_tune({"--trials", "7", study});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 7u);
+  EXPECT_EQ(ts[0].state, TrialState::complete);
+  for (int i = 1; i < 7; ++i) EXPECT_EQ(ts[i].state, TrialState::fail) << i;
+  EXPECT_NE(reason(ts[1]).find("exit code 3: fake_trial: crashing on purpose"), std::string::npos)
+      << reason(ts[1]);
+  EXPECT_NE(reason(ts[2]).find("timed out after 1.0s"), std::string::npos) << reason(ts[2]);
+  EXPECT_NE(reason(ts[3]).find("was not written"), std::string::npos) << reason(ts[3]);
+  EXPECT_NE(reason(ts[4]).find("not valid JSON"), std::string::npos) << reason(ts[4]);
+  EXPECT_NE(reason(ts[5]).find("not finite"), std::string::npos) << reason(ts[5]);
+  EXPECT_NE(reason(ts[6]).find("SIGSEGV"), std::string::npos) << reason(ts[6]);
+  EXPECT_EQ(ts[1].user_attrs["exit_code"], 3);
+  EXPECT_TRUE(ts[0].user_attrs["command"].is_array());
+  EXPECT_NE(o.out.find("1 complete, 6 failed, 0 pruned"), std::string::npos) << o.out;
+}
+
+TEST_F(TuneE2E, RerunningContinuesTheStudy) {
+  const auto study = write_study(base_study(""));
+  ASSERT_EQ(run_tune({"--trials", "3", study}).exit_code, 0);
+  auto o = run_tune({"--trials", "2", study});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 5u);
+  for (const auto& t : ts) {
+    EXPECT_EQ(t.state, TrialState::complete);
+    // The fake trial reports exactly the sampled x.
+    const double x = t.params.at("x");
+    EXPECT_NEAR(*t.value, x, 1e-5);
+  }
+  EXPECT_NE(o.out.find("5 trials: 5 complete"), std::string::npos) << o.out;
+}
+
+TEST_F(TuneE2E, KillNineMidTrialThenResume) {
+  const auto hang_flag = m_dir / "hang";
+  const auto started = m_dir / "started";
+  std::ofstream(hang_flag) << "1";
+  const auto study = write_study(base_study("", ", --hang-if-exists, '" + hang_flag.string() +
+                                                    "', --started, '" + started.string() + "'"));
+  bp::child tune(TUNE_BIN, "--trials", "3", study, bp::std_out > bp::null, bp::std_err > bp::null);
+  ASSERT_TRUE(wait_for_file(started, std::chrono::seconds(30)));
+  pid_t trial_pid = 0;
+  std::ifstream(started) >> trial_pid;
+  ASSERT_EQ(kill(tune.id(), SIGKILL), 0);
+  tune.wait();
+  // PR_SET_PDEATHSIG takes the trial down with tune; wait for that (bounded).
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (kill(trial_pid, 0) == 0 && std::chrono::steady_clock::now() < end)
+    std::this_thread::yield();
+  EXPECT_NE(kill(trial_pid, 0), 0) << "the trial outlived tune -9";
+
+  auto before = trials();
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(before[0].state, TrialState::running);
+
+  fs::remove(hang_flag);
+  auto o = run_tune({"--trials", "2", study});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 3u);
+  EXPECT_EQ(ts[0].state, TrialState::fail);
+  EXPECT_NE(reason(ts[0]).find("died"), std::string::npos) << reason(ts[0]);
+  EXPECT_EQ(ts[1].state, TrialState::complete);
+  EXPECT_EQ(ts[2].state, TrialState::complete);
+}
+
+TEST_F(TuneE2E, CtrlCStopsTheTrialRecordsItAndExits) {
+  const auto started = m_dir / "started";
+  const auto study =
+      write_study(base_study("", ", --mode, hang, --started, '" + started.string() + "'"));
+  bp::child tune(TUNE_BIN, "--trials", "5", study, bp::std_out > bp::null, bp::std_err > bp::null);
+  ASSERT_TRUE(wait_for_file(started, std::chrono::seconds(30)));
+  pid_t trial_pid = 0;
+  std::ifstream(started) >> trial_pid;
+  ASSERT_EQ(kill(tune.id(), SIGINT), 0);
+  tune.wait();
+  EXPECT_EQ(tune.exit_code(), 130);
+  EXPECT_NE(kill(trial_pid, 0), 0) << "the trial survived Ctrl-C";
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].state, TrialState::fail);
+  EXPECT_NE(reason(ts[0]).find("interrupted"), std::string::npos);
+}
+
+TEST_F(TuneE2E, TwoProcessesShareOneDatabase) {
+  const auto study = write_study(base_study(""));
+  bp::child a(TUNE_BIN, "--trials", "20", "--quiet", study, bp::std_out > bp::null,
+              bp::std_err > (m_dir / "a.err").string());
+  bp::child b(TUNE_BIN, "--trials", "20", "--quiet", study, bp::std_out > bp::null,
+              bp::std_err > (m_dir / "b.err").string());
+  a.wait();
+  b.wait();
+  EXPECT_EQ(a.exit_code(), 0) << slurp(m_dir / "a.err");
+  EXPECT_EQ(b.exit_code(), 0) << slurp(m_dir / "b.err");
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 40u);
+  std::set<int> numbers;
+  std::set<int> owners;
+  for (const auto& t : ts) {
+    numbers.insert(t.number);
+    EXPECT_EQ(t.state, TrialState::complete);
+    owners.insert(t.system_attrs["tune:owner"]["pid"].get<int>());
+  }
+  EXPECT_EQ(numbers.size(), 40u);
+  EXPECT_EQ(*numbers.rbegin(), 39);
+  EXPECT_EQ(owners.size(), 2u);
+}
+
+TEST_F(TuneE2E, BestAndTrialsCommands) {
+  const auto study = write_study(base_study(""));
+  ASSERT_EQ(run_tune({"--trials", "4", "--quiet", study}).exit_code, 0);
+  auto ts = trials();
+  const search::FrozenTrial* best = &ts[0];
+  for (const auto& t : ts) {
+    if (*t.value < *best->value) best = &t;
+  }
+  auto b = run_tune({"best", study});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("best trial: #" + std::to_string(best->number)), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("4 complete, 0 failed, 0 pruned"), std::string::npos) << b.out;
+  auto db = run_tune({"best", (m_dir / "out" / "study.db").string()});
+  EXPECT_EQ(db.out, b.out);
+  auto t = run_tune({"trials", study});
+  ASSERT_EQ(t.exit_code, 0);
+  int lines = 0;
+  for (char c : t.out) lines += c == '\n';
+  EXPECT_EQ(lines, 5);  // header + 4 trials
+}
+
+TEST_F(TuneE2E, BadInputIsOneLineAndNonZero) {
+  auto missing = run_tune({"--trials", "1", (m_dir / "nope.yaml").string()});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("tune: error: "), std::string::npos);
+  EXPECT_NE(missing.err.find("nope.yaml: cannot read"), std::string::npos);
+
+  const auto study = write_study(base_study("bogus_key: 1\n"));
+  auto bad = run_tune({"--trials", "1", study});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("study.yaml:7: key 'bogus_key': unknown key"), std::string::npos)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1);
+
+  auto sampler = run_tune(
+      {"--trials", "1",
+       write_study(base_study("").replace(base_study("").find("random"), 6, "annealing"))});
+  EXPECT_NE(sampler.exit_code, 0);
+  EXPECT_NE(sampler.err.find("sampler"), std::string::npos) << sampler.err;
+}
+
+TEST_F(TuneE2E, OptunaLoadsOurStudy) {
+  if (system("/usr/bin/python3 -c 'import optuna' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3-optuna is not installed (scripts/install-deps.sh installs it)";
+  }
+  const auto study = write_study(
+      "name: e2e\n"
+      "output: " +
+      (m_dir / "out").string() +
+      "\n"
+      "command: ['" FAKE_TRIAL
+      "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
+      "sampler: {type: random, seed: 5}\n"
+      "params:\n  x: {type: float, low: 0.5, high: 8, log: true}\n"
+      "  n: {type: int, low: 1, high: 9, step: 2}\n"
+      "  mode: [ok, ok, crash, null]\n");
+  ASSERT_EQ(run_tune({"--trials", "8", "--quiet", study}).exit_code, 0);
+  auto ts = trials();
+  const search::FrozenTrial* best = nullptr;
+  int complete = 0, failed = 0;
+  for (const auto& t : ts) {
+    if (t.state == TrialState::complete) {
+      ++complete;
+      if (!best || *t.value < *best->value) best = &t;
+    } else if (t.state == TrialState::fail) {
+      ++failed;
+    }
+  }
+  ASSERT_NE(best, nullptr);
+  const auto script = (m_dir / "load.py").string();
+  std::ofstream(script)
+      << "import optuna, sys, json\n"
+         "s = optuna.load_study(study_name='e2e', storage='sqlite:///' + sys.argv[1])\n"
+         "ts = s.get_trials(deepcopy=False)\n"
+         "print(json.dumps({'n': len(ts), 'complete': sum(t.state.name == 'COMPLETE' for t in "
+         "ts),\n"
+         "  'fail': sum(t.state.name == 'FAIL' for t in ts), 'best_number': s.best_trial.number,\n"
+         "  'best_value': s.best_value, 'best_params': s.best_params,\n"
+         "  'cmd': s.best_trial.user_attrs['command']}))\n";
+  LaunchRequest req;
+  req.argv = {"/usr/bin/python3", script, (m_dir / "out" / "study.db").string()};
+  req.stdout_path = (m_dir / "py.out").string();
+  req.stderr_path = (m_dir / "py.err").string();
+  auto r = run_process(req);
+  ASSERT_EQ(r.exit_code, 0) << slurp(req.stderr_path);
+  auto j = nlohmann::json::parse(slurp(req.stdout_path));
+  EXPECT_EQ(j["n"], static_cast<int>(ts.size()));
+  EXPECT_EQ(j["complete"], complete);
+  EXPECT_EQ(j["fail"], failed);
+  EXPECT_EQ(j["best_number"], best->number);
+  EXPECT_DOUBLE_EQ(j["best_value"].get<double>(), *best->value);
+  EXPECT_DOUBLE_EQ(
+      j["best_params"]["x"].get<double>(),
+      std::get<double>(search::to_external(best->distributions.at("x"), best->params.at("x"))));
+  EXPECT_EQ(j["best_params"]["n"].get<int>(),
+            std::get<std::int64_t>(
+                search::to_external(best->distributions.at("n"), best->params.at("n"))));
+  EXPECT_TRUE(j["cmd"].is_array());
+}
+
+}  // namespace
+}  // namespace tune::tuner

@@ -1,0 +1,189 @@
+// SQLite storage: Optuna's schema rows, trial life cycle, frozen finished trials, concurrency.
+#include <gtest/gtest.h>
+
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "tuner/sqlite_storage.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using search::TrialState;
+
+class StorageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_path = (fs::temp_directory_path() /
+              (std::string("tune-storage-") +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db"))
+                 .string();
+    remove_db();
+  }
+  void TearDown() override { remove_db(); }
+  void remove_db() {
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(m_path + suffix);
+  }
+  std::unique_ptr<SqliteStorage> open() {
+    auto s = SqliteStorage::open(m_path);
+    EXPECT_TRUE(s) << s.error();
+    return std::move(*s);
+  }
+  std::string m_path;
+};
+
+TEST_F(StorageTest, WritesOptunaVersionRows) {
+  open();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "SELECT schema_version, library_version FROM version_info", -1, &st,
+                     nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 12);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)), "3.1.0");
+  sqlite3_finalize(st);
+  sqlite3_prepare_v2(db, "SELECT version_num FROM alembic_version", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "v3.0.0.d");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  open();  // reopening keeps one row each
+}
+
+TEST_F(StorageTest, TrialLifeCycle) {
+  auto s = open();
+  bool created = false;
+  auto study = s->get_or_create_study("demo", search::Direction::maximize, &created);
+  ASSERT_TRUE(study) << study.error();
+  EXPECT_TRUE(created);
+  auto again = s->get_or_create_study("demo", search::Direction::maximize, &created);
+  EXPECT_FALSE(created);
+  EXPECT_EQ(again->study_id, study->study_id);
+  EXPECT_FALSE(s->get_or_create_study("demo", search::Direction::minimize, nullptr));
+
+  auto t0 = s->create_trial(study->study_id, TrialState::running, {{"k", 1}});
+  auto t1 = s->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(t0 && t1);
+  EXPECT_EQ(t0->number, 0);
+  EXPECT_EQ(t1->number, 1);
+  const search::Distribution dist = search::IntDistribution{1, 8, false, 1};
+  ASSERT_TRUE(s->set_trial_param(t0->trial_id, "threads", 4.0, dist));
+  ASSERT_TRUE(s->set_trial_intermediate_value(t0->trial_id, 10, 0.5));
+  ASSERT_TRUE(s->set_trial_user_attr(t0->trial_id, "command", {"mpirun", "-n", "2"}));
+  ASSERT_TRUE(s->set_trial_system_attr(t0->trial_id, "constraints", {-0.5}));
+  auto done = s->set_trial_state_values(t0->trial_id, TrialState::complete, 123.5);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(*done);
+  // Finished trials are frozen.
+  auto refused = s->set_trial_state_values(t0->trial_id, TrialState::fail, std::nullopt);
+  ASSERT_TRUE(refused);
+  EXPECT_FALSE(*refused);
+
+  auto t = s->get_trial(t0->trial_id);
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_EQ(t->state, TrialState::complete);
+  EXPECT_EQ(*t->value, 123.5);
+  EXPECT_EQ(t->params.at("threads"), 4.0);
+  EXPECT_EQ(std::get<search::IntDistribution>(t->distributions.at("threads")).high, 8);
+  EXPECT_EQ(t->intermediate_values.at(10), 0.5);
+  EXPECT_EQ(t->user_attrs["command"][2], "2");
+  EXPECT_EQ(t->system_attrs["k"], 1);
+  ASSERT_EQ(t->constraints.size(), 1u);
+  EXPECT_TRUE(t->is_feasible());
+  ASSERT_TRUE(t->datetime_start && t->datetime_complete);
+  EXPECT_LE(*t->datetime_start, *t->datetime_complete);
+
+  auto all = s->get_all_trials(study->study_id);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].state, TrialState::running);
+}
+
+TEST_F(StorageTest, InfiniteValuesRoundTrip) {
+  auto s = open();
+  auto study = s->get_or_create_study("inf", search::Direction::minimize, nullptr);
+  auto t = s->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(s->set_trial_intermediate_value(t->trial_id, 1, -HUGE_VAL));
+  ASSERT_TRUE(s->set_trial_state_values(t->trial_id, TrialState::complete, HUGE_VAL));
+  auto back = s->get_trial(t->trial_id);
+  EXPECT_EQ(*back->value, HUGE_VAL);
+  EXPECT_EQ(back->intermediate_values.at(1), -HUGE_VAL);
+}
+
+TEST_F(StorageTest, WaitingTrialsArePoppedInOrder) {
+  auto s = open();
+  auto study = s->get_or_create_study("q", search::Direction::minimize, nullptr);
+  auto w0 = s->create_trial(study->study_id, TrialState::waiting, {{"fixed_params", {{"a", 1}}}});
+  auto w1 = s->create_trial(study->study_id, TrialState::waiting, {{"fixed_params", {{"a", 2}}}});
+  auto p0 = s->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(p0 && *p0);
+  EXPECT_EQ((*p0)->trial_id, w0->trial_id);
+  auto t = s->get_trial(w0->trial_id);
+  EXPECT_EQ(t->state, TrialState::running);
+  EXPECT_TRUE(t->datetime_start.has_value());
+  auto p1 = s->pop_waiting_trial(study->study_id);
+  EXPECT_EQ((*p1)->trial_id, w1->trial_id);
+  auto none = s->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST_F(StorageTest, CacheReadsOnlyWhatChanged) {
+  auto s = open();
+  auto study = s->get_or_create_study("c", search::Direction::minimize, nullptr);
+  StudyCache cache(*s, *study);
+  auto a = s->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), 1u);
+  EXPECT_EQ(cache.trials()[0].state, TrialState::running);
+  s->set_trial_state_values(a->trial_id, TrialState::complete, 2.0);
+  s->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), 2u);
+  EXPECT_EQ(cache.trials()[0].state, TrialState::complete);
+  EXPECT_EQ(*cache.trials()[0].value, 2.0);
+  EXPECT_EQ(cache.trials()[1].number, 1);
+}
+
+TEST_F(StorageTest, ConcurrentWritersGetDistinctNumbers) {
+  {
+    auto s = open();
+    s->get_or_create_study("par", search::Direction::minimize, nullptr);
+  }
+  constexpr int k_per_writer = 40;
+  std::vector<std::vector<int>> numbers(2);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2; ++w) {
+    writers.emplace_back([&, w] {
+      auto s = SqliteStorage::open(m_path);  // own connection, as another process would have
+      ASSERT_TRUE(s);
+      auto study = (*s)->get_study("par");
+      for (int i = 0; i < k_per_writer; ++i) {
+        auto t = (*s)->create_trial(study->study_id, TrialState::running, {});
+        ASSERT_TRUE(t) << t.error();
+        numbers[w].push_back(t->number);
+        (*s)->set_trial_state_values(t->trial_id, TrialState::complete, i);
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  std::set<int> all;
+  for (const auto& v : numbers) all.insert(v.begin(), v.end());
+  EXPECT_EQ(all.size(), 2u * k_per_writer);
+  EXPECT_EQ(*all.rbegin(), 2 * k_per_writer - 1);
+}
+
+TEST_F(StorageTest, OpenStorageUrls) {
+  EXPECT_TRUE(open_storage("sqlite:///" + m_path));
+  auto pg = open_storage("postgresql://localhost/x");
+  ASSERT_FALSE(pg);
+  EXPECT_NE(pg.error().find("only SQLite"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tune::tuner

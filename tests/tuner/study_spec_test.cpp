@@ -1,0 +1,176 @@
+// Study-file parsing: the accepted form and every error path (file:line and key named).
+#include <gtest/gtest.h>
+
+#include "tuner/study_spec.h"
+
+namespace tune::tuner {
+namespace {
+
+const char* k_good = R"(name: demo
+direction: maximize
+command: ["{tune_trainer}", "--out", "{trial_dir}", "--workers={workers}"]
+env:
+  OMP_NUM_THREADS: "{omp}"
+timeout: 2m
+params:
+  workers: {type: int, low: 0, high: 4}
+  lr: {type: float, low: 1.0e-4, high: 0.1, log: true}
+  bucket: {type: float, low: 1, high: 8, step: 0.5}
+  omp: {type: categorical, choices: [null, 1, 2]}
+  algo: [ring, mpi]
+launch:
+  mpirun: {n: 2, bind_to: core, oversubscribe: true, mca: {btl: "self,vader"}}
+sampler: {type: random, seed: 3}
+pruner: {type: median, n_warmup_steps: 2}
+objective: {key: samples_per_sec, entry: max}
+constraints:
+  - {key: "validation/main/accuracy", min: 0.8}
+enqueue:
+  - {workers: 0, omp: null}
+)";
+
+std::string error_of(const std::string& yaml) {
+  auto spec = parse_study_spec(yaml, "s.yaml");
+  EXPECT_FALSE(spec.has_value()) << "expected an error for:\n" << yaml;
+  return spec ? std::string() : spec.error();
+}
+
+TEST(StudySpec, ParsesEverySection) {
+  auto spec = parse_study_spec(k_good, "studies/demo.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec->name, "demo");
+  EXPECT_EQ(spec->direction, search::Direction::maximize);
+  ASSERT_EQ(spec->space.size(), 5u);
+  EXPECT_EQ(spec->space[0].first, "workers");
+  const auto& lr = std::get<search::FloatDistribution>(spec->space[1].second);
+  EXPECT_TRUE(lr.log);
+  EXPECT_DOUBLE_EQ(lr.low, 1e-4);
+  EXPECT_EQ(std::get<search::FloatDistribution>(spec->space[2].second).step, 0.5);
+  const auto& omp = std::get<search::CategoricalDistribution>(spec->space[3].second);
+  ASSERT_EQ(omp.choices.size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(omp.choices[0]));
+  EXPECT_EQ(std::get<std::int64_t>(omp.choices[2]), 2);
+  EXPECT_EQ(std::get<std::string>(
+                std::get<search::CategoricalDistribution>(spec->space[4].second).choices[0]),
+            "ring");
+  EXPECT_TRUE(spec->launch.mpirun);
+  EXPECT_EQ(spec->launch.np, "2");
+  EXPECT_TRUE(spec->launch.oversubscribe);
+  ASSERT_EQ(spec->launch.mca.size(), 1u);
+  EXPECT_EQ(spec->launch.mca[0].second, "self,vader");
+  EXPECT_EQ(*spec->timeout_s, 120.0);
+  EXPECT_EQ(spec->sampler["type"], "random");
+  EXPECT_EQ(spec->sampler["seed"], 3);
+  EXPECT_EQ(spec->pruner["n_warmup_steps"], 2);
+  EXPECT_EQ(spec->objective.key, "samples_per_sec");
+  EXPECT_EQ(spec->objective.entry, "max");
+  ASSERT_EQ(spec->constraints.size(), 1u);
+  EXPECT_EQ(*spec->constraints[0].min, 0.8);
+  ASSERT_EQ(spec->enqueue.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(spec->enqueue[0].at("omp")));
+  EXPECT_EQ(spec->output, "tune-out/demo");
+}
+
+TEST(StudySpec, DefaultsAreTheChainerLog) {
+  auto spec = parse_study_spec("name: x\ncommand: [prog]\n", "x.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec->direction, search::Direction::minimize);
+  EXPECT_EQ(spec->objective.log, "{trial_dir}/log");
+  EXPECT_EQ(spec->objective.key, "elapsed_time");
+  EXPECT_EQ(spec->objective.entry, "last");
+  EXPECT_FALSE(spec->launch.mpirun);
+  EXPECT_FALSE(spec->timeout_s.has_value());
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* expect;  // substring of the one-line error
+};
+
+class StudySpecErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(StudySpecErrors, NamesFileLineAndKey) {
+  const auto err = error_of(GetParam().yaml);
+  EXPECT_NE(err.find("s.yaml:"), std::string::npos) << err;
+  EXPECT_NE(err.find(GetParam().expect), std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << "one line: " << err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPaths, StudySpecErrors,
+    ::testing::Values(
+        BadCase{"name: x\ncommand: [p]\nbogus: 1\n", "s.yaml:3: key 'bogus': unknown key"},
+        BadCase{"command: [p]\n", "key 'name': missing"},
+        BadCase{"name: x\n", "key 'command': missing"},
+        BadCase{"name: x\ncommand: p\n", "key 'command': expected a non-empty list"},
+        BadCase{"name: x\ncommand: [p]\ndirection: up\n", "s.yaml:3: key 'direction'"},
+        BadCase{"name: x\ncommand: [p, '{nope}']\n", "placeholder '{nope}' names no parameter"},
+        BadCase{"name: x\ncommand: [p, '{oops']\n", "unclosed"},
+        BadCase{"name: x\ncommand: [p]\nenv: {A: '{ghost}'}\n", "key 'env.A': placeholder"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  a: {type: int, low: 5, high: 1}\n",
+                "s.yaml:4: key 'params.a'"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  a: {type: int, low: one, high: 2}\n",
+                "key 'params.a.low': expected an integer"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  a: {type: float, low: 0, high: 1, log: true}\n",
+                "key 'params.a'"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  a: {type: cube, low: 0, high: 1}\n",
+                "unknown type 'cube'"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  a: {type: int, low: 0}\n",
+                "key 'params.a.high': required"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  a: {type: int, low: 0, high: 2, choices: [1]}\n",
+                "key 'params.a.choices': not allowed"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  a: {type: categorical, choices: []}\n",
+                "key 'params.a'"},
+        BadCase{"name: x\ncommand: [p]\nparams:\n  trial_dir: [1, 2]\n", "built-in placeholder"},
+        BadCase{"name: x\ncommand: [p]\ntimeout: soon\n", "key 'timeout'"},
+        BadCase{"name: x\ncommand: [p]\ntimeout: 5y\n", "unknown unit"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {regex: '(', key: a}\n",
+                "invalid regular expression"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {entry: median}\n", "key 'objective.entry'"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {colour: red}\n", "key 'objective.colour'"},
+        BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {n: 2, bind: core}}\n",
+                "key 'launch.mpirun.bind': unknown key"},
+        BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {n: '{ranks}'}}\n",
+                "key 'launch.mpirun.n': placeholder '{ranks}'"},
+        BadCase{"name: x\ncommand: [p]\nsampler: tpe\n", "key 'sampler': expected a mapping"},
+        BadCase{"name: x\ncommand: [p]\nparams: {a: [1, 2]}\nenqueue: [{b: 1}]\n",
+                "key 'enqueue[0].b': names no parameter"},
+        BadCase{"name: x\ncommand: [p]\nparams: {a: {type: int, low: 1, high: 3}}\n"
+                "enqueue: [{a: 9}]\n",
+                "key 'enqueue[0].a'"},
+        BadCase{"name: x\ncommand: [p]\nconstraints: [{key: acc}]\n", "needs 'min' or 'max'"},
+        BadCase{"name: x\ncommand: [p]\nprobes: {constrain: maybe}\n",
+                "key 'probes.constrain': expected true or false"},
+        BadCase{"name: x\ncommand: [p\n", "invalid YAML"},
+        BadCase{"- just\n- a list\n", "must be a YAML mapping"}));
+
+TEST(Template, ExpandsParamsBuiltinsAndEscapes) {
+  TemplateValues v{{"n", std::int64_t{4}},
+                   {"lr", 0.001},
+                   {"algo", std::string("ring")},
+                   {"trial_dir", std::string("/tmp/t/3")}};
+  EXPECT_EQ(*expand_template("--n={n}", v).value(), "--n=4");
+  EXPECT_EQ(*expand_template("{lr}", v).value(), "0.001");
+  EXPECT_EQ(*expand_template("{trial_dir}/log", v).value(), "/tmp/t/3/log");
+  EXPECT_EQ(*expand_template("{{literal}} {algo}", v).value(), "{literal} ring");
+  EXPECT_FALSE(expand_template("{missing}", v).has_value());
+}
+
+TEST(Template, NullValueDropsTheElement) {
+  TemplateValues v{{"omp", std::monostate{}}};
+  auto r = expand_template("--omp-threads={omp}", v);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->has_value());
+}
+
+TEST(Duration, Units) {
+  EXPECT_EQ(*parse_duration("90"), 90.0);
+  EXPECT_EQ(*parse_duration("1.5m"), 90.0);
+  EXPECT_EQ(*parse_duration("2h"), 7200.0);
+  EXPECT_EQ(*parse_duration("250ms"), 0.25);
+  EXPECT_FALSE(parse_duration("-3s").has_value());
+  EXPECT_FALSE(parse_duration("").has_value());
+}
+
+}  // namespace
+}  // namespace tune::tuner

@@ -1,0 +1,38 @@
+// Objective parsing: turns what a finished trial left behind into its value.
+//
+// The default reads a Chainer LogReport file (a JSON array of entries) and takes `key` of the
+// last entry; a regex over stdout/stderr works for programs with no JSON log. Every way a trial
+// can fail to produce a value (no file, bad JSON, missing key, non-finite value) comes back as
+// an error string that is stored with the trial as its failure reason. Stateless functions.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/study_spec.h"
+
+namespace tune::tuner {
+
+struct ObjectiveReading {
+  double value = 0;
+  std::vector<double> constraints;  // one per ConstraintSpec, c <= 0 feasible
+  nlohmann::json entry;             // the log entry the value came from (null for regex)
+};
+
+// Reads a Chainer-style log: a JSON array of objects.
+std::expected<nlohmann::json, std::string> read_log(const std::string& path);
+
+std::expected<ObjectiveReading, std::string> read_objective(
+    const ObjectiveSpec& objective, const std::vector<ConstraintSpec>& constraints,
+    const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path);
+
+// (step, value) pairs for pruning from the entries of a log that is still being written.
+std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,
+                                                                 const nlohmann::json& entries);
+
+}  // namespace tune::tuner

@@ -1,0 +1,498 @@
+#include "tuner/runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "tuner/launcher.h"
+#include "tuner/objective.h"
+#include "tuner/summary.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using search::FrozenTrial;
+using search::TrialState;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* k_owner_attr = "tune:owner";
+constexpr double k_stale_heartbeat_s = 120.0;  // a trial of another host is dead after this
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// Field 22 of /proc/PID/stat: start time in clock ticks; pid plus this names a process for good.
+std::optional<std::uint64_t> process_start_time(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat;
+  if (!std::getline(in, stat)) return std::nullopt;
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    if (i == 22) return std::stoull(field);
+  }
+  return std::nullopt;
+}
+
+nlohmann::json owner_identity() {
+  const pid_t pid = getpid();
+  return {{"host", host_name()}, {"pid", pid}, {"start", process_start_time(pid).value_or(0)}};
+}
+
+// True when the tune process that owns a RUNNING trial is known to be gone.
+bool owner_is_dead(const nlohmann::json& owner, Storage& storage, std::int64_t trial_id) {
+  if (owner.is_object() && owner.value("host", "") == host_name()) {
+    const pid_t pid = owner.value("pid", 0);
+    const auto start = process_start_time(pid);
+    return !start || *start != owner.value("start", std::uint64_t{0});
+  }
+  // Another host (or no owner record): trust the heartbeat.
+  auto age = storage.seconds_since_heartbeat(trial_id);
+  return age && *age && **age > k_stale_heartbeat_s;
+}
+
+std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  if (last.size() > 200) last = last.substr(0, 200) + "...";
+  return last;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  return fmt::format("{}h{:02}m", static_cast<int>(s) / 3600, (static_cast<int>(s) % 3600) / 60);
+}
+
+// Follows a trial's log while it runs: stores new intermediate values and asks the pruner.
+class LogFollower {
+ public:
+  LogFollower(const ObjectiveSpec& objective, std::string log_path, Storage& storage,
+              StudyCache& cache, search::Pruner* pruner, FrozenTrial& trial)
+      : m_objective(objective),
+        m_log_path(std::move(log_path)),
+        m_storage(storage),
+        m_cache(cache),
+        m_pruner(pruner),
+        m_trial(trial) {}
+
+  // Returns a reason to stop the trial, or "".
+  std::string tick() {
+    m_storage.record_heartbeat(m_trial.trial_id);
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(m_log_path, ec);
+    if (ec || mtime == m_last_mtime) return "";
+    m_last_mtime = mtime;
+    auto entries = read_log(m_log_path);  // written atomically by the trainer (rename)
+    if (!entries) return "";
+    bool added = false;
+    for (const auto& [step, value] : intermediate_points(m_objective, *entries)) {
+      if (m_trial.intermediate_values.contains(step)) continue;
+      m_trial.intermediate_values[step] = value;
+      m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value);
+      added = true;
+    }
+    if (!added || m_pruner == nullptr) return "";
+    if (auto r = m_cache.sync(); !r) return "";
+    if (m_pruner->prune(m_cache, m_trial)) {
+      return fmt::format("pruned at step {}", m_trial.intermediate_values.rbegin()->first);
+    }
+    return "";
+  }
+
+ private:
+  const ObjectiveSpec& m_objective;
+  std::string m_log_path;
+  Storage& m_storage;
+  StudyCache& m_cache;
+  search::Pruner* m_pruner;
+  FrozenTrial& m_trial;
+  fs::file_time_type m_last_mtime{};
+};
+
+}  // namespace
+
+std::string bundled_trainer_path() {
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto candidate = self.parent_path() / "tune-trainer";
+    if (fs::exists(candidate, ec)) return candidate.string();
+  }
+  return "tune-trainer";
+}
+
+std::string storage_url_for(const StudySpec& spec, const std::string& override_url) {
+  if (!override_url.empty()) return override_url;
+  if (!spec.storage.empty()) return spec.storage;
+  return (fs::path(spec.output) / "study.db").string();
+}
+
+Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const RunOptions& options) {
+  auto runner = std::unique_ptr<StudyRunner>(new StudyRunner());
+  runner->m_options = options;
+  const auto url = storage_url_for(spec, options.storage_override);
+  if (!url.contains("://")) {
+    std::error_code ec;
+    const auto parent = fs::path(url).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+  }
+  auto storage = open_storage(url);
+  if (!storage) return std::unexpected(storage.error());
+  runner->m_storage = std::move(*storage);
+  auto sampler = search::make_sampler(spec.sampler, spec.space);
+  if (!sampler) return std::unexpected(fmt::format("{}: sampler: {}", spec.file, sampler.error()));
+  runner->m_sampler = std::move(*sampler);
+  if (!spec.pruner.empty()) {
+    auto pruner = search::make_pruner(spec.pruner);
+    if (!pruner) return std::unexpected(fmt::format("{}: pruner: {}", spec.file, pruner.error()));
+    runner->m_pruner = std::move(*pruner);
+  }
+  bool created = false;
+  auto study = runner->m_storage->get_or_create_study(spec.name, spec.direction, &created);
+  if (!study) return std::unexpected(study.error());
+  runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
+  runner->m_spec = std::move(spec);
+  runner->m_trainer = bundled_trainer_path();
+  if (created) {
+    runner->m_storage->set_study_user_attr(study->study_id, "tune:study_file",
+                                           fs::absolute(runner->m_spec.file).string());
+    if (auto r = runner->enqueue_baselines(); !r) return std::unexpected(r.error());
+  }
+  if (auto r = runner->recover_stale_trials(); !r) return std::unexpected(r.error());
+  return runner;
+}
+
+Result<void> StudyRunner::enqueue_baselines() {
+  for (const auto& fixed : m_spec.enqueue) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : fixed) params[name] = search::param_value_to_json(value);
+    // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
+    auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting,
+                                     {{"fixed_params", params}});
+    if (!t) return std::unexpected(t.error());
+  }
+  return {};
+}
+
+Result<void> StudyRunner::recover_stale_trials() {
+  if (auto r = m_cache->sync(); !r) return r;
+  for (const auto& t : m_cache->trials()) {
+    if (t.state != TrialState::running) continue;
+    const auto owner = t.system_attrs.value(k_owner_attr, nlohmann::json());
+    if (!owner_is_dead(owner, *m_storage, t.trial_id)) continue;
+    m_storage->set_trial_system_attr(t.trial_id, "fail_reason",
+                                     "the tune process running it died; marked FAIL on resume");
+    if (auto r = m_storage->set_trial_state_values(t.trial_id, TrialState::fail, std::nullopt);
+        !r) {
+      return std::unexpected(r.error());
+    }
+  }
+  return m_cache->sync();
+}
+
+Result<RunTotals> StudyRunner::run(std::ostream& out) {
+  RunTotals totals;
+  m_started = Clock::now();
+  for (int i = 0; i < m_options.trials; ++i) {
+    if (interrupted()) break;
+    if (m_options.study_timeout_s &&
+        std::chrono::duration<double>(Clock::now() - m_started).count() >=
+            *m_options.study_timeout_s) {
+      out << fmt::format("study --timeout of {} reached; no new trials\n",
+                         format_duration(*m_options.study_timeout_s));
+      break;
+    }
+    bool stop = false;
+    if (auto r = run_one(out, i, &stop); !r) return std::unexpected(r.error());
+    ++totals.ran;
+    if (stop) break;
+  }
+  totals.interrupted = interrupted();
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  return totals;
+}
+
+Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
+  const auto study_id = m_cache->study().study_id;
+  const auto owner = owner_identity();
+  NewTrial nt;
+  auto popped = m_storage->pop_waiting_trial(study_id);
+  if (!popped) return std::unexpected(popped.error());
+  if (*popped) {
+    nt = **popped;
+    if (auto r = m_storage->set_trial_system_attr(nt.trial_id, k_owner_attr, owner); !r) {
+      return std::unexpected(r.error());
+    }
+  } else {
+    auto created = m_storage->create_trial(study_id, TrialState::running, {{k_owner_attr, owner}});
+    if (!created) return std::unexpected(created.error());
+    nt = *created;
+  }
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  FrozenTrial trial;
+  for (const auto& t : m_cache->trials()) {
+    if (t.trial_id == nt.trial_id) trial = t;
+  }
+  if (trial.trial_id != nt.trial_id) {
+    return std::unexpected(fmt::format("trial id {} vanished from storage", nt.trial_id));
+  }
+
+  // Enqueued values first; the sampler fills in the rest.
+  if (auto it = trial.system_attrs.find("fixed_params"); it != trial.system_attrs.end()) {
+    for (const auto& [name, dist] : m_spec.space) {
+      if (!it->contains(name)) continue;
+      auto internal = search::to_internal(dist, search::param_value_from_json((*it)[name]));
+      if (!internal) {
+        return std::unexpected(
+            fmt::format("trial {}: enqueued {}: {}", trial.number, name, internal.error()));
+      }
+      trial.params[name] = *internal;
+      trial.distributions[name] = dist;
+    }
+  }
+  const auto attrs_before = trial.system_attrs;
+  m_sampler->before_trial(*m_cache, trial);
+  for (const auto& [key, value] : trial.system_attrs.items()) {
+    if (!attrs_before.contains(key) || attrs_before[key] != value) {
+      m_storage->set_trial_system_attr(trial.trial_id, key, value);
+    }
+  }
+  const auto params = search::suggest_all(*m_sampler, *m_cache, trial, m_spec.space);
+  TemplateValues values;
+  for (const auto& [name, dist] : m_spec.space) {
+    const double internal = params.at(name);
+    trial.params[name] = internal;
+    trial.distributions[name] = dist;
+    if (auto r = m_storage->set_trial_param(trial.trial_id, name, internal, dist); !r) {
+      return std::unexpected(r.error());
+    }
+    values[name] = search::to_external(dist, internal);
+  }
+
+  const fs::path trial_dir =
+      fs::absolute(fs::path(m_spec.output) / "trials" / std::to_string(trial.number));
+  std::error_code ec;
+  fs::remove_all(trial_dir, ec);  // a number is never reused, but an old output folder may linger
+  fs::create_directories(trial_dir, ec);
+  if (ec)
+    return std::unexpected(fmt::format("cannot create {}: {}", trial_dir.string(), ec.message()));
+  values["trial_dir"] = trial_dir.string();
+  values["trial_number"] = static_cast<std::int64_t>(trial.number);
+  values["study"] = m_spec.name;
+  values["study_dir"] = m_spec.dir;
+  values["output_dir"] = fs::absolute(m_spec.output).string();
+  values["tune_trainer"] = m_trainer;
+  values["nproc"] = static_cast<std::int64_t>(std::thread::hardware_concurrency());
+
+  auto expand = [&](const std::string& text) -> Result<std::optional<std::string>> {
+    return expand_template(text, values);
+  };
+  LaunchRequest req;
+  std::vector<std::string> program;
+  for (const auto& arg : m_spec.command) {
+    auto e = expand(arg);
+    if (!e) return std::unexpected(fmt::format("{}: command: {}", m_spec.file, e.error()));
+    if (*e) program.push_back(**e);
+  }
+  std::map<std::string, std::string> env_shown;
+  for (const auto& [name, text] : m_spec.env) {
+    auto e = expand(text);
+    if (!e) return std::unexpected(fmt::format("{}: env.{}: {}", m_spec.file, name, e.error()));
+    if (*e) {
+      req.env_set[name] = **e;
+      env_shown[name] = **e;
+    } else {
+      req.env_unset.push_back(name);  // null: leave the library at its own default
+    }
+  }
+  if (m_spec.launch.mpirun) {
+    const auto& l = m_spec.launch;
+    auto m = expand(l.mpirun_program);
+    req.argv.push_back(m && *m ? **m : "mpirun");
+    if (running_as_root()) req.argv.push_back("--allow-run-as-root");
+    auto option = [&](const char* flag, const std::string& text) -> Result<void> {
+      if (text.empty()) return {};
+      auto e = expand(text);
+      if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", m_spec.file, e.error()));
+      if (*e) {
+        req.argv.push_back(flag);
+        req.argv.push_back(**e);
+      }
+      return {};
+    };
+    for (auto r : {option("-n", l.np), option("--npernode", l.npernode),
+                   option("--bind-to", l.bind_to), option("--map-by", l.map_by),
+                   option("--hostfile", l.hostfile), option("--host", l.host)}) {
+      if (!r) return std::unexpected(r.error());
+    }
+    if (l.oversubscribe) req.argv.push_back("--oversubscribe");
+    for (const auto& [key, text] : l.mca) {
+      auto e = expand(text);
+      if (!e)
+        return std::unexpected(
+            fmt::format("{}: launch.mpirun.mca.{}: {}", m_spec.file, key, e.error()));
+      if (*e) req.argv.insert(req.argv.end(), {"--mca", key, **e});
+    }
+    // Export the trial's variables to ranks on other hosts too.
+    for (const auto& [name, value] : req.env_set) req.argv.insert(req.argv.end(), {"-x", name});
+    for (const auto& text : l.extra) {
+      auto e = expand(text);
+      if (!e)
+        return std::unexpected(fmt::format("{}: launch.mpirun.extra: {}", m_spec.file, e.error()));
+      if (*e) req.argv.push_back(**e);
+    }
+  }
+  req.argv.insert(req.argv.end(), program.begin(), program.end());
+  req.workdir = trial_dir.string();
+  req.stdout_path = (trial_dir / "stdout").string();
+  req.stderr_path = (trial_dir / "stderr").string();
+  req.timeout_s = m_spec.timeout_s;
+  bool study_deadline_bites = false;
+  if (m_options.study_timeout_s) {
+    const double left = *m_options.study_timeout_s -
+                        std::chrono::duration<double>(Clock::now() - m_started).count();
+    if (!req.timeout_s || left < *req.timeout_s) {
+      req.timeout_s = std::max(left, 0.001);
+      study_deadline_bites = true;
+    }
+  }
+  req.tick_s = 0.5;
+
+  m_storage->set_trial_user_attr(trial.trial_id, "command", req.argv);
+  m_storage->set_trial_user_attr(trial.trial_id, "env", env_shown);
+  m_storage->set_trial_user_attr(trial.trial_id, "env_unset", req.env_unset);
+  m_storage->set_trial_user_attr(trial.trial_id, "trial_dir", trial_dir.string());
+
+  std::optional<double> skip_constraint;
+  if (m_hooks.before_launch) {
+    const auto attrs = m_hooks.before_launch(trial, req.argv, req.env_set);
+    for (const auto& [key, value] : attrs.items()) {
+      if (key == "constraint") {
+        if (value.is_number() && value.get<double>() > 0) skip_constraint = value.get<double>();
+        continue;
+      }
+      m_storage->set_trial_system_attr(trial.trial_id, key, value);
+    }
+  }
+
+  auto expanded_log = expand(m_spec.objective.log);
+  const std::string log_path =
+      expanded_log && *expanded_log ? **expanded_log : (trial_dir / "log").string();
+
+  TrialState state = TrialState::fail;
+  std::optional<double> value;
+  std::string reason;
+  std::vector<double> constraints;
+  LaunchResult res;
+  if (skip_constraint) {
+    // Predicted to oversubscribe the machine: recorded as infeasible instead of being run.
+    state = TrialState::pruned;
+    reason = "not run: the probes predict CPU oversubscription";
+    constraints.push_back(*skip_constraint);
+  } else {
+    LogFollower follower(m_spec.objective, log_path, *m_storage, *m_cache, m_pruner.get(), trial);
+    bool started_hook = false;
+    res = run_process(req, [&](pid_t pid) {
+      if (!started_hook) {
+        started_hook = true;
+        if (m_hooks.on_start) m_hooks.on_start(pid);
+        m_storage->record_heartbeat(trial.trial_id);
+        return std::string();
+      }
+      return follower.tick();
+    });
+    if (m_hooks.on_end && res.started) {
+      const auto attrs = m_hooks.on_end();
+      for (const auto& [key, v] : attrs.items())
+        m_storage->set_trial_system_attr(trial.trial_id, key, v);
+    }
+    if (!res.started) {
+      reason = res.error;
+    } else if (res.stopped == StopReason::interrupted) {
+      reason = "interrupted (Ctrl-C); the trial's processes were stopped";
+      *stop = true;
+    } else if (res.stopped == StopReason::timeout) {
+      reason =
+          study_deadline_bites ? "stopped: the study's --timeout was reached" : res.stop_detail;
+    } else if (res.stopped == StopReason::watcher) {
+      follower.tick();  // the last entries
+      state = TrialState::pruned;
+      reason = res.stop_detail;
+      if (!trial.intermediate_values.empty()) value = trial.intermediate_values.rbegin()->second;
+    } else if (res.signal != 0) {
+      reason = fmt::format("killed by {}", signal_name(res.signal));
+    } else if (res.exit_code != 0) {
+      const auto err = last_line(req.stderr_path);
+      reason = fmt::format("exit code {}{}", res.exit_code, err.empty() ? "" : ": " + err);
+    } else {
+      auto reading = read_objective(m_spec.objective, m_spec.constraints, log_path, req.stdout_path,
+                                    req.stderr_path);
+      if (reading) {
+        state = TrialState::complete;
+        value = reading->value;
+        constraints = reading->constraints;
+      } else {
+        reason = reading.error();
+      }
+    }
+    m_storage->set_trial_user_attr(trial.trial_id, "wall_time", res.wall_s);
+    if (res.started) {
+      m_storage->set_trial_user_attr(trial.trial_id, "exit_code",
+                                     res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
+      if (res.signal) m_storage->set_trial_user_attr(trial.trial_id, "signal", res.signal);
+    }
+  }
+  if (!constraints.empty()) {
+    m_storage->set_trial_system_attr(trial.trial_id, "constraints", constraints);
+  }
+  if (!reason.empty()) m_storage->set_trial_system_attr(trial.trial_id, "fail_reason", reason);
+  auto set = m_storage->set_trial_state_values(trial.trial_id, state, value);
+  if (!set) return std::unexpected(set.error());
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  for (const auto& t : m_cache->trials()) {
+    if (t.trial_id == trial.trial_id) {
+      m_sampler->after_trial(*m_cache, t);
+      trial = t;
+    }
+  }
+
+  if (!m_options.quiet) {
+    const auto* best = best_trial(*m_cache);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - m_started).count();
+    const int done = index + 1;
+    const double eta = elapsed / done * (m_options.trials - done);
+    std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
+                                   search::to_string(state));
+    if (value) line += " value=" + format_value(*value);
+    if (res.started) line += fmt::format(" ({:.2f}s)", res.wall_s);
+    line += "  " + format_params(trial);
+    if (!reason.empty()) line += "  # " + reason;
+    if (best) line += fmt::format("  | best #{} = {}", best->number, format_value(*best->value));
+    if (done < m_options.trials) line += "  eta " + format_duration(eta);
+    out << line << std::endl;
+  }
+  return {};
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,81 @@
+// The study loop: ask the sampler, launch the trial, parse its objective, store everything.
+//
+// A StudyRunner owns the storage connection, the sampler and the pruner of one `tune` process.
+// Several runners (processes) may share one database: each creates its own trials, sees the
+// others' through the StudyCache, and leaves them alone unless their owner is gone. Trials left
+// RUNNING by a tune that died are marked FAIL when a runner opens the study.
+// Not thread-safe: one runner, one thread.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "search/pruner.h"
+#include "search/sampler.h"
+#include "tuner/storage.h"
+#include "tuner/study_spec.h"
+
+namespace tune::tuner {
+
+struct RunOptions {
+  int trials = 10;                        // new trials to run (enqueued ones count)
+  std::optional<double> study_timeout_s;  // stop starting trials after this; running one is stopped
+  std::string storage_override;           // --storage; empty = the study file's
+  bool quiet = false;                     // no per-trial lines
+};
+
+struct RunTotals {
+  int ran = 0;
+  bool interrupted = false;
+};
+
+// Where the bundled trainer is: next to the tune executable, else tune-trainer in PATH.
+std::string bundled_trainer_path();
+
+// The storage URL a study file uses (its `storage:` or {output}/study.db).
+std::string storage_url_for(const StudySpec& spec, const std::string& override_url);
+
+// Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
+struct TrialHooks {
+  // Before launch: may return system attrs to store and a constraint value (> 0 = skip).
+  std::function<nlohmann::json(const search::FrozenTrial&, const std::vector<std::string>& argv,
+                               const std::map<std::string, std::string>& env)>
+      before_launch;
+  // Started with the root pid; returns attrs to store when the trial ends.
+  std::function<void(pid_t)> on_start;
+  std::function<nlohmann::json()> on_end;
+};
+
+class StudyRunner {
+ public:
+  static Result<std::unique_ptr<StudyRunner>> open(StudySpec spec, const RunOptions& options);
+
+  // Runs options.trials trials (or until interrupted / timed out), printing a line per trial.
+  Result<RunTotals> run(std::ostream& out);
+
+  void set_hooks(TrialHooks hooks) { m_hooks = std::move(hooks); }
+  Storage& storage() { return *m_storage; }
+  StudyCache& cache() { return *m_cache; }
+  const StudySpec& spec() const { return m_spec; }
+
+ private:
+  StudyRunner() = default;
+  Result<void> recover_stale_trials();
+  Result<void> enqueue_baselines();
+  Result<void> run_one(std::ostream& out, int index, bool* stop);
+
+  StudySpec m_spec;
+  RunOptions m_options;
+  std::unique_ptr<Storage> m_storage;
+  std::unique_ptr<StudyCache> m_cache;
+  std::unique_ptr<search::Sampler> m_sampler;
+  std::unique_ptr<search::Pruner> m_pruner;
+  TrialHooks m_hooks;
+  std::string m_trainer;
+  std::chrono::steady_clock::time_point m_started;
+};
+
+}  // namespace tune::tuner

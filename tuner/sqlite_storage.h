@@ -1,0 +1,69 @@
+// SQLite storage with Optuna 3.1's RDB schema (tables, columns, version rows), so that
+// `optuna.load_study(storage="sqlite:///file.db")` reads studies written by tune and tune can
+// continue studies written by Optuna.
+//
+// The database runs in write-ahead-log mode with a busy timeout; every write is one
+// `BEGIN IMMEDIATE` transaction, which serialises concurrent tune processes on one file and keeps
+// trial numbers unique. An object owns one connection and is used by one thread at a time.
+#pragma once
+
+#include <string>
+
+#include "tuner/storage.h"
+
+struct sqlite3;
+
+namespace tune::tuner {
+
+class SqliteStorage final : public Storage {
+ public:
+  // Opens (creating when absent) the database file and its schema.
+  static Result<std::unique_ptr<SqliteStorage>> open(const std::string& path);
+  ~SqliteStorage() override;
+  SqliteStorage(const SqliteStorage&) = delete;
+  SqliteStorage& operator=(const SqliteStorage&) = delete;
+
+  Result<StudyInfo> get_or_create_study(const std::string& name, search::Direction direction,
+                                        bool* created) override;
+  Result<StudyInfo> get_study(const std::string& name) override;
+  Result<std::vector<StudyInfo>> get_all_studies() override;
+  Result<void> set_study_user_attr(std::int64_t study_id, const std::string& key,
+                                   const nlohmann::json& value) override;
+  Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) override;
+  Result<NewTrial> create_trial(std::int64_t study_id, search::TrialState state,
+                                const nlohmann::json& system_attrs) override;
+  Result<std::optional<NewTrial>> pop_waiting_trial(std::int64_t study_id) override;
+  Result<void> set_trial_param(std::int64_t trial_id, const std::string& name, double internal,
+                               const search::Distribution& dist) override;
+  Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
+                                      std::optional<double> value) override;
+  Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
+                                            double value) override;
+  Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
+                                   const nlohmann::json& value) override;
+  Result<void> set_trial_system_attr(std::int64_t trial_id, const std::string& key,
+                                     const nlohmann::json& value) override;
+  Result<void> record_heartbeat(std::int64_t trial_id) override;
+  Result<search::FrozenTrial> get_trial(std::int64_t trial_id) override;
+  Result<std::vector<search::FrozenTrial>> get_all_trials(std::int64_t study_id) override;
+  Result<std::vector<search::FrozenTrial>> get_trials_since(
+      std::int64_t study_id, std::int64_t after_id,
+      const std::vector<std::int64_t>& refresh) override;
+  Result<std::optional<double>> seconds_since_heartbeat(std::int64_t trial_id) override;
+
+  const std::string& path() const { return m_path; }
+
+ private:
+  SqliteStorage(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
+  Result<void> exec(const char* sql);
+  Result<void> create_schema();
+  Result<std::vector<search::FrozenTrial>> load_trials(const std::string& where,
+                                                       const std::vector<std::int64_t>& binds);
+  Result<void> set_attr(const char* table, const char* owner_column, std::int64_t owner_id,
+                        const std::string& key, const nlohmann::json& value);
+
+  sqlite3* m_db;
+  std::string m_path;
+};
+
+}  // namespace tune::tuner

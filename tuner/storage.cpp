@@ -1,0 +1,45 @@
+#include "tuner/storage.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "tuner/sqlite_storage.h"
+
+namespace tune::tuner {
+
+Result<std::unique_ptr<Storage>> open_storage(const std::string& url) {
+  constexpr std::string_view k_sqlite = "sqlite:///";
+  std::string path = url;
+  if (url.starts_with(k_sqlite)) {
+    path = url.substr(k_sqlite.size());
+  } else if (url.find("://") != std::string::npos) {
+    return std::unexpected(fmt::format(
+        "storage '{}': only SQLite is built in (sqlite:///path.db or a file path)", url));
+  }
+  if (path.empty()) return std::unexpected("storage: empty database path");
+  auto storage = SqliteStorage::open(path);
+  if (!storage) return std::unexpected(storage.error());
+  return std::unique_ptr<Storage>(std::move(*storage));
+}
+
+Result<void> StudyCache::sync() {
+  std::vector<std::int64_t> refresh;
+  for (const auto& t : m_trials) {
+    if (!t.is_finished()) refresh.push_back(t.trial_id);
+  }
+  auto delta = m_storage.get_trials_since(m_study.study_id, m_max_trial_id, refresh);
+  if (!delta) return std::unexpected(delta.error());
+  for (auto& t : *delta) {
+    m_max_trial_id = std::max(m_max_trial_id, t.trial_id);
+    auto it = std::lower_bound(m_trials.begin(), m_trials.end(), t.number,
+                               [](const search::FrozenTrial& a, int n) { return a.number < n; });
+    if (it != m_trials.end() && it->number == t.number) {
+      *it = std::move(t);
+    } else {
+      m_trials.insert(it, std::move(t));
+    }
+  }
+  return {};
+}
+
+}  // namespace tune::tuner

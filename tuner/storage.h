@@ -1,0 +1,104 @@
+// Storage: where studies and trials live (Optuna's BaseStorage, single objective).
+//
+// The tuner talks to storage only through this interface, so SQLite (sqlite_storage.h) can be
+// joined by PostgreSQL for studies shared across nodes. Every method is one transaction: a
+// state change is durable when the call returns, and several processes may use one database at
+// once (trial numbers stay unique). A finished trial is frozen: set_trial_state_values() on it
+// returns false and changes nothing. One Storage object is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+
+namespace tune::tuner {
+
+struct StudyInfo {
+  std::int64_t study_id = -1;
+  std::string name;
+  search::Direction direction = search::Direction::minimize;
+};
+
+struct NewTrial {
+  std::int64_t trial_id = -1;
+  int number = -1;
+};
+
+template <typename T>
+using Result = std::expected<T, std::string>;
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  // Returns the study, creating it when absent; `created` says which happened. An existing
+  // study with another direction is an error.
+  virtual Result<StudyInfo> get_or_create_study(const std::string& name,
+                                                search::Direction direction, bool* created) = 0;
+  virtual Result<StudyInfo> get_study(const std::string& name) = 0;
+  virtual Result<std::vector<StudyInfo>> get_all_studies() = 0;
+  virtual Result<void> set_study_user_attr(std::int64_t study_id, const std::string& key,
+                                           const nlohmann::json& value) = 0;
+  virtual Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) = 0;
+
+  // A new trial in `state` (RUNNING, or WAITING for enqueued ones) with the given system attrs.
+  virtual Result<NewTrial> create_trial(std::int64_t study_id, search::TrialState state,
+                                        const nlohmann::json& system_attrs) = 0;
+  // Atomically takes the oldest WAITING trial and makes it RUNNING; nullopt when none waits.
+  virtual Result<std::optional<NewTrial>> pop_waiting_trial(std::int64_t study_id) = 0;
+
+  virtual Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
+                                       double internal, const search::Distribution& dist) = 0;
+  // Moves a trial to `state` (with its value when given). Returns false, changing nothing, when
+  // the trial had already finished.
+  virtual Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
+                                              std::optional<double> value) = 0;
+  virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
+                                                    double value) = 0;
+  virtual Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
+                                           const nlohmann::json& value) = 0;
+  virtual Result<void> set_trial_system_attr(std::int64_t trial_id, const std::string& key,
+                                             const nlohmann::json& value) = 0;
+  // Records that the process running the trial is alive (Optuna's trial_heartbeats).
+  virtual Result<void> record_heartbeat(std::int64_t trial_id) = 0;
+
+  virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
+  // Every trial of the study in number order.
+  virtual Result<std::vector<search::FrozenTrial>> get_all_trials(std::int64_t study_id) = 0;
+  // Trials with trial_id > after_id, plus the trials listed in `refresh` (not finished when the
+  // caller last looked): the delta a cache needs.
+  virtual Result<std::vector<search::FrozenTrial>> get_trials_since(
+      std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) = 0;
+  // Seconds since the trial's last heartbeat; nullopt when it never had one.
+  virtual Result<std::optional<double>> seconds_since_heartbeat(std::int64_t trial_id) = 0;
+};
+
+// Opens the storage named by a URL or path: "sqlite:///abs/path.db", "sqlite:///rel.db" or a
+// plain file path (SQLite). Other schemes (postgresql://) are reported as not built.
+Result<std::unique_ptr<Storage>> open_storage(const std::string& url);
+
+// A cache of a study's trials that re-reads only what may have changed since the last sync, so
+// the per-trial cost of looking at the history stays flat as the study grows.
+class StudyCache final : public search::StudyView {
+ public:
+  StudyCache(Storage& storage, StudyInfo study) : m_storage(storage), m_study(std::move(study)) {}
+  Result<void> sync();
+  search::Direction direction() const override { return m_study.direction; }
+  const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
+  const StudyInfo& study() const { return m_study; }
+
+ private:
+  Storage& m_storage;
+  StudyInfo m_study;
+  std::vector<search::FrozenTrial> m_trials;  // number order
+  std::int64_t m_max_trial_id = 0;
+};
+
+}  // namespace tune::tuner

@@ -1,0 +1,508 @@
+#include "tuner/study_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using search::ParamValue;
+
+const std::set<std::string> k_builtins = {"trial_dir",  "trial_number", "study", "study_dir",
+                                          "output_dir", "tune_trainer", "nproc"};
+
+// Thrown inside the parser only; turned into the returned error at the top.
+struct SpecError {
+  std::string message;
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string file) : m_file(std::move(file)) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& key,
+                         const std::string& what) const {
+    const int line = node.IsDefined() && node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+    throw SpecError{fmt::format("{}:{}: key '{}': {}", m_file, line, key, what)};
+  }
+
+  void check_keys(const YAML::Node& map, const std::string& where,
+                  const std::set<std::string>& allowed) const {
+    if (!map.IsMap()) fail(map, where, "expected a mapping");
+    for (const auto& kv : map) {
+      const auto key = kv.first.as<std::string>();
+      if (!allowed.contains(key)) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        fail(kv.first, join(where, key), fmt::format("unknown key (allowed: {})", list));
+      }
+    }
+  }
+
+  static std::string join(const std::string& a, const std::string& b) {
+    return a.empty() ? b : a + "." + b;
+  }
+
+  std::string string(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "expected a string");
+    return n.Scalar();
+  }
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) fail(n, key, "expected true or false");
+    return v;
+  }
+  double number(const YAML::Node& n, const std::string& key) const {
+    double v = 0;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v)) {
+      fail(n, key, "expected a finite number");
+    }
+    return v;
+  }
+  std::int64_t integer(const YAML::Node& n, const std::string& key) const {
+    long long v = 0;
+    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v))
+      fail(n, key, "expected an integer");
+    return v;
+  }
+  // A template-able scalar (string, number or bool written as text).
+  std::string scalar_text(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) fail(n, key, "expected a scalar value");
+    return n.Scalar();
+  }
+
+  // YAML scalar -> parameter value with YAML's own typing (null, bool, int, float, string).
+  ParamValue value(const YAML::Node& n, const std::string& key) const {
+    if (n.IsNull()) return std::monostate{};
+    if (!n.IsScalar()) fail(n, key, "expected a scalar value (null, bool, number or string)");
+    if (n.Tag() == "!") return n.Scalar();  // quoted: always a string
+    long long i = 0;
+    if (YAML::convert<long long>::decode(n, i)) return static_cast<std::int64_t>(i);
+    double d = 0;
+    if (YAML::convert<double>::decode(n, d)) return d;
+    bool b = false;
+    if (YAML::convert<bool>::decode(n, b)) return b;
+    return n.Scalar();
+  }
+
+  search::Distribution param(const YAML::Node& n, const std::string& key) const {
+    if (n.IsSequence()) {  // shorthand: a list of choices
+      search::CategoricalDistribution c;
+      for (std::size_t i = 0; i < n.size(); ++i) c.choices.push_back(value(n[i], key));
+      return checked(c, n, key);
+    }
+    check_keys(n, key, {"type", "low", "high", "log", "step", "choices"});
+    if (!n["type"]) fail(n, key, "missing 'type' (int, float or categorical)");
+    const auto type = string(n["type"], join(key, "type"));
+    auto require = [&](const char* k) {
+      if (!n[k]) fail(n, join(key, k), fmt::format("required for type {}", type));
+      return n[k];
+    };
+    auto forbid = [&](const char* k) {
+      if (n[k]) fail(n[k], join(key, k), fmt::format("not allowed for type {}", type));
+    };
+    if (type == "int") {
+      forbid("choices");
+      search::IntDistribution d;
+      d.low = integer(require("low"), join(key, "low"));
+      d.high = integer(require("high"), join(key, "high"));
+      if (n["log"]) d.log = boolean(n["log"], join(key, "log"));
+      if (n["step"]) d.step = integer(n["step"], join(key, "step"));
+      return checked(d, n, key);
+    }
+    if (type == "float") {
+      forbid("choices");
+      search::FloatDistribution d;
+      d.low = number(require("low"), join(key, "low"));
+      d.high = number(require("high"), join(key, "high"));
+      if (n["log"]) d.log = boolean(n["log"], join(key, "log"));
+      if (n["step"]) d.step = number(n["step"], join(key, "step"));
+      return checked(d, n, key);
+    }
+    if (type == "categorical") {
+      for (const char* k : {"low", "high", "log", "step"}) forbid(k);
+      const auto& ch = require("choices");
+      if (!ch.IsSequence()) fail(ch, join(key, "choices"), "expected a list");
+      search::CategoricalDistribution c;
+      for (std::size_t i = 0; i < ch.size(); ++i) c.choices.push_back(value(ch[i], key));
+      return checked(c, n, key);
+    }
+    fail(n["type"], join(key, "type"),
+         fmt::format("unknown type '{}' (int, float, categorical)", type));
+  }
+
+  search::Distribution checked(search::Distribution d, const YAML::Node& n,
+                               const std::string& key) const {
+    if (auto ok = search::validate(d); !ok) fail(n, key, ok.error());
+    return d;
+  }
+
+  // YAML subtree -> JSON (for sampler/pruner sections handed to search/).
+  nlohmann::json to_json(const YAML::Node& n, const std::string& key) const {
+    if (n.IsMap()) {
+      nlohmann::json j = nlohmann::json::object();
+      for (const auto& kv : n) {
+        const auto k = kv.first.as<std::string>();
+        j[k] = to_json(kv.second, join(key, k));
+      }
+      return j;
+    }
+    if (n.IsSequence()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (std::size_t i = 0; i < n.size(); ++i) j.push_back(to_json(n[i], key));
+      return j;
+    }
+    return search::param_value_to_json(value(n, key));
+  }
+
+  void check_template(const YAML::Node& n, const std::string& key, const std::string& text,
+                      const StudySpec& spec) const {
+    auto names = template_names(text);
+    if (!names) fail(n, key, names.error());
+    for (const auto& name : *names) {
+      if (k_builtins.contains(name)) continue;
+      bool found = false;
+      for (const auto& [p, d] : spec.space) found = found || p == name;
+      if (!found) {
+        fail(n, key,
+             fmt::format("placeholder '{{{}}}' names no parameter of 'params' and no "
+                         "built-in (trial_dir, trial_number, study, study_dir, "
+                         "output_dir, tune_trainer, nproc)",
+                         name));
+      }
+    }
+  }
+
+  StudySpec parse(const YAML::Node& root) {
+    StudySpec spec;
+    if (!root.IsMap()) fail(root, "(top level)", "the study file must be a YAML mapping");
+    check_keys(
+        root, "",
+        {"name", "direction", "objective", "constraints", "launch", "command", "env", "timeout",
+         "params", "sampler", "pruner", "enqueue", "output", "storage", "probes"});
+    if (!root["name"]) fail(root, "name", "missing (the study's name)");
+    spec.name = string(root["name"], "name");
+    if (spec.name.empty()) fail(root["name"], "name", "must not be empty");
+    if (root["direction"]) {
+      const auto d = string(root["direction"], "direction");
+      if (d == "minimize") {
+        spec.direction = search::Direction::minimize;
+      } else if (d == "maximize") {
+        spec.direction = search::Direction::maximize;
+      } else {
+        fail(root["direction"], "direction", "expected minimize or maximize");
+      }
+    }
+    // Parameters first: templates elsewhere are checked against them.
+    if (const auto& params = root["params"]) {
+      if (!params.IsMap()) fail(params, "params", "expected a mapping of name: domain");
+      for (const auto& kv : params) {
+        const auto name = kv.first.as<std::string>();
+        if (k_builtins.contains(name)) {
+          fail(kv.first, "params." + name, "is a built-in placeholder name; choose another");
+        }
+        spec.space.emplace_back(name, param(kv.second, "params." + name));
+      }
+    }
+    if (!root["command"]) fail(root, "command", "missing (the argv of one trial, a list)");
+    const auto& cmd = root["command"];
+    if (!cmd.IsSequence() || cmd.size() == 0) fail(cmd, "command", "expected a non-empty list");
+    for (std::size_t i = 0; i < cmd.size(); ++i) {
+      const auto key = fmt::format("command[{}]", i);
+      spec.command.push_back(scalar_text(cmd[i], key));
+      check_template(cmd[i], key, spec.command.back(), spec);
+    }
+    if (const auto& env = root["env"]) {
+      if (!env.IsMap()) fail(env, "env", "expected a mapping NAME: value");
+      for (const auto& kv : env) {
+        const auto name = kv.first.as<std::string>();
+        const auto key = "env." + name;
+        if (name.empty() || name.find('=') != std::string::npos)
+          fail(kv.first, key, "bad variable name");
+        spec.env.emplace_back(name, scalar_text(kv.second, key));
+        check_template(kv.second, key, spec.env.back().second, spec);
+      }
+    }
+    if (const auto& t = root["timeout"]) {
+      auto d = parse_duration(scalar_text(t, "timeout"));
+      if (!d) fail(t, "timeout", d.error());
+      spec.timeout_s = *d;
+    }
+    if (const auto& o = root["objective"]) parse_objective(o, spec);
+    if (const auto& c = root["constraints"]) parse_constraints(c, spec);
+    if (const auto& l = root["launch"]) parse_launch(l, spec);
+    if (const auto& s = root["sampler"]) {
+      if (!s.IsMap())
+        fail(s, "sampler", "expected a mapping (type: tpe|random|grid, seed: N, ...)");
+      spec.sampler = to_json(s, "sampler");
+    }
+    if (const auto& p = root["pruner"]) {
+      if (!p.IsMap()) fail(p, "pruner", "expected a mapping (type: median|percentile|...)");
+      spec.pruner = to_json(p, "pruner");
+    }
+    if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
+    spec.output = root["output"] ? string(root["output"], "output") : "tune-out/" + spec.name;
+    spec.storage = root["storage"] ? string(root["storage"], "storage") : "";
+    if (const auto& p = root["probes"]) {
+      check_keys(p, "probes", {"enabled", "constrain", "interval"});
+      if (p["enabled"]) spec.probes.enabled = boolean(p["enabled"], "probes.enabled");
+      if (p["constrain"]) spec.probes.constrain = boolean(p["constrain"], "probes.constrain");
+      if (p["interval"]) {
+        auto d = parse_duration(scalar_text(p["interval"], "probes.interval"));
+        if (!d || *d <= 0) fail(p["interval"], "probes.interval", "expected a positive duration");
+        spec.probes.interval_s = *d;
+      }
+    }
+    return spec;
+  }
+
+  void parse_objective(const YAML::Node& o, StudySpec& spec) {
+    check_keys(o, "objective",
+               {"log", "key", "entry", "regex", "stream", "intermediate", "step_key"});
+    auto& obj = spec.objective;
+    if (o["regex"]) {
+      obj.use_regex = true;
+      obj.regex = string(o["regex"], "objective.regex");
+      try {
+        std::regex re(obj.regex);
+      } catch (const std::regex_error& e) {
+        fail(o["regex"], "objective.regex",
+             fmt::format("invalid regular expression: {}", e.what()));
+      }
+      if (o["log"]) fail(o["log"], "objective.log", "use either 'regex' or 'log', not both");
+    }
+    if (o["log"]) {
+      obj.log = string(o["log"], "objective.log");
+      check_template(o["log"], "objective.log", obj.log, spec);
+    }
+    if (o["key"]) obj.key = string(o["key"], "objective.key");
+    if (o["entry"]) {
+      obj.entry = string(o["entry"], "objective.entry");
+      if (obj.entry != "last" && obj.entry != "first" && obj.entry != "min" && obj.entry != "max") {
+        fail(o["entry"], "objective.entry", "expected last, first, min or max");
+      }
+    }
+    if (o["stream"]) {
+      obj.stream = string(o["stream"], "objective.stream");
+      if (obj.stream != "stdout" && obj.stream != "stderr") {
+        fail(o["stream"], "objective.stream", "expected stdout or stderr");
+      }
+    }
+    if (o["intermediate"])
+      obj.intermediate_key = string(o["intermediate"], "objective.intermediate");
+    if (o["step_key"]) obj.step_key = string(o["step_key"], "objective.step_key");
+  }
+
+  void parse_constraints(const YAML::Node& c, StudySpec& spec) {
+    if (!c.IsSequence()) fail(c, "constraints", "expected a list of {key, min|max}");
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const auto where = fmt::format("constraints[{}]", i);
+      check_keys(c[i], where, {"key", "min", "max"});
+      ConstraintSpec cs;
+      if (!c[i]["key"]) fail(c[i], where + ".key", "missing (the logged metric to bound)");
+      cs.key = string(c[i]["key"], where + ".key");
+      if (c[i]["min"]) cs.min = number(c[i]["min"], where + ".min");
+      if (c[i]["max"]) cs.max = number(c[i]["max"], where + ".max");
+      if (!cs.min && !cs.max) fail(c[i], where, "needs 'min' or 'max'");
+      cs.line = c[i].Mark().line + 1;
+      spec.constraints.push_back(cs);
+    }
+  }
+
+  void parse_launch(const YAML::Node& l, StudySpec& spec) {
+    check_keys(l, "launch", {"mpirun"});
+    const auto& m = l["mpirun"];
+    if (!m) return;
+    if (m.IsScalar()) {
+      spec.launch.mpirun = boolean(m, "launch.mpirun");
+      return;
+    }
+    check_keys(m, "launch.mpirun",
+               {"program", "n", "npernode", "bind_to", "map_by", "hostfile", "host",
+                "oversubscribe", "mca", "extra"});
+    auto& ls = spec.launch;
+    ls.mpirun = true;
+    auto templ = [&](const char* k, std::string& out) {
+      if (!m[k]) return;
+      const auto key = std::string("launch.mpirun.") + k;
+      out = scalar_text(m[k], key);
+      check_template(m[k], key, out, spec);
+    };
+    templ("program", ls.mpirun_program);
+    templ("n", ls.np);
+    templ("npernode", ls.npernode);
+    templ("bind_to", ls.bind_to);
+    templ("map_by", ls.map_by);
+    templ("hostfile", ls.hostfile);
+    templ("host", ls.host);
+    if (m["oversubscribe"])
+      ls.oversubscribe = boolean(m["oversubscribe"], "launch.mpirun.oversubscribe");
+    if (const auto& mca = m["mca"]) {
+      if (!mca.IsMap()) fail(mca, "launch.mpirun.mca", "expected a mapping PARAM: value");
+      for (const auto& kv : mca) {
+        const auto key = "launch.mpirun.mca." + kv.first.as<std::string>();
+        ls.mca.emplace_back(kv.first.as<std::string>(), scalar_text(kv.second, key));
+        check_template(kv.second, key, ls.mca.back().second, spec);
+      }
+    }
+    if (const auto& extra = m["extra"]) {
+      if (!extra.IsSequence()) fail(extra, "launch.mpirun.extra", "expected a list");
+      for (std::size_t i = 0; i < extra.size(); ++i) {
+        const auto key = fmt::format("launch.mpirun.extra[{}]", i);
+        ls.extra.push_back(scalar_text(extra[i], key));
+        check_template(extra[i], key, ls.extra.back(), spec);
+      }
+    }
+  }
+
+  void parse_enqueue(const YAML::Node& e, StudySpec& spec) {
+    if (!e.IsSequence()) fail(e, "enqueue", "expected a list of {param: value} mappings");
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      const auto where = fmt::format("enqueue[{}]", i);
+      if (!e[i].IsMap()) fail(e[i], where, "expected a mapping param: value");
+      std::map<std::string, ParamValue> fixed;
+      for (const auto& kv : e[i]) {
+        const auto name = kv.first.as<std::string>();
+        const auto key = where + "." + name;
+        const search::Distribution* dist = nullptr;
+        for (const auto& [p, d] : spec.space) {
+          if (p == name) dist = &d;
+        }
+        if (!dist) fail(kv.first, key, "names no parameter of 'params'");
+        ParamValue v = value(kv.second, key);
+        if (auto internal = search::to_internal(*dist, v); !internal)
+          fail(kv.second, key, internal.error());
+        fixed[name] = v;
+      }
+      spec.enqueue.push_back(std::move(fixed));
+    }
+  }
+
+ private:
+  std::string m_file;
+};
+
+}  // namespace
+
+std::expected<std::vector<std::string>, std::string> template_names(const std::string& text) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '{') {
+      if (i + 1 < text.size() && text[i + 1] == '{') {
+        ++i;
+        continue;
+      }
+      const auto end = text.find('}', i);
+      if (end == std::string::npos) {
+        return std::unexpected(
+            fmt::format("unclosed '{{' in '{}' (write '{{{{' for a literal brace)", text));
+      }
+      names.push_back(text.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (text[i] == '}') {
+      if (i + 1 < text.size() && text[i + 1] == '}') {
+        ++i;
+        continue;
+      }
+      return std::unexpected(
+          fmt::format("stray '}}' in '{}' (write '}}}}' for a literal brace)", text));
+    }
+  }
+  return names;
+}
+
+std::expected<std::optional<std::string>, std::string> expand_template(
+    const std::string& text, const TemplateValues& values) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+      out += c;
+      ++i;
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    const auto end = text.find('}', i);
+    if (end == std::string::npos)
+      return std::unexpected(fmt::format("unclosed '{{' in '{}'", text));
+    const auto name = text.substr(i + 1, end - i - 1);
+    const auto it = values.find(name);
+    if (it == values.end())
+      return std::unexpected(fmt::format("no value for placeholder '{{{}}}'", name));
+    if (std::holds_alternative<std::monostate>(it->second)) return std::optional<std::string>();
+    out += search::param_value_to_string(it->second);
+    i = end;
+  }
+  return std::optional<std::string>(std::move(out));
+}
+
+std::expected<double, std::string> parse_duration(const std::string& text) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (...) {
+    return std::unexpected(fmt::format("'{}' is not a duration (e.g. 90, 90s, 5m, 2h)", text));
+  }
+  const auto unit = text.substr(pos);
+  double scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1;
+  } else if (unit == "ms") {
+    scale = 1e-3;
+  } else if (unit == "m" || unit == "min") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else {
+    return std::unexpected(fmt::format("'{}' has an unknown unit (use s, ms, m or h)", text));
+  }
+  if (!std::isfinite(v) || v <= 0)
+    return std::unexpected(fmt::format("'{}' must be positive", text));
+  return v * scale;
+}
+
+std::expected<StudySpec, std::string> parse_study_spec(const std::string& yaml_text,
+                                                       const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return std::unexpected(fmt::format("{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.msg));
+  }
+  try {
+    Parser parser(path);
+    StudySpec spec = parser.parse(root);
+    spec.file = path;
+    std::error_code ec;
+    auto abs = fs::absolute(fs::path(path), ec).parent_path();
+    spec.dir = abs.lexically_normal().string();
+    return spec;
+  } catch (const SpecError& e) {
+    return std::unexpected(e.message);
+  } catch (const YAML::Exception& e) {
+    return std::unexpected(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
+  }
+}
+
+std::expected<StudySpec, std::string> load_study_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::unexpected(fmt::format("{}: cannot read the study file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_study_spec(ss.str(), path);
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,108 @@
+// The study file: what to tune, how to launch one trial and how to score it.
+//
+// load_study_spec() reads a YAML file (yaml-cpp) into a StudySpec and checks it whole: unknown
+// keys, wrong types, bad ranges and placeholders that name no parameter are errors of the form
+// "FILE:LINE: key 'a.b': what is wrong", so the user can fix the file without guessing. A
+// StudySpec is a plain value; nothing in it refers back to the YAML document.
+//
+// Templates: command arguments, env values, launch options and the objective's log path may hold
+// `{param}` placeholders, the built-ins {trial_dir}, {trial_number}, {study}, {study_dir},
+// {output_dir}, {tune_trainer}, {nproc}, and `{{`/`}}` for literal braces. An argument or env
+// value that refers to a parameter whose value is null (categorical choice `null`) is left out
+// entirely: that is how a trial says "leave this library at its default".
+#pragma once
+
+#include <expected>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/distribution.h"
+#include "search/trial.h"
+
+namespace tune::tuner {
+
+struct ObjectiveSpec {
+  // Chainer LogReport JSON (array of entries) at `log`, or a regex over the trial's stdout.
+  bool use_regex = false;
+  std::string log = "{trial_dir}/log";  // template
+  std::string key = "elapsed_time";     // key of the chosen entry
+  std::string entry = "last";           // last | first | min | max (over all entries)
+  std::string regex;                    // first capture group (or whole match) of the last match
+  std::string stream = "stdout";        // stdout | stderr, for regex
+  // Intermediate values while the trial runs: key and step key of each log entry. Empty
+  // intermediate_key = the objective key.
+  std::string intermediate_key;
+  std::string step_key = "iteration";
+};
+
+struct ConstraintSpec {
+  std::string key;            // logged metric, read from the same entry as the objective
+  std::optional<double> min;  // feasible when value >= min
+  std::optional<double> max;  // feasible when value <= max
+  int line = 0;
+};
+
+struct LaunchSpec {
+  bool mpirun = false;  // false: run `command` directly
+  std::string mpirun_program = "mpirun";
+  std::string np;                                        // template; total ranks (-n)
+  std::string npernode;                                  // template; ranks per node (--npernode)
+  std::string bind_to;                                   // template; --bind-to
+  std::string map_by;                                    // template; --map-by
+  std::string hostfile;                                  // template; --hostfile
+  std::string host;                                      // template; --host
+  bool oversubscribe = false;                            // --oversubscribe
+  std::vector<std::pair<std::string, std::string>> mca;  // --mca KEY VALUE (templates)
+  std::vector<std::string> extra;                        // further mpirun arguments (templates)
+};
+
+struct ProbeSpec {
+  bool enabled = true;      // predict before and monitor during each trial
+  bool constrain = false;   // predicted-oversubscribed trials are constrained out, not run
+  double interval_s = 0.2;  // /proc sampling interval
+};
+
+struct StudySpec {
+  std::string file;  // path as given
+  std::string dir;   // absolute directory of the file ({study_dir})
+  std::string name;
+  search::Direction direction = search::Direction::minimize;
+  ObjectiveSpec objective;
+  std::vector<ConstraintSpec> constraints;
+  LaunchSpec launch;
+  std::vector<std::string> command;                                // argv templates
+  std::vector<std::pair<std::string, std::string>> env;            // env templates, file order
+  std::optional<double> timeout_s;                                 // per trial; none = no limit
+  search::SearchSpace space;                                       // file order
+  nlohmann::json sampler = nlohmann::json::object();               // passed to search::make_sampler
+  nlohmann::json pruner = nlohmann::json::object();                // passed to search::make_pruner
+  std::vector<std::map<std::string, search::ParamValue>> enqueue;  // run first, in order
+  std::string output;   // study output folder; default tune-out/{study}
+  std::string storage;  // database URL/path; default {output}/study.db
+  ProbeSpec probes;
+};
+
+std::expected<StudySpec, std::string> load_study_spec(const std::string& path);
+// Same, from YAML text (tests); `path` is used in messages and for {study_dir}.
+std::expected<StudySpec, std::string> parse_study_spec(const std::string& yaml_text,
+                                                       const std::string& path);
+
+// Values for template expansion: parameter values (external form) plus built-ins as strings.
+using TemplateValues = std::map<std::string, search::ParamValue>;
+
+// Expands one template. nullopt when it refers to a value that is null (the element is then
+// left out); an error for a name with no value.
+std::expected<std::optional<std::string>, std::string> expand_template(
+    const std::string& text, const TemplateValues& values);
+
+// Names a template refers to, in order (for validation).
+std::expected<std::vector<std::string>, std::string> template_names(const std::string& text);
+
+// "90", "90s", "1.5m", "2h" -> seconds.
+std::expected<double, std::string> parse_duration(const std::string& text);
+
+}  // namespace tune::tuner

@@ -1,0 +1,112 @@
+#include "tuner/summary.h"
+
+#include <fmt/format.h>
+#include <ostream>
+
+namespace tune::tuner {
+
+using search::FrozenTrial;
+using search::TrialState;
+
+StateCounts count_states(const search::StudyView& study) {
+  StateCounts c;
+  for (const auto& t : study.trials()) {
+    switch (t.state) {
+      case TrialState::complete:
+        ++c.complete;
+        break;
+      case TrialState::pruned:
+        ++c.pruned;
+        break;
+      case TrialState::fail:
+        ++c.fail;
+        break;
+      case TrialState::running:
+        ++c.running;
+        break;
+      case TrialState::waiting:
+        ++c.waiting;
+        break;
+    }
+  }
+  return c;
+}
+
+const FrozenTrial* best_trial(const search::StudyView& study) {
+  const bool maximize = study.direction() == search::Direction::maximize;
+  const FrozenTrial* best = nullptr;
+  for (const auto& t : study.trials()) {
+    if (t.state != TrialState::complete || !t.value) continue;
+    if (best == nullptr) {
+      best = &t;
+      continue;
+    }
+    if (t.is_feasible() != best->is_feasible()) {
+      if (t.is_feasible()) best = &t;
+      continue;
+    }
+    if (maximize ? *t.value > *best->value : *t.value < *best->value) best = &t;
+  }
+  return best;
+}
+
+std::string format_value(double value) { return fmt::format("{:.6g}", value); }
+
+std::string format_params(const FrozenTrial& trial) {
+  std::string out;
+  for (const auto& [name, internal] : trial.params) {
+    const auto it = trial.distributions.find(name);
+    if (it == trial.distributions.end()) continue;
+    if (!out.empty()) out += ' ';
+    out += name + '=' + search::param_value_to_string(search::to_external(it->second, internal));
+  }
+  return out;
+}
+
+void print_best(std::ostream& out, const search::StudyView& study) {
+  const auto* best = best_trial(study);
+  if (best == nullptr) {
+    out << "best: no completed trial yet\n";
+    return;
+  }
+  out << fmt::format("best trial: #{}  value: {}{}\n", best->number, format_value(*best->value),
+                     best->is_feasible() ? "" : "  (infeasible: violates a constraint)");
+  out << "best params:";
+  for (const auto& [name, internal] : best->params) {
+    const auto& dist = best->distributions.at(name);
+    out << fmt::format("\n  {} = {}", name,
+                       search::param_value_to_string(search::to_external(dist, internal)));
+  }
+  out << '\n';
+}
+
+void print_summary(std::ostream& out, const std::string& study_name,
+                   const search::StudyView& study) {
+  const auto c = count_states(study);
+  out << fmt::format("study '{}': {} trials: {} complete, {} failed, {} pruned", study_name,
+                     c.total(), c.complete, c.fail, c.pruned);
+  if (c.running) out << fmt::format(", {} running", c.running);
+  if (c.waiting) out << fmt::format(", {} waiting", c.waiting);
+  out << '\n';
+  print_best(out, study);
+}
+
+void print_trials(std::ostream& out, const search::StudyView& study) {
+  out << fmt::format("{:>6}  {:<8}  {:>12}  {:>9}  {}\n", "number", "state", "value", "wall_s",
+                     "params");
+  for (const auto& t : study.trials()) {
+    std::string wall = "-";
+    if (auto it = t.user_attrs.find("wall_time"); it != t.user_attrs.end() && it->is_number()) {
+      wall = fmt::format("{:.2f}", it->get<double>());
+    }
+    std::string note;
+    if (auto it = t.system_attrs.find("fail_reason");
+        it != t.system_attrs.end() && it->is_string()) {
+      note = "  # " + it->get<std::string>();
+    }
+    out << fmt::format("{:>6}  {:<8}  {:>12}  {:>9}  {}{}\n", t.number, search::to_string(t.state),
+                       t.value ? format_value(*t.value) : "-", wall, format_params(t), note);
+  }
+}
+
+}  // namespace tune::tuner
