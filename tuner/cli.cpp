@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "tuner/commands.h"
 #include "tuner/launcher.h"
 #include "tuner/runner.h"
 #include "tuner/summary.h"
@@ -117,6 +118,8 @@ int run_cli(int argc, char** argv) {
   add_study_args(best);
   auto* trials = app.add_subcommand("trials", "Print every trial of an existing study");
   add_study_args(trials);
+  std::vector<Subcommand> more = add_report_commands(app);
+  for (auto& s : add_probe_commands(app)) more.push_back(std::move(s));
   app.require_subcommand(0, 1);
 
   try {
@@ -134,6 +137,9 @@ int run_cli(int argc, char** argv) {
       auto opened = open_existing(target, db_url, study_name);
       print_trials(std::cout, *opened.cache);
       return 0;
+    }
+    for (const auto& sub : more) {
+      if (sub.app->parsed()) return sub.run();
     }
     if (study_file.empty()) {
       std::cerr
