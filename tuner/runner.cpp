@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -490,7 +491,16 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     if (!reason.empty()) line += "  # " + reason;
     if (best) line += fmt::format("  | best #{} = {}", best->number, format_value(*best->value));
     if (done < m_options.trials) line += "  eta " + format_duration(eta);
-    out << line << std::endl;
+    const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
+    if (terminal) out << "\r\033[K";  // clear the progress bar drawn after the last line
+    out << line << '\n';
+    if (terminal && done < m_options.trials) {
+      constexpr int k_width = 30;
+      const int filled = k_width * done / m_options.trials;
+      out << '[' << std::string(filled, '#') << std::string(k_width - filled, '.') << "] "
+          << fmt::format("{}/{}  eta {}", done, m_options.trials, format_duration(eta));
+    }
+    out << std::flush;
   }
   return {};
 }
