@@ -325,3 +325,93 @@ TEST_F(TuneE2E, OptunaLoadsOurStudy) {
 
 }  // namespace
 }  // namespace tune::tuner
+
+#ifdef TUNE_TRAINER
+namespace tune::tuner {
+namespace {
+
+// The shipped quickstart study, shrunk to a tiny budget: real mpirun, real trainer, real data.
+TEST_F(TuneE2E, QuickstartStudyRunsTheBundledTrainer) {
+  std::ifstream in(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  const auto at = text.find("--train-samples=");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "--train-samples=800");
+  text += "output: " + (m_dir / "out").string() + "\n";
+  const auto study = write_study(text);
+  // The study names {tune_trainer}; the test binary's tune sits next to it in build/bin.
+  auto o = run_tune({"--trials", "3", study});
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  auto s = SqliteStorage::open((m_dir / "out" / "study.db").string());
+  ASSERT_TRUE(s);
+  auto info = (*s)->get_study("quickstart");
+  ASSERT_TRUE(info) << info.error();
+  auto ts = *(*s)->get_all_trials(info->study_id);
+  ASSERT_EQ(ts.size(), 3u);
+  // Trial 0 is the enqueued framework-defaults baseline.
+  EXPECT_TRUE(ts[0].system_attrs.contains("fixed_params"));
+  int complete = 0;
+  for (const auto& t : ts) {
+    if (t.state == TrialState::complete) {
+      ++complete;
+      EXPECT_GT(*t.value, 0.0);
+      const auto cmd = t.user_attrs["command"];
+      EXPECT_NE(cmd[0].get<std::string>().find("mpirun"), std::string::npos);
+    } else {
+      ADD_FAILURE() << "trial " << t.number << ": " << reason(t);
+    }
+  }
+  EXPECT_EQ(complete, 3);
+}
+
+}  // namespace
+}  // namespace tune::tuner
+#endif
+
+namespace tune::tuner {
+namespace {
+
+TEST_F(TuneE2E, StudyTimeoutStopsTheRunningTrialCleanly) {
+  const auto study = write_study(base_study("", ", --mode, hang"));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto o = run_tune({"--trials", "5", "--timeout", "1s", study});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_LT(took, 10.0);
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].state, TrialState::fail);
+  EXPECT_NE(reason(ts[0]).find("--timeout"), std::string::npos) << reason(ts[0]);
+  EXPECT_NE(o.out.find("--timeout of 1s reached"), std::string::npos) << o.out;
+}
+
+TEST_F(TuneE2E, HopelessTrialsArePrunedFromTheirLog) {
+  // Two fast baselines (value 1), then slow trials (value 50): the median pruner, fed each
+  // log entry as an intermediate value, stops the slow ones early.
+  const auto study = write_study(
+      "name: e2e\n"
+      "output: " +
+      (m_dir / "out").string() +
+      "\n"
+      "command: ['" FAKE_TRIAL
+      "', --out, '{trial_dir}', --value, '{x}', --steps, '20', "
+      "--step-ms, '{ms}']\n"
+      "sampler: {type: random, seed: 1}\n"
+      "pruner: {type: median, n_startup_trials: 2, n_warmup_steps: 2}\n"
+      "params:\n  x: [1, 50]\n  ms: [1, 150]\n"
+      "enqueue: [{x: 1, ms: 1}, {x: 1, ms: 1}, {x: 50, ms: 150}]\n");
+  auto o = run_tune({"--trials", "3", study});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 3u);
+  EXPECT_EQ(ts[0].state, TrialState::complete);
+  EXPECT_EQ(ts[1].state, TrialState::complete);
+  EXPECT_EQ(ts[2].state, TrialState::pruned) << reason(ts[2]);
+  EXPECT_NE(reason(ts[2]).find("pruned at step"), std::string::npos);
+  ASSERT_FALSE(ts[2].intermediate_values.empty());
+  EXPECT_LT(ts[2].intermediate_values.rbegin()->first, 20);  // stopped before the end
+  EXPECT_TRUE(ts[2].value.has_value());
+}
+
+}  // namespace
+}  // namespace tune::tuner

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   std::string out = ".", mode = "ok", hang_if = "", started = "";
   double value = 1.0;
   int steps = 1;
+  int step_ms = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--out")
@@ -48,19 +49,25 @@ int main(int argc, char** argv) {
   if (mode == "segv") raise(SIGSEGV);
   if (mode == "nolog") return 0;
   const std::string path = out + "/log";
-  std::ofstream log(path);
   if (mode == "badjson") {
-    log << "[{\"elapsed_time\": ";
+    std::ofstream(path) << "[{\"elapsed_time\": ";
     return 0;
   }
-  log << "[";
+  // One entry per step, the log rewritten atomically after each (as the trainer does), so a
+  // watcher can follow progress; --step-ms simulates the work of a step.
+  std::string entries;
   for (int s = 1; s <= steps; ++s) {
-    if (s > 1) log << ", ";
-    const double v = mode == "nan" && s == steps ? 0.0 : value * s / steps;
-    log << "{\"iteration\": " << s << ", \"elapsed_time\": "
-        << (mode == "nan" && s == steps ? std::string("NaN") : std::to_string(v))
-        << ", \"validation/main/accuracy\": 0.9}";
+    if (step_ms > 0) usleep(static_cast<useconds_t>(step_ms) * 1000);
+    if (s > 1) entries += ", ";
+    const bool last = s == steps;
+    entries += "{\"iteration\": " + std::to_string(s) + ", \"elapsed_time\": " +
+               (mode == "nan" && last ? std::string("NaN") : std::to_string(value * s / steps)) +
+               ", \"validation/main/accuracy\": 0.9}";
+    {
+      std::ofstream tmp(path + ".tmp");
+      tmp << "[" << entries << "]";
+    }
+    std::rename((path + ".tmp").c_str(), path.c_str());
   }
-  log << "]";
   return 0;
 }
