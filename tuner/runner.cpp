@@ -97,8 +97,9 @@ class LogFollower {
         m_pruner(pruner),
         m_trial(trial) {}
 
-  // Returns a reason to stop the trial, or "".
-  std::string tick() {
+  // Returns a reason to stop the trial, or "". With prune=false it only records what the log
+  // holds (called once more after the trial ended, so even fast trials leave full curves).
+  std::string tick(bool prune = true) {
     m_storage.record_heartbeat(m_trial.trial_id);
     std::error_code ec;
     const auto mtime = fs::last_write_time(m_log_path, ec);
@@ -113,7 +114,7 @@ class LogFollower {
       m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value);
       added = true;
     }
-    if (!added || m_pruner == nullptr) return "";
+    if (!added || !prune || m_pruner == nullptr) return "";
     if (auto r = m_cache.sync(); !r) return "";
     if (m_pruner->prune(m_cache, m_trial)) {
       return fmt::format("pruned at step {}", m_trial.intermediate_values.rbegin()->first);
@@ -423,6 +424,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
       }
       return follower.tick();
     });
+    if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
     if (m_hooks.on_end && res.started) {
       const auto attrs = m_hooks.on_end();
       for (const auto& [key, v] : attrs.items())
@@ -437,7 +439,6 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
       reason =
           study_deadline_bites ? "stopped: the study's --timeout was reached" : res.stop_detail;
     } else if (res.stopped == StopReason::watcher) {
-      follower.tick();  // the last entries
       state = TrialState::pruned;
       reason = res.stop_detail;
       if (!trial.intermediate_values.empty()) value = trial.intermediate_values.rbegin()->second;

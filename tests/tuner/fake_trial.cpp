@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
       mode = v;
     else if (k == "--steps")
       steps = std::atoi(v.c_str());
+    else if (k == "--step-ms")
+      step_ms = std::atoi(v.c_str());
     else if (k == "--hang-if-exists")
       hang_if = v;
     else if (k == "--started")
