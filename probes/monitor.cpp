@@ -1,0 +1,435 @@
+#include "probes/monitor.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace tune::probes {
+namespace {
+
+bool is_launcher(const std::string& comm) {
+  static const std::set<std::string> k_launchers = {
+      "mpirun",         "mpiexec",        "orterun",         "orted",
+      "prted",          "prterun",        "hydra_pmi_proxy", "mpiexec.hydra",
+      "mpiexec.openmp", "mpirun.openmpi", "mpiexec.openmpi"};
+  return k_launchers.contains(comm);
+}
+
+double thread_cpu_s() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string pct(double v) { return std::to_string(static_cast<long>(std::lround(v))) + "%"; }
+
+std::string fixed1(double v) {
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << v;
+  return s.str();
+}
+
+std::optional<int> rank_from_env(SystemSource& source, pid_t pid) {
+  for (const char* key : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    if (auto v = source.read_environ(pid, key)) {
+      int r = 0;
+      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), r);
+      if (ec == std::errc() && r >= 0) return r;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TrialMonitor::TrialMonitor(SystemSource& source, pid_t root, MonitorOptions options)
+    : m_source(source), m_root(root), m_options(options) {
+  if (auto topo = m_source.topology()) m_machine_pus = topo->pu_count();
+}
+
+TrialMonitor::~TrialMonitor() { stop(); }
+
+void TrialMonitor::start() {
+  if (m_thread.joinable()) return;
+  {
+    std::lock_guard lock(m_wake_mutex);
+    m_stopping = false;
+  }
+  m_thread = std::thread([this] {
+    const auto period = std::chrono::duration<double>(std::max(0.001, m_options.interval_s));
+    std::unique_lock lock(m_wake_mutex);
+    while (!m_stopping) {
+      lock.unlock();
+      sample_once();
+      lock.lock();
+      m_wake.wait_for(lock, period, [this] { return m_stopping; });
+    }
+  });
+}
+
+void TrialMonitor::stop() {
+  if (!m_thread.joinable()) return;
+  {
+    std::lock_guard lock(m_wake_mutex);
+    m_stopping = true;
+  }
+  m_wake.notify_all();
+  m_thread.join();
+  sample_once();  // the stretch since the last tick
+}
+
+void TrialMonitor::sample_once() {
+  const double cpu0 = thread_cpu_s();
+  const double now = m_source.now_s();
+  const std::vector<pid_t> tree = m_source.process_tree(m_root);
+  std::map<pid_t, ProcessSample> procs;
+  for (pid_t pid : tree)
+    if (auto p = m_source.read_process(pid, /*with_threads=*/true))
+      procs.emplace(pid, std::move(*p));
+
+  // Which processes are ranks, and to which rank each process belongs.
+  bool any_launcher = false;
+  for (const auto& [pid, p] : procs) any_launcher = any_launcher || is_launcher(p.comm);
+  std::set<pid_t> rank_pids;
+  for (const auto& [pid, p] : procs) {
+    if (is_launcher(p.comm)) continue;
+    if (!any_launcher) {
+      if (pid == m_root) rank_pids.insert(pid);
+    } else if (auto parent = procs.find(p.ppid);
+               parent != procs.end() && is_launcher(parent->second.comm)) {
+      rank_pids.insert(pid);
+    }
+  }
+  auto owner_rank = [&](pid_t pid) -> pid_t {
+    for (int depth = 0; depth < 64; ++depth) {
+      if (rank_pids.contains(pid)) return pid;
+      auto it = procs.find(pid);
+      if (it == procs.end() || pid == m_root) return 0;
+      pid = it->second.ppid;
+    }
+    return 0;
+  };
+  // New ranks get their number outside the lock (reading /proc/<pid>/environ).
+  std::map<pid_t, std::optional<int>> new_rank_numbers;
+  {
+    std::lock_guard lock(m_mutex);
+    for (pid_t pid : rank_pids)
+      if (!m_ranks.contains(pid)) new_rank_numbers[pid];
+  }
+  for (auto& [pid, number] : new_rank_numbers) number = rank_from_env(m_source, pid);
+
+  std::lock_guard lock(m_mutex);
+  for (const auto& [pid, number] : new_rank_numbers) {
+    RankAcc acc;
+    acc.pid = pid;
+    acc.comm = procs.at(pid).comm;
+    acc.rank = number ? *number : -1;
+    m_ranks.emplace(pid, std::move(acc));
+  }
+  const double dt = m_samples > 0 ? now - m_last_s : 0;
+  std::map<pid_t, double> rank_cpu;
+  std::map<pid_t, bool> rank_has_delta;
+  std::map<pid_t, int> rank_threads, rank_runnable;
+  double total_cpu = 0;
+  int runnable = 0;
+  std::map<pid_t, ProcPrev> next_proc;
+  std::map<pid_t, ThreadPrev> next_thread;
+  for (const auto& [pid, p] : procs) {
+    const pid_t rank = owner_rank(pid);
+    auto prev = m_prev_proc.find(pid);
+    if (prev != m_prev_proc.end() && prev->second.start_ticks == p.start_ticks && dt > 0) {
+      const double d = std::max(0.0, p.cpu_s - prev->second.cpu_s);
+      total_cpu += d;
+      if (rank != 0) {
+        rank_cpu[rank] += d;
+        rank_has_delta[rank] = true;
+      }
+    }
+    next_proc[pid] = ProcPrev{p.start_ticks, p.cpu_s};
+    RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
+    for (const ThreadSample& t : p.threads) {
+      const bool is_r = t.state == 'R';
+      runnable += is_r ? 1 : 0;
+      auto tp = m_prev_thread.find(t.tid);
+      double dcpu = 0;
+      if (tp != m_prev_thread.end()) {
+        dcpu = t.cpu_s - tp->second.cpu_s;
+        const std::uint64_t dnv = t.nonvoluntary_switches >= tp->second.nonvoluntary
+                                      ? t.nonvoluntary_switches - tp->second.nonvoluntary
+                                      : 0;
+        m_nonvoluntary += dnv;
+        if (acc) acc->nonvoluntary += dnv;
+      }
+      next_thread[t.tid] = ThreadPrev{t.cpu_s, t.nonvoluntary_switches};
+      if (acc) {
+        rank_threads[rank] += 1;
+        rank_runnable[rank] += is_r ? 1 : 0;
+        acc->allowed.insert(t.cpus_allowed.begin(), t.cpus_allowed.end());
+        if ((dcpu > 0 || is_r) && t.processor >= 0) acc->ran_on.insert(t.processor);
+      }
+    }
+  }
+  for (pid_t rank : rank_pids) {
+    RankAcc& acc = m_ranks.at(rank);
+    acc.samples += 1;
+    acc.runnable_sum += rank_runnable[rank];
+    acc.max_threads = std::max(acc.max_threads, rank_threads[rank]);
+    if (rank_has_delta[rank]) {
+      acc.cpu_s += rank_cpu[rank];
+      acc.wall_s += dt;
+      acc.peak_pct = std::max(acc.peak_pct, 100.0 * rank_cpu[rank] / dt);
+    }
+  }
+  if (dt > 0 && !procs.empty()) {
+    m_total_cpu_s += total_cpu;
+    m_total_wall_s += dt;
+    m_total_peak_pct = std::max(m_total_peak_pct, 100.0 * total_cpu / dt);
+  }
+  if (!procs.empty()) {
+    if (m_samples == 0) m_first_s = now;
+    m_samples += 1;
+    m_last_s = now;
+    m_runnable_sum += runnable;
+    m_peak_runnable = std::max(m_peak_runnable, runnable);
+  }
+  m_prev_proc = std::move(next_proc);
+  m_prev_thread = std::move(next_thread);
+  m_sampler_cpu_s += std::max(0.0, thread_cpu_s() - cpu0);
+}
+
+Verdict TrialMonitor::verdict(const Prediction* predicted) const {
+  std::lock_guard lock(m_mutex);
+  Verdict v;
+  v.samples = m_samples;
+  v.duration_s = m_last_s - m_first_s;
+  v.sampler_cpu_s = m_sampler_cpu_s;
+  if (v.duration_s > 0) v.sampler_cpu_pct = 100.0 * m_sampler_cpu_s / v.duration_s;
+  if (m_total_wall_s > 0) {
+    v.total_mean_cpu_pct = 100.0 * m_total_cpu_s / m_total_wall_s;
+    v.nonvoluntary_per_s = static_cast<double>(m_nonvoluntary) / m_total_wall_s;
+  }
+  v.total_peak_cpu_pct = m_total_peak_pct;
+  if (m_samples > 0) v.mean_runnable = m_runnable_sum / m_samples;
+  v.peak_runnable = m_peak_runnable;
+
+  // Ranks in rank order; those without a number follow in pid order.
+  std::vector<const RankAcc*> accs;
+  for (const auto& [pid, acc] : m_ranks) accs.push_back(&acc);
+  std::stable_sort(accs.begin(), accs.end(), [](const RankAcc* a, const RankAcc* b) {
+    if ((a->rank < 0) != (b->rank < 0)) return a->rank >= 0;
+    return a->rank < b->rank;
+  });
+  std::set<int> union_pus;
+  int next = 0;
+  for (const RankAcc* a : accs) {
+    RankVerdict r;
+    r.rank = a->rank >= 0 ? a->rank : next;
+    next = std::max(next, r.rank + 1);
+    r.pid = a->pid;
+    r.comm = a->comm;
+    if (a->wall_s > 0) {
+      r.mean_cpu_pct = 100.0 * a->cpu_s / a->wall_s;
+      r.nonvoluntary_per_s = static_cast<double>(a->nonvoluntary) / a->wall_s;
+    }
+    r.peak_cpu_pct = a->peak_pct;
+    r.max_threads = a->max_threads;
+    if (a->samples > 0) r.mean_runnable = a->runnable_sum / a->samples;
+    r.allowed_pus.assign(a->allowed.begin(), a->allowed.end());
+    r.ran_on_pus.assign(a->ran_on.begin(), a->ran_on.end());
+    union_pus.insert(a->allowed.begin(), a->allowed.end());
+    v.ranks.push_back(std::move(r));
+  }
+  v.pus = union_pus.empty() ? m_machine_pus : static_cast<int>(union_pus.size());
+
+  // Useful maximum: the option, else each rank's share of the PUs it may use.
+  auto overlaps = [](const std::vector<int>& a, const std::vector<int>& b) {
+    std::vector<int> c;
+    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(c));
+    return !c.empty();
+  };
+  for (RankVerdict& r : v.ranks) {
+    if (m_options.useful_cpu_per_rank) {
+      r.useful_cpu_pct = 100.0 * *m_options.useful_cpu_per_rank;
+      continue;
+    }
+    const int pus =
+        r.allowed_pus.empty() ? std::max(1, v.pus) : static_cast<int>(r.allowed_pus.size());
+    int sharing = 0;
+    for (const RankVerdict& o : v.ranks)
+      if (o.allowed_pus.empty() || r.allowed_pus.empty() || overlaps(o.allowed_pus, r.allowed_pus))
+        ++sharing;
+    r.useful_cpu_pct = 100.0 * pus / std::max(1, sharing);
+  }
+
+  // Binding check.
+  const std::vector<int>* all = nullptr;
+  std::vector<int> machine;
+  for (int i = 0; i < m_machine_pus; ++i) machine.push_back(i);
+  all = &machine;
+  auto bound = [&](const RankVerdict& r) {
+    return !r.allowed_pus.empty() &&
+           static_cast<int>(r.allowed_pus.size()) < static_cast<int>(all->size());
+  };
+  for (std::size_t i = 0; i < v.ranks.size(); ++i) {
+    for (std::size_t j = i + 1; j < v.ranks.size(); ++j) {
+      const RankVerdict& a = v.ranks[i];
+      const RankVerdict& b = v.ranks[j];
+      if (bound(a) && bound(b) && overlaps(a.allowed_pus, b.allowed_pus)) {
+        std::vector<int> c;
+        std::set_intersection(a.allowed_pus.begin(), a.allowed_pus.end(), b.allowed_pus.begin(),
+                              b.allowed_pus.end(), std::back_inserter(c));
+        v.binding_issues.push_back("ranks " + std::to_string(a.rank) + " and " +
+                                   std::to_string(b.rank) + " are both bound to PUs " +
+                                   format_cpu_list(c));
+      }
+    }
+  }
+  if (predicted != nullptr) {
+    for (const RankVerdict& r : v.ranks) {
+      const RankPrediction* p = nullptr;
+      for (const RankPrediction& pr : predicted->ranks)
+        if (pr.rank == r.rank) p = &pr;
+      if (p == nullptr || r.allowed_pus.empty()) continue;
+      std::vector<int> outside;
+      std::set_difference(r.allowed_pus.begin(), r.allowed_pus.end(), p->cpuset.begin(),
+                          p->cpuset.end(), std::back_inserter(outside));
+      if (!outside.empty())
+        v.binding_issues.push_back("rank " + std::to_string(r.rank) + " is allowed on PUs " +
+                                   format_cpu_list(r.allowed_pus) + ", predicted " +
+                                   format_cpu_list(p->cpuset));
+      std::vector<int> ran_outside;
+      std::set_difference(r.ran_on_pus.begin(), r.ran_on_pus.end(), p->cpuset.begin(),
+                          p->cpuset.end(), std::back_inserter(ran_outside));
+      if (!ran_outside.empty() && outside.empty())
+        v.binding_issues.push_back("rank " + std::to_string(r.rank) + " ran on PUs " +
+                                   format_cpu_list(ran_outside) + " outside its cpuset " +
+                                   format_cpu_list(p->cpuset));
+    }
+  }
+
+  // Observed oversubscription: runnable threads against PUs, for the whole trial and for each
+  // group of ranks sharing a cpuset.
+  const double ratio = m_options.oversubscribed_ratio;
+  std::string worst_text;
+  double worst = 0;
+  if (v.pus > 0 && v.mean_runnable / v.pus > ratio) {
+    worst = v.mean_runnable / v.pus;
+    worst_text = fixed1(v.mean_runnable) + " runnable threads on " + std::to_string(v.pus) +
+                 (v.pus == 1 ? " PU (" : " PUs (") + fixed1(worst) + "x)";
+  }
+  std::set<std::vector<int>> cpusets;
+  for (const RankVerdict& r : v.ranks)
+    if (!r.allowed_pus.empty()) cpusets.insert(r.allowed_pus);
+  for (const std::vector<int>& s : cpusets) {
+    double run = 0;
+    for (const RankVerdict& r : v.ranks)
+      if (!r.allowed_pus.empty() &&
+          std::includes(s.begin(), s.end(), r.allowed_pus.begin(), r.allowed_pus.end()))
+        run += r.mean_runnable;
+    const double x = run / static_cast<double>(s.size());
+    if (x > ratio && x > worst) {
+      worst = x;
+      worst_text = fixed1(run) + " runnable threads on cpuset " + format_cpu_list(s) + " (" +
+                   std::to_string(s.size()) + " PU" + (s.size() == 1 ? "" : "s") + ", " +
+                   fixed1(x) + "x)";
+    }
+  }
+  v.observed_oversubscribed = worst > ratio;
+
+  // The rank furthest above its useful maximum names the symptom, as `top` would.
+  const RankVerdict* hot = nullptr;
+  for (const RankVerdict& r : v.ranks)
+    if (hot == nullptr || r.mean_runnable > hot->mean_runnable) hot = &r;
+  std::ostringstream d;
+  d << (v.observed_oversubscribed ? "oversubscribed: " : "ok: ");
+  if (v.observed_oversubscribed) {
+    d << worst_text;
+    if (hot != nullptr)
+      d << "; rank " << hot->rank << ": " << pct(hot->mean_cpu_pct) << " CPU (peak "
+        << pct(hot->peak_cpu_pct) << ", useful " << pct(hot->useful_cpu_pct) << ") on a "
+        << (hot->allowed_pus.empty() ? v.pus : static_cast<int>(hot->allowed_pus.size()))
+        << "-PU cpuset, " << hot->max_threads
+        << (hot->max_threads == 1 ? " thread, " : " threads, ") << fixed1(hot->mean_runnable)
+        << " runnable";
+  } else {
+    d << v.ranks.size() << (v.ranks.size() == 1 ? " rank" : " ranks") << " at ";
+    std::string sep;
+    for (const RankVerdict& r : v.ranks) {
+      d << sep << pct(r.mean_cpu_pct);
+      sep = "/";
+    }
+    d << " CPU";
+    if (!v.ranks.empty()) d << " (useful " << pct(v.ranks.front().useful_cpu_pct) << " each)";
+    d << "; " << fixed1(v.mean_runnable) << " runnable threads on " << v.pus
+      << (v.pus == 1 ? " PU" : " PUs");
+  }
+  d << "; " << static_cast<long>(std::lround(v.nonvoluntary_per_s)) << " involuntary switches/s";
+  for (const RankVerdict& r : v.ranks) {
+    if (r.mean_cpu_pct > 1.2 * r.useful_cpu_pct && r.useful_cpu_pct > 0) {
+      d << "; rank " << r.rank << " above its useful " << pct(r.useful_cpu_pct);
+      break;
+    }
+  }
+  if (!v.binding_issues.empty()) d << "; " << v.binding_issues.front();
+  if (predicted != nullptr) {
+    v.predicted_oversubscribed = predicted->oversubscribed;
+    v.prediction_summary = predicted->summary;
+    if (predicted->oversubscribed == v.observed_oversubscribed) {
+      if (v.observed_oversubscribed) {
+        const std::string causes = prediction_causes(*predicted, hot != nullptr ? hot->rank : 0);
+        d << "; predicted" << (causes.empty() ? "" : ": " + causes);
+      } else {
+        d << "; as predicted";
+      }
+    } else {
+      d << (predicted->oversubscribed ? "; predicted oversubscribed, not observed"
+                                      : "; not predicted");
+    }
+  }
+  if (v.samples < 2) d << " (too few samples: " << v.samples << ")";
+  v.diagnosis = d.str();
+  return v;
+}
+
+nlohmann::json Verdict::to_json() const {
+  using nlohmann::json;
+  auto r1 = [](double x) { return std::round(x * 10) / 10; };
+  json j;
+  j["schema_version"] = k_verdict_schema_version;
+  j["samples"] = samples;
+  j["duration_s"] = std::round(duration_s * 1000) / 1000;
+  j["pus"] = pus;
+  j["total_mean_cpu_pct"] = r1(total_mean_cpu_pct);
+  j["total_peak_cpu_pct"] = r1(total_peak_cpu_pct);
+  j["mean_runnable"] = r1(mean_runnable);
+  j["peak_runnable"] = peak_runnable;
+  j["nonvoluntary_per_s"] = r1(nonvoluntary_per_s);
+  j["observed_oversubscribed"] = observed_oversubscribed;
+  j["predicted_oversubscribed"] =
+      predicted_oversubscribed ? json(*predicted_oversubscribed) : json(nullptr);
+  j["prediction_summary"] = prediction_summary;
+  j["binding_issues"] = binding_issues;
+  j["sampler_cpu_pct"] = std::round(sampler_cpu_pct * 1000) / 1000;
+  j["diagnosis"] = diagnosis;
+  j["ranks"] = json::array();
+  for (const RankVerdict& r : ranks)
+    j["ranks"].push_back({{"rank", r.rank},
+                          {"pid", r.pid},
+                          {"comm", r.comm},
+                          {"mean_cpu_pct", r1(r.mean_cpu_pct)},
+                          {"peak_cpu_pct", r1(r.peak_cpu_pct)},
+                          {"useful_cpu_pct", r1(r.useful_cpu_pct)},
+                          {"max_threads", r.max_threads},
+                          {"mean_runnable", r1(r.mean_runnable)},
+                          {"nonvoluntary_per_s", r1(r.nonvoluntary_per_s)},
+                          {"allowed_pus", format_cpu_list(r.allowed_pus)},
+                          {"ran_on_pus", format_cpu_list(r.ran_on_pus)}});
+  return j;
+}
+
+}  // namespace tune::probes

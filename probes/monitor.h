@@ -1,0 +1,150 @@
+// Measurement during a trial: samples the trial's whole process tree (mpirun, every rank and
+// their threads) from a SystemSource at a fixed interval, then sums it up as a Verdict: CPU% per
+// rank against the useful maximum (what `top` shows), involuntary context switches per second,
+// runnable threads against PUs per cpuset, the binding check (ranks sharing a core, a rank
+// allowed on or running on PUs outside its predicted cpuset), observed against predicted
+// oversubscription, and a one-line diagnosis.
+//
+// Ranks are the first processes below a launcher (mpirun, mpiexec, orterun, orted, prted,
+// hydra_pmi_proxy) that are not launchers themselves; without a launcher in the tree the root
+// is the only rank. A rank's CPU time includes its own children (e.g. iterator processes), and
+// its number comes from OMPI_COMM_WORLD_RANK / PMIX_RANK / PMI_RANK in its environment.
+//
+// Thread-safety: start() runs sample_once() on a background thread every interval; stop() joins
+// it. verdict() and to_json() may be called from any thread at any time (a mutex guards the
+// accumulated state). Tests drive sample_once() directly with a FakeSource and its clock.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/predict.h"
+#include "probes/system_source.h"
+
+namespace tune::probes {
+
+inline constexpr int k_verdict_schema_version = 1;
+
+struct MonitorOptions {
+  double interval_s = 0.2;  // sampling period of start()'s thread
+  // The most CPU one rank can use well, in cores (1.0 = 100%). Unset: the rank's fair share of
+  // the PUs it is allowed on (its cpuset's PUs divided among the ranks that share them).
+  std::optional<double> useful_cpu_per_rank;
+  // Runnable threads per PU above this mean oversubscription (1.2 tolerates the odd helper
+  // thread waking up).
+  double oversubscribed_ratio = 1.2;
+};
+
+struct RankVerdict {
+  int rank = 0;
+  pid_t pid = 0;
+  std::string comm;
+  double mean_cpu_pct = 0;  // CPU time / wall time while sampled, 100 = one PU
+  double peak_cpu_pct = 0;  // the highest interval
+  double useful_cpu_pct = 0;
+  int max_threads = 0;
+  double mean_runnable = 0;  // threads in state R, mean over samples
+  double nonvoluntary_per_s = 0;
+  std::vector<int> allowed_pus;  // Cpus_allowed_list of its threads (union)
+  std::vector<int> ran_on_pus;   // PUs its threads were seen running on
+};
+
+struct Verdict {
+  int samples = 0;
+  double duration_s = 0;  // first to last sample
+  int pus = 0;            // PUs the trial's ranks may use (union of their cpusets)
+  std::vector<RankVerdict> ranks;
+  double total_mean_cpu_pct = 0;  // the whole tree, mpirun included
+  double total_peak_cpu_pct = 0;
+  double mean_runnable = 0;  // whole tree
+  int peak_runnable = 0;
+  double nonvoluntary_per_s = 0;
+  std::vector<std::string> binding_issues;
+  bool observed_oversubscribed = false;
+  std::optional<bool> predicted_oversubscribed;  // when a prediction was given
+  std::string prediction_summary;
+  double sampler_cpu_s = 0;    // CPU time spent in sample_once()
+  double sampler_cpu_pct = 0;  // of one core, over the sampled wall time
+  std::string diagnosis;       // one line
+
+  nlohmann::json to_json() const;
+};
+
+class TrialMonitor {
+ public:
+  TrialMonitor(SystemSource& source, pid_t root, MonitorOptions options = {});
+  ~TrialMonitor();
+  TrialMonitor(const TrialMonitor&) = delete;
+  TrialMonitor& operator=(const TrialMonitor&) = delete;
+
+  void start();  // samples at once, then every options.interval_s
+  void stop();   // takes a last sample and joins; idempotent
+  void sample_once();
+
+  Verdict verdict(const Prediction* predicted = nullptr) const;
+  nlohmann::json to_json(const Prediction* predicted = nullptr) const {
+    return verdict(predicted).to_json();
+  }
+
+ private:
+  struct ProcPrev {
+    std::uint64_t start_ticks = 0;
+    double cpu_s = 0;
+  };
+  struct ThreadPrev {
+    double cpu_s = 0;
+    std::uint64_t nonvoluntary = 0;
+  };
+  struct RankAcc {
+    int rank = -1;
+    pid_t pid = 0;
+    std::string comm;
+    double cpu_s = 0;  // summed deltas
+    double wall_s = 0;
+    double peak_pct = 0;
+    double runnable_sum = 0;
+    int samples = 0;
+    int max_threads = 0;
+    std::uint64_t nonvoluntary = 0;
+    std::set<int> allowed;
+    std::set<int> ran_on;
+  };
+
+  SystemSource& m_source;
+  pid_t m_root;
+  MonitorOptions m_options;
+
+  mutable std::mutex m_mutex;
+  std::map<pid_t, ProcPrev> m_prev_proc;
+  std::map<pid_t, ThreadPrev> m_prev_thread;
+  std::map<pid_t, RankAcc> m_ranks;  // by pid
+  int m_next_rank = 0;
+  int m_samples = 0;
+  double m_first_s = 0;
+  double m_last_s = 0;
+  double m_total_cpu_s = 0;
+  double m_total_wall_s = 0;
+  double m_total_peak_pct = 0;
+  double m_runnable_sum = 0;
+  int m_peak_runnable = 0;
+  std::uint64_t m_nonvoluntary = 0;
+  double m_sampler_cpu_s = 0;
+  int m_machine_pus = 0;
+
+  std::thread m_thread;
+  std::mutex m_wake_mutex;
+  std::condition_variable m_wake;
+  bool m_stopping = false;
+};
+
+}  // namespace tune::probes

@@ -1,0 +1,501 @@
+#include "probes/predict.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace tune::probes {
+namespace {
+
+std::optional<int> to_int(const std::string& s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// OMP_NUM_THREADS may be a nesting list "4,2": the outer level is the first entry.
+std::optional<int> env_int(const std::map<std::string, std::string>& env, const std::string& key) {
+  auto it = env.find(key);
+  if (it == env.end()) return std::nullopt;
+  std::string v = it->second.substr(0, it->second.find(','));
+  auto n = to_int(v);
+  if (!n || *n <= 0) return std::nullopt;  // libraries ignore 0, negatives and junk
+  return n;
+}
+
+struct FlagValue {
+  bool present = false;
+  std::optional<int> value;
+};
+
+FlagValue find_flag(const std::vector<std::string>& argv, const std::string& flag) {
+  FlagValue out;
+  if (flag.empty()) return out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == flag) {
+      out.present = true;
+      if (i + 1 < argv.size()) out.value = to_int(argv[i + 1]);
+    } else if (argv[i].starts_with(flag + "=")) {
+      out.present = true;
+      out.value = to_int(argv[i].substr(flag.size() + 1));
+    }
+  }
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "socket:PE=2" -> ("socket", 2); "ppr:2:socket" is reduced to its object.
+std::pair<std::string, int> split_policy(const std::string& text) {
+  std::string s = lower(text);
+  int pe = 1;
+  if (s.starts_with("ppr:")) {
+    const auto last = s.rfind(':');
+    s = s.substr(last + 1);
+  }
+  const auto colon = s.find(':');
+  if (colon != std::string::npos) {
+    const std::string mods = s.substr(colon + 1);
+    const auto at = mods.find("pe=");
+    if (at != std::string::npos) {
+      auto v = to_int(mods.substr(at + 3, mods.find_first_of(":,", at) - at - 3));
+      if (v && *v > 0) pe = *v;
+    }
+    s = s.substr(0, colon);
+  }
+  if (s == "package") s = "socket";
+  if (s == "slot") s = "core";  // one node: slots are filled in core order
+  return {s, pe};
+}
+
+std::vector<int> pus_of_cores(const Topology& topo, const std::vector<int>& cores) {
+  std::vector<int> out;
+  for (int c : cores)
+    for (int pu : topo.cores[static_cast<std::size_t>(c)].pus) out.push_back(pu);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string plural(int n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env) {
+  LaunchPlan plan;
+  plan.env = env;
+  if (argv.empty()) return plan;
+  std::string base = argv[0].substr(argv[0].rfind('/') + 1);
+  if (base != "mpirun" && base != "mpiexec" && base != "orterun" && base != "prterun") {
+    plan.program_argv = argv;
+    return plan;
+  }
+  plan.uses_mpirun = true;
+  // mpirun options that take one value (two for --mca); anything else is a switch.
+  static const std::set<std::string> k_one = {"-n",
+                                              "-np",
+                                              "--np",
+                                              "--n",
+                                              "-c",
+                                              "-N",
+                                              "--npernode",
+                                              "-npernode",
+                                              "--bind-to",
+                                              "-bind-to",
+                                              "--map-by",
+                                              "-map-by",
+                                              "--rank-by",
+                                              "-rank-by",
+                                              "-H",
+                                              "--host",
+                                              "-host",
+                                              "--hostfile",
+                                              "-hostfile",
+                                              "--machinefile",
+                                              "-machinefile",
+                                              "-x",
+                                              "--prefix",
+                                              "-wdir",
+                                              "--wdir",
+                                              "-wd",
+                                              "--output-filename",
+                                              "--timeout",
+                                              "--cpus-per-proc",
+                                              "--cpus-per-rank",
+                                              "--tag-output-file",
+                                              "--app",
+                                              "--preload-files",
+                                              "--path",
+                                              "--rankfile",
+                                              "-rf",
+                                              "--report-child-jobs-separately"};
+  static const std::set<std::string> k_two = {"--mca", "-mca", "--gmca", "-gmca"};
+  std::optional<int> np, npernode;
+  int hosts = 0;
+  std::size_t i = 1;
+  for (; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-') break;
+    std::string key = a, value;
+    bool inline_value = false;
+    if (a.starts_with("--") && a.find('=') != std::string::npos) {
+      key = a.substr(0, a.find('='));
+      value = a.substr(a.find('=') + 1);
+      inline_value = true;
+    }
+    if (k_two.contains(key)) {
+      i += 2;
+      continue;
+    }
+    if (!k_one.contains(key)) continue;
+    if (!inline_value) {
+      if (i + 1 >= argv.size()) break;
+      value = argv[++i];
+    }
+    if (key == "-n" || key == "-np" || key == "--np" || key == "--n" || key == "-c")
+      np = to_int(value);
+    else if (key == "-N" || key == "--npernode" || key == "-npernode")
+      npernode = to_int(value);
+    else if (key == "--bind-to" || key == "-bind-to")
+      plan.bind_to = value;
+    else if (key == "--map-by" || key == "-map-by")
+      plan.map_by = value;
+    else if (key == "-H" || key == "--host" || key == "-host") {
+      std::set<std::string> names;
+      std::stringstream ss(value);
+      for (std::string h; std::getline(ss, h, ',');) names.insert(h.substr(0, h.find(':')));
+      hosts = static_cast<int>(names.size());
+    } else if (key == "-x") {
+      const auto eq = value.find('=');
+      if (eq != std::string::npos) plan.env[value.substr(0, eq)] = value.substr(eq + 1);
+    }
+  }
+  plan.program_argv.assign(argv.begin() + static_cast<std::ptrdiff_t>(std::min(i, argv.size())),
+                           argv.end());
+  const int total = np.value_or(npernode ? *npernode * std::max(hosts, 1) : 1);
+  if (npernode && *npernode > 0) {
+    plan.ranks_per_node = *npernode;
+    plan.nodes = std::max(1, (total + *npernode - 1) / *npernode);
+  } else {
+    plan.nodes = std::max(1, hosts);
+    plan.ranks_per_node = std::max(1, (total + plan.nodes - 1) / plan.nodes);
+  }
+  return plan;
+}
+
+Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramModel& model) {
+  Prediction out;
+  const int ncores = std::max(1, topo.core_count());
+  const int np = std::max(1, plan.ranks_per_node);
+  out.pus = topo.pu_count();
+
+  // 1. Effective policies.
+  auto [bind, bind_pe] = split_policy(plan.bind_to);
+  auto [map, pe] = split_policy(plan.map_by);
+  (void)bind_pe;
+  const bool overload_allowed = lower(plan.bind_to).find("overload-allowed") != std::string::npos;
+  if (!plan.uses_mpirun) {
+    bind = "none";
+    map = "core";
+    if (np > 1) out.notes.push_back("no mpirun: ranks are not bound by a launcher");
+  } else {
+    if (bind.empty()) {
+      if (np * pe > ncores)
+        bind = "none";
+      else
+        bind = np <= 2 ? "core" : "socket";
+      if (pe > 1 && bind != "none") bind = "core";  // PE=n binds each rank to its n cores
+    }
+    if (map.empty()) map = np <= 2 ? "core" : "socket";
+  }
+  out.bind_to = bind;
+  out.map_by = map + (pe > 1 ? ":PE=" + std::to_string(pe) : "");
+  if (plan.uses_mpirun && bind == "core" && np * pe > ncores && !overload_allowed)
+    out.notes.push_back("mpirun refuses --bind-to core with " + plural(np, "rank") + " on " +
+                        plural(ncores, "core") + " unless :overload-allowed; predicted as wrapped");
+  if (bind == "hwthread" && np > topo.pu_count() && !overload_allowed)
+    out.notes.push_back("mpirun refuses --bind-to hwthread with more ranks than PUs");
+
+  // 2. Placement: each rank's first core (or PU for hwthread mapping), then its cpuset.
+  std::vector<std::vector<int>> numa_cores(std::max<std::size_t>(1, topo.numa_nodes.size()));
+  for (int c = 0; c < topo.core_count(); ++c)
+    numa_cores[static_cast<std::size_t>(topo.cores[static_cast<std::size_t>(c)].numa) %
+               numa_cores.size()]
+        .push_back(c);
+  std::vector<std::vector<int>> package_cores;
+  for (const Package& p : topo.packages) package_cores.push_back(p.cores);
+  if (package_cores.empty()) package_cores.push_back({});
+  auto pick = [](const std::vector<std::vector<int>>& groups, int r, int width) {
+    const int n = static_cast<int>(groups.size());
+    const auto& g = groups[static_cast<std::size_t>(r % n)];
+    std::vector<int> cores;
+    if (g.empty()) return cores;
+    const int slot = (r / n) * width;
+    for (int k = 0; k < width; ++k)
+      cores.push_back(g[static_cast<std::size_t>((slot + k) % static_cast<int>(g.size()))]);
+    return cores;
+  };
+  std::vector<std::vector<int>> ranks_cores(static_cast<std::size_t>(np));
+  std::vector<int> rank_pu(static_cast<std::size_t>(np), -1);
+  for (int r = 0; r < np; ++r) {
+    std::vector<int> cores;
+    if (map == "socket")
+      cores = pick(package_cores, r, pe);
+    else if (map == "numa")
+      cores = pick(numa_cores, r, pe);
+    else if (map == "hwthread" && topo.pu_count() > 0) {
+      const Pu& pu = topo.pus[static_cast<std::size_t>(r % topo.pu_count())];
+      rank_pu[static_cast<std::size_t>(r)] = pu.os_index;
+      cores = {pu.core};
+    } else {
+      for (int k = 0; k < pe; ++k) cores.push_back((r * pe + k) % ncores);
+    }
+    ranks_cores[static_cast<std::size_t>(r)] = cores;
+  }
+
+  const std::vector<int> all = topo.all_pus();
+  for (int r = 0; r < np; ++r) {
+    const auto& cores = ranks_cores[static_cast<std::size_t>(r)];
+    RankPrediction rp;
+    rp.rank = r;
+    if (bind == "core")
+      rp.cpuset = pus_of_cores(topo, cores);
+    else if (bind == "hwthread") {
+      if (rank_pu[static_cast<std::size_t>(r)] >= 0)
+        rp.cpuset = {rank_pu[static_cast<std::size_t>(r)]};
+      else if (!cores.empty())
+        rp.cpuset = {topo.cores[static_cast<std::size_t>(cores[0])].pus.front()};
+    } else if (bind == "socket" && !cores.empty()) {
+      rp.cpuset = pus_of_cores(
+          topo, topo.packages[static_cast<std::size_t>(
+                                  topo.cores[static_cast<std::size_t>(cores[0])].package)]
+                    .cores);
+    } else if (bind == "numa" && !cores.empty()) {
+      rp.cpuset = topo.numa_nodes[static_cast<std::size_t>(
+                                      topo.cores[static_cast<std::size_t>(cores[0])].numa)]
+                      .pus;
+    } else {
+      if (bind != "none")
+        out.notes.push_back("binding '" + bind + "' is not modelled; predicted as none");
+      rp.cpuset = all;
+    }
+    if (rp.cpuset.empty()) rp.cpuset = all;
+    const int visible = static_cast<int>(rp.cpuset.size());
+
+    // 3. Threads of each kind.
+    const std::string per_pu =
+        "unset -> one per PU of the " + std::to_string(visible) + "-PU cpuset";
+    auto add = [&](std::string name, int threads, int busy, std::string source,
+                   std::string detail) {
+      rp.groups.push_back(
+          ThreadGroup{std::move(name), threads, busy, std::move(source), std::move(detail)});
+    };
+    add("main", 1, 1, "fixed", "the rank's own thread");
+
+    const auto& argv = plan.program_argv;
+    {
+      const FlagValue f = find_flag(argv, model.iterator_workers_flag);
+      int n;
+      std::string source, detail;
+      if (f.value && *f.value >= 0) {
+        n = *f.value;
+        source = "flag";
+        detail = model.iterator_workers_flag + " " + std::to_string(n);
+      } else if (model.iterator_workers_default >= 0) {
+        n = model.iterator_workers_default;
+        source = "program default";
+        detail = "unset -> program default " + std::to_string(n);
+      } else {
+        n = visible;
+        source = "library default";
+        detail = per_pu;
+      }
+      if (n > 0) add("iterator_workers", n, n, source, detail);
+    }
+    // Pools of n threads include the caller (the main thread), so they add n - 1.
+    auto pool = [&](const std::string& name, const std::string& flag,
+                    const std::vector<std::string>& env_keys, bool cap_env) {
+      const FlagValue f = find_flag(argv, flag);
+      if (f.value && *f.value > 0)
+        return ThreadGroup{name, *f.value, 0, "flag", flag + " " + std::to_string(*f.value)};
+      for (const std::string& key : env_keys) {
+        if (auto v = env_int(plan.env, key)) {
+          int n = *v;
+          std::string detail = key + "=" + plan.env.at(key);
+          if (cap_env && n > visible) {
+            detail += " (capped at " + std::to_string(visible) + " PUs)";
+            n = visible;
+          }
+          return ThreadGroup{name, n, 0, "env", detail};
+        }
+      }
+      return ThreadGroup{name, visible, 0, "library default", per_pu};
+    };
+    ThreadGroup omp = pool("openmp", model.omp_threads_flag, {"OMP_NUM_THREADS"}, false);
+    ThreadGroup blas = pool("blas", model.blas_threads_flag,
+                            {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}, true);
+    ThreadGroup cv = pool("opencv", model.opencv_threads_flag, {"OPENCV_FOR_THREADS_NUM"}, false);
+    // OpenBLAS's pthread workers spin (sched_yield) for a long while after each call, so in a
+    // training loop they stay runnable next to whatever runs after the GEMM; libgomp's and
+    // OpenCV's pools spin only briefly, so they take turns with each other on the main thread.
+    blas.busy = blas.threads - 1;
+    const int turn = std::max(omp.threads - 1, cv.threads - 1);
+    omp.busy = omp.threads - 1 >= cv.threads - 1 ? turn : 0;
+    cv.busy = omp.busy == 0 ? turn : 0;
+    for (ThreadGroup* g : {&omp, &blas, &cv}) {
+      g->threads -= 1;  // the caller is the main thread, counted once
+      if (g->threads > 0 || g->source != "library default") rp.groups.push_back(*g);
+    }
+    const FlagValue comm = find_flag(argv, model.comm_thread_flag);
+    if (comm.present) add("comm", 1, 1, "flag", model.comm_thread_flag);
+
+    for (const ThreadGroup& g : rp.groups) {
+      rp.threads_alive += g.threads;
+      rp.busy_threads += g.busy;
+    }
+    out.busy_threads += rp.busy_threads;
+    out.ranks.push_back(std::move(rp));
+  }
+
+  // 4. Busy threads per distinct cpuset (ranks whose cpuset lies inside it).
+  std::set<std::vector<int>> distinct;
+  for (const RankPrediction& r : out.ranks) distinct.insert(r.cpuset);
+  for (const std::vector<int>& s : distinct) {
+    CpusetLoad load;
+    load.pus = s;
+    std::set<int> cores;
+    for (int pu : s) cores.insert(topo.core_of_pu(pu));
+    load.cores = static_cast<int>(cores.size());
+    for (const RankPrediction& r : out.ranks) {
+      if (std::includes(s.begin(), s.end(), r.cpuset.begin(), r.cpuset.end())) {
+        load.ranks.push_back(r.rank);
+        load.busy_threads += r.busy_threads;
+      }
+    }
+    load.oversubscribed = load.busy_threads > static_cast<int>(s.size());
+    out.oversubscribed = out.oversubscribed || load.oversubscribed;
+    out.cpusets.push_back(std::move(load));
+  }
+
+  // 5. Idle cores: cores no cpuset covers, plus the unfilled share of each widest cpuset.
+  std::set<int> covered;
+  for (const CpusetLoad& c : out.cpusets)
+    for (int pu : c.pus) covered.insert(topo.core_of_pu(pu));
+  for (int c = 0; c < topo.core_count(); ++c)
+    if (!covered.contains(c)) out.idle_cores.push_back(c);
+  out.idle_core_count = static_cast<int>(out.idle_cores.size());
+  for (const CpusetLoad& c : out.cpusets) {
+    bool maximal = true;
+    for (const CpusetLoad& o : out.cpusets)
+      if (o.pus != c.pus && std::includes(o.pus.begin(), o.pus.end(), c.pus.begin(), c.pus.end()))
+        maximal = false;
+    if (maximal) out.idle_core_count += std::max(0, c.cores - c.busy_threads);
+  }
+
+  // 6. One line: the verdict, the worst cpuset, and the defaults that led there.
+  std::ostringstream s;
+  const CpusetLoad* worst = nullptr;
+  for (const CpusetLoad& c : out.cpusets)
+    if (worst == nullptr || c.busy_threads * static_cast<long>(worst->pus.size()) >
+                                worst->busy_threads * static_cast<long>(c.pus.size()))
+      worst = &c;
+  s << (out.oversubscribed ? "oversubscribed: " : "ok: ") << plural(np, "rank") << ", "
+    << out.busy_threads << " busy threads on " << plural(out.pus, "PU") << " (bind " << out.bind_to
+    << ")";
+  if (worst != nullptr && out.oversubscribed) {
+    s << "; " << worst->busy_threads << " busy on cpuset " << format_cpu_list(worst->pus) << " ("
+      << plural(static_cast<int>(worst->pus.size()), "PU") << ")";
+    const std::string causes = prediction_causes(out, worst->ranks.front());
+    if (!causes.empty()) s << "; rank " << worst->ranks.front() << ": " << causes;
+  } else if (out.idle_core_count > 0) {
+    s << "; " << plural(out.idle_core_count, "core") << " idle";
+  }
+  out.summary = s.str();
+  return out;
+}
+
+std::string prediction_causes(const Prediction& p, int rank) {
+  const RankPrediction* r = nullptr;
+  for (const RankPrediction& x : p.ranks)
+    if (x.rank == rank) r = &x;
+  if (r == nullptr) return {};
+  std::string defaults, set;
+  for (const ThreadGroup& g : r->groups) {
+    if (g.busy <= 0 || g.name == "main") continue;
+    const bool pool = g.name == "openmp" || g.name == "blas" || g.name == "opencv";
+    std::string& out =
+        (g.source == "library default" || g.source == "program default") ? defaults : set;
+    if (!out.empty()) out += ", ";
+    if (&out == &defaults)
+      out +=
+          g.name + " threads unset -> defaulted to " + std::to_string(g.threads + (pool ? 1 : 0));
+    else
+      out += g.name + " " + g.detail;
+  }
+  if (!defaults.empty() && !set.empty()) return defaults + ", " + set;
+  return defaults.empty() ? set : defaults;
+}
+
+double prediction_constraint(const Prediction& p) {
+  double worst = 0;
+  for (const CpusetLoad& c : p.cpusets)
+    if (!c.pus.empty())
+      worst =
+          std::max(worst, static_cast<double>(c.busy_threads) / static_cast<double>(c.pus.size()));
+  return worst - 1.0;
+}
+
+nlohmann::json Prediction::to_json() const {
+  using nlohmann::json;
+  json j;
+  j["schema_version"] = k_prediction_schema_version;
+  j["bind_to"] = bind_to;
+  j["map_by"] = map_by;
+  j["notes"] = notes;
+  j["oversubscribed"] = oversubscribed;
+  j["busy_threads"] = busy_threads;
+  j["pus"] = pus;
+  j["idle_cores"] = idle_cores;
+  j["idle_core_count"] = idle_core_count;
+  j["constraint"] = prediction_constraint(*this);
+  j["summary"] = summary;
+  j["ranks"] = json::array();
+  for (const RankPrediction& r : ranks) {
+    json jr = {{"rank", r.rank},
+               {"cpuset", format_cpu_list(r.cpuset)},
+               {"threads_alive", r.threads_alive},
+               {"busy_threads", r.busy_threads}};
+    jr["groups"] = json::array();
+    for (const ThreadGroup& g : r.groups)
+      jr["groups"].push_back({{"name", g.name},
+                              {"threads", g.threads},
+                              {"busy", g.busy},
+                              {"source", g.source},
+                              {"detail", g.detail}});
+    j["ranks"].push_back(std::move(jr));
+  }
+  j["cpusets"] = json::array();
+  for (const CpusetLoad& c : cpusets)
+    j["cpusets"].push_back({{"pus", format_cpu_list(c.pus)},
+                            {"pu_count", c.pus.size()},
+                            {"cores", c.cores},
+                            {"ranks", c.ranks},
+                            {"busy_threads", c.busy_threads},
+                            {"oversubscribed", c.oversubscribed}});
+  return j;
+}
+
+}  // namespace tune::probes

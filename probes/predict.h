@@ -1,0 +1,111 @@
+// Prediction before launch: from a trial's launch settings (ranks per node, mpirun's binding and
+// mapping, the program's thread flags and environment) and the machine's topology, how many
+// threads each rank starts, how many of them are busy at once, on which cpuset, and whether a
+// cpuset gets more busy threads than it has PUs.
+//
+// Open MPI 4.1 rules implemented (orterun(1) "Three binding patterns are used in the absence of
+// any further directives"): with no --bind-to, bind to core when np <= 2, to socket (package)
+// when np > 2, and to none when the node is oversubscribed (np > slots; slots = cores, Open
+// MPI's default without --use-hwthread-cpus). With no --map-by, map by core when np <= 2 and by
+// socket when np > 2. An explicit --bind-to core with more ranks than cores is refused by
+// mpirun unless ":overload-allowed"; the prediction wraps ranks round the cores and says so.
+//
+// Libraries' defaults are predicted as the libraries choose them: libgomp, OpenBLAS and OpenCV
+// all start one thread per logical CPU of the affinity mask they see (the rank's bound cpuset).
+// OpenBLAS (pthread build) reads OPENBLAS_NUM_THREADS, then GOTO_NUM_THREADS, then
+// OMP_NUM_THREADS, and caps a value from the environment at that CPU count; a value set by the
+// program (openblas_set_num_threads) is not capped.
+//
+// Pure functions of their arguments: thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/topology.h"
+
+namespace tune::probes {
+
+inline constexpr int k_prediction_schema_version = 1;
+
+struct LaunchPlan {
+  int nodes = 1;
+  int ranks_per_node = 1;
+  std::string bind_to;  // none|core|socket|package|numa|hwthread|"" = mpirun's default
+  std::string
+      map_by;  // core|slot|socket|package|numa|node|hwthread, ":PE=n" honoured; "" = default
+  bool uses_mpirun = false;
+  std::vector<std::string> program_argv;   // the program each rank runs, with its flags
+  std::map<std::string, std::string> env;  // final environment of each rank
+};
+
+// The program's thread flags and its own defaults (the bundled tune-trainer's by default).
+struct ProgramModel {
+  std::string iterator_workers_flag = "--iterator-workers";  // worker threads; 0 = main loads
+  int iterator_workers_default = 2;  // trainer default; -1 = one per PU (Chainer's iterator)
+  std::string omp_threads_flag = "--omp-threads";
+  std::string blas_threads_flag = "--blas-threads";
+  std::string opencv_threads_flag = "--opencv-threads";
+  std::string comm_thread_flag = "--double-buffering";  // present = one communication thread
+};
+
+// Parses an argv that may start with mpirun/mpiexec/orterun (its -n/-np, -N/--npernode,
+// --bind-to, --map-by, -H/--host, -x VAR[=value]) into a plan; otherwise a one-rank plan.
+// `env` is the environment the command is started with.
+LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env);
+
+struct ThreadGroup {
+  std::string name;    // main | iterator_workers | openmp | blas | opencv | comm
+  int threads = 0;     // threads it adds (a pool of n adds n - 1: the caller is the main thread)
+  int busy = 0;        // how many of them the prediction counts as busy at the same time
+  std::string source;  // flag | env | library default | program default | fixed
+  std::string detail;  // "OPENBLAS_NUM_THREADS=4", "unset -> one per PU of a 2-PU cpuset"
+};
+
+struct RankPrediction {
+  int rank = 0;             // on the node
+  std::vector<int> cpuset;  // os indices of the PUs it may run on
+  std::vector<ThreadGroup> groups;
+  int threads_alive = 0;  // distinct threads it starts
+  int busy_threads = 0;   // threads runnable at the same time
+};
+
+struct CpusetLoad {
+  std::vector<int> pus;
+  std::vector<int> ranks;  // ranks bound inside this cpuset
+  int busy_threads = 0;
+  int cores = 0;
+  bool oversubscribed = false;  // busy_threads > pus.size()
+};
+
+struct Prediction {
+  std::string bind_to;  // effective policy after Open MPI's defaults
+  std::string map_by;
+  std::vector<std::string> notes;  // e.g. "mpirun refuses --bind-to core with 4 ranks on 2 cores"
+  std::vector<RankPrediction> ranks;
+  std::vector<CpusetLoad> cpusets;
+  bool oversubscribed = false;
+  int busy_threads = 0;         // all ranks of the node
+  int pus = 0;                  // of the node
+  std::vector<int> idle_cores;  // indices into Topology::cores no busy thread is expected on
+  int idle_core_count = 0;      // cores left idle, counting unfilled shares of wide cpusets
+  std::string summary;          // one line
+
+  nlohmann::json to_json() const;
+};
+
+Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramModel& model = {});
+
+// A constraint value for the sampler (Optuna's convention: <= 0 feasible): the worst cpuset's
+// busy threads per PU, minus one. 0.5 means 50% more busy threads than PUs.
+double prediction_constraint(const Prediction& p);
+
+// What makes a rank busy beyond its main thread, defaults named first:
+// "blas threads unset -> defaulted to 4, opencv OPENCV_FOR_THREADS_NUM=2". Empty when nothing.
+std::string prediction_causes(const Prediction& p, int rank);
+
+}  // namespace tune::probes

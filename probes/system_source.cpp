@@ -1,0 +1,356 @@
+#include "probes/system_source.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <string_view>
+
+#include "probes/fake_source.h"
+
+namespace tune::probes {
+namespace {
+
+// Reads a small /proc file with plain syscalls: the sampler reads dozens per tick, and the
+// iostream machinery would cost more than the reading itself.
+bool read_small(const char* path, std::string* out) {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  out->clear();
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    out->append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return true;
+}
+
+std::vector<pid_t> list_numeric_dir(const char* path) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir(path);
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    pid_t v = 0;
+    const char* end = e->d_name + std::strlen(e->d_name);
+    auto [p, ec] = std::from_chars(e->d_name, end, v);
+    if (ec == std::errc() && p == end) out.push_back(v);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// /proc/<pid>/stat: "pid (comm) state ppid ..." where comm may hold spaces and parentheses, so
+// the fields after it are counted from the last ')'.
+struct StatFields {
+  std::string comm;
+  char state = '?';
+  pid_t ppid = 0;
+  double cpu_s = 0;
+  int num_threads = 0;
+  std::uint64_t start_ticks = 0;
+  int processor = -1;
+};
+
+bool parse_stat(const std::string& text, StatFields* f) {
+  const auto open = text.find('(');
+  const auto close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return false;
+  f->comm = text.substr(open + 1, close - open - 1);
+  // Fields from 3 (state) on; index k here is field k+3 of proc(5).
+  std::string_view rest(text);
+  rest.remove_prefix(close + 2);
+  static const long ticks = ::sysconf(_SC_CLK_TCK);
+  std::uint64_t utime = 0, stime = 0;
+  int k = 0;
+  while (!rest.empty()) {
+    const auto sp = rest.find(' ');
+    const std::string_view tok = rest.substr(0, sp);
+    auto num = [&](auto* v) { std::from_chars(tok.data(), tok.data() + tok.size(), *v); };
+    switch (k) {
+      case 0:
+        f->state = tok.empty() ? '?' : tok[0];
+        break;
+      case 1:
+        num(&f->ppid);
+        break;
+      case 11:
+        num(&utime);
+        break;
+      case 12:
+        num(&stime);
+        break;
+      case 17:
+        num(&f->num_threads);
+        break;
+      case 19:
+        num(&f->start_ticks);
+        break;
+      case 36:
+        num(&f->processor);
+        break;
+    }
+    if (k == 36 || sp == std::string_view::npos) break;
+    rest.remove_prefix(sp + 1);
+    ++k;
+  }
+  f->cpu_s = static_cast<double>(utime + stime) / static_cast<double>(ticks > 0 ? ticks : 100);
+  return k >= 12;
+}
+
+// The three lines of /proc/<pid>/task/<tid>/status the monitor needs.
+void parse_status(const std::string& text, ThreadSample* t) {
+  auto value_of = [&](std::string_view key) -> std::string_view {
+    const auto at = text.find(key);
+    if (at == std::string::npos) return {};
+    auto start = at + key.size();
+    while (start < text.size() && (text[start] == ' ' || text[start] == '\t')) ++start;
+    const auto end = text.find('\n', start);
+    return std::string_view(text).substr(start, end == std::string::npos ? end : end - start);
+  };
+  auto num = [](std::string_view v, std::uint64_t* out) {
+    std::from_chars(v.data(), v.data() + v.size(), *out);
+  };
+  num(value_of("\nvoluntary_ctxt_switches:"), &t->voluntary_switches);
+  num(value_of("\nnonvoluntary_ctxt_switches:"), &t->nonvoluntary_switches);
+  t->cpus_allowed = parse_cpu_list(std::string(value_of("\nCpus_allowed_list:")));
+}
+
+class LiveSource : public SystemSource {
+ public:
+  std::expected<Topology, std::string> topology() override { return read_topology(); }
+
+  std::vector<pid_t> process_tree(pid_t root) override {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d", root);
+    if (::access(path, F_OK) != 0) return {};
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", root, root);
+    if (::access(path, R_OK) == 0) return tree_by_children(root);
+    return tree_by_scan(root);
+  }
+
+  std::optional<ProcessSample> read_process(pid_t pid, bool with_threads) override {
+    char path[96];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    std::string text;
+    StatFields f;
+    if (!read_small(path, &text) || !parse_stat(text, &f)) return std::nullopt;
+    ProcessSample p;
+    p.pid = pid;
+    p.ppid = f.ppid;
+    p.comm = std::move(f.comm);
+    p.state = f.state;
+    p.cpu_s = f.cpu_s;
+    p.num_threads = f.num_threads;
+    p.start_ticks = f.start_ticks;
+    if (!with_threads) return p;
+    std::snprintf(path, sizeof path, "/proc/%d/task", pid);
+    for (pid_t tid : list_numeric_dir(path)) {
+      ThreadSample t;
+      t.tid = tid;
+      std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+      StatFields tf;
+      if (!read_small(path, &text) || !parse_stat(text, &tf)) continue;  // thread exited
+      t.state = tf.state;
+      t.processor = tf.processor;
+      t.cpu_s = tf.cpu_s;
+      std::snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
+      if (read_small(path, &text)) parse_status(text, &t);
+      p.threads.push_back(std::move(t));
+    }
+    return p;
+  }
+
+  std::optional<std::string> read_environ(pid_t pid, const std::string& name) override {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    std::string text;
+    if (!read_small(path, &text)) return std::nullopt;
+    const std::string key = name + "=";
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+      const auto end = text.find('\0', pos);
+      const std::string_view entry(text.data() + pos,
+                                   (end == std::string::npos ? text.size() : end) - pos);
+      if (entry.starts_with(key)) return std::string(entry.substr(key.size()));
+      if (end == std::string::npos) break;
+      pos = end + 1;
+    }
+    return std::nullopt;
+  }
+
+  double now_s() override {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+
+ private:
+  // Children of every thread (a child forked by a worker thread is listed under that thread).
+  std::vector<pid_t> tree_by_children(pid_t root) {
+    std::vector<pid_t> out;
+    std::deque<pid_t> todo{root};
+    char path[96];
+    std::string text;
+    while (!todo.empty() && out.size() < 100000) {
+      const pid_t pid = todo.front();
+      todo.pop_front();
+      out.push_back(pid);
+      std::snprintf(path, sizeof path, "/proc/%d/task", pid);
+      for (pid_t tid : list_numeric_dir(path)) {
+        std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, tid);
+        if (!read_small(path, &text)) continue;
+        std::string_view rest(text);
+        while (!rest.empty()) {
+          const auto sp = rest.find(' ');
+          pid_t child = 0;
+          const auto tok = rest.substr(0, sp);
+          if (std::from_chars(tok.data(), tok.data() + tok.size(), child).ec == std::errc() &&
+              child > 0)
+            todo.push_back(child);
+          if (sp == std::string_view::npos) break;
+          rest.remove_prefix(sp + 1);
+        }
+      }
+    }
+    return out;
+  }
+
+  // Without CONFIG_PROC_CHILDREN: one pass over /proc to learn every parent.
+  std::vector<pid_t> tree_by_scan(pid_t root) {
+    std::multimap<pid_t, pid_t> children;
+    char path[64];
+    std::string text;
+    for (pid_t pid : list_numeric_dir("/proc")) {
+      std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+      StatFields f;
+      if (read_small(path, &text) && parse_stat(text, &f)) children.emplace(f.ppid, pid);
+    }
+    std::vector<pid_t> out;
+    std::deque<pid_t> todo{root};
+    while (!todo.empty()) {
+      const pid_t pid = todo.front();
+      todo.pop_front();
+      out.push_back(pid);
+      auto [a, b] = children.equal_range(pid);
+      for (auto it = a; it != b; ++it) todo.push_back(it->second);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<SystemSource> make_live_source() { return std::make_unique<LiveSource>(); }
+
+// ---- FakeSource ----
+
+std::vector<pid_t> FakeSource::process_tree(pid_t root) {
+  std::vector<pid_t> out;
+  if (!m_procs.contains(root)) return out;
+  std::deque<pid_t> todo{root};
+  while (!todo.empty()) {
+    const pid_t pid = todo.front();
+    todo.pop_front();
+    out.push_back(pid);
+    for (const auto& [child, proc] : m_procs)
+      if (proc.sample.ppid == pid && child != pid) todo.push_back(child);
+  }
+  return out;
+}
+
+std::optional<ProcessSample> FakeSource::read_process(pid_t pid, bool with_threads) {
+  ++m_reads;
+  auto it = m_procs.find(pid);
+  if (it == m_procs.end()) return std::nullopt;
+  ProcessSample p = it->second.sample;
+  p.cpu_s = it->second.dead_threads_cpu_s;
+  for (const ThreadSample& t : p.threads) p.cpu_s += t.cpu_s;
+  p.num_threads = static_cast<int>(p.threads.size());
+  if (!with_threads) p.threads.clear();
+  return p;
+}
+
+std::optional<std::string> FakeSource::read_environ(pid_t pid, const std::string& name) {
+  auto it = m_procs.find(pid);
+  if (it == m_procs.end()) return std::nullopt;
+  auto e = it->second.environ.find(name);
+  if (e == it->second.environ.end()) return std::nullopt;
+  return e->second;
+}
+
+void FakeSource::add_process(pid_t pid, pid_t ppid, std::string comm, std::vector<int> cpus_allowed,
+                             std::map<std::string, std::string> environ) {
+  Proc p;
+  p.sample.pid = pid;
+  p.sample.ppid = ppid;
+  p.sample.comm = std::move(comm);
+  p.sample.state = 'S';
+  p.sample.start_ticks = static_cast<std::uint64_t>(m_now * 100);
+  p.environ = std::move(environ);
+  ThreadSample main;
+  main.tid = pid;
+  main.state = 'S';
+  main.cpus_allowed = std::move(cpus_allowed);
+  p.sample.threads.push_back(std::move(main));
+  m_procs[pid] = std::move(p);
+}
+
+void FakeSource::add_thread(pid_t pid, pid_t tid, std::vector<int> cpus_allowed) {
+  Proc& p = m_procs.at(pid);
+  ThreadSample t;
+  t.tid = tid;
+  t.state = 'S';
+  t.cpus_allowed = cpus_allowed.empty() ? p.sample.threads.front().cpus_allowed : cpus_allowed;
+  p.sample.threads.push_back(std::move(t));
+}
+
+void FakeSource::remove_process(pid_t pid) { m_procs.erase(pid); }
+
+void FakeSource::remove_thread(pid_t pid, pid_t tid) {
+  Proc& p = m_procs.at(pid);
+  auto& ts = p.sample.threads;
+  for (auto it = ts.begin(); it != ts.end(); ++it) {
+    if (it->tid == tid) {
+      p.dead_threads_cpu_s += it->cpu_s;
+      ts.erase(it);
+      return;
+    }
+  }
+}
+
+FakeSource::Proc* FakeSource::owner_of(pid_t tid) {
+  for (auto& [pid, proc] : m_procs)
+    for (const ThreadSample& t : proc.sample.threads)
+      if (t.tid == tid) return &proc;
+  return nullptr;
+}
+
+void FakeSource::run_thread(pid_t tid, double cpu_s, char state, int processor,
+                            std::uint64_t nonvoluntary, std::uint64_t voluntary) {
+  Proc* p = owner_of(tid);
+  if (p == nullptr) return;
+  for (ThreadSample& t : p->sample.threads) {
+    if (t.tid != tid) continue;
+    t.cpu_s += cpu_s;
+    t.state = state;
+    t.processor = processor;
+    t.nonvoluntary_switches += nonvoluntary;
+    t.voluntary_switches += voluntary;
+  }
+}
+
+}  // namespace tune::probes

@@ -1,0 +1,62 @@
+// The operating system behind a seam (like LevelDB's Env): topology, the process tree of a
+// trial, per-process and per-thread counters from /proc, and a monotonic clock.
+//
+// make_live_source() reads hwloc and /proc; FakeSource (probes/fake_source.h) serves invented
+// machines and processes so the prediction and monitor logic is tested without a busy machine.
+// A source is used by one TrialMonitor thread at a time; the live source keeps no mutable state
+// and may be shared, the fake is not thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probes/topology.h"
+
+namespace tune::probes {
+
+// One thread, from /proc/<pid>/task/<tid>/stat and .../status.
+struct ThreadSample {
+  pid_t tid = 0;
+  char state = '?';    // R running/runnable, S sleeping, D disk wait, ...
+  int processor = -1;  // CPU it last ran on (stat field 39)
+  double cpu_s = 0;    // utime + stime, seconds
+  std::uint64_t voluntary_switches = 0;
+  std::uint64_t nonvoluntary_switches = 0;
+  std::vector<int> cpus_allowed;  // Cpus_allowed_list
+};
+
+// One process, from /proc/<pid>/stat, with its threads when asked for.
+struct ProcessSample {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  std::string comm;  // the kernel's 15-character name
+  char state = '?';
+  double cpu_s = 0;  // utime + stime of all its live threads, seconds
+  int num_threads = 0;
+  std::uint64_t start_ticks = 0;  // starttime: tells a reused pid from the old one
+  std::vector<ThreadSample> threads;
+};
+
+class SystemSource {
+ public:
+  virtual ~SystemSource() = default;
+  virtual std::expected<Topology, std::string> topology() = 0;
+  // `root` and all its descendants (children of any thread), root first; empty when root is gone.
+  virtual std::vector<pid_t> process_tree(pid_t root) = 0;
+  // nullopt when the process has gone (a normal race while sampling).
+  virtual std::optional<ProcessSample> read_process(pid_t pid, bool with_threads) = 0;
+  // One variable of the process's initial environment (/proc/<pid>/environ), e.g. the MPI rank.
+  virtual std::optional<std::string> read_environ(pid_t pid, const std::string& name) = 0;
+  // Monotonic seconds.
+  virtual double now_s() = 0;
+};
+
+std::unique_ptr<SystemSource> make_live_source();
+
+}  // namespace tune::probes

@@ -1,0 +1,245 @@
+// Prediction before launch on invented machines: Open MPI's default binding, library defaults
+// that follow the bound cpuset, and the precedence of flags over environment.
+#include <gtest/gtest.h>
+
+#include "probes/predict.h"
+
+namespace tune::probes {
+namespace {
+
+Topology machine(const std::string& desc) {
+  auto t = read_synthetic_topology(desc);
+  EXPECT_TRUE(t) << t.error();
+  return *t;
+}
+
+LaunchPlan mpirun(int np, std::string bind, std::vector<std::string> program,
+                  std::map<std::string, std::string> env = {}) {
+  LaunchPlan p;
+  p.uses_mpirun = true;
+  p.ranks_per_node = np;
+  p.bind_to = std::move(bind);
+  p.program_argv = std::move(program);
+  p.env = std::move(env);
+  return p;
+}
+
+const ThreadGroup* group(const RankPrediction& r, const std::string& name) {
+  for (const ThreadGroup& g : r.groups)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+const std::vector<std::string> k_all_one = {"tune-trainer",
+                                            "--iterator-workers",
+                                            "0",
+                                            "--omp-threads",
+                                            "1",
+                                            "--blas-threads",
+                                            "1",
+                                            "--opencv-threads",
+                                            "1"};
+
+TEST(Predict, TwoRanksOnTwoCoresAllOneIsNotOversubscribed) {
+  const Prediction p = predict(machine("pack:1 core:2 pu:1"), mpirun(2, "", k_all_one));
+  EXPECT_EQ(p.bind_to, "core");  // Open MPI 4.1: np <= 2 binds to core
+  EXPECT_EQ(p.map_by, "core");
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].cpuset, std::vector<int>{0});
+  EXPECT_EQ(p.ranks[1].cpuset, std::vector<int>{1});
+  EXPECT_EQ(p.ranks[0].busy_threads, 1);
+  EXPECT_FALSE(p.oversubscribed);
+  EXPECT_EQ(p.idle_core_count, 0);
+  EXPECT_DOUBLE_EQ(prediction_constraint(p), 0.0);
+  EXPECT_EQ(p.summary, "ok: 2 ranks, 2 busy threads on 2 PUs (bind core)");
+}
+
+TEST(Predict, UnboundLibraryDefaultsFollowTheVisibleCpuset) {
+  // --bind-to none: every library sees both PUs and starts one thread per PU.
+  const Prediction p = predict(machine("pack:1 core:2 pu:1"),
+                               mpirun(2, "none", {"tune-trainer", "--iterator-workers", "0"}));
+  ASSERT_EQ(p.ranks.size(), 2u);
+  const RankPrediction& r = p.ranks[0];
+  EXPECT_EQ(r.cpuset, (std::vector<int>{0, 1}));
+  ASSERT_NE(group(r, "blas"), nullptr);
+  EXPECT_EQ(group(r, "blas")->source, "library default");
+  EXPECT_EQ(group(r, "blas")->threads, 1);  // a pool of 2 adds one thread to the caller
+  EXPECT_EQ(group(r, "blas")->busy, 1);
+  EXPECT_EQ(group(r, "openmp")->busy + group(r, "opencv")->busy, 1);  // they take turns
+  EXPECT_EQ(r.busy_threads, 3);
+  EXPECT_EQ(r.threads_alive, 4);
+  EXPECT_TRUE(p.oversubscribed);
+  EXPECT_EQ(p.cpusets.size(), 1u);
+  EXPECT_EQ(p.cpusets[0].busy_threads, 6);
+  EXPECT_DOUBLE_EQ(prediction_constraint(p), 2.0);
+  EXPECT_NE(p.summary.find("blas threads unset -> defaulted to 2"), std::string::npos) << p.summary;
+  EXPECT_EQ(p.summary.rfind("oversubscribed: 2 ranks, 6 busy threads on 2 PUs (bind none); ", 0),
+            0u)
+      << p.summary;
+}
+
+TEST(Predict, TrainerDefaultsAreFlaggedOnTheSmallMachine) {
+  // Nothing set: the trainer's 2 iterator workers per rank alone overfill a 1-PU core binding.
+  const Prediction p = predict(machine("pack:1 core:2 pu:1"), mpirun(2, "", {"tune-trainer"}));
+  EXPECT_TRUE(p.oversubscribed);
+  EXPECT_EQ(group(p.ranks[0], "iterator_workers")->source, "program default");
+  ProgramModel chainer;
+  chainer.iterator_workers_default = -1;  // one per PU, like Chainer's MultiProcessIterator
+  const Prediction q =
+      predict(machine("pack:1 core:2 pu:1"), mpirun(2, "none", {"trainer"}), chainer);
+  EXPECT_EQ(group(q.ranks[0], "iterator_workers")->threads, 2);
+  EXPECT_EQ(group(q.ranks[0], "iterator_workers")->source, "library default");
+}
+
+TEST(Predict, TwoSocketsFourRanksBindToSocketByDefault) {
+  const Topology t = machine("pack:2 [numa] core:8 pu:2");
+  const Prediction p = predict(t, mpirun(4, "", k_all_one));
+  EXPECT_EQ(p.bind_to, "socket");  // np > 2
+  EXPECT_EQ(p.map_by, "socket");
+  ASSERT_EQ(p.ranks.size(), 4u);
+  EXPECT_EQ(p.ranks[0].cpuset.front(), 0);
+  EXPECT_EQ(p.ranks[1].cpuset.front(), 16);  // round robin over packages
+  EXPECT_EQ(p.ranks[2].cpuset.size(), 16u);
+  ASSERT_EQ(p.cpusets.size(), 2u);
+  EXPECT_EQ(p.cpusets[0].ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(p.cpusets[0].busy_threads, 2);
+  EXPECT_FALSE(p.oversubscribed);
+  EXPECT_EQ(p.idle_core_count, 12);  // 8 cores per package, 2 busy threads each
+}
+
+TEST(Predict, OmpNumThreadsAlsoSizesOpenBlas) {
+  const Topology t = machine("pack:2 [numa] core:8 pu:2");
+  const Prediction p = predict(
+      t, mpirun(4, "", {"tune-trainer", "--iterator-workers", "0"}, {{"OMP_NUM_THREADS", "8"}}));
+  const RankPrediction& r = p.ranks[0];
+  EXPECT_EQ(group(r, "blas")->source, "env");
+  EXPECT_EQ(group(r, "blas")->detail, "OMP_NUM_THREADS=8");
+  EXPECT_EQ(group(r, "blas")->threads, 7);
+  EXPECT_EQ(group(r, "opencv")->source, "library default");
+  EXPECT_EQ(group(r, "opencv")->threads, 15);  // one per PU of the package
+  EXPECT_EQ(r.busy_threads, 1 + 7 + 15);
+  EXPECT_TRUE(p.oversubscribed);
+}
+
+TEST(Predict, FlagsWinOverEnvironmentAndEnvIsCappedForOpenBlas) {
+  const Topology t = machine("pack:1 core:2 pu:1");
+  const Prediction p =
+      predict(t, mpirun(2, "core",
+                        {"x", "--iterator-workers=0", "--omp-threads", "1", "--blas-threads", "3"},
+                        {{"OPENBLAS_NUM_THREADS", "1"}, {"OPENCV_FOR_THREADS_NUM", "1"}}));
+  EXPECT_EQ(group(p.ranks[0], "blas")->source, "flag");
+  EXPECT_EQ(group(p.ranks[0], "blas")->threads, 2);
+  EXPECT_TRUE(p.oversubscribed);
+  const Prediction q =
+      predict(t, mpirun(2, "core", {"x", "--iterator-workers", "0", "--omp-threads", "1"},
+                        {{"OPENBLAS_NUM_THREADS", "4"},
+                         {"GOTO_NUM_THREADS", "9"},
+                         {"OPENCV_FOR_THREADS_NUM", "1"}}));
+  const ThreadGroup* blas = group(q.ranks[0], "blas");
+  EXPECT_EQ(blas->detail, "OPENBLAS_NUM_THREADS=4 (capped at 1 PUs)");
+  EXPECT_EQ(blas->threads, 0);
+  EXPECT_FALSE(q.oversubscribed);
+}
+
+TEST(Predict, CommThreadAndIteratorWorkersAdd) {
+  auto args = k_all_one;
+  args[2] = "1";
+  args.push_back("--double-buffering");
+  const Prediction p = predict(machine("pack:1 core:4 pu:1"), mpirun(2, "", args));
+  EXPECT_EQ(p.ranks[0].busy_threads, 3);  // main + 1 worker + comm, on a 1-PU core binding
+  EXPECT_NE(group(p.ranks[0], "comm"), nullptr);
+  EXPECT_TRUE(p.oversubscribed);
+  EXPECT_EQ(p.idle_core_count, 2);
+  EXPECT_EQ(p.idle_cores, (std::vector<int>{2, 3}));
+}
+
+TEST(Predict, MoreRanksThanCoresDefaultsToNoBinding) {
+  const Prediction p = predict(machine("pack:1 core:2 pu:1"), mpirun(4, "", k_all_one));
+  EXPECT_EQ(p.bind_to, "none");
+  EXPECT_EQ(p.cpusets.size(), 1u);
+  EXPECT_EQ(p.cpusets[0].busy_threads, 4);
+  EXPECT_TRUE(p.oversubscribed);
+  const Prediction q = predict(machine("pack:1 core:2 pu:1"), mpirun(4, "core", k_all_one));
+  ASSERT_EQ(q.notes.size(), 1u);
+  EXPECT_NE(q.notes[0].find("overload-allowed"), std::string::npos);
+  EXPECT_EQ(q.ranks[2].cpuset, std::vector<int>{0});  // wrapped round
+}
+
+TEST(Predict, HwthreadBindingUsesSiblings) {
+  const Topology t = machine("pack:2 [numa] core:8 pu:2");
+  const Prediction p = predict(t, mpirun(2, "hwthread", k_all_one));
+  EXPECT_EQ(p.ranks[0].cpuset, std::vector<int>{0});
+  EXPECT_EQ(p.ranks[1].cpuset, std::vector<int>{2});  // mapped by core, first PU of core 1
+  const Prediction q = predict(t, mpirun(2, "core", k_all_one));
+  EXPECT_EQ(q.ranks[0].cpuset, (std::vector<int>{0, 1}));
+  EXPECT_EQ(q.ranks[1].cpuset, (std::vector<int>{2, 3}));
+  LaunchPlan pe = mpirun(2, "", k_all_one);
+  pe.map_by = "core:PE=4";
+  const Prediction r = predict(t, pe);
+  EXPECT_EQ(r.bind_to, "core");
+  EXPECT_EQ(r.ranks[1].cpuset.size(), 8u);  // 4 cores x 2 PUs
+  EXPECT_EQ(r.ranks[1].cpuset.front(), 8);
+}
+
+TEST(Predict, PlainCommandIsOneUnboundRank) {
+  LaunchPlan plan = launch_plan_from_argv({"./train", "--omp-threads", "2"}, {});
+  EXPECT_FALSE(plan.uses_mpirun);
+  const Prediction p = predict(machine("pack:1 core:2 pu:1"), plan);
+  EXPECT_EQ(p.bind_to, "none");
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].cpuset, (std::vector<int>{0, 1}));
+}
+
+TEST(LaunchPlanFromArgv, ReadsMpirunOptionsAndTheProgram) {
+  const LaunchPlan p = launch_plan_from_argv({"/usr/bin/mpirun",
+                                              "--allow-run-as-root",
+                                              "-n",
+                                              "4",
+                                              "--bind-to",
+                                              "none",
+                                              "--map-by",
+                                              "socket",
+                                              "-x",
+                                              "OMP_NUM_THREADS=3",
+                                              "-x",
+                                              "PATH",
+                                              "--mca",
+                                              "btl",
+                                              "self,vader",
+                                              "--oversubscribe",
+                                              "--",
+                                              "./tt",
+                                              "--blas-threads",
+                                              "2"},
+                                             {{"HOME", "/root"}});
+  EXPECT_TRUE(p.uses_mpirun);
+  EXPECT_EQ(p.ranks_per_node, 4);
+  EXPECT_EQ(p.nodes, 1);
+  EXPECT_EQ(p.bind_to, "none");
+  EXPECT_EQ(p.map_by, "socket");
+  EXPECT_EQ(p.env.at("OMP_NUM_THREADS"), "3");
+  EXPECT_EQ(p.env.at("HOME"), "/root");
+  EXPECT_EQ(p.program_argv, (std::vector<std::string>{"./tt", "--blas-threads", "2"}));
+  const LaunchPlan q =
+      launch_plan_from_argv({"mpiexec", "-np", "16", "-N", "8", "--bind-to=core", "a.out"}, {});
+  EXPECT_EQ(q.ranks_per_node, 8);
+  EXPECT_EQ(q.nodes, 2);
+  EXPECT_EQ(q.bind_to, "core");
+  EXPECT_EQ(q.program_argv, std::vector<std::string>{"a.out"});
+  const LaunchPlan h = launch_plan_from_argv({"mpirun", "-n", "4", "-H", "a:2,b:2", "x"}, {});
+  EXPECT_EQ(h.nodes, 2);
+  EXPECT_EQ(h.ranks_per_node, 2);
+}
+
+TEST(Predict, JsonCarriesSchemaAndBreakdown) {
+  const Prediction p = predict(machine("pack:1 core:2 pu:1"), mpirun(2, "none", {"tune-trainer"}));
+  const auto j = p.to_json();
+  EXPECT_EQ(j["schema_version"], k_prediction_schema_version);
+  EXPECT_EQ(j["oversubscribed"], true);
+  EXPECT_EQ(j["ranks"][0]["cpuset"], "0-1");
+  EXPECT_EQ(j["ranks"][0]["groups"][0]["name"], "main");
+  EXPECT_EQ(j["summary"], p.summary);
+}
+
+}  // namespace
+}  // namespace tune::probes
