@@ -347,7 +347,16 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     ThreadGroup omp = pool("openmp", model.omp_threads_flag, {"OMP_NUM_THREADS"}, false);
     ThreadGroup blas = pool("blas", model.blas_threads_flag,
                             {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}, true);
-    ThreadGroup cv = pool("opencv", model.opencv_threads_flag, {"OPENCV_FOR_THREADS_NUM"}, false);
+    ThreadGroup cv =
+        pool("opencv", model.opencv_threads_flag,
+             model.opencv_reads_env ? std::vector<std::string>{"OPENCV_FOR_THREADS_NUM"}
+                                    : std::vector<std::string>{},
+             false);
+    if (!model.opencv_reads_env && cv.source == "library default" &&
+        plan.env.contains("OPENCV_FOR_THREADS_NUM"))
+      cv.detail = "OPENCV_FOR_THREADS_NUM=" + plan.env.at("OPENCV_FOR_THREADS_NUM") +
+                  " ignored by OpenCV's TBB backend -> one per PU of the " +
+                  std::to_string(visible) + "-PU cpuset";
     // OpenBLAS's pthread workers spin (sched_yield) for a long while after each call, so in a
     // training loop they stay runnable next to whatever runs after the GEMM; libgomp's and
     // OpenCV's pools spin only briefly, so they take turns with each other on the main thread.

@@ -14,7 +14,8 @@
 // all start one thread per logical CPU of the affinity mask they see (the rank's bound cpuset).
 // OpenBLAS (pthread build) reads OPENBLAS_NUM_THREADS, then GOTO_NUM_THREADS, then
 // OMP_NUM_THREADS, and caps a value from the environment at that CPU count; a value set by the
-// program (openblas_set_num_threads) is not capped.
+// program (openblas_set_num_threads) is not capped. (Measured with OpenBLAS 0.3.21 on 2 PUs:
+// OPENBLAS_NUM_THREADS=8 gives 2, and 1 under taskset -c 0 with nothing set.)
 //
 // Pure functions of their arguments: thread-safe.
 #pragma once
@@ -49,6 +50,10 @@ struct ProgramModel {
   std::string omp_threads_flag = "--omp-threads";
   std::string blas_threads_flag = "--blas-threads";
   std::string opencv_threads_flag = "--opencv-threads";
+  // Debian 12's OpenCV 4.6 runs parallel_for_ on TBB and ignores OPENCV_FOR_THREADS_NUM (measured:
+  // 1 and 4 both gave one thread per PU); only cv::setNumThreads (the flag) changes it. Set true
+  // for an OpenCV built on its own pthreads/OpenMP pool, which reads the variable.
+  bool opencv_reads_env = false;
   std::string comm_thread_flag = "--double-buffering";  // present = one communication thread
 };
 

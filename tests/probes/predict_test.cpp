@@ -141,6 +141,26 @@ TEST(Predict, FlagsWinOverEnvironmentAndEnvIsCappedForOpenBlas) {
   EXPECT_FALSE(q.oversubscribed);
 }
 
+TEST(Predict, OpenCvEnvironmentIsIgnoredByTheTbbBuildUnlessTheModelSaysSo) {
+  const Topology t = machine("pack:1 core:4 pu:1");
+  const LaunchPlan plan = mpirun(
+      1, "none", {"x", "--iterator-workers", "0", "--omp-threads", "1", "--blas-threads", "1"},
+      {{"OPENCV_FOR_THREADS_NUM", "1"}});
+  const Prediction tbb = predict(t, plan);
+  const ThreadGroup* cv = group(tbb.ranks[0], "opencv");
+  ASSERT_NE(cv, nullptr);
+  EXPECT_EQ(cv->source, "library default");
+  EXPECT_EQ(cv->threads, 3);
+  EXPECT_EQ(cv->detail,
+            "OPENCV_FOR_THREADS_NUM=1 ignored by OpenCV's TBB backend -> one per PU of the 4-PU "
+            "cpuset");
+  ProgramModel own_pool;
+  own_pool.opencv_reads_env = true;
+  const Prediction p = predict(t, plan, own_pool);
+  EXPECT_EQ(group(p.ranks[0], "opencv")->source, "env");
+  EXPECT_EQ(p.ranks[0].busy_threads, 1);
+}
+
 TEST(Predict, CommThreadAndIteratorWorkersAdd) {
   auto args = k_all_one;
   args[2] = "1";
