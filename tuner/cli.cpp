@@ -8,6 +8,7 @@
 
 #include "tuner/commands.h"
 #include "tuner/launcher.h"
+#include "tuner/probe_hooks.h"
 #include "tuner/runner.h"
 #include "tuner/summary.h"
 
@@ -71,7 +72,16 @@ OpenedStudy open_existing(const std::string& arg, const std::string& storage_url
 int run_study(const std::string& study_file, const RunOptions& options) {
   auto spec = unwrap(load_study_spec(study_file));
   const std::string name = spec.name;
+  const ProbeSpec probe_spec = spec.probes;
   auto runner = unwrap(StudyRunner::open(std::move(spec), options));
+  if (probe_spec.enabled) {
+    auto hooks = make_probe_hooks(probe_spec);
+    if (!hooks) {
+      std::cerr << "tune: warning: " << hooks.error() << "; trials run without probes\n";
+    } else {
+      runner->set_hooks(std::move(*hooks));
+    }
+  }
   install_interrupt_handlers();
   std::cout << fmt::format("study '{}': running {} trial(s); storage {}\n", name, options.trials,
                            storage_url_for(runner->spec(), options.storage_override));

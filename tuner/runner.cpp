@@ -388,7 +388,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
 
   std::optional<double> skip_constraint;
   if (m_hooks.before_launch) {
-    const auto attrs = m_hooks.before_launch(trial, req.argv, req.env_set);
+    const auto attrs = m_hooks.before_launch(trial, req);
     for (const auto& [key, value] : attrs.items()) {
       if (key == "constraint") {
         if (value.is_number() && value.get<double>() > 0) skip_constraint = value.get<double>();

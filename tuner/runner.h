@@ -15,6 +15,7 @@
 
 #include "search/pruner.h"
 #include "search/sampler.h"
+#include "tuner/launcher.h"
 #include "tuner/storage.h"
 #include "tuner/study_spec.h"
 
@@ -41,8 +42,7 @@ std::string storage_url_for(const StudySpec& spec, const std::string& override_u
 // Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
 struct TrialHooks {
   // Before launch: may return system attrs to store and a constraint value (> 0 = skip).
-  std::function<nlohmann::json(const search::FrozenTrial&, const std::vector<std::string>& argv,
-                               const std::map<std::string, std::string>& env)>
+  std::function<nlohmann::json(const search::FrozenTrial&, const LaunchRequest& request)>
       before_launch;
   // Started with the root pid; returns attrs to store when the trial ends.
   std::function<void(pid_t)> on_start;

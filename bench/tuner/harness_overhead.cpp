@@ -3,11 +3,11 @@
 // fresh output folder each time, as a user's loop would), then `tune --trials N` on a study with
 // the same command, R repetitions each, and prints medians and the per-trial difference.
 //
-//   harness_overhead [--trials N] [--reps R] [--sampler tpe|random]
+//   harness_overhead [--trials N] [--reps R] [--sampler tpe|random] [--probes on|off]
 #include <fcntl.h>
 #include <spawn.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,12 +51,19 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int trials = 200, reps = 5;
   std::string sampler = "tpe";
+  std::string probes = "on";
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--trials")) trials = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--sampler")) sampler = argv[i + 1];
+    if (!std::strcmp(argv[i], "--trials"))
+      trials = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps"))
+      reps = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--sampler"))
+      sampler = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--probes"))
+      probes = argv[i + 1];
   }
-  const fs::path work = fs::temp_directory_path() / ("tune-bench-overhead-" + std::to_string(getpid()));
+  const fs::path work =
+      fs::temp_directory_path() / ("tune-bench-overhead-" + std::to_string(getpid()));
   fs::create_directories(work);
   std::vector<double> direct, tuned;
   for (int r = 0; r < reps; ++r) {
@@ -65,7 +72,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < trials; ++i) {
       const auto dir = work / "direct" / std::to_string(i);
       fs::create_directories(dir);
-      if (spawn_wait({TRIVIAL_TRIAL, "--out", dir.string(), "--value", std::to_string(i % 7)}) != 0) {
+      if (spawn_wait({TRIVIAL_TRIAL, "--out", dir.string(), "--value", std::to_string(i % 7)}) !=
+          0) {
         std::fprintf(stderr, "harness_overhead: the trivial trial failed\n");
         return 1;
       }
@@ -75,14 +83,16 @@ int main(int argc, char** argv) {
 
     const auto study = work / "study.yaml";
     std::ofstream(study) << "name: overhead\noutput: " << (work / "out").string()
-                         << "\ncommand: ['" TRIVIAL_TRIAL "', --out, '{trial_dir}', --value, '{x}']\n"
+                         << "\ncommand: ['" TRIVIAL_TRIAL
+                            "', --out, '{trial_dir}', --value, '{x}']\n"
                          << "sampler: {type: " << sampler << ", seed: 1}\n"
-                         << "probes: {enabled: false}\n"
+                         << "probes: {enabled: " << (probes == "on" ? "true" : "false") << "}\n"
                          << "params:\n  x: {type: float, low: 0, high: 10}\n"
                             "  threads: {type: int, low: 1, high: 16}\n"
                             "  bind: [none, core, socket]\n";
     const auto t1 = Clock::now();
-    if (spawn_wait({TUNE_BIN, "--quiet", "--trials", std::to_string(trials), study.string()}) != 0) {
+    if (spawn_wait({TUNE_BIN, "--quiet", "--trials", std::to_string(trials), study.string()}) !=
+        0) {
       std::fprintf(stderr, "harness_overhead: tune failed\n");
       return 1;
     }
@@ -91,8 +101,8 @@ int main(int argc, char** argv) {
   }
   fs::remove_all(work);
   const double d = median(direct) / trials * 1e3, t = median(tuned) / trials * 1e3;
-  std::printf("harness overhead, %d trials x %d repetitions (medians), sampler %s\n", trials, reps,
-              sampler.c_str());
+  std::printf("harness overhead, %d trials x %d repetitions (medians), sampler %s, probes %s\n",
+              trials, reps, sampler.c_str(), probes.c_str());
   std::printf("  %-34s %9.3f ms/trial\n", "command by hand (spawn + wait):", d);
   std::printf("  %-34s %9.3f ms/trial\n", "tune (sample+launch+parse+store):", t);
   std::printf("  %-34s %9.3f ms/trial  (target < 20 ms)\n", "added by tune:", t - d);

@@ -1,0 +1,18 @@
+// Wires the probes into the study loop: before each launch, predict the trial's busy threads
+// per cpuset from the machine's topology and the exact argv/environment about to run; while it
+// runs, sample its process tree from /proc; when it ends, store the verdict. The prediction and
+// verdict go to the trial's system attrs "probe_prediction" and "probe_verdict"; with
+// `probes: {constrain: true}` a predicted-oversubscribed trial is recorded as infeasible
+// instead of being run. One hooks object serves one runner (one thread).
+#pragma once
+
+#include <expected>
+#include <string>
+
+#include "tuner/runner.h"
+
+namespace tune::tuner {
+
+std::expected<TrialHooks, std::string> make_probe_hooks(const ProbeSpec& spec);
+
+}  // namespace tune::tuner
