@@ -17,6 +17,7 @@ class FakeSource : public SystemSource {
   std::expected<Topology, std::string> topology() override { return m_topology; }
   std::vector<pid_t> process_tree(pid_t root) override;
   std::optional<ProcessSample> read_process(pid_t pid, bool with_threads) override;
+  std::optional<ProcessSample> read_process_threads(pid_t pid, bool with_status) override;
   std::optional<std::string> read_environ(pid_t pid, const std::string& name) override;
   double now_s() override { return m_now; }
 
@@ -33,6 +34,7 @@ class FakeSource : public SystemSource {
   void advance(double seconds) { m_now += seconds; }
 
   int reads() const { return m_reads; }
+  int status_reads() const { return m_status_reads; }  // process reads that included status
 
  private:
   struct Proc {
@@ -46,6 +48,7 @@ class FakeSource : public SystemSource {
   std::map<pid_t, Proc> m_procs;
   double m_now = 1000.0;
   int m_reads = 0;
+  int m_status_reads = 0;
 };
 
 }  // namespace tune::probes

@@ -66,8 +66,15 @@ void TrialMonitor::start() {
     while (!m_stopping) {
       lock.unlock();
       sample_once();
+      double cost = 0;
+      {
+        std::lock_guard state(m_mutex);
+        cost = m_last_sample_cpu_s;
+      }
       lock.lock();
-      m_wake.wait_for(lock, period, [this] { return m_stopping; });
+      const auto wait =
+          std::max(period, std::chrono::duration<double>(cost * m_options.min_idle_factor));
+      m_wake.wait_for(lock, wait, [this] { return m_stopping; });
     }
   });
 }
@@ -80,17 +87,26 @@ void TrialMonitor::stop() {
   }
   m_wake.notify_all();
   m_thread.join();
-  sample_once();  // the stretch since the last tick
+  sample_once(/*full=*/true);  // the stretch since the last tick
 }
 
-void TrialMonitor::sample_once() {
+void TrialMonitor::sample_once(bool full) {
   const double cpu0 = thread_cpu_s();
   const double now = m_source.now_s();
   const std::vector<pid_t> tree = m_source.process_tree(m_root);
+  bool status_due = full;
+  std::set<pid_t> known;
+  {
+    std::lock_guard lock(m_mutex);
+    status_due = status_due || m_last_status_s < 0 ||
+                 now - m_last_status_s >= m_options.status_interval_s - 1e-9;
+    for (const auto& [pid, prev] : m_prev_proc) known.insert(pid);
+  }
   std::map<pid_t, ProcessSample> procs;
-  for (pid_t pid : tree)
-    if (auto p = m_source.read_process(pid, /*with_threads=*/true))
-      procs.emplace(pid, std::move(*p));
+  for (pid_t pid : tree) {
+    const bool with_status = status_due || !known.contains(pid);
+    if (auto p = m_source.read_process_threads(pid, with_status)) procs.emplace(pid, std::move(*p));
+  }
 
   // Which processes are ranks, and to which rank each process belongs.
   bool any_launcher = false;
@@ -157,15 +173,22 @@ void TrialMonitor::sample_once() {
       runnable += is_r ? 1 : 0;
       auto tp = m_prev_thread.find(t.tid);
       double dcpu = 0;
+      ThreadPrev next{t.cpu_s, t.nonvoluntary_switches, t.has_status};
       if (tp != m_prev_thread.end()) {
         dcpu = t.cpu_s - tp->second.cpu_s;
-        const std::uint64_t dnv = t.nonvoluntary_switches >= tp->second.nonvoluntary
-                                      ? t.nonvoluntary_switches - tp->second.nonvoluntary
-                                      : 0;
-        m_nonvoluntary += dnv;
-        if (acc) acc->nonvoluntary += dnv;
+        if (t.has_status && tp->second.has_status && status_due) {
+          const std::uint64_t dnv = t.nonvoluntary_switches >= tp->second.nonvoluntary
+                                        ? t.nonvoluntary_switches - tp->second.nonvoluntary
+                                        : 0;
+          m_nonvoluntary += dnv;
+          if (acc) acc->nonvoluntary += dnv;
+        }
+        if (!t.has_status) {  // keep the last status read for the next delta
+          next.nonvoluntary = tp->second.nonvoluntary;
+          next.has_status = tp->second.has_status;
+        }
       }
-      next_thread[t.tid] = ThreadPrev{t.cpu_s, t.nonvoluntary_switches};
+      next_thread[t.tid] = next;
       if (acc) {
         rank_threads[rank] += 1;
         rank_runnable[rank] += is_r ? 1 : 0;
@@ -176,6 +199,10 @@ void TrialMonitor::sample_once() {
   }
   for (pid_t rank : rank_pids) {
     RankAcc& acc = m_ranks.at(rank);
+    if (status_due) {
+      if (acc.last_status_s >= 0) acc.status_wall_s += now - acc.last_status_s;
+      acc.last_status_s = now;
+    }
     acc.samples += 1;
     acc.runnable_sum += rank_runnable[rank];
     acc.max_threads = std::max(acc.max_threads, rank_threads[rank]);
@@ -190,6 +217,10 @@ void TrialMonitor::sample_once() {
     m_total_wall_s += dt;
     m_total_peak_pct = std::max(m_total_peak_pct, 100.0 * total_cpu / dt);
   }
+  if (status_due && !procs.empty()) {
+    if (m_last_status_s >= 0) m_status_wall_s += now - m_last_status_s;
+    m_last_status_s = now;
+  }
   if (!procs.empty()) {
     if (m_samples == 0) m_first_s = now;
     m_samples += 1;
@@ -199,7 +230,8 @@ void TrialMonitor::sample_once() {
   }
   m_prev_proc = std::move(next_proc);
   m_prev_thread = std::move(next_thread);
-  m_sampler_cpu_s += std::max(0.0, thread_cpu_s() - cpu0);
+  m_last_sample_cpu_s = std::max(0.0, thread_cpu_s() - cpu0);
+  m_sampler_cpu_s += m_last_sample_cpu_s;
 }
 
 Verdict TrialMonitor::verdict(const Prediction* predicted) const {
@@ -211,8 +243,9 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   if (v.duration_s > 0) v.sampler_cpu_pct = 100.0 * m_sampler_cpu_s / v.duration_s;
   if (m_total_wall_s > 0) {
     v.total_mean_cpu_pct = 100.0 * m_total_cpu_s / m_total_wall_s;
-    v.nonvoluntary_per_s = static_cast<double>(m_nonvoluntary) / m_total_wall_s;
   }
+  if (m_status_wall_s > 0)
+    v.nonvoluntary_per_s = static_cast<double>(m_nonvoluntary) / m_status_wall_s;
   v.total_peak_cpu_pct = m_total_peak_pct;
   if (m_samples > 0) v.mean_runnable = m_runnable_sum / m_samples;
   v.peak_runnable = m_peak_runnable;
@@ -232,10 +265,9 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
     next = std::max(next, r.rank + 1);
     r.pid = a->pid;
     r.comm = a->comm;
-    if (a->wall_s > 0) {
-      r.mean_cpu_pct = 100.0 * a->cpu_s / a->wall_s;
-      r.nonvoluntary_per_s = static_cast<double>(a->nonvoluntary) / a->wall_s;
-    }
+    if (a->wall_s > 0) r.mean_cpu_pct = 100.0 * a->cpu_s / a->wall_s;
+    if (a->status_wall_s > 0)
+      r.nonvoluntary_per_s = static_cast<double>(a->nonvoluntary) / a->status_wall_s;
     r.peak_cpu_pct = a->peak_pct;
     r.max_threads = a->max_threads;
     if (a->samples > 0) r.mean_runnable = a->runnable_sum / a->samples;

@@ -43,6 +43,12 @@ struct MonitorOptions {
   // Runnable threads per PU above this mean oversubscription (1.2 tolerates the odd helper
   // thread waking up).
   double oversubscribed_ratio = 1.2;
+  // Threads' status files (involuntary switches, Cpus_allowed_list) are read at most this often,
+  // and always for processes seen for the first time and on the last sample; 0 = every sample.
+  double status_interval_s = 1.0;
+  // start()'s thread waits at least this many times the CPU time of its last sample, so the
+  // sampler stays under 1/200 = 0.5% of a core even on trees of hundreds of threads.
+  double min_idle_factor = 200;
 };
 
 struct RankVerdict {
@@ -89,7 +95,8 @@ class TrialMonitor {
 
   void start();  // samples at once, then every options.interval_s
   void stop();   // takes a last sample and joins; idempotent
-  void sample_once();
+  // One sample. `full` forces the threads' status files to be read.
+  void sample_once(bool full = false);
 
   Verdict verdict(const Prediction* predicted = nullptr) const;
   nlohmann::json to_json(const Prediction* predicted = nullptr) const {
@@ -104,6 +111,7 @@ class TrialMonitor {
   struct ThreadPrev {
     double cpu_s = 0;
     std::uint64_t nonvoluntary = 0;
+    bool has_status = false;
   };
   struct RankAcc {
     int rank = -1;
@@ -116,6 +124,8 @@ class TrialMonitor {
     int samples = 0;
     int max_threads = 0;
     std::uint64_t nonvoluntary = 0;
+    double status_wall_s = 0;  // time between status reads that both saw this rank
+    double last_status_s = -1;
     std::set<int> allowed;
     std::set<int> ran_on;
   };
@@ -138,7 +148,10 @@ class TrialMonitor {
   double m_runnable_sum = 0;
   int m_peak_runnable = 0;
   std::uint64_t m_nonvoluntary = 0;
+  double m_status_wall_s = 0;
+  double m_last_status_s = -1;
   double m_sampler_cpu_s = 0;
+  double m_last_sample_cpu_s = 0;
   int m_machine_pus = 0;
 
   std::thread m_thread;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <string_view>
 
 #include "probes/fake_source.h"
@@ -131,7 +132,15 @@ void parse_status(const std::string& text, ThreadSample* t) {
 
 class LiveSource : public SystemSource {
  public:
-  std::expected<Topology, std::string> topology() override { return read_topology(); }
+  std::expected<Topology, std::string> topology() override {
+    std::lock_guard lock(m_topology_mutex);
+    if (!m_topology) {
+      auto t = read_topology();
+      if (!t) return t;
+      m_topology = std::move(*t);
+    }
+    return *m_topology;
+  }
 
   std::vector<pid_t> process_tree(pid_t root) override {
     char path[64];
@@ -143,6 +152,14 @@ class LiveSource : public SystemSource {
   }
 
   std::optional<ProcessSample> read_process(pid_t pid, bool with_threads) override {
+    return read(pid, with_threads, /*with_status=*/true);
+  }
+
+  std::optional<ProcessSample> read_process_threads(pid_t pid, bool with_status) override {
+    return read(pid, /*with_threads=*/true, with_status);
+  }
+
+  std::optional<ProcessSample> read(pid_t pid, bool with_threads, bool with_status) {
     char path[96];
     std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
     std::string text;
@@ -168,7 +185,10 @@ class LiveSource : public SystemSource {
       t.processor = tf.processor;
       t.cpu_s = tf.cpu_s;
       std::snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
-      if (read_small(path, &text)) parse_status(text, &t);
+      if (with_status && read_small(path, &text)) {
+        parse_status(text, &t);
+        t.has_status = true;
+      }
       p.threads.push_back(std::move(t));
     }
     return p;
@@ -199,6 +219,9 @@ class LiveSource : public SystemSource {
   }
 
  private:
+  std::mutex m_topology_mutex;
+  std::optional<Topology> m_topology;
+
   // Children of every thread (a child forked by a worker thread is listed under that thread).
   std::vector<pid_t> tree_by_children(pid_t root) {
     std::vector<pid_t> out;
@@ -272,10 +295,24 @@ std::vector<pid_t> FakeSource::process_tree(pid_t root) {
   return out;
 }
 
+std::optional<ProcessSample> FakeSource::read_process_threads(pid_t pid, bool with_status) {
+  auto p = read_process(pid, /*with_threads=*/true);
+  if (p && !with_status) --m_status_reads;
+  if (p && !with_status) {
+    for (ThreadSample& t : p->threads) {
+      t.has_status = false;
+      t.voluntary_switches = t.nonvoluntary_switches = 0;
+      t.cpus_allowed.clear();
+    }
+  }
+  return p;
+}
+
 std::optional<ProcessSample> FakeSource::read_process(pid_t pid, bool with_threads) {
   ++m_reads;
   auto it = m_procs.find(pid);
   if (it == m_procs.end()) return std::nullopt;
+  if (with_threads) ++m_status_reads;
   ProcessSample p = it->second.sample;
   p.cpu_s = it->second.dead_threads_cpu_s;
   for (const ThreadSample& t : p.threads) p.cpu_s += t.cpu_s;
@@ -303,6 +340,7 @@ void FakeSource::add_process(pid_t pid, pid_t ppid, std::string comm, std::vecto
   p.environ = std::move(environ);
   ThreadSample main;
   main.tid = pid;
+  main.has_status = true;
   main.state = 'S';
   main.cpus_allowed = std::move(cpus_allowed);
   p.sample.threads.push_back(std::move(main));
@@ -313,6 +351,7 @@ void FakeSource::add_thread(pid_t pid, pid_t tid, std::vector<int> cpus_allowed)
   Proc& p = m_procs.at(pid);
   ThreadSample t;
   t.tid = tid;
+  t.has_status = true;
   t.state = 'S';
   t.cpus_allowed = cpus_allowed.empty() ? p.sample.threads.front().cpus_allowed : cpus_allowed;
   p.sample.threads.push_back(std::move(t));

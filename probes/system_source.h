@@ -3,8 +3,8 @@
 //
 // make_live_source() reads hwloc and /proc; FakeSource (probes/fake_source.h) serves invented
 // machines and processes so the prediction and monitor logic is tested without a busy machine.
-// A source is used by one TrialMonitor thread at a time; the live source keeps no mutable state
-// and may be shared, the fake is not thread-safe.
+// A source is used by one TrialMonitor thread at a time; the live source's only state is its
+// cached topology (guarded by a mutex), so it may be shared; the fake is not thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -23,9 +23,10 @@ namespace tune::probes {
 // One thread, from /proc/<pid>/task/<tid>/stat and .../status.
 struct ThreadSample {
   pid_t tid = 0;
-  char state = '?';    // R running/runnable, S sleeping, D disk wait, ...
-  int processor = -1;  // CPU it last ran on (stat field 39)
-  double cpu_s = 0;    // utime + stime, seconds
+  char state = '?';         // R running/runnable, S sleeping, D disk wait, ...
+  int processor = -1;       // CPU it last ran on (stat field 39)
+  double cpu_s = 0;         // utime + stime, seconds
+  bool has_status = false;  // the three fields below were read (status is read less often)
   std::uint64_t voluntary_switches = 0;
   std::uint64_t nonvoluntary_switches = 0;
   std::vector<int> cpus_allowed;  // Cpus_allowed_list
@@ -49,14 +50,24 @@ class SystemSource {
   virtual std::expected<Topology, std::string> topology() = 0;
   // `root` and all its descendants (children of any thread), root first; empty when root is gone.
   virtual std::vector<pid_t> process_tree(pid_t root) = 0;
-  // nullopt when the process has gone (a normal race while sampling).
+  // nullopt when the process has gone (a normal race while sampling). With threads, each
+  // thread's stat and status are read.
   virtual std::optional<ProcessSample> read_process(pid_t pid, bool with_threads) = 0;
+  // The same without the threads' status files (context switches, Cpus_allowed_list) when
+  // `with_status` is false: the monitor reads those about once a second, halving its cost.
+  // Sources that do not override it read everything.
+  virtual std::optional<ProcessSample> read_process_threads(pid_t pid, bool with_status) {
+    (void)with_status;
+    return read_process(pid, /*with_threads=*/true);
+  }
   // One variable of the process's initial environment (/proc/<pid>/environ), e.g. the MPI rank.
   virtual std::optional<std::string> read_environ(pid_t pid, const std::string& name) = 0;
   // Monotonic seconds.
   virtual double now_s() = 0;
 };
 
+// hwloc and /proc. The topology is read once, on first use, and then served from memory (hwloc's
+// discovery with PCI devices costs tens of milliseconds; the machine does not change).
 std::unique_ptr<SystemSource> make_live_source();
 
 }  // namespace tune::probes

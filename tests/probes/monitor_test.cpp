@@ -251,6 +251,31 @@ TEST(Monitor, PredictedAndObservedAgreeWithTheCauseNamed) {
   EXPECT_EQ(j["diagnosis"], v.diagnosis);
 }
 
+TEST(Monitor, StatusFilesAreReadAboutOnceASecondAndForNewProcesses) {
+  Scene s(2, {0}, {1});
+  TrialMonitor m(s.src, 100);  // default status interval: 1 s
+  m.sample_once();             // first sample: 3 processes with status
+  EXPECT_EQ(s.src.status_reads(), 3);
+  for (int i = 0; i < 4; ++i) {
+    s.tick(0.2, 0.2, 7);
+    m.sample_once();
+  }
+  EXPECT_EQ(s.src.status_reads(), 3);  // 0.8 s: not yet
+  s.src.add_process(103, 100, "late_rank", {0, 1}, {{"OMPI_COMM_WORLD_RANK", "2"}});
+  s.tick(0.2, 0.2, 7);
+  m.sample_once();  // 1.0 s: every process, the new one included
+  EXPECT_EQ(s.src.status_reads(), 7);
+  s.src.add_process(104, 100, "later_rank", {1}, {{"OMPI_COMM_WORLD_RANK", "3"}});
+  s.tick(0.2, 0.2, 7);
+  m.sample_once();  // only the new process
+  EXPECT_EQ(s.src.status_reads(), 8);
+  const Verdict v = m.verdict();
+  ASSERT_EQ(v.ranks.size(), 4u);
+  EXPECT_EQ(v.ranks[3].allowed_pus, std::vector<int>{1});
+  // 2 threads x 7 switches per 0.2 s, counted between the reads at 0 s and 1.0 s.
+  EXPECT_NEAR(v.ranks[0].nonvoluntary_per_s, 2 * 7 / 0.2, 1e-6);
+}
+
 TEST(Monitor, TooFewSamplesAreSaid) {
   FakeSource src(two_cores());
   src.add_process(7, 1, "x", {0, 1});
