@@ -167,6 +167,8 @@ void TrialMonitor::sample_once(bool full) {
       }
     }
     next_proc[pid] = ProcPrev{p.start_ticks, p.cpu_s};
+    if (pid == m_root && !p.threads.empty() && p.threads.front().has_status)
+      m_root_allowed = p.threads.front().cpus_allowed;
     RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
     for (const ThreadSample& t : p.threads) {
       const bool is_r = t.state == 'R';
@@ -299,10 +301,10 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   }
 
   // Binding check.
-  const std::vector<int>* all = nullptr;
+  // A rank is bound when it may use less than its launcher (a container's cpuset is no binding).
   std::vector<int> machine;
   for (int i = 0; i < m_machine_pus; ++i) machine.push_back(i);
-  all = &machine;
+  const std::vector<int>* all = m_root_allowed.empty() ? &machine : &m_root_allowed;
   auto bound = [&](const RankVerdict& r) {
     return !r.allowed_pus.empty() &&
            static_cast<int>(r.allowed_pus.size()) < static_cast<int>(all->size());

@@ -153,6 +153,7 @@ class TrialMonitor {
   double m_sampler_cpu_s = 0;
   double m_last_sample_cpu_s = 0;
   int m_machine_pus = 0;
+  std::vector<int> m_root_allowed;  // what the launcher may use: a rank allowed less is bound
 
   std::thread m_thread;
   std::mutex m_wake_mutex;

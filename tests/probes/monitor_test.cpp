@@ -145,6 +145,16 @@ TEST(Monitor, RanksSharingACoreAndBindingOutsideThePrediction) {
   EXPECT_NE(v.diagnosis.find("; not predicted"), std::string::npos) << v.diagnosis;
 }
 
+TEST(Monitor, RanksConfinedByAContainerAreNotCalledBound) {
+  FakeSource src(*read_synthetic_topology("pack:1 core:8 pu:1"));
+  src.add_process(100, 1, "mpirun", {2, 3});  // the container allows PUs 2-3 only
+  src.add_process(101, 100, "a", {2, 3}, {{"OMPI_COMM_WORLD_RANK", "0"}});
+  src.add_process(102, 100, "a", {2, 3}, {{"OMPI_COMM_WORLD_RANK", "1"}});
+  TrialMonitor m(src, 100);
+  m.sample_once();
+  EXPECT_TRUE(m.verdict().binding_issues.empty());
+}
+
 TEST(Monitor, RankRunningOutsideItsPredictedCpusetIsReported) {
   Scene s(1, {0, 1}, {0, 1});
   TrialMonitor m(s.src, 100);
