@@ -38,6 +38,9 @@ class Sampler {
   virtual void before_trial(const StudyView& /*study*/, FrozenTrial& /*trial*/) {}
   // Called once a trial has reached a finished state.
   virtual void after_trial(const StudyView& /*study*/, const FrozenTrial& /*trial*/) {}
+  // True when the sampler has nothing new left to suggest (a grid whose every point has been
+  // run); the study then stops, as Optuna's GridSampler stops its study.
+  virtual bool exhausted(const StudyView& /*study*/) const { return false; }
 };
 
 // Relative first, then independent for the rest, in the order of `space`. Returns internal

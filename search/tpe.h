@@ -1,0 +1,40 @@
+// The TPE sampler (Optuna 3.x's TPESampler): random startup trials, then a good/bad split of the
+// history by gamma, one Parzen estimator per side, and the candidate that maximises l(x)/g(x).
+//
+// Options mirror Optuna's names so a study file reads like Optuna code. The sampler owns its
+// random engine (seeded: the same seed and history give the same suggestions on any machine) and
+// an internal RandomSampler for startup trials. One thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "search/sampler.h"
+
+namespace tune::search {
+
+struct TpeOptions {
+  std::optional<std::uint64_t> seed;  // none = seeded from the OS
+  bool consider_prior = true;
+  double prior_weight = 1.0;
+  bool consider_magic_clip = true;
+  bool consider_endpoints = false;
+  int n_startup_trials = 10;
+  int n_ei_candidates = 24;
+  bool multivariate = false;
+  bool group = false;
+  bool constant_liar = false;         // RUNNING trials count as bad (concurrent workers)
+  bool constraints = true;            // use FrozenTrial::constraints as constrained TPE does
+};
+
+// From the `sampler:` JSON (type "tpe" plus the options above by Optuna's names). Unknown keys
+// are an error naming the key.
+std::expected<TpeOptions, std::string> tpe_options_from_json(const nlohmann::json& config);
+std::unique_ptr<Sampler> make_tpe_sampler(const TpeOptions& options);
+
+}  // namespace tune::search
