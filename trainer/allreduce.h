@@ -1,0 +1,82 @@
+// Gradient allreduce: own ring and Rabenseifner (recursive halving/doubling) algorithms over MPI
+// point-to-point, a hierarchical variant (reduce on a shared-memory node communicator, allreduce
+// across node leaders, broadcast back) and MPI_Allreduce itself; fp32 or fp16 on the wire, or
+// 1-bit (sign + per-bucket scale, error feedback) exchanged by allgather.
+//
+// A Communicator owns the node and leader communicators split from the one it is given. A
+// GradientReducer owns its scratch and the 1-bit residual; it cuts the gradient into buckets of
+// bucket_mb (the fusion size) and reduces one bucket at a time. Neither is thread-safe: one thread
+// (the main thread, or the comm thread with --double-buffering) makes all MPI calls through them.
+// Formulas the benchmark uses: algbw = bytes / time, busbw = algbw * 2(n-1)/n (nccl-tests).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "trainer/options.h"
+
+namespace tune::trainer {
+
+class Communicator {
+ public:
+  explicit Communicator(MPI_Comm comm);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return m_rank; }
+  int size() const { return m_size; }
+  MPI_Comm comm() const { return m_comm; }
+
+  // In place: data[i] = sum over ranks. T is float (fp32) or std::uint16_t (IEEE half bits).
+  // scratch must hold n elements. Algorithm::nccl is not handled here (GPU path).
+  template <typename T>
+  void allreduce(T* data, std::size_t n, Algorithm algo, T* scratch);
+
+  // Every rank's `bytes` bytes, concatenated in rank order into out (size()*bytes).
+  void allgather(const void* in, std::size_t bytes, void* out, Algorithm algo);
+
+ private:
+  template <typename T>
+  void ring(T* data, std::size_t n, MPI_Comm comm, T* scratch);
+  template <typename T>
+  void rabenseifner(T* data, std::size_t n, T* scratch);
+  template <typename T>
+  void hierarchical(T* data, std::size_t n, T* scratch);
+
+  MPI_Comm m_comm, m_node = MPI_COMM_NULL, m_leaders = MPI_COMM_NULL;
+  int m_rank = 0, m_size = 1;
+  MPI_Op m_half_sum = MPI_OP_NULL;
+};
+
+class GradientReducer {
+ public:
+  GradientReducer(Communicator& comm, std::size_t n, Algorithm algo, GradDtype dtype,
+                  double bucket_mb);
+  // Replaces grads[0..n) with the sum over ranks. With compress == false a 1-bit reducer sends
+  // fp32 (the warm start); the residual is only used while compressing.
+  void reduce(float* grads, bool compress = true);
+  std::size_t bucket_elems() const { return m_bucket; }
+  const std::vector<float>& residual() const { return m_residual; }
+
+ private:
+  void one_bit(float* g, std::size_t n, std::size_t offset);
+
+  Communicator& m_comm;
+  std::size_t m_n, m_bucket;
+  Algorithm m_algo;
+  GradDtype m_dtype;
+  std::vector<float> m_scratch;
+  std::vector<std::uint16_t> m_half, m_half_scratch;
+  std::vector<float> m_residual;
+  std::vector<std::uint8_t> m_packed, m_gathered;
+};
+
+// IEEE half conversion (round to nearest even), vectorised where the CPU has F16C.
+void float_to_half(const float* in, std::uint16_t* out, std::size_t n);
+void half_to_float(const std::uint16_t* in, float* out, std::size_t n);
+
+}  // namespace tune::trainer

@@ -1,0 +1,78 @@
+// The networks and their optimisers, CPU path. A Model owns one flat parameter buffer and one flat
+// gradient buffer (so the allreduce sees a single contiguous vector and buckets are plain slices)
+// plus every activation buffer, sized once for the largest batch: a training step allocates
+// nothing. GEMMs go to OpenBLAS sgemm (its own thread pool); bias, activation, softmax, im2col and
+// pooling run in OpenMP loops (the OpenMP pool). Not thread-safe: one thread drives a Model.
+//
+// Layouts: activations are row-major (batch, features); convolutions work in NHWC with stride 1
+// and "same" padding so im2col rows are output pixels and GEMM output is already NHWC.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "trainer/options.h"
+
+namespace tune::trainer {
+
+struct StepStats {
+  double loss_sum = 0;  // sum over samples of cross-entropy
+  double correct = 0;   // samples classified right
+};
+
+class Model {
+ public:
+  // mlp: 784 -> hidden... -> 10. cnn: conv5x5(16)+pool, conv5x5(32)+pool, then hidden... -> 10.
+  Model(ModelKind kind, const std::vector<int>& hidden, int max_batch, std::uint64_t seed);
+
+  std::size_t num_params() const { return m_params.size(); }
+  float* params() { return m_params.data(); }
+  float* grads() { return m_grads.data(); }
+  const float* params() const { return m_params.data(); }
+  // Exchanges the gradient buffer with other (same size) without copying: --double-buffering
+  // hands the finished gradients to the comm thread while the next step writes the other buffer.
+  void swap_grads(std::vector<float>& other) { m_grads.swap(other); }
+  // Forward, loss, backward; overwrites grads() with d(loss_sum * grad_scale)/d(params).
+  // grad_scale = 1/(batch*world) makes an allreduce *sum* the data-parallel mean gradient.
+  StepStats train_step(const float* x, const int* y, int n, float grad_scale);
+  StepStats evaluate(const float* x, const int* y, int n);
+  double flops_per_sample() const;  // forward+backward, for the roofline
+
+ private:
+  enum class Kind { dense, conv, pool };
+  struct Layer {
+    Kind kind = Kind::dense;
+    int in = 0, out = 0;      // features (dense) or channels (conv/pool)
+    int h = 0, w = 0, k = 0;  // input spatial size and kernel (conv/pool)
+    bool relu = false;
+    std::size_t w_off = 0, b_off = 0;
+    std::size_t in_size = 0, out_size = 0;  // per sample
+    std::vector<float> act;                 // output, max_batch * out_size
+    std::vector<int> argmax;                // pool only
+    std::vector<float> col;                 // conv only: im2col of the input, kept for backward
+  };
+  void forward(const float* x, int n);
+  StepStats loss(const int* y, int n, float grad_scale, bool want_grad);
+  void backward(const float* x, int n);
+
+  int m_max_batch;
+  std::vector<Layer> m_layers;
+  std::vector<float> m_params, m_grads;
+  std::vector<float> m_dcol;      // d(im2col) scratch, sized for the largest conv
+  std::vector<float> m_d0, m_d1;  // ping-pong activation gradients
+};
+
+class Optimizer {
+ public:
+  Optimizer(OptimizerKind kind, std::size_t n, float lr, float momentum);
+  void step(float* params, const float* grads);
+
+ private:
+  OptimizerKind m_kind;
+  float m_lr, m_momentum;
+  std::int64_t m_t = 0;
+  std::vector<float> m_m, m_v;
+};
+
+}  // namespace tune::trainer

@@ -1,0 +1,292 @@
+#include "trainer/train.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <opencv2/core.hpp>
+#include <optional>
+#include <thread>
+
+#include "trainer/allreduce.h"
+#include "trainer/data.h"
+#include "trainer/log_report.h"
+#include "trainer/model.h"
+
+namespace tune::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A non-negative integer from the environment, or -1 when unset or not a number.
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return (*end == '\0' && n >= 0) ? static_cast<int>(n) : -1;
+}
+
+// Every rank passes its own ok; all get true only when all are ok. Setup errors (unreadable data,
+// an unwritable --out) are usually identical on all ranks, but this keeps a lone failure from
+// leaving the others blocked in their first allreduce.
+bool all_ok(bool ok, MPI_Comm comm) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+struct Sums {
+  double loss = 0, correct = 0, count = 0;
+  Sums global(MPI_Comm comm) const {
+    double in[3] = {loss, correct, count}, out[3] = {};
+    MPI_Allreduce(in, out, 3, MPI_DOUBLE, MPI_SUM, comm);
+    return {out[0], out[1], out[2]};
+  }
+};
+
+// The --double-buffering comm thread: reduces one gradient buffer while the main thread computes
+// the next step. All MPI calls of a step are made by it; the main thread only calls MPI while the
+// thread is idle (after wait()), which MPI_THREAD_SERIALIZED allows.
+class CommThread {
+ public:
+  explicit CommThread(std::function<void(float*, bool)> work) : m_work(std::move(work)) {
+    m_thread = std::thread([this] { loop(); });
+  }
+  ~CommThread() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_stop = true;
+    }
+    m_cv.notify_all();
+    m_thread.join();
+  }
+  void start(float* grads, bool compress) {
+    {
+      std::lock_guard lock(m_mutex);
+      m_job = grads;
+      m_compress = compress;
+    }
+    m_cv.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(m_mutex);
+    m_cv.wait(lock, [&] { return m_job == nullptr; });
+    if (m_error) std::rethrow_exception(m_error);
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+      m_cv.wait(lock, [&] { return m_stop || m_job != nullptr; });
+      if (m_stop) return;
+      float* job = m_job;
+      const bool compress = m_compress;
+      lock.unlock();
+      try {
+        m_work(job, compress);
+      } catch (...) {
+        m_error = std::current_exception();
+      }
+      lock.lock();
+      m_job = nullptr;
+      m_cv.notify_all();
+    }
+  }
+
+  std::function<void(float*, bool)> m_work;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  float* m_job = nullptr;
+  bool m_compress = true, m_stop = false;
+  std::exception_ptr m_error;
+  std::thread m_thread;
+};
+
+std::expected<std::pair<Dataset, Dataset>, std::string> load_data(const Options& o) {
+  Dataset train, val;
+  if (o.synthetic > 0) {
+    train = make_synthetic(o.synthetic, o.seed);
+    val = make_synthetic(std::max<std::int64_t>(1000, o.synthetic / 5), o.seed + 0x5eed);
+  } else {
+    auto t = load_fashion_mnist(o.data_dir, true);
+    if (!t) return std::unexpected(t.error());
+    auto v = load_fashion_mnist(o.data_dir, false);
+    if (!v) return std::unexpected(v.error());
+    train = std::move(*t);
+    val = std::move(*v);
+  }
+  truncate(train, o.train_samples);
+  truncate(val, o.val_samples);
+  return std::pair{std::move(train), std::move(val)};
+}
+
+// Validation over this rank's contiguous share of the set, summed over ranks.
+Sums evaluate(Model& model, const Dataset& val, int batch, int rank, int world, MPI_Comm comm) {
+  const std::int64_t n = val.size(), lo = n * rank / world, hi = n * (rank + 1) / world;
+  std::vector<float> x(std::size_t(batch) * k_image_pixels);
+  std::vector<int> y(static_cast<std::size_t>(batch));
+  Sums s;
+  for (std::int64_t i = lo; i < hi; i += batch) {
+    const int m = static_cast<int>(std::min<std::int64_t>(batch, hi - i));
+    for (int j = 0; j < m; ++j) {
+      normalise(val.images.data() + std::size_t(i + j) * k_image_pixels,
+                x.data() + std::size_t(j) * k_image_pixels);
+      y[std::size_t(j)] = val.labels[std::size_t(i + j)];
+    }
+    const StepStats st = model.evaluate(x.data(), y.data(), m);
+    s.loss += st.loss_sum;
+    s.correct += st.correct;
+    s.count += m;
+  }
+  return s.global(comm);
+}
+
+}  // namespace
+
+void apply_thread_settings(const Options& options) {
+  // Only what the user asked for: with neither flag nor variable each library keeps its own
+  // default (one thread per online CPU), the oversubscribed baseline. OpenMP and OpenBLAS read
+  // their variables themselves; OpenCV's TBB backend ignores OPENCV_FOR_THREADS_NUM, so the
+  // variable is applied here to make it the knob it is documented to be.
+  if (options.omp_threads > 0) omp_set_num_threads(options.omp_threads);
+  if (options.blas_threads > 0) openblas_set_num_threads(options.blas_threads);
+  const int cv_threads =
+      options.opencv_threads >= 0 ? options.opencv_threads : env_int("OPENCV_FOR_THREADS_NUM");
+  if (cv_threads >= 0) cv::setNumThreads(cv_threads);
+}
+
+int run_training(const Options& o, MPI_Comm comm) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &world);
+
+  auto data = load_data(o);
+  std::string error = data ? "" : data.error();
+  const std::int64_t global_batch = std::int64_t(o.batch_size) * world;
+  if (data && data->first.size() < global_batch)
+    error = fmt::format(
+        "--train-samples: {} training samples make no full batch of --batch-size {} x {} ranks",
+        data->first.size(), o.batch_size, world);
+  std::optional<LogReport> log;
+  if (rank == 0 && error.empty()) {
+    try {
+      log.emplace(o.out_dir);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!all_ok(error.empty(), comm)) {
+    // One line, from the lowest rank that failed (usually all fail alike).
+    int mine = error.empty() ? world : rank, first = 0;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (rank == first) std::fprintf(stderr, "tune-trainer: error: %s\n", error.c_str());
+    return 1;
+  }
+  const Dataset& train = data->first;
+  const Dataset& val = data->second;
+
+  Model model(o.model, o.hidden, o.batch_size, o.seed);
+  Optimizer optimizer(o.optimizer, model.num_params(), o.lr, o.momentum);
+  Communicator communicator(comm);
+  GradientReducer reducer(communicator, model.num_params(), o.allreduce, o.grad_dtype, o.bucket_mb);
+  DataIterator iterator(train, o.batch_size, rank, world, o.iterator_workers, o.prefetch, o.augment,
+                        o.seed);
+
+  const std::int64_t per_epoch = iterator.batches_per_epoch();
+  std::int64_t total = per_epoch * o.epochs;
+  if (o.max_iterations > 0) total = std::min(total, o.max_iterations);
+  const float grad_scale = 1.0f / static_cast<float>(global_batch);
+
+  std::vector<float> spare;
+  std::optional<CommThread> comm_thread;
+  if (o.double_buffering) {
+    spare.assign(model.num_params(), 0.f);
+    comm_thread.emplace([&](float* g, bool compress) { reducer.reduce(g, compress); });
+  }
+  bool pending = false;
+  auto drain = [&] {
+    if (!pending) return;
+    comm_thread->wait();
+    optimizer.step(model.params(), spare.data());
+    pending = false;
+  };
+
+  MPI_Barrier(comm);
+  const auto t0 = Clock::now();
+  double eval_seconds = 0;
+  Sums interval, run;
+  for (std::int64_t it = 0; it < total; ++it) {
+    const Batch& batch = iterator.next();
+    const StepStats s = model.train_step(batch.x.data(), batch.y.data(), o.batch_size, grad_scale);
+    interval.loss += s.loss_sum;
+    interval.correct += s.correct;
+    interval.count += o.batch_size;
+    // 1-bit starts once --warm-start samples (over all ranks) have been trained in fp32.
+    const bool compress = it * global_batch >= o.warm_start;
+    const bool last = it + 1 == total;
+    const bool log_now = !o.benchmark && ((it + 1) % o.log_interval == 0 || last);
+    if (!o.double_buffering) {
+      reducer.reduce(model.grads(), compress);
+      optimizer.step(model.params(), model.grads());
+    } else {
+      // Apply step t-1's reduced gradients (one step late), then hand step t's to the comm thread.
+      drain();
+      model.swap_grads(spare);
+      comm_thread->start(spare.data(), compress);
+      pending = true;
+      if (log_now || last) drain();
+    }
+    if (log_now) {
+      const auto te = Clock::now();
+      const Sums tr = interval.global(comm);
+      const Sums va = evaluate(model, val, o.batch_size, rank, world, comm);
+      eval_seconds += seconds_since(te);
+      run.loss += interval.loss, run.correct += interval.correct, run.count += interval.count;
+      interval = {};
+      const double elapsed = seconds_since(t0);
+      if (log)
+        log->append({{"epoch", (it + 1) / per_epoch},
+                     {"iteration", it + 1},
+                     {"main/loss", tr.loss / tr.count},
+                     {"main/accuracy", tr.correct / tr.count},
+                     {"validation/main/loss", va.loss / va.count},
+                     {"validation/main/accuracy", va.correct / va.count},
+                     {"elapsed_time", elapsed},
+                     {"samples_per_sec",
+                      double(it + 1) * double(global_batch) / (elapsed - eval_seconds)}});
+    }
+  }
+  MPI_Barrier(comm);
+  const double elapsed = seconds_since(t0);
+  const double samples = double(total) * double(global_batch);
+  const double samples_per_sec = samples / std::max(1e-9, elapsed - eval_seconds);
+  if (o.benchmark) {
+    run.loss += interval.loss, run.correct += interval.correct, run.count += interval.count;
+    const Sums tr = run.global(comm);
+    if (log)
+      log->append({{"epoch", total / per_epoch},
+                   {"iteration", total},
+                   {"main/loss", tr.count > 0 ? tr.loss / tr.count : 0.0},
+                   {"main/accuracy", tr.count > 0 ? tr.correct / tr.count : 0.0},
+                   {"elapsed_time", elapsed},
+                   {"samples_per_sec", samples_per_sec}});
+  }
+  if (rank == 0)
+    std::printf("tune-trainer: %lld iterations, %d ranks, %.0f samples/s, elapsed %.3f s\n",
+                static_cast<long long>(total), world, samples_per_sec, elapsed);
+  return 0;
+}
+
+}  // namespace tune::trainer
