@@ -223,6 +223,30 @@ TEST_F(TuneE2E, TwoProcessesShareOneDatabase) {
   EXPECT_EQ(owners.size(), 2u);
 }
 
+// A grid runs each point once, in any order, then the study stops by itself even when more
+// trials were asked for; the enqueued baseline counts as the grid point it lands on.
+TEST_F(TuneE2E, GridRunsEveryPointOnceThenStops) {
+  const auto study = write_study(
+      "name: e2e\n"
+      "output: " + (m_dir / "out").string() + "\n"
+      "command: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
+      "sampler: {type: grid, seed: 2, search_space: {x: [1, 2.5, 4]}}\n"
+      "params:\n  x: {type: float, low: 1, high: 10}\n  mode: [ok, nolog]\n"
+      "enqueue:\n  - {x: 2.5, mode: ok}\n");
+  auto o = run_tune({"--trials", "20", study});
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("every grid point ran"), std::string::npos) << o.out;
+  std::set<std::pair<double, double>> points;
+  auto ts = trials();
+  for (const auto& t : ts) points.emplace(t.params.at("x"), t.params.at("mode"));
+  EXPECT_EQ(ts.size(), 6u);
+  EXPECT_EQ(points.size(), 6u);
+  // Running it again finds nothing left to do.
+  auto again = run_tune({"--trials", "5", study});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(trials().size(), 6u);
+}
+
 TEST_F(TuneE2E, BestAndTrialsCommands) {
   const auto study = write_study(base_study(""));
   ASSERT_EQ(run_tune({"--trials", "4", "--quiet", study}).exit_code, 0);
@@ -362,6 +386,49 @@ TEST_F(TuneE2E, QuickstartStudyRunsTheBundledTrainer) {
     }
   }
   EXPECT_EQ(complete, 3);
+}
+
+// Issue 5's promise on the real trainer: the framework-defaults baseline is flagged as
+// oversubscribed before and during its run, and the winner (1 thread per library, bound ranks)
+// is not.
+TEST_F(TuneE2E, DefaultsBaselineIsFlaggedAndTheBestTrialIsNot) {
+  const auto study = write_study(
+      "name: e2e\n"
+      "direction: minimize\n"
+      "output: " + (m_dir / "out").string() + "\n"
+      "launch: {mpirun: {n: 2, bind_to: '{bind_to}', oversubscribe: true}}\n"
+      "command: ['{tune_trainer}', '--out={trial_dir}', "
+      "'--data-dir=/usr/share/datasets/fashion-mnist', '--train-samples=4000', '--epochs=1', "
+      "'--benchmark', '--iterator-workers={iterator_workers}']\n"
+      "env: {OMP_NUM_THREADS: '{threads}', OPENBLAS_NUM_THREADS: '{threads}'}\n"
+      "params:\n"
+      "  iterator_workers: [null, 0]\n"
+      "  threads: [null, 1]\n"
+      "  bind_to: [none, core]\n"
+      "enqueue:\n"
+      "  - {iterator_workers: null, threads: null, bind_to: none}\n"
+      "  - {iterator_workers: 0, threads: 1, bind_to: core}\n"
+      "sampler: {type: random, seed: 3}\n"
+      "probes: {enabled: true}\n");
+  auto o = run_tune({"--trials", "2", "--quiet", study});
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 2u);
+  for (const auto& t : ts) {
+    ASSERT_EQ(t.state, TrialState::complete) << "trial " << t.number << ": " << reason(t);
+    ASSERT_TRUE(t.system_attrs.contains("probe_verdict")) << t.system_attrs.dump();
+  }
+  const auto& baseline = ts[0].system_attrs["probe_verdict"];
+  EXPECT_EQ(baseline["predicted_oversubscribed"], true) << baseline.dump();
+  EXPECT_NE(baseline["diagnosis"].get<std::string>(), "") << baseline.dump();
+  const auto& best = *std::min_element(ts.begin(), ts.end(), [](const auto& a, const auto& b) {
+    return *a.value < *b.value;
+  });
+  EXPECT_EQ(best.number, 1) << "defaults " << *ts[0].value << " s vs tuned " << *ts[1].value
+                            << " s";
+  const auto& verdict = best.system_attrs["probe_verdict"];
+  EXPECT_EQ(verdict["predicted_oversubscribed"], false) << verdict.dump();
+  EXPECT_EQ(verdict["observed_oversubscribed"], false) << verdict.dump();
 }
 
 }  // namespace
