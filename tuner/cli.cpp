@@ -27,48 +27,6 @@ T unwrap(Result<T> r) {
   return std::move(*r);
 }
 
-bool is_study_file(const std::string& arg) {
-  return arg.ends_with(".yaml") || arg.ends_with(".yml");
-}
-
-// An opened study for the read-only commands: a study file, or a database (+ --study NAME).
-struct OpenedStudy {
-  std::unique_ptr<Storage> storage;
-  std::unique_ptr<StudyCache> cache;
-  std::optional<StudySpec> spec;
-};
-
-OpenedStudy open_existing(const std::string& arg, const std::string& storage_url,
-                          const std::string& study_name) {
-  OpenedStudy opened;
-  std::string url = storage_url;
-  std::string name = study_name;
-  if (is_study_file(arg)) {
-    opened.spec = unwrap(load_study_spec(arg));
-    url = storage_url_for(*opened.spec, storage_url);
-    if (name.empty()) name = opened.spec->name;
-  } else if (url.empty()) {
-    url = arg;
-  }
-  if (!url.contains("://") && !fs::exists(url)) {
-    throw CliError{
-        fmt::format("{}: no such database (run the study first, or pass --storage)", url)};
-  }
-  opened.storage = unwrap(open_storage(url));
-  if (name.empty()) {
-    auto studies = unwrap(opened.storage->get_all_studies());
-    if (studies.size() != 1) {
-      throw CliError{
-          fmt::format("{} holds {} studies; name one with --study", url, studies.size())};
-    }
-    name = studies.front().name;
-  }
-  auto info = unwrap(opened.storage->get_study(name));
-  opened.cache = std::make_unique<StudyCache>(*opened.storage, info);
-  if (auto r = opened.cache->sync(); !r) throw CliError{r.error()};
-  return opened;
-}
-
 int run_study(const std::string& study_file, const RunOptions& options) {
   auto spec = unwrap(load_study_spec(study_file));
   const std::string name = spec.name;
@@ -139,12 +97,12 @@ int run_cli(int argc, char** argv) {
   }
   try {
     if (best->parsed()) {
-      auto opened = open_existing(target, db_url, study_name);
+      auto opened = unwrap(open_existing_study(target, db_url, study_name));
       print_summary(std::cout, opened.cache->study().name, *opened.cache);
       return 0;
     }
     if (trials->parsed()) {
-      auto opened = open_existing(target, db_url, study_name);
+      auto opened = unwrap(open_existing_study(target, db_url, study_name));
       print_trials(std::cout, *opened.cache);
       return 0;
     }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -150,6 +151,119 @@ std::string storage_url_for(const StudySpec& spec, const std::string& override_u
   return (fs::path(spec.output) / "study.db").string();
 }
 
+TemplateValues trial_template_values(const StudySpec& spec,
+                                     const std::map<std::string, search::ParamValue>& params,
+                                     const std::string& trial_dir, int trial_number,
+                                     const std::string& trainer) {
+  TemplateValues values(params.begin(), params.end());
+  values["trial_dir"] = trial_dir;
+  values["trial_number"] = static_cast<std::int64_t>(trial_number);
+  values["study"] = spec.name;
+  values["study_dir"] = spec.dir;
+  values["output_dir"] = fs::absolute(spec.output).string();
+  values["tune_trainer"] = trainer;
+  values["nproc"] = static_cast<std::int64_t>(std::thread::hardware_concurrency());
+  return values;
+}
+
+Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues& values,
+                                    bool allow_run_as_root) {
+  auto expand = [&](const std::string& text) { return expand_template(text, values); };
+  LaunchRequest req;
+  std::vector<std::string> program;
+  for (const auto& arg : spec.command) {
+    auto e = expand(arg);
+    if (!e) return std::unexpected(fmt::format("{}: command: {}", spec.file, e.error()));
+    if (*e) program.push_back(**e);
+  }
+  for (const auto& [name, text] : spec.env) {
+    auto e = expand(text);
+    if (!e) return std::unexpected(fmt::format("{}: env.{}: {}", spec.file, name, e.error()));
+    if (*e) {
+      req.env_set[name] = **e;
+    } else {
+      req.env_unset.push_back(name);  // null: leave the library at its own default
+    }
+  }
+  if (spec.launch.mpirun) {
+    const auto& l = spec.launch;
+    auto m = expand(l.mpirun_program);
+    req.argv.push_back(m && *m ? **m : "mpirun");
+    if (allow_run_as_root) req.argv.push_back("--allow-run-as-root");
+    auto option = [&](const char* flag, const std::string& text) -> Result<void> {
+      if (text.empty()) return {};
+      auto e = expand(text);
+      if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", spec.file, e.error()));
+      if (*e) {
+        req.argv.push_back(flag);
+        req.argv.push_back(**e);
+      }
+      return {};
+    };
+    for (auto r : {option("-n", l.np), option("--npernode", l.npernode),
+                   option("--bind-to", l.bind_to), option("--map-by", l.map_by),
+                   option("--hostfile", l.hostfile), option("--host", l.host)}) {
+      if (!r) return std::unexpected(r.error());
+    }
+    if (l.oversubscribe) req.argv.push_back("--oversubscribe");
+    for (const auto& [key, text] : l.mca) {
+      auto e = expand(text);
+      if (!e)
+        return std::unexpected(
+            fmt::format("{}: launch.mpirun.mca.{}: {}", spec.file, key, e.error()));
+      if (*e) req.argv.insert(req.argv.end(), {"--mca", key, **e});
+    }
+    // Export the trial's variables to ranks on other hosts too.
+    for (const auto& [name, value] : req.env_set) req.argv.insert(req.argv.end(), {"-x", name});
+    for (const auto& text : l.extra) {
+      auto e = expand(text);
+      if (!e)
+        return std::unexpected(fmt::format("{}: launch.mpirun.extra: {}", spec.file, e.error()));
+      if (*e) req.argv.push_back(**e);
+    }
+  }
+  req.argv.insert(req.argv.end(), program.begin(), program.end());
+  return req;
+}
+
+Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
+                                       const std::string& study_name) {
+  OpenedStudy opened;
+  std::string url = storage_url;
+  std::string name = study_name;
+  if (arg.ends_with(".yaml") || arg.ends_with(".yml")) {
+    auto spec = load_study_spec(arg);
+    if (!spec) return std::unexpected(spec.error());
+    opened.spec = std::move(*spec);
+    url = storage_url_for(*opened.spec, storage_url);
+    if (name.empty()) name = opened.spec->name;
+  } else if (url.empty()) {
+    url = arg;
+  }
+  if (!url.contains("://") && !fs::exists(url)) {
+    return std::unexpected(
+        fmt::format("{}: no such database (run the study first, or pass --storage)", url));
+  }
+  auto storage = open_storage(url);
+  if (!storage) return std::unexpected(storage.error());
+  opened.storage = std::move(*storage);
+  opened.url = url;
+  if (name.empty()) {
+    auto studies = opened.storage->get_all_studies();
+    if (!studies) return std::unexpected(studies.error());
+    if (studies->size() != 1) {
+      return std::unexpected(
+          fmt::format("{} holds {} studies; name one with --study", url, studies->size()));
+    }
+    name = studies->front().name;
+  }
+  auto info = opened.storage->get_study(name);
+  if (!info) return std::unexpected(info.error());
+  opened.cache = std::make_unique<StudyCache>(*opened.storage, *info);
+  if (auto r = opened.cache->sync(); !r) return std::unexpected(r.error());
+  return opened;
+}
+
 Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const RunOptions& options) {
   auto runner = std::unique_ptr<StudyRunner>(new StudyRunner());
   runner->m_options = options;
@@ -163,11 +277,11 @@ Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const Run
   if (!storage) return std::unexpected(storage.error());
   runner->m_storage = std::move(*storage);
   auto sampler = search::make_sampler(spec.sampler, spec.space);
-  if (!sampler) return std::unexpected(fmt::format("{}: sampler: {}", spec.file, sampler.error()));
+  if (!sampler) return std::unexpected(fmt::format("{}: {}", spec.file, sampler.error()));
   runner->m_sampler = std::move(*sampler);
-  if (!spec.pruner.empty()) {
+  if (options.prune && !spec.pruner.empty()) {
     auto pruner = search::make_pruner(spec.pruner);
-    if (!pruner) return std::unexpected(fmt::format("{}: pruner: {}", spec.file, pruner.error()));
+    if (!pruner) return std::unexpected(fmt::format("{}: {}", spec.file, pruner.error()));
     runner->m_pruner = std::move(*pruner);
   }
   bool created = false;
@@ -223,6 +337,13 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
             *m_options.study_timeout_s) {
       out << fmt::format("study --timeout of {} reached; no new trials\n",
                          format_duration(*m_options.study_timeout_s));
+      break;
+    }
+    if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+    const bool waiting = std::ranges::any_of(
+        m_cache->trials(), [](const FrozenTrial& t) { return t.state == TrialState::waiting; });
+    if (!waiting && m_sampler->exhausted(*m_cache)) {
+      out << "the sampler has nothing left to try (every grid point ran); stopping\n";
       break;
     }
     bool stop = false;
@@ -299,73 +420,14 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   fs::create_directories(trial_dir, ec);
   if (ec)
     return std::unexpected(fmt::format("cannot create {}: {}", trial_dir.string(), ec.message()));
-  values["trial_dir"] = trial_dir.string();
-  values["trial_number"] = static_cast<std::int64_t>(trial.number);
-  values["study"] = m_spec.name;
-  values["study_dir"] = m_spec.dir;
-  values["output_dir"] = fs::absolute(m_spec.output).string();
-  values["tune_trainer"] = m_trainer;
-  values["nproc"] = static_cast<std::int64_t>(std::thread::hardware_concurrency());
-
+  values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
   auto expand = [&](const std::string& text) -> Result<std::optional<std::string>> {
     return expand_template(text, values);
   };
-  LaunchRequest req;
-  std::vector<std::string> program;
-  for (const auto& arg : m_spec.command) {
-    auto e = expand(arg);
-    if (!e) return std::unexpected(fmt::format("{}: command: {}", m_spec.file, e.error()));
-    if (*e) program.push_back(**e);
-  }
-  std::map<std::string, std::string> env_shown;
-  for (const auto& [name, text] : m_spec.env) {
-    auto e = expand(text);
-    if (!e) return std::unexpected(fmt::format("{}: env.{}: {}", m_spec.file, name, e.error()));
-    if (*e) {
-      req.env_set[name] = **e;
-      env_shown[name] = **e;
-    } else {
-      req.env_unset.push_back(name);  // null: leave the library at its own default
-    }
-  }
-  if (m_spec.launch.mpirun) {
-    const auto& l = m_spec.launch;
-    auto m = expand(l.mpirun_program);
-    req.argv.push_back(m && *m ? **m : "mpirun");
-    if (running_as_root()) req.argv.push_back("--allow-run-as-root");
-    auto option = [&](const char* flag, const std::string& text) -> Result<void> {
-      if (text.empty()) return {};
-      auto e = expand(text);
-      if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", m_spec.file, e.error()));
-      if (*e) {
-        req.argv.push_back(flag);
-        req.argv.push_back(**e);
-      }
-      return {};
-    };
-    for (auto r : {option("-n", l.np), option("--npernode", l.npernode),
-                   option("--bind-to", l.bind_to), option("--map-by", l.map_by),
-                   option("--hostfile", l.hostfile), option("--host", l.host)}) {
-      if (!r) return std::unexpected(r.error());
-    }
-    if (l.oversubscribe) req.argv.push_back("--oversubscribe");
-    for (const auto& [key, text] : l.mca) {
-      auto e = expand(text);
-      if (!e)
-        return std::unexpected(
-            fmt::format("{}: launch.mpirun.mca.{}: {}", m_spec.file, key, e.error()));
-      if (*e) req.argv.insert(req.argv.end(), {"--mca", key, **e});
-    }
-    // Export the trial's variables to ranks on other hosts too.
-    for (const auto& [name, value] : req.env_set) req.argv.insert(req.argv.end(), {"-x", name});
-    for (const auto& text : l.extra) {
-      auto e = expand(text);
-      if (!e)
-        return std::unexpected(fmt::format("{}: launch.mpirun.extra: {}", m_spec.file, e.error()));
-      if (*e) req.argv.push_back(**e);
-    }
-  }
-  req.argv.insert(req.argv.end(), program.begin(), program.end());
+  auto expanded = expand_launch(m_spec, values, running_as_root());
+  if (!expanded) return std::unexpected(expanded.error());
+  LaunchRequest req = std::move(*expanded);
+  const std::map<std::string, std::string> env_shown = req.env_set;
   req.workdir = trial_dir.string();
   req.stdout_path = (trial_dir / "stdout").string();
   req.stderr_path = (trial_dir / "stderr").string();

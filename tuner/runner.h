@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@ struct RunOptions {
   std::optional<double> study_timeout_s;  // stop starting trials after this; running one is stopped
   std::string storage_override;           // --storage; empty = the study file's
   bool quiet = false;                     // no per-trial lines
+  bool prune = true;                      // false: no pruner (tune confirm's repeats run whole)
 };
 
 struct RunTotals {
@@ -38,6 +40,33 @@ std::string bundled_trainer_path();
 
 // The storage URL a study file uses (its `storage:` or {output}/study.db).
 std::string storage_url_for(const StudySpec& spec, const std::string& override_url);
+
+// The values a trial's templates may use: its parameters (external form) plus the built-ins
+// {trial_dir}, {trial_number}, {study}, {study_dir}, {output_dir}, {tune_trainer}, {nproc}.
+TemplateValues trial_template_values(const StudySpec& spec,
+                                     const std::map<std::string, search::ParamValue>& params,
+                                     const std::string& trial_dir, int trial_number,
+                                     const std::string& trainer);
+
+// One trial's argv (the mpirun prefix when launch.mpirun, then the command) and environment
+// (env_set / env_unset), expanded from the study's templates exactly as the runner launches it.
+// Only argv, env_set and env_unset are filled. `export` (tune export) uses the same expansion.
+Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues& values,
+                                    bool allow_run_as_root);
+
+// An existing study, for the commands that read one (best, trials, report, export, confirm).
+struct OpenedStudy {
+  std::unique_ptr<Storage> storage;
+  std::unique_ptr<StudyCache> cache;  // synced once
+  std::optional<StudySpec> spec;      // when opened through its study file
+  std::string url;                    // the database it came from
+};
+
+// `arg` is a study file (*.yaml/*.yml: its storage and name) or a database path/URL;
+// `storage_url` (--storage) and `study_name` (--study) override. A database holding one study
+// needs no name.
+Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
+                                        const std::string& study_name);
 
 // Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
 struct TrialHooks {

@@ -1,0 +1,157 @@
+#include "tuner/confirm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ostream>
+
+#include "tuner/probe_hooks.h"
+#include "tuner/report.h"
+#include "tuner/storage.h"
+
+namespace tune::tuner {
+
+using search::FrozenTrial;
+using search::TrialState;
+
+std::expected<ConfirmPlan, std::string> plan_confirm(const search::StudyView& study, int top,
+                                                     int repeats) {
+  if (repeats < 1) return std::unexpected("--repeats: must be at least 1");
+  if (top < 0) return std::unexpected("--top: must be 0 or more");
+  ConfirmPlan plan;
+  const FrozenTrial* baseline = find_baseline(study);
+  if (baseline == nullptr) {
+    plan.note = "the study enqueued no baseline trial; only the top trials are re-run";
+  } else if (!baseline->is_finished() || baseline->params.empty()) {
+    plan.note =
+        fmt::format("the baseline trial #{} has not run yet; it is left out", baseline->number);
+    baseline = nullptr;
+  } else {
+    plan.originals.push_back(baseline->number);
+  }
+  int taken = 0;
+  for (const FrozenTrial* t : ranked_trials(study)) {
+    if (taken >= top) break;
+    if (baseline != nullptr && t->number == baseline->number) continue;
+    plan.originals.push_back(t->number);
+    ++taken;
+  }
+  if (plan.originals.empty())
+    return std::unexpected("nothing to confirm: the study has no completed trial and no baseline");
+  for (int r = 0; r < repeats; ++r)
+    plan.order.insert(plan.order.end(), plan.originals.begin(), plan.originals.end());
+  return plan;
+}
+
+std::expected<nlohmann::json, std::string> fixed_params_of(const FrozenTrial& trial,
+                                                           const search::SearchSpace& space) {
+  nlohmann::json fixed = nlohmann::json::object();
+  for (const auto& [name, dist] : space) {
+    const auto p = trial.params.find(name);
+    if (p == trial.params.end())
+      return std::unexpected(fmt::format(
+          "trial #{} has no value for parameter '{}' (was the study file changed after it ran?)",
+          trial.number, name));
+    const auto d = trial.distributions.find(name);
+    const auto external =
+        search::to_external(d != trial.distributions.end() ? d->second : dist, p->second);
+    // The runner converts back with the study file's distribution: make sure that works now.
+    if (auto back = search::to_internal(dist, external); !back)
+      return std::unexpected(fmt::format("trial #{}: parameter '{}': {} (the study file changed)",
+                                         trial.number, name, back.error()));
+    fixed[name] = search::param_value_to_json(external);
+  }
+  return fixed;
+}
+
+std::expected<RunTotals, std::string> run_confirm(StudySpec spec, const ConfirmOptions& options,
+                                                  std::ostream& out) {
+  const std::string url = storage_url_for(spec, options.storage_override);
+  auto opened = open_existing_study(url, "", spec.name);
+  if (!opened) return std::unexpected(opened.error());
+  if (opened->cache->direction() != spec.direction)
+    return std::unexpected(
+        fmt::format("{}: direction differs from the stored study '{}'", spec.file, spec.name));
+  auto plan = plan_confirm(*opened->cache, options.top, options.repeats);
+  if (!plan) return std::unexpected(plan.error());
+
+  const auto& trials = opened->cache->trials();
+  auto by_number = [&](int n) -> const FrozenTrial& {
+    return *std::find_if(trials.begin(), trials.end(),
+                         [&](const FrozenTrial& t) { return t.number == n; });
+  };
+  std::map<int, nlohmann::json> fixed;
+  for (int n : plan->originals) {
+    auto f = fixed_params_of(by_number(n), spec.space);
+    if (!f) return std::unexpected(f.error());
+    fixed[n] = std::move(*f);
+  }
+  const int waiting_before = count_states(*opened->cache).waiting;
+
+  std::string who;
+  for (int n : plan->originals) {
+    if (!who.empty()) who += ", ";
+    who += fmt::format("#{}", n);
+    if (const auto* b = find_baseline(*opened->cache); b && b->number == n) who += " (baseline)";
+  }
+  out << fmt::format("confirm '{}': {} re-runs each of {}, interleaved: {} trials\n", spec.name,
+                     options.repeats, who, plan->order.size());
+  if (!plan->note.empty()) out << "note: " << plan->note << '\n';
+  if (waiting_before > 0)
+    out << fmt::format("note: {} trial(s) already waiting in the study run first\n",
+                       waiting_before);
+
+  std::vector<int> round(static_cast<std::size_t>(trials.empty() ? 0 : trials.back().number + 1));
+  const auto study_id = opened->cache->study().study_id;
+  for (int n : plan->order) {
+    const int r = round.at(static_cast<std::size_t>(n))++;
+    auto t = opened->storage->create_trial(
+        study_id, TrialState::waiting,
+        {{"fixed_params", fixed[n]}, {k_confirm_of_attr, n}, {k_confirm_round_attr, r}});
+    if (!t) return std::unexpected(t.error());
+  }
+
+  RunOptions run_options;
+  run_options.trials = waiting_before + static_cast<int>(plan->order.size());
+  run_options.storage_override = options.storage_override;
+  run_options.quiet = options.quiet;
+  run_options.prune = false;  // a re-measurement runs whole, or its median means nothing
+  const ProbeSpec probe_spec = spec.probes;
+  auto runner = StudyRunner::open(std::move(spec), run_options);
+  if (!runner) return std::unexpected(runner.error());
+  if (probe_spec.enabled) {
+    auto hooks = make_probe_hooks(probe_spec);
+    if (hooks)
+      (*runner)->set_hooks(std::move(*hooks));
+    else
+      out << "warning: " << hooks.error() << "; re-runs go without probes\n";
+  }
+  install_interrupt_handlers();
+  auto totals = (*runner)->run(out);
+  if (!totals) return std::unexpected(totals.error());
+
+  ReportOptions report_options;
+  report_options.importance = false;
+  const auto data = build_report((*runner)->cache(), (*runner)->spec().name,
+                                 (*runner)->spec().space, report_options);
+  out << "\nconfirmed (median of the re-runs; the search run in brackets):\n";
+  for (int n : plan->originals) {
+    for (const auto& r : data.trials) {
+      if (r.number != n || r.confirm_of) continue;
+      out << fmt::format("  #{:<4} {:>12}  n={} ({} failed)  [{}]{}\n", n,
+                         r.median ? format_value(*r.median) : "-", r.repeats.size(),
+                         r.repeats_failed, r.value ? format_value(*r.value) : "-",
+                         r.baseline ? "  baseline" : "");
+    }
+  }
+  if (data.best) out << fmt::format("best: #{} ({})\n", data.best->number, data.best_basis);
+  if (data.speedup) {
+    const auto& s = *data.speedup;
+    out << fmt::format("speedup over baseline: {:.3f}x", s.ratio);
+    if (s.ci_low) out << fmt::format("  95% CI [{:.3f}x, {:.3f}x]", *s.ci_low, *s.ci_high);
+    out << " (" << s.basis << ")\n";
+  }
+  return *totals;
+}
+
+}  // namespace tune::tuner

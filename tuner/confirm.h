@@ -1,0 +1,47 @@
+// `tune confirm`: re-measures the baseline and the top trials of a study, because a winner
+// picked on one noisy run is a common trap. The re-runs are enqueued as WAITING trials with the
+// original's parameters fixed (Optuna's enqueue_trial) and the system attrs "confirm_of" (the
+// original's number) and "confirm_round", interleaved round-robin (baseline, #a, #b, baseline,
+// ...) so that slow drift of the machine hits every candidate alike; then the ordinary runner
+// runs them, pruner off, probes on. The report folds them into their originals and uses medians.
+// Not thread-safe (one runner, one thread), like the runner itself.
+#pragma once
+
+#include <expected>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "search/trial.h"
+#include "tuner/runner.h"
+#include "tuner/study_spec.h"
+
+namespace tune::tuner {
+
+struct ConfirmOptions {
+  int repeats = 5;               // re-runs of each trial
+  int top = 3;                   // best search trials re-run besides the baseline
+  std::string storage_override;  // --storage; empty = the study file's
+  bool quiet = false;            // no line per trial
+};
+
+struct ConfirmPlan {
+  std::vector<int> originals;  // baseline first (when there is one), then best first
+  std::vector<int> order;      // trial numbers to re-run, round-robin over `originals`
+  std::string note;            // e.g. why the baseline is missing
+};
+
+// Which trials to re-run and in which order. Error when there is nothing to confirm.
+std::expected<ConfirmPlan, std::string> plan_confirm(const search::StudyView& study, int top,
+                                                     int repeats);
+
+// The fixed_params of a re-run of `trial`: its external values for every parameter of `space`.
+std::expected<nlohmann::json, std::string> fixed_params_of(const search::FrozenTrial& trial,
+                                                           const search::SearchSpace& space);
+
+// Plans, enqueues and runs the re-runs of an existing study; prints one line per trial and a
+// closing summary to `out`.
+std::expected<RunTotals, std::string> run_confirm(StudySpec spec, const ConfirmOptions& options,
+                                                  std::ostream& out);
+
+}  // namespace tune::tuner

@@ -1,0 +1,345 @@
+#include "tuner/export.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+
+#include "tuner/runner.h"
+
+namespace tune::tuner {
+namespace {
+
+// Stand-ins put into the template values, then turned into shell expansions by shell_word().
+// The unit separator cannot appear in a study file's YAML strings by accident.
+constexpr std::string_view k_out_mark = "\x1ftune-out\x1f";
+constexpr std::string_view k_nproc_mark = "\x1ftune-nproc\x1f";
+
+bool is_env_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// One shell word for an expanded template: literal pieces quoted, the marks replaced by
+// `out_expr` (the output folder) and "$(nproc)".
+std::string shell_word(const std::string& text, const std::string& out_expr,
+                       bool first_word = false) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto a = text.find(k_out_mark, pos);
+    const auto b = text.find(k_nproc_mark, pos);
+    const auto next = std::min(a, b);
+    const std::string literal =
+        text.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (!literal.empty()) {
+      // A first word holding '=' would be read as an assignment: quote it regardless.
+      const bool force = first_word && out.empty() && literal.find('=') != std::string::npos;
+      out += force ? "'" + literal + "'" : shell_quote(literal);
+    }
+    if (next == std::string::npos) break;
+    if (next == a) {
+      out += out_expr;
+      pos = a + k_out_mark.size();
+    } else {
+      out += "\"$(nproc)\"";
+      pos = b + k_nproc_mark.size();
+    }
+  }
+  return out.empty() ? "''" : out;
+}
+
+bool mentions_out(const std::string& text) { return text.find(k_out_mark) != std::string::npos; }
+
+std::optional<int> parse_positive(const std::string& text) {
+  int v = 0;
+  const auto* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  if (r.ec != std::errc() || r.ptr != end || v <= 0) return std::nullopt;
+  return v;
+}
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
+// The trial's external parameter values, every parameter of the study's space required.
+std::expected<std::map<std::string, search::ParamValue>, std::string> trial_params(
+    const StudySpec& spec, const search::FrozenTrial& trial) {
+  std::map<std::string, search::ParamValue> params;
+  for (const auto& [name, dist] : spec.space) {
+    const auto p = trial.params.find(name);
+    if (p == trial.params.end()) {
+      return std::unexpected(fmt::format(
+          "trial #{} has no value for parameter '{}' of {} (was the study file changed after "
+          "the trial ran?); pick another with --trial",
+          trial.number, name, spec.file));
+    }
+    const auto d = trial.distributions.find(name);
+    params[name] =
+        search::to_external(d != trial.distributions.end() ? d->second : dist, p->second);
+  }
+  return params;
+}
+
+struct Rendered {
+  LaunchRequest request;  // argv, env_set, env_unset with the marks in place
+};
+
+std::expected<Rendered, std::string> render_request(const StudySpec& spec,
+                                                    const search::FrozenTrial& trial,
+                                                    const ExportOptions& options) {
+  auto params = trial_params(spec, trial);
+  if (!params) return std::unexpected(params.error());
+  const std::string trainer = options.trainer.empty() ? bundled_trainer_path() : options.trainer;
+  auto values =
+      trial_template_values(spec, *params, std::string(k_out_mark), trial.number, trainer);
+  values["nproc"] = std::string(k_nproc_mark);
+  // No --allow-run-as-root: the scripts set Open MPI's variables for that only when run as root.
+  auto req = expand_launch(spec, values, /*allow_run_as_root=*/false);
+  if (!req) return std::unexpected(req.error());
+  for (const auto& [name, value] : req->env_set) {
+    if (!is_env_name(name))
+      return std::unexpected(
+          fmt::format("{}: env.{}: not a valid environment variable name", spec.file, name));
+  }
+  return Rendered{std::move(*req)};
+}
+
+std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
+                   const ExportOptions& options) {
+  std::string params;
+  for (const auto& [name, dist] : spec.space) {
+    const auto p = trial.params.find(name);
+    if (p == trial.params.end()) continue;
+    if (!params.empty()) params += ' ';
+    params += name + '=' + search::param_value_to_string(search::to_external(dist, p->second));
+  }
+  std::string h = fmt::format("# Exported by `tune export` from study '{}', trial #{}.\n",
+                              one_line(spec.name), trial.number);
+  if (!options.measured.empty()) h += "# Measured: " + one_line(options.measured) + "\n";
+  if (!params.empty()) h += "# Parameters: " + one_line(params) + "\n";
+  if (!spec.file.empty())
+    h += "# Study file: " + one_line(std::filesystem::absolute(spec.file).string()) + "\n";
+  if (!options.storage.empty()) h += "# Database: " + one_line(options.storage) + "\n";
+  return h;
+}
+
+// A command line, continued over several lines once it gets long.
+std::string command_line(const std::vector<std::string>& argv, const std::string& out_expr,
+                         const std::string& indent) {
+  std::string out, line;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string word = shell_word(argv[i], out_expr, i == 0);
+    if (!line.empty() && line.size() + word.size() > 88) {
+      out += line + " \\\n";
+      line = indent;
+    } else if (!line.empty()) {
+      line += ' ';
+    }
+    line += word;
+  }
+  return out + line;
+}
+
+std::string job_name(const std::string& study, std::size_t limit) {
+  std::string name = "tune-" + study;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  if (name.size() > limit) name.resize(limit);
+  return name;
+}
+
+// The body shared by the bash, Slurm and PBS scripts.
+std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOptions& options) {
+  std::string s = "set -euo pipefail\n\n";
+  s += "# The run's output folder (the study's {trial_dir}); set TUNE_OUT to choose another.\n";
+  s += "if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=" + shell_quote(options.default_out) + "; fi\n";
+  s += "mkdir -p -- \"$TUNE_OUT\"\nTUNE_OUT=$(cd -- \"$TUNE_OUT\" && pwd)\nexport TUNE_OUT\n";
+  if (spec.launch.mpirun) {
+    s += "\n# Open MPI refuses to start as root unless told twice.\n";
+    s += "if [ \"$(id -u)\" -eq 0 ]; then\n"
+         "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\nfi\n";
+  }
+  if (!r.request.env_set.empty() || !r.request.env_unset.empty()) {
+    s += "\n# The winning trial's environment.\n";
+    for (const auto& [name, value] : spec.env) {
+      if (auto it = r.request.env_set.find(name); it != r.request.env_set.end()) {
+        s += "export " + name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
+      } else if (std::find(r.request.env_unset.begin(), r.request.env_unset.end(), name) !=
+                 r.request.env_unset.end()) {
+        s += "unset " + name + "  # null in this trial: the library keeps its own default\n";
+      }
+    }
+  }
+  s += "\n# Trials run in their output folder; so does this.\ncd -- \"$TUNE_OUT\"\n";
+  s += command_line(r.request.argv, "\"$TUNE_OUT\"", "    ") + "\n";
+  return s;
+}
+
+}  // namespace
+
+std::expected<ExportFormat, std::string> parse_export_format(const std::string& text) {
+  static const std::map<std::string, ExportFormat> k_formats = {{"bash", ExportFormat::bash},
+                                                                {"slurm", ExportFormat::slurm},
+                                                                {"pbs", ExportFormat::pbs},
+                                                                {"env", ExportFormat::env},
+                                                                {"mpirun", ExportFormat::mpirun}};
+  if (auto it = k_formats.find(text); it != k_formats.end()) return it->second;
+  return std::unexpected(fmt::format(
+      "--format: unknown export format '{}' (known: bash, slurm, pbs, env, mpirun)", text));
+}
+
+std::string shell_quote(std::string_view text) {
+  if (text.empty()) return "''";
+  const bool safe = std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_@+=:,./-").find(c) != std::string_view::npos;
+  });
+  if (safe) return std::string(text);
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
+                                               const search::FrozenTrial& trial) {
+  JobShape shape;
+  if (!spec.launch.mpirun) {
+    shape.tasks_per_node = 1;
+    return shape;
+  }
+  auto params = trial_params(spec, trial);
+  if (!params) return std::unexpected(params.error());
+  auto values = trial_template_values(spec, *params, std::string(k_out_mark), trial.number, "");
+  values["nproc"] = std::string(k_nproc_mark);
+  auto number = [&](const std::string& text,
+                    const char* key) -> std::expected<std::optional<int>, std::string> {
+    if (text.empty()) return std::nullopt;
+    auto e = expand_template(text, values);
+    if (!e)
+      return std::unexpected(fmt::format("{}: launch.mpirun.{}: {}", spec.file, key, e.error()));
+    if (!*e) return std::nullopt;
+    return parse_positive(**e);  // "{nproc}" and the like: unknown until the job runs
+  };
+  auto np = number(spec.launch.np, "n");
+  if (!np) return std::unexpected(np.error());
+  auto per_node = number(spec.launch.npernode, "npernode");
+  if (!per_node) return std::unexpected(per_node.error());
+  if (*np && *per_node) {
+    shape.nodes = (**np + **per_node - 1) / **per_node;
+    shape.tasks_per_node = **per_node;
+    shape.total_tasks = **np;
+  } else if (*np) {
+    shape.tasks_per_node = **np;
+    shape.total_tasks = **np;
+  } else if (*per_node) {
+    shape.tasks_per_node = **per_node;
+    shape.total_tasks = **per_node;
+  }
+  return shape;
+}
+
+std::expected<std::string, std::string> render_export(const StudySpec& spec,
+                                                      const search::FrozenTrial& trial,
+                                                      ExportFormat format,
+                                                      const ExportOptions& options) {
+  if (shell_quote(options.default_out) != options.default_out)
+    return std::unexpected("export: the default output folder must be a plain path");
+  auto r = render_request(spec, trial, options);
+  if (!r) return std::unexpected(r.error());
+  const std::string head = header(spec, trial, options);
+
+  switch (format) {
+    case ExportFormat::mpirun: {
+      // One command line, self-contained: the environment goes in front through env(1).
+      std::vector<std::string> argv;
+      if (!r->request.env_set.empty() || !r->request.env_unset.empty()) {
+        argv.push_back("env");
+        for (const auto& name : r->request.env_unset) argv.insert(argv.end(), {"-u", name});
+        for (const auto& [name, value] : r->request.env_set) argv.push_back(name + "=" + value);
+      }
+      argv.insert(argv.end(), r->request.argv.begin(), r->request.argv.end());
+      std::string line;
+      for (std::size_t i = 0; i < argv.size(); ++i) {
+        if (i) line += ' ';
+        line += shell_word(argv[i], "\"${TUNE_OUT:-" + options.default_out + "}\"", i == 0);
+      }
+      return line + "\n";
+    }
+    case ExportFormat::env: {
+      std::string s = head;
+      s += "# KEY=VALUE lines for the winning trial's environment. To export them all:\n"
+           "#   set -a; . THIS_FILE; set +a\n";
+      bool needs_out = false;
+      for (const auto& [name, value] : r->request.env_set) needs_out |= mentions_out(value);
+      if (needs_out) s += "TUNE_OUT=${TUNE_OUT:-" + options.default_out + "}\n";
+      for (const auto& [name, text] : spec.env) {
+        if (auto it = r->request.env_set.find(name); it != r->request.env_set.end()) {
+          s += name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
+        } else {
+          s += "# " + name + " is left unset (null in this trial: the library's own default)\n";
+        }
+      }
+      std::string command;
+      for (std::size_t i = 0; i < r->request.argv.size(); ++i) {
+        if (i) command += ' ';
+        command += shell_word(r->request.argv[i], "\"$TUNE_OUT\"", i == 0);
+      }
+      s += "# Command: " + one_line(command) + "\n";
+      return s;
+    }
+    case ExportFormat::bash:
+      return "#!/usr/bin/env bash\n" + head +
+             "# Run: bash THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
+             ")\n\n" + script_body(spec, *r, options);
+    case ExportFormat::slurm: {
+      auto shape = job_shape(spec, trial);
+      if (!shape) return std::unexpected(shape.error());
+      std::string s = "#!/usr/bin/env bash\n";
+      s += "#SBATCH --job-name=" + job_name(spec.name, 64) + "\n";
+      s += fmt::format("#SBATCH --nodes={}\n", shape->nodes);
+      if (shape->tasks_per_node)
+        s += fmt::format("#SBATCH --ntasks-per-node={}\n", *shape->tasks_per_node);
+      s += head;
+      s += "# Submit: sbatch THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
+           " under the submit folder)\n";
+      if (!spec.launch.host.empty() || !spec.launch.hostfile.empty())
+        s += "# The study's --host/--hostfile stay in the command: check they match the "
+             "allocation.\n";
+      return s + "\n" + script_body(spec, *r, options);
+    }
+    case ExportFormat::pbs: {
+      auto shape = job_shape(spec, trial);
+      if (!shape) return std::unexpected(shape.error());
+      const int per_node = shape->tasks_per_node.value_or(1);
+      std::string s = "#!/usr/bin/env bash\n";
+      s += "#PBS -N " + job_name(spec.name, 15) + "\n";
+      s +=
+          fmt::format("#PBS -l select={}:ncpus={}:mpiprocs={}\n", shape->nodes, per_node, per_node);
+      s += "#PBS -j oe\n";
+      s += head;
+      s += "# Submit: qsub THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
+           " under the submit folder)\n\n";
+      s += "cd -- \"${PBS_O_WORKDIR:-.}\"\n";
+      return s + script_body(spec, *r, options);
+    }
+  }
+  return std::unexpected("export: unknown format");
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,54 @@
+// Job-script export (`tune export`): the winning trial's environment and full launch command
+// line, rendered through the study's templates exactly as the runner launches a trial
+// (expand_launch in runner.h), written in the conventions of a bash script, a Slurm or PBS batch
+// script, a KEY=VALUE environment file, or a bare mpirun command line.
+//
+// Every value that reaches the shell goes through shell_quote(); the two placeholders that must
+// stay live in the shell are written as shell expansions: {trial_dir} becomes the job's output
+// folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)" of the machine the
+// script runs on. Pure functions of their arguments; thread-safe.
+#pragma once
+
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "search/trial.h"
+#include "tuner/study_spec.h"
+
+namespace tune::tuner {
+
+enum class ExportFormat { bash, slurm, pbs, env, mpirun };
+
+std::expected<ExportFormat, std::string> parse_export_format(const std::string& text);
+
+// One shell word that means exactly `text`: unchanged when it holds only characters no shell
+// treats specially, else single-quoted with each ' written as '\''. "" becomes ''.
+std::string shell_quote(std::string_view text);
+
+struct ExportOptions {
+  std::string trainer;                     // {tune_trainer}; empty = bundled_trainer_path()
+  std::string default_out = "./tune-run";  // $TUNE_OUT when the user sets none
+  std::string measured;                    // header text: "elapsed_time = 1.23 (median of 5 runs)"
+  std::string storage;                     // header text: the database it came from
+};
+
+// The nodes and ranks per node a batch script asks for, from the launch spec (-n, --npernode)
+// expanded with the trial's values. Without mpirun: one node, one task.
+struct JobShape {
+  int nodes = 1;
+  std::optional<int> tasks_per_node;  // none: let the scheduler's default stand
+  int total_tasks = 1;
+};
+
+// The script (or line, or file) for `trial` of `spec`. Errors name the template that failed.
+std::expected<std::string, std::string> render_export(const StudySpec& spec,
+                                                      const search::FrozenTrial& trial,
+                                                      ExportFormat format,
+                                                      const ExportOptions& options = {});
+
+std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
+                                               const search::FrozenTrial& trial);
+
+}  // namespace tune::tuner
