@@ -155,6 +155,9 @@ void TrialMonitor::sample_once(bool full) {
   int runnable = 0;
   std::map<pid_t, ProcPrev> next_proc;
   std::map<pid_t, ThreadPrev> next_thread;
+  // A rank's allowed PUs are those of its latest sample: the first sample may catch a rank
+  // between mpirun's fork and its binding, still on mpirun's cpuset.
+  std::set<pid_t> allowed_fresh;
   for (const auto& [pid, p] : procs) {
     const pid_t rank = owner_rank(pid);
     auto prev = m_prev_proc.find(pid);
@@ -194,7 +197,10 @@ void TrialMonitor::sample_once(bool full) {
       if (acc) {
         rank_threads[rank] += 1;
         rank_runnable[rank] += is_r ? 1 : 0;
-        acc->allowed.insert(t.cpus_allowed.begin(), t.cpus_allowed.end());
+        if (t.has_status) {
+          if (allowed_fresh.insert(rank).second) acc->allowed.clear();
+          acc->allowed.insert(t.cpus_allowed.begin(), t.cpus_allowed.end());
+        }
         if ((dcpu > 0 || is_r) && t.processor >= 0) acc->ran_on.insert(t.processor);
       }
     }

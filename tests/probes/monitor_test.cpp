@@ -155,6 +155,22 @@ TEST(Monitor, RanksConfinedByAContainerAreNotCalledBound) {
   EXPECT_TRUE(m.verdict().binding_issues.empty());
 }
 
+TEST(Monitor, ARankSeenBeforeItsBindingReportsItsLaterCpuset) {
+  FakeSource src(*read_synthetic_topology("pack:1 core:2 pu:1"));
+  src.add_process(100, 1, "mpirun", {0, 1});
+  // Sampled between mpirun's fork and the binding: still on mpirun's cpuset.
+  src.add_process(101, 100, "a", {0, 1}, {{"OMPI_COMM_WORLD_RANK", "0"}});
+  TrialMonitor m(src, 100);
+  m.sample_once(true);
+  src.remove_process(101);
+  src.add_process(101, 100, "a", {1}, {{"OMPI_COMM_WORLD_RANK", "0"}});
+  src.advance(1.0);
+  m.sample_once(true);
+  const auto v = m.verdict();
+  ASSERT_EQ(v.ranks.size(), 1u);
+  EXPECT_EQ(v.ranks[0].allowed_pus, std::vector<int>{1});
+}
+
 TEST(Monitor, RankRunningOutsideItsPredictedCpusetIsReported) {
   Scene s(1, {0, 1}, {0, 1});
   TrialMonitor m(s.src, 100);
