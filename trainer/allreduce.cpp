@@ -13,6 +13,8 @@ namespace {
 
 // IEEE binary16 by hand for CPUs without F16C: round to nearest even, overflow to infinity,
 // subnormals kept, NaN stays NaN.
+}  // namespace
+
 std::uint16_t half_from_float_scalar(float f) {
   const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
@@ -40,6 +42,8 @@ float half_to_float_scalar(std::uint16_t h) {
   if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
   return std::bit_cast<float>(sign) + (sign ? -1.f : 1.f) * static_cast<float>(mant) * 0x1p-24f;
 }
+
+namespace {
 
 // F16C (vcvtps2ph/vcvtph2ps, 8 lanes) where the CPU has it; chosen once at run time.
 __attribute__((target("avx,f16c"))) void to_half_f16c(const float* in, std::uint16_t* out,

@@ -78,5 +78,8 @@ class GradientReducer {
 // IEEE half conversion (round to nearest even), vectorised where the CPU has F16C.
 void float_to_half(const float* in, std::uint16_t* out, std::size_t n);
 void half_to_float(const std::uint16_t* in, float* out, std::size_t n);
+// The portable scalar conversions used on CPUs without F16C (and for vector tails).
+std::uint16_t half_from_float_scalar(float f);
+float half_to_float_scalar(std::uint16_t h);
 
 }  // namespace tune::trainer

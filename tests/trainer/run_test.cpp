@@ -1,0 +1,209 @@
+// The real tune-trainer binary, as the tuner runs it: under mpirun with 2 ranks (and once as a
+// singleton), on the real Fashion-MNIST files. Checks the log format the tuner parses, that
+// training actually learns (>= 80% validation accuracy in one epoch; 1-bit with error feedback
+// and the double-buffered pipeline converge too), and the one-line errors.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "trainer/gpu.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int rc = -1;
+  std::string err;
+};
+
+// Runs argv (no shell) with extra environment entries; stderr is captured, stdout discarded.
+Result run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+           const fs::path& dir) {
+  const fs::path err_file = dir / "stderr.txt";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> env_strings = extra_env;
+  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> args, env;
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (auto& e : env_strings) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
+  pid_t pid = 0;
+  Result r;
+  if (posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), env.data()) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+std::vector<std::string> mpirun(int ranks) {
+  std::vector<std::string> v = {TUNE_MPIRUN,       "-n",        std::to_string(ranks),
+                                "--oversubscribe", "--bind-to", "none"};
+  if (::geteuid() == 0) v.push_back("--allow-run-as-root");
+  v.push_back(TUNE_TRAINER_BIN);
+  return v;
+}
+
+// One thread per library and rank: the fast setting on 2 cores, and it keeps the suite short.
+const std::vector<std::string> k_one_thread = {"OMP_NUM_THREADS=1", "OPENBLAS_NUM_THREADS=1",
+                                               "OPENCV_FOR_THREADS_NUM=1"};
+
+class TrainerRun : public testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+    m_dir = fs::temp_directory_path() /
+            (std::string("trainer_run_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+    m_out = (m_dir / "out").string();
+    ASSERT_TRUE(fs::exists(fs::path(TUNE_DATA_DIR) / "train-images-idx3-ubyte.gz"))
+        << TUNE_DATA_DIR
+        << " lacks Fashion-MNIST: run scripts/install-deps.sh (dataset-fashion-mnist)";
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  Result train(std::vector<std::string> argv, const std::vector<std::string>& flags,
+               const std::vector<std::string>& env = k_one_thread) {
+    argv.push_back("--out=" + m_out);
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return run(argv, env, m_dir);
+  }
+  nlohmann::json log() const {
+    std::ifstream in(fs::path(m_out) / "log");
+    return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  }
+
+  fs::path m_dir;
+  std::string m_out;
+};
+
+const std::string k_data = std::string("--data-dir=") + TUNE_DATA_DIR;
+
+TEST_F(TrainerRun, QuickstartCommandWritesOneBenchmarkEntry) {
+  // Exactly studies/quickstart.yaml's command, with library defaults (no thread variables).
+  const Result r = train(mpirun(2),
+                         {k_data, "--train-samples=12000", "--epochs=1", "--batch-size=100",
+                          "--benchmark", "--iterator-workers=2", "--augment=light",
+                          "--allreduce=ring", "--grad-dtype=fp16", "--bucket-mb=4"},
+                         {});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto entries = log();
+  ASSERT_TRUE(entries.is_array()) << entries.dump();
+  ASSERT_EQ(entries.size(), 1u);
+  const auto& e = entries[0];
+  EXPECT_EQ(e["iteration"], 60);  // 12000 / (100 x 2 ranks)
+  EXPECT_EQ(e["epoch"], 1);
+  EXPECT_GT(e["elapsed_time"].get<double>(), 0.0);
+  EXPECT_GT(e["samples_per_sec"].get<double>(), 0.0);
+  EXPECT_TRUE(e.contains("main/loss") && e.contains("main/accuracy"));
+  EXPECT_FALSE(e.contains("validation/main/accuracy")) << "--benchmark skips evaluation";
+  EXPECT_FALSE(fs::exists(fs::path(m_out) / "log.tmp"));
+}
+
+TEST_F(TrainerRun, OneEpochOfFashionMnistReachesEightyPercent) {
+  const Result r =
+      train(mpirun(2), {k_data, "--epochs=1", "--log-interval=100", "--allreduce=ring"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto entries = log();
+  ASSERT_EQ(entries.size(), 3u) << entries.dump();  // 60000 / 200 = 300 iterations
+  double previous_elapsed = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    EXPECT_EQ(e["iteration"], 100 * int(i + 1));
+    for (const char* key : {"main/loss", "main/accuracy", "validation/main/loss",
+                            "validation/main/accuracy", "elapsed_time", "samples_per_sec", "epoch"})
+      EXPECT_TRUE(e.contains(key)) << key;
+    EXPECT_GT(e["elapsed_time"].get<double>(), previous_elapsed);
+    previous_elapsed = e["elapsed_time"].get<double>();
+  }
+  EXPECT_EQ(entries[2]["epoch"], 1);
+  EXPECT_GE(entries[2]["validation/main/accuracy"].get<double>(), 0.80) << entries.dump();
+  EXPECT_LT(entries[2]["main/loss"].get<double>(), entries[0]["main/loss"].get<double>());
+}
+
+TEST_F(TrainerRun, OneBitWithErrorFeedbackConverges) {
+  const Result r =
+      train(mpirun(2), {k_data, "--train-samples=30000", "--log-interval=1000", "--grad-dtype=1bit",
+                        "--allreduce=ring", "--bucket-mb=1", "--warm-start=2000"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto entries = log();
+  ASSERT_EQ(entries.size(), 1u) << entries.dump();
+  EXPECT_GE(entries[0]["validation/main/accuracy"].get<double>(), 0.75) << entries.dump();
+}
+
+TEST_F(TrainerRun, DoubleBufferingConverges) {
+  const Result r =
+      train(mpirun(2), {k_data, "--train-samples=30000", "--log-interval=1000",
+                        "--double-buffering", "--allreduce=rabenseifner", "--grad-dtype=fp16"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto entries = log();
+  ASSERT_EQ(entries.size(), 1u) << entries.dump();
+  EXPECT_GE(entries[0]["validation/main/accuracy"].get<double>(), 0.75) << entries.dump();
+}
+
+TEST_F(TrainerRun, SingletonWithoutMpirunAndThreadFlags) {
+  const Result r =
+      train({TUNE_TRAINER_BIN}, {"--synthetic=3000", "--max-iterations=10", "--log-interval=5",
+                                 "--hidden=64", "--iterator-workers=0", "--omp-threads=1",
+                                 "--blas-threads=1", "--opencv-threads=1", "--augment=heavy"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto entries = log();
+  ASSERT_EQ(entries.size(), 2u) << entries.dump();
+  EXPECT_EQ(entries[1]["iteration"], 10);
+}
+
+TEST_F(TrainerRun, BadFlagIsOneLineAndExitTwo) {
+  const Result r = train({TUNE_TRAINER_BIN}, {"--synthetic=100", "--grad-dtype=int4"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err,
+            "tune-trainer: error: --grad-dtype: invalid value 'int4' (expected 1bit|fp16|fp32)\n");
+  EXPECT_FALSE(fs::exists(fs::path(m_out) / "log"));
+}
+
+TEST_F(TrainerRun, TooFewSamplesForOneBatchIsAClearError) {
+  const Result r = train(mpirun(2), {k_data, "--train-samples=150", "--batch-size=100"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(
+      r.err.find("tune-trainer: error: --train-samples: 150 training samples make no full batch"),
+      std::string::npos)
+      << r.err;
+}
+
+TEST_F(TrainerRun, CudaDeviceWithoutOneSaysWhy) {
+  const auto devices = tune::trainer::cuda_device_count();
+  const Result r =
+      train({TUNE_TRAINER_BIN}, {"--synthetic=1000", "--device=cuda", "--max-iterations=2"});
+  if (devices) {
+    EXPECT_EQ(r.rc, 0) << r.err;  // a GPU machine: the run itself must work
+    return;
+  }
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.err, "tune-trainer: error: " + devices.error() + "\n");
+  if (tune::trainer::cuda_compiled())
+    EXPECT_EQ(devices.error(), "--device cuda: no CUDA device");
+  else
+    EXPECT_NE(devices.error().find("not compiled in"), std::string::npos);
+}
+
+}  // namespace
