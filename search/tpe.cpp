@@ -1,0 +1,473 @@
+// TPESampler (Optuna 3.1's algorithm; see tpe.h and parzen_estimator.h for the deliberate
+// differences). Per suggestion the history is scanned once: what depends only on finished trials
+// (their scores, parameter values, the intersection / group search space) is cached by trial
+// number, since finished trials never change, and the good/bad split is reused for every
+// parameter of the same suggestion.
+#include "search/tpe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "search/parzen_estimator.h"
+#include "search/random_sampler.h"
+#include "search/rng.h"
+
+namespace tune::search {
+namespace {
+
+constexpr double k_inf = std::numeric_limits<double>::infinity();
+constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
+
+bool same_distribution(const Distribution& a, const Distribution& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* fa = std::get_if<FloatDistribution>(&a)) {
+    const auto& fb = std::get<FloatDistribution>(b);
+    return fa->low == fb.low && fa->high == fb.high && fa->log == fb.log && fa->step == fb.step;
+  }
+  if (const auto* ia = std::get_if<IntDistribution>(&a)) {
+    const auto& ib = std::get<IntDistribution>(b);
+    return ia->low == ib.low && ia->high == ib.high && ia->log == ib.log && ia->step == ib.step;
+  }
+  return std::get<CategoricalDistribution>(a).choices ==
+         std::get<CategoricalDistribution>(b).choices;
+}
+
+double single_value(const Distribution& dist) {
+  if (const auto* f = std::get_if<FloatDistribution>(&dist)) return f->low;
+  if (const auto* i = std::get_if<IntDistribution>(&dist)) return static_cast<double>(i->low);
+  return 0.0;
+}
+
+// Optuna's default_gamma: min(ceil(0.1 n), 25), with the same floating-point product.
+std::size_t default_gamma(std::size_t n) {
+  return static_cast<std::size_t>(std::min(std::ceil(0.1 * static_cast<double>(n)), 25.0));
+}
+
+// An observation's rank key, compared lexicographically: COMPLETE trials first by value, then
+// PRUNED ones by how far they got (-last step) and their last intermediate value, then PRUNED
+// ones with no report, then RUNNING ones (constant liar) -- Optuna's (-step, value) pairs.
+struct Score {
+  double step;
+  double value;
+  bool operator<(const Score& o) const {
+    return step < o.step || (step == o.step && value < o.value);
+  }
+};
+
+// Optuna 3.1's _split_observation_pairs (single objective): indices of the n_below best and of
+// the rest, each in chronological order. With violations, feasible trials come first.
+void split_observations(std::span<const Score> scores, std::size_t n_below,
+                        std::span<const double> violations, std::vector<std::size_t>& below,
+                        std::vector<std::size_t>& above) {
+  const std::size_t n = scores.size();
+  below.clear();
+  above.clear();
+  if (!violations.empty()) {
+    std::vector<std::size_t> idx(n);
+    std::iota(idx.begin(), idx.end(), std::size_t{0});
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](std::size_t a, std::size_t b) { return violations[a] < violations[b]; });
+    if (n_below >= n || violations[idx[n_below]] > 0.0) {
+      below.assign(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)));
+      above.assign(idx.begin() + static_cast<std::ptrdiff_t>(std::min(n_below, n)), idx.end());
+    } else {
+      std::vector<std::size_t> feasible, infeasible;
+      for (std::size_t i = 0; i < n; ++i)
+        (violations[i] == 0.0 ? feasible : infeasible).push_back(i);
+      std::vector<Score> feasible_scores;
+      feasible_scores.reserve(feasible.size());
+      for (auto i : feasible) feasible_scores.push_back(scores[i]);
+      std::vector<std::size_t> fb, fa;
+      split_observations(feasible_scores, n_below, {}, fb, fa);
+      for (auto i : fb) below.push_back(feasible[i]);
+      for (auto i : fa) above.push_back(feasible[i]);
+      above.insert(above.end(), infeasible.begin(), infeasible.end());
+    }
+  } else {
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return scores[a] < scores[b]; });
+    const std::size_t cut = std::min(n_below, n);
+    below.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(cut));
+    above.assign(order.begin() + static_cast<std::ptrdiff_t>(cut), order.end());
+  }
+  std::sort(below.begin(), below.end());
+  std::sort(above.begin(), above.end());
+}
+
+// True when an internal value can serve as a kernel centre for `dist`: a value stored under a
+// different (older, wider) range would put a kernel outside the range, which Optuna does not
+// guard against; such observations are skipped like a missing parameter.
+bool usable(const Distribution& dist, double v) {
+  if (std::isnan(v)) return false;
+  if (const auto* f = std::get_if<FloatDistribution>(&dist)) return v >= f->low && v <= f->high;
+  if (const auto* i = std::get_if<IntDistribution>(&dist)) {
+    return v >= static_cast<double>(i->low) && v <= static_cast<double>(i->high);
+  }
+  const auto& c = std::get<CategoricalDistribution>(dist);
+  return v >= 0.0 && v < static_cast<double>(c.choices.size()) && v == std::floor(v);
+}
+
+class TpeSampler final : public Sampler {
+ public:
+  explicit TpeSampler(const TpeOptions& options)
+      : m_options(options),
+        m_rng(options.seed ? std::optional<std::uint64_t>(*options.seed * 0x9E3779B97F4A7C15ULL +
+                                                          0x7F4A7C159E3779B9ULL)
+                           : std::nullopt),
+        m_random(make_random_sampler(options.seed)) {
+    m_parzen.consider_prior = options.consider_prior;
+    m_parzen.prior_weight = options.prior_weight;
+    m_parzen.consider_magic_clip = options.consider_magic_clip;
+    m_parzen.consider_endpoints = options.consider_endpoints;
+    m_parzen.multivariate = options.multivariate;
+  }
+
+  SearchSpace infer_relative_search_space(const StudyView& study, const FrozenTrial&) override {
+    if (!m_options.multivariate) return {};
+    update_spaces(study);
+    SearchSpace space;
+    if (m_options.group) {
+      for (const auto& group : m_groups) {
+        for (const auto& [name, dist] : group) {
+          if (!is_single(dist)) space.emplace_back(name, dist);
+        }
+      }
+      return space;
+    }
+    if (m_intersection) {
+      for (const auto& [name, dist] : *m_intersection) {
+        if (!is_single(dist)) space.emplace_back(name, dist);
+      }
+    }
+    return space;
+  }
+
+  std::map<std::string, double> sample_relative(const StudyView& study, const FrozenTrial&,
+                                                const SearchSpace& space) override {
+    std::map<std::string, double> out;
+    if (space.empty()) return out;
+    if (m_options.group) {
+      for (const auto& group : m_groups) {
+        SearchSpace sub;
+        for (const auto& [name, dist] : group) {
+          if (!is_single(dist)) sub.emplace_back(name, dist);
+        }
+        if (!sub.empty()) sample_joint(study, sub, out);
+      }
+      return out;
+    }
+    sample_joint(study, space, out);
+    return out;
+  }
+
+  double sample_independent(const StudyView& study, const FrozenTrial& trial,
+                            const std::string& name, const Distribution& dist) override {
+    if (is_single(dist)) return single_value(dist);
+    collect(study);
+    if (m_n_finished < static_cast<std::size_t>(std::max(m_options.n_startup_trials, 0))) {
+      return m_random->sample_independent(study, trial, name, dist);
+    }
+    std::map<std::string, double> out;
+    sample_joint(study, SearchSpace{{name, dist}}, out);
+    if (auto it = out.find(name); it != out.end()) return it->second;
+    return m_random->sample_independent(study, trial, name, dist);
+  }
+
+  void after_trial(const StudyView& study, const FrozenTrial& trial) override {
+    m_random->after_trial(study, trial);
+  }
+
+ private:
+  // Observations: the trials TPE learns from, in number order, with their rank keys.
+  void collect(const StudyView& study) {
+    const auto& trials = study.trials();
+    const double sign = study.direction() == Direction::minimize ? 1.0 : -1.0;
+    m_obs.clear();
+    m_scores.clear();
+    m_violations.clear();
+    m_n_finished = 0;
+    bool any_constraints = false;
+    std::uint64_t signature = 1469598103934665603ULL;
+    auto mix = [&](std::uint64_t v) { signature = (signature ^ v) * 1099511628211ULL; };
+    for (const auto& t : trials) {
+      Score score{};
+      switch (t.state) {
+        case TrialState::complete:
+          if (!t.value) continue;
+          score = {-k_inf, std::isnan(*t.value) ? k_inf : sign * *t.value};
+          break;
+        case TrialState::pruned:
+          if (!t.intermediate_values.empty()) {
+            const auto& [step, v] = *t.intermediate_values.rbegin();
+            score = {-static_cast<double>(step), std::isnan(v) ? k_inf : sign * v};
+          } else {
+            score = {1.0, 0.0};
+          }
+          break;
+        case TrialState::running:
+          if (!m_options.constant_liar) continue;
+          score = {k_inf, k_inf};
+          break;
+        default:
+          continue;  // FAIL and WAITING trials teach nothing
+      }
+      if (t.state != TrialState::running) {
+        ++m_n_finished;
+        if (!t.constraints.empty()) any_constraints = true;
+      }
+      m_obs.push_back(&t);
+      m_scores.push_back(score);
+      mix(static_cast<std::uint64_t>(t.number) * 8 + static_cast<std::uint64_t>(t.state));
+    }
+    if (m_options.constraints && any_constraints) {
+      // Optuna: the sum of the positive constraint values; a trial without constraint values
+      // (pruned, running) ranks after every trial that has them.
+      m_violations.reserve(m_obs.size());
+      for (const FrozenTrial* t : m_obs) {
+        double violation = 0.0;
+        if (t->state == TrialState::running || t->constraints.empty()) {
+          violation = k_inf;
+        } else {
+          for (double c : t->constraints) {
+            if (std::isnan(c))
+              violation = k_inf;
+            else if (c > 0.0)
+              violation += c;
+          }
+        }
+        m_violations.push_back(violation);
+      }
+      mix(0xC0FFEE);
+    }
+    if (signature != m_split_signature) {
+      m_split_signature = signature;
+      split_observations(m_scores, default_gamma(m_n_finished), m_violations, m_below, m_above);
+    }
+  }
+
+  // Value of `name` in observation i, NaN when missing. Finished trials are frozen, so their
+  // values are cached by trial number.
+  double value_of(const std::string& name, const Distribution& dist, std::size_t i) {
+    const FrozenTrial& t = *m_obs[i];
+    auto lookup = [&] {
+      auto it = t.params.find(name);
+      return it == t.params.end() ? k_nan : it->second;
+    };
+    if (t.state == TrialState::running || t.number < 0) {
+      const double v = lookup();
+      return usable(dist, v) ? v : k_nan;
+    }
+    auto& cache = m_value_cache[name];
+    const auto number = static_cast<std::size_t>(t.number);
+    if (cache.size() <= number) cache.resize(number + 1, std::make_pair(false, k_nan));
+    auto& slot = cache[number];
+    if (!slot.first) slot = {true, lookup()};
+    return usable(dist, slot.second) ? slot.second : k_nan;
+  }
+
+  // Samples n_ei_candidates joint points from l(x) (the good trials' estimator) and writes the
+  // one with the largest l(x)/g(x) into out. Needs collect() first (done here).
+  void sample_joint(const StudyView& study, const SearchSpace& space,
+                    std::map<std::string, double>& out) {
+    collect(study);
+    if (m_n_finished < static_cast<std::size_t>(std::max(m_options.n_startup_trials, 0))) {
+      return;
+    }
+    const std::size_t n_params = space.size();
+    m_values.resize(n_params);
+    std::vector<const Distribution*> dists(n_params);
+    for (std::size_t p = 0; p < n_params; ++p) dists[p] = &space[p].second;
+    auto gather = [&](const std::vector<std::size_t>& idx, std::vector<std::vector<double>>& cols) {
+      cols.assign(n_params, {});
+      for (auto& c : cols) c.reserve(idx.size());
+      for (std::size_t i : idx) {
+        bool all = true;
+        for (std::size_t p = 0; p < n_params && all; ++p) {
+          m_values[p] = value_of(space[p].first, space[p].second, i);
+          all = !std::isnan(m_values[p]);
+        }
+        if (!all) continue;  // the parameter did not exist in this trial
+        for (std::size_t p = 0; p < n_params; ++p) cols[p].push_back(m_values[p]);
+      }
+    };
+    gather(m_below, m_below_cols);
+    gather(m_above, m_above_cols);
+    std::vector<std::span<const double>> below_spans(m_below_cols.begin(), m_below_cols.end());
+    std::vector<std::span<const double>> above_spans(m_above_cols.begin(), m_above_cols.end());
+    const detail::ParzenEstimator l(dists, below_spans, m_parzen);
+    const detail::ParzenEstimator g(dists, above_spans, m_parzen);
+    const auto n_candidates = static_cast<std::size_t>(std::max(m_options.n_ei_candidates, 1));
+    l.sample(m_rng, n_candidates, m_candidates);
+    l.log_pdf(m_candidates, m_log_l);
+    g.log_pdf(m_candidates, m_log_g);
+    std::size_t best = 0;
+    double best_score = -k_inf;
+    for (std::size_t j = 0; j < n_candidates; ++j) {
+      const double score = m_log_l[j] - m_log_g[j];
+      if (score > best_score) {  // first maximum, as numpy.argmax
+        best_score = score;
+        best = j;
+      }
+    }
+    for (std::size_t p = 0; p < n_params; ++p) out[space[p].first] = m_candidates[p][best];
+  }
+
+  // Intersection (or group-decomposed) space over finished COMPLETE / PRUNED trials; each
+  // trial is folded in once.
+  void update_spaces(const StudyView& study) {
+    for (const auto& t : study.trials()) {
+      if (t.state != TrialState::complete && t.state != TrialState::pruned) continue;
+      if (t.number < 0) continue;
+      const auto number = static_cast<std::size_t>(t.number);
+      if (m_space_seen.size() <= number) m_space_seen.resize(number + 1, false);
+      if (m_space_seen[number]) continue;
+      m_space_seen[number] = true;
+      if (m_options.group) {
+        add_to_groups(t.distributions);
+        continue;
+      }
+      if (!m_intersection) {
+        m_intersection = t.distributions;
+        continue;
+      }
+      for (auto it = m_intersection->begin(); it != m_intersection->end();) {
+        auto other = t.distributions.find(it->first);
+        if (other == t.distributions.end() || !same_distribution(other->second, it->second)) {
+          it = m_intersection->erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+  }
+
+  // Optuna's _SearchSpaceGroup.add_distributions: split every group by the new trial's names.
+  void add_to_groups(const std::map<std::string, Distribution>& dists) {
+    std::set<std::string> keys;
+    for (const auto& [name, d] : dists) keys.insert(name);
+    std::vector<std::map<std::string, Distribution>> next;
+    for (const auto& group : m_groups) {
+      std::map<std::string, Distribution> inside, outside;
+      for (const auto& [name, d] : group) {
+        (keys.count(name) ? inside : outside).emplace(name, d);
+      }
+      for (const auto& [name, d] : group) keys.erase(name);
+      if (!inside.empty()) next.push_back(std::move(inside));
+      if (!outside.empty()) next.push_back(std::move(outside));
+    }
+    std::map<std::string, Distribution> rest;
+    for (const auto& name : keys) rest.emplace(name, dists.at(name));
+    if (!rest.empty()) next.push_back(std::move(rest));
+    m_groups = std::move(next);
+  }
+
+  TpeOptions m_options;
+  detail::ParzenParameters m_parzen;
+  Rng m_rng;
+  std::unique_ptr<Sampler> m_random;
+
+  // Per-suggestion scan of the history (collect()).
+  std::vector<const FrozenTrial*> m_obs;
+  std::vector<Score> m_scores;
+  std::vector<double> m_violations;
+  std::size_t m_n_finished = 0;
+  std::uint64_t m_split_signature = 0;
+  std::vector<std::size_t> m_below, m_above;
+  std::unordered_map<std::string, std::vector<std::pair<bool, double>>> m_value_cache;
+
+  // Scratch buffers kept between calls to avoid reallocating.
+  std::vector<double> m_values;
+  std::vector<std::vector<double>> m_below_cols, m_above_cols, m_candidates;
+  std::vector<double> m_log_l, m_log_g;
+
+  std::vector<bool> m_space_seen;
+  std::optional<std::map<std::string, Distribution>> m_intersection;
+  std::vector<std::map<std::string, Distribution>> m_groups;
+};
+
+}  // namespace
+
+std::expected<TpeOptions, std::string> tpe_options_from_json(const nlohmann::json& config) {
+  TpeOptions o;
+  if (config.is_null()) return o;
+  if (!config.is_object()) return std::unexpected("sampler: must be a mapping such as {type: tpe}");
+  auto boolean = [](const std::string& key, const nlohmann::json& v,
+                    bool& out) -> std::expected<void, std::string> {
+    if (!v.is_boolean())
+      return std::unexpected(fmt::format("sampler.{}: must be true or false", key));
+    out = v.get<bool>();
+    return {};
+  };
+  auto integer = [](const std::string& key, const nlohmann::json& v, int min,
+                    int& out) -> std::expected<void, std::string> {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > 1000000) {
+      return std::unexpected(fmt::format("sampler.{}: must be an integer >= {}", key, min));
+    }
+    out = static_cast<int>(v.get<std::int64_t>());
+    return {};
+  };
+  for (const auto& [key, value] : config.items()) {
+    std::expected<void, std::string> ok;
+    if (key == "type") {
+      if (!value.is_string() || value.get<std::string>() != "tpe") {
+        return std::unexpected("sampler.type: the TPE options need type: tpe");
+      }
+    } else if (key == "seed") {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
+        return std::unexpected("sampler.seed: must be an integer >= 0");
+      }
+      o.seed = value.get<std::uint64_t>();
+    } else if (key == "prior_weight") {
+      if (!value.is_number() || !(value.get<double>() > 0.0) ||
+          !std::isfinite(value.get<double>())) {
+        return std::unexpected("sampler.prior_weight: must be a number > 0");
+      }
+      o.prior_weight = value.get<double>();
+    } else if (key == "consider_prior") {
+      ok = boolean(key, value, o.consider_prior);
+    } else if (key == "consider_magic_clip") {
+      ok = boolean(key, value, o.consider_magic_clip);
+    } else if (key == "consider_endpoints") {
+      ok = boolean(key, value, o.consider_endpoints);
+    } else if (key == "multivariate") {
+      ok = boolean(key, value, o.multivariate);
+    } else if (key == "group") {
+      ok = boolean(key, value, o.group);
+    } else if (key == "constant_liar") {
+      ok = boolean(key, value, o.constant_liar);
+    } else if (key == "constraints") {
+      ok = boolean(key, value, o.constraints);
+    } else if (key == "n_startup_trials") {
+      ok = integer(key, value, 0, o.n_startup_trials);
+    } else if (key == "n_ei_candidates") {
+      ok = integer(key, value, 1, o.n_ei_candidates);
+    } else {
+      return std::unexpected(fmt::format(
+          "sampler.{}: unknown option for the TPE sampler (known: seed, n_startup_trials, "
+          "n_ei_candidates, multivariate, group, constant_liar, constraints, consider_prior, "
+          "prior_weight, consider_magic_clip, consider_endpoints)",
+          key));
+    }
+    if (!ok) return std::unexpected(ok.error());
+  }
+  if (o.group && !o.multivariate) {
+    return std::unexpected("sampler.group: needs multivariate: true (as in Optuna)");
+  }
+  return o;
+}
+
+std::unique_ptr<Sampler> make_tpe_sampler(const TpeOptions& options) {
+  return std::make_unique<TpeSampler>(options);
+}
+
+}  // namespace tune::search

@@ -1,0 +1,52 @@
+// Helpers for the search tests: run a small sequential study against an in-memory StudyView.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "search/sampler.h"
+
+namespace tune::search::testing {
+
+using Objective = std::function<double(const std::map<std::string, double>&)>;
+
+// Asks the sampler for one trial (before_trial, suggest_all), appends it as RUNNING and returns
+// its index in the study.
+inline std::size_t ask(Sampler& sampler, VectorStudyView& study, const SearchSpace& space) {
+  FrozenTrial trial;
+  trial.number = static_cast<int>(study.trials().size());
+  trial.trial_id = trial.number;
+  trial.state = TrialState::running;
+  sampler.before_trial(study, trial);
+  suggest_all(sampler, study, trial, space);
+  study.mutable_trials().push_back(std::move(trial));
+  return study.trials().size() - 1;
+}
+
+inline void tell(Sampler& sampler, VectorStudyView& study, std::size_t index, TrialState state,
+                 std::optional<double> value) {
+  FrozenTrial& t = study.mutable_trials()[index];
+  t.state = state;
+  t.value = value;
+  sampler.after_trial(study, t);
+}
+
+// n sequential trials; returns the best value seen after each trial.
+inline std::vector<double> run_study(Sampler& sampler, VectorStudyView& study,
+                                     const SearchSpace& space, const Objective& objective,
+                                     int n_trials) {
+  std::vector<double> best;
+  double b = 0.0;
+  for (int i = 0; i < n_trials; ++i) {
+    const std::size_t idx = ask(sampler, study, space);
+    const double v = objective(study.trials()[idx].params);
+    tell(sampler, study, idx, TrialState::complete, v);
+    const bool minimize = study.direction() == Direction::minimize;
+    if (i == 0 || (minimize ? v < b : v > b)) b = v;
+    best.push_back(b);
+  }
+  return best;
+}
+
+}  // namespace tune::search::testing

@@ -1,0 +1,213 @@
+// TPE's own behaviour: startup from the random sampler, exploitation of a good region, FAIL
+// trials ignored, constant liar, constraints, options parsing.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "search/random_sampler.h"
+#include "search/tpe.h"
+#include "tests/search/study_helpers.h"
+
+namespace tune::search {
+namespace {
+
+using testing::ask;
+using testing::run_study;
+using testing::tell;
+
+std::unique_ptr<Sampler> tpe(std::uint64_t seed, auto&& adjust) {
+  TpeOptions o;
+  o.seed = seed;
+  adjust(o);
+  return make_tpe_sampler(o);
+}
+std::unique_ptr<Sampler> tpe(std::uint64_t seed) {
+  return tpe(seed, [](TpeOptions&) {});
+}
+
+const SearchSpace k_plane = {{"x", FloatDistribution{-1.0, 1.0, false, std::nullopt}},
+                             {"y", FloatDistribution{-1.0, 1.0, false, std::nullopt}}};
+double quadratic(const std::map<std::string, double>& p) {
+  return std::pow(p.at("x") - 0.3, 2) + std::pow(p.at("y") + 0.2, 2);
+}
+
+TEST(Tpe, StartupTrialsComeFromTheRandomSampler) {
+  auto t = tpe(5);
+  auto r = make_random_sampler(5);
+  VectorStudyView st(Direction::minimize), sr(Direction::minimize);
+  run_study(*t, st, k_plane, quadratic, 10);
+  run_study(*r, sr, k_plane, quadratic, 10);
+  for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(st.trials()[i].params, sr.trials()[i].params);
+}
+
+TEST(Tpe, ConcentratesOnTheGoodRegionBetterThanRandom) {
+  for (bool multivariate : {false, true}) {
+    std::vector<double> tpe_best, random_best;
+    int tpe_near = 0, random_near = 0;
+    for (std::uint64_t seed = 0; seed < 8; ++seed) {
+      auto t = tpe(seed, [&](TpeOptions& o) { o.multivariate = multivariate; });
+      auto r = make_random_sampler(seed);
+      VectorStudyView st(Direction::minimize), sr(Direction::minimize);
+      tpe_best.push_back(run_study(*t, st, k_plane, quadratic, 60).back());
+      random_best.push_back(run_study(*r, sr, k_plane, quadratic, 60).back());
+      for (int i = 30; i < 60; ++i) {
+        tpe_near += quadratic(st.trials()[static_cast<std::size_t>(i)].params) < 0.05;
+        random_near += quadratic(sr.trials()[static_cast<std::size_t>(i)].params) < 0.05;
+      }
+    }
+    std::sort(tpe_best.begin(), tpe_best.end());
+    std::sort(random_best.begin(), random_best.end());
+    EXPECT_LT(tpe_best[4], random_best[4]) << "median best, multivariate=" << multivariate;
+    EXPECT_GT(tpe_near, 3 * random_near) << "late suggestions near the optimum";
+  }
+}
+
+TEST(Tpe, FailedAndWaitingTrialsAreIgnored) {
+  // Same seed and the same COMPLETE history give the same suggestion whatever FAIL / WAITING
+  // trials sit in between.
+  auto a = tpe(3), b = tpe(3);
+  VectorStudyView sa(Direction::minimize), sb(Direction::minimize);
+  auto rs = make_random_sampler(99);
+  VectorStudyView seed_study(Direction::minimize);
+  run_study(*rs, seed_study, k_plane, quadratic, 20);
+  for (const auto& t : seed_study.trials()) {
+    sa.mutable_trials().push_back(t);
+    sb.mutable_trials().push_back(t);
+    FrozenTrial junk = t;
+    junk.state = TrialState::fail;
+    junk.value = -100.0;  // would be the best if it counted
+    junk.params = {{"x", -0.9}, {"y", 0.9}};
+    sb.mutable_trials().push_back(junk);
+    junk.state = TrialState::waiting;
+    junk.value.reset();
+    sb.mutable_trials().push_back(junk);
+  }
+  for (auto* s : {&sa, &sb}) {
+    for (std::size_t i = 0; i < s->trials().size(); ++i)
+      s->mutable_trials()[i].number = static_cast<int>(i);
+  }
+  FrozenTrial ta, tb;
+  ta.number = static_cast<int>(sa.trials().size());
+  tb.number = static_cast<int>(sb.trials().size());
+  EXPECT_EQ(suggest_all(*a, sa, ta, k_plane), suggest_all(*b, sb, tb, k_plane));
+}
+
+TEST(Tpe, ConstantLiarAvoidsPointsOtherWorkersAreRunning) {
+  const SearchSpace line = {{"x", FloatDistribution{0.0, 10.0, false, std::nullopt}}};
+  auto objective = [](const std::map<std::string, double>& p) { return std::abs(p.at("x") - 5.0); };
+  auto rs = make_random_sampler(7);
+  VectorStudyView history(Direction::minimize);
+  run_study(*rs, history, line, objective, 30);
+
+  auto suggest = [&](bool liar, bool with_running, double at) {
+    auto s = tpe(11, [&](TpeOptions& o) { o.constant_liar = liar; });
+    VectorStudyView study = history;
+    if (with_running) {
+      for (int i = 0; i < 8; ++i) {
+        FrozenTrial r;
+        r.number = static_cast<int>(study.trials().size());
+        r.state = TrialState::running;
+        r.params["x"] = at;
+        r.distributions["x"] = line[0].second;
+        study.mutable_trials().push_back(r);
+      }
+    }
+    FrozenTrial t;
+    t.number = static_cast<int>(study.trials().size());
+    return suggest_all(*s, study, t, line).at("x");
+  };
+  const double alone = suggest(true, false, 0.0);
+  // Without the liar, RUNNING trials do not count at all.
+  EXPECT_EQ(suggest(false, true, alone), alone);
+  // With it, the running point counts as bad and the suggestion moves away from it.
+  const double moved = suggest(true, true, alone);
+  EXPECT_NE(moved, alone);
+}
+
+TEST(Tpe, ConstraintsPushSuggestionsToTheFeasibleSide) {
+  const SearchSpace line = {{"x", FloatDistribution{-1.0, 1.0, false, std::nullopt}}};
+  auto feasible_share = [&](bool use_constraints) {
+    int feasible = 0;
+    for (std::uint64_t seed = 0; seed < 5; ++seed) {
+      auto s = tpe(seed, [&](TpeOptions& o) { o.constraints = use_constraints; });
+      VectorStudyView study(Direction::minimize);
+      for (int i = 0; i < 50; ++i) {
+        const std::size_t idx = ask(*s, study, line);
+        auto& t = study.mutable_trials()[idx];
+        const double x = t.params.at("x");
+        t.constraints = {0.5 - x};  // feasible iff x >= 0.5; the objective wants x = 0
+        tell(*s, study, idx, TrialState::complete, x * x);
+        if (i >= 25) feasible += x >= 0.5;
+      }
+    }
+    return feasible;
+  };
+  const int with = feasible_share(true), without = feasible_share(false);
+  // The best feasible point sits on the boundary x = 0.5, so about half the kernel mass around it
+  // is infeasible; without constraints TPE heads for x = 0 instead.
+  EXPECT_GT(with, 50) << "of 125 late suggestions; without constraints: " << without;
+  EXPECT_GT(with, 3 * without);
+}
+
+TEST(Tpe, PrunedTrialsRankByTheirLastIntermediateValue) {
+  // Only PRUNED trials: those that got furthest rank best, so the suggestion comes from near the
+  // trial with the most steps even though its value is the worst.
+  const SearchSpace line = {{"x", FloatDistribution{0.0, 1.0, false, std::nullopt}}};
+  VectorStudyView study(Direction::minimize);
+  for (int i = 0; i < 20; ++i) {
+    FrozenTrial t;
+    t.number = i;
+    t.state = TrialState::pruned;
+    const bool far = i == 7 || i == 13;  // the two that ran longest
+    t.params["x"] = far ? 0.88 + 0.001 * i : 0.05 + 0.02 * i;
+    t.distributions["x"] = line[0].second;
+    t.intermediate_values[0] = 1.0;
+    if (far) t.intermediate_values[50] = 100.0;
+    study.mutable_trials().push_back(t);
+  }
+  int near = 0;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    auto s = tpe(seed);
+    FrozenTrial t;
+    t.number = 20;
+    near += std::abs(suggest_all(*s, study, t, line).at("x") - 0.9) < 0.15;
+  }
+  EXPECT_GE(near, 8);
+}
+
+TEST(Tpe, ParsesOptionsAndNamesUnknownKeys) {
+  auto o = tpe_options_from_json(nlohmann::json{{"type", "tpe"},
+                                                {"seed", 4},
+                                                {"n_startup_trials", 3},
+                                                {"n_ei_candidates", 48},
+                                                {"multivariate", true},
+                                                {"group", true},
+                                                {"constant_liar", true}});
+  ASSERT_TRUE(o.has_value()) << o.error();
+  EXPECT_EQ(o->seed, 4U);
+  EXPECT_EQ(o->n_startup_trials, 3);
+  EXPECT_EQ(o->n_ei_candidates, 48);
+  EXPECT_TRUE(o->multivariate && o->group && o->constant_liar);
+  auto bad = tpe_options_from_json(nlohmann::json{{"type", "tpe"}, {"n_ei_candidatez", 4}});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().find("n_ei_candidatez"), std::string::npos);
+  auto group = tpe_options_from_json(nlohmann::json{{"group", true}});
+  ASSERT_FALSE(group.has_value());
+  EXPECT_NE(group.error().find("multivariate"), std::string::npos);
+  EXPECT_FALSE(tpe_options_from_json(nlohmann::json{{"seed", -1}}).has_value());
+  EXPECT_FALSE(tpe_options_from_json(nlohmann::json{{"consider_prior", 1}}).has_value());
+}
+
+TEST(Tpe, MakeSamplerBuildsTpeByDefault) {
+  auto s = make_sampler(nlohmann::json::object(), k_plane);
+  ASSERT_TRUE(s.has_value()) << s.error();
+  auto bad = make_sampler(nlohmann::json{{"type", "tpe"}, {"gama", 1}}, k_plane);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().find("gama"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tune::search
