@@ -786,8 +786,11 @@ constexpr const char* k_report_js = R"JS(
     var xScale = {title: axisLabel(axis.name)};
     if (axis.kind === 'categorical') {
       xScale.min = -0.5; xScale.max = axis.choices.length - 0.5;
-      xScale.ticks = {stepSize: 1, callback: function (v) {
-        return Number.isInteger(v) ? axis.choices[v] : ''; }};
+      // One tick per choice, labelled with the choice.
+      xScale.afterBuildTicks = function (scale) {
+        scale.ticks = axis.choices.map(function (c, k) { return {value: k}; });
+      };
+      xScale.ticks = {callback: function (v) { return axis.choices[v]; }};
     } else if (axis.log) {
       xScale.type = 'logarithmic';
     }
@@ -827,17 +830,23 @@ constexpr const char* k_report_js = R"JS(
               scales: {y: {min: 0, max: 1, title: axisLabel('normalised value')}}}
   });
 
-  // Timeline: one floating bar per trial from start to end, colored by state.
+  // Timeline: one floating bar per trial from start to end, one dataset (color) per state.
   var timed = data.trials.filter(function (t) { return t.start_s !== null; });
+  var states = Object.keys(stateColor).filter(function (st) {
+    return timed.some(function (t) { return t.state === st; });
+  });
   add('chart-timeline', {
     type: 'bar',
     data: {labels: timed.map(function (t) {
              return '#' + t.number + (t.confirm_of !== null ? ' (confirm #' + t.confirm_of + ')' : ''); }),
-           datasets: [{label: 'trial run time (s since the study started)',
-                       data: timed.map(function (t) {
-                         return [t.start_s, t.end_s !== null ? t.end_s : t.start_s]; }),
-                       backgroundColor: timed.map(function (t) { return stateColor[t.state] || '#000'; })}]},
-    options: {indexAxis: 'y', scales: {x: {title: axisLabel('seconds since the first trial started')}}}
+           datasets: states.map(function (st) {
+             return {label: st, backgroundColor: stateColor[st], grouped: false, skipNull: true,
+                     data: timed.map(function (t) {
+                       if (t.state !== st) return null;
+                       return [t.start_s, t.end_s !== null ? t.end_s : t.start_s]; })};
+           })},
+    options: {indexAxis: 'y',
+              scales: {x: {title: axisLabel('seconds since the first trial started')}}}
   });
 
   document.querySelectorAll('canvas').forEach(function (c) {

@@ -1,0 +1,337 @@
+// Job-script export: shell quoting round-trips nasty values through a real bash, every format is
+// checked line by line and with `bash -n`, and the exported command is word for word what the
+// runner would launch for the same trial.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tuner/export.h"
+#include "tuner/launcher.h"
+#include "tuner/runner.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() /
+            (std::string("tune-export-") +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(m_dir);
+  }
+
+  struct Ran {
+    int exit_code = -1;
+    std::string out, err;
+  };
+  Ran run(std::vector<std::string> argv, std::map<std::string, std::string> env = {}) {
+    LaunchRequest req;
+    req.argv = std::move(argv);
+    req.env_set = std::move(env);
+    req.stdout_path = (m_dir / "run.out").string();
+    req.stderr_path = (m_dir / "run.err").string();
+    req.timeout_s = 20;
+    const auto r = run_process(req);
+    EXPECT_TRUE(r.started) << r.error;
+    return {r.exit_code, slurp(req.stdout_path), slurp(req.stderr_path)};
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    const auto p = (m_dir / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  // bash -n: the script parses.
+  void expect_bash_syntax_ok(const std::string& name, const std::string& script) {
+    const auto r = run({"bash", "-n", write(name, script)});
+    EXPECT_EQ(r.exit_code, 0) << name << ":\n" << r.err << "\n" << script;
+  }
+  // The words bash makes of a command line, one per line between brackets.
+  std::vector<std::string> words_of(const std::string& line,
+                                    std::map<std::string, std::string> env = {}) {
+    const auto r = run({"bash", "-c", "w() { printf '[%s]\\n' \"$@\"; }; w " + line}, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> words;
+    std::size_t pos = 0;
+    while (pos < r.out.size()) {
+      const auto end = r.out.find("]\n", pos);
+      if (end == std::string::npos) break;
+      words.push_back(r.out.substr(pos + 1, end - pos - 1));
+      pos = end + 2;
+    }
+    return words;
+  }
+
+  fs::path m_dir;
+};
+
+const char* k_study = R"(name: exp study
+command: ["{tune_trainer}", "--out={trial_dir}", "--x={x}", "--label={label}", "--threads={omp}"]
+launch:
+  mpirun:
+    n: "{ranks}"
+    npernode: 2
+    bind_to: "{bind}"
+    oversubscribe: true
+    mca: {btl: "self,vader"}
+env:
+  OMP_NUM_THREADS: "{omp}"
+  WEIRD: "it's $HOME `id` \"q\" {x}"
+  OUT_DIR: "{trial_dir}/sub"
+  THREADS: "{nproc}"
+params:
+  x: {type: float, low: 0.5, high: 10}
+  label: ["a b'c", plain]
+  omp: [null, 1, 2]
+  ranks: {type: int, low: 1, high: 8}
+  bind: [none, core]
+)";
+
+StudySpec spec() {
+  auto s = parse_study_spec(k_study, "/studies/exp.yaml");
+  EXPECT_TRUE(s) << s.error();
+  return *s;
+}
+
+// Trial #3 with x=2.5, label "a b'c", omp null, 5 ranks, bind core.
+search::FrozenTrial winner(const StudySpec& s) {
+  search::FrozenTrial t;
+  t.number = 3;
+  t.state = search::TrialState::complete;
+  t.value = 1.25;
+  const std::map<std::string, search::ParamValue> external = {{"x", 2.5},
+                                                              {"label", std::string("a b'c")},
+                                                              {"omp", std::monostate{}},
+                                                              {"ranks", std::int64_t{5}},
+                                                              {"bind", std::string("core")}};
+  for (const auto& [name, dist] : s.space) {
+    t.distributions[name] = dist;
+    t.params[name] = *search::to_internal(dist, external.at(name));
+  }
+  return t;
+}
+
+ExportOptions options() {
+  ExportOptions o;
+  o.trainer = "/opt/tune/bin/tune-trainer";
+  o.measured = "elapsed_time = 1.25 (one run)";
+  o.storage = "/data/study.db";
+  return o;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST_F(ExportTest, ShellQuoteRoundTripsNastyValuesThroughBash) {
+  const std::vector<std::string> nasty = {
+      "",     "plain", "a b",  "it's",      "'",        "''",       "$HOME",   "${x:-y}",
+      "`id`", "$(id)", "a\nb", "tab\there", "\"",       "\\",       "*",       "~",
+      "-n",   "a=b",   "!x",   "x;y&z|w",   "é ü 日本", "#comment", "{}[]?<>", " lead"};
+  std::string line;
+  for (const auto& v : nasty) line += shell_quote(v) + ' ';
+  EXPECT_EQ(words_of(line), nasty);
+  EXPECT_EQ(shell_quote("plain-1.5/x:y,z@w+q"), "plain-1.5/x:y,z@w+q");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+}
+
+TEST_F(ExportTest, FormatNamesAreChecked) {
+  EXPECT_EQ(*parse_export_format("slurm"), ExportFormat::slurm);
+  auto bad = parse_export_format("lsf");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("bash, slurm, pbs, env, mpirun"), std::string::npos);
+}
+
+TEST_F(ExportTest, MpirunLineIsWordForWordWhatTheRunnerLaunches) {
+  const auto s = spec();
+  const auto t = winner(s);
+  const auto line = render_export(s, t, ExportFormat::mpirun, options());
+  ASSERT_TRUE(line) << line.error();
+  EXPECT_EQ(std::count(line->begin(), line->end(), '\n'), 1) << "one command line";
+
+  // What the runner builds for this trial, with its folder where the script's $TUNE_OUT is.
+  std::map<std::string, search::ParamValue> params;
+  for (const auto& [name, dist] : s.space)
+    params[name] = search::to_external(dist, t.params.at(name));
+  const std::string out = (m_dir / "run").string();
+  const auto values = trial_template_values(s, params, out, t.number, options().trainer);
+  const auto req = expand_launch(s, values, /*allow_run_as_root=*/false);
+  ASSERT_TRUE(req) << req.error();
+  std::vector<std::string> expected = {"env", "-u", "OMP_NUM_THREADS"};
+  for (const auto& [name, value] : req->env_set) expected.push_back(name + "=" + value);
+  expected.insert(expected.end(), req->argv.begin(), req->argv.end());
+  EXPECT_EQ(words_of(*line, {{"TUNE_OUT", out}}), expected) << *line;
+  // And the pieces that matter, spelled out.
+  EXPECT_NE(std::find(expected.begin(), expected.end(), "--label=a b'c"), expected.end());
+  EXPECT_NE(std::find(expected.begin(), expected.end(), "--out=" + out), expected.end());
+  EXPECT_EQ(std::find(expected.begin(), expected.end(), "--threads="), expected.end())
+      << "a null parameter drops its argument";
+  EXPECT_NE(std::find(expected.begin(), expected.end(),
+                      "THREADS=" + std::to_string(std::thread::hardware_concurrency())),
+            expected.end());
+}
+
+TEST_F(ExportTest, BashScriptLines) {
+  const auto s = spec();
+  const auto text = render_export(s, winner(s), ExportFormat::bash, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("job.sh", *text);
+  const auto lines = lines_of(*text);
+  ASSERT_GE(lines.size(), 10u);
+  EXPECT_EQ(lines[0], "#!/usr/bin/env bash");
+  EXPECT_EQ(lines[1], "# Exported by `tune export` from study 'exp study', trial #3.");
+  EXPECT_EQ(lines[2], "# Measured: elapsed_time = 1.25 (one run)");
+  EXPECT_EQ(lines[3], "# Parameters: x=2.5 label=a b'c omp=null ranks=5 bind=core");
+  EXPECT_EQ(lines[4], "# Study file: /studies/exp.yaml");
+  EXPECT_EQ(lines[5], "# Database: /data/study.db");
+  auto has = [&](const std::string& l) {
+    return std::find(lines.begin(), lines.end(), l) != lines.end();
+  };
+  EXPECT_TRUE(has("set -euo pipefail"));
+  EXPECT_TRUE(has("if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=./tune-run; fi"));
+  EXPECT_TRUE(
+      has("unset OMP_NUM_THREADS  # null in this trial: the library keeps its own default"));
+  EXPECT_TRUE(has("export WEIRD='it'\\''s $HOME `id` \"q\" 2.5'"));
+  EXPECT_TRUE(has("export OUT_DIR=\"$TUNE_OUT\"/sub"));
+  EXPECT_TRUE(has("export THREADS=\"$(nproc)\""));
+  EXPECT_TRUE(has("  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"));
+  EXPECT_TRUE(has("cd -- \"$TUNE_OUT\""));
+  auto cmd = std::find_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.starts_with("mpirun "); });
+  ASSERT_NE(cmd, lines.end());
+  // The command goes on over continuation lines; join them back.
+  std::string command;
+  for (; cmd != lines.end(); ++cmd) {
+    std::string l = *cmd;
+    const bool more = l.ends_with(" \\");
+    if (more) l.resize(l.size() - 2);
+    command += (command.empty() ? "" : " ") + l.substr(l.find_first_not_of(' '));
+    if (!more) break;
+  }
+  EXPECT_TRUE(
+      command.starts_with("mpirun -n 5 --npernode 2 --bind-to core --oversubscribe --mca btl "
+                          "self,vader -x OUT_DIR -x THREADS -x WEIRD /opt/tune/bin/tune-trainer "
+                          "--out=\"$TUNE_OUT\" --x=2.5 '--label=a b'\\''c'"))
+      << command;
+}
+
+TEST_F(ExportTest, SlurmAndPbsDirectivesComeFromTheLaunchSpec) {
+  const auto s = spec();
+  const auto slurm = render_export(s, winner(s), ExportFormat::slurm, options());
+  ASSERT_TRUE(slurm) << slurm.error();
+  expect_bash_syntax_ok("slurm.sh", *slurm);
+  auto lines = lines_of(*slurm);
+  EXPECT_EQ(lines[0], "#!/usr/bin/env bash");
+  EXPECT_EQ(lines[1], "#SBATCH --job-name=tune-exp_study");
+  EXPECT_EQ(lines[2], "#SBATCH --nodes=3");  // 5 ranks, 2 per node
+  EXPECT_EQ(lines[3], "#SBATCH --ntasks-per-node=2");
+  // sbatch stops reading directives at the first command: every #SBATCH comes before it.
+  const auto first_command = std::find_if(lines.begin() + 1, lines.end(),
+                                          [](const auto& l) { return !l.empty() && l[0] != '#'; });
+  EXPECT_EQ(std::find_if(first_command, lines.end(),
+                         [](const auto& l) { return l.starts_with("#SBATCH"); }),
+            lines.end());
+
+  const auto pbs = render_export(s, winner(s), ExportFormat::pbs, options());
+  ASSERT_TRUE(pbs) << pbs.error();
+  expect_bash_syntax_ok("pbs.sh", *pbs);
+  lines = lines_of(*pbs);
+  EXPECT_EQ(lines[1], "#PBS -N tune-exp_study");
+  EXPECT_EQ(lines[2], "#PBS -l select=3:ncpus=2:mpiprocs=2");
+  EXPECT_EQ(lines[3], "#PBS -j oe");
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "cd -- \"${PBS_O_WORKDIR:-.}\""), lines.end());
+}
+
+TEST_F(ExportTest, EnvFileSourcesToTheTrialsEnvironment) {
+  const auto s = spec();
+  const auto text = render_export(s, winner(s), ExportFormat::env, options());
+  ASSERT_TRUE(text) << text.error();
+  const auto lines = lines_of(*text);
+  EXPECT_EQ(lines[0], "# Exported by `tune export` from study 'exp study', trial #3.");
+  for (const auto& l : lines) {
+    if (l.empty() || l[0] == '#') continue;
+    const auto eq = l.find('=');
+    ASSERT_NE(eq, std::string::npos) << l;
+    EXPECT_TRUE(
+        std::all_of(l.begin(), l.begin() + static_cast<long>(eq),
+                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+        << "KEY=VALUE lines only: " << l;
+  }
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "# OMP_NUM_THREADS is left unset (null in this trial: the library's own "
+                      "default)"),
+            lines.end());
+  const auto file = write("winner.env", *text);
+  const auto r = run({"bash", "-c",
+                      "set -a; . \"$1\"; set +a; printf '%s|%s|%s|%s' \"$WEIRD\" \"$OUT_DIR\" "
+                      "\"${OMP_NUM_THREADS-unset}\" \"$THREADS\"",
+                      "bash", file},
+                     {{"TUNE_OUT", "/jobs/42"}, {"HOME", "/home/u"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "it's $HOME `id` \"q\" 2.5|/jobs/42/sub|unset|" +
+                       std::to_string(std::thread::hardware_concurrency()));
+}
+
+TEST_F(ExportTest, JobShapes) {
+  auto s = spec();
+  auto t = winner(s);
+  auto shape = job_shape(s, t);
+  ASSERT_TRUE(shape) << shape.error();
+  EXPECT_EQ(shape->nodes, 3);
+  EXPECT_EQ(shape->tasks_per_node, 2);
+  EXPECT_EQ(shape->total_tasks, 5);
+  s.launch.npernode.clear();
+  shape = job_shape(s, t);
+  EXPECT_EQ(shape->nodes, 1);
+  EXPECT_EQ(shape->tasks_per_node, 5);
+  s.launch.np = "{nproc}";  // known only where the job runs
+  shape = job_shape(s, t);
+  EXPECT_EQ(shape->nodes, 1);
+  EXPECT_FALSE(shape->tasks_per_node);
+  s.launch.mpirun = false;
+  shape = job_shape(s, t);
+  EXPECT_EQ(shape->tasks_per_node, 1);
+}
+
+TEST_F(ExportTest, DirectCommandWithoutMpirun) {
+  auto s = spec();
+  s.launch = {};
+  const auto text = render_export(s, winner(s), ExportFormat::bash, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("direct.sh", *text);
+  EXPECT_EQ(text->find("OMPI_ALLOW_RUN_AS_ROOT"), std::string::npos);
+  EXPECT_NE(text->find("\n/opt/tune/bin/tune-trainer --out=\"$TUNE_OUT\" --x=2.5 "
+                       "'--label=a b'\\''c'\n"),
+            std::string::npos)
+      << *text;
+}
+
+TEST_F(ExportTest, TrialMissingAParameterIsAnErrorNamingIt) {
+  const auto s = spec();
+  auto t = winner(s);
+  t.params.erase("bind");
+  const auto r = render_export(s, t, ExportFormat::bash, options());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("trial #3 has no value for parameter 'bind'"), std::string::npos)
+      << r.error();
+}
+
+}  // namespace
+}  // namespace tune::tuner

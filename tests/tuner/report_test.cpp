@@ -1,0 +1,363 @@
+// The study report: ReportData built from hand-made trials (baseline, confirm re-runs folded
+// into medians, speedup and its interval, ranking, failures), then every reporter's output
+// checked line by line or by structure.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "tuner/report.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::Direction;
+using search::FrozenTrial;
+using search::TrialState;
+
+const search::SearchSpace k_space = {
+    {"x", search::FloatDistribution{1.0, 10.0, false, std::nullopt}},
+    {"label", search::CategoricalDistribution{{std::string("a"), std::string("b|c")}}},
+};
+
+FrozenTrial make(int number, TrialState state, std::optional<double> value, double x, int label = 0,
+                 nlohmann::json system = nlohmann::json::object()) {
+  FrozenTrial t;
+  t.number = number;
+  t.trial_id = number + 1;
+  t.state = state;
+  t.value = value;
+  for (const auto& [name, dist] : k_space) t.distributions[name] = dist;
+  t.params["x"] = x;
+  t.params["label"] = label;
+  t.system_attrs = std::move(system);
+  t.user_attrs = {{"wall_time", 1.5}};
+  const auto origin = std::chrono::system_clock::time_point(std::chrono::seconds(1'000'000));
+  t.datetime_start = origin + std::chrono::seconds(10 * number);
+  t.datetime_complete = origin + std::chrono::seconds(10 * number + 5);
+  return t;
+}
+
+nlohmann::json confirm_of(int n, int round) {
+  return {{"fixed_params", nlohmann::json::object()}, {"confirm_of", n}, {"confirm_round", round}};
+}
+
+// #0 baseline (10), #1 lucky single run (2) that re-measures at ~5.5, #2 (3) steady at ~3,
+// #3 infeasible (1), #4 failed, #5 failed the same way, #6 pruned, then 9 confirm re-runs.
+search::VectorStudyView confirmed_study(Direction direction = Direction::minimize) {
+  search::VectorStudyView v(direction);
+  auto& ts = v.mutable_trials();
+  ts.push_back(make(0, TrialState::complete, 10.0, 9.0, 0, {{"fixed_params", {{"x", 9.0}}}}));
+  ts.push_back(make(1, TrialState::complete, 2.0, 2.0, 1));
+  ts.push_back(make(2, TrialState::complete, 3.0, 3.0, 0));
+  auto infeasible = make(3, TrialState::complete, 1.0, 1.0, 0);
+  infeasible.constraints = {0.5};
+  ts.push_back(infeasible);
+  ts.push_back(make(4, TrialState::fail, std::nullopt, 5.0, 0,
+                    {{"fail_reason", "exit code 1: </script><b>boom</b>"}}));
+  ts.push_back(make(5, TrialState::fail, std::nullopt, 6.0, 0,
+                    {{"fail_reason", "exit code 1: </script><b>boom</b>"}}));
+  ts.push_back(make(6, TrialState::pruned, 7.0, 7.0, 0,
+                    {{"fail_reason", "pruned at step 2"},
+                     {"probe_verdict",
+                      {{"observed_oversubscribed", true},
+                       {"diagnosis", "oversubscribed: 4 runnable threads on 2 PUs"}}}}));
+  const std::vector<std::pair<int, std::vector<double>>> repeats = {
+      {0, {10.0, 11.0, 9.0}}, {1, {5.0, 6.0, 5.5}}, {2, {3.0, 3.1, 2.9}}};
+  int number = 7;
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& [original, values] : repeats) {
+      const double x = ts[static_cast<std::size_t>(original)].params["x"];
+      ts.push_back(make(number++, TrialState::complete, values[static_cast<std::size_t>(round)], x,
+                        0, confirm_of(original, round)));
+    }
+  }
+  return v;
+}
+
+ReportOptions quick() {
+  ReportOptions o;
+  o.importance = false;
+  return o;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string render(const std::string& format, const ReportData& data) {
+  auto reporter = make_reporter(format);
+  EXPECT_TRUE(reporter) << reporter.error();
+  std::ostringstream out;
+  (*reporter)->write(out, data);
+  return out.str();
+}
+
+TEST(Report, BaselineIsTheFirstEnqueuedTrialNotAConfirmRun) {
+  auto v = confirmed_study();
+  const auto* b = find_baseline(v);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->number, 0);
+  search::VectorStudyView none(Direction::minimize);
+  none.mutable_trials().push_back(make(0, TrialState::complete, 1.0, 1.0, 0, confirm_of(3, 0)));
+  EXPECT_EQ(find_baseline(none), nullptr);
+}
+
+TEST(Report, RankingPutsFeasibleFirstAndSkipsConfirmRuns) {
+  auto v = confirmed_study();
+  std::vector<int> order;
+  for (const auto* t : ranked_trials(v)) order.push_back(t->number);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 0, 3}));
+}
+
+TEST(Report, ConfirmRunsFoldIntoMediansAndTheSteadyTrialWins) {
+  auto v = confirmed_study();
+  const auto d = build_report(v, "demo", k_space, quick());
+  EXPECT_EQ(d.confirm_runs, 9);
+  EXPECT_EQ(d.counts.complete, 4);
+  EXPECT_EQ(d.counts.fail, 2);
+  EXPECT_EQ(d.counts.pruned, 1);
+  ASSERT_TRUE(d.best);
+  EXPECT_EQ(d.best->number, 2) << "the lucky single run #1 must not win over re-measured #2";
+  EXPECT_EQ(d.best->repeats, (std::vector<double>{3.0, 3.1, 2.9}));
+  EXPECT_DOUBLE_EQ(*d.best->median, 3.0);
+  ASSERT_TRUE(d.baseline);
+  EXPECT_EQ(d.baseline->number, 0);
+  EXPECT_DOUBLE_EQ(*d.baseline->median, 10.0);
+  ASSERT_TRUE(d.speedup);
+  EXPECT_NEAR(d.speedup->ratio, 10.0 / 3.0, 1e-12);
+  ASSERT_TRUE(d.speedup->ci_low && d.speedup->ci_high);
+  EXPECT_LE(*d.speedup->ci_low, d.speedup->ratio);
+  EXPECT_GE(*d.speedup->ci_high, d.speedup->ratio);
+  // Bounds come from resampled medians: at worst 9/3.1 and 11/2.9.
+  EXPECT_GE(*d.speedup->ci_low, 9.0 / 3.1 - 1e-12);
+  EXPECT_LE(*d.speedup->ci_high, 11.0 / 2.9 + 1e-12);
+  EXPECT_EQ(d.speedup->n_best, 3);
+  EXPECT_EQ(d.speedup->n_baseline, 3);
+}
+
+TEST(Report, SingleRunsGiveARatioWithoutAnInterval) {
+  search::VectorStudyView v(Direction::minimize);
+  v.mutable_trials().push_back(
+      make(0, TrialState::complete, 8.0, 8.0, 0, {{"fixed_params", {{"x", 8.0}}}}));
+  v.mutable_trials().push_back(make(1, TrialState::complete, 2.0, 2.0));
+  const auto d = build_report(v, "demo", k_space, quick());
+  ASSERT_TRUE(d.speedup);
+  EXPECT_DOUBLE_EQ(d.speedup->ratio, 4.0);
+  EXPECT_FALSE(d.speedup->ci_low);
+  EXPECT_NE(d.speedup->note.find("CI unavailable"), std::string::npos);
+  EXPECT_EQ(d.best_basis, "best single run");
+}
+
+TEST(Report, MaximizeRatioIsBestOverBaseline) {
+  search::VectorStudyView v(Direction::maximize);
+  v.mutable_trials().push_back(
+      make(0, TrialState::complete, 100.0, 8.0, 0, {{"fixed_params", {{"x", 8.0}}}}));
+  v.mutable_trials().push_back(make(1, TrialState::complete, 250.0, 2.0));
+  const auto d = build_report(v, "demo", k_space, quick());
+  ASSERT_TRUE(d.best);
+  EXPECT_EQ(d.best->number, 1);
+  EXPECT_DOUBLE_EQ(d.speedup->ratio, 2.5);
+}
+
+TEST(Report, NoBaselineOrFailedBaselineIsExplained) {
+  search::VectorStudyView v(Direction::minimize);
+  v.mutable_trials().push_back(make(0, TrialState::complete, 2.0, 2.0));
+  EXPECT_NE(build_report(v, "s", k_space, quick()).speedup_note.find("no baseline"),
+            std::string::npos);
+  search::VectorStudyView f(Direction::minimize);
+  f.mutable_trials().push_back(make(0, TrialState::fail, std::nullopt, 8.0, 0,
+                                    {{"fixed_params", {{"x", 8.0}}}, {"fail_reason", "timeout"}}));
+  f.mutable_trials().push_back(make(1, TrialState::complete, 2.0, 2.0));
+  const auto d = build_report(f, "s", k_space, quick());
+  EXPECT_FALSE(d.speedup);
+  EXPECT_EQ(d.speedup_note, "the baseline trial #0 did not complete (timeout)");
+}
+
+TEST(Report, FailuresAreGroupedMostFrequentFirst) {
+  auto v = confirmed_study();
+  const auto d = build_report(v, "demo", k_space, quick());
+  ASSERT_EQ(d.failures.size(), 2u);
+  EXPECT_EQ(d.failures[0].reason, "exit code 1: </script><b>boom</b>");
+  EXPECT_EQ(d.failures[0].trials, (std::vector<int>{4, 5}));
+  EXPECT_EQ(d.failures[1].reason, "pruned at step 2");
+}
+
+TEST(Report, TopTableIsCappedAndOrdered) {
+  auto v = confirmed_study();
+  ReportOptions o = quick();
+  o.top_n = 2;
+  const auto d = build_report(v, "demo", k_space, o);
+  ASSERT_EQ(d.top.size(), 2u);
+  EXPECT_EQ(d.top[0].number, 1);
+  EXPECT_EQ(d.top[1].number, 2);
+}
+
+TEST(Report, ImportanceIsComputedOverCompletedSearchTrials) {
+  search::VectorStudyView v(Direction::minimize);
+  for (int i = 0; i < 12; ++i)
+    v.mutable_trials().push_back(make(i, TrialState::complete, 1.0 + i, 1.0 + 0.7 * i, i % 2));
+  const auto d = build_report(v, "s", k_space);
+  ASSERT_EQ(d.importance.size(), 2u) << d.importance_note;
+  double sum = 0;
+  for (const auto& [name, share] : d.importance) {
+    EXPECT_GE(share, 0.0);
+    sum += share;
+  }
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+  EXPECT_EQ(d.importance_note, "fANOVA over 12 completed trials");
+}
+
+TEST(Report, BootstrapIntervalIsDeterministicAndNeedsThreeRuns) {
+  const std::vector<double> a = {10, 11, 9, 10.5}, b = {3, 3.2, 2.8};
+  const auto one = bootstrap_ratio_ci(a, b, 2000, 7);
+  const auto two = bootstrap_ratio_ci(a, b, 2000, 7);
+  ASSERT_TRUE(one && two);
+  EXPECT_EQ(*one, *two);
+  EXPECT_LT(one->first, one->second);
+  EXPECT_FALSE(bootstrap_ratio_ci({1, 2}, b, 2000, 7));
+  const auto flat = bootstrap_ratio_ci({6, 6, 6}, {3, 3, 3}, 500, 1);
+  ASSERT_TRUE(flat);
+  EXPECT_DOUBLE_EQ(flat->first, 2.0);
+  EXPECT_DOUBLE_EQ(flat->second, 2.0);
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2.0);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+}
+
+TEST(ReportText, LinesAndAlignedTopTable) {
+  auto v = confirmed_study();
+  auto d = build_report(v, "demo", k_space, quick());
+  d.objective = "elapsed_time";
+  const auto lines = lines_of(render("text", d));
+  auto has = [&](const std::string& l) {
+    return std::find(lines.begin(), lines.end(), l) != lines.end();
+  };
+  ASSERT_GE(lines.size(), 20u);
+  EXPECT_EQ(lines[0], "study 'demo' (minimize elapsed_time)");
+  EXPECT_EQ(lines[1], "trials: 4 complete, 2 failed, 1 pruned; 9 confirm re-runs");
+  EXPECT_TRUE(has("Best trial"));
+  EXPECT_TRUE(has("  #2  3 (median of 3 confirm re-runs; its search run: 3)"));
+  EXPECT_TRUE(has("  chosen by: best median of 3 confirm re-runs"));
+  EXPECT_TRUE(has("  x = 3"));
+  EXPECT_TRUE(has("  label = a"));
+  EXPECT_TRUE(has("  #0  10 (median of 3 confirm re-runs; its search run: 10)  x=9 label=a"));
+  const auto speed = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.starts_with("Speedup over baseline: 3.333x  95% CI [");
+  });
+  ASSERT_NE(speed, lines.end());
+  EXPECT_TRUE(
+      speed->ends_with("(medians of 3 + 3 confirm re-runs, bootstrap of the ratio of "
+                       "medians)"));
+  EXPECT_TRUE(has("    1x  pruned at step 2  (#6)"));
+  EXPECT_TRUE(has("    2x  exit code 1: </script><b>boom</b>  (#4, #5)"));
+  EXPECT_TRUE(has("  #6    oversubscribed: 4 runnable threads on 2 PUs"));
+  EXPECT_TRUE(has("  1 of 1 trials oversubscribed the CPUs"));
+
+  // The top table: header then 4 rows; right-aligned columns end at the same offset.
+  const auto head = std::find(lines.begin(), lines.end(), "Top 4 trials");
+  ASSERT_NE(head, lines.end());
+  const std::string header = *(head + 1);
+  EXPECT_TRUE(header.starts_with("  rank  trial  value  confirmed  wall_s  probe  params"))
+      << header;
+  const auto value_end = header.find("value") + 5;
+  const std::vector<std::string> expected_values = {"2", "3", "10", "1"};
+  for (int i = 0; i < 4; ++i) {
+    const std::string& row = *(head + 2 + i);
+    const auto& v = expected_values[static_cast<std::size_t>(i)];
+    EXPECT_EQ(row.substr(value_end - v.size(), v.size()), v) << row;
+    EXPECT_EQ(row[value_end], ' ') << row;
+  }
+  EXPECT_NE((head + 4)->find("[baseline]"), std::string::npos);
+  EXPECT_NE((head + 5)->find("[infeasible]"), std::string::npos);
+  EXPECT_NE((head + 2)->find("5.5 (n=3)"), std::string::npos);
+}
+
+TEST(ReportJson, CarriesSchemaVersionAndEveryPart) {
+  auto v = confirmed_study();
+  const auto d = build_report(v, "demo", k_space, quick());
+  const auto j = nlohmann::json::parse(render("json", d));
+  EXPECT_EQ(j["schema_version"], k_report_schema_version);
+  EXPECT_EQ(j["study"], "demo");
+  EXPECT_EQ(j["direction"], "minimize");
+  EXPECT_EQ(j["counts"]["complete"], 4);
+  EXPECT_EQ(j["counts"]["failed"], 2);
+  EXPECT_EQ(j["counts"]["pruned"], 1);
+  EXPECT_EQ(j["counts"]["confirm_runs"], 9);
+  EXPECT_EQ(j["best"]["number"], 2);
+  EXPECT_EQ(j["best"]["params"]["label"], "a");
+  EXPECT_EQ(j["best"]["repeats"].size(), 3u);
+  EXPECT_EQ(j["baseline"]["number"], 0);
+  EXPECT_TRUE(j["baseline"]["baseline"].get<bool>());
+  EXPECT_EQ(j["speedup"]["ci95"].size(), 2u);
+  EXPECT_EQ(j["top"].size(), 4u);
+  EXPECT_EQ(j["trials"].size(), 16u);
+  EXPECT_EQ(j["trials"][7]["confirm_of"], 0);
+  EXPECT_TRUE(j["trials"][0]["confirm_of"].is_null());
+  EXPECT_EQ(j["failures"][0]["count"], 2);
+  EXPECT_EQ(j["params"][1]["choices"], nlohmann::json({"a", "b|c"}));
+  EXPECT_EQ(j["params"][0]["kind"], "float");
+  EXPECT_DOUBLE_EQ(j["trials"][1]["start_s"].get<double>(), 10.0);
+}
+
+TEST(ReportMarkdown, TablesHaveOneCellPerColumnAndEscapedPipes) {
+  auto v = confirmed_study();
+  const auto d = build_report(v, "demo", k_space, quick());
+  const auto lines = lines_of(render("markdown", d));
+  EXPECT_EQ(lines[0], "# Study report: demo");
+  auto cells = [](const std::string& row) {
+    int n = 0;
+    for (std::size_t i = 0; i < row.size(); ++i)
+      if (row[i] == '|' && (i == 0 || row[i - 1] != '\\')) ++n;
+    return n - 1;
+  };
+  const auto top = std::find(lines.begin(), lines.end(), "## Top 4 trials");
+  ASSERT_NE(top, lines.end());
+  EXPECT_EQ(*(top + 2), "| rank | trial | value | confirmed | wall_s | probe | x | label |");
+  EXPECT_EQ(*(top + 3), "| --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(cells(*(top + 4 + i)), 8) << *(top + 4 + i);
+  EXPECT_EQ(*(top + 4), "| 1 | #1 | 2 | 5.5 (n=3) | 1.50 | - | 2 | b\\|c |");
+  EXPECT_NE(
+      std::find(lines.begin(), lines.end(), "| 2 | exit code 1: </script><b>boom</b> | #4, #5 |"),
+      lines.end());
+}
+
+TEST(ReportHtml, OneFileWithChartsDataAndEscapedText) {
+  auto v = confirmed_study();
+  const auto d = build_report(v, "demo", k_space, quick());
+  auto reporter = make_reporter("html");
+  if (!reporter) GTEST_SKIP() << reporter.error();
+  std::ostringstream out;
+  (*reporter)->write(out, d);
+  const std::string html = out.str();
+  EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto p = html.find(needle); p != std::string::npos; p = html.find(needle, p + 1)) ++n;
+    return n;
+  };
+  for (const char* id :
+       {"chart-history", "chart-parallel", "chart-timeline", "chart-slice-0", "chart-slice-1"})
+    EXPECT_EQ(count(std::string("<canvas id=\"") + id + "\""), 1u) << id;
+  EXPECT_EQ(count("<canvas"), 5u);  // no importance chart without importance
+  EXPECT_EQ(count("<script"), 3u);  // data, Chart.js, the drawing code
+  EXPECT_EQ(count("</script>"), 3u) << "a </script> in the data would end its element early";
+  EXPECT_EQ(count(" src="), 0u) << "the report must not load anything";
+  EXPECT_NE(html.find("exit code 1: &lt;/script&gt;&lt;b&gt;boom&lt;/b&gt;"), std::string::npos);
+  // The embedded JSON is the JSON report.
+  const std::string open = "<script id=\"tune-data\" type=\"application/json\">";
+  const auto a = html.find(open) + open.size();
+  std::string text = html.substr(a, html.find("</script>", a) - a);
+  EXPECT_EQ(nlohmann::json::parse(text), report_to_json(d));
+}
+
+TEST(ReportFormats, UnknownFormatIsAnError) {
+  auto r = make_reporter("pdf");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("text, json, markdown, html"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tune::tuner
