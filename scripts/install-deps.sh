@@ -14,9 +14,13 @@ packages=(
   libgtest-dev libgmock-dev
   dataset-fashion-mnist
   python3-optuna python3-torch python3-numpy
+  libjs-chart.js
+  chromium slurm-wlm munge
 )
+# libjs-chart.js: Chart.js, inlined by `tune report --format html`. chromium renders that report
+# in a test; slurm-wlm + munge run the exported Slurm script on a local single-node cluster.
 # Optional extras for tests that are skipped with a message when absent.
-optional=(slurm-wlm munge chromium clang-format)
+optional=(clang-format)
 
 missing=()
 for p in "${packages[@]}" ${TUNE_WITH_OPTIONAL:+"${optional[@]}"}; do
