@@ -1,3 +1,8 @@
+// No floating-point traps are ever enabled here, so the compiler may turn the conditional
+// selects of the kernel loops into vector blends (GCC refuses while it must keep traps exact).
+// Results are unchanged: this only drops the assumption that a trap handler could observe them.
+#pragma GCC optimize("no-trapping-math")
+
 #include "search/parzen_estimator.h"
 
 #include <algorithm>
@@ -40,31 +45,24 @@ inline double erfc_fast_pos(double z) {
 inline double gauss_mass_fast(double l, double u) {
   const double el = erfc_fast_pos(std::abs(l) * k_inv_sqrt2);
   const double eu = erfc_fast_pos(std::abs(u) * k_inv_sqrt2);
-  if (l >= 0.0) return 0.5 * (el - eu);
-  if (u <= 0.0) return 0.5 * (eu - el);
-  return 1.0 - 0.5 * el - 0.5 * eu;
+  const double right = 0.5 * (el - eu), left = 0.5 * (eu - el), centre = 1.0 - 0.5 * (el + eu);
+  return l >= 0.0 ? right : (u <= 0.0 ? left : centre);
 }
 
-// Mass of a standard normal over [z - hh, z + hh]: a Taylor series in the width for narrow
-// intervals (one exp instead of two erfc), the CDF difference for wide ones.
-inline double interval_mass(double z, double hh) {
-  const double h = 2.0 * hh;
-  if (h <= 0.5) {
-    const double z2 = z * z;
-    const double h2 = h * h;
-    const double series =
-        1.0 + h2 * (z2 - 1.0) / 24.0 + h2 * h2 * (z2 * z2 - 6.0 * z2 + 3.0) / 1920.0;
-    return h * k_inv_sqrt_2pi * fast_exp(-0.5 * z2) * series;
-  }
-  return gauss_mass_fast(z - hh, z + hh);
+// The series factor of a narrow interval's mass: mass = h phi(z) (1 + h^2 He2(z)/24 +
+// h^4 He4(z)/1920), exact to O(h^6) -- one exp instead of two erfc.
+inline double narrow_series(double z, double h) {
+  const double z2 = z * z, h2 = h * h;
+  return h * k_inv_sqrt_2pi *
+         (1.0 + h2 * (z2 - 1.0) / 24.0 + h2 * h2 * (z2 * z2 - 6.0 * z2 + 3.0) / 1920.0);
 }
 
-double log_sum_exp(const double* v, std::size_t n) {
+double log_sum_exp(const std::vector<double>& v) {
   double max = -k_inf;
-  for (std::size_t i = 0; i < n; ++i) max = std::max(max, v[i]);
+  for (double x : v) max = std::max(max, x);
   if (!std::isfinite(max)) return max;
   double sum = 0.0;
-  for (std::size_t i = 0; i < n; ++i) sum += fast_exp(v[i] - max);
+  for (double x : v) sum += std::exp(x - max);
   return std::log(sum) + max;
 }
 
@@ -84,36 +82,6 @@ double truncnorm_ppf(double u, double a, double b) {
 }
 
 }  // namespace
-
-double fast_exp(double x) {
-  x = x < -708.0 ? -708.0 : x;
-  x = x > 709.0 ? 709.0 : x;
-  constexpr double k_magic = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  const double kd = x * 1.4426950408889634074 + k_magic;
-  const double n = kd - k_magic;
-  const double r = (x - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
-  // exp(r) for |r| <= ln2/2 by Taylor to degree 12 (truncation error < 1e-16).
-  double p = 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  std::int64_t kbits, mbits;
-  std::memcpy(&kbits, &kd, sizeof kd);
-  std::memcpy(&mbits, &k_magic, sizeof k_magic);
-  const std::int64_t e = (kbits - mbits + 1023) << 52;
-  double scale;
-  std::memcpy(&scale, &e, sizeof scale);
-  return p * scale;
-}
 
 void default_weights(std::size_t n, std::vector<double>& out) {
   out.assign(n, 1.0);
@@ -187,7 +155,7 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
                                  const ParzenParameters& parameters) {
   const std::size_t n = observations.empty() ? 0 : observations[0].size();
   const bool consider_prior = parameters.consider_prior || n == 0;
-  const std::size_t n_comp = n + (consider_prior ? 1 : 0);
+  std::size_t n_comp = n + (consider_prior ? 1 : 0);
 
   default_weights(n, m_weights);
   if (consider_prior) m_weights.push_back(parameters.prior_weight);
@@ -267,11 +235,12 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
     }
     if (consider_prior) p.mus[n] = 0.5 * (p.low + p.high);
     p.sigmas.resize(n_comp);
+    std::vector<std::size_t> order;
     if (parameters.multivariate) {
       std::fill(p.sigmas.begin(), p.sigmas.end(), sigma0 * range);
     } else {
       // Bandwidth = the larger gap to a sorted neighbour (the range ends count as neighbours).
-      std::vector<std::size_t> order(n_comp);
+      order.resize(n_comp);
       std::iota(order.begin(), order.end(), std::size_t{0});
       std::stable_sort(order.begin(), order.end(),
                        [&](std::size_t x, std::size_t y) { return p.mus[x] < p.mus[y]; });
@@ -296,8 +265,34 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
     for (auto& s : p.sigmas) s = std::clamp(s, min_sigma, max_sigma);
     if (consider_prior) p.sigmas[n] = range;
 
+    if (space.size() == 1 && !order.empty()) {
+      // Kernels with the same centre and bandwidth are one kernel with the summed weight: exact,
+      // and on integer or stepped ranges a thousand observations fold into a few dozen kernels.
+      std::vector<double> mus, sigmas, weights;
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const std::size_t k = order[i];
+        if (!mus.empty() && mus.back() == p.mus[k] && sigmas.back() == p.sigmas[k]) {
+          weights.back() += m_weights[k];
+          continue;
+        }
+        mus.push_back(p.mus[k]);
+        sigmas.push_back(p.sigmas[k]);
+        weights.push_back(m_weights[k]);
+      }
+      p.mus = std::move(mus);
+      p.sigmas = std::move(sigmas);
+      m_weights = std::move(weights);
+      n_comp = m_weights.size();
+      m_log_weights.resize(n_comp);
+      m_cum_weights.resize(n_comp);
+      double c = 0.0;
+      for (std::size_t k = 0; k < n_comp; ++k) {
+        m_log_weights[k] = std::log(m_weights[k]);
+        m_cum_weights[k] = (c += m_weights[k]);
+      }
+    }
+
     p.inv_sigmas.resize(n_comp);
-    p.log_norm.resize(n_comp);
     p.norm.resize(n_comp);
     if (p.kind == Kind::discrete) p.half_h.resize(n_comp);
     for (std::size_t k = 0; k < n_comp; ++k) {
@@ -305,17 +300,45 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
       p.inv_sigmas[k] = inv;
       const double a = (p.low - p.mus[k]) * inv;
       const double b = (p.high - p.mus[k]) * inv;
-      // a <= 0 <= b since every mean lies in the range: the mass is at least ~0.34.
-      const double z_mass = gauss_mass_fast(a, b);
-      const double log_z = std::log(z_mass);
+      // a <= 0 <= b since every mean lies in the range, so Z >= ~0.34; a tail beyond 8.3
+      // sigma holds less than 1e-16 and is skipped.
+      const double z_mass = (a < -8.3 && b > 8.3) ? 1.0 : gauss_mass_fast(a, b);
       if (p.kind == Kind::discrete) {
         p.half_h[k] = 0.5 * p.q * inv;
-        p.log_norm[k] = -log_z;
+        p.norm[k] = 1.0 / z_mass;
       } else {
-        p.log_norm[k] = -log_z - std::log(p.sigmas[k]) - k_log_sqrt_2pi;
+        p.norm[k] = inv * k_inv_sqrt_2pi / z_mass;
       }
-      p.norm[k] = m_weights[k] * std::exp(p.log_norm[k]);
     }
+  }
+
+  // One discrete parameter: order the components narrow (q <= sigma / 2) before wide, so each
+  // group is evaluated by its own branch-free loop. A mixture does not depend on the order of its
+  // components; sampling uses the same permuted weights.
+  if (m_params.size() == 1 && m_params[0].kind == Kind::discrete) {
+    Param& p = m_params[0];
+    std::vector<std::size_t> order(n_comp);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const auto mid = std::stable_partition(order.begin(), order.end(),
+                                           [&](std::size_t k) { return p.half_h[k] <= 0.25; });
+    p.n_narrow = static_cast<std::size_t>(mid - order.begin());
+    auto permute = [&](std::vector<double>& v) {
+      std::vector<double> out(v.size());
+      for (std::size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
+      v = std::move(out);
+    };
+    for (auto* v :
+         {&p.mus, &p.sigmas, &p.inv_sigmas, &p.norm, &p.half_h, &m_weights, &m_log_weights}) {
+      permute(*v);
+    }
+    double c = 0.0;
+    for (std::size_t k = 0; k < n_comp; ++k) m_cum_weights[k] = (c += m_weights[k]);
+  }
+
+  m_base.assign(m_weights.begin(), m_weights.end());
+  for (const Param& p : m_params) {
+    if (p.kind == Kind::categorical) continue;
+    for (std::size_t k = 0; k < n_comp; ++k) m_base[k] *= p.norm[k];
   }
 }
 
@@ -374,118 +397,141 @@ void ParzenEstimator::sample(Rng& rng, std::size_t size,
   }
 }
 
-void ParzenEstimator::add_component_log_pdf(const Param& p, double x, double* acc) const {
+double ParzenEstimator::joint_log_pdf(const double* x, std::vector<double>& e,
+                                      std::vector<double>& m) const {
+  // Every component k contributes base_k * M_k * exp(E_k): Gaussian exponents add up in E, the
+  // other factors (interval masses, category probabilities) multiply into M. Plain loops over
+  // components without branches, so they vectorise.
   const std::size_t n = m_weights.size();
-  switch (p.kind) {
-    case Kind::categorical: {
-      const int c = static_cast<int>(x);
-      for (std::size_t k = 0; k < n; ++k) {
-        acc[k] += std::log(p.observed[k] == c ? p.p_hit[k] : p.p_miss[k]);
+  e.assign(n, 0.0);
+  m.assign(m_base.begin(), m_base.end());
+  double* E = e.data();
+  double* M = m.data();
+  for (std::size_t pi = 0; pi < m_params.size(); ++pi) {
+    const Param& p = m_params[pi];
+    const double xv = x[pi];
+    const double* mu = p.mus.data();
+    const double* inv = p.inv_sigmas.data();
+    switch (p.kind) {
+      case Kind::continuous:
+        for (std::size_t k = 0; k < n; ++k) {
+          const double z = (xv - mu[k]) * inv[k];
+          E[k] -= 0.5 * z * z;
+        }
+        break;
+      case Kind::categorical: {
+        const int c = static_cast<int>(xv);
+        const int* obs = p.observed.data();
+        const double* hit = p.p_hit.data();
+        const double* miss = p.p_miss.data();
+        for (std::size_t k = 0; k < n; ++k) M[k] *= obs[k] == c ? hit[k] : miss[k];
+        break;
       }
-      break;
-    }
-    case Kind::continuous: {
-      const double* mu = p.mus.data();
-      const double* inv = p.inv_sigmas.data();
-      const double* ln = p.log_norm.data();
-      for (std::size_t k = 0; k < n; ++k) {
-        const double z = (x - mu[k]) * inv[k];
-        acc[k] += ln[k] - 0.5 * z * z;
+      case Kind::discrete: {
+        const double* hh = p.half_h.data();
+        if (m_params.size() == 1) {
+          for (std::size_t k = 0; k < p.n_narrow; ++k) {
+            const double z = (xv - mu[k]) * inv[k];
+            E[k] -= 0.5 * z * z;
+            M[k] *= narrow_series(z, 2.0 * hh[k]);
+          }
+          for (std::size_t k = p.n_narrow; k < n; ++k) {
+            const double z = (xv - mu[k]) * inv[k];
+            M[k] *= gauss_mass_fast(z - hh[k], z + hh[k]);
+          }
+        } else {
+          for (std::size_t k = 0; k < n; ++k) {
+            const double z = (xv - mu[k]) * inv[k];
+            const bool narrow = hh[k] <= 0.25;
+            const double series = narrow_series(z, 2.0 * hh[k]);
+            const double wide = gauss_mass_fast(z - hh[k], z + hh[k]);
+            E[k] -= narrow ? 0.5 * z * z : 0.0;
+            M[k] *= narrow ? series : wide;
+          }
+        }
+        break;
       }
-      break;
-    }
-    case Kind::discrete: {
-      for (std::size_t k = 0; k < n; ++k) {
-        const double z = (x - p.mus[k]) * p.inv_sigmas[k];
-        const double mass = interval_mass(z, p.half_h[k]);
-        acc[k] +=
-            p.log_norm[k] +
-            (mass > 1e-300 ? std::log(mass) : log_gauss_mass(z - p.half_h[k], z + p.half_h[k]));
-      }
-      break;
     }
   }
+  double max = -k_inf;
+  for (std::size_t k = 0; k < n; ++k) max = E[k] > max ? E[k] : max;
+  for (std::size_t k = 0; k < n; ++k) E[k] = M[k] * fast_exp(E[k] - max);
+  double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  std::size_t k = 0;
+  for (; k + 3 < n; k += 4) {
+    s0 += E[k];
+    s1 += E[k + 1];
+    s2 += E[k + 2];
+    s3 += E[k + 3];
+  }
+  for (; k < n; ++k) s0 += E[k];
+  const double sum = (s0 + s1) + (s2 + s3);
+  if (sum > 1e-290 && std::isfinite(sum) && std::isfinite(max)) return std::log(sum) + max;
+  return exact_log_pdf(x);
 }
 
-double ParzenEstimator::single_numeric_log_pdf(const Param& p, double x,
-                                               std::vector<double>& buffer) const {
-  // Linear-space sum (one pass, no log per kernel); the prior kernel keeps it from
-  // underflowing, and the log-space path below covers the rest.
+double ParzenEstimator::exact_log_pdf(const double* x) const {
+  // Log space throughout (Optuna's formulation): slow, for points where every kernel's linear
+  // value underflows.
   const std::size_t n = m_weights.size();
-  const double* mu = p.mus.data();
-  const double* inv = p.inv_sigmas.data();
-  const double* norm = p.norm.data();
-  double sum = 0.0;
-  if (p.kind == Kind::continuous) {
-    double s0 = 0.0, s1 = 0.0;
-    std::size_t k = 0;
-    for (; k + 1 < n; k += 2) {
-      const double z0 = (x - mu[k]) * inv[k];
-      const double z1 = (x - mu[k + 1]) * inv[k + 1];
-      s0 += norm[k] * fast_exp(-0.5 * z0 * z0);
-      s1 += norm[k + 1] * fast_exp(-0.5 * z1 * z1);
-    }
-    for (; k < n; ++k) {
-      const double z = (x - mu[k]) * inv[k];
-      s0 += norm[k] * fast_exp(-0.5 * z * z);
-    }
-    sum = s0 + s1;
-  } else {
-    const double* hh = p.half_h.data();
+  std::vector<double> acc(m_log_weights);
+  for (std::size_t pi = 0; pi < m_params.size(); ++pi) {
+    const Param& p = m_params[pi];
     for (std::size_t k = 0; k < n; ++k) {
-      sum += norm[k] * interval_mass((x - mu[k]) * inv[k], hh[k]);
+      if (p.kind == Kind::categorical) {
+        acc[k] += std::log(p.observed[k] == static_cast<int>(x[pi]) ? p.p_hit[k] : p.p_miss[k]);
+        continue;
+      }
+      const double z = (x[pi] - p.mus[k]) * p.inv_sigmas[k];
+      const double a = (p.low - p.mus[k]) * p.inv_sigmas[k];
+      const double b = (p.high - p.mus[k]) * p.inv_sigmas[k];
+      if (p.kind == Kind::continuous) {
+        acc[k] += -0.5 * z * z - k_log_sqrt_2pi - std::log(p.sigmas[k]) - log_gauss_mass(a, b);
+      } else {
+        acc[k] += log_gauss_mass(std::max(z - p.half_h[k], a), std::min(z + p.half_h[k], b)) -
+                  log_gauss_mass(a, b);
+      }
     }
   }
-  if (sum > 1e-280 && std::isfinite(sum)) return std::log(sum);
-  buffer.assign(m_log_weights.begin(), m_log_weights.end());
-  add_component_log_pdf(p, x, buffer.data());
-  return log_sum_exp(buffer.data(), n);
+  return log_sum_exp(acc);
 }
 
 void ParzenEstimator::log_pdf(const std::vector<std::vector<double>>& samples,
                               std::vector<double>& out) const {
   const std::size_t size = samples.empty() ? 0 : samples[0].size();
+  const std::size_t n_params = m_params.size();
   out.resize(size);
-  std::vector<double> buffer;
-  if (m_params.size() == 1) {
+  if (n_params == 1 && m_params[0].kind == Kind::categorical) {
+    // Mixture mass of every choice at once: O(components + choices).
     const Param& p = m_params[0];
-    if (p.kind == Kind::categorical) {
-      // Mixture mass of every choice at once: O(components + choices).
-      std::vector<double> mass(p.n_choices, 0.0);
-      double miss_total = 0.0;
-      for (std::size_t k = 0; k < m_weights.size(); ++k) {
-        miss_total += m_weights[k] * p.p_miss[k];
-        if (p.observed[k] >= 0) {
-          mass[static_cast<std::size_t>(p.observed[k])] +=
-              m_weights[k] * (p.p_hit[k] - p.p_miss[k]);
-        }
+    std::vector<double> mass(p.n_choices, 0.0);
+    double miss_total = 0.0;
+    for (std::size_t k = 0; k < m_weights.size(); ++k) {
+      miss_total += m_weights[k] * p.p_miss[k];
+      if (p.observed[k] >= 0) {
+        mass[static_cast<std::size_t>(p.observed[k])] += m_weights[k] * (p.p_hit[k] - p.p_miss[k]);
       }
-      for (auto& m : mass) m = std::log(m + miss_total);
-      for (std::size_t j = 0; j < size; ++j) {
-        out[j] = mass[static_cast<std::size_t>(samples[0][j])];
-      }
-      return;
     }
-    for (std::size_t j = 0; j < size; ++j) {
-      // Equal candidates (common after rounding to a grid) share one evaluation.
-      std::size_t same = j;
-      for (std::size_t i = 0; i < j; ++i) {
-        if (samples[0][i] == samples[0][j]) {
-          same = i;
-          break;
-        }
-      }
-      out[j] =
-          same < j ? out[same] : single_numeric_log_pdf(p, transform(p, samples[0][j]), buffer);
-    }
+    for (auto& v : mass) v = std::log(v + miss_total);
+    for (std::size_t j = 0; j < size; ++j) out[j] = mass[static_cast<std::size_t>(samples[0][j])];
     return;
   }
+  std::vector<double> e, m, x(n_params);
   for (std::size_t j = 0; j < size; ++j) {
-    buffer.assign(m_log_weights.begin(), m_log_weights.end());
-    for (std::size_t pi = 0; pi < m_params.size(); ++pi) {
-      add_component_log_pdf(m_params[pi], transform(m_params[pi], samples[pi][j]), buffer.data());
+    // Equal candidates (common after rounding to a grid) share one evaluation.
+    std::size_t same = j;
+    for (std::size_t i = 0; i < j && same == j; ++i) {
+      bool equal = true;
+      for (std::size_t pi = 0; pi < n_params && equal; ++pi)
+        equal = samples[pi][i] == samples[pi][j];
+      if (equal) same = i;
     }
-    out[j] = log_sum_exp(buffer.data(), buffer.size());
+    if (same < j) {
+      out[j] = out[same];
+      continue;
+    }
+    for (std::size_t pi = 0; pi < n_params; ++pi) x[pi] = transform(m_params[pi], samples[pi][j]);
+    out[j] = joint_log_pdf(x.data(), e, m);
   }
 }
 

@@ -14,7 +14,9 @@
 //    discrete kernels use a series for narrow kernels instead of two erf calls.
 #pragma once
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -41,9 +43,34 @@ double log_ndtr(double x);
 double ndtri(double p);
 // log(Phi(b) - Phi(a)) for a <= b, accurate in the tails (Optuna's _log_gauss_mass).
 double log_gauss_mass(double a, double b);
-// exp(x) by range reduction and a polynomial: no libm call, so loops over it vectorise; relative
-// error below 1e-14 for x in [-708, 709], clamped outside.
-double fast_exp(double x);
+// exp(x) by range reduction and a polynomial: no libm call and no branch, so loops over it
+// vectorise; relative error below 1e-14 for x in [-708, 709], clamped outside.
+inline double fast_exp(double x) {
+  x = x < -708.0 ? -708.0 : x;
+  x = x > 709.0 ? 709.0 : x;
+  constexpr double k_magic = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+  const double kd = x * 1.4426950408889634074 + k_magic;
+  const double n = kd - k_magic;
+  const double r = (x - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
+  // exp(r) for |r| <= ln2/2 by Taylor to degree 12 (truncation error < 1e-16).
+  double p = 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  // 2^n assembled in the exponent bits; the low bits of kd hold n + 2^51.
+  const auto e = (std::bit_cast<std::int64_t>(kd) - std::bit_cast<std::int64_t>(k_magic) + 1023)
+                 << 52;
+  return p * std::bit_cast<double>(e);
+}
 
 class ParzenEstimator {
  public:
@@ -69,9 +96,9 @@ class ParzenEstimator {
     bool log = false;
     double low = 0.0, high = 0.0, q = 0.0;  // transformed bounds, grid step (discrete)
     std::vector<double> mus, sigmas, inv_sigmas;
-    std::vector<double> log_norm;  // -log(sigma Z sqrt(2pi)) (continuous), -log Z (discrete)
-    std::vector<double> norm;      // exp(log_norm)
-    std::vector<double> half_h;    // discrete: q / (2 sigma)
+    std::vector<double> norm;    // 1 / (sigma Z sqrt(2pi)) (continuous), 1 / Z (discrete)
+    std::vector<double> half_h;  // discrete: q / (2 sigma)
+    std::size_t n_narrow = 0;    // one discrete parameter: components [0, n_narrow) are narrow
     // categorical
     std::size_t n_choices = 0;
     std::vector<int> observed;  // choice index per component, -1 for the prior row
@@ -80,14 +107,16 @@ class ParzenEstimator {
 
   double transform(const Param& p, double internal) const;
   double untransform(const Param& p, double x) const;
-  // Per-component log-density of one parameter at value x (transformed), added into acc.
-  void add_component_log_pdf(const Param& p, double x, double* acc) const;
-  double single_numeric_log_pdf(const Param& p, double x, std::vector<double>& buffer) const;
+  // log density of one joint point (transformed values), by the fast linear-space kernel sums
+  // with the exact log-space path as fallback when everything underflows.
+  double joint_log_pdf(const double* x, std::vector<double>& e, std::vector<double>& m) const;
+  double exact_log_pdf(const double* x) const;
 
   std::vector<Param> m_params;
   std::vector<double> m_weights;  // normalised, observations then prior
   std::vector<double> m_log_weights;
   std::vector<double> m_cum_weights;  // for component choice
+  std::vector<double> m_base;         // weight times every parameter's normaliser, per component
 };
 
 }  // namespace tune::search::detail
