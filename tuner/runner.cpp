@@ -548,6 +548,11 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     const double eta = elapsed / done * (m_options.trials - done);
     std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
                                    search::to_string(state));
+    // A `tune confirm` re-run names the trial it re-measures.
+    if (auto it = trial.system_attrs.find("confirm_of");
+        it != trial.system_attrs.end() && it->is_number_integer()) {
+      line += fmt::format(" (re-run of #{})", it->get<int>());
+    }
     if (value) line += " value=" + format_value(*value);
     if (res.started) line += fmt::format(" ({:.2f}s)", res.wall_s);
     line += "  " + format_params(trial);

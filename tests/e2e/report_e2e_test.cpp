@@ -362,5 +362,36 @@ TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
   slurm.stop();
 }
 
+#ifdef TUNE_TRAINER
+// The real thing: the shipped quickstart study at a tiny budget, its best trial exported as a
+// bash script, and the script run by hand must leave the bundled trainer's log.
+TEST(ReportE2ETrainer, ExportedQuickstartScriptRunsTheTrainer) {
+  const auto dir = fs::temp_directory_path() / ("tune-report-trainer-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ifstream in(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  const auto at = text.find("--train-samples=");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "--train-samples=800");
+  text += "output: " + (dir / "out").string() + "\n";
+  const auto study = (dir / "quickstart.yaml").string();
+  std::ofstream(study) << text;
+  auto r = tune(dir, {"--trials", "1", study});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto script = dir / "best.sh";
+  r = tune(dir, {"export", study, "-o", script.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = dir / "run";
+  r = run(dir, {"bash", script.string()}, {{"TUNE_OUT", out.string()}}, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << slurp(script);
+  ASSERT_TRUE(fs::exists(out / "log")) << r.out << r.err;
+  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  ASSERT_TRUE(log.is_array() && !log.empty());
+  EXPECT_GT(log.back().value("elapsed_time", 0.0), 0.0);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+#endif
+
 }  // namespace
 }  // namespace tune::tuner
