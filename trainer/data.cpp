@@ -236,4 +236,22 @@ const Batch& DataIterator::next() {
   return slot.batch;
 }
 
+std::expected<std::pair<Dataset, Dataset>, std::string> load_datasets(const Options& o) {
+  Dataset train, val;
+  if (o.synthetic > 0) {
+    train = make_synthetic(o.synthetic, o.seed);
+    val = make_synthetic(std::max<std::int64_t>(1000, o.synthetic / 5), o.seed + 0x5eed);
+  } else {
+    auto t = load_fashion_mnist(o.data_dir, true);
+    if (!t) return std::unexpected(t.error());
+    auto v = load_fashion_mnist(o.data_dir, false);
+    if (!v) return std::unexpected(v.error());
+    train = std::move(*t);
+    val = std::move(*v);
+  }
+  truncate(train, o.train_samples);
+  truncate(val, o.val_samples);
+  return std::pair{std::move(train), std::move(val)};
+}
+
 }  // namespace tune::trainer

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "trainer/options.h"
@@ -36,6 +37,10 @@ std::expected<Dataset, std::string> load_fashion_mnist(const std::string& dir, b
 
 // Learnable, deterministic: each class is a fixed random stroke pattern plus per-sample noise.
 Dataset make_synthetic(std::int64_t n, std::uint64_t seed);
+
+// The training and validation sets --data-dir or --synthetic names, cut to --train-samples and
+// --val-samples (synthetic validation: max(1000, N/5) samples from another seed).
+std::expected<std::pair<Dataset, Dataset>, std::string> load_datasets(const Options& options);
 
 // Keeps the first n samples (n <= 0 or n >= size: unchanged).
 void truncate(Dataset& d, std::int64_t n);

@@ -114,24 +114,6 @@ class CommThread {
   std::thread m_thread;
 };
 
-std::expected<std::pair<Dataset, Dataset>, std::string> load_data(const Options& o) {
-  Dataset train, val;
-  if (o.synthetic > 0) {
-    train = make_synthetic(o.synthetic, o.seed);
-    val = make_synthetic(std::max<std::int64_t>(1000, o.synthetic / 5), o.seed + 0x5eed);
-  } else {
-    auto t = load_fashion_mnist(o.data_dir, true);
-    if (!t) return std::unexpected(t.error());
-    auto v = load_fashion_mnist(o.data_dir, false);
-    if (!v) return std::unexpected(v.error());
-    train = std::move(*t);
-    val = std::move(*v);
-  }
-  truncate(train, o.train_samples);
-  truncate(val, o.val_samples);
-  return std::pair{std::move(train), std::move(val)};
-}
-
 // Validation over this rank's contiguous share of the set, summed over ranks.
 Sums evaluate(Model& model, const Dataset& val, int batch, int rank, int world, MPI_Comm comm) {
   const std::int64_t n = val.size(), lo = n * rank / world, hi = n * (rank + 1) / world;
@@ -172,7 +154,7 @@ int run_training(const Options& o, MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world);
 
-  auto data = load_data(o);
+  auto data = load_datasets(o);
   std::string error = data ? "" : data.error();
   const std::int64_t global_batch = std::int64_t(o.batch_size) * world;
   if (data && data->first.size() < global_batch)

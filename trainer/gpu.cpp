@@ -1,0 +1,370 @@
+// The --device cuda path (see gpu.h). Compiled only with TUNE_TRAINER_CUDA; device.cpp provides
+// the stand-ins otherwise.
+#include "trainer/gpu.h"
+
+#ifdef TUNE_TRAINER_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "trainer/allreduce.h"
+#include "trainer/data.h"
+#include "trainer/gpu_kernels.h"
+#include "trainer/log_report.h"
+#include "trainer/model.h"
+
+namespace tune::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(fmt::format("--device cuda: {}: {}", what, cudaGetErrorString(e)));
+}
+void check(cublasStatus_t e, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(fmt::format("--device cuda: {}: cuBLAS status {}", what, int(e)));
+}
+void check(ncclResult_t e, const char* what) {
+  if (e != ncclSuccess)
+    throw std::runtime_error(fmt::format("--allreduce nccl: {}: {}", what, ncclGetErrorString(e)));
+}
+
+// Owns n elements of device memory.
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : m_n(n) {
+    check(cudaMalloc(&m_p, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  }
+  ~DeviceBuffer() { cudaFree(m_p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() const { return m_p; }
+  std::size_t size() const { return m_n; }
+
+ private:
+  T* m_p = nullptr;
+  std::size_t m_n;
+};
+
+// The MLP on one device: flat parameter/gradient buffers in the CPU Model's layout (initialised
+// from a CPU Model with the same seed, so both paths start identical) and cuBLAS GEMMs in
+// column-major terms (a row-major (r x c) matrix is a column-major (c x r) one).
+class GpuMlp {
+ public:
+  GpuMlp(const Options& o, cudaStream_t stream, cublasHandle_t blas)
+      : m_stream(stream), m_blas(blas), m_max_batch(o.batch_size) {
+    Model host(ModelKind::mlp, o.hidden, 1, o.seed);
+    m_widths.push_back(k_image_pixels);
+    for (int h : o.hidden) m_widths.push_back(h);
+    m_widths.push_back(k_classes);
+    std::size_t off = 0, widest = 0;
+    for (std::size_t l = 0; l + 1 < m_widths.size(); ++l) {
+      m_w_off.push_back(off);
+      off += std::size_t(m_widths[l]) * m_widths[l + 1];
+      m_b_off.push_back(off);
+      off += m_widths[l + 1];
+      widest = std::max<std::size_t>(widest, m_widths[l + 1]);
+      m_acts.emplace_back(
+          std::make_unique<DeviceBuffer<float>>(std::size_t(m_max_batch) * m_widths[l + 1]));
+    }
+    m_params = std::make_unique<DeviceBuffer<float>>(off);
+    m_grads = std::make_unique<DeviceBuffer<float>>(off);
+    m_d0 = std::make_unique<DeviceBuffer<float>>(std::size_t(m_max_batch) *
+                                                 std::max<std::size_t>(widest, k_image_pixels));
+    m_d1 = std::make_unique<DeviceBuffer<float>>(m_d0->size());
+    check(cudaMemcpy(m_params->get(), host.params(), off * sizeof(float), cudaMemcpyHostToDevice),
+          "copy parameters");
+  }
+  std::size_t num_params() const { return m_params->size(); }
+  float* params() { return m_params->get(); }
+  float* grads() { return m_grads->get(); }
+
+  void forward(const float* x, int n) {
+    const float one = 1.f, zero = 0.f;
+    const float* in = x;
+    for (std::size_t l = 0; l < m_acts.size(); ++l) {
+      const int fi = m_widths[l], fo = m_widths[l + 1];
+      check(cublasSgemm(m_blas, CUBLAS_OP_N, CUBLAS_OP_N, fo, n, fi, &one, params() + m_w_off[l],
+                        fo, in, fi, &zero, m_acts[l]->get(), fo),
+            "forward sgemm");
+      gpu::bias_relu(m_acts[l]->get(), params() + m_b_off[l], n, fo, l + 1 < m_acts.size(),
+                     m_stream);
+      in = m_acts[l]->get();
+    }
+  }
+  // Adds (loss sum, correct) of the batch to sums; with want_grad also leaves d(loss)/d(logits).
+  void loss(const int* y, int n, float scale, double* sums, bool want_grad) {
+    gpu::softmax_xent(m_acts.back()->get(), y, n, scale, want_grad ? m_d0->get() : nullptr, sums,
+                      m_stream);
+  }
+  void backward(const float* x, int n) {
+    const float one = 1.f, zero = 0.f;
+    float* dy = m_d0->get();
+    float* dx = m_d1->get();
+    for (int l = static_cast<int>(m_acts.size()) - 1; l >= 0; --l) {
+      const int fi = m_widths[l], fo = m_widths[l + 1];
+      const float* in = l == 0 ? x : m_acts[l - 1]->get();
+      gpu::relu_backward_bias(dy, m_acts[l]->get(), grads() + m_b_off[l], n, fo,
+                              l + 1 < static_cast<int>(m_acts.size()), m_stream);
+      check(cublasSgemm(m_blas, CUBLAS_OP_N, CUBLAS_OP_T, fo, fi, n, &one, dy, fo, in, fi, &zero,
+                        grads() + m_w_off[l], fo),
+            "weight-gradient sgemm");
+      if (l > 0)
+        check(cublasSgemm(m_blas, CUBLAS_OP_T, CUBLAS_OP_N, fi, n, fo, &one, params() + m_w_off[l],
+                          fo, dy, fo, &zero, dx, fi),
+              "input-gradient sgemm");
+      std::swap(dy, dx);
+    }
+  }
+
+ private:
+  cudaStream_t m_stream;
+  cublasHandle_t m_blas;
+  int m_max_batch;
+  std::vector<int> m_widths;
+  std::vector<std::size_t> m_w_off, m_b_off;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> m_acts;
+  std::unique_ptr<DeviceBuffer<float>> m_params, m_grads, m_d0, m_d1;
+};
+
+}  // namespace
+
+bool cuda_compiled() { return true; }
+
+std::expected<int, std::string> cuda_device_count() {
+  int n = 0;
+  // No driver, no device or a driver too old all mean the same to a user: nothing to run on.
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
+    return std::unexpected(std::string("--device cuda: no CUDA device"));
+  return n;
+}
+
+int run_training_cuda(const Options& o, MPI_Comm comm) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &world);
+  std::string error;
+  if (o.model != ModelKind::mlp)
+    error = "--device cuda: only --model mlp runs on the GPU";
+  else if (o.double_buffering)
+    error = "--device cuda: --double-buffering is CPU-only";
+  else if (o.allreduce == Algorithm::nccl && o.grad_dtype == GradDtype::one_bit)
+    error =
+        "--grad-dtype 1bit needs a CPU --allreduce (mpi|ring|rabenseifner|hierarchical), not nccl";
+  std::expected<std::pair<Dataset, Dataset>, std::string> data = std::unexpected(error);
+  if (error.empty()) data = load_datasets(o);
+  if (!data)
+    error = data.error();
+  else if (data->first.size() < std::int64_t(o.batch_size) * world)
+    error = fmt::format(
+        "--train-samples: {} training samples make no full batch of --batch-size {} x {} ranks",
+        data->first.size(), o.batch_size, world);
+  std::optional<LogReport> log;
+  if (rank == 0 && error.empty()) try {
+      log.emplace(o.out_dir);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  int ok = error.empty(), all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+  if (!all_ok) {
+    if (!error.empty() && rank == 0)
+      std::fprintf(stderr, "tune-trainer: error: %s\n", error.c_str());
+    return 1;
+  }
+  const Dataset& train = data->first;
+  const Dataset& val = data->second;
+
+  // One rank per device on each node.
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int local_rank = 0;
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_free(&node);
+  check(cudaSetDevice(local_rank % *cuda_device_count()), "cudaSetDevice");
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  cublasHandle_t blas;
+  check(cublasCreate(&blas), "cublasCreate");
+  check(cublasSetStream(blas, stream), "cublasSetStream");
+
+  GpuMlp model(o, stream, blas);
+  const std::size_t n_params = model.num_params();
+  DeviceBuffer<float> m1(n_params), m2(o.optimizer == OptimizerKind::adam ? n_params : 1);
+  check(cudaMemsetAsync(m1.get(), 0, n_params * sizeof(float), stream), "memset");
+  if (o.optimizer == OptimizerKind::adam)
+    check(cudaMemsetAsync(m2.get(), 0, n_params * sizeof(float), stream), "memset");
+
+  ncclComm_t nccl = nullptr;
+  std::unique_ptr<DeviceBuffer<std::uint16_t>> half;
+  std::unique_ptr<Communicator> cpu_comm;
+  std::unique_ptr<GradientReducer> cpu_reducer;
+  std::vector<float> host_grads;
+  if (o.allreduce == Algorithm::nccl) {
+    ncclUniqueId id;
+    if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
+    check(ncclCommInitRank(&nccl, world, id, rank), "ncclCommInitRank");
+    if (o.grad_dtype == GradDtype::fp16)
+      half = std::make_unique<DeviceBuffer<std::uint16_t>>(n_params);
+  } else {
+    cpu_comm = std::make_unique<Communicator>(comm);
+    cpu_reducer = std::make_unique<GradientReducer>(*cpu_comm, n_params, o.allreduce, o.grad_dtype,
+                                                    o.bucket_mb);
+    host_grads.resize(n_params);
+  }
+
+  DataIterator iterator(train, o.batch_size, rank, world, o.iterator_workers, o.prefetch, o.augment,
+                        o.seed);
+  const std::int64_t per_epoch = iterator.batches_per_epoch(),
+                     global_batch = std::int64_t(o.batch_size) * world;
+  std::int64_t total = per_epoch * o.epochs;
+  if (o.max_iterations > 0) total = std::min(total, o.max_iterations);
+  const float scale = 1.f / float(global_batch);
+  DeviceBuffer<float> x(std::size_t(o.batch_size) * k_image_pixels);
+  DeviceBuffer<int> y(std::size_t(o.batch_size));
+  DeviceBuffer<double> sums(4);  // train loss, train correct, val loss, val correct
+  check(cudaMemsetAsync(sums.get(), 0, 4 * sizeof(double), stream), "memset");
+
+  auto global = [&](double* v, int n) {
+    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, comm);
+  };
+  auto evaluate = [&](double out[3]) {
+    const std::int64_t n = val.size(), lo = n * rank / world, hi = n * (rank + 1) / world;
+    std::vector<float> hx(std::size_t(o.batch_size) * k_image_pixels);
+    std::vector<int> hy(std::size_t(o.batch_size));
+    for (std::int64_t i = lo; i < hi; i += o.batch_size) {
+      const int m = static_cast<int>(std::min<std::int64_t>(o.batch_size, hi - i));
+      for (int j = 0; j < m; ++j) {
+        normalise(val.images.data() + std::size_t(i + j) * k_image_pixels,
+                  hx.data() + std::size_t(j) * k_image_pixels);
+        hy[std::size_t(j)] = val.labels[std::size_t(i + j)];
+      }
+      check(cudaMemcpyAsync(x.get(), hx.data(), std::size_t(m) * k_image_pixels * sizeof(float),
+                            cudaMemcpyHostToDevice, stream),
+            "upload");
+      check(cudaMemcpyAsync(y.get(), hy.data(), std::size_t(m) * sizeof(int),
+                            cudaMemcpyHostToDevice, stream),
+            "upload");
+      model.forward(x.get(), m);
+      model.loss(y.get(), m, 0.f, sums.get() + 2, false);
+    }
+    double h[2];
+    check(cudaMemcpyAsync(h, sums.get() + 2, sizeof h, cudaMemcpyDeviceToHost, stream), "download");
+    check(cudaStreamSynchronize(stream), "sync");
+    check(cudaMemsetAsync(sums.get() + 2, 0, 2 * sizeof(double), stream), "memset");
+    out[0] = h[0], out[1] = h[1], out[2] = double(hi - lo);
+    global(out, 3);
+  };
+
+  check(cudaStreamSynchronize(stream), "sync");
+  MPI_Barrier(comm);
+  const auto t0 = Clock::now();
+  double eval_seconds = 0, run[3] = {0, 0, 0};
+  std::int64_t interval_count = 0, adam_t = 0;
+  for (std::int64_t it = 0; it < total; ++it) {
+    const Batch& batch = iterator.next();
+    check(cudaMemcpyAsync(x.get(), batch.x.data(), batch.x.size() * sizeof(float),
+                          cudaMemcpyHostToDevice, stream),
+          "upload");
+    check(cudaMemcpyAsync(y.get(), batch.y.data(), batch.y.size() * sizeof(int),
+                          cudaMemcpyHostToDevice, stream),
+          "upload");
+    model.forward(x.get(), o.batch_size);
+    model.loss(y.get(), o.batch_size, scale, sums.get(), true);
+    model.backward(x.get(), o.batch_size);
+    interval_count += o.batch_size;
+    if (nccl && !half) {
+      check(ncclAllReduce(model.grads(), model.grads(), n_params, ncclFloat, ncclSum, nccl, stream),
+            "ncclAllReduce");
+    } else if (nccl) {
+      gpu::to_half(model.grads(), half->get(), n_params, stream);
+      check(ncclAllReduce(half->get(), half->get(), n_params, ncclHalf, ncclSum, nccl, stream),
+            "ncclAllReduce");
+      gpu::from_half(half->get(), model.grads(), n_params, stream);
+    } else {
+      check(cudaMemcpyAsync(host_grads.data(), model.grads(), n_params * sizeof(float),
+                            cudaMemcpyDeviceToHost, stream),
+            "download");
+      check(cudaStreamSynchronize(stream), "sync");
+      cpu_reducer->reduce(host_grads.data(), it * global_batch >= o.warm_start);
+      check(cudaMemcpyAsync(model.grads(), host_grads.data(), n_params * sizeof(float),
+                            cudaMemcpyHostToDevice, stream),
+            "upload");
+    }
+    if (o.optimizer == OptimizerKind::momentum) {
+      gpu::momentum_step(model.params(), m1.get(), model.grads(), n_params, o.lr, o.momentum,
+                         stream);
+    } else {
+      ++adam_t;
+      const float step = o.lr * std::sqrt(1.f - std::pow(0.999f, float(adam_t))) /
+                         (1.f - std::pow(0.9f, float(adam_t)));
+      gpu::adam_step(model.params(), m1.get(), m2.get(), model.grads(), n_params, step, stream);
+    }
+    const bool last = it + 1 == total;
+    if (!o.benchmark && ((it + 1) % o.log_interval == 0 || last)) {
+      const auto te = Clock::now();
+      double tr[3];
+      check(cudaMemcpyAsync(tr, sums.get(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream),
+            "download");
+      check(cudaStreamSynchronize(stream), "sync");
+      check(cudaMemsetAsync(sums.get(), 0, 2 * sizeof(double), stream), "memset");
+      tr[2] = double(interval_count);
+      interval_count = 0;
+      global(tr, 3);
+      double va[3];
+      evaluate(va);
+      eval_seconds += std::chrono::duration<double>(Clock::now() - te).count();
+      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (log)
+        log->append({{"epoch", (it + 1) / per_epoch},
+                     {"iteration", it + 1},
+                     {"main/loss", tr[0] / tr[2]},
+                     {"main/accuracy", tr[1] / tr[2]},
+                     {"validation/main/loss", va[0] / va[2]},
+                     {"validation/main/accuracy", va[1] / va[2]},
+                     {"elapsed_time", elapsed},
+                     {"samples_per_sec",
+                      double(it + 1) * double(global_batch) / (elapsed - eval_seconds)}});
+    }
+  }
+  check(cudaMemcpyAsync(run, sums.get(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream),
+        "download");
+  check(cudaStreamSynchronize(stream), "sync");
+  MPI_Barrier(comm);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double samples_per_sec =
+      double(total) * double(global_batch) / std::max(1e-9, elapsed - eval_seconds);
+  if (o.benchmark) {
+    run[2] = double(interval_count);
+    global(run, 3);
+    if (log)
+      log->append({{"epoch", total / per_epoch},
+                   {"iteration", total},
+                   {"main/loss", run[2] > 0 ? run[0] / run[2] : 0.0},
+                   {"main/accuracy", run[2] > 0 ? run[1] / run[2] : 0.0},
+                   {"elapsed_time", elapsed},
+                   {"samples_per_sec", samples_per_sec}});
+  }
+  if (rank == 0)
+    std::printf("tune-trainer: %lld iterations, %d ranks on CUDA, %.0f samples/s, elapsed %.3f s\n",
+                static_cast<long long>(total), world, samples_per_sec, elapsed);
+  if (nccl) ncclCommDestroy(nccl);
+  cublasDestroy(blas);
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+}  // namespace tune::trainer
+#endif
