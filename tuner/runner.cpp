@@ -227,7 +227,7 @@ Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues&
 }
 
 Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
-                                       const std::string& study_name) {
+                                        const std::string& study_name) {
   OpenedStudy opened;
   std::string url = storage_url;
   std::string name = study_name;
