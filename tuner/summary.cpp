@@ -37,6 +37,9 @@ const FrozenTrial* best_trial(const search::StudyView& study) {
   const FrozenTrial* best = nullptr;
   for (const auto& t : study.trials()) {
     if (t.state != TrialState::complete || !t.value) continue;
+    // `tune confirm` re-runs re-measure another trial: a lucky repeat is not a new winner (the
+    // report compares medians instead).
+    if (t.system_attrs.contains("confirm_of")) continue;
     if (best == nullptr) {
       best = &t;
       continue;

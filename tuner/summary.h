@@ -17,7 +17,8 @@ struct StateCounts {
 };
 
 StateCounts count_states(const search::StudyView& study);
-// The best COMPLETE trial (feasible ones first, as Optuna's constrained studies do).
+// The best COMPLETE trial (feasible ones first, as Optuna's constrained studies do), leaving out
+// `tune confirm` re-runs (system attr "confirm_of").
 const search::FrozenTrial* best_trial(const search::StudyView& study);
 
 // "workers=0 omp=1 bind=core" with external values, in the trial's parameter order.
