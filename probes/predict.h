@@ -52,7 +52,8 @@ struct ProgramModel {
   std::string opencv_threads_flag = "--opencv-threads";
   // Debian 12's OpenCV 4.6 runs parallel_for_ on TBB and ignores OPENCV_FOR_THREADS_NUM (measured:
   // 1 and 4 both gave one thread per PU); only cv::setNumThreads (the flag) changes it. Set true
-  // for an OpenCV built on its own pthreads/OpenMP pool, which reads the variable.
+  // for an OpenCV built on its own pthreads/OpenMP pool, which reads the variable, or for a
+  // program that applies the variable itself (the bundled trainer does).
   bool opencv_reads_env = false;
   std::string comm_thread_flag = "--double-buffering";  // present = one communication thread
 };

@@ -70,7 +70,13 @@ std::expected<TrialHooks, std::string> make_probe_hooks(const ProbeSpec& spec) {
     // iterator workers of its own (its OpenMP/BLAS pools are still predicted from the env).
     probes::ProgramModel model;
     const auto& program = plan.program_argv.empty() ? std::string() : plan.program_argv.front();
-    if (!program.ends_with("tune-trainer")) model.iterator_workers_default = 0;
+    if (program.ends_with("tune-trainer")) {
+      // The trainer applies OPENCV_FOR_THREADS_NUM itself (cv::setNumThreads), which Debian's
+      // TBB-based OpenCV would otherwise ignore.
+      model.opencv_reads_env = true;
+    } else {
+      model.iterator_workers_default = 0;
+    }
     state->prediction = probes::predict(state->topology, plan, model);
     nlohmann::json attrs = {{"probe_prediction", state->prediction->to_json()}};
     if (state->spec.constrain)
