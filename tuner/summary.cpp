@@ -61,7 +61,11 @@ std::string format_params(const FrozenTrial& trial) {
     const auto it = trial.distributions.find(name);
     if (it == trial.distributions.end()) continue;
     if (!out.empty()) out += ' ';
-    out += name + '=' + search::param_value_to_string(search::to_external(it->second, internal));
+    // Six significant digits are plenty to tell trials apart on one line; `tune best`, the
+    // report and export show the exact value.
+    const auto external = search::to_external(it->second, internal);
+    const auto* real = std::get_if<double>(&external);
+    out += name + '=' + (real ? format_value(*real) : search::param_value_to_string(external));
   }
   return out;
 }

@@ -21,7 +21,8 @@ StateCounts count_states(const search::StudyView& study);
 // `tune confirm` re-runs (system attr "confirm_of").
 const search::FrozenTrial* best_trial(const search::StudyView& study);
 
-// "workers=0 omp=1 bind=core" with external values, in the trial's parameter order.
+// "workers=0 omp=1 bind=core" with external values (floats to 6 significant digits), in the
+// trial's parameter order.
 std::string format_params(const search::FrozenTrial& trial);
 std::string format_value(double value);
 
