@@ -62,7 +62,8 @@ std::expected<void, std::string> validate(const Distribution& dist) {
             if (d.log && d.low < 1) {
               return std::unexpected(fmt::format("a log range needs low >= 1 (got {})", d.low));
             }
-            if (d.step < 1) return std::unexpected(fmt::format("step must be >= 1 (got {})", d.step));
+            if (d.step < 1)
+              return std::unexpected(fmt::format("step must be >= 1 (got {})", d.step));
             if (d.log && d.step != 1) return std::unexpected("step must be 1 for a log range");
             return {};
           },
@@ -76,17 +77,16 @@ std::expected<void, std::string> validate(const Distribution& dist) {
 }
 
 bool is_single(const Distribution& dist) {
-  return std::visit(Overloaded{
-                        [](const FloatDistribution& d) {
-                          if (d.low == d.high) return true;
-                          return d.step && (d.high - d.low) < *d.step;
-                        },
-                        [](const IntDistribution& d) {
-                          return d.low == d.high || (d.high - d.low) < d.step;
-                        },
-                        [](const CategoricalDistribution& d) { return d.choices.size() == 1; },
-                    },
-                    dist);
+  return std::visit(
+      Overloaded{
+          [](const FloatDistribution& d) {
+            if (d.low == d.high) return true;
+            return d.step && (d.high - d.low) < *d.step;
+          },
+          [](const IntDistribution& d) { return d.low == d.high || (d.high - d.low) < d.step; },
+          [](const CategoricalDistribution& d) { return d.choices.size() == 1; },
+      },
+      dist);
 }
 
 bool contains(const Distribution& dist, double internal) {
@@ -119,8 +119,7 @@ std::expected<double, std::string> to_internal(const Distribution& dist, const P
       Overloaded{
           [&](const FloatDistribution&) -> std::expected<double, std::string> {
             if (auto n = as_number(value)) return *n;
-            return std::unexpected(
-                fmt::format("{} is not a number", param_value_to_string(value)));
+            return std::unexpected(fmt::format("{} is not a number", param_value_to_string(value)));
           },
           [&](const IntDistribution&) -> std::expected<double, std::string> {
             auto n = as_number(value);
@@ -175,7 +174,8 @@ nlohmann::json to_json(const Distribution& dist) {
           [](const IntDistribution& d) {
             return nlohmann::json{
                 {"name", "IntDistribution"},
-                {"attributes", {{"log", d.log}, {"step", d.step}, {"low", d.low}, {"high", d.high}}}};
+                {"attributes",
+                 {{"log", d.log}, {"step", d.step}, {"low", d.low}, {"high", d.high}}}};
           },
           [](const CategoricalDistribution& d) {
             nlohmann::json choices = nlohmann::json::array();
@@ -253,7 +253,8 @@ std::expected<Distribution, std::string> distribution_from_json(const nlohmann::
   } else {
     return std::unexpected(fmt::format("unknown distribution '{}'", name));
   }
-  if (auto ok = validate(dist); !ok) return std::unexpected(fmt::format("{}: {}", name, ok.error()));
+  if (auto ok = validate(dist); !ok)
+    return std::unexpected(fmt::format("{}: {}", name, ok.error()));
   return dist;
 }
 

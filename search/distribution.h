@@ -27,15 +27,15 @@ using ParamValue = std::variant<std::monostate, bool, std::int64_t, double, std:
 struct FloatDistribution {
   double low = 0.0;
   double high = 0.0;
-  bool log = false;                 // sample uniformly in log space (low must be > 0)
-  std::optional<double> step;       // grid spacing from low; none = continuous
+  bool log = false;            // sample uniformly in log space (low must be > 0)
+  std::optional<double> step;  // grid spacing from low; none = continuous
 };
 
 struct IntDistribution {
   std::int64_t low = 0;
   std::int64_t high = 0;
-  bool log = false;                 // log sampling; then step must be 1
-  std::int64_t step = 1;            // values are low, low+step, ... <= high
+  bool log = false;       // log sampling; then step must be 1
+  std::int64_t step = 1;  // values are low, low+step, ... <= high
 };
 
 struct CategoricalDistribution {

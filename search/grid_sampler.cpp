@@ -42,14 +42,16 @@ std::expected<std::vector<double>, std::string> derive_axis(const std::string& n
           },
           [&](const IntDistribution& d) -> std::expected<std::vector<double>, std::string> {
             std::vector<double> axis;
-            for (std::int64_t v = d.low; v <= d.high && axis.size() <= k_max_grid_points; v += d.step) {
+            for (std::int64_t v = d.low; v <= d.high && axis.size() <= k_max_grid_points;
+                 v += d.step) {
               axis.push_back(static_cast<double>(v));
             }
             return axis;
           },
           [&](const CategoricalDistribution& d) -> std::expected<std::vector<double>, std::string> {
             std::vector<double> axis;
-            for (std::size_t i = 0; i < d.choices.size(); ++i) axis.push_back(static_cast<double>(i));
+            for (std::size_t i = 0; i < d.choices.size(); ++i)
+              axis.push_back(static_cast<double>(i));
             return axis;
           },
       },
@@ -60,7 +62,10 @@ class GridSampler final : public Sampler {
  public:
   GridSampler(SearchSpace space, std::vector<std::vector<double>> axes, std::size_t n_points,
               std::optional<std::uint64_t> seed)
-      : m_space(std::move(space)), m_axes(std::move(axes)), m_n_points(n_points), m_rng(seed),
+      : m_space(std::move(space)),
+        m_axes(std::move(axes)),
+        m_n_points(n_points),
+        m_rng(seed),
         m_fallback(make_random_sampler(seed)) {}
 
   SearchSpace infer_relative_search_space(const StudyView&, const FrozenTrial&) override {
@@ -105,8 +110,7 @@ class GridSampler final : public Sampler {
         if (!finished[id]) free.push_back(id);
       }
     }
-    const std::size_t id =
-        free.empty() ? m_rng.below(m_n_points) : free[m_rng.below(free.size())];
+    const std::size_t id = free.empty() ? m_rng.below(m_n_points) : free[m_rng.below(free.size())];
     trial.system_attrs[k_grid_attr] = id;
   }
 
@@ -134,7 +138,8 @@ class GridSampler final : public Sampler {
 
   std::optional<std::size_t> grid_id_of(const FrozenTrial& t) const {
     if (auto it = t.system_attrs.find(k_grid_attr); it != t.system_attrs.end()) {
-      if (it->is_number_integer() && it->get<std::size_t>() < m_n_points) return it->get<std::size_t>();
+      if (it->is_number_integer() && it->get<std::size_t>() < m_n_points)
+        return it->get<std::size_t>();
     }
     std::size_t id = 0;
     for (std::size_t p = 0; p < m_space.size(); ++p) {
@@ -159,8 +164,8 @@ class GridSampler final : public Sampler {
 
 }  // namespace
 
-std::expected<std::unique_ptr<Sampler>, std::string> make_grid_sampler(
-    const nlohmann::json& config, const SearchSpace& space) {
+std::expected<std::unique_ptr<Sampler>, std::string> make_grid_sampler(const nlohmann::json& config,
+                                                                       const SearchSpace& space) {
   std::optional<std::uint64_t> seed;
   const nlohmann::json* listed = nullptr;
   for (const auto& [key, value] : config.items()) {
@@ -215,10 +220,10 @@ std::expected<std::unique_ptr<Sampler>, std::string> make_grid_sampler(
     }
     n_points *= axis.size();
     if (n_points > k_max_grid_points) {
-      return std::unexpected(fmt::format(
-          "sampler: the grid has more than {} points; list fewer values under "
-          "sampler.search_space",
-          k_max_grid_points));
+      return std::unexpected(
+          fmt::format("sampler: the grid has more than {} points; list fewer values under "
+                      "sampler.search_space",
+                      k_max_grid_points));
     }
     axes.push_back(std::move(axis));
   }

@@ -17,7 +17,7 @@ namespace tune::search {
 // config: {"type": "grid", "seed": N, "search_space": {"name": [values...]}}. Without
 // search_space the grid is derived from the study's space: categorical choices, every int on
 // its step, every float on its step; a continuous float is an error that names it.
-std::expected<std::unique_ptr<Sampler>, std::string> make_grid_sampler(
-    const nlohmann::json& config, const SearchSpace& space);
+std::expected<std::unique_ptr<Sampler>, std::string> make_grid_sampler(const nlohmann::json& config,
+                                                                       const SearchSpace& space);
 
 }  // namespace tune::search

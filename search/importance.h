@@ -14,9 +14,9 @@
 namespace tune::search {
 
 struct ImportanceOptions {
-  int n_trees = 64;          // forest size, as Optuna's default
-  int max_depth = 64;        // per tree
-  std::uint64_t seed = 0;    // bootstrap and split sampling
+  int n_trees = 64;        // forest size, as Optuna's default
+  int max_depth = 64;      // per tree
+  std::uint64_t seed = 0;  // bootstrap and split sampling
 };
 
 // Each parameter of `space` with its importance share (non-negative, summing to 1 when any

@@ -82,7 +82,8 @@ class PercentilePruner final : public Pruner {
         (step - m_options.n_warmup_steps) / m_options.interval_steps * m_options.interval_steps +
         m_options.n_warmup_steps;
     std::int64_t second_last = -1;
-    if (trial.intermediate_values.size() > 1) second_last = std::prev(trial.intermediate_values.end(), 2)->first;
+    if (trial.intermediate_values.size() > 1)
+      second_last = std::prev(trial.intermediate_values.end(), 2)->first;
     return second_last < nearest;
   }
 
@@ -121,10 +122,10 @@ std::expected<std::unique_ptr<Pruner>, std::string> make_percentile_pruner(
     } else if (key == "n_min_trials") {
       if (ok = integer(key, value, 1, n); ok) o.n_min_trials = static_cast<int>(n);
     } else {
-      return std::unexpected(fmt::format(
-          "pruner.{}: unknown option for the {} pruner (known: {}n_startup_trials, "
-          "n_warmup_steps, interval_steps, n_min_trials)",
-          key, median ? "median" : "percentile", median ? "" : "percentile, "));
+      return std::unexpected(
+          fmt::format("pruner.{}: unknown option for the {} pruner (known: {}n_startup_trials, "
+                      "n_warmup_steps, interval_steps, n_min_trials)",
+                      key, median ? "median" : "percentile", median ? "" : "percentile, "));
     }
     if (!ok) return std::unexpected(ok.error());
   }
@@ -140,7 +141,8 @@ std::expected<std::unique_ptr<Pruner>, std::string> make_pruner(const nlohmann::
   if (config.is_null() || (config.is_object() && config.empty())) {
     return std::make_unique<NopPruner>();
   }
-  if (!config.is_object()) return std::unexpected("pruner: must be a mapping such as {type: median}");
+  if (!config.is_object())
+    return std::unexpected("pruner: must be a mapping such as {type: median}");
   std::string type = "none";
   if (auto it = config.find("type"); it != config.end()) {
     if (!it->is_string()) return std::unexpected("pruner.type: must be a string");

@@ -43,7 +43,8 @@ double sample_uniform(Rng& rng, const Distribution& dist) {
             }
             if (d.step) {
               // Every grid point equally likely, as Optuna's widened-then-rounded draw gives.
-              const auto n = static_cast<std::uint64_t>(std::floor((d.high - d.low) / *d.step + 1e-8));
+              const auto n =
+                  static_cast<std::uint64_t>(std::floor((d.high - d.low) / *d.step + 1e-8));
               return std::min(d.low + static_cast<double>(rng.below(n + 1)) * *d.step, d.high);
             }
             return std::min(rng.uniform(d.low, d.high), d.high);
@@ -53,10 +54,12 @@ double sample_uniform(Rng& rng, const Distribution& dist) {
               // Log-uniform over [low - 0.5, high + 0.5], rounded: each integer gets the mass of
               // its own log-interval, as Optuna's transform does.
               const double v = std::exp(rng.uniform(std::log(d.low - 0.5), std::log(d.high + 0.5)));
-              return std::clamp(std::round(v), static_cast<double>(d.low), static_cast<double>(d.high));
+              return std::clamp(std::round(v), static_cast<double>(d.low),
+                                static_cast<double>(d.high));
             }
             const auto n = static_cast<std::uint64_t>((d.high - d.low) / d.step);
-            return static_cast<double>(d.low + static_cast<std::int64_t>(rng.below(n + 1)) * d.step);
+            return static_cast<double>(d.low +
+                                       static_cast<std::int64_t>(rng.below(n + 1)) * d.step);
           },
           [&](const CategoricalDistribution& d) {
             return static_cast<double>(rng.below(d.choices.size()));

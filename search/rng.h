@@ -16,9 +16,13 @@ class Rng {
  public:
   // No seed: one from the OS (std::random_device), so unseeded studies differ run to run.
   explicit Rng(std::optional<std::uint64_t> seed = std::nullopt)
-      : m_engine(seed ? *seed : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()) {}
+      : m_engine(seed ? *seed
+                      : (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()) {}
 
-  void seed(std::uint64_t s) { m_engine.seed(s); m_has_spare = false; }
+  void seed(std::uint64_t s) {
+    m_engine.seed(s);
+    m_has_spare = false;
+  }
   std::uint64_t next_u64() { return m_engine(); }
 
   // Uniform in [0, 1) with 53 random bits.

@@ -19,7 +19,8 @@ std::map<std::string, double> suggest_all(Sampler& sampler, const StudyView& stu
     double value;
     if (auto fixed = trial.params.find(name); fixed != trial.params.end()) {
       value = fixed->second;
-    } else if (auto rel = relative.find(name); rel != relative.end() && contains(dist, rel->second)) {
+    } else if (auto rel = relative.find(name);
+               rel != relative.end() && contains(dist, rel->second)) {
       value = rel->second;
     } else {
       value = sampler.sample_independent(study, trial, name, dist);

@@ -28,8 +28,8 @@ struct TpeOptions {
   int n_ei_candidates = 24;
   bool multivariate = false;
   bool group = false;
-  bool constant_liar = false;         // RUNNING trials count as bad (concurrent workers)
-  bool constraints = true;            // use FrozenTrial::constraints as constrained TPE does
+  bool constant_liar = false;  // RUNNING trials count as bad (concurrent workers)
+  bool constraints = true;     // use FrozenTrial::constraints as constrained TPE does
 };
 
 // From the `sampler:` JSON (type "tpe" plus the options above by Optuna's names). Unknown keys

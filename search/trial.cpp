@@ -4,11 +4,16 @@ namespace tune::search {
 
 const char* to_string(TrialState state) {
   switch (state) {
-    case TrialState::running: return "RUNNING";
-    case TrialState::complete: return "COMPLETE";
-    case TrialState::pruned: return "PRUNED";
-    case TrialState::fail: return "FAIL";
-    case TrialState::waiting: return "WAITING";
+    case TrialState::running:
+      return "RUNNING";
+    case TrialState::complete:
+      return "COMPLETE";
+    case TrialState::pruned:
+      return "PRUNED";
+    case TrialState::fail:
+      return "FAIL";
+    case TrialState::waiting:
+      return "WAITING";
   }
   return "UNKNOWN";
 }

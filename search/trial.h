@@ -24,21 +24,21 @@ namespace tune::search {
 enum class TrialState { running = 0, complete = 1, pruned = 2, fail = 3, waiting = 4 };
 enum class Direction { minimize = 1, maximize = 2 };  // Optuna's StudyDirection codes
 
-const char* to_string(TrialState state);  // "RUNNING", "COMPLETE", ... (Optuna's names)
+const char* to_string(TrialState state);     // "RUNNING", "COMPLETE", ... (Optuna's names)
 const char* to_string(Direction direction);  // "MINIMIZE" / "MAXIMIZE"
 
 // The ordered search space of a study: parameter name and domain, in the study file's order.
 using SearchSpace = std::vector<std::pair<std::string, Distribution>>;
 
 struct FrozenTrial {
-  int number = -1;                   // 0-based, unique within the study
-  std::int64_t trial_id = -1;        // storage key
+  int number = -1;             // 0-based, unique within the study
+  std::int64_t trial_id = -1;  // storage key
   TrialState state = TrialState::running;
-  std::optional<double> value;       // objective; set for COMPLETE (and PRUNED when reported)
-  std::map<std::string, double> params;               // internal representation
-  std::map<std::string, Distribution> distributions;  // one per param
-  std::map<std::int64_t, double> intermediate_values; // step -> value (pruning)
-  std::vector<double> constraints;   // c <= 0 is feasible; empty = unconstrained
+  std::optional<double> value;           // objective; set for COMPLETE (and PRUNED when reported)
+  std::map<std::string, double> params;  // internal representation
+  std::map<std::string, Distribution> distributions;   // one per param
+  std::map<std::int64_t, double> intermediate_values;  // step -> value (pruning)
+  std::vector<double> constraints;                     // c <= 0 is feasible; empty = unconstrained
   nlohmann::json user_attrs = nlohmann::json::object();
   nlohmann::json system_attrs = nlohmann::json::object();
   std::optional<std::chrono::system_clock::time_point> datetime_start;

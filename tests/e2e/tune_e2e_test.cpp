@@ -228,8 +228,11 @@ TEST_F(TuneE2E, TwoProcessesShareOneDatabase) {
 TEST_F(TuneE2E, GridRunsEveryPointOnceThenStops) {
   const auto study = write_study(
       "name: e2e\n"
-      "output: " + (m_dir / "out").string() + "\n"
-      "command: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
+      "output: " +
+      (m_dir / "out").string() +
+      "\n"
+      "command: ['" FAKE_TRIAL
+      "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
       "sampler: {type: grid, seed: 2, search_space: {x: [1, 2.5, 4]}}\n"
       "params:\n  x: {type: float, low: 1, high: 10}\n  mode: [ok, nolog]\n"
       "enqueue:\n  - {x: 2.5, mode: ok}\n");
@@ -395,7 +398,9 @@ TEST_F(TuneE2E, DefaultsBaselineIsFlaggedAndTheBestTrialIsNot) {
   const auto study = write_study(
       "name: e2e\n"
       "direction: minimize\n"
-      "output: " + (m_dir / "out").string() + "\n"
+      "output: " +
+      (m_dir / "out").string() +
+      "\n"
       "launch: {mpirun: {n: 2, bind_to: '{bind_to}', oversubscribe: true}}\n"
       "command: ['{tune_trainer}', '--out={trial_dir}', "
       "'--data-dir=/usr/share/datasets/fashion-mnist', '--train-samples=4000', '--epochs=1', "
@@ -421,9 +426,8 @@ TEST_F(TuneE2E, DefaultsBaselineIsFlaggedAndTheBestTrialIsNot) {
   const auto& baseline = ts[0].system_attrs["probe_verdict"];
   EXPECT_EQ(baseline["predicted_oversubscribed"], true) << baseline.dump();
   EXPECT_NE(baseline["diagnosis"].get<std::string>(), "") << baseline.dump();
-  const auto& best = *std::min_element(ts.begin(), ts.end(), [](const auto& a, const auto& b) {
-    return *a.value < *b.value;
-  });
+  const auto& best = *std::min_element(
+      ts.begin(), ts.end(), [](const auto& a, const auto& b) { return *a.value < *b.value; });
   EXPECT_EQ(best.number, 1) << "defaults " << *ts[0].value << " s vs tuned " << *ts[1].value
                             << " s";
   const auto& verdict = best.system_attrs["probe_verdict"];
