@@ -51,16 +51,27 @@ def check(bench):
     print(f"objectives agree: {len(ours)} points, C++ vs Python")
 
 
-def efficiency(bench, seeds, jobs):
-    names = [line[0] for line in run([bench, "fstar"])]
+def efficiency(bench, seeds, jobs, optuna_csv):
     fstar = {n: float(v) for n, v in run([bench, "fstar"])}
+    names = list(fstar)
     rows = run([bench, "efficiency", str(seeds), "100"])
-    # Optuna is slow: one process per objective, `jobs` at a time.
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        parts = pool.map(lambda n: run([PY, os.path.join(HERE, "optuna_bench.py"), "efficiency",
-                                        str(seeds), "100", n]), names)
-        for part in parts:
-            rows += part
+    if optuna_csv and os.path.exists(optuna_csv):
+        # Optuna's runs do not depend on our code: reuse them while iterating on ours.
+        with open(optuna_csv) as f:
+            theirs = [line.strip().split(",") for line in f if line.strip()]
+        print(f"Optuna rows reused from {optuna_csv}")
+    else:
+        # Optuna is slow: one process per objective, `jobs` at a time.
+        theirs = []
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            parts = pool.map(lambda n: run([PY, os.path.join(HERE, "optuna_bench.py"), "efficiency",
+                                            str(seeds), "100", n]), names)
+            for part in parts:
+                theirs += part
+        if optuna_csv:
+            with open(optuna_csv, "w") as f:
+                f.writelines(",".join(r) + "\n" for r in theirs)
+    rows += [r for r in theirs if int(r[2]) < seeds]
     best = collections.defaultdict(dict)  # (objective, method) -> seed -> [b10, b20, b50, b100]
     for name, method, seed, *vals in rows:
         best[(name, method)][int(seed)] = [float(v) for v in vals]
@@ -110,13 +121,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=2, help="Optuna processes at a time")
     ap.add_argument("--skip-efficiency", action="store_true")
     ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--optuna-csv", help="cache of Optuna's efficiency rows: read if present, else written")
     args = ap.parse_args()
     bench = os.path.join(args.build, "bin", "search_bench")
     if not os.access(bench, os.X_OK):
         sys.exit(f"{bench} not found: cmake --build {args.build} --target search_bench")
     check(bench)
     if not args.skip_efficiency:
-        efficiency(bench, 5 if args.quick else 20, args.jobs)
+        efficiency(bench, 5 if args.quick else 20, args.jobs, args.optuna_csv)
     if not args.skip_overhead:
         if args.quick:
             overhead(bench, "100,1000", 31, 5)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "bench/search/objectives.h"
 #include "search/random_sampler.h"
@@ -58,11 +59,20 @@ int check(int n) {
   return 0;
 }
 
+// TUNE_BENCH_TPE='{"n_ei_candidates": 48}' tries other TPE options (the sampler's JSON form).
 std::unique_ptr<search::Sampler> make(const std::string& method, std::uint64_t seed) {
   if (method == "ours_random") return search::make_random_sampler(seed);
   search::TpeOptions o;
+  if (const char* env = std::getenv("TUNE_BENCH_TPE")) {
+    auto parsed = search::tpe_options_from_json(nlohmann::json::parse(env));
+    if (!parsed) {
+      std::fprintf(stderr, "TUNE_BENCH_TPE: %s\n", parsed.error().c_str());
+      std::exit(2);
+    }
+    o = *parsed;
+  }
   o.seed = seed;
-  o.multivariate = method == "ours_tpe_mv";
+  o.multivariate = o.multivariate || method == "ours_tpe_mv";
   return search::make_tpe_sampler(o);
 }
 
