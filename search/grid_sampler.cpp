@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -101,39 +102,56 @@ class GridSampler final : public Sampler {
       return;
     }
     const auto [finished, running] = visited(study);
-    std::vector<std::size_t> free;
-    for (std::size_t id = 0; id < m_n_points; ++id) {
-      if (!finished[id] && !running[id]) free.push_back(id);
+    std::size_t id = 0;
+    if (finished.size() + running.size() < m_n_points) {
+      id = draw_free([&](std::size_t i) { return !finished.contains(i) && !running.contains(i); },
+                     m_n_points - finished.size() - running.size());
+    } else if (finished.size() < m_n_points) {
+      // Only points another worker is running now are left: share one of those.
+      id = draw_free([&](std::size_t i) { return !finished.contains(i); },
+                     m_n_points - finished.size());
+    } else {
+      id = m_rng.below(m_n_points);
     }
-    if (free.empty()) {  // only points another worker is running now: share one of those
-      for (std::size_t id = 0; id < m_n_points; ++id) {
-        if (!finished[id]) free.push_back(id);
-      }
-    }
-    const std::size_t id = free.empty() ? m_rng.below(m_n_points) : free[m_rng.below(free.size())];
     trial.system_attrs[k_grid_attr] = id;
   }
 
   bool exhausted(const StudyView& study) const override {
     const auto [finished, running] = visited(study);
-    for (std::size_t id = 0; id < m_n_points; ++id) {
-      if (!finished[id] && !running[id]) return false;
-    }
-    return true;
+    return finished.size() + running.size() >= m_n_points;
   }
 
  private:
-  // Which grid points have finished and which are running: by the trial's grid_id, or, for
-  // enqueued trials, by parameters that land exactly on a grid point.
-  std::pair<std::vector<bool>, std::vector<bool>> visited(const StudyView& study) const {
-    std::vector<bool> finished(m_n_points), running(m_n_points);
+  // Which grid points have finished and which are running (and not finished): by the trial's
+  // grid_id, or, for enqueued trials, by parameters that land exactly on a grid point. Costs one
+  // look per trial, never one per grid point, so huge grids stay cheap.
+  std::pair<std::unordered_set<std::size_t>, std::unordered_set<std::size_t>> visited(
+      const StudyView& study) const {
+    std::unordered_set<std::size_t> finished, running;
     for (const auto& t : study.trials()) {
       if (t.state != TrialState::running && !t.is_finished()) continue;
-      auto id = grid_id_of(t);
-      if (!id) continue;
-      (t.is_finished() ? finished : running)[*id] = true;
+      if (auto id = grid_id_of(t)) (t.is_finished() ? finished : running).insert(*id);
     }
+    std::erase_if(running, [&](std::size_t id) { return finished.contains(id); });
     return {std::move(finished), std::move(running)};
+  }
+
+  // A uniform draw among the n_free points for which is_free() holds: by rejection while free
+  // points are common, by listing them once most of the grid is taken.
+  template <class IsFree>
+  std::size_t draw_free(IsFree is_free, std::size_t n_free) const {
+    if (n_free * 4 >= m_n_points) {
+      for (;;) {
+        const std::size_t id = m_rng.below(m_n_points);
+        if (is_free(id)) return id;
+      }
+    }
+    std::vector<std::size_t> free;
+    free.reserve(n_free);
+    for (std::size_t id = 0; id < m_n_points; ++id) {
+      if (is_free(id)) free.push_back(id);
+    }
+    return free[m_rng.below(free.size())];
   }
 
   std::optional<std::size_t> grid_id_of(const FrozenTrial& t) const {
