@@ -27,6 +27,9 @@ struct SamplerCase {
   bool log_uniform = true;  // draws log ranges log-uniformly (the grid enumerates values)
 };
 
+// GoogleTest would print the case as raw bytes (and ctest would list those in every name).
+void PrintTo(const SamplerCase& c, std::ostream* os) { *os << c.name; }
+
 std::unique_ptr<Sampler> tpe(std::uint64_t seed, bool multivariate, bool group) {
   TpeOptions o;
   o.seed = seed;
