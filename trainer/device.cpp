@@ -1,25 +1,78 @@
-// Stand-ins for the CUDA path when the binary is built without it (see gpu.h); gpu.cu provides the
-// real definitions when TUNE_TRAINER_CUDA is set.
+// The loader of the CUDA plugin (see gpu.h): finds libtune_trainer_gpu.so next to the running
+// executable (or in ../lib), dlopen()s it on first use and forwards to its GpuPlugin table.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
 #include "trainer/gpu.h"
 
-#ifndef TUNE_TRAINER_CUDA
-#include <cstdio>
-
 namespace tune::trainer {
+namespace {
 
-bool cuda_compiled() { return false; }
+struct Loaded {
+  const GpuPlugin* plugin = nullptr;
+  std::string error;  // why plugin is null
+};
 
-std::expected<int, std::string> cuda_device_count() {
-  return std::unexpected(
-      std::string("--device cuda: the CUDA path is not compiled in (rebuild with nvcc, cuBLAS and "
-                  "NCCL installed and "
-                  "-DTUNE_WITH_CUDA=ON)"));
+// /proc/self/exe rather than argv[0]: the tuner and mpirun may start us through any path, and the
+// test binaries that call cuda_device_count() sit in the same bin directory as the plugin.
+std::filesystem::path find_plugin() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  for (const auto& dir : {exe.parent_path(), exe.parent_path().parent_path() / "lib"}) {
+    auto candidate = dir / k_gpu_plugin_file;
+    if (std::filesystem::exists(candidate, ec)) return candidate;
+  }
+  return {};
 }
 
-int run_training_cuda(const Options&, MPI_Comm) {
-  std::fprintf(stderr, "tune-trainer: error: %s\n", cuda_device_count().error().c_str());
-  return 1;
+Loaded load() {
+  const auto path = find_plugin();
+  if (path.empty()) return {nullptr, "--device cuda: not compiled in (no nvcc/NCCL at build time)"};
+  // RTLD_LOCAL: the plugin's own copy of the trainer core stays private to it. Never dlclose'd:
+  // the CUDA runtime registers exit handlers that must outlive main.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return {nullptr, "--device cuda: cannot load " + path.string() + ": " + (why ? why : "?")};
+  }
+  using Entry = const GpuPlugin* (*)();
+  auto entry = reinterpret_cast<Entry>(dlsym(handle, k_gpu_plugin_entry));
+  const GpuPlugin* plugin = entry ? entry() : nullptr;
+  if (!plugin || plugin->abi != k_gpu_plugin_abi || plugin->options_size != sizeof(Options))
+    return {nullptr, "--device cuda: " + path.string() +
+                         " is from another build of tune-trainer (rebuild both together)"};
+  return {plugin, {}};
+}
+
+const Loaded& loaded() {
+  static const Loaded l = load();
+  return l;
+}
+
+}  // namespace
+
+bool cuda_compiled() { return loaded().plugin != nullptr; }
+
+std::expected<int, std::string> cuda_device_count() {
+  const Loaded& l = loaded();
+  if (!l.plugin) return std::unexpected(l.error);
+  char error[512] = {};
+  const int n = l.plugin->device_count(error, sizeof error);
+  if (n < 1) return std::unexpected(std::string(error));
+  return n;
+}
+
+int run_training_cuda(const Options& options, MPI_Comm comm) {
+  const Loaded& l = loaded();
+  if (!l.plugin) {
+    std::fprintf(stderr, "tune-trainer: error: %s\n", l.error.c_str());
+    return 1;
+  }
+  return l.plugin->run_training(&options, comm);
 }
 
 }  // namespace tune::trainer
-#endif

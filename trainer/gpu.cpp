@@ -1,8 +1,8 @@
-// The --device cuda path (see gpu.h). Compiled only with TUNE_TRAINER_CUDA; device.cpp provides
-// the stand-ins otherwise.
+// The --device cuda path (see gpu.h), built into the plugin libtune_trainer_gpu.so together with
+// gpu_kernels.cu; device.cpp in the executable loads it. Only tune_trainer_gpu_plugin() is
+// exported (the target compiles with hidden visibility).
 #include "trainer/gpu.h"
 
-#ifdef TUNE_TRAINER_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -10,6 +10,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -138,11 +141,7 @@ class GpuMlp {
   std::unique_ptr<DeviceBuffer<float>> m_params, m_grads, m_d0, m_d1;
 };
 
-}  // namespace
-
-bool cuda_compiled() { return true; }
-
-std::expected<int, std::string> cuda_device_count() {
+std::expected<int, std::string> device_count() {
   int n = 0;
   // No driver, no device or a driver too old all mean the same to a user: nothing to run on.
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
@@ -150,7 +149,7 @@ std::expected<int, std::string> cuda_device_count() {
   return n;
 }
 
-int run_training_cuda(const Options& o, MPI_Comm comm) {
+int train_on_gpu(const Options& o, MPI_Comm comm) {
   int rank = 0, world = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world);
@@ -192,7 +191,7 @@ int run_training_cuda(const Options& o, MPI_Comm comm) {
   int local_rank = 0;
   MPI_Comm_rank(node, &local_rank);
   MPI_Comm_free(&node);
-  check(cudaSetDevice(local_rank % *cuda_device_count()), "cudaSetDevice");
+  check(cudaSetDevice(local_rank % *device_count()), "cudaSetDevice");
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   cublasHandle_t blas;
@@ -366,5 +365,28 @@ int run_training_cuda(const Options& o, MPI_Comm comm) {
   return 0;
 }
 
+int plugin_device_count(char* error, std::size_t capacity) {
+  const auto n = device_count();
+  if (n) return *n;
+  if (capacity > 0) std::snprintf(error, capacity, "%s", n.error().c_str());
+  return 0;
+}
+
+// Same handling as main's for the CPU path: one line, then abort every rank.
+int plugin_run_training(const Options* o, MPI_Comm comm) {
+  try {
+    return train_on_gpu(*o, comm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tune-trainer: error: %s\n", e.what());
+    MPI_Abort(comm, 1);
+  }
+  return 1;
+}
+
+constexpr GpuPlugin k_plugin = {k_gpu_plugin_abi, sizeof(Options), plugin_device_count,
+                                plugin_run_training};
+
+}  // namespace
 }  // namespace tune::trainer
-#endif
+
+const tune::trainer::GpuPlugin* tune_trainer_gpu_plugin() { return &tune::trainer::k_plugin; }

@@ -3,12 +3,18 @@
 // with NCCL (--allreduce nccl) or, with any other --allreduce, copied to the host and reduced by
 // the CPU GradientReducer. One rank drives one device (rank % device count).
 //
-// It is compiled only when CMake finds nvcc, cuBLAS and NCCL (TUNE_TRAINER_CUDA); otherwise these
-// functions report that the path is not compiled in. The functions are called from main's thread.
+// The path lives in a plugin, libtune_trainer_gpu.so (gpu.cpp + gpu_kernels.cu, built only when
+// CMake finds nvcc, cuBLAS and NCCL), next to the executable. tune-trainer itself links no CUDA
+// library: cuBLAS/cuBLASLt/NCCL are ~800 MB of shared objects whose mapping and static
+// initialisers cost every process ~0.35 s, which every CPU trial would pay. device.cpp dlopen()s
+// the plugin on the first call below (once, thread-safe; never unloaded) and reaches it through
+// one extern "C" entry point returning a GpuPlugin table. Both sides are built from this header in
+// one build, so passing Options by pointer is safe; k_gpu_plugin_abi rejects a stale plugin.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstddef>
 #include <expected>
 #include <string>
 
@@ -16,14 +22,33 @@
 
 namespace tune::trainer {
 
-// True when this binary was built with the CUDA path.
+// True when the CUDA plugin sits next to the executable and loads.
 bool cuda_compiled();
 
-// The number of usable CUDA devices (>= 1), or a one-line reason: "no CUDA device" when the path
-// is compiled in but the machine has none, "not compiled in" when it was built without CUDA.
+// The number of usable CUDA devices (>= 1), or a one-line reason: "--device cuda: no CUDA device"
+// when the plugin loads but the machine has none, "... not compiled in ..." when the build made no
+// plugin, "... cannot load ..." when the plugin or one of its libraries fails to load.
 std::expected<int, std::string> cuda_device_count();
 
 // Trains per options on the GPU (needs cuda_device_count() >= 1); returns the exit code.
 int run_training_cuda(const Options& options, MPI_Comm comm);
 
+// The plugin's side of the boundary. Bump k_gpu_plugin_abi when GpuPlugin or Options changes.
+inline constexpr int k_gpu_plugin_abi = 1;
+inline constexpr const char* k_gpu_plugin_file = "libtune_trainer_gpu.so";
+inline constexpr const char* k_gpu_plugin_entry = "tune_trainer_gpu_plugin";
+
+struct GpuPlugin {
+  int abi;                   // k_gpu_plugin_abi of the build that made the plugin
+  std::size_t options_size;  // sizeof(Options) there, a cheap guard against header drift
+  // Device count (>= 1), or 0 with a one-line reason written to error (NUL-terminated).
+  int (*device_count)(char* error, std::size_t capacity);
+  // run_training_cuda; exceptions do not cross the boundary (the plugin prints and aborts).
+  int (*run_training)(const Options* options, MPI_Comm comm);
+};
+
 }  // namespace tune::trainer
+
+// Defined by the plugin only (the one symbol it exports).
+extern "C" __attribute__((visibility("default"))) const tune::trainer::GpuPlugin*
+tune_trainer_gpu_plugin();

@@ -200,10 +200,13 @@ TEST_F(TrainerRun, CudaDeviceWithoutOneSaysWhy) {
   }
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(r.err, "tune-trainer: error: " + devices.error() + "\n");
+  // The build made the plugin exactly when it should load (a plugin that fails to load, e.g. for
+  // a missing NCCL, must not pass as "not compiled in").
+  EXPECT_EQ(tune::trainer::cuda_compiled(), TUNE_TRAINER_GPU_PLUGIN != 0) << devices.error();
   if (tune::trainer::cuda_compiled())
     EXPECT_EQ(devices.error(), "--device cuda: no CUDA device");
   else
-    EXPECT_NE(devices.error().find("not compiled in"), std::string::npos);
+    EXPECT_EQ(devices.error(), "--device cuda: not compiled in (no nvcc/NCCL at build time)");
 }
 
 }  // namespace
