@@ -152,7 +152,8 @@ double log_gauss_mass(double a, double b) {
 
 ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
                                  std::span<const std::span<const double>> observations,
-                                 const ParzenParameters& parameters) {
+                                 const ParzenParameters& parameters)
+    : m_normalized(parameters.normalized_kernels) {
   const std::size_t n = observations.empty() ? 0 : observations[0].size();
   const bool consider_prior = parameters.consider_prior || n == 0;
   std::size_t n_comp = n + (consider_prior ? 1 : 0);
@@ -307,7 +308,7 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
         p.half_h[k] = 0.5 * p.q * inv;
         p.norm[k] = 1.0 / z_mass;
       } else {
-        p.norm[k] = inv * k_inv_sqrt_2pi / z_mass;
+        p.norm[k] = (parameters.normalized_kernels ? inv : 1.0) * k_inv_sqrt_2pi / z_mass;
       }
     }
   }
@@ -486,7 +487,8 @@ double ParzenEstimator::exact_log_pdf(const double* x) const {
       const double a = (p.low - p.mus[k]) * p.inv_sigmas[k];
       const double b = (p.high - p.mus[k]) * p.inv_sigmas[k];
       if (p.kind == Kind::continuous) {
-        acc[k] += -0.5 * z * z - k_log_sqrt_2pi - std::log(p.sigmas[k]) - log_gauss_mass(a, b);
+        acc[k] += -0.5 * z * z - k_log_sqrt_2pi - log_gauss_mass(a, b) -
+                  (m_normalized ? std::log(p.sigmas[k]) : 0.0);
       } else {
         acc[k] += log_gauss_mass(std::max(z - p.half_h[k], a), std::min(z + p.half_h[k], b)) -
                   log_gauss_mass(a, b);

@@ -130,6 +130,7 @@ class TpeSampler final : public Sampler {
     m_parzen.consider_magic_clip = options.consider_magic_clip;
     m_parzen.consider_endpoints = options.consider_endpoints;
     m_parzen.multivariate = options.multivariate;
+    m_parzen.normalized_kernels = options.normalized_kernels;
   }
 
   SearchSpace infer_relative_search_space(const StudyView& study, const FrozenTrial&) override {
@@ -439,6 +440,8 @@ std::expected<TpeOptions, std::string> tpe_options_from_json(const nlohmann::jso
       ok = boolean(key, value, o.consider_magic_clip);
     } else if (key == "consider_endpoints") {
       ok = boolean(key, value, o.consider_endpoints);
+    } else if (key == "normalized_kernels") {
+      ok = boolean(key, value, o.normalized_kernels);
     } else if (key == "multivariate") {
       ok = boolean(key, value, o.multivariate);
     } else if (key == "group") {
@@ -455,7 +458,7 @@ std::expected<TpeOptions, std::string> tpe_options_from_json(const nlohmann::jso
       return std::unexpected(fmt::format(
           "sampler.{}: unknown option for the TPE sampler (known: seed, n_startup_trials, "
           "n_ei_candidates, multivariate, group, constant_liar, constraints, consider_prior, "
-          "prior_weight, consider_magic_clip, consider_endpoints)",
+          "prior_weight, consider_magic_clip, consider_endpoints, normalized_kernels)",
           key));
     }
     if (!ok) return std::unexpected(ok.error());

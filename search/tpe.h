@@ -28,8 +28,9 @@ struct TpeOptions {
   int n_ei_candidates = 24;
   bool multivariate = false;
   bool group = false;
-  bool constant_liar = false;  // RUNNING trials count as bad (concurrent workers)
-  bool constraints = true;     // use FrozenTrial::constraints as constrained TPE does
+  bool constant_liar = false;       // RUNNING trials count as bad (concurrent workers)
+  bool constraints = true;          // use FrozenTrial::constraints as constrained TPE does
+  bool normalized_kernels = false;  // true densities (see parzen_estimator.h); Optuna 3.1: off
 };
 
 // From the `sampler:` JSON (type "tpe" plus the options above by Optuna's names). Unknown keys

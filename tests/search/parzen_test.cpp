@@ -60,6 +60,7 @@ TEST(ParzenEstimator, ContinuousDensityIntegratesToOne) {
   for (bool multivariate : {false, true}) {
     ParzenParameters params;
     params.multivariate = multivariate;
+    params.normalized_kernels = true;
     const ParzenEstimator pe(space, cols, params);
     EXPECT_NEAR(integrate(pe, -2.0, 3.0, 20000), 1.0, 1e-4) << multivariate;
   }
