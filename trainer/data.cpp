@@ -8,24 +8,53 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <random>
+#include <string>
+#include <utility>
 
 namespace tune::trainer {
 namespace {
 
-std::expected<std::vector<std::uint8_t>, std::string> read_gzip(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
-    return std::unexpected(path +
+// A gzip file read front to back in exactly sized pieces.
+class GzipReader {
+ public:
+  explicit GzipReader(std::string path) : m_path(std::move(path)) {
+    m_file = gzopen(m_path.c_str(), "rb");
+    if (m_file) gzbuffer(m_file, 1 << 17);
+  }
+  ~GzipReader() {
+    if (m_file) gzclose(m_file);
+  }
+  GzipReader(const GzipReader&) = delete;
+  GzipReader& operator=(const GzipReader&) = delete;
+
+  const std::string& path() const { return m_path; }
+  std::expected<void, std::string> opened() const {
+    if (m_file) return {};
+    return std::unexpected(m_path +
                            ": cannot open (install dataset-fashion-mnist or fix --data-dir)");
-  std::vector<std::uint8_t> out;
-  std::uint8_t buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.insert(out.end(), buf, buf + n);
-  bool failed = n < 0;
-  gzclose(f);
-  if (failed) return std::unexpected(path + ": corrupt gzip stream");
-  return out;
-}
+  }
+  // Fills out[0, n) or says why not (a short file, a corrupt stream).
+  std::expected<void, std::string> read(std::uint8_t* out, std::size_t n) {
+    while (n > 0) {
+      const unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(n, 1u << 30));
+      const int got = gzread(m_file, out, chunk);
+      if (got < 0) return std::unexpected(m_path + ": corrupt gzip stream");
+      if (got == 0) return std::unexpected(m_path + ": file ends early");
+      out += got;
+      n -= static_cast<std::size_t>(got);
+    }
+    return {};
+  }
+  // True when nothing follows what was read.
+  bool at_end() {
+    std::uint8_t extra = 0;
+    return gzread(m_file, &extra, 1) == 0;
+  }
+
+ private:
+  std::string m_path;
+  gzFile m_file = nullptr;
+};
 
 std::uint32_t be32(const std::uint8_t* p) {
   return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
@@ -77,26 +106,33 @@ void augment_image(const std::uint8_t* src, std::uint8_t* dst, Augment mode, std
 
 }  // namespace
 
-std::expected<Dataset, std::string> load_fashion_mnist(const std::string& dir, bool train) {
+std::expected<Dataset, std::string> load_fashion_mnist(const std::string& dir, bool train,
+                                                       std::int64_t limit) {
   const std::string prefix = dir + (train ? "/train" : "/t10k");
-  auto images = read_gzip(prefix + "-images-idx3-ubyte.gz");
-  if (!images) return std::unexpected(images.error());
-  auto labels = read_gzip(prefix + "-labels-idx1-ubyte.gz");
-  if (!labels) return std::unexpected(labels.error());
-  auto& im = *images;
-  auto& lb = *labels;
-  if (im.size() < 16 || be32(im.data()) != 0x803 || be32(im.data() + 8) != k_image_side ||
-      be32(im.data() + 12) != k_image_side)
-    return std::unexpected(prefix + "-images-idx3-ubyte.gz: not a 28x28 IDX3 image file");
-  if (lb.size() < 8 || be32(lb.data()) != 0x801)
-    return std::unexpected(prefix + "-labels-idx1-ubyte.gz: not an IDX1 label file");
-  const std::uint32_t n = be32(im.data() + 4);
-  if (be32(lb.data() + 4) != n || im.size() != 16 + std::size_t(n) * k_image_pixels ||
-      lb.size() != 8 + n)
+  GzipReader images(prefix + "-images-idx3-ubyte.gz"), labels(prefix + "-labels-idx1-ubyte.gz");
+  if (auto ok = images.opened(); !ok) return std::unexpected(ok.error());
+  if (auto ok = labels.opened(); !ok) return std::unexpected(ok.error());
+  std::uint8_t im[16], lb[8];
+  if (!images.read(im, sizeof im) || be32(im) != 0x803 || be32(im + 8) != k_image_side ||
+      be32(im + 12) != k_image_side)
+    return std::unexpected(images.path() + ": not a 28x28 IDX3 image file");
+  if (!labels.read(lb, sizeof lb) || be32(lb) != 0x801)
+    return std::unexpected(labels.path() + ": not an IDX1 label file");
+  const std::uint32_t n = be32(im + 4);
+  if (be32(lb + 4) != n)
     return std::unexpected(prefix + ": image and label files disagree on the sample count");
+  const bool whole = limit <= 0 || limit >= std::int64_t(n);
+  const std::size_t keep = whole ? n : std::size_t(limit);
   Dataset d;
-  d.images.assign(im.begin() + 16, im.end());
-  d.labels.assign(lb.begin() + 8, lb.end());
+  d.images.resize(keep * k_image_pixels);
+  d.labels.resize(keep);
+  if (auto ok = images.read(d.images.data(), d.images.size()); !ok)
+    return std::unexpected(ok.error() + " (the header promises " + std::to_string(n) + " images)");
+  if (auto ok = labels.read(d.labels.data(), d.labels.size()); !ok)
+    return std::unexpected(ok.error() + " (the header promises " + std::to_string(n) + " labels)");
+  // Trailing bytes can only be seen by reading to the end: checked when everything is wanted.
+  if (whole && (!images.at_end() || !labels.at_end()))
+    return std::unexpected(prefix + ": image and label files disagree on the sample count");
   return d;
 }
 
@@ -242,12 +278,16 @@ std::expected<std::pair<Dataset, Dataset>, std::string> load_datasets(const Opti
     train = make_synthetic(o.synthetic, o.seed);
     val = make_synthetic(std::max<std::int64_t>(1000, o.synthetic / 5), o.seed + 0x5eed);
   } else {
-    auto t = load_fashion_mnist(o.data_dir, true);
+    // Truncation keeps the first samples and the iterator shuffles what is kept, so reading only
+    // that prefix gives the same data as loading everything and truncating.
+    auto t = load_fashion_mnist(o.data_dir, true, o.train_samples);
     if (!t) return std::unexpected(t.error());
-    auto v = load_fashion_mnist(o.data_dir, false);
-    if (!v) return std::unexpected(v.error());
     train = std::move(*t);
-    val = std::move(*v);
+    if (!o.benchmark) {
+      auto v = load_fashion_mnist(o.data_dir, false, o.val_samples);
+      if (!v) return std::unexpected(v.error());
+      val = std::move(*v);
+    }
   }
   truncate(train, o.train_samples);
   truncate(val, o.val_samples);

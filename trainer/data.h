@@ -32,14 +32,18 @@ struct Dataset {
   std::int64_t size() const { return static_cast<std::int64_t>(labels.size()); }
 };
 
-// Reads DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz.
-std::expected<Dataset, std::string> load_fashion_mnist(const std::string& dir, bool train);
+// Reads DIR/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz: the first `limit` samples only
+// (limit <= 0: all), decompressing no further than those, since a trial's start-up pays for every
+// byte inflated. The same first samples as reading everything and truncating.
+std::expected<Dataset, std::string> load_fashion_mnist(const std::string& dir, bool train,
+                                                       std::int64_t limit = 0);
 
 // Learnable, deterministic: each class is a fixed random stroke pattern plus per-sample noise.
 Dataset make_synthetic(std::int64_t n, std::uint64_t seed);
 
 // The training and validation sets --data-dir or --synthetic names, cut to --train-samples and
-// --val-samples (synthetic validation: max(1000, N/5) samples from another seed).
+// --val-samples (synthetic validation: max(1000, N/5) samples from another seed). With
+// --benchmark nothing is evaluated, so the validation set is left empty and not read at all.
 std::expected<std::pair<Dataset, Dataset>, std::string> load_datasets(const Options& options);
 
 // Keeps the first n samples (n <= 0 or n >= size: unchanged).

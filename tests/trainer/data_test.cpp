@@ -32,13 +32,16 @@ class IdxFiles : public testing::Test {
     fs::create_directories(m_dir);
   }
   void TearDown() override { fs::remove_all(m_dir); }
-  void write(const std::string& prefix, std::uint32_t n, std::uint32_t image_magic = 0x803) {
+  // n samples in the headers; `stored` images actually written (default n: a consistent file).
+  void write(const std::string& prefix, std::uint32_t n, std::uint32_t image_magic = 0x803,
+             std::int64_t stored = -1) {
     std::vector<std::uint8_t> im = be32(image_magic), lb = be32(0x801);
     for (auto v : {n, 28u, 28u}) {
       auto b = be32(v);
       im.insert(im.end(), b.begin(), b.end());
     }
-    for (std::uint32_t i = 0; i < n * k_image_pixels; ++i)
+    const auto images = static_cast<std::uint32_t>(stored < 0 ? n : stored);
+    for (std::uint32_t i = 0; i < images * k_image_pixels; ++i)
       im.push_back(static_cast<std::uint8_t>(i % 251));
     auto b = be32(n);
     lb.insert(lb.end(), b.begin(), b.end());
@@ -71,6 +74,51 @@ TEST_F(IdxFiles, ErrorsNameTheFile) {
   auto bad = load_fashion_mnist(m_dir.string(), true);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("not a 28x28 IDX3"), std::string::npos) << bad.error();
+}
+
+TEST_F(IdxFiles, ALimitReadsTheSamePrefixAsTruncating) {
+  write("train", 7);
+  auto all = load_fashion_mnist(m_dir.string(), true);
+  ASSERT_TRUE(all) << all.error();
+  auto first = load_fashion_mnist(m_dir.string(), true, 3);
+  ASSERT_TRUE(first) << first.error();
+  truncate(*all, 3);
+  EXPECT_EQ(first->size(), 3);
+  EXPECT_EQ(first->images, all->images);
+  EXPECT_EQ(first->labels, all->labels);
+  auto more = load_fashion_mnist(m_dir.string(), true, 100);  // more than the file holds: all
+  ASSERT_TRUE(more) << more.error();
+  EXPECT_EQ(more->size(), 7);
+}
+
+TEST_F(IdxFiles, AShortFileIsAnErrorWhenItsEndIsNeeded) {
+  write("train", 5, 0x803, 4);  // the header says 5 images, the file holds 4
+  auto all = load_fashion_mnist(m_dir.string(), true);
+  ASSERT_FALSE(all);
+  EXPECT_NE(all.error().find("train-images-idx3-ubyte.gz: file ends early"), std::string::npos)
+      << all.error();
+  auto prefix = load_fashion_mnist(m_dir.string(), true, 4);  // the missing image is never read
+  ASSERT_TRUE(prefix) << prefix.error();
+  EXPECT_EQ(prefix->size(), 4);
+}
+
+TEST_F(IdxFiles, BenchmarkRunsReadNoValidationSet) {
+  write("train", 6);
+  write("t10k", 4);
+  Options o;
+  o.data_dir = m_dir.string();
+  o.train_samples = 5;
+  o.val_samples = 3;
+  auto evaluated = load_datasets(o);
+  ASSERT_TRUE(evaluated) << evaluated.error();
+  EXPECT_EQ(evaluated->first.size(), 5);
+  EXPECT_EQ(evaluated->second.size(), 3);
+  o.benchmark = true;
+  fs::remove(m_dir / "t10k-images-idx3-ubyte.gz");  // not even opened
+  auto benchmark = load_datasets(o);
+  ASSERT_TRUE(benchmark) << benchmark.error();
+  EXPECT_EQ(benchmark->first.size(), 5);
+  EXPECT_EQ(benchmark->second.size(), 0);
 }
 
 TEST(Synthetic, DeterministicAndLabelled) {
