@@ -68,6 +68,11 @@ struct BadCase {
   std::string expected;  // a substring of the one-line error
 };
 
+// Shown in test names and failures as the arguments, not as raw bytes.
+void PrintTo(const BadCase& c, std::ostream* os) {
+  for (const auto& a : c.args) *os << a << ' ';
+}
+
 class OptionsError : public testing::TestWithParam<BadCase> {};
 
 TEST_P(OptionsError, NamesTheFlagAndTheFix) {
