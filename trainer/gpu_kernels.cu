@@ -8,7 +8,9 @@ namespace {
 constexpr int k_threads = 256;
 constexpr int k_classes = 10;
 
-unsigned blocks_for(std::size_t n) { return static_cast<unsigned>((n + k_threads - 1) / k_threads); }
+unsigned blocks_for(std::size_t n) {
+  return static_cast<unsigned>((n + k_threads - 1) / k_threads);
+}
 
 __global__ void bias_relu_kernel(float* y, const float* b, int rows, int cols, bool relu) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -18,7 +20,8 @@ __global__ void bias_relu_kernel(float* y, const float* b, int rows, int cols, b
 }
 
 // One thread per column: rows are few (the batch), columns many, and each thread owns its db.
-__global__ void relu_backward_bias_kernel(float* dy, const float* y, float* db, int rows, int cols, bool relu) {
+__global__ void relu_backward_bias_kernel(float* dy, const float* y, float* db, int rows, int cols,
+                                          bool relu) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   float acc = 0.f;
@@ -30,8 +33,8 @@ __global__ void relu_backward_bias_kernel(float* dy, const float* y, float* db, 
   db[c] = acc;
 }
 
-__global__ void softmax_xent_kernel(const float* logits, const int* labels, int n, float scale, float* d,
-                                    double* sums) {
+__global__ void softmax_xent_kernel(const float* logits, const int* labels, int n, float scale,
+                                    float* d, double* sums) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= n) return;
   const float* z = logits + std::size_t(s) * k_classes;
@@ -51,14 +54,16 @@ __global__ void softmax_xent_kernel(const float* logits, const int* labels, int 
   }
 }
 
-__global__ void momentum_kernel(float* p, float* v, const float* g, std::size_t n, float lr, float mu) {
+__global__ void momentum_kernel(float* p, float* v, const float* g, std::size_t n, float lr,
+                                float mu) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   v[i] = mu * v[i] - lr * g[i];
   p[i] += v[i];
 }
 
-__global__ void adam_kernel(float* p, float* m, float* v, const float* g, std::size_t n, float step) {
+__global__ void adam_kernel(float* p, float* m, float* v, const float* g, std::size_t n,
+                            float step) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   m[i] = 0.9f * m[i] + 0.1f * g[i];
@@ -79,19 +84,23 @@ __global__ void from_half_kernel(const __half* in, float* out, std::size_t n) {
 }  // namespace
 
 void bias_relu(float* y, const float* b, int rows, int cols, bool relu, cudaStream_t s) {
-  bias_relu_kernel<<<blocks_for(std::size_t(rows) * cols), k_threads, 0, s>>>(y, b, rows, cols, relu);
+  bias_relu_kernel<<<blocks_for(std::size_t(rows) * cols), k_threads, 0, s>>>(y, b, rows, cols,
+                                                                              relu);
 }
-void relu_backward_bias(float* dy, const float* y, float* db, int rows, int cols, bool relu, cudaStream_t s) {
+void relu_backward_bias(float* dy, const float* y, float* db, int rows, int cols, bool relu,
+                        cudaStream_t s) {
   relu_backward_bias_kernel<<<blocks_for(cols), k_threads, 0, s>>>(dy, y, db, rows, cols, relu);
 }
-void softmax_xent(const float* logits, const int* labels, int n, float scale, float* d, double* sums,
-                  cudaStream_t s) {
+void softmax_xent(const float* logits, const int* labels, int n, float scale, float* d,
+                  double* sums, cudaStream_t s) {
   softmax_xent_kernel<<<blocks_for(n), k_threads, 0, s>>>(logits, labels, n, scale, d, sums);
 }
-void momentum_step(float* p, float* v, const float* g, std::size_t n, float lr, float mu, cudaStream_t s) {
+void momentum_step(float* p, float* v, const float* g, std::size_t n, float lr, float mu,
+                   cudaStream_t s) {
   momentum_kernel<<<blocks_for(n), k_threads, 0, s>>>(p, v, g, n, lr, mu);
 }
-void adam_step(float* p, float* m, float* v, const float* g, std::size_t n, float step, cudaStream_t s) {
+void adam_step(float* p, float* m, float* v, const float* g, std::size_t n, float step,
+               cudaStream_t s) {
   adam_kernel<<<blocks_for(n), k_threads, 0, s>>>(p, m, v, g, n, step);
 }
 void to_half(const float* in, std::uint16_t* out, std::size_t n, cudaStream_t s) {
