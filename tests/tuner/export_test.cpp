@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/tuner/text_lines.h"
 #include "tuner/export.h"
 #include "tuner/launcher.h"
 #include "tuner/runner.h"
@@ -132,12 +133,7 @@ ExportOptions options() {
   return o;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
+using test_text::lines_of;
 
 TEST_F(ExportTest, ShellQuoteRoundTripsNastyValuesThroughBash) {
   const std::vector<std::string> nasty = {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tests/tuner/text_lines.h"
 #include "tuner/report.h"
 
 namespace tune::tuner {
@@ -81,12 +82,7 @@ ReportOptions quick() {
   return o;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
+using test_text::lines_of;
 
 std::string render(const std::string& format, const ReportData& data) {
   auto reporter = make_reporter(format);
