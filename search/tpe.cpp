@@ -201,6 +201,7 @@ class TpeSampler final : public Sampler {
     std::uint64_t signature = 1469598103934665603ULL;
     auto mix = [&](std::uint64_t v) { signature = (signature ^ v) * 1099511628211ULL; };
     for (const auto& t : trials) {
+      if (t.system_attrs.contains(k_repeat_of_attr)) continue;
       Score score{};
       switch (t.state) {
         case TrialState::complete:

@@ -27,6 +27,10 @@ enum class Direction { minimize = 1, maximize = 2 };  // Optuna's StudyDirection
 const char* to_string(TrialState state);     // "RUNNING", "COMPLETE", ... (Optuna's names)
 const char* to_string(Direction direction);  // "MINIMIZE" / "MAXIMIZE"
 
+// System attr of a trial that re-measures an earlier one (`tune confirm`), holding that trial's
+// number. Samplers learn one observation per configuration, so they skip such trials.
+inline constexpr const char* k_repeat_of_attr = "confirm_of";
+
 // The ordered search space of a study: parameter name and domain, in the study file's order.
 using SearchSpace = std::vector<std::pair<std::string, Distribution>>;
 

@@ -31,8 +31,8 @@ namespace tune::tuner {
 inline constexpr int k_report_schema_version = 1;
 
 // System attrs written by `tune confirm` on its repeated runs.
-inline constexpr const char* k_confirm_of_attr = "confirm_of";        // original trial number
-inline constexpr const char* k_confirm_round_attr = "confirm_round";  // 0-based repeat index
+inline constexpr const char* k_confirm_of_attr = search::k_repeat_of_attr;  // original trial number
+inline constexpr const char* k_confirm_round_attr = "confirm_round";        // 0-based repeat index
 
 struct ReportParam {
   std::string name;

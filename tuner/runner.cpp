@@ -549,7 +549,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
                                    search::to_string(state));
     // A `tune confirm` re-run names the trial it re-measures.
-    if (auto it = trial.system_attrs.find("confirm_of");
+    if (auto it = trial.system_attrs.find(search::k_repeat_of_attr);
         it != trial.system_attrs.end() && it->is_number_integer()) {
       line += fmt::format(" (re-run of #{})", it->get<int>());
     }

@@ -39,7 +39,7 @@ const FrozenTrial* best_trial(const search::StudyView& study) {
     if (t.state != TrialState::complete || !t.value) continue;
     // `tune confirm` re-runs re-measure another trial: a lucky repeat is not a new winner (the
     // report compares medians instead).
-    if (t.system_attrs.contains("confirm_of")) continue;
+    if (t.system_attrs.contains(search::k_repeat_of_attr)) continue;
     if (best == nullptr) {
       best = &t;
       continue;

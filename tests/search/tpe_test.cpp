@@ -43,6 +43,32 @@ TEST(Tpe, StartupTrialsComeFromTheRandomSampler) {
   for (std::size_t i = 0; i < 10; ++i) EXPECT_EQ(st.trials()[i].params, sr.trials()[i].params);
 }
 
+// `tune confirm` re-runs re-measure an earlier trial: TPE learns one observation per
+// configuration, so a history with re-runs appended suggests exactly what it did without them.
+TEST(Tpe, ConfirmReRunsAreNotExtraObservations) {
+  VectorStudyView plain(Direction::minimize);
+  {
+    auto warmup = tpe(3);
+    run_study(*warmup, plain, k_plane, quadratic, 15);
+  }
+  VectorStudyView with_repeats = plain;
+  for (int n : {2, 7, 7}) {
+    FrozenTrial repeat = plain.trials()[static_cast<std::size_t>(n)];
+    repeat.number = static_cast<int>(with_repeats.trials().size());
+    repeat.trial_id = repeat.number;
+    repeat.value = 1e-9;  // a lucky re-measurement must not pull TPE towards it
+    repeat.system_attrs[k_repeat_of_attr] = n;
+    with_repeats.mutable_trials().push_back(repeat);
+  }
+  auto a = tpe(11);
+  auto b = tpe(11);
+  FrozenTrial ta, tb;
+  ta.number = tb.number = 100;
+  suggest_all(*a, plain, ta, k_plane);
+  suggest_all(*b, with_repeats, tb, k_plane);
+  EXPECT_EQ(ta.params, tb.params);
+}
+
 TEST(Tpe, ConcentratesOnTheGoodRegionBetterThanRandom) {
   for (bool multivariate : {false, true}) {
     std::vector<double> tpe_best, random_best;
