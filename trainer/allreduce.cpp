@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -320,25 +321,53 @@ void GradientReducer::reduce(float* grads, bool compress) {
   }
 }
 
+namespace {
+
+// k_signs[b][k] is +1 when bit k of b is set, else -1: unpacking a byte becomes 8 independent
+// multiply-adds the compiler vectorises, instead of 8 shifts and branches.
+const std::array<std::array<float, 8>, 256> k_signs = [] {
+  std::array<std::array<float, 8>, 256> t{};
+  for (int b = 0; b < 256; ++b) {
+    for (int k = 0; k < 8; ++k) t[b][k] = ((b >> k) & 1) ? 1.f : -1.f;
+  }
+  return t;
+}();
+
+}  // namespace
+
 // 1-bit with error feedback: v = g + residual; send sign(v) and scale = mean|v|; keep
 // residual = v - scale*sign(v) for the next step, so what compression drops is sent later.
+// The scale is summed in double in four interleaved lanes (element i into lane i % 4, lanes added
+// pairwise at the end): four dependency chains instead of one, in an order fixed by the code, not
+// by the vector width (the tests recompute it bit for bit).
 void GradientReducer::one_bit(float* g, std::size_t n, std::size_t offset) {
   float* res = m_residual.data() + offset;
-  double abs_sum = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    g[i] += res[i];
-    abs_sum += std::fabs(g[i]);
+  for (std::size_t i = 0; i < n; ++i) g[i] += res[i];
+  double lane[4] = {0.0, 0.0, 0.0, 0.0};
+  std::size_t i4 = 0;
+  for (; i4 + 4 <= n; i4 += 4) {
+    for (std::size_t k = 0; k < 4; ++k) lane[k] += std::fabs(g[i4 + k]);
   }
+  for (; i4 < n; ++i4) lane[i4 % 4] += std::fabs(g[i4]);
+  const double abs_sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
   const float scale = static_cast<float>(abs_sum / double(n));
-  const std::size_t bytes = sizeof(float) + (n + 7) / 8;
+  const std::size_t n_bytes = (n + 7) / 8;
+  const std::size_t bytes = sizeof(float) + n_bytes;
   std::uint8_t* bits = m_packed.data() + sizeof(float);
   std::memcpy(m_packed.data(), &scale, sizeof scale);
-  std::fill(bits, bits + (n + 7) / 8, std::uint8_t{0});
-  for (std::size_t i = 0; i < n; ++i) {
-    const bool pos = g[i] >= 0.f;
-    bits[i / 8] |= std::uint8_t(pos) << (i % 8);
-    res[i] = g[i] - (pos ? scale : -scale);
+  const std::size_t full = n / 8;
+  for (std::size_t j = 0; j < full; ++j) {
+    const float* v = g + 8 * j;
+    unsigned b = 0;
+    for (unsigned k = 0; k < 8; ++k) b |= unsigned(v[k] >= 0.f) << k;
+    bits[j] = static_cast<std::uint8_t>(b);
   }
+  if (full < n_bytes) {
+    unsigned b = 0;
+    for (std::size_t i = 8 * full; i < n; ++i) b |= unsigned(g[i] >= 0.f) << (i - 8 * full);
+    bits[full] = static_cast<std::uint8_t>(b);
+  }
+  for (std::size_t i = 0; i < n; ++i) res[i] = g[i] - (g[i] >= 0.f ? scale : -scale);
   m_comm.allgather(m_packed.data(), bytes, m_gathered.data(), m_algo);
   std::fill(g, g + n, 0.f);
   for (int r = 0; r < m_comm.size(); ++r) {
@@ -346,7 +375,12 @@ void GradientReducer::one_bit(float* g, std::size_t n, std::size_t offset) {
     float s = 0;
     std::memcpy(&s, block, sizeof s);
     const std::uint8_t* b = block + sizeof(float);
-    for (std::size_t i = 0; i < n; ++i) g[i] += ((b[i / 8] >> (i % 8)) & 1) ? s : -s;
+    for (std::size_t j = 0; j < full; ++j) {
+      const float* sign = k_signs[b[j]].data();
+      float* out = g + 8 * j;
+      for (int k = 0; k < 8; ++k) out[k] += sign[k] * s;
+    }
+    for (std::size_t i = 8 * full; i < n; ++i) g[i] += ((b[full] >> (i - 8 * full)) & 1) ? s : -s;
   }
 }
 

@@ -119,7 +119,8 @@ TEST_P(Reduce, Fp16MatchesMpiAllreduceWithinHalfPrecision) {
 }
 
 // The 1-bit arithmetic, recomputed: v = g + residual; per bucket scale = mean |v| (summed in
-// double); this rank contributes scale * sign(v) (sign(0) = +); residual' = v - contribution.
+// double, element i of the bucket into lane i % 4, lanes added pairwise); this rank contributes
+// scale * sign(v) (sign(0) = +); residual' = v - contribution.
 TEST_P(Reduce, OneBitIsSignTimesScaleWithErrorFeedback) {
   const Case c = GetParam();
   Communicator comm(MPI_COMM_WORLD);
@@ -133,8 +134,10 @@ TEST_P(Reduce, OneBitIsSignTimesScaleWithErrorFeedback) {
     std::vector<float> contribution(c.n), expected_residual(c.n);
     for (std::size_t off = 0; off < c.n; off += bucket) {
       const std::size_t len = std::min(bucket, c.n - off);
-      double abs_sum = 0;
-      for (std::size_t i = off; i < off + len; ++i) abs_sum += std::fabs(g[i] + residual[i]);
+      double lane[4] = {0.0, 0.0, 0.0, 0.0};
+      for (std::size_t i = off; i < off + len; ++i)
+        lane[(i - off) % 4] += std::fabs(g[i] + residual[i]);
+      const double abs_sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
       const float scale = static_cast<float>(abs_sum / double(len));
       for (std::size_t i = off; i < off + len; ++i) {
         const float v = g[i] + residual[i];
