@@ -77,6 +77,22 @@ const auto k_cases = testing::Values(
 
 class Reduce : public testing::TestWithParam<Case> {};
 
+// Every element within tol of the reference, and every rank holding the same bytes afterwards.
+void expect_close_and_same_on_every_rank(const std::vector<float>& data,
+                                         const std::vector<float>& ref, double tol) {
+  std::size_t bad = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    const double e = std::fabs(data[i] - ref[i]);
+    worst = std::max(worst, e);
+    bad += e > tol;
+  }
+  EXPECT_EQ(bad, 0u) << "worst error " << worst << ", tolerance " << tol;
+  std::vector<float> r0 = data;
+  MPI_Bcast(r0.data(), static_cast<int>(r0.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(r0, data);
+}
+
 TEST_P(Reduce, Fp32MatchesMpiAllreduce) {
   const Case c = GetParam();
   Communicator comm(MPI_COMM_WORLD);
@@ -85,14 +101,7 @@ TEST_P(Reduce, Fp32MatchesMpiAllreduce) {
   const std::vector<float> ref = mpi_sum(data);
   reducer.reduce(data.data());
   // Summation order differs between algorithms: allow a few float roundings of a sum <= p.
-  const double tol = 4 * world_size() * 1.2e-7 * world_size();
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < c.n; ++i) bad += std::fabs(data[i] - ref[i]) > tol;
-  EXPECT_EQ(bad, 0u);
-  // Every rank holds the same bytes afterwards.
-  std::vector<float> r0 = data;
-  MPI_Bcast(r0.data(), static_cast<int>(c.n), MPI_FLOAT, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(r0, data);
+  expect_close_and_same_on_every_rank(data, ref, 4 * world_size() * 1.2e-7 * world_size());
 }
 
 TEST_P(Reduce, Fp16MatchesMpiAllreduceWithinHalfPrecision) {
@@ -104,18 +113,8 @@ TEST_P(Reduce, Fp16MatchesMpiAllreduceWithinHalfPrecision) {
   reducer.reduce(data.data());
   // Each input is rounded to half (2^-11 relative) and each of the p-1 partial sums (<= p in
   // magnitude) too: bound p * p * 2^-11.
-  const double p = world_size(), tol = p * p * std::ldexp(1.0, -11);
-  std::size_t bad = 0;
-  double worst = 0;
-  for (std::size_t i = 0; i < c.n; ++i) {
-    const double e = std::fabs(data[i] - ref[i]);
-    worst = std::max(worst, e);
-    bad += e > tol;
-  }
-  EXPECT_EQ(bad, 0u) << "worst error " << worst;
-  std::vector<float> r0 = data;
-  MPI_Bcast(r0.data(), static_cast<int>(c.n), MPI_FLOAT, 0, MPI_COMM_WORLD);
-  EXPECT_EQ(r0, data);
+  const double p = world_size();
+  expect_close_and_same_on_every_rank(data, ref, p * p * std::ldexp(1.0, -11));
 }
 
 // The 1-bit arithmetic, recomputed: v = g + residual; per bucket scale = mean |v| (summed in
