@@ -9,7 +9,7 @@ packages=(
   libboost-dev libboost-filesystem-dev
   nlohmann-json3-dev libsqlite3-dev sqlite3
   libhwloc-dev hwloc
-  libyaml-cpp-dev libcli11-dev libfmt-dev
+  libyaml-cpp-dev libcli11-dev libfmt-dev libre2-dev
   libopenblas-dev libopencv-imgproc-dev libopencv-core-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tuner/keeper.h"
+
 namespace tune::tuner {
 namespace {
 
@@ -28,9 +31,11 @@ namespace bp = boost::process;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_interrupt_signal{0};
 int g_wake_pipe[2] = {-1, -1};
 
-extern "C" void on_interrupt(int) {
+extern "C" void on_interrupt(int sig) {
+  g_interrupt_signal.store(sig);
   g_interrupted.store(true);
   if (g_wake_pipe[1] >= 0) {
     const char c = 1;
@@ -38,11 +43,19 @@ extern "C" void on_interrupt(int) {
   }
 }
 
-// Runs in the child between fork and exec: die with tune, and lead a new process group.
+// Runs in the child between fork and exec: lead a new process group, and either hand the keeper
+// its end of the control socket (CLOEXEC cleared in the child only) or, with no keeper, die
+// with tune.
 struct ChildSetup : bp::extend::handler {
+  int keeper_fd = -1;
   template <typename Exec>
   void on_exec_setup(Exec&) const {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (keeper_fd >= 0) {
+      fcntl(keeper_fd, F_SETFD, 0);
+    } else {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+    }
+    signal(SIGPIPE, SIG_DFL);  // tune ignores it; the trial must not inherit that
     setpgid(0, 0);
   }
 };
@@ -52,14 +65,67 @@ void signal_tree(pid_t pid, const std::vector<pid_t>& tree, int sig) {
   for (pid_t p : tree) kill(p, sig);
 }
 
-// Alive and not a zombie (a killed orphan waiting for init to reap it counts as gone).
-bool is_alive(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' &&
-         stat[close + 2] != 'X';
+// This process's direct children (strays of a dead keeper are re-parented to us: subreaper).
+// Every thread's list: a child belongs to the thread that forked it, or that adopted it.
+std::set<pid_t> own_children() {
+  std::set<pid_t> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t p; in >> p;) out.insert(p);
+  }
+  return out;
+}
+
+// Kills and reaps the children that appeared since `before` (none unless a keeper died or there
+// is no keeper), so that nothing of a finished trial goes on running.
+void sweep_strays(const std::set<pid_t>& before) {
+  for (int round = 0; round < 100; ++round) {
+    std::vector<pid_t> strays;
+    for (pid_t p : own_children()) {
+      if (!before.contains(p)) strays.push_back(p);
+    }
+    if (strays.empty()) return;
+    for (pid_t p : strays) {
+      for (pid_t d : descendants(p)) kill(d, SIGKILL);
+      kill(p, SIGKILL);
+    }
+    for (pid_t p : strays) waitpid(p, nullptr, 0);
+  }
+}
+
+void send_command(int fd, char c) {
+  if (fd >= 0) [[maybe_unused]]
+    auto n = send(fd, &c, 1, MSG_NOSIGNAL);
+}
+
+// Reads "pid N" / "cut STREAM N" lines from the keeper until `until_pid` is seen (bounded wait)
+// or, with until_pid false, everything left (the keeper has exited, so this ends at EOF).
+void read_keeper_lines(int fd, bool until_pid, LaunchResult& result, std::string& pending) {
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  char buf[256];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return;
+    pending.append(buf, static_cast<std::size_t>(n));
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+      std::istringstream line(pending.substr(0, nl));
+      pending.erase(0, nl + 1);
+      std::string word;
+      line >> word;
+      if (word == "pid") {
+        line >> result.pid;
+        if (until_pid) return;
+      } else if (word == "cut") {
+        std::string stream;
+        std::uint64_t bytes = 0;
+        if (line >> stream >> bytes) result.output_cut[stream] = bytes;
+      }
+    }
+  }
 }
 
 void drain_wake_pipe() {
@@ -79,12 +145,16 @@ void install_interrupt_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or ssh session: stop cleanly, not die
+  signal(SIGPIPE, SIG_IGN);         // a closed stdout: writes fail, the study's data stays safe
 }
 
 bool interrupted() { return g_interrupted.load(); }
+int interrupt_signal() { return g_interrupt_signal.load(); }
 
 void clear_interrupted() {
   g_interrupted.store(false);
+  g_interrupt_signal.store(0);
   drain_wake_pipe();
 }
 
@@ -138,25 +208,61 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   bp::environment env = boost::this_process::environment();
   for (const auto& name : request.env_unset) env.erase(name);
   for (const auto& [k, v] : request.env_set) env[k] = v;
-  const std::vector<std::string> args(request.argv.begin() + 1, request.argv.end());
   const std::string out_path = request.stdout_path.empty() ? "/dev/null" : request.stdout_path;
   const std::string err_path = request.stderr_path.empty() ? "/dev/null" : request.stderr_path;
   const std::string workdir = request.workdir.empty() ? "." : request.workdir;
 
+  // Strays of a trial are re-parented to us rather than to init, so sweep_strays() finds them.
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  const auto children_before = own_children();
+
+  // The keeper runs the command; `control` is our end of its lifeline.
+  std::string keeper = keeper_path();
+  int sv[2] = {-1, -1};
+  if (!keeper.empty() && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    keeper.clear();
+  }
+  boost::filesystem::path program = exe;
+  std::vector<std::string> args;
+  if (!keeper.empty()) {
+    program = keeper;
+    args = {"--control", std::to_string(sv[1]),
+            "--grace",   fmt::format("{}", request.kill_grace_s),
+            "--cap",     std::to_string(request.output_cap_bytes),
+            "--",        exe.string()};
+    result.containment = "keeper";
+  } else {
+    result.containment = subreaper ? "subreaper" : "process group";
+  }
+  args.insert(args.end(), request.argv.begin() + 1, request.argv.end());
+  const int control = sv[0];
+  struct CloseControl {
+    int fd;
+    ~CloseControl() {
+      if (fd >= 0) close(fd);
+    }
+  } close_control{control};
+
   const auto start = Clock::now();
+  ChildSetup setup;
+  setup.keeper_fd = sv[1];
   bp::child child;
   try {
-    child = bp::child(bp::exe = exe, bp::args = args, bp::env = env,
+    child = bp::child(bp::exe = program, bp::args = args, bp::env = env,
                       bp::std_in<bp::null, bp::std_out> out_path, bp::std_err > err_path,
-                      bp::start_dir = workdir, ChildSetup{});
+                      bp::start_dir = workdir, setup);
   } catch (const std::exception& e) {
+    if (sv[1] >= 0) close(sv[1]);
     result.error = fmt::format("cannot run '{}': {}", request.argv[0], e.what());
     return result;
   }
+  if (sv[1] >= 0) close(sv[1]);
   result.started = true;
   const pid_t pid = child.id();
   result.pid = pid;
   setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
+  std::string pending;
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, result, pending);
 
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   std::optional<Clock::time_point> kill_at;
@@ -165,42 +271,49 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
     if (result.stopped != StopReason::none) return;
     result.stopped = why;
     result.stop_detail = std::move(detail);
-    tree = descendants(pid);
-    signal_tree(pid, tree, SIGTERM);
+    if (control >= 0) {
+      send_command(control, 't');
+    } else {
+      tree = descendants(pid);
+      signal_tree(pid, tree, SIGTERM);
+    }
     kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(request.kill_grace_s));
   };
 
   if (watcher) {
-    if (auto why = watcher(pid); !why.empty()) stop(StopReason::watcher, why);
+    if (auto why = watcher(result.pid); !why.empty()) stop(StopReason::watcher, why);
   }
   auto next_tick = start + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(request.tick_s));
-  const std::optional<Clock::time_point> deadline =
-      request.timeout_s
-          ? std::optional(start + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(*request.timeout_s)))
-          : std::nullopt;
+  const Clock::time_point deadline =
+      request.timeout_s ? start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(*request.timeout_s))
+                        : Clock::time_point::max();
   while (true) {
     if (interrupted()) stop(StopReason::interrupted, "interrupted");
     const auto now = Clock::now();
-    if (deadline && now >= *deadline) {
+    if (now >= deadline) {
       stop(StopReason::timeout, fmt::format("timed out after {:.1f}s", *request.timeout_s));
     }
     if (kill_at && now >= *kill_at) {
       // Grace is over: take everything, including ranks that were reparented meanwhile.
-      auto more = descendants(pid);
-      tree.insert(tree.end(), more.begin(), more.end());
-      signal_tree(pid, tree, SIGKILL);
+      if (control >= 0) {
+        send_command(control, 'k');
+      } else {
+        auto more = descendants(pid);
+        tree.insert(tree.end(), more.begin(), more.end());
+        signal_tree(pid, tree, SIGKILL);
+      }
       kill_at.reset();
     }
     if (watcher && now >= next_tick && result.stopped == StopReason::none) {
-      if (auto why = watcher(pid); !why.empty()) stop(StopReason::watcher, why);
+      if (auto why = watcher(result.pid); !why.empty()) stop(StopReason::watcher, why);
       next_tick = now + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(request.tick_s));
     }
     auto wake = next_tick;
-    if (deadline) wake = std::min(wake, *deadline);
+    wake = std::min(wake, deadline);
     if (kill_at) wake = std::min(wake, *kill_at);
     const auto wait_ms = std::max<long long>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count() + 1);
@@ -226,17 +339,15 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   } else if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
   }
-  // Ranks that outlived mpirun (it was killed) must not outlive the trial: kill what is left
-  // and wait (bounded) until it is really gone, so the next trial starts on an idle machine.
-  if (result.stopped != StopReason::none) {
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, result, pending);
+  // The keeper ends only when the tree is gone. Without one (or if it was killed), whatever is
+  // left must not outlive the trial: kill it and reap it, so the next trial starts on an idle
+  // machine.
+  if (control < 0) {
     kill(-pid, SIGKILL);
     for (pid_t p : tree) kill(p, SIGKILL);
-    const auto give_up = Clock::now() + std::chrono::seconds(5);
-    while (Clock::now() < give_up &&
-           std::any_of(tree.begin(), tree.end(), [](pid_t p) { return is_alive(p); })) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
   }
+  sweep_strays(children_before);
   return result;
 }
 

@@ -1,20 +1,40 @@
 #include "tuner/objective.h"
 
+#include <re2/re2.h>
+
 #include <fmt/format.h>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
+
+#include "tuner/text.h"
 
 namespace tune::tuner {
 namespace {
 
-std::expected<std::string, std::string> slurp(const std::string& path, const char* what) {
+// A log bigger than this is not a training log: refuse it rather than hold it in memory.
+constexpr std::uintmax_t k_max_log_bytes = 256ull << 20;
+
+std::expected<std::string, std::string> slurp(const std::string& path, const char* what,
+                                              std::uintmax_t max_bytes) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    return std::unexpected(fmt::format("{} {} has {} bytes, more than the {} MiB read", what, path,
+                                       size, max_bytes >> 20));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::unexpected(fmt::format("{} {} was not written", what, path));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+RE2::Options regex_options() {
+  RE2::Options o;
+  o.set_log_errors(false);
+  return o;
 }
 
 // Python's json module (Chainer's LogReport) writes NaN, Infinity and -Infinity, which are not
@@ -74,8 +94,14 @@ std::expected<double, std::string> finite_number(const nlohmann::json& entry,
 
 }  // namespace
 
+std::optional<std::string> regex_error(const std::string& pattern) {
+  const RE2 re(pattern, regex_options());
+  if (re.ok()) return std::nullopt;
+  return re.error();
+}
+
 std::expected<nlohmann::json, std::string> read_log(const std::string& path) {
-  auto text = slurp(path, "log");
+  auto text = slurp(path, "log", k_max_log_bytes);
   if (!text) return std::unexpected(text.error());
   auto j = nlohmann::json::parse(quote_non_finite(*text), nullptr, false);
   if (j.is_discarded()) return std::unexpected(fmt::format("log {} is not valid JSON", path));
@@ -98,26 +124,37 @@ std::expected<ObjectiveReading, std::string> read_objective(
   }
   if (objective.use_regex) {
     const auto& path = objective.stream == "stderr" ? stderr_path : stdout_path;
-    auto text = slurp(path, objective.stream.c_str());
-    if (!text) return std::unexpected(text.error());
-    const std::regex re(objective.regex);
-    std::smatch last;
-    bool found = false;
-    for (auto it = std::sregex_iterator(text->begin(), text->end(), re);
-         it != std::sregex_iterator(); ++it) {
-      last = *it;
-      found = true;
+    if (!std::filesystem::exists(path)) {
+      return std::unexpected(fmt::format("{} {} was not written", objective.stream, path));
     }
-    if (!found) {
+    // The last match is what counts, so a bounded tail is enough however much the trial wrote;
+    // RE2 runs in linear time without recursion, whatever the pattern and the bytes.
+    const std::string text = tail_of_file(path, k_regex_scan_bytes);
+    const RE2 re(objective.regex, regex_options());
+    if (!re.ok()) {
+      return std::unexpected(
+          fmt::format("objective regex '{}': {}", printable(objective.regex), re.error()));
+    }
+    const int groups = std::min(re.NumberOfCapturingGroups(), 1);
+    re2::StringPiece input(text), match[2];
+    std::optional<std::string> last;
+    std::size_t pos = 0;
+    while (pos <= text.size() &&
+           re.Match(input, pos, text.size(), RE2::UNANCHORED, match, groups + 1)) {
+      last = std::string(match[groups].data() ? match[groups] : re2::StringPiece());
+      const auto end = static_cast<std::size_t>(match[0].data() - text.data()) + match[0].size();
+      pos = match[0].empty() ? end + 1 : end;  // an empty match must not loop forever
+    }
+    if (!last) {
       return std::unexpected(fmt::format("objective regex '{}' matched nothing in {}",
-                                         objective.regex, objective.stream));
+                                         printable(objective.regex), objective.stream));
     }
-    const std::string m = last.size() > 1 ? last[1].str() : last[0].str();
+    const std::string& m = *last;
     char* end = nullptr;
     const double v = std::strtod(m.c_str(), &end);
-    if (end == m.c_str() || *end != '\0' || !std::isfinite(v)) {
-      return std::unexpected(
-          fmt::format("objective regex matched '{}', which is not a finite number", m));
+    if (m.empty() || end != m.c_str() + m.size() || !std::isfinite(v)) {
+      return std::unexpected(fmt::format(
+          "objective regex matched '{}', which is not a finite number", printable(m, 200)));
     }
     reading.value = v;
     if (!entries.is_null()) reading.entry = entries.back();

@@ -1,13 +1,15 @@
 // Objective parsing: turns what a finished trial left behind into its value.
 //
 // The default reads a Chainer LogReport file (a JSON array of entries) and takes `key` of the
-// last entry; a regex over stdout/stderr works for programs with no JSON log. Every way a trial
+// last entry; a regex (RE2 syntax, linear time) over the tail of stdout/stderr works for
+// programs with no JSON log. Every way a trial
 // can fail to produce a value (no file, bad JSON, missing key, non-finite value) comes back as
 // an error string that is stored with the trial as its failure reason. Stateless functions.
 #pragma once
 
 #include <cstdint>
 #include <expected>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +26,13 @@ struct ObjectiveReading {
   nlohmann::json entry;             // the log entry the value came from (null for regex)
 };
 
-// Reads a Chainer-style log: a JSON array of objects.
+// How much of a stream's end the regex objective scans: the last match is what counts.
+inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
+
+// Why `pattern` is not a valid objective regex (RE2 syntax), or nullopt when it is.
+std::optional<std::string> regex_error(const std::string& pattern);
+
+// Reads a Chainer-style log: a JSON array of objects (at most 256 MiB).
 std::expected<nlohmann::json, std::string> read_log(const std::string& path);
 
 std::expected<ObjectiveReading, std::string> read_objective(

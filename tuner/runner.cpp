@@ -15,6 +15,7 @@
 #include "tuner/launcher.h"
 #include "tuner/objective.h"
 #include "tuner/summary.h"
+#include "tuner/text.h"
 
 namespace tune::tuner {
 namespace {
@@ -26,6 +27,25 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* k_owner_attr = "tune:owner";
 constexpr double k_stale_heartbeat_s = 120.0;  // a trial of another host is dead after this
+// Bytes kept of each of a trial's stdout and stderr: the first and the last half (tune-keeper).
+constexpr std::size_t k_trial_output_cap = 16u << 20;
+
+// A fresh output folder for a trial, never one that holds somebody's files: trials/<number>, or
+// trials/<number>.<k> when that exists already (e.g. left by a study in another database).
+// Nothing is ever deleted.
+Result<fs::path> make_trial_dir(const fs::path& trials, int number) {
+  std::error_code ec;
+  fs::create_directories(trials, ec);
+  if (ec)
+    return std::unexpected(fmt::format("cannot create {}: {}", trials.string(), ec.message()));
+  for (int k = 0; k < 1000; ++k) {
+    const auto dir = trials / (k == 0 ? std::to_string(number) : fmt::format("{}.{}", number, k));
+    if (fs::create_directory(dir, ec)) return fs::absolute(dir);
+    if (ec) return std::unexpected(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  }
+  return std::unexpected(
+      fmt::format("{}: 1000 folders for trial {} exist already", trials.string(), number));
+}
 
 std::string host_name() {
   char buf[256] = {};
@@ -63,16 +83,6 @@ bool owner_is_dead(const nlohmann::json& owner, Storage& storage, std::int64_t t
   // Another host (or no owner record): trust the heartbeat.
   auto age = storage.seconds_since_heartbeat(trial_id);
   return age && *age && **age > k_stale_heartbeat_s;
-}
-
-std::string last_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  if (last.size() > 200) last = last.substr(0, 200) + "...";
-  return last;
 }
 
 std::string signal_name(int sig) {
@@ -413,13 +423,9 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     values[name] = search::to_external(dist, internal);
   }
 
-  const fs::path trial_dir =
-      fs::absolute(fs::path(m_spec.output) / "trials" / std::to_string(trial.number));
-  std::error_code ec;
-  fs::remove_all(trial_dir, ec);  // a number is never reused, but an old output folder may linger
-  fs::create_directories(trial_dir, ec);
-  if (ec)
-    return std::unexpected(fmt::format("cannot create {}: {}", trial_dir.string(), ec.message()));
+  auto made_dir = make_trial_dir(fs::path(m_spec.output) / "trials", trial.number);
+  if (!made_dir) return std::unexpected(made_dir.error());
+  const fs::path trial_dir = *made_dir;
   values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
   auto expand = [&](const std::string& text) -> Result<std::optional<std::string>> {
     return expand_template(text, values);
@@ -442,6 +448,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     }
   }
   req.tick_s = 0.5;
+  req.output_cap_bytes = k_trial_output_cap;
 
   m_storage->set_trial_user_attr(trial.trial_id, "command", req.argv);
   m_storage->set_trial_user_attr(trial.trial_id, "env", env_shown);
@@ -495,7 +502,9 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     if (!res.started) {
       reason = res.error;
     } else if (res.stopped == StopReason::interrupted) {
-      reason = "interrupted (Ctrl-C); the trial's processes were stopped";
+      reason =
+          fmt::format("interrupted ({}); the trial's processes were stopped",
+                      interrupt_signal() == SIGINT ? "Ctrl-C" : signal_name(interrupt_signal()));
       *stop = true;
     } else if (res.stopped == StopReason::timeout) {
       reason =
@@ -507,7 +516,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     } else if (res.signal != 0) {
       reason = fmt::format("killed by {}", signal_name(res.signal));
     } else if (res.exit_code != 0) {
-      const auto err = last_line(req.stderr_path);
+      const auto err = last_line_of_file(req.stderr_path, 200);
       reason = fmt::format("exit code {}{}", res.exit_code, err.empty() ? "" : ": " + err);
     } else {
       auto reading = read_objective(m_spec.objective, m_spec.constraints, log_path, req.stdout_path,
@@ -522,6 +531,11 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     }
     m_storage->set_trial_user_attr(trial.trial_id, "wall_time", res.wall_s);
     if (res.started) {
+      m_storage->set_trial_system_attr(trial.trial_id, "containment", res.containment);
+      if (!res.output_cut.empty()) {
+        // The trial wrote more than the cap: its files hold the head and tail only.
+        m_storage->set_trial_system_attr(trial.trial_id, "output_cut", res.output_cut);
+      }
       m_storage->set_trial_user_attr(trial.trial_id, "exit_code",
                                      res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
       if (res.signal) m_storage->set_trial_user_attr(trial.trial_id, "signal", res.signal);
@@ -530,6 +544,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   if (!constraints.empty()) {
     m_storage->set_trial_system_attr(trial.trial_id, "constraints", constraints);
   }
+  reason = printable(reason, 1000);  // trial output and user values: any bytes
   if (!reason.empty()) m_storage->set_trial_system_attr(trial.trial_id, "fail_reason", reason);
   auto set = m_storage->set_trial_state_values(trial.trial_id, state, value);
   if (!set) return std::unexpected(set.error());

@@ -1,0 +1,3 @@
+#include "tuner/keeper.h"
+
+int main(int argc, char** argv) { return tune::tuner::run_keeper(argc, argv); }

@@ -1,0 +1,91 @@
+#include "tuner/text.h"
+
+#include <fmt/format.h>
+#include <fstream>
+
+namespace tune::tuner {
+namespace {
+
+// Length of the valid UTF-8 sequence at `s`, or 0 (RFC 3629: no overlongs, no surrogates,
+// nothing above U+10FFFF).
+std::size_t utf8_sequence(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < len) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t i = 2; i < len; ++i) {
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+std::string printable(std::string_view bytes, std::size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(bytes.size(), max_bytes));
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::string piece;
+    const std::size_t len = utf8_sequence(bytes.substr(i));
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (len == 0) {
+      piece = "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      i += 1;
+    } else if (len == 1 && (c < 0x20 || c == 0x7F) && c != '\t') {
+      piece = fmt::format("\\x{:02x}", c);
+      i += 1;
+    } else {
+      piece = std::string(bytes.substr(i, len));
+      i += len;
+    }
+    if (out.size() + piece.size() > max_bytes) return out + "...";
+    out += piece;
+  }
+  return out;
+}
+
+std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return {};
+  const auto take = std::min<std::streamoff>(size, static_cast<std::streamoff>(max_bytes));
+  in.seekg(size - take);
+  std::string out(static_cast<std::size_t>(take), '\0');
+  in.read(out.data(), take);
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+std::string last_line_of_file(const std::string& path, std::size_t max_bytes) {
+  const std::string tail = tail_of_file(path, 64 * 1024);
+  std::size_t end = tail.size();
+  while (end > 0) {
+    const std::size_t nl = tail.rfind('\n', end - 1);
+    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    std::string_view line(tail.data() + begin, end - begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty()) return printable(line, max_bytes);
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  return {};
+}
+
+}  // namespace tune::tuner

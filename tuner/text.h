@@ -1,0 +1,27 @@
+// Text that came from a trial: any bytes, any size, made safe to store and print.
+//
+// A trial's stderr line or regex match may hold invalid UTF-8 (nlohmann::json throws when it
+// dumps that), a UTF-8 character cut in half by a length limit, or terminal control sequences.
+// printable() repairs all three, so what reaches the database, JSON output or a terminal is
+// valid UTF-8 on one line. tail_of_file() reads a bounded tail, so a trial that wrote gigabytes
+// costs a bounded amount of memory. Stateless; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace tune::tuner {
+
+// Valid UTF-8 kept; each invalid byte becomes U+FFFD; control characters (newline included)
+// become \xNN; cut to at most `max_bytes` bytes on a character boundary, with "..." appended
+// when anything was cut.
+std::string printable(std::string_view bytes, std::size_t max_bytes = std::string::npos);
+
+// The last `max_bytes` bytes of a file (all of it when smaller); empty when unreadable.
+std::string tail_of_file(const std::string& path, std::size_t max_bytes);
+
+// The last non-empty line within the file's last 64 KiB, through printable(max_bytes).
+std::string last_line_of_file(const std::string& path, std::size_t max_bytes);
+
+}  // namespace tune::tuner
