@@ -1,5 +1,7 @@
 #include "search/grid_sampler.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <optional>
 #include <unordered_set>
@@ -59,6 +61,41 @@ std::expected<std::vector<double>, std::string> derive_axis(const std::string& n
       dist);
 }
 
+// A keyed bijection of [0, n): a 4-round Feistel network on the smallest even number of bits
+// that holds n, walked along its cycle until the image falls below n. O(1) memory, so a grid of
+// millions of points gets a random order without a table of them.
+class Permutation {
+ public:
+  Permutation(std::uint64_t n, std::uint64_t key)
+      : m_n(n), m_half_bits(std::max(1, (static_cast<int>(std::bit_width(n - 1)) + 1) / 2)) {
+    m_mask = (std::uint64_t{1} << m_half_bits) - 1;
+    for (auto& k : m_keys) k = key = splitmix64(key);
+  }
+
+  std::uint64_t operator()(std::uint64_t i) const {
+    do {
+      i = encrypt(i);
+    } while (i >= m_n);
+    return i;
+  }
+
+ private:
+  std::uint64_t encrypt(std::uint64_t x) const {
+    std::uint64_t left = x >> m_half_bits, right = x & m_mask;
+    for (std::uint64_t k : m_keys) {
+      const std::uint64_t next = left ^ (splitmix64(right ^ k) & m_mask);
+      left = right;
+      right = next;
+    }
+    return (left << m_half_bits) | right;
+  }
+
+  std::uint64_t m_n;
+  int m_half_bits;
+  std::uint64_t m_mask = 0;
+  std::uint64_t m_keys[4] = {};
+};
+
 class GridSampler final : public Sampler {
  public:
   GridSampler(SearchSpace space, std::vector<std::vector<double>> axes, std::size_t n_points,
@@ -66,7 +103,8 @@ class GridSampler final : public Sampler {
       : m_space(std::move(space)),
         m_axes(std::move(axes)),
         m_n_points(n_points),
-        m_rng(seed),
+        m_streams(seed, "grid"),
+        m_order(n_points, m_streams.base()),
         m_fallback(make_random_sampler(seed)) {}
 
   SearchSpace infer_relative_search_space(const StudyView&, const FrozenTrial&) override {
@@ -92,7 +130,10 @@ class GridSampler final : public Sampler {
     // Only reached for enqueued trials that fix some parameters: the rest come from the grid's
     // values for that parameter when it has any.
     for (std::size_t p = 0; p < m_space.size(); ++p) {
-      if (m_space[p].first == name) return m_axes[p][m_rng.below(m_axes[p].size())];
+      if (m_space[p].first == name) {
+        Rng rng = m_streams.stream(trial.number, name);
+        return m_axes[p][rng.below(m_axes[p].size())];
+      }
     }
     return m_fallback->sample_independent(study, trial, name, dist);
   }
@@ -102,16 +143,22 @@ class GridSampler final : public Sampler {
       return;
     }
     const auto [finished, running] = visited(study);
+    // Trial n starts at position n of the seeded order: a sequential study walks the order
+    // point by point, a resumed one carries on where it stopped, and workers that start
+    // trials at the same moment (so that none sees the others' RUNNING trials yet) hold
+    // different numbers and so start from different points (they can still meet where enqueued
+    // trials took points out of order; whoever sees the other's trial then steps past it).
+    const std::size_t start =
+        trial.number < 0 ? 0 : static_cast<std::size_t>(trial.number) % m_n_points;
     std::size_t id = 0;
     if (finished.size() + running.size() < m_n_points) {
-      id = draw_free([&](std::size_t i) { return !finished.contains(i) && !running.contains(i); },
-                     m_n_points - finished.size() - running.size());
+      id = next_free(start,
+                     [&](std::size_t i) { return !finished.contains(i) && !running.contains(i); });
     } else if (finished.size() < m_n_points) {
       // Only points another worker is running now are left: share one of those.
-      id = draw_free([&](std::size_t i) { return !finished.contains(i); },
-                     m_n_points - finished.size());
+      id = next_free(start, [&](std::size_t i) { return !finished.contains(i); });
     } else {
-      id = m_rng.below(m_n_points);
+      id = m_order(start);
     }
     trial.system_attrs[k_grid_attr] = id;
   }
@@ -136,22 +183,17 @@ class GridSampler final : public Sampler {
     return {std::move(finished), std::move(running)};
   }
 
-  // A uniform draw among the n_free points for which is_free() holds: by rejection while free
-  // points are common, by listing them once most of the grid is taken.
+  // The first point in the seeded order, from position `start` on (wrapping round), for which
+  // is_free() holds; the caller knows there is one.
   template <class IsFree>
-  std::size_t draw_free(IsFree is_free, std::size_t n_free) const {
-    if (n_free * 4 >= m_n_points) {
-      for (;;) {
-        const std::size_t id = m_rng.below(m_n_points);
-        if (is_free(id)) return id;
-      }
+  std::size_t next_free(std::size_t start, IsFree is_free) const {
+    for (std::size_t k = 0; k < m_n_points; ++k) {
+      std::size_t position = start + k;
+      if (position >= m_n_points) position -= m_n_points;
+      const auto id = static_cast<std::size_t>(m_order(position));
+      if (is_free(id)) return id;
     }
-    std::vector<std::size_t> free;
-    free.reserve(n_free);
-    for (std::size_t id = 0; id < m_n_points; ++id) {
-      if (is_free(id)) free.push_back(id);
-    }
-    return free[m_rng.below(free.size())];
+    return static_cast<std::size_t>(m_order(start));
   }
 
   std::optional<std::size_t> grid_id_of(const FrozenTrial& t) const {
@@ -176,7 +218,8 @@ class GridSampler final : public Sampler {
   SearchSpace m_space;
   std::vector<std::vector<double>> m_axes;  // internal values per parameter, in m_space order
   std::size_t m_n_points;
-  mutable Rng m_rng;
+  TrialStreams m_streams;  // the order's key (seed alone), enqueued trials' draws per trial
+  Permutation m_order;     // position -> grid point: the visiting order, the same in every worker
   std::unique_ptr<Sampler> m_fallback;
 };
 

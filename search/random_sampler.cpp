@@ -13,7 +13,7 @@ struct Overloaded : Ts... {
 
 class RandomSampler final : public Sampler {
  public:
-  explicit RandomSampler(std::optional<std::uint64_t> seed) : m_rng(seed) {}
+  explicit RandomSampler(std::optional<std::uint64_t> seed) : m_streams(seed, "random") {}
 
   SearchSpace infer_relative_search_space(const StudyView&, const FrozenTrial&) override {
     return {};
@@ -22,13 +22,16 @@ class RandomSampler final : public Sampler {
                                                 const SearchSpace&) override {
     return {};
   }
-  double sample_independent(const StudyView&, const FrozenTrial&, const std::string&,
+  // One stream per (trial number, parameter): the draw does not depend on which other
+  // parameters were drawn before it, nor on what this object drew for earlier trials.
+  double sample_independent(const StudyView&, const FrozenTrial& trial, const std::string& name,
                             const Distribution& dist) override {
-    return sample_uniform(m_rng, dist);
+    Rng rng = m_streams.stream(trial.number, name);
+    return sample_uniform(rng, dist);
   }
 
  private:
-  Rng m_rng;
+  TrialStreams m_streams;
 };
 
 }  // namespace

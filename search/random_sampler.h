@@ -1,5 +1,8 @@
 // The random sampler: every parameter independently and uniformly (log-uniformly for log
 // ranges) in its domain, as Optuna's RandomSampler. TPE uses one for its startup trials.
+// Seeded, a parameter's value is a function of (seed, trial number, parameter name): resumed
+// studies and concurrent workers, whose trials have new numbers, draw new points, while the
+// same study run again from scratch draws the same ones (see TrialStreams in rng.h).
 #pragma once
 
 #include <cstdint>

@@ -121,9 +121,7 @@ class TpeSampler final : public Sampler {
  public:
   explicit TpeSampler(const TpeOptions& options)
       : m_options(options),
-        m_rng(options.seed ? std::optional<std::uint64_t>(*options.seed * 0x9E3779B97F4A7C15ULL +
-                                                          0x7F4A7C159E3779B9ULL)
-                           : std::nullopt),
+        m_streams(options.seed, "tpe.candidates"),
         m_random(make_random_sampler(options.seed)) {
     m_parzen.consider_prior = options.consider_prior;
     m_parzen.prior_weight = options.prior_weight;
@@ -153,7 +151,7 @@ class TpeSampler final : public Sampler {
     return space;
   }
 
-  std::map<std::string, double> sample_relative(const StudyView& study, const FrozenTrial&,
+  std::map<std::string, double> sample_relative(const StudyView& study, const FrozenTrial& trial,
                                                 const SearchSpace& space) override {
     std::map<std::string, double> out;
     if (space.empty()) return out;
@@ -163,11 +161,11 @@ class TpeSampler final : public Sampler {
         for (const auto& [name, dist] : group) {
           if (!is_single(dist)) sub.emplace_back(name, dist);
         }
-        if (!sub.empty()) sample_joint(study, sub, out);
+        if (!sub.empty()) sample_joint(study, trial, sub, out);
       }
       return out;
     }
-    sample_joint(study, space, out);
+    sample_joint(study, trial, space, out);
     return out;
   }
 
@@ -179,7 +177,7 @@ class TpeSampler final : public Sampler {
       return m_random->sample_independent(study, trial, name, dist);
     }
     std::map<std::string, double> out;
-    sample_joint(study, SearchSpace{{name, dist}}, out);
+    sample_joint(study, trial, SearchSpace{{name, dist}}, out);
     if (auto it = out.find(name); it != out.end()) return it->second;
     return m_random->sample_independent(study, trial, name, dist);
   }
@@ -278,8 +276,10 @@ class TpeSampler final : public Sampler {
   }
 
   // Samples n_ei_candidates joint points from l(x) (the good trials' estimator) and writes the
-  // one with the largest l(x)/g(x) into out. Needs collect() first (done here).
-  void sample_joint(const StudyView& study, const SearchSpace& space,
+  // one with the largest l(x)/g(x) into out. Needs collect() first (done here). The candidates
+  // come from the stream of (seed, trial number, the space's names), so concurrent workers and
+  // resumed runs, whose trials have new numbers, try new candidates even on the same history.
+  void sample_joint(const StudyView& study, const FrozenTrial& trial, const SearchSpace& space,
                     std::map<std::string, double>& out) {
     collect(study);
     if (m_n_finished < static_cast<std::size_t>(std::max(m_options.n_startup_trials, 0))) {
@@ -309,7 +309,13 @@ class TpeSampler final : public Sampler {
     const detail::ParzenEstimator l(dists, below_spans, m_parzen);
     const detail::ParzenEstimator g(dists, above_spans, m_parzen);
     const auto n_candidates = static_cast<std::size_t>(std::max(m_options.n_ei_candidates, 1));
-    l.sample(m_rng, n_candidates, m_candidates);
+    std::string key;
+    for (const auto& [name, dist] : space) {
+      key += name;
+      key += '\0';
+    }
+    Rng rng = m_streams.stream(trial.number, key);
+    l.sample(rng, n_candidates, m_candidates);
     l.log_pdf(m_candidates, m_log_l);
     g.log_pdf(m_candidates, m_log_g);
     std::size_t best = 0;
@@ -375,8 +381,8 @@ class TpeSampler final : public Sampler {
 
   TpeOptions m_options;
   detail::ParzenParameters m_parzen;
-  Rng m_rng;
-  std::unique_ptr<Sampler> m_random;
+  TrialStreams m_streams;             // EI candidates, per trial (rng.h)
+  std::unique_ptr<Sampler> m_random;  // startup trials, per-trial streams of its own
 
   // Per-suggestion scan of the history (collect()).
   std::vector<const FrozenTrial*> m_obs;

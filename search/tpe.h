@@ -1,9 +1,11 @@
 // The TPE sampler (Optuna 3.x's TPESampler): random startup trials, then a good/bad split of the
 // history by gamma, one Parzen estimator per side, and the candidate that maximises l(x)/g(x).
 //
-// Options mirror Optuna's names so a study file reads like Optuna code. The sampler owns its
-// random engine (seeded: the same seed and history give the same suggestions on any machine) and
-// an internal RandomSampler for startup trials. One thread at a time.
+// Options mirror Optuna's names so a study file reads like Optuna code. The sampler owns an
+// internal RandomSampler for startup trials. Seeded, a suggestion is a function of the seed, the
+// history and the trial number alone (same on any machine, in a fresh run or after resumes);
+// both the startup draws and the EI candidates come from per-trial streams (rng.h), so
+// concurrent workers and resumed runs explore new points. One thread at a time.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // The suite every sampler passes (random, grid, TPE independent / multivariate / group):
-// domains, types, steps, log ranges, categorical choices, determinism by seed, histories with
-// FAIL / RUNNING / WAITING trials, single-value distributions.
+// domains, types, steps, log ranges, categorical choices, determinism by seed (a suggestion is a
+// function of seed, history and trial number, so resumes and workers go on exploring), histories
+// with FAIL / RUNNING / WAITING trials, single-value distributions.
 #include <cmath>
 #include <functional>
 #include <set>
@@ -138,6 +139,46 @@ TEST_P(SamplerSuite, SameSeedSameSuggestionsOtherSeedOthers) {
   const auto a = run(42), b = run(42), c = run(43);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
+}
+
+// The contract behind resumes and concurrent workers: same seed + same history + same trial
+// number => same suggestion, whether the sampler object is fresh (a resumed run, another
+// worker) or has served other trials; another trial number on the same history draws anew.
+TEST_P(SamplerSuite, SameSeedHistoryAndTrialNumberSameSuggestion) {
+  const SearchSpace space = mixed_space();
+  for (int history : {4, 20}) {  // TPE's startup trials, then its own suggestions
+    auto used = GetParam().make(42, space);
+    VectorStudyView study(Direction::minimize);
+    run_study(*used, study, space, mixed_objective, history);
+    auto suggest = [&](Sampler& sampler, int number) {
+      FrozenTrial trial;
+      trial.number = number;
+      trial.trial_id = number;
+      sampler.before_trial(study, trial);
+      suggest_all(sampler, study, trial, space);
+      return trial.params;
+    };
+    auto fresh = GetParam().make(42, space);
+    const auto expected = suggest(*used, history);
+    EXPECT_EQ(suggest(*fresh, history), expected) << "history " << history;
+    EXPECT_EQ(suggest(*used, history), expected) << "asked again, history " << history;
+    EXPECT_NE(suggest(*fresh, history + 1), expected) << "history " << history;
+  }
+}
+
+TEST_P(SamplerSuite, ResumedStudyMatchesTheUninterruptedOne) {
+  const SearchSpace space = mixed_space();
+  auto whole = GetParam().make(8, space);
+  VectorStudyView uninterrupted(Direction::minimize), resumed(Direction::minimize);
+  run_study(*whole, uninterrupted, space, mixed_objective, 30);
+  for (int session = 0; session < 10; ++session) {  // a new process, same seed, every 3 trials
+    auto sampler = GetParam().make(8, space);
+    run_study(*sampler, resumed, space, mixed_objective, 3);
+  }
+  ASSERT_EQ(resumed.trials().size(), uninterrupted.trials().size());
+  for (std::size_t i = 0; i < resumed.trials().size(); ++i) {
+    EXPECT_EQ(resumed.trials()[i].params, uninterrupted.trials()[i].params) << "trial " << i;
+  }
 }
 
 TEST_P(SamplerSuite, LogRangesAreCovered) {

@@ -92,8 +92,8 @@ TEST(Tpe, ConcentratesOnTheGoodRegionBetterThanRandom) {
 }
 
 TEST(Tpe, FailedAndWaitingTrialsAreIgnored) {
-  // Same seed and the same COMPLETE history give the same suggestion whatever FAIL / WAITING
-  // trials sit in between.
+  // Same seed, the same COMPLETE history and the same trial number give the same suggestion
+  // whatever FAIL / WAITING trials sit in between.
   auto a = tpe(3), b = tpe(3);
   VectorStudyView sa(Direction::minimize), sb(Direction::minimize);
   auto rs = make_random_sampler(99);
@@ -115,9 +115,9 @@ TEST(Tpe, FailedAndWaitingTrialsAreIgnored) {
     for (std::size_t i = 0; i < s->trials().size(); ++i)
       s->mutable_trials()[i].number = static_cast<int>(i);
   }
+  // The trial number picks the random stream (rng.h), so both ask for the same one.
   FrozenTrial ta, tb;
-  ta.number = static_cast<int>(sa.trials().size());
-  tb.number = static_cast<int>(sb.trials().size());
+  ta.number = tb.number = static_cast<int>(sb.trials().size());
   EXPECT_EQ(suggest_all(*a, sa, ta, k_plane), suggest_all(*b, sb, tb, k_plane));
 }
 
@@ -141,8 +141,9 @@ TEST(Tpe, ConstantLiarAvoidsPointsOtherWorkersAreRunning) {
         study.mutable_trials().push_back(r);
       }
     }
+    // One trial number for every variant: it picks the candidates' random stream.
     FrozenTrial t;
-    t.number = static_cast<int>(study.trials().size());
+    t.number = 100;
     return suggest_all(*s, study, t, line).at("x");
   };
   const double alone = suggest(true, false, 0.0);
