@@ -245,11 +245,16 @@ class MpiContainment : public Containment {};
 
 // SIGKILL at 30 random points under `mpirun -n 2`: no process of any trial is left after any
 // of them, COMPLETE trials never change, the database stays intact, and a last run finishes
-// the study with nothing left RUNNING.
+// the study with nothing left RUNNING. Every other round the ranks hang (until killed), so a
+// rank that outlived tune could not go unnoticed by finishing on its own.
 TEST_F(MpiContainment, ThirtyRandomKillsLeaveNoProcessAndChangeNoFinishedTrial) {
-  const auto study = write_study(
-      "['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}', --steps, '3', --step-ms, '60']",
-      "launch: {mpirun: {n: 2, oversubscribe: true, mca: {pml: '^cm'}}}\n");
+  const auto hang_flag = m_dir / "hang";
+  const auto study =
+      write_study("['" FAKE_TRIAL
+                  "', --out, '{trial_dir}', --value, '{x}', --steps, '3', "
+                  "--step-ms, '60', --hang-if-exists, '" +
+                      hang_flag.string() + "']",
+                  "launch: {mpirun: {n: 2, oversubscribe: true, mca: {pml: '^cm'}}}\n");
   std::mt19937 rng(12);
   std::uniform_int_distribution<int> kill_after_ms(0, 1500);
   std::map<int, nlohmann::json> finished;  // number -> what a COMPLETE trial must keep
@@ -260,6 +265,11 @@ TEST_F(MpiContainment, ThirtyRandomKillsLeaveNoProcessAndChangeNoFinishedTrial) 
                           {"state", search::to_string(t.state)}};
   };
   for (int kill_no = 0; kill_no < 30; ++kill_no) {
+    if (kill_no % 2) {
+      std::ofstream(hang_flag) << "1";
+    } else {
+      fs::remove(hang_flag);
+    }
     const pid_t tune = spawn_tune({"--trials", "3", study});
     // The random kill point is the experiment here, not a synchronisation.
     std::this_thread::sleep_for(std::chrono::milliseconds(kill_after_ms(rng)));
@@ -286,6 +296,7 @@ TEST_F(MpiContainment, ThirtyRandomKillsLeaveNoProcessAndChangeNoFinishedTrial) 
   sqlite3_finalize(st);
   sqlite3_close(db);
 
+  fs::remove(hang_flag);
   const pid_t tune = spawn_tune({"--trials", "1", study});
   EXPECT_EQ(wait_tune(tune), 0) << slurp(m_dir / "tune.err");
   EXPECT_TRUE(reap_everything(30));
