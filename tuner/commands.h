@@ -1,17 +1,39 @@
 // Subcommands that live outside cli.cpp (report, export, confirm, probe): each module adds its
 // subcommands to the CLI11 app and returns what to run when one of them was chosen. A handler
-// returns the exit status; errors are thrown as std::runtime_error and printed by run_cli's one
-// top-level catch as "tune: error: ...".
+// returns the exit status; errors are thrown, BadInput for what the user must fix (exit 2) and
+// std::runtime_error for a command that could not be carried out (exit 1), and printed by
+// run_cli's one top-level catch as "tune: error: ...".
 #pragma once
 
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "tuner/runner.h"
 
 namespace CLI {
 class App;
 }
 
 namespace tune::tuner {
+
+// The exit statuses of `tune`, documented in the README ("Exit status") and `tune --help`.
+inline constexpr int k_exit_failed = 1;         // the input was fine; running it failed
+inline constexpr int k_exit_bad_input = 2;      // a flag, the study file or a name in them
+inline constexpr int k_exit_interrupted = 130;  // SIGINT/SIGTERM; finished trials are stored
+
+// A mistake in what the user gave: a flag, the study file, a database or study or trial that
+// is not there. Exit status 2.
+struct BadInput : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// open_existing_study() for a command: a failure is BadInput when the arguments name no usable
+// study (the study file is wrong, no such database, no such study in it) and std::runtime_error
+// when the database is there but could not be read.
+OpenedStudy open_study_or_throw(const std::string& target, const std::string& storage_url,
+                                const std::string& study_name);
 
 struct Subcommand {
   CLI::App* app = nullptr;

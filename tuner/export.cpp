@@ -17,11 +17,34 @@ namespace {
 constexpr std::string_view k_out_mark = "\x1ftune-out\x1f";
 constexpr std::string_view k_nproc_mark = "\x1ftune-nproc\x1f";
 
+bool is_ascii_alnum(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// The study file already refuses other names; checked again because a name is written into
+// `export NAME=`, `unset NAME` and comment lines, where quoting cannot make it harmless.
 bool is_env_name(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return is_ascii_alnum(c) || c == '_'; });
+}
+
+// The one quoting rule behind shell_quote(). `force`: quote even a word of safe characters.
+std::string quote(std::string_view text, bool force) {
+  const bool safe = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return is_ascii_alnum(c) || std::string_view("_@+=:,./-").find(c) != std::string_view::npos;
   });
+  if (safe && !force) return std::string(text);
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
 }
 
 // One shell word for an expanded template: literal pieces quoted, the marks replaced by
@@ -39,7 +62,7 @@ std::string shell_word(const std::string& text, const std::string& out_expr,
     if (!literal.empty()) {
       // A first word holding '=' would be read as an assignment: quote it regardless.
       const bool force = first_word && out.empty() && literal.find('=') != std::string::npos;
-      out += force ? "'" + literal + "'" : shell_quote(literal);
+      out += quote(literal, force);
     }
     if (next == std::string::npos) break;
     if (next == a) {
@@ -102,13 +125,13 @@ std::expected<Rendered, std::string> render_request(const StudySpec& spec,
       trial_template_values(spec, *params, std::string(k_out_mark), trial.number, trainer);
   values["nproc"] = std::string(k_nproc_mark);
   // No --allow-run-as-root: the scripts set Open MPI's variables for that only when run as root.
+  for (const auto& [name, text] : spec.env) {
+    if (!is_env_name(name))
+      return std::unexpected(fmt::format("{}: env.{}: not a valid environment variable name",
+                                         spec.file, one_line(name)));
+  }
   auto req = expand_launch(spec, values, /*allow_run_as_root=*/false);
   if (!req) return std::unexpected(req.error());
-  for (const auto& [name, value] : req->env_set) {
-    if (!is_env_name(name))
-      return std::unexpected(
-          fmt::format("{}: env.{}: not a valid environment variable name", spec.file, name));
-  }
   return Rendered{std::move(*req)};
 }
 
@@ -197,24 +220,7 @@ std::expected<ExportFormat, std::string> parse_export_format(const std::string& 
       "--format: unknown export format '{}' (known: bash, slurm, pbs, env, mpirun)", text));
 }
 
-std::string shell_quote(std::string_view text) {
-  if (text.empty()) return "''";
-  const bool safe = std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("_@+=:,./-").find(c) != std::string_view::npos;
-  });
-  if (safe) return std::string(text);
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += '\'';
-  return out;
-}
+std::string shell_quote(std::string_view text) { return quote(text, /*force=*/false); }
 
 std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
                                                const search::FrozenTrial& trial) {
@@ -269,6 +275,12 @@ std::expected<std::string, std::string> render_export(const StudySpec& spec,
       // One command line, self-contained: the environment goes in front through env(1).
       std::vector<std::string> argv;
       if (!r->request.env_set.empty() || !r->request.env_unset.empty()) {
+        // env(1) takes every NAME=VALUE word before the program for a variable, `--` or not.
+        if (!r->request.argv.empty() && r->request.argv.front().contains('='))
+          return std::unexpected(fmt::format(
+              "{}: the program '{}' holds '=', which env(1) would take for a variable; use "
+              "--format bash instead",
+              spec.file, one_line(r->request.argv.front())));
         argv.push_back("env");
         for (const auto& name : r->request.env_unset) argv.insert(argv.end(), {"-u", name});
         for (const auto& [name, value] : r->request.env_set) argv.push_back(name + "=" + value);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -24,9 +25,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The value, or the error thrown as a failure to carry out the command (exit 1).
 template <typename T>
 T unwrap(std::expected<T, std::string> r) {
   if (!r) throw std::runtime_error(r.error());
+  return std::move(*r);
+}
+
+// The value, or the error thrown as bad input (exit 2).
+template <typename T>
+T unwrap_input(std::expected<T, std::string> r) {
+  if (!r) throw BadInput(r.error());
   return std::move(*r);
 }
 
@@ -40,12 +49,12 @@ void add_study_args(CLI::App* sub, StudyArgs& args) {
   sub->add_option("--study", args.study, "Study name inside the database");
 }
 
-// The study file of an opened study: the one given, else the one the database remembers.
+// The study file of an opened study: the one given, else the one the database remembers. The
+// error says why there is none to use (bad input); a database that cannot be read throws.
 std::expected<StudySpec, std::string> spec_of(const OpenedStudy& opened) {
   if (opened.spec) return *opened.spec;
-  auto attrs = opened.storage->get_study_user_attrs(opened.cache->study().study_id);
-  if (!attrs) return std::unexpected(attrs.error());
-  const auto file = attrs->value("tune:study_file", std::string());
+  auto attrs = unwrap(opened.storage->get_study_user_attrs(opened.cache->study().study_id));
+  const auto file = attrs.value("tune:study_file", std::string());
   if (file.empty())
     return std::unexpected(
         fmt::format("study '{}' in {} names no study file; pass the study file (*.yaml) instead",
@@ -108,11 +117,11 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
         ->check(CLI::IsMember({"text", "json", "markdown", "md", "html"}));
     sub->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
     sub->add_option("--top", args->top, "Rows of the top-trials table (default 10)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     sub->add_flag("--no-importance", args->no_importance, "Skip the fANOVA importance");
     subs.push_back({sub, [args]() {
-                      auto opened = unwrap(open_existing_study(
-                          args->study.target, args->study.storage, args->study.study));
+                      auto opened = open_study_or_throw(args->study.target, args->study.storage,
+                                                        args->study.study);
                       auto spec = spec_of(opened);  // optional here: gives order and key names
                       ReportOptions options;
                       options.top_n = args->top;
@@ -121,7 +130,7 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
                                                spec ? spec->space : search::SearchSpace{}, options);
                       data.storage = opened.url;
                       if (spec && !spec->objective.use_regex) data.objective = spec->objective.key;
-                      auto reporter = unwrap(make_reporter(args->format));
+                      auto reporter = unwrap_input(make_reporter(args->format));
                       std::ostringstream text;
                       reporter->write(text, data);
                       write_output(args->output, text.str(), false);
@@ -142,15 +151,15 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
         "use medians");
     add_study_args(sub, args->study);
     sub->add_option("--repeats,-r", args->options.repeats, "Re-runs of each trial (default 5)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
     sub->add_option("--top,-k", args->options.top,
                     "Best trials re-run besides the baseline (default 3)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     sub->add_flag("--quiet,-q", args->options.quiet, "No line per trial");
     subs.push_back({sub, [args]() {
-                      auto opened = unwrap(open_existing_study(
-                          args->study.target, args->study.storage, args->study.study));
-                      auto spec = unwrap(spec_of(opened));
+                      auto opened = open_study_or_throw(args->study.target, args->study.storage,
+                                                        args->study.study);
+                      auto spec = unwrap_input(spec_of(opened));
                       ConfirmOptions options = args->options;
                       options.storage_override = opened.url;
                       opened = {};  // the runner opens its own connection
@@ -158,7 +167,7 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
                       if (totals.interrupted) {
                         std::cerr << "tune: interrupted; the re-runs not yet started stay "
                                      "queued and run with the study's next `tune` command.\n";
-                        return 130;
+                        return k_exit_interrupted;
                       }
                       return 0;
                     }});
@@ -181,13 +190,13 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
         ->check(CLI::IsMember({"bash", "slurm", "pbs", "env", "mpirun"}));
     sub->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
     sub->add_option("--trial", args->trial, "Export this trial number instead of the best")
-        ->check(CLI::NonNegativeNumber);
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     subs.push_back(
         {sub, [args]() {
-           const auto format = unwrap(parse_export_format(args->format));
-           auto opened = unwrap(
-               open_existing_study(args->study.target, args->study.storage, args->study.study));
-           const auto spec = unwrap(spec_of(opened));
+           const auto format = unwrap_input(parse_export_format(args->format));
+           auto opened =
+               open_study_or_throw(args->study.target, args->study.storage, args->study.study);
+           const auto spec = unwrap_input(spec_of(opened));
            ReportOptions options;
            options.importance = false;
            auto data = build_report(*opened.cache, opened.cache->study().name, spec.space, options);
@@ -199,9 +208,8 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
              const auto it = std::find_if(data.trials.begin(), data.trials.end(),
                                           [&](const ReportTrial& t) { return t.number == number; });
              if (it == data.trials.end())
-               throw std::runtime_error(
-                   fmt::format("--trial {}: no such trial in study '{}' ({} trials)", number,
-                               data.study, data.trials.size()));
+               throw BadInput(fmt::format("--trial {}: no such trial in study '{}' ({} trials)",
+                                          number, data.study, data.trials.size()));
              measured = measured_text(data, *it);
            } else {
              if (!data.best)
@@ -218,7 +226,9 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
            ExportOptions export_options;
            export_options.measured = measured;
            export_options.storage = opened.url;
-           const auto text = unwrap(render_export(spec, *trial, format, export_options));
+           // What fails here is the study file (a template, a variable name) or the trial
+           // chosen (a parameter the study file no longer has): bad input.
+           const auto text = unwrap_input(render_export(spec, *trial, format, export_options));
            const bool script = format == ExportFormat::bash || format == ExportFormat::slurm ||
                                format == ExportFormat::pbs;
            write_output(args->output, text, script);

@@ -1,14 +1,21 @@
 #include "tuner/study_spec.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+
+#include "search/pruner.h"
+#include "search/sampler.h"
 
 namespace tune::tuner {
 namespace {
@@ -22,6 +29,185 @@ const std::set<std::string> k_builtins = {"trial_dir",  "trial_number", "study",
 // Thrown inside the parser only; turned into the returned error at the top.
 struct SpecError {
   std::string message;
+};
+
+// Bounds on the document before it becomes a node tree. A real study file has a few hundred
+// nodes; the bounds are far above that and far below what would hurt.
+constexpr std::uint64_t k_max_nodes = 100'000;  // counting every copy an alias makes
+constexpr std::size_t k_max_depth = 64;         // nesting of mappings and sequences
+
+// `text` with control characters written as \xHH, for messages that must stay one line.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool has_control_char(const std::string& text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+// POSIX's portable environment variable name: the only names a shell can export or unset.
+bool is_env_var_name(const std::string& name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// The first pass over the study file, on yaml-cpp's parse events, before any node tree exists.
+// yaml-cpp keeps both of two equal keys without a word (lookups see the first, iteration both),
+// and it shares an aliased node, so a walk over the tree (to_json, a parameter's choices)
+// copies that node once per reference: a 1 KB file of nested aliases becomes gigabytes. Here an
+// alias is one event whose expanded size is known from its anchor, so both problems are caught
+// at the key and line that cause them, before anything is copied. Not thread-safe; one per parse.
+class DocumentCheck : public YAML::EventHandler {
+ public:
+  explicit DocumentCheck(std::string file) : m_file(std::move(file)) {}
+
+  // The first problem found ("FILE:LINE: key 'a.b': ..."), if any.
+  const std::optional<std::string>& error() const { return m_error; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++m_documents > 1)
+      fail(mark, "(top level)", "a second YAML document ('---'); a study file holds exactly one");
+  }
+  void OnDocumentEnd() override {}
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    leaf(mark, anchor, "null");
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    leaf(mark, anchor, value);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (m_error) return;
+    const auto it = m_anchors.find(anchor);
+    if (it == m_anchors.end()) {
+      // yaml-cpp rejects unknown anchors itself: this one is still open, so the alias sits
+      // inside the node it names and the tree would be a cycle.
+      return fail(mark, path_of_next(), "a YAML alias inside the node it names (a cycle)");
+    }
+    if (count(mark, it->second.size)) node(mark, it->second.size, it->second.scalar);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, anchor, /*is_map=*/false);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, anchor, /*is_map=*/true);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Anchored {
+    std::uint64_t size = 1;             // nodes, aliases expanded
+    std::optional<std::string> scalar;  // its text, when a scalar (it may serve as a key)
+  };
+  struct Frame {
+    bool is_map = false;
+    YAML::Mark mark;
+    std::string path;  // this node's key in the Parser's notation (a.b[2].c); "" for the root
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    std::uint64_t size = 1;                      // nodes so far, itself included, aliases expanded
+    std::size_t index = 0;                       // next item (sequence)
+    bool at_key = true;                          // the next node is a key (mapping)
+    std::string key;                             // the key whose value comes next (mapping)
+    std::unordered_map<std::string, int> lines;  // key -> line of its first occurrence
+  };
+
+  void fail(const YAML::Mark& mark, const std::string& path, const std::string& what) {
+    if (!m_error) m_error = fmt::format("{}:{}: key '{}': {}", m_file, mark.line + 1, path, what);
+  }
+
+  // The key path of the node that starts now.
+  std::string path_of_next() const {
+    if (m_stack.empty()) return "(top level)";
+    const Frame& f = m_stack.back();
+    if (!f.is_map) return fmt::format("{}[{}]", f.path, f.index);
+    const std::string key = f.at_key ? std::string("(a key)") : printable(f.key);
+    return f.path.empty() ? key : f.path + "." + key;
+  }
+
+  // Counts `size` more nodes (an alias counts all of its anchor's) toward the bound.
+  bool count(const YAML::Mark& mark, std::uint64_t size) {
+    m_total += size;
+    if (m_total <= k_max_nodes) return true;
+    fail(mark, path_of_next(),
+         fmt::format("the study file grows past {} nodes once its YAML aliases are expanded "
+                     "(an alias bomb?); write the values out instead",
+                     k_max_nodes));
+    return false;
+  }
+
+  // A complete node of `size` nodes (already counted): it advances the enclosing sequence or
+  // mapping. A scalar key is checked against the keys before it in the same mapping.
+  void node(const YAML::Mark& mark, std::uint64_t size, const std::optional<std::string>& scalar) {
+    if (m_stack.empty()) return;
+    Frame& f = m_stack.back();
+    f.size += size;
+    if (!f.is_map) {
+      ++f.index;
+    } else if (!f.at_key) {
+      f.at_key = true;
+    } else {
+      f.at_key = false;
+      f.key = scalar.value_or("(a key)");
+      if (!scalar) return;
+      const auto [first, inserted] = f.lines.emplace(*scalar, mark.line + 1);
+      if (!inserted) {
+        const auto key = printable(*scalar);
+        fail(mark, f.path.empty() ? key : f.path + "." + key,
+             fmt::format("duplicate key (first at line {}); give each key once", first->second));
+      }
+    }
+  }
+
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor, const std::string& text) {
+    if (m_error) return;
+    if (anchor != YAML::NullAnchor) m_anchors[anchor] = Anchored{1, text};
+    if (count(mark, 1)) node(mark, 1, text);
+  }
+
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor, bool is_map) {
+    if (m_error) return;
+    Frame f;
+    f.is_map = is_map;
+    f.mark = mark;
+    f.anchor = anchor;
+    if (!m_stack.empty()) f.path = path_of_next();
+    if (m_stack.size() >= k_max_depth)
+      return fail(mark, f.path, fmt::format("nested deeper than {} levels", k_max_depth));
+    if (count(mark, 1)) m_stack.push_back(std::move(f));
+  }
+
+  void close() {
+    if (m_error) return;
+    Frame f = std::move(m_stack.back());
+    m_stack.pop_back();
+    if (f.anchor != YAML::NullAnchor) m_anchors[f.anchor] = Anchored{f.size, std::nullopt};
+    node(f.mark, f.size, std::nullopt);
+  }
+
+  std::string m_file;
+  std::optional<std::string> m_error;
+  int m_documents = 0;
+  std::uint64_t m_total = 0;  // nodes so far, aliases expanded
+  std::vector<Frame> m_stack;
+  std::unordered_map<YAML::anchor_t, Anchored> m_anchors;
 };
 
 class Parser {
@@ -45,6 +231,42 @@ class Parser {
         fail(kv.first, join(where, key), fmt::format("unknown key (allowed: {})", list));
       }
     }
+  }
+
+  // An error from search/ ("sampler.seed: must be ...") at the line of the key it names.
+  [[noreturn]] void fail_in(const YAML::Node& root, const std::string& section,
+                            const std::string& error) const {
+    const auto colon = error.find(": ");
+    std::string key = section;
+    std::string what = error;
+    if (colon != std::string::npos && error.starts_with(section) &&
+        error.substr(0, colon).find(' ') == std::string::npos) {
+      key = error.substr(0, colon);
+      what = error.substr(colon + 2);
+    }
+    // The deepest node of the key's path that the file has.
+    // (reset(), not operator=: assigning a YAML::Node overwrites the node it refers to.)
+    YAML::Node node = root[section];
+    std::size_t pos = section.size();
+    while (pos < key.size() && key[pos] == '.' && node.IsMap()) {
+      const auto end = std::min(key.find('.', pos + 1), key.size());
+      const YAML::Node& parent = node;
+      const YAML::Node child = parent[key.substr(pos + 1, end - pos - 1)];
+      if (!child) break;
+      node.reset(child);
+      pos = end;
+    }
+    fail(node, key, what);
+  }
+
+  // Why `name` cannot be one component of a path, if it cannot.
+  static std::optional<std::string> bad_path_component(const std::string& name) {
+    if (name.empty()) return "is empty";
+    if (name == "." || name == "..") return "is not a folder name";
+    if (name.find('/') != std::string::npos) return "holds a '/'";
+    if (has_control_char(name)) return "holds a control character";
+    if (name.size() > 255) return "is longer than 255 bytes";
+    return std::nullopt;
   }
 
   static std::string join(const std::string& a, const std::string& b) {
@@ -190,7 +412,11 @@ class Parser {
          "params", "sampler", "pruner", "enqueue", "output", "storage", "probes"});
     if (!root["name"]) fail(root, "name", "missing (the study's name)");
     spec.name = string(root["name"], "name");
-    if (spec.name.empty()) fail(root["name"], "name", "must not be empty");
+    if (auto why = bad_path_component(spec.name)) {
+      fail(root["name"], "name",
+           fmt::format("'{}' {}: the name is one folder of the output (tune-out/NAME)",
+                       printable(spec.name), *why));
+    }
     if (root["direction"]) {
       const auto d = string(root["direction"], "direction");
       if (d == "minimize") {
@@ -225,8 +451,11 @@ class Parser {
       for (const auto& kv : env) {
         const auto name = kv.first.as<std::string>();
         const auto key = "env." + name;
-        if (name.empty() || name.find('=') != std::string::npos)
-          fail(kv.first, key, "bad variable name");
+        if (!is_env_var_name(name)) {
+          fail(kv.first, "env." + printable(name),
+               "not an environment variable name (letters, digits and '_', not starting with "
+               "a digit)");
+        }
         spec.env.emplace_back(name, scalar_text(kv.second, key));
         check_template(kv.second, key, spec.env.back().second, spec);
       }
@@ -243,14 +472,28 @@ class Parser {
       if (!s.IsMap())
         fail(s, "sampler", "expected a mapping (type: tpe|random|grid, seed: N, ...)");
       spec.sampler = to_json(s, "sampler");
+      // Built once here so that a bad option is a study-file error with its line, not a
+      // failure after the database was opened.
+      if (auto sampler = search::make_sampler(spec.sampler, spec.space); !sampler)
+        fail_in(root, "sampler", sampler.error());
     }
     if (const auto& p = root["pruner"]) {
       if (!p.IsMap()) fail(p, "pruner", "expected a mapping (type: median|percentile|...)");
       spec.pruner = to_json(p, "pruner");
+      if (auto pruner = search::make_pruner(spec.pruner); !pruner)
+        fail_in(root, "pruner", pruner.error());
     }
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
     spec.output = root["output"] ? string(root["output"], "output") : "tune-out/" + spec.name;
+    if (spec.output.empty()) fail(root["output"], "output", "must not be empty");
+    if (has_control_char(spec.output)) {
+      fail(root["output"], "output",
+           fmt::format("'{}' holds a control character; name a plain folder",
+                       printable(spec.output)));
+    }
     spec.storage = root["storage"] ? string(root["storage"], "storage") : "";
+    if (auto why = storage_url_problem(spec.storage))
+      fail(root["storage"], "storage", fmt::format("'{}' {}", printable(spec.storage), *why));
     if (const auto& p = root["probes"]) {
       check_keys(p, "probes", {"enabled", "constrain", "interval"});
       if (p["enabled"]) spec.probes.enabled = boolean(p["enabled"], "probes.enabled");
@@ -448,6 +691,15 @@ std::expected<std::optional<std::string>, std::string> expand_template(
   return std::optional<std::string>(std::move(out));
 }
 
+std::optional<std::string> storage_url_problem(const std::string& url) {
+  constexpr std::string_view k_sqlite = "sqlite:///";
+  if (has_control_char(url)) return "holds a control character";
+  if (url.contains("://") && !url.starts_with(k_sqlite))
+    return "only SQLite is built in (sqlite:///path.db or a file path)";
+  if (url == k_sqlite) return "names no database file (sqlite:///path.db)";
+  return std::nullopt;
+}
+
 std::expected<double, std::string> parse_duration(const std::string& text) {
   std::size_t pos = 0;
   double v = 0;
@@ -478,6 +730,14 @@ std::expected<StudySpec, std::string> parse_study_spec(const std::string& yaml_t
                                                        const std::string& path) {
   YAML::Node root;
   try {
+    // Duplicate keys, alias bombs and extra documents first, on the event stream: the node
+    // tree would hide the first and be unsafe to walk with the second.
+    std::istringstream in(yaml_text);
+    YAML::Parser events(in);
+    DocumentCheck check(path);
+    while (events.HandleNextDocument(check) && !check.error()) {
+    }
+    if (check.error()) return std::unexpected(*check.error());
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
     return std::unexpected(fmt::format("{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.msg));
@@ -498,8 +758,15 @@ std::expected<StudySpec, std::string> parse_study_spec(const std::string& yaml_t
 }
 
 std::expected<StudySpec, std::string> load_study_spec(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return std::unexpected(fmt::format("{}: is a directory, not a study file", path));
   std::ifstream in(path);
-  if (!in) return std::unexpected(fmt::format("{}: cannot read the study file", path));
+  if (!in) {
+    const int err = errno;
+    return std::unexpected(
+        fmt::format("{}: cannot read the study file ({})", path, std::strerror(err)));
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_study_spec(ss.str(), path);

@@ -102,6 +102,11 @@ std::expected<std::optional<std::string>, std::string> expand_template(
 // Names a template refers to, in order (for validation).
 std::expected<std::vector<std::string>, std::string> template_names(const std::string& text);
 
+// Why `url` names no storage this build can open (only SQLite: a path or sqlite:///path), if it
+// does not. For the study file's `storage:` and the --storage flag, so both fail as bad input
+// before anything is opened.
+std::optional<std::string> storage_url_problem(const std::string& url);
+
 // "90", "90s", "1.5m", "2h" -> seconds.
 std::expected<double, std::string> parse_duration(const std::string& text);
 

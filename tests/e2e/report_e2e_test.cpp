@@ -239,10 +239,10 @@ TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
 
 TEST_F(ReportE2E, BadInputGivesOneClearLine) {
   auto r = tune(s_dir, {"export", s_study, "--trial", "999"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // bad input (README "Exit status")
   EXPECT_EQ(r.err, "tune: error: --trial 999: no such trial in study 'rpt' (11 trials)\n");
   r = tune(s_dir, {"report", (s_dir / "missing.db").string()});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no such database"), std::string::npos) << r.err;
   r = tune(s_dir, {"export", s_study, "--format", "lsf"});
   EXPECT_NE(r.exit_code, 0);

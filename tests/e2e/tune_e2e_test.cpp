@@ -279,7 +279,7 @@ TEST_F(TuneE2E, BadInputIsOneLineAndNonZero) {
 
   const auto study = write_study(base_study("bogus_key: 1\n"));
   auto bad = run_tune({"--trials", "1", study});
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2);  // bad input (README "Exit status")
   EXPECT_NE(bad.err.find("study.yaml:7: key 'bogus_key': unknown key"), std::string::npos)
       << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1);
