@@ -195,6 +195,10 @@ int run_keeper(int argc, char** argv) {
   std::vector<char*> child_argv;
   for (const auto& s : args->command) child_argv.push_back(const_cast<char*>(s.c_str()));
   child_argv.push_back(nullptr);
+  // Closed by a successful exec: "pid N" goes out only once the trial is the program it runs, so
+  // a probe never samples the forked keeper copy as if it were the trial.
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) return 1;
   const pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "tune-keeper: fork: %s\n", std::strerror(errno));
@@ -207,9 +211,16 @@ int run_keeper(int argc, char** argv) {
       dup2(pipes[1][1], STDERR_FILENO);
     }
     execv(child_argv[0], child_argv.data());
-    std::fprintf(stderr, "tune-keeper: cannot run %s: %s\n", child_argv[0], std::strerror(errno));
+    const int error = errno;
+    std::fprintf(stderr, "tune-keeper: cannot run %s: %s\n", child_argv[0], std::strerror(error));
+    [[maybe_unused]] auto n = write(exec_pipe[1], &error, sizeof error);
     _exit(127);
   }
+  close(exec_pipe[1]);
+  int exec_error = 0;
+  while (read(exec_pipe[0], &exec_error, sizeof exec_error) < 0 && errno == EINTR) {
+  }
+  close(exec_pipe[0]);
   send_line(control, fmt::format("pid {}\n", child));
 
   std::vector<int> readers;  // read ends still open, index-aligned with captures

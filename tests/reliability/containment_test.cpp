@@ -77,6 +77,7 @@ class Containment : public ::testing::Test {
     reap_everything(10);
     if (!HasFailure()) fs::remove_all(m_dir);
   }
+  static std::string fmt_proc(pid_t pid) { return "/proc/" + std::to_string(pid) + "/comm"; }
   static std::string fmt_mark(const std::string& test) {
     return test + "-" + std::to_string(getpid());
   }
@@ -196,6 +197,20 @@ TEST_F(Containment, TheKeeperPassesTheTrialsStatusThrough) {
   const auto r = run_process(req);
   EXPECT_EQ(r.signal, SIGSEGV);
   EXPECT_EQ(r.exit_code, -1);
+}
+
+// The watcher's first call (the probes start there) sees the trial's own program, not the
+// keeper's forked copy of itself before exec.
+TEST_F(Containment, TheWatcherSeesTheTrialsProgramFromTheStart) {
+  LaunchRequest req;
+  req.argv = {"sleep", "0.3"};
+  std::string first_comm;
+  const auto r = run_process(req, [&](pid_t pid) {
+    if (first_comm.empty()) std::getline(std::ifstream(fmt_proc(pid)), first_comm);
+    return std::string();
+  });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(first_comm, "sleep");
 }
 
 TEST_F(Containment, KillNineOfTuneLeavesNoTrialProcess) {
