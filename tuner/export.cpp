@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <map>
 
-#include "tuner/runner.h"
+#include "tuner/launch_plan.h"
 
 namespace tune::tuner {
 namespace {

@@ -16,6 +16,7 @@
 #include "tuner/objective.h"
 #include "tuner/summary.h"
 #include "tuner/text.h"
+#include "tuner/trial_outcome.h"
 
 namespace tune::tuner {
 namespace {
@@ -85,11 +86,6 @@ bool owner_is_dead(const nlohmann::json& owner, Storage& storage, std::int64_t t
   return age && *age && **age > k_stale_heartbeat_s;
 }
 
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
-}
-
 std::string format_duration(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
   if (s < 3600) return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
@@ -145,95 +141,10 @@ class LogFollower {
 
 }  // namespace
 
-std::string bundled_trainer_path() {
-  std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto candidate = self.parent_path() / "tune-trainer";
-    if (fs::exists(candidate, ec)) return candidate.string();
-  }
-  return "tune-trainer";
-}
-
 std::string storage_url_for(const StudySpec& spec, const std::string& override_url) {
   if (!override_url.empty()) return override_url;
   if (!spec.storage.empty()) return spec.storage;
   return (fs::path(spec.output) / "study.db").string();
-}
-
-TemplateValues trial_template_values(const StudySpec& spec,
-                                     const std::map<std::string, search::ParamValue>& params,
-                                     const std::string& trial_dir, int trial_number,
-                                     const std::string& trainer) {
-  TemplateValues values(params.begin(), params.end());
-  values["trial_dir"] = trial_dir;
-  values["trial_number"] = static_cast<std::int64_t>(trial_number);
-  values["study"] = spec.name;
-  values["study_dir"] = spec.dir;
-  values["output_dir"] = fs::absolute(spec.output).string();
-  values["tune_trainer"] = trainer;
-  values["nproc"] = static_cast<std::int64_t>(std::thread::hardware_concurrency());
-  return values;
-}
-
-Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues& values,
-                                    bool allow_run_as_root) {
-  auto expand = [&](const std::string& text) { return expand_template(text, values); };
-  LaunchRequest req;
-  std::vector<std::string> program;
-  for (const auto& arg : spec.command) {
-    auto e = expand(arg);
-    if (!e) return std::unexpected(fmt::format("{}: command: {}", spec.file, e.error()));
-    if (*e) program.push_back(**e);
-  }
-  for (const auto& [name, text] : spec.env) {
-    auto e = expand(text);
-    if (!e) return std::unexpected(fmt::format("{}: env.{}: {}", spec.file, name, e.error()));
-    if (*e) {
-      req.env_set[name] = **e;
-    } else {
-      req.env_unset.push_back(name);  // null: leave the library at its own default
-    }
-  }
-  if (spec.launch.mpirun) {
-    const auto& l = spec.launch;
-    auto m = expand(l.mpirun_program);
-    req.argv.push_back(m && *m ? **m : "mpirun");
-    if (allow_run_as_root) req.argv.push_back("--allow-run-as-root");
-    auto option = [&](const char* flag, const std::string& text) -> Result<void> {
-      if (text.empty()) return {};
-      auto e = expand(text);
-      if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", spec.file, e.error()));
-      if (*e) {
-        req.argv.push_back(flag);
-        req.argv.push_back(**e);
-      }
-      return {};
-    };
-    for (auto r : {option("-n", l.np), option("--npernode", l.npernode),
-                   option("--bind-to", l.bind_to), option("--map-by", l.map_by),
-                   option("--hostfile", l.hostfile), option("--host", l.host)}) {
-      if (!r) return std::unexpected(r.error());
-    }
-    if (l.oversubscribe) req.argv.push_back("--oversubscribe");
-    for (const auto& [key, text] : l.mca) {
-      auto e = expand(text);
-      if (!e)
-        return std::unexpected(
-            fmt::format("{}: launch.mpirun.mca.{}: {}", spec.file, key, e.error()));
-      if (*e) req.argv.insert(req.argv.end(), {"--mca", key, **e});
-    }
-    // Export the trial's variables to ranks on other hosts too.
-    for (const auto& [name, value] : req.env_set) req.argv.insert(req.argv.end(), {"-x", name});
-    for (const auto& text : l.extra) {
-      auto e = expand(text);
-      if (!e)
-        return std::unexpected(fmt::format("{}: launch.mpirun.extra: {}", spec.file, e.error()));
-      if (*e) req.argv.push_back(**e);
-    }
-  }
-  req.argv.insert(req.argv.end(), program.begin(), program.end());
-  return req;
 }
 
 Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
@@ -471,16 +382,10 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   const std::string log_path =
       expanded_log && *expanded_log ? **expanded_log : (trial_dir / "log").string();
 
-  TrialState state = TrialState::fail;
-  std::optional<double> value;
-  std::string reason;
-  std::vector<double> constraints;
+  TrialOutcome outcome;
   LaunchResult res;
   if (skip_constraint) {
-    // Predicted to oversubscribe the machine: recorded as infeasible instead of being run.
-    state = TrialState::pruned;
-    reason = "not run: the probes predict CPU oversubscription";
-    constraints.push_back(*skip_constraint);
+    outcome = skipped_outcome(*skip_constraint);
   } else {
     LogFollower follower(m_spec.objective, log_path, *m_storage, *m_cache, m_pruner.get(), trial);
     bool started_hook = false;
@@ -499,36 +404,18 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
       for (const auto& [key, v] : attrs.items())
         m_storage->set_trial_system_attr(trial.trial_id, key, v);
     }
-    if (!res.started) {
-      reason = res.error;
-    } else if (res.stopped == StopReason::interrupted) {
-      reason =
-          fmt::format("interrupted ({}); the trial's processes were stopped",
-                      interrupt_signal() == SIGINT ? "Ctrl-C" : signal_name(interrupt_signal()));
-      *stop = true;
-    } else if (res.stopped == StopReason::timeout) {
-      reason =
-          study_deadline_bites ? "stopped: the study's --timeout was reached" : res.stop_detail;
-    } else if (res.stopped == StopReason::watcher) {
-      state = TrialState::pruned;
-      reason = res.stop_detail;
-      if (!trial.intermediate_values.empty()) value = trial.intermediate_values.rbegin()->second;
-    } else if (res.signal != 0) {
-      reason = fmt::format("killed by {}", signal_name(res.signal));
-    } else if (res.exit_code != 0) {
-      const auto err = last_line_of_file(req.stderr_path, 200);
-      reason = fmt::format("exit code {}{}", res.exit_code, err.empty() ? "" : ": " + err);
-    } else {
-      auto reading = read_objective(m_spec.objective, m_spec.constraints, log_path, req.stdout_path,
-                                    req.stderr_path);
-      if (reading) {
-        state = TrialState::complete;
-        value = reading->value;
-        constraints = reading->constraints;
-      } else {
-        reason = reading.error();
-      }
+    OutcomeContext ctx;
+    ctx.study_deadline_bites = study_deadline_bites;
+    ctx.interrupt_signal = interrupt_signal();
+    if (!trial.intermediate_values.empty()) {
+      ctx.last_intermediate = trial.intermediate_values.rbegin()->second;
     }
+    ctx.stderr_path = req.stderr_path;
+    outcome = classify_outcome(res, ctx, [&] {
+      return read_objective(m_spec.objective, m_spec.constraints, log_path, req.stdout_path,
+                            req.stderr_path);
+    });
+    *stop = outcome.stop_study;
     m_storage->set_trial_user_attr(trial.trial_id, "wall_time", res.wall_s);
     if (res.started) {
       m_storage->set_trial_system_attr(trial.trial_id, "containment", res.containment);
@@ -541,11 +428,15 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
       if (res.signal) m_storage->set_trial_user_attr(trial.trial_id, "signal", res.signal);
     }
   }
-  if (!constraints.empty()) {
-    m_storage->set_trial_system_attr(trial.trial_id, "constraints", constraints);
+  if (!outcome.constraints.empty()) {
+    m_storage->set_trial_system_attr(trial.trial_id, "constraints", outcome.constraints);
   }
-  reason = printable(reason, 1000);  // trial output and user values: any bytes
-  if (!reason.empty()) m_storage->set_trial_system_attr(trial.trial_id, "fail_reason", reason);
+  if (!outcome.reason.empty()) {
+    m_storage->set_trial_system_attr(trial.trial_id, "fail_reason", outcome.reason);
+  }
+  const TrialState state = outcome.state;
+  const std::optional<double> value = outcome.value;
+  const std::string& reason = outcome.reason;
   auto set = m_storage->set_trial_state_values(trial.trial_id, state, value);
   if (!set) return std::unexpected(set.error());
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());

@@ -16,6 +16,7 @@
 
 #include "search/pruner.h"
 #include "search/sampler.h"
+#include "tuner/launch_plan.h"
 #include "tuner/launcher.h"
 #include "tuner/storage.h"
 #include "tuner/study_spec.h"
@@ -35,24 +36,8 @@ struct RunTotals {
   bool interrupted = false;
 };
 
-// Where the bundled trainer is: next to the tune executable, else tune-trainer in PATH.
-std::string bundled_trainer_path();
-
 // The storage URL a study file uses (its `storage:` or {output}/study.db).
 std::string storage_url_for(const StudySpec& spec, const std::string& override_url);
-
-// The values a trial's templates may use: its parameters (external form) plus the built-ins
-// {trial_dir}, {trial_number}, {study}, {study_dir}, {output_dir}, {tune_trainer}, {nproc}.
-TemplateValues trial_template_values(const StudySpec& spec,
-                                     const std::map<std::string, search::ParamValue>& params,
-                                     const std::string& trial_dir, int trial_number,
-                                     const std::string& trainer);
-
-// One trial's argv (the mpirun prefix when launch.mpirun, then the command) and environment
-// (env_set / env_unset), expanded from the study's templates exactly as the runner launches it.
-// Only argv, env_set and env_unset are filled. `export` (tune export) uses the same expansion.
-Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues& values,
-                                    bool allow_run_as_root);
 
 // An existing study, for the commands that read one (best, trials, report, export, confirm).
 struct OpenedStudy {

@@ -1,0 +1,120 @@
+// Trial outcome: every way a launch can end maps to one state, value and reason.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tuner/trial_outcome.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::TrialState;
+
+LaunchResult started(int exit_code = 0) {
+  LaunchResult r;
+  r.started = true;
+  r.exit_code = exit_code;
+  return r;
+}
+
+ObjectiveReader reading(double value) {
+  return [value]() -> std::expected<ObjectiveReading, std::string> {
+    ObjectiveReading r;
+    r.value = value;
+    r.constraints = {-1.0};
+    return r;
+  };
+}
+
+ObjectiveReader never_read() {
+  return []() -> std::expected<ObjectiveReading, std::string> {
+    ADD_FAILURE() << "the objective is read only after exit code 0";
+    return std::unexpected("unreachable");
+  };
+}
+
+TEST(TrialOutcome, ExitZeroWithAValueCompletes) {
+  const auto o = classify_outcome(started(), {}, reading(2.5));
+  EXPECT_EQ(o.state, TrialState::complete);
+  EXPECT_EQ(o.value, 2.5);
+  EXPECT_EQ(o.constraints, std::vector<double>{-1.0});
+  EXPECT_EQ(o.reason, "");
+  EXPECT_FALSE(o.stop_study);
+}
+
+TEST(TrialOutcome, AnUnreadableObjectiveFailsWithItsReason) {
+  const auto o = classify_outcome(started(), {}, [] {
+    return std::expected<ObjectiveReading, std::string>(std::unexpected("log x has no entries"));
+  });
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason, "log x has no entries");
+}
+
+TEST(TrialOutcome, NonZeroExitNamesTheLastStderrLine) {
+  const auto path = std::filesystem::temp_directory_path() / "tune-outcome-stderr";
+  std::ofstream(path) << "first\nlast words \xFF\n\n";
+  OutcomeContext ctx;
+  ctx.stderr_path = path.string();
+  const auto o = classify_outcome(started(3), ctx, never_read());
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason, "exit code 3: last words \xEF\xBF\xBD");
+  std::filesystem::remove(path);
+}
+
+TEST(TrialOutcome, SignalsTimeoutsAndStartFailures) {
+  auto killed = started();
+  killed.signal = SIGSEGV;
+  EXPECT_EQ(classify_outcome(killed, {}, never_read()).reason, "killed by SIGSEGV");
+
+  auto timed_out = started();
+  timed_out.stopped = StopReason::timeout;
+  timed_out.stop_detail = "timed out after 1.0s";
+  EXPECT_EQ(classify_outcome(timed_out, {}, never_read()).reason, "timed out after 1.0s");
+  OutcomeContext study_deadline;
+  study_deadline.study_deadline_bites = true;
+  EXPECT_EQ(classify_outcome(timed_out, study_deadline, never_read()).reason,
+            "stopped: the study's --timeout was reached");
+
+  LaunchResult not_started;
+  not_started.error = "'nope' was not found in PATH";
+  const auto o = classify_outcome(not_started, {}, never_read());
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason, not_started.error);
+}
+
+TEST(TrialOutcome, PrunedTrialsKeepTheirLastIntermediateValue) {
+  auto pruned = started();
+  pruned.stopped = StopReason::watcher;
+  pruned.stop_detail = "pruned at step 4";
+  OutcomeContext ctx;
+  ctx.last_intermediate = 7.0;
+  const auto o = classify_outcome(pruned, ctx, never_read());
+  EXPECT_EQ(o.state, TrialState::pruned);
+  EXPECT_EQ(o.value, 7.0);
+  EXPECT_EQ(o.reason, "pruned at step 4");
+}
+
+TEST(TrialOutcome, AnInterruptStopsTheStudyAndNamesTheSignal) {
+  auto r = started();
+  r.stopped = StopReason::interrupted;
+  OutcomeContext ctx;
+  ctx.interrupt_signal = SIGINT;
+  auto o = classify_outcome(r, ctx, never_read());
+  EXPECT_TRUE(o.stop_study);
+  EXPECT_EQ(o.reason, "interrupted (Ctrl-C); the trial's processes were stopped");
+  ctx.interrupt_signal = SIGHUP;
+  o = classify_outcome(r, ctx, never_read());
+  EXPECT_EQ(o.reason, "interrupted (SIGHUP); the trial's processes were stopped");
+}
+
+TEST(TrialOutcome, APredictedOversubscriptionIsRecordedNotRun) {
+  const auto o = skipped_outcome(1.5);
+  EXPECT_EQ(o.state, TrialState::pruned);
+  EXPECT_EQ(o.constraints, std::vector<double>{1.5});
+  EXPECT_FALSE(o.value);
+}
+
+}  // namespace
+}  // namespace tune::tuner
