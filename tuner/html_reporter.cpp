@@ -1,0 +1,187 @@
+// The HTML report: one self-contained page (no network, no files beside it) with the report's
+// tables, the JSON report embedded as data, Chart.js inlined and the drawing code
+// (report_chart.js) and style (report.css), both embedded into the binary at build time.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "embedded/report_chart_js.h"
+#include "embedded/report_css.h"
+#include "tuner/report_cells.h"
+#include "tuner/reporter.h"
+
+namespace tune::tuner {
+namespace {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Inside <script>, "</" could end the element early; "<\/" means the same in JSON and JS.
+std::string script_safe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') {
+      out += "<\\/";
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+const auto e = html_escape;
+
+void write_head_and_summary(std::ostream& out, const ReportData& d) {
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out << "<title>tune report: " << e(d.study) << "</title>\n<style>\n"
+      << embedded::k_report_css << "</style>\n</head>\n<body>\n";
+  out << "<h1>Study report: " << e(d.study) << "</h1>\n";
+  out << "<p class=\"note\">" << e(d.direction) << ' ' << e(d.objective) << "; "
+      << fmt::format("{} complete, {} failed, {} pruned, {} confirm re-runs", d.counts.complete,
+                     d.counts.fail, d.counts.pruned, d.confirm_runs);
+  if (!d.storage.empty()) out << "; storage <code>" << e(d.storage) << "</code>";
+  out << "</p>\n";
+
+  out << "<h2>Best trial</h2>\n";
+  if (d.best) {
+    out << "<p id=\"best\">Trial <b>#" << d.best->number << "</b>: " << e(measured_text(*d.best))
+        << " (chosen by: " << e(d.best_basis)
+        << ")</p>\n<table><tr><th>param</th><th>value</th></tr>\n";
+    for (const auto& p : d.best->params)
+      out << "<tr><td>" << e(p.name) << "</td><td>" << e(p.text) << "</td></tr>\n";
+    out << "</table>\n";
+  } else {
+    out << "<p>No completed trial yet.</p>\n";
+  }
+  out << "<h2>Speedup over baseline</h2>\n<p id=\"speedup\">";
+  if (d.baseline)
+    out << "Baseline: trial #" << d.baseline->number << ", " << e(measured_text(*d.baseline))
+        << ".<br>";
+  out << (d.speedup ? "<b>" + e(speedup_text(*d.speedup)) + "</b>"
+                    : "Unavailable: " + e(d.speedup_note))
+      << "</p>\n";
+}
+
+// One canvas per chart report_chart.js draws; their ids are its contract.
+void write_chart_canvases(std::ostream& out, const ReportData& d) {
+  out << "<h2>Optimization history</h2>\n<div class=\"chart\"><canvas "
+         "id=\"chart-history\"></canvas></div>\n";
+  out << "<h2>Parameter importance</h2>\n<p class=\"note\">" << e(d.importance_note) << "</p>\n";
+  if (!d.importance.empty())
+    out << "<div class=\"chart\"><canvas id=\"chart-importance\"></canvas></div>\n";
+  out << "<h2>Slice plots</h2>\n<div class=\"slices\">\n";
+  for (std::size_t i = 0; i < d.axes.size(); ++i)
+    out << "<div class=\"chart\"><canvas id=\"chart-slice-" << i << "\"></canvas></div>\n";
+  out << "</div>\n<h2>Parallel coordinates</h2>\n<div class=\"chart\"><canvas "
+         "id=\"chart-parallel\"></canvas></div>\n";
+  out << "<h2>Timeline</h2>\n<div class=\"chart\" style=\"height:"
+      << std::clamp<std::size_t>(d.trials.size() * 14 + 80, 200, 2400)
+      << "px\"><canvas id=\"chart-timeline\"></canvas></div>\n";
+}
+
+void write_tables(std::ostream& out, const ReportData& d) {
+  out << "<h2>Top " << d.top.size()
+      << " trials</h2>\n<table id=\"top\">\n<tr><th>rank</th><th>trial</th>"
+         "<th>value</th><th>confirmed</th><th>wall_s</th><th>probe</th>";
+  for (const auto& a : d.axes) out << "<th>" << e(a.name) << "</th>";
+  out << "</tr>\n";
+  int rank = 1;
+  for (const auto& r : d.top) {
+    out << "<tr><td class=\"num\">" << rank++ << "</td><td>#" << r.number
+        << (r.baseline ? " (baseline)" : "") << "</td><td class=\"num\">" << value_or_dash(r.value)
+        << "</td><td class=\"num\">" << confirmed_cell(r) << "</td><td class=\"num\">"
+        << wall_cell(r) << "</td><td>" << probe_cell(r, "oversubscribed") << "</td>";
+    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << e(cell) << "</td>";
+    out << "</tr>\n";
+  }
+  out << "</table>\n<h2>Probe verdicts</h2>\n<table "
+         "id=\"probes\">\n<tr><th>trial</th><th>verdict</th></tr>\n";
+  for (const auto& r : d.trials)
+    if (!r.probe.empty())
+      out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe) << "</td></tr>\n";
+  out << "</table>\n<h2>Failure reasons</h2>\n<table "
+         "id=\"failures\">\n<tr><th>count</th><th>reason</th><th>trials</th></tr>\n";
+  for (const auto& f : d.failures)
+    out << "<tr><td class=\"num\">" << f.trials.size() << "</td><td>" << e(f.reason) << "</td><td>"
+        << e(numbers_text(f.trials)) << "</td></tr>\n";
+  out << "</table>\n";
+}
+
+class HtmlReporter final : public Reporter {
+ public:
+  explicit HtmlReporter(std::string chart_js) : m_chart_js(std::move(chart_js)) {}
+
+  void write(std::ostream& out, const ReportData& d) const override {
+    write_head_and_summary(out, d);
+    write_chart_canvases(out, d);
+    write_tables(out, d);
+    out << "<script id=\"tune-data\" type=\"application/json\">"
+        << script_safe(report_to_json(d).dump()) << "</script>\n";
+    out << "<script>/* Chart.js, MIT License, inlined so the report is one file */\n"
+        << script_safe(m_chart_js) << "\n</script>\n";
+    out << "<script>\n"
+        << script_safe(embedded::k_report_chart_js) << "</script>\n</body>\n</html>\n";
+  }
+
+ private:
+  std::string m_chart_js;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_html_reporter(std::string chart_js) {
+  return std::make_unique<HtmlReporter>(std::move(chart_js));
+}
+
+std::vector<std::string> chart_js_candidates() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("TUNE_CHARTJS"); env && *env) candidates.push_back(env);
+  candidates.push_back("/usr/share/javascript/chart.js/chart.min.js");
+  candidates.push_back("/usr/share/javascript/chart.js/chart.js");
+  return candidates;
+}
+
+std::expected<std::string, std::string> read_chart_js(const std::vector<std::string>& candidates) {
+  for (const auto& path : candidates) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) continue;
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!text.str().empty()) return text.str();
+  }
+  return std::unexpected(
+      "--format html needs Chart.js: install the Debian package libjs-chart.js "
+      "(scripts/install-deps.sh does), or point TUNE_CHARTJS at chart.min.js");
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,63 @@
+#include "tuner/report_cells.h"
+
+#include <fmt/format.h>
+
+namespace tune::tuner {
+
+std::string value_or_dash(const std::optional<double>& value) {
+  return value ? format_value(*value) : "-";
+}
+
+std::string measured_text(const ReportTrial& trial) {
+  if (trial.median)
+    return fmt::format("{} (median of {} confirm re-runs; its search run: {})",
+                       format_value(*trial.median), trial.repeats.size(),
+                       value_or_dash(trial.value));
+  return trial.value ? format_value(*trial.value) + " (one run)" : "-";
+}
+
+std::string speedup_text(const SpeedupEstimate& s) {
+  std::string out = fmt::format("{:.3f}x", s.ratio);
+  if (s.ci_low) out += fmt::format("  95% CI [{:.3f}x, {:.3f}x]", *s.ci_low, *s.ci_high);
+  out += " (" + s.basis;
+  if (s.ci_low) out += ", bootstrap of the ratio of medians";
+  out += ")";
+  if (!s.note.empty()) out += "; " + s.note;
+  return out;
+}
+
+std::string numbers_text(const std::vector<int>& numbers, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < numbers.size() && i < limit; ++i)
+    out += (i ? ", #" : "#") + std::to_string(numbers[i]);
+  if (numbers.size() > limit) out += fmt::format(", ... ({} more)", numbers.size() - limit);
+  return out;
+}
+
+std::string confirmed_cell(const ReportTrial& trial) {
+  return trial.median ? fmt::format("{} (n={})", format_value(*trial.median), trial.repeats.size())
+                      : "-";
+}
+
+std::string wall_cell(const ReportTrial& trial) {
+  return trial.wall_s ? fmt::format("{:.2f}", *trial.wall_s) : "-";
+}
+
+std::string probe_cell(const ReportTrial& trial, const std::string& oversubscribed_word) {
+  if (!trial.oversubscribed) return "-";
+  return *trial.oversubscribed ? oversubscribed_word : "ok";
+}
+
+std::vector<std::string> param_cells(const ReportTrial& trial, const std::vector<ParamAxis>& axes) {
+  std::vector<std::string> cells;
+  cells.reserve(axes.size());
+  for (const auto& a : axes) {
+    std::string v = "-";
+    for (const auto& p : trial.params)
+      if (p.name == a.name) v = p.text;
+    cells.push_back(std::move(v));
+  }
+  return cells;
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,33 @@
+// Pieces of text that more than one report writer prints the same way (a measured value, the
+// speedup sentence, table cells), so the text, markdown and HTML reports cannot drift apart.
+// Private to the writers (text_reporter.cpp, markdown_reporter.cpp, html_reporter.cpp); pure
+// functions.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/report_model.h"
+
+namespace tune::tuner {
+
+// The value to 6 significant digits, or "-".
+std::string value_or_dash(const std::optional<double>& value);
+// "3 (median of 3 confirm re-runs; its search run: 2)", "2 (one run)" or "-".
+std::string measured_text(const ReportTrial& trial);
+// "3.333x  95% CI [2.9x, 3.8x] (medians of 3 + 3 confirm re-runs, bootstrap ...); note".
+std::string speedup_text(const SpeedupEstimate& speedup);
+// "#4, #5, ... (3 more)": at most `limit` numbers.
+std::string numbers_text(const std::vector<int>& numbers, std::size_t limit = 12);
+
+// Cells of a top-trials row.
+std::string confirmed_cell(const ReportTrial& trial);  // "5.5 (n=3)" or "-"
+std::string wall_cell(const ReportTrial& trial);       // "1.50" or "-"
+// "-" without a probe verdict, else `oversubscribed_word` or "ok".
+std::string probe_cell(const ReportTrial& trial, const std::string& oversubscribed_word);
+// One cell per axis, in axis order: the trial's value as printed, "-" when it has none.
+std::vector<std::string> param_cells(const ReportTrial& trial, const std::vector<ParamAxis>& axes);
+
+}  // namespace tune::tuner

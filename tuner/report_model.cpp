@@ -1,0 +1,352 @@
+#include "tuner/report_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "search/importance.h"
+#include "tuner/report_stats.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::FrozenTrial;
+using search::TrialState;
+
+bool better(search::Direction direction, double a, double b) {
+  return direction == search::Direction::maximize ? a > b : a < b;
+}
+
+std::string kind_of(const search::Distribution& dist) {
+  if (std::holds_alternative<search::FloatDistribution>(dist)) return "float";
+  if (std::holds_alternative<search::IntDistribution>(dist)) return "int";
+  return "categorical";
+}
+
+ParamAxis axis_of(const std::string& name, const search::Distribution& dist) {
+  ParamAxis a;
+  a.name = name;
+  a.kind = kind_of(dist);
+  if (const auto* f = std::get_if<search::FloatDistribution>(&dist)) {
+    a.low = f->low;
+    a.high = f->high;
+    a.log = f->log;
+  } else if (const auto* i = std::get_if<search::IntDistribution>(&dist)) {
+    a.low = static_cast<double>(i->low);
+    a.high = static_cast<double>(i->high);
+    a.log = i->log;
+  } else {
+    for (const auto& c : std::get<search::CategoricalDistribution>(dist).choices)
+      a.choices.push_back(search::param_value_to_string(c));
+  }
+  return a;
+}
+
+// The probe verdict line of a trial: the observed diagnosis, else the prediction's summary.
+void read_probe(const FrozenTrial& t, ReportTrial& r) {
+  if (auto it = t.system_attrs.find("probe_verdict");
+      it != t.system_attrs.end() && it->is_object()) {
+    r.probe = it->value("diagnosis", std::string());
+    if (auto o = it->find("observed_oversubscribed"); o != it->end() && o->is_boolean())
+      r.oversubscribed = o->get<bool>();
+    if (!r.probe.empty()) return;
+  }
+  if (auto it = t.system_attrs.find("probe_prediction");
+      it != t.system_attrs.end() && it->is_object()) {
+    const auto summary = it->value("summary", std::string());
+    if (!summary.empty()) r.probe = "predicted: " + summary;
+    if (!r.oversubscribed) {
+      if (auto o = it->find("oversubscribed"); o != it->end() && o->is_boolean())
+        r.oversubscribed = o->get<bool>();
+    }
+  }
+}
+
+std::string fail_reason_of(const FrozenTrial& t) {
+  for (const auto* attrs : {&t.system_attrs, &t.user_attrs}) {
+    if (auto it = attrs->find("fail_reason"); it != attrs->end() && it->is_string())
+      return it->get<std::string>();
+  }
+  return "";
+}
+
+ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
+                       std::optional<std::chrono::system_clock::time_point> origin) {
+  ReportTrial r;
+  r.number = t.number;
+  r.state = t.state;
+  r.value = t.value;
+  r.feasible = t.is_feasible();
+  if (auto it = t.system_attrs.find(k_confirm_of_attr);
+      it != t.system_attrs.end() && it->is_number_integer()) {
+    r.confirm_of = it->get<int>();
+  }
+  for (const auto& [name, dist] : space) {
+    const auto p = t.params.find(name);
+    if (p == t.params.end()) continue;
+    const auto d = t.distributions.find(name);
+    const auto external =
+        search::to_external(d != t.distributions.end() ? d->second : dist, p->second);
+    r.params.push_back(
+        {name, search::param_value_to_json(external), search::param_value_to_string(external)});
+  }
+  if (auto it = t.user_attrs.find("wall_time"); it != t.user_attrs.end() && it->is_number())
+    r.wall_s = it->get<double>();
+  if (origin && t.datetime_start) {
+    r.start_s = std::chrono::duration<double>(*t.datetime_start - *origin).count();
+    if (t.datetime_complete)
+      r.end_s = std::chrono::duration<double>(*t.datetime_complete - *origin).count();
+  }
+  r.fail_reason = fail_reason_of(t);
+  read_probe(t, r);
+  return r;
+}
+
+// The space to report on: the study file's, else every parameter the trials carry, in the
+// order they first appear.
+search::SearchSpace effective_space(const search::StudyView& study,
+                                    const search::SearchSpace& given) {
+  if (!given.empty()) return given;
+  search::SearchSpace space;
+  for (const auto& t : study.trials()) {
+    for (const auto& [name, dist] : t.distributions) {
+      const bool known =
+          std::any_of(space.begin(), space.end(), [&](const auto& p) { return p.first == name; });
+      if (!known) space.emplace_back(name, dist);
+    }
+  }
+  return space;
+}
+
+// The search trials (confirm re-runs left out) and their report rows with the re-runs folded
+// in as repeats, by trial number.
+struct SearchTrials {
+  explicit SearchTrials(search::Direction direction) : view(direction) {}
+  search::VectorStudyView view;
+  std::map<int, ReportTrial> by_number;
+};
+
+// Fills data.trials (every trial, number order) and data.confirm_runs; returns the search
+// trials with their repeats, medians and failed re-runs counted.
+SearchTrials fold_confirm_runs(const search::StudyView& study, const search::SearchSpace& space,
+                               ReportData& data) {
+  std::optional<std::chrono::system_clock::time_point> origin;
+  for (const auto& t : study.trials()) {
+    if (t.datetime_start && (!origin || *t.datetime_start < *origin)) origin = t.datetime_start;
+  }
+  SearchTrials folded(study.direction());
+  for (const auto& t : study.trials()) {
+    auto r = make_trial(t, space, origin);
+    data.trials.push_back(r);
+    if (r.confirm_of) {
+      ++data.confirm_runs;
+      continue;
+    }
+    folded.view.mutable_trials().push_back(t);
+    folded.by_number.emplace(t.number, std::move(r));
+  }
+  for (const auto& r : data.trials) {
+    if (!r.confirm_of) continue;
+    const auto it = folded.by_number.find(*r.confirm_of);
+    if (it == folded.by_number.end()) continue;
+    if (r.state == TrialState::complete && r.value) {
+      it->second.repeats.push_back(*r.value);
+    } else if (r.state != TrialState::running && r.state != TrialState::waiting) {
+      ++it->second.repeats_failed;
+    }
+  }
+  for (auto& [number, r] : folded.by_number) {
+    if (!r.repeats.empty()) r.median = median(r.repeats);
+  }
+  // The copies in data.trials get the folded repeats too (the JSON lists them with each trial).
+  for (auto& r : data.trials) {
+    if (auto it = folded.by_number.find(r.number); it != folded.by_number.end() && !r.confirm_of)
+      r = it->second;
+  }
+  return folded;
+}
+
+// Among trials re-measured by `tune confirm`, the best median (one noisy run should not pick the
+// winner); else the best single run. Sets data.best and data.best_basis.
+void choose_best(const std::vector<const FrozenTrial*>& ranked, const SearchTrials& folded,
+                 ReportData& data) {
+  const auto direction = folded.view.direction();
+  const ReportTrial* best = nullptr;
+  for (const auto* t : ranked) {
+    const auto& r = folded.by_number.at(t->number);
+    if (!r.median) continue;
+    if (best == nullptr || (r.feasible && !best->feasible) ||
+        (r.feasible == best->feasible && better(direction, *r.median, *best->median))) {
+      best = &r;
+    }
+  }
+  if (best != nullptr) {
+    data.best_basis = fmt::format("best median of {} confirm re-runs", best->repeats.size());
+  } else if (!ranked.empty()) {
+    best = &folded.by_number.at(ranked.front()->number);
+    data.best_basis = "best single run";
+  }
+  if (best != nullptr) {
+    data.best = *best;
+    data.best->baseline = data.baseline && data.baseline->number == best->number;
+  }
+}
+
+// The speedup of data.best over data.baseline, or data.speedup_note saying why there is none.
+void estimate_speedup(search::Direction direction, const ReportOptions& options, ReportData& data) {
+  if (!data.baseline) {
+    data.speedup_note =
+        "no baseline: the study enqueued no trial (add `enqueue:` with the defaults)";
+    return;
+  }
+  if (!data.best) {
+    data.speedup_note = "no completed trial";
+    return;
+  }
+  if (!data.baseline->value && !data.baseline->median) {
+    data.speedup_note =
+        fmt::format("the baseline trial #{} did not complete ({})", data.baseline->number,
+                    data.baseline->fail_reason.empty() ? search::to_string(data.baseline->state)
+                                                       : data.baseline->fail_reason);
+    return;
+  }
+  const bool both_repeated = data.best->median && data.baseline->median;
+  const std::vector<double> best_runs =
+      both_repeated ? data.best->repeats : std::vector<double>{*data.best->value};
+  const std::vector<double> base_runs =
+      both_repeated ? data.baseline->repeats : std::vector<double>{*data.baseline->value};
+  if (!(median(best_runs) > 0) || !(median(base_runs) > 0)) {
+    data.speedup_note = "objective values are not all positive: no ratio";
+    return;
+  }
+  SpeedupEstimate s;
+  const bool maximize = direction == search::Direction::maximize;
+  // Speedup > 1 means better: time ratio base/best when minimizing, best/base otherwise.
+  const auto& num = maximize ? best_runs : base_runs;
+  const auto& den = maximize ? base_runs : best_runs;
+  s.ratio = median(num) / median(den);
+  s.n_best = static_cast<int>(best_runs.size());
+  s.n_baseline = static_cast<int>(base_runs.size());
+  if (both_repeated) {
+    s.basis = fmt::format("medians of {} + {} confirm re-runs", s.n_best, s.n_baseline);
+    if (auto ci = bootstrap_ratio_ci(num, den, options.bootstrap_samples, options.seed)) {
+      s.ci_low = ci->first;
+      s.ci_high = ci->second;
+    } else {
+      s.note = "CI unavailable: needs at least 3 completed re-runs of each";
+    }
+  } else {
+    s.basis = "single runs";
+    s.note = "CI unavailable with single runs: run `tune confirm STUDY --repeats 5`";
+  }
+  data.speedup = s;
+}
+
+// fANOVA parameter importance over the completed search trials.
+void add_importance(const search::StudyView& search_view, const search::SearchSpace& space,
+                    const ReportOptions& options, ReportData& data) {
+  if (!options.importance) {
+    data.importance_note = "not computed";
+    return;
+  }
+  if (space.empty()) {
+    data.importance_note = "unavailable: the study has no parameters";
+    return;
+  }
+  std::vector<FrozenTrial> complete;
+  for (const auto& t : search_view.trials()) {
+    if (t.state == TrialState::complete && t.value) complete.push_back(t);
+  }
+  auto imp = search::fanova_importance(complete, space);
+  if (imp) {
+    data.importance = std::move(*imp);
+    data.importance_note = fmt::format("fANOVA over {} completed trials", complete.size());
+  } else {
+    data.importance_note = "unavailable: " + imp.error();
+  }
+}
+
+// Failure reasons, most frequent first (confirm re-runs included: they fail for the same
+// reasons).
+std::vector<FailureGroup> group_failures(const std::vector<ReportTrial>& trials) {
+  std::map<std::string, std::vector<int>> reasons;
+  for (const auto& r : trials) {
+    if (r.state == TrialState::complete || r.fail_reason.empty()) continue;
+    reasons[r.fail_reason].push_back(r.number);
+  }
+  std::vector<FailureGroup> groups;
+  for (auto& [reason, numbers] : reasons) groups.push_back({reason, std::move(numbers)});
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.trials.size() > b.trials.size(); });
+  return groups;
+}
+
+}  // namespace
+
+std::string ReportTrial::params_text() const {
+  std::string out;
+  for (const auto& p : params) {
+    if (!out.empty()) out += ' ';
+    out += p.name + '=' + p.text;
+  }
+  return out;
+}
+
+bool is_confirm_run(const FrozenTrial& trial) {
+  return trial.system_attrs.contains(k_confirm_of_attr);
+}
+
+const FrozenTrial* find_baseline(const search::StudyView& study) {
+  for (const auto& t : study.trials()) {
+    if (t.system_attrs.contains("fixed_params") && !is_confirm_run(t)) return &t;
+  }
+  return nullptr;
+}
+
+std::vector<const FrozenTrial*> ranked_trials(const search::StudyView& study) {
+  std::vector<const FrozenTrial*> out;
+  for (const auto& t : study.trials()) {
+    if (t.state == TrialState::complete && t.value && !is_confirm_run(t)) out.push_back(&t);
+  }
+  const auto direction = study.direction();
+  std::stable_sort(out.begin(), out.end(), [&](const FrozenTrial* a, const FrozenTrial* b) {
+    if (a->is_feasible() != b->is_feasible()) return a->is_feasible();
+    return better(direction, *a->value, *b->value);
+  });
+  return out;
+}
+
+ReportData build_report(const search::StudyView& study, const std::string& study_name,
+                        const search::SearchSpace& given_space, const ReportOptions& options) {
+  ReportData data;
+  data.study = study_name;
+  const auto direction = study.direction();
+  data.direction = direction == search::Direction::maximize ? "maximize" : "minimize";
+  const auto space = effective_space(study, given_space);
+  for (const auto& [name, dist] : space) data.axes.push_back(axis_of(name, dist));
+
+  const auto folded = fold_confirm_runs(study, space, data);
+  data.counts = count_states(folded.view);
+
+  if (const auto* b = find_baseline(folded.view)) {
+    data.baseline = folded.by_number.at(b->number);
+    data.baseline->baseline = true;
+    for (auto& r : data.trials) {
+      if (r.number == b->number) r.baseline = true;
+    }
+  }
+  const auto ranked = ranked_trials(folded.view);
+  for (const auto* t : ranked) {
+    if (static_cast<int>(data.top.size()) >= options.top_n) break;
+    data.top.push_back(folded.by_number.at(t->number));
+    data.top.back().baseline = data.baseline && data.baseline->number == t->number;
+  }
+  choose_best(ranked, folded, data);
+  estimate_speedup(direction, options, data);
+  add_importance(folded.view, space, options, data);
+  data.failures = group_failures(data.trials);
+  return data;
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,122 @@
+// The study report's model: one result struct, ReportData, built once from a study's trials by
+// build_report(), which every writer (reporter.h) formats and none re-derives, as
+// google/benchmark separates its run results from its console/JSON reporters.
+//
+// build_report() is a pure function of the trials (plus the study file's search space when
+// known): the best trial and its params, the speedup over the baseline (the first enqueued
+// trial) with a bootstrap confidence interval when `tune confirm` left repeated runs, the top
+// trials, state counts, probe verdicts, fANOVA parameter importance and grouped failure reasons.
+// Trials created by `tune confirm` carry the system attr "confirm_of" (the original trial's
+// number): they are folded into their original as repeats, never ranked on their own.
+// Nothing here reads storage; everything is thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+#include "tuner/summary.h"
+
+namespace tune::tuner {
+
+// Bumped whenever a JSON field changes meaning or disappears (additions keep the version).
+inline constexpr int k_report_schema_version = 1;
+
+// System attrs written by `tune confirm` on its repeated runs.
+inline constexpr const char* k_confirm_of_attr = search::k_repeat_of_attr;  // original trial number
+inline constexpr const char* k_confirm_round_attr = "confirm_round";        // 0-based repeat index
+
+struct ReportParam {
+  std::string name;
+  nlohmann::json value;  // external value (null, bool, number or string)
+  std::string text;      // as printed: "4", "0.001", "core", "null"
+};
+
+struct ReportTrial {
+  int number = -1;
+  search::TrialState state = search::TrialState::running;
+  std::optional<double> value;   // of this run
+  std::vector<double> repeats;   // values of its COMPLETE confirm re-runs, in run order
+  int repeats_failed = 0;        // confirm re-runs that did not complete
+  std::optional<double> median;  // of `repeats`, when any
+  bool feasible = true;
+  bool baseline = false;            // the first enqueued trial
+  std::optional<int> confirm_of;    // set on a confirm re-run
+  std::vector<ReportParam> params;  // search-space order
+  std::optional<double> wall_s;
+  std::optional<double> start_s;  // seconds since the study's first trial started
+  std::optional<double> end_s;
+  std::string fail_reason;
+  std::string probe;                   // probe verdict line (observed, else predicted); "" = none
+  std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
+
+  std::string params_text() const;  // "a=1 b=core"
+};
+
+struct SpeedupEstimate {
+  double ratio = 1.0;  // > 1: the best trial beats the baseline (time ratio for minimize)
+  std::optional<double> ci_low, ci_high;  // 95% percentile bootstrap of the ratio of medians
+  int n_best = 1, n_baseline = 1;         // runs behind each side
+  std::string basis;  // e.g. "medians of 5 + 5 confirm re-runs" or "single runs"
+  std::string note;   // why there is no interval, when there is none
+};
+
+struct FailureGroup {
+  std::string reason;
+  std::vector<int> trials;
+};
+
+struct ParamAxis {
+  std::string name;
+  std::string kind;  // "float", "int" or "categorical"
+  bool log = false;
+  double low = 0, high = 0;          // numeric kinds
+  std::vector<std::string> choices;  // categorical, as printed
+};
+
+struct ReportData {
+  int schema_version = k_report_schema_version;
+  std::string study;
+  std::string direction;  // "minimize" | "maximize"
+  std::string objective;  // the objective's log key, when the study file is known
+  std::string storage;
+  StateCounts counts;  // search trials only; confirm re-runs are counted apart
+  int confirm_runs = 0;
+  std::optional<ReportTrial> best;
+  std::string best_basis;  // how the best was chosen
+  std::optional<ReportTrial> baseline;
+  std::optional<SpeedupEstimate> speedup;
+  std::string speedup_note;         // why there is no speedup, when there is none
+  std::vector<ReportTrial> top;     // best first, feasible before infeasible
+  std::vector<ReportTrial> trials;  // every trial (confirm re-runs too), number order
+  std::vector<std::pair<std::string, double>> importance;  // largest share first
+  std::string importance_note;         // what it was computed over, or why it is missing
+  std::vector<FailureGroup> failures;  // most frequent first
+  std::vector<ParamAxis> axes;         // the search space
+};
+
+struct ReportOptions {
+  int top_n = 10;                // rows of the top table
+  int bootstrap_samples = 4000;  // resamples for the speedup interval
+  std::uint64_t seed = 1;        // bootstrap RNG seed: the same study gives the same report
+  bool importance = true;        // fANOVA (a forest fit; skip for quick looks)
+};
+
+// True for a trial created by `tune confirm`.
+bool is_confirm_run(const search::FrozenTrial& trial);
+// The baseline: the lowest-numbered enqueued trial (system attr "fixed_params") that is not a
+// confirm re-run; nullptr when the study enqueued none.
+const search::FrozenTrial* find_baseline(const search::StudyView& study);
+// COMPLETE search trials (no confirm re-runs) best first, feasible ones before infeasible ones.
+std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& study);
+
+// `space` is the study file's search space; empty = taken from the trials' distributions.
+ReportData build_report(const search::StudyView& study, const std::string& study_name,
+                        const search::SearchSpace& space, const ReportOptions& options = {});
+
+}  // namespace tune::tuner

@@ -1,0 +1,49 @@
+// The report's writers: one Reporter per output format, each formatting a ReportData
+// (report_model.h) and none reading storage, as google/benchmark's console/JSON reporters
+// format its run results. One file each: text_reporter.cpp, json_reporter.cpp,
+// markdown_reporter.cpp and html_reporter.cpp (its drawing code is report_chart.js, embedded at
+// build time); report_cells.h holds the pieces of text more than one of them prints.
+//
+// Writers are immutable after construction; write() may run on several threads at once.
+#pragma once
+
+#include <expected>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/report_model.h"
+
+namespace tune::tuner {
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void write(std::ostream& out, const ReportData& data) const = 0;
+};
+
+// "text", "json", "markdown" (or "md") or "html". The HTML reporter inlines Chart.js, found by
+// read_chart_js(); an error says which package to install when it is missing.
+std::expected<std::unique_ptr<Reporter>, std::string> make_reporter(const std::string& format);
+
+// The JSON form every machine reader uses (also embedded in the HTML report). Its
+// schema_version is k_report_schema_version.
+nlohmann::json report_to_json(const ReportData& data);
+
+std::unique_ptr<Reporter> make_text_reporter();
+std::unique_ptr<Reporter> make_json_reporter();
+std::unique_ptr<Reporter> make_markdown_reporter();
+// One self-contained HTML page with `chart_js` (the Chart.js library's source) inlined.
+std::unique_ptr<Reporter> make_html_reporter(std::string chart_js);
+
+// Where Chart.js is looked for, first found wins: $TUNE_CHARTJS when set, then Debian's
+// libjs-chart.js (/usr/share/javascript/chart.js/chart.min.js, then chart.js).
+std::vector<std::string> chart_js_candidates();
+// The first non-empty file among `candidates`; the error names the package to install.
+std::expected<std::string, std::string> read_chart_js(
+    const std::vector<std::string>& candidates = chart_js_candidates());
+
+}  // namespace tune::tuner
