@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -109,10 +112,60 @@ TEST_F(LauncherTest, WatcherCanStopTheTrial) {
   EXPECT_EQ(r.signal, SIGKILL);  // it ignored SIGTERM
 }
 
-TEST_F(LauncherTest, DescendantsAreFound) {
-  EXPECT_TRUE(descendants(999999).empty());
-  auto self_children = descendants(1);
-  EXPECT_FALSE(self_children.empty());
+// A known tree: the test forks a child, the child forks a grandchild, and both wait. The
+// grandchild's pid comes back through a pipe, so the test reads /proc only once both exist.
+class ProcessTree {
+ public:
+  ProcessTree() {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    m_child = fork();
+    if (m_child == 0) {
+      close(fds[0]);
+      const pid_t grandchild = fork();
+      if (grandchild == 0) {
+        const pid_t self = getpid();
+        (void)!write(fds[1], &self, sizeof self);
+        for (;;) pause();
+      }
+      close(fds[1]);
+      int status = 0;
+      waitpid(grandchild, &status, 0);  // returns when the test kills the grandchild
+      _exit(0);
+    }
+    close(fds[1]);
+    if (m_child > 0 && read(fds[0], &m_grandchild, sizeof m_grandchild) != sizeof m_grandchild)
+      m_grandchild = -1;
+    close(fds[0]);
+  }
+  // Killing the grandchild lets the child reap it and exit; without one, kill the child.
+  ~ProcessTree() {
+    if (m_child <= 0) return;
+    kill(m_grandchild > 0 ? m_grandchild : m_child, SIGKILL);
+    waitpid(m_child, nullptr, 0);
+  }
+  pid_t child() const { return m_child; }
+  pid_t grandchild() const { return m_grandchild; }
+
+ private:
+  pid_t m_child = -1, m_grandchild = -1;
+};
+
+TEST_F(LauncherTest, DescendantsAreExactlyTheTreeBelowAPid) {
+  ProcessTree tree;
+  ASSERT_GT(tree.child(), 0) << "fork failed";
+  ASSERT_GT(tree.grandchild(), 0) << "the grandchild never reported its pid";
+  EXPECT_EQ(descendants(tree.child()), std::vector<pid_t>{tree.grandchild()});
+  EXPECT_TRUE(descendants(tree.grandchild()).empty());
+  // From this process: the child and, below it, the grandchild (other helpers may exist).
+  const auto mine = descendants(getpid());
+  EXPECT_NE(std::find(mine.begin(), mine.end(), tree.child()), mine.end());
+  EXPECT_NE(std::find(mine.begin(), mine.end(), tree.grandchild()), mine.end());
+  EXPECT_EQ(std::find(mine.begin(), mine.end(), getpid()), mine.end()) << "root is not its own";
+}
+
+TEST_F(LauncherTest, DescendantsOfAnUnknownPidAreNone) {
+  EXPECT_TRUE(descendants(999'999'999).empty());
 }
 
 }  // namespace
