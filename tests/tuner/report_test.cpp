@@ -3,7 +3,12 @@
 // checked line by line or by structure.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "tests/tuner/text_lines.h"
@@ -320,13 +325,14 @@ TEST(ReportMarkdown, TablesHaveOneCellPerColumnAndEscapedPipes) {
       lines.end());
 }
 
+// The page's structure, with a stand-in for the Chart.js library (one that would end its
+// <script> element early if the writer inlined it as it is).
 TEST(ReportHtml, OneFileWithChartsDataAndEscapedText) {
   auto v = confirmed_study();
   const auto d = build_report(v, "demo", k_space, quick());
-  auto reporter = make_reporter("html");
-  if (!reporter) GTEST_SKIP() << reporter.error();
+  const auto reporter = make_html_reporter("var Chart = function () {}; // </script> inside");
   std::ostringstream out;
-  (*reporter)->write(out, d);
+  reporter->write(out, d);
   const std::string html = out.str();
   EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
   auto count = [&](const std::string& needle) {
@@ -347,6 +353,41 @@ TEST(ReportHtml, OneFileWithChartsDataAndEscapedText) {
   const auto a = html.find(open) + open.size();
   std::string text = html.substr(a, html.find("</script>", a) - a);
   EXPECT_EQ(nlohmann::json::parse(text), report_to_json(d));
+}
+
+// Chart.js comes from libjs-chart.js, which scripts/install-deps.sh installs: without it
+// `tune report --format html` fails, so this fails too rather than skipping.
+TEST(ReportHtml, ChartJsIsInstalled) {
+  auto reporter = make_reporter("html");
+  ASSERT_TRUE(reporter) << reporter.error();
+  const auto chart_js = read_chart_js();
+  ASSERT_TRUE(chart_js) << chart_js.error();
+  std::ostringstream out;
+  (*reporter)->write(out, build_report(confirmed_study(), "demo", k_space, quick()));
+  EXPECT_GT(out.str().size(), chart_js->size()) << "the page inlines the library";
+  EXPECT_NE(out.str().find("Chart"), std::string::npos);
+}
+
+TEST(ReportHtml, MissingChartJsNamesThePackageAndTheVariable) {
+  const auto missing = read_chart_js({"/nonexistent/tune-test/chart.min.js"});
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("libjs-chart.js"), std::string::npos) << missing.error();
+  EXPECT_NE(missing.error().find("TUNE_CHARTJS"), std::string::npos) << missing.error();
+}
+
+TEST(ReportHtml, TuneChartJsIsLookedAtFirst) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("tune-chartjs-" + std::to_string(::getpid()) + ".js");
+  std::ofstream(path) << "/* stand-in */";
+  ::setenv("TUNE_CHARTJS", path.c_str(), 1);
+  const auto candidates = chart_js_candidates();
+  const auto found = read_chart_js();
+  ::unsetenv("TUNE_CHARTJS");
+  std::filesystem::remove(path);
+  ASSERT_FALSE(candidates.empty());
+  EXPECT_EQ(candidates.front(), path.string());
+  ASSERT_TRUE(found) << found.error();
+  EXPECT_EQ(*found, "/* stand-in */");
 }
 
 TEST(ReportFormats, UnknownFormatIsAnError) {
