@@ -149,7 +149,10 @@ std::expected<std::unique_ptr<Pruner>, std::string> make_pruner(const nlohmann::
     type = it->get<std::string>();
   }
   if (type == "none" || type == "nop") {
-    if (config.size() > 1) return std::unexpected("pruner: the 'none' pruner takes no options");
+    for (const auto& [key, value] : config.items()) {
+      if (key != "type")
+        return std::unexpected(fmt::format("pruner.{}: the 'none' pruner takes no options", key));
+    }
     return std::make_unique<NopPruner>();
   }
   if (type == "median") return make_percentile_pruner(config, true);

@@ -5,18 +5,12 @@
 
 #include "search/pruner.h"
 #include "search/pruners_sh.h"
+#include "tests/search/study_helpers.h"
 
 namespace tune::search {
 namespace {
 
-FrozenTrial curve(int number, TrialState state, double value, int steps) {
-  FrozenTrial t;
-  t.number = number;
-  t.state = state;
-  for (int s = 0; s < steps; ++s) t.intermediate_values[s] = value;
-  if (state == TrialState::complete) t.value = value;
-  return t;
-}
+using testing::curve;
 
 VectorStudyView finished_study(Direction direction, int steps) {
   VectorStudyView study(direction);

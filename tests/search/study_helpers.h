@@ -1,4 +1,5 @@
-// Helpers for the search tests: run a small sequential study against an in-memory StudyView.
+// Helpers for the search tests: run a small sequential study against an in-memory StudyView,
+// or build trials with learning curves for the pruners.
 #pragma once
 
 #include <functional>
@@ -30,6 +31,17 @@ inline void tell(Sampler& sampler, VectorStudyView& study, std::size_t index, Tr
   t.state = state;
   t.value = value;
   sampler.after_trial(study, t);
+}
+
+// A trial that reported `value` at steps 0..steps-1 (and, when COMPLETE, finished with it).
+inline FrozenTrial curve(int number, TrialState state, double value, int steps) {
+  FrozenTrial t;
+  t.number = number;
+  t.trial_id = number;
+  t.state = state;
+  for (int s = 0; s < steps; ++s) t.intermediate_values[s] = value;
+  if (state == TrialState::complete) t.value = value;
+  return t;
 }
 
 // n sequential trials; returns the best value seen after each trial.
