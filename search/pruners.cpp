@@ -46,14 +46,14 @@ class PercentilePruner final : public Pruner {
     if (step < m_options.n_warmup_steps) return false;
     if (!first_in_interval(trial, step)) return false;
 
-    int n_complete = 0;
+    int n_complete = 0, n_reported = 0;  // a NaN report counts towards n_min_trials (Optuna)
     std::vector<double> at_step;
     for (const auto& t : study.trials()) {
       if (t.state != TrialState::complete) continue;
       ++n_complete;
-      if (auto it = t.intermediate_values.find(step);
-          it != t.intermediate_values.end() && !std::isnan(it->second)) {
-        at_step.push_back(it->second);
+      if (auto it = t.intermediate_values.find(step); it != t.intermediate_values.end()) {
+        ++n_reported;
+        if (!std::isnan(it->second)) at_step.push_back(it->second);
       }
     }
     if (n_complete == 0 || n_complete < m_options.n_startup_trials) return false;
@@ -68,7 +68,7 @@ class PercentilePruner final : public Pruner {
       best = minimize ? std::min(best, v) : std::max(best, v);
     }
     if (!any) return true;  // only NaN so far: nothing to keep it alive for (Optuna prunes too)
-    if (static_cast<int>(at_step.size()) < m_options.n_min_trials || at_step.empty()) return false;
+    if (n_reported < m_options.n_min_trials || at_step.empty()) return false;
     const double q = minimize ? m_options.percentile : 100.0 - m_options.percentile;
     const double threshold = percentile_of(std::move(at_step), q);
     return minimize ? best > threshold : best < threshold;
