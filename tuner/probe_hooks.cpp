@@ -56,8 +56,13 @@ std::map<std::string, std::string> rank_environment(const LaunchRequest& req) {
 }  // namespace
 
 std::expected<TrialHooks, std::string> make_probe_hooks(const ProbeSpec& spec) {
+  return make_probe_hooks(spec, std::make_unique<CachedTopologySource>(probes::make_live_source()));
+}
+
+std::expected<TrialHooks, std::string> make_probe_hooks(
+    const ProbeSpec& spec, std::unique_ptr<probes::SystemSource> source) {
   auto state = std::make_shared<ProbeState>();
-  state->source = std::make_unique<CachedTopologySource>(probes::make_live_source());
+  state->source = std::move(source);
   auto topo = state->source->topology();
   if (!topo) return std::unexpected("probes: " + topo.error());
   state->topology = std::move(*topo);

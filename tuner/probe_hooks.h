@@ -9,10 +9,17 @@
 #include <expected>
 #include <string>
 
+#include <memory>
+
+#include "probes/system_source.h"
 #include "tuner/runner.h"
 
 namespace tune::tuner {
 
+// On the live machine (its topology read once, as hwloc's discovery is slow).
 std::expected<TrialHooks, std::string> make_probe_hooks(const ProbeSpec& spec);
+// Through `source`, which the hooks own: tests pass an invented machine (probes::FakeSource).
+std::expected<TrialHooks, std::string> make_probe_hooks(
+    const ProbeSpec& spec, std::unique_ptr<probes::SystemSource> source);
 
 }  // namespace tune::tuner

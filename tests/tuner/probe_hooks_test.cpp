@@ -1,0 +1,134 @@
+// The probe hooks on an invented machine (probes::FakeSource, two cores): the prediction is made
+// from the argv and environment about to run (the request's variables over the parent's), the
+// constraint is stored only with `probes: {constrain: true}`, the monitor watches the started pid
+// and its verdict carries the trial's own prediction, and nothing leaks into the next trial.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "probes/fake_source.h"
+#include "probes/predict.h"
+#include "tuner/probe_hooks.h"
+
+namespace tune::tuner {
+namespace {
+
+constexpr pid_t k_rank_pid = 4242;
+
+std::unique_ptr<probes::FakeSource> two_cores() {
+  auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
+  EXPECT_TRUE(topo.has_value());
+  auto source = std::make_unique<probes::FakeSource>(*topo);
+  source->add_process(k_rank_pid, 1, "prog", {0, 1}, {{"OMPI_COMM_WORLD_RANK", "0"}});
+  source->run_thread(k_rank_pid, 0, 'R', 0);
+  return source;
+}
+
+TrialHooks hooks_for(ProbeSpec spec = {}) {
+  spec.interval_s = 0.01;
+  auto hooks = make_probe_hooks(spec, two_cores());
+  EXPECT_TRUE(hooks.has_value()) << (hooks ? "" : hooks.error());
+  return hooks ? std::move(*hooks) : TrialHooks{};
+}
+
+// Two ranks bound to a core each, running `program` with `omp` OpenMP threads.
+LaunchRequest launch(const std::string& program, const std::string& omp) {
+  LaunchRequest req;
+  req.argv = {"mpirun", "-n", "2", "--bind-to", "core", program};
+  req.env_set = {{"OMP_NUM_THREADS", omp}, {"OPENBLAS_NUM_THREADS", "1"}};
+  return req;
+}
+
+nlohmann::json prediction(TrialHooks& hooks, const LaunchRequest& req) {
+  const auto attrs = hooks.before_launch(search::FrozenTrial{}, req);
+  EXPECT_TRUE(attrs.contains("probe_prediction")) << attrs.dump();
+  return attrs.value("probe_prediction", nlohmann::json::object());
+}
+
+TEST(ProbeHooks, PredictsFromTheRequestsEnvironment) {
+  auto hooks = hooks_for();
+  const auto busy = prediction(hooks, launch("prog", "4"));
+  const auto calm = prediction(hooks, launch("prog", "1"));
+  EXPECT_TRUE(busy["oversubscribed"].get<bool>()) << busy.dump();
+  EXPECT_FALSE(calm["oversubscribed"].get<bool>()) << calm.dump();
+  EXPECT_GT(busy["busy_threads"].get<int>(), calm["busy_threads"].get<int>());
+}
+
+TEST(ProbeHooks, UnsetVariablesAreGoneFromThePrediction) {
+  auto hooks = hooks_for();
+  ::setenv("OMP_NUM_THREADS", "8", 1);  // in tune's own environment, which ranks inherit
+  auto inherited = launch("prog", "1");
+  inherited.env_set.erase("OMP_NUM_THREADS");
+  auto unset = inherited;
+  unset.env_unset = {"OMP_NUM_THREADS"};
+  const auto with_parents = prediction(hooks, inherited);
+  const auto without = prediction(hooks, unset);
+  ::unsetenv("OMP_NUM_THREADS");
+  EXPECT_TRUE(with_parents["oversubscribed"].get<bool>()) << with_parents.dump();
+  EXPECT_NE(with_parents["busy_threads"], without["busy_threads"]);
+}
+
+TEST(ProbeHooks, TheBundledTrainersThreadsAreModelled) {
+  // tune-trainer starts iterator worker threads by default; another program is assumed not to.
+  auto hooks = hooks_for();
+  const auto trainer = prediction(hooks, launch("/opt/tune/bin/tune-trainer", "1"));
+  const auto other = prediction(hooks, launch("/opt/tune/bin/other", "1"));
+  EXPECT_GT(trainer["busy_threads"].get<int>(), other["busy_threads"].get<int>())
+      << trainer.dump() << "\n"
+      << other.dump();
+}
+
+TEST(ProbeHooks, ConstraintOnlyWhenConstraining) {
+  auto plain = hooks_for();
+  EXPECT_FALSE(
+      plain.before_launch(search::FrozenTrial{}, launch("prog", "4")).contains("constraint"));
+  ProbeSpec spec;
+  spec.constrain = true;
+  auto constraining = hooks_for(spec);
+  const auto busy = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
+  const auto calm = constraining.before_launch(search::FrozenTrial{}, launch("prog", "1"));
+  ASSERT_TRUE(busy.contains("constraint") && calm.contains("constraint"));
+  EXPECT_GT(busy["constraint"].get<double>(), 0.0) << "> 0: infeasible, not run";
+  EXPECT_LE(calm["constraint"].get<double>(), 0.0);
+}
+
+TEST(ProbeHooks, TheVerdictWatchesTheStartedPidAndCarriesThisTrialsPrediction) {
+  auto hooks = hooks_for();
+  const auto predicted = prediction(hooks, launch("prog", "4"));
+  hooks.on_start(k_rank_pid);
+  const auto attrs = hooks.on_end();
+  ASSERT_TRUE(attrs.contains("probe_verdict")) << attrs.dump();
+  const auto& verdict = attrs["probe_verdict"];
+  EXPECT_GE(verdict["samples"].get<int>(), 1);
+  ASSERT_EQ(verdict["ranks"].size(), 1u) << verdict.dump();
+  EXPECT_EQ(verdict["ranks"][0]["pid"], k_rank_pid);
+  EXPECT_EQ(verdict["predicted_oversubscribed"], predicted["oversubscribed"]);
+  EXPECT_EQ(verdict["prediction_summary"], predicted["summary"]);
+}
+
+TEST(ProbeHooks, NothingLeaksIntoTheNextTrial) {
+  auto hooks = hooks_for();
+  prediction(hooks, launch("prog", "4"));
+  EXPECT_EQ(hooks.on_end(), nlohmann::json::object()) << "never started: no verdict";
+  // The next trial starts without a prediction (e.g. its before_launch was skipped).
+  hooks.on_start(k_rank_pid);
+  const auto attrs = hooks.on_end();
+  ASSERT_TRUE(attrs.contains("probe_verdict"));
+  EXPECT_TRUE(attrs["probe_verdict"]["predicted_oversubscribed"].is_null()) << attrs.dump();
+}
+
+TEST(ProbeHooks, AnUnreadableTopologyIsAnError) {
+  class NoTopology final : public probes::FakeSource {
+   public:
+    NoTopology() : FakeSource(probes::Topology{}) {}
+    std::expected<probes::Topology, std::string> topology() override {
+      return std::unexpected("hwloc: no topology");
+    }
+  };
+  auto hooks = make_probe_hooks(ProbeSpec{}, std::make_unique<NoTopology>());
+  ASSERT_FALSE(hooks.has_value());
+  EXPECT_EQ(hooks.error(), "probes: hwloc: no topology");
+}
+
+}  // namespace
+}  // namespace tune::tuner
