@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <boost/process.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@ namespace tune::tuner {
 namespace {
 
 namespace fs = std::filesystem;
+namespace bp = boost::process;
 using Clock = std::chrono::steady_clock;
 
 struct Ran {
@@ -249,7 +251,8 @@ TEST_F(ReportE2E, BadInputGivesOneClearLine) {
 }
 
 // A single-node Slurm cluster in a temp folder: munged on its own socket, slurmctld and slurmd
-// on ports of their own, all stopped by pid.
+// on ports of their own, each run in the foreground as our own child and stopped by pid (tune's
+// launcher would, rightly, stop a daemon that its command left behind).
 class LocalSlurm {
  public:
   explicit LocalSlurm(fs::path dir) : m_dir(std::move(dir)) {}
@@ -270,12 +273,18 @@ class LocalSlurm {
     if (r.exit_code != 0) return "chown munge: " + r.err;
     fs::permissions(m_dir / "munge",
                     fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    r = run(m_dir, {"runuser", "-u", "munge", "--", "munged", "--socket=" + socket(),
-                    "--pid-file=" + (m_dir / "munge/pid").string(),
-                    "--log-file=" + (m_dir / "munge/log").string(),
-                    "--seed-file=" + (m_dir / "munge/seed").string()});
-    if (r.exit_code != 0) return "munged: " + r.err;
-    m_pids.push_back(m_dir / "munge/pid");
+    if (auto why = daemon({"setpriv", "--reuid=munge", "--regid=munge", "--init-groups", "munged",
+                           "--foreground", "--socket=" + socket(),
+                           "--pid-file=" + (m_dir / "munge/pid").string(),
+                           "--log-file=" + (m_dir / "munge/log").string(),
+                           "--seed-file=" + (m_dir / "munge/seed").string()});
+        !why.empty())
+      return why;
+    // slurmctld needs munged's socket: wait (bounded) until it exists.
+    for (const auto until = Clock::now() + std::chrono::seconds(10);
+         !fs::exists(socket()) && Clock::now() < until;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -298,10 +307,8 @@ class LocalSlurm {
                           << " CPUs=" << std::thread::hardware_concurrency()
                           << " State=UNKNOWN\nPartitionName=debug Nodes=" << host
                           << " Default=YES MaxTime=INFINITE State=UP\n";
-    for (const char* daemon : {"slurmctld", "slurmd"}) {
-      r = run(m_dir, {daemon, "-f", conf()}, env());
-      if (r.exit_code != 0) return std::string(daemon) + ": " + r.err;
-      m_pids.push_back(m_dir / (std::string(daemon) + ".pid"));
+    for (const char* name : {"slurmctld", "slurmd"}) {
+      if (auto why = daemon({name, "-D", "-f", conf()}); !why.empty()) return why;
     }
     // Ready when the node reports idle; each sinfo is a round trip to slurmctld.
     const auto deadline = Clock::now() + std::chrono::seconds(30);
@@ -314,18 +321,15 @@ class LocalSlurm {
   }
 
   void stop() {
-    for (auto it = m_pids.rbegin(); it != m_pids.rend(); ++it) {
-      const pid_t pid = static_cast<pid_t>(std::atol(slurp(*it).c_str()));
-      if (pid <= 1) continue;
-      kill(pid, SIGTERM);
-      const auto deadline = Clock::now() + std::chrono::seconds(10);
-      while (Clock::now() < deadline && kill(pid, 0) == 0 &&
-             slurp(fs::path("/proc") / std::to_string(pid) / "stat").find(") Z") ==
-                 std::string::npos) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (auto it = m_daemons.rbegin(); it != m_daemons.rend(); ++it) {
+      kill(it->id(), SIGTERM);
+      std::error_code ec;
+      if (!it->wait_for(std::chrono::seconds(10), ec)) {
+        kill(it->id(), SIGKILL);
+        it->wait(ec);
       }
     }
-    m_pids.clear();
+    m_daemons.clear();
   }
 
   std::string conf() const { return (m_dir / "slurm.conf").string(); }
@@ -333,8 +337,25 @@ class LocalSlurm {
 
  private:
   std::string socket() const { return (m_dir / "munge/munge.socket").string(); }
+
+  // Starts one daemon in the foreground, output to DIR/<name>.console.
+  std::string daemon(const std::vector<std::string>& argv) {
+    const auto name = fs::path(argv[0] == "setpriv" ? "munged" : argv[0]).filename().string();
+    try {
+      auto env = boost::this_process::environment();
+      env["SLURM_CONF"] = conf();
+      m_daemons.emplace_back(bp::search_path(argv[0]),
+                             bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()), env,
+                             bp::std_in<bp::null, bp::std_out> bp::null,
+                             bp::std_err > (m_dir / (name + ".console")).string());
+    } catch (const std::exception& e) {
+      return name + ": " + e.what();
+    }
+    return "";
+  }
+
   fs::path m_dir;
-  std::vector<fs::path> m_pids;
+  std::vector<bp::child> m_daemons;
 };
 
 TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
