@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -154,6 +155,11 @@ class Stmt {
   }
   Stmt& bind(int i, const std::string& v) {
     sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  template <typename... Ts>
+  Stmt& bind(int i, const std::variant<Ts...>& v) {
+    std::visit([&](const auto& x) { bind(i, x); }, v);
     return *this;
   }
   Stmt& bind_null(int i) {
@@ -538,8 +544,8 @@ Result<std::optional<double>> SqliteStorage::seconds_since_heartbeat(std::int64_
       std::chrono::duration<double>(std::chrono::system_clock::now() - *tp).count());
 }
 
-Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(
-    const std::string& where, const std::vector<std::int64_t>& binds) {
+Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(const std::string& where,
+                                                            const std::vector<Bind>& binds) {
   // One read transaction so that the five reads see one snapshot of the database.
   if (auto r = exec("BEGIN"); !r) return std::unexpected(r.error());
   struct EndRead {
@@ -629,26 +635,27 @@ Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(
 }
 
 Result<FrozenTrial> SqliteStorage::get_trial(std::int64_t trial_id) {
-  auto trials = load_trials("trial_id = ?", {trial_id});
+  auto trials = load_trials("trial_id = ?", {Bind(trial_id)});
   if (!trials) return std::unexpected(trials.error());
   if (trials->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
   return std::move(trials->front());
 }
 
 Result<std::vector<FrozenTrial>> SqliteStorage::get_all_trials(std::int64_t study_id) {
-  return load_trials("study_id = ?", {study_id});
+  return load_trials("study_id = ?", {Bind(study_id)});
 }
 
 Result<std::vector<FrozenTrial>> SqliteStorage::get_trials_since(
     std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) {
-  std::string where = "study_id = ? AND (trial_id > ?";
-  std::vector<std::int64_t> binds{study_id, after_id};
-  for (std::int64_t id : refresh) {
-    where += " OR trial_id = ?";
-    binds.push_back(id);
-  }
-  where += ")";
-  return load_trials(where, binds);
+  // The ids travel as one JSON array bound to one parameter: the statement stays the same size
+  // however many trials are unfinished (one `OR trial_id = ?` each hit SQLite's expression
+  // depth limit at 1,000 waiting trials). A trial still WAITING is as the caller saw it (see
+  // storage.h), so only its state is looked at: a thousand queued re-runs cost a lookup each,
+  // not a reload of their attributes, per sync.
+  return load_trials(
+      "study_id = ? AND (trial_id > ? OR (state != 'WAITING' AND "
+      "trial_id IN (SELECT value FROM json_each(?))))",
+      {study_id, after_id, fmt::format("[{}]", fmt::join(refresh, ","))});
 }
 
 }  // namespace tune::tuner

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <variant>
 
 #include "tuner/storage.h"
 
@@ -54,11 +55,12 @@ class SqliteStorage final : public Storage {
   const std::string& path() const { return m_path; }
 
  private:
+  using Bind = std::variant<std::int64_t, std::string>;
   SqliteStorage(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
   Result<void> exec(const char* sql);
   Result<void> create_schema();
   Result<std::vector<search::FrozenTrial>> load_trials(const std::string& where,
-                                                       const std::vector<std::int64_t>& binds);
+                                                       const std::vector<Bind>& binds);
   Result<void> set_attr(const char* table, const char* owner_column, std::int64_t owner_id,
                         const std::string& key, const nlohmann::json& value);
 

@@ -72,8 +72,10 @@ class Storage {
   virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
   // Every trial of the study in number order.
   virtual Result<std::vector<search::FrozenTrial>> get_all_trials(std::int64_t study_id) = 0;
-  // Trials with trial_id > after_id, plus the trials listed in `refresh` (not finished when the
-  // caller last looked): the delta a cache needs.
+  // Trials with trial_id > after_id, plus those listed in `refresh` (not finished when the
+  // caller last looked) that are no longer WAITING: the delta a cache needs. A WAITING trial is
+  // written once, when created (as Optuna's enqueued trials are), and changes only when popped,
+  // so one still WAITING has not changed. The query does not grow with `refresh`.
   virtual Result<std::vector<search::FrozenTrial>> get_trials_since(
       std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) = 0;
   // Seconds since the trial's last heartbeat; nullopt when it never had one.

@@ -185,5 +185,35 @@ TEST_F(StorageTest, OpenStorageUrls) {
   EXPECT_NE(pg.error().find("only SQLite"), std::string::npos);
 }
 
+// One `OR trial_id = ?` per unfinished trial hit SQLite's expression depth limit at 1,000.
+TEST_F(StorageTest, CacheSyncsWithThousandsOfUnfinishedTrials) {
+  auto s = open();
+  auto study = s->get_or_create_study("many", search::Direction::minimize, nullptr);
+  constexpr int k_waiting = 2500;
+  {
+    // Rows as create_trial(WAITING) writes them, in one transaction for speed.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(m_path.c_str(), &db), SQLITE_OK);
+    const std::string sql =
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+        std::to_string(k_waiting - 1) +
+        ") INSERT INTO trials (number, study_id, state) SELECT i, " +
+        std::to_string(study->study_id) + ", 'WAITING' FROM n";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  StudyCache cache(*s, *study);
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), static_cast<std::size_t>(k_waiting));
+  auto popped = s->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(popped && *popped);
+  ASSERT_TRUE(s->set_trial_state_values((*popped)->trial_id, TrialState::complete, 1.0));
+  auto again = cache.sync();
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(cache.trials()[0].state, TrialState::complete);
+  EXPECT_EQ(cache.trials()[1].state, TrialState::waiting);
+  EXPECT_EQ(cache.trials().size(), static_cast<std::size_t>(k_waiting));
+}
+
 }  // namespace
 }  // namespace tune::tuner

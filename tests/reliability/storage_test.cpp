@@ -1,0 +1,196 @@
+// Storage under load and across users and hosts (issue 12).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tuner/launcher.h"
+#include "tuner/sqlite_storage.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+namespace bp = boost::process;
+using search::TrialState;
+
+struct Output {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class StorageReliability : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() /
+            (std::string("tune-rel-storage-") +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    restore_permissions(m_dir);
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir / "out");
+    // Readable and traversable by the unprivileged reader.
+    fs::permissions(m_dir, fs::perms(0755));
+    fs::permissions(m_dir / "out", fs::perms(0755));
+    m_db = (m_dir / "out" / "study.db").string();
+  }
+  void TearDown() override {
+    restore_permissions(m_dir);
+    if (!HasFailure()) fs::remove_all(m_dir);
+  }
+  static void restore_permissions(const fs::path& dir) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return;
+    fs::permissions(dir, fs::perms(0755), ec);
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      fs::permissions(it->path(), it->is_directory() ? fs::perms(0755) : fs::perms(0644), ec);
+    }
+  }
+
+  // A study of the fake trial; `extra_args` go after its --value.
+  std::string write_study(const std::string& file, const std::string& extra_args = "") {
+    const auto path = (m_dir / file).string();
+    std::ofstream(path) << "name: rel\n"
+                           "output: "
+                        << (m_dir / "out").string()
+                        << "\n"
+                           "command: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}'"
+                        << extra_args
+                        << "]\n"
+                           "sampler: {type: random, seed: 1}\n"
+                           "params:\n  x: {type: float, low: 1, high: 10}\n";
+    return path;
+  }
+
+  // `tune ARGS` with extra environment; as user nobody when `as_nobody` and we are root (root
+  // ignores file permissions; another user is subject to them as nobody is).
+  Output run_tune(const std::vector<std::string>& args,
+                  const std::map<std::string, std::string>& env = {}, bool as_nobody = false) {
+    LaunchRequest req;
+    if (as_nobody && geteuid() == 0) {
+      req.argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    }
+    req.argv.push_back(TUNE_BIN);
+    req.argv.insert(req.argv.end(), args.begin(), args.end());
+    req.env_set = env;
+    req.stdout_path = (m_dir / "tune.out").string();
+    req.stderr_path = (m_dir / "tune.err").string();
+    req.workdir = m_dir.string();
+    auto r = run_process(req);
+    EXPECT_TRUE(r.started) << r.error;
+    Output o;
+    o.exit_code = r.exit_code;
+    o.out = slurp(req.stdout_path);
+    o.err = slurp(req.stderr_path);
+    return o;
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  std::unique_ptr<SqliteStorage> storage() {
+    auto s = SqliteStorage::open(m_db);
+    EXPECT_TRUE(s) << s.error();
+    return s ? std::move(*s) : nullptr;
+  }
+  std::vector<search::FrozenTrial> trials() {
+    auto s = storage();
+    auto study = s->get_study("rel");
+    EXPECT_TRUE(study) << study.error();
+    return *s->get_all_trials(study->study_id);
+  }
+  // Raw SQL, for what no tune API does: backdating timestamps, looking at heartbeats.
+  void sql(const std::string& statement) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(m_db.c_str(), &db), SQLITE_OK);
+    sqlite3_busy_timeout(db, 60000);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+        << (err ? err : "") << " in " << statement;
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  bool has_heartbeat(std::int64_t trial_id) {
+    sqlite3* db = nullptr;
+    sqlite3_open(m_db.c_str(), &db);
+    sqlite3_busy_timeout(db, 60000);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT 1 FROM trial_heartbeats WHERE trial_id = ?", -1, &st, nullptr);
+    sqlite3_bind_int64(st, 1, trial_id);
+    const bool found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return found;
+  }
+  // Waits (bounded) for a condition; the condition, not a fixed delay, ends the wait.
+  template <typename F>
+  static bool wait_until(F&& done, std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (done()) return true;
+      std::this_thread::yield();
+    }
+    return done();
+  }
+  static std::map<std::string, int> state_counts(const std::vector<search::FrozenTrial>& ts) {
+    std::map<std::string, int> n;
+    for (const auto& t : ts) ++n[std::string(search::to_string(t.state))];
+    return n;
+  }
+
+  fs::path m_dir;
+  std::string m_db;
+};
+
+// `tune confirm --top 3 --repeats 340` queues 1,020 WAITING trials; every later `tune --trials`
+// then failed with "Expression tree is too large" (one `OR trial_id = ?` per unfinished trial).
+TEST_F(StorageReliability, ThousandWaitingTrialsLeaveTheStudyUsable) {
+  const auto study = write_study("study.yaml");
+  constexpr int k_waiting = 1020;
+  {
+    auto s = storage();
+    auto info = s->get_or_create_study("rel", search::Direction::minimize, nullptr);
+    ASSERT_TRUE(info) << info.error();
+    // The rows create_trial(WAITING, {fixed_params}) writes, in one transaction for speed.
+    const auto study_id = std::to_string(info->study_id);
+    sql("BEGIN; WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < " +
+        std::to_string(k_waiting - 1) +
+        ") INSERT INTO trials (number, study_id, state) SELECT i, " + study_id +
+        ", 'WAITING' FROM n; INSERT INTO trial_system_attributes (trial_id, \"key\", value_json) "
+        "SELECT trial_id, 'fixed_params', json_object('x', 1.0 + number % 9) FROM trials; "
+        "COMMIT;");
+    // The cache of a process that holds all of them unfinished keeps syncing.
+    StudyCache cache(*s, *info);
+    ASSERT_TRUE(cache.sync());
+    auto again = cache.sync();
+    ASSERT_TRUE(again) << again.error();
+    EXPECT_EQ(cache.trials().size(), static_cast<std::size_t>(k_waiting));
+  }
+  auto o = run_tune({"--trials", "2", "--quiet", study});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), static_cast<std::size_t>(k_waiting));
+  auto n = state_counts(ts);
+  EXPECT_EQ(n["COMPLETE"], 2);
+  EXPECT_EQ(n["WAITING"], k_waiting - 2);
+  // The enqueued values were used, oldest first.
+  EXPECT_EQ(ts[0].params.at("x"), 1.0);
+  EXPECT_EQ(ts[1].params.at("x"), 2.0);
+  // And the read-only commands still list them.
+  auto listed = run_tune({"trials", m_db});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("WAITING"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tune::tuner
