@@ -227,7 +227,7 @@ Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues&
 }
 
 Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
-                                        const std::string& study_name) {
+                                        const std::string& study_name, OpenMode mode) {
   OpenedStudy opened;
   std::string url = storage_url;
   std::string name = study_name;
@@ -244,7 +244,7 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
     return std::unexpected(
         fmt::format("{}: no such database (run the study first, or pass --storage)", url));
   }
-  auto storage = open_storage(url);
+  auto storage = open_storage(url, mode);
   if (!storage) return std::unexpected(storage.error());
   opened.storage = std::move(*storage);
   opened.url = url;

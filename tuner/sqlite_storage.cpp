@@ -4,14 +4,18 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 namespace tune::tuner {
 namespace {
 
+namespace fs = std::filesystem;
 using search::FrozenTrial;
 using search::TrialState;
 
@@ -264,26 +268,98 @@ double value_from_row(const Stmt& st, int value_col, int type_col) {
   return st.real(value_col);
 }
 
-}  // namespace
+// A file: URI for sqlite3_open_v2 with SQLITE_OPEN_URI (the path percent-encoded).
+std::string file_uri(const std::string& path, const char* query) {
+  std::string uri = "file://";
+  for (unsigned char c : fs::absolute(path).string()) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return uri + "?" + query;
+}
 
-Result<std::unique_ptr<SqliteStorage>> SqliteStorage::open(const std::string& path) {
+// The database header says WAL when its read and write format versions (bytes 18, 19) are 2.
+bool header_says_wal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[20] = {};
+  if (!in.read(header, sizeof header)) return false;
+  return std::string_view(header, 16) == std::string_view("SQLite format 3\0", 16) &&
+         header[18] == 2 && header[19] == 2;
+}
+
+Result<sqlite3*> open_connection(const std::string& path, const std::string& name, int flags) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_open_v2(name.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     return std::unexpected(fmt::format("{}: cannot open database: {}", path, msg));
   }
-  auto storage = std::unique_ptr<SqliteStorage>(new SqliteStorage(db, path));
   // Several tune processes may share the file: wait for each other's write transactions.
   sqlite3_busy_timeout(db, 60000);
-  if (auto r = storage->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) {
-    return std::unexpected(fmt::format("{}: {}", path, r.error()));
-  }
-  if (auto r = storage->create_schema(); !r) {
-    return std::unexpected(fmt::format("{}: {}", path, r.error()));
-  }
+  return db;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStorage>> SqliteStorage::open(const std::string& path,
+                                                           const StorageOptions& options) {
+  auto storage = std::unique_ptr<SqliteStorage>(new SqliteStorage(path, options));
+  if (auto r = storage->connect(); !r) return std::unexpected(r.error());
   return storage;
+}
+
+Result<void> SqliteStorage::connect() {
+  if (m_options.mode == OpenMode::read_only) return connect_read_only();
+  auto db = open_connection(m_path, m_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!db) return std::unexpected(db.error());
+  m_db = *db;
+  if (sqlite3_db_readonly(m_db, "main") == 1) {
+    return std::unexpected(fmt::format(
+        "{}: this user may not write the database (tune best, trials, report and export only "
+        "read it)",
+        m_path));
+  }
+  if (auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) {
+    return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
+  }
+  if (auto r = create_schema(); !r) {
+    return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
+  }
+  return {};
+}
+
+Result<void> SqliteStorage::connect_read_only() {
+  std::error_code ec;
+  if (!fs::is_regular_file(m_path, ec)) {
+    return std::unexpected(fmt::format("{}: no such database", m_path));
+  }
+  Result<void> checked;
+  // A writer that closes between the look at -wal and the open takes the -wal file with it:
+  // look again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    sqlite3_close(m_db);
+    m_db = nullptr;
+    m_immutable = header_says_wal(m_path) && !fs::exists(m_path + "-wal", ec);
+    auto db = open_connection(m_path, file_uri(m_path, m_immutable ? "immutable=1" : "mode=ro"),
+                              SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    if (!db) return std::unexpected(db.error());
+    m_db = *db;
+    checked = check_schema();
+    if (checked || m_immutable || fs::exists(m_path + "-wal", ec)) break;
+  }
+  if (!checked) return std::unexpected(fmt::format("{}: {}", m_path, checked.error()));
+  return {};
+}
+
+// An immutable reader sees the file as last checkpointed; once a writer has the database open
+// (its -wal file exists), newer commits are in the log, so read through SQLite's locks again.
+Result<void> SqliteStorage::reader_follows_writers() {
+  std::error_code ec;
+  if (!m_immutable || !fs::exists(m_path + "-wal", ec)) return {};
+  return connect_read_only();
 }
 
 SqliteStorage::~SqliteStorage() { sqlite3_close(m_db); }
@@ -302,17 +378,41 @@ Result<void> SqliteStorage::create_schema() {
   Transaction txn(m_db);
   if (!txn.ok()) return db_error(m_db, "begin");
   if (auto r = exec(k_schema); !r) return r;
+  if (auto r = check_schema(); !r) return r;
+  return txn.commit();
+}
+
+Result<void> SqliteStorage::check_schema() {
+  auto failed = [this]() -> std::unexpected<std::string> {
+    if (sqlite3_extended_errcode(m_db) == SQLITE_READONLY_DIRECTORY ||
+        sqlite3_errcode(m_db) == SQLITE_CANTOPEN) {
+      // A -wal file without its -shm, in a folder this user may not write.
+      return std::unexpected(fmt::format(
+          "cannot read the write-ahead log without creating {}-shm ({}); run tune as a user "
+          "who may write the folder, or read a copy",
+          m_path, sqlite3_errmsg(m_db)));
+    }
+    if (sqlite3_errcode(m_db) == SQLITE_ERROR) {
+      return std::unexpected(
+          fmt::format("not a study database of tune or Optuna ({})", sqlite3_errmsg(m_db)));
+    }
+    return db_error(m_db, "read schema version");
+  };
   Stmt st(m_db, "SELECT schema_version, library_version FROM version_info WHERE version_info_id=1");
-  if (st.ok() && st.step() == SQLITE_ROW && st.int64(0) != 12) {
+  if (!st.ok()) return failed();
+  const int rc = st.step();
+  if (rc == SQLITE_ROW && st.int64(0) != 12) {
     return std::unexpected(fmt::format(
         "database schema version {} (library {}) is not Optuna 3.1's schema 12; upgrade or use "
         "another file",
         st.int64(0), st.text(1)));
   }
-  return txn.commit();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return failed();
+  return {};
 }
 
 Result<StudyInfo> SqliteStorage::get_study(const std::string& name) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   Stmt st(m_db,
           "SELECT s.study_id, d.direction FROM studies s LEFT JOIN study_directions d "
           "ON d.study_id = s.study_id AND d.objective = 0 WHERE s.study_name = ?");
@@ -328,6 +428,7 @@ Result<StudyInfo> SqliteStorage::get_study(const std::string& name) {
 }
 
 Result<std::vector<StudyInfo>> SqliteStorage::get_all_studies() {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   Stmt st(m_db,
           "SELECT s.study_id, s.study_name, d.direction FROM studies s LEFT JOIN study_directions "
           "d ON d.study_id = s.study_id AND d.objective = 0 ORDER BY s.study_id");
@@ -386,6 +487,7 @@ Result<void> SqliteStorage::set_study_user_attr(std::int64_t study_id, const std
 }
 
 Result<nlohmann::json> SqliteStorage::get_study_user_attrs(std::int64_t study_id) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   Stmt st(m_db, "SELECT \"key\", value_json FROM study_user_attributes WHERE study_id = ?");
   if (!st.ok()) return db_error(m_db, "get_study_user_attrs");
   st.bind(1, study_id);
@@ -534,6 +636,7 @@ Result<void> SqliteStorage::record_heartbeat(std::int64_t trial_id) {
 }
 
 Result<std::optional<double>> SqliteStorage::seconds_since_heartbeat(std::int64_t trial_id) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   Stmt st(m_db, "SELECT heartbeat FROM trial_heartbeats WHERE trial_id = ?");
   if (!st.ok()) return db_error(m_db, "seconds_since_heartbeat");
   st.bind(1, trial_id);
@@ -546,6 +649,7 @@ Result<std::optional<double>> SqliteStorage::seconds_since_heartbeat(std::int64_
 
 Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(const std::string& where,
                                                             const std::vector<Bind>& binds) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   // One read transaction so that the five reads see one snapshot of the database.
   if (auto r = exec("BEGIN"); !r) return std::unexpected(r.error());
   struct EndRead {

@@ -7,7 +7,7 @@
 
 namespace tune::tuner {
 
-Result<std::unique_ptr<Storage>> open_storage(const std::string& url) {
+Result<std::unique_ptr<Storage>> open_storage(const std::string& url, OpenMode mode) {
   constexpr std::string_view k_sqlite = "sqlite:///";
   std::string path = url;
   if (url.starts_with(k_sqlite)) {
@@ -17,7 +17,9 @@ Result<std::unique_ptr<Storage>> open_storage(const std::string& url) {
         "storage '{}': only SQLite is built in (sqlite:///path.db or a file path)", url));
   }
   if (path.empty()) return std::unexpected("storage: empty database path");
-  auto storage = SqliteStorage::open(path);
+  StorageOptions options;
+  options.mode = mode;
+  auto storage = SqliteStorage::open(path, options);
   if (!storage) return std::unexpected(storage.error());
   return std::unique_ptr<Storage>(std::move(*storage));
 }

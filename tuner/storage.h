@@ -4,7 +4,8 @@
 // joined by PostgreSQL for studies shared across nodes. Every method is one transaction: a
 // state change is durable when the call returns, and several processes may use one database at
 // once (trial numbers stay unique). A finished trial is frozen: set_trial_state_values() on it
-// returns false and changes nothing. One Storage object is used by one thread at a time.
+// returns false and changes nothing. A storage opened read-only never writes, not even its
+// schema. One Storage object is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,16 @@ struct NewTrial {
 
 template <typename T>
 using Result = std::expected<T, std::string>;
+
+enum class OpenMode {
+  read_write,  // creates the database and its schema when absent
+  read_only,   // the database must exist; nothing is written (tune best/trials/report/export)
+};
+
+// How a storage is opened.
+struct StorageOptions {
+  OpenMode mode = OpenMode::read_write;
+};
 
 class Storage {
  public:
@@ -82,9 +93,11 @@ class Storage {
   virtual Result<std::optional<double>> seconds_since_heartbeat(std::int64_t trial_id) = 0;
 };
 
-// Opens the storage named by a URL or path: "sqlite:///abs/path.db", "sqlite:///rel.db" or a
-// plain file path (SQLite). Other schemes (postgresql://) are reported as not built.
-Result<std::unique_ptr<Storage>> open_storage(const std::string& url);
+// Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
+// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite). Other schemes
+// (postgresql://) are reported as not built.
+Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
+                                              OpenMode mode = OpenMode::read_write);
 
 // A cache of a study's trials that re-reads only what may have changed since the last sync, so
 // the per-trial cost of looking at the history stays flat as the study grows.

@@ -192,5 +192,62 @@ TEST_F(StorageReliability, ThousandWaitingTrialsLeaveTheStudyUsable) {
   EXPECT_NE(listed.out.find("WAITING"), std::string::npos);
 }
 
+// A database the user may only read, in a folder the user may not write, left by a normal run:
+// `tune trials` and `tune report` opened it READWRITE|CREATE, switched it to WAL and wrote the
+// schema, and failed.
+TEST_F(StorageReliability, ReadOnlyDatabaseIsReadByAnotherUser) {
+  const auto study = write_study("study.yaml");
+  ASSERT_EQ(run_tune({"--trials", "3", "--quiet", study}).exit_code, 0);
+  ASSERT_FALSE(fs::exists(m_db + "-wal"));  // the last writer checkpointed and removed it
+  const auto bytes_before = slurp(m_db);
+  fs::permissions(m_db, fs::perms(0444));
+  fs::permissions(m_dir / "out", fs::perms(0555));
+
+  auto listed = run_tune({"trials", m_db}, {}, /*as_nobody=*/true);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  std::istringstream lines(listed.out);
+  int complete = 0;
+  for (std::string line; std::getline(lines, line);) complete += line.contains("COMPLETE");
+  EXPECT_EQ(complete, 3) << listed.out;
+  auto report = run_tune({"report", m_db}, {}, true);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.out.find("3 complete"), std::string::npos) << report.out;
+  auto best = run_tune({"best", study}, {}, true);
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  EXPECT_EQ(slurp(m_db), bytes_before);
+
+  // A writer has the database open and its last trial is only in the write-ahead log: the
+  // reader sees it through SQLite's locks (the -wal and -shm files exist).
+  restore_permissions(m_dir);  // for the writer, when the test does not run as root
+  auto writer = storage();
+  auto info = writer->get_study("rel");
+  auto extra = writer->create_trial(info->study_id, TrialState::running, {});
+  ASSERT_TRUE(extra);
+  ASSERT_TRUE(writer->set_trial_state_values(extra->trial_id, TrialState::complete, 0.25));
+  ASSERT_TRUE(fs::exists(m_db + "-wal"));
+  fs::permissions(m_db, fs::perms(0444));
+  fs::permissions(m_dir / "out", fs::perms(0555));
+  auto live = run_tune({"best", m_db}, {}, true);
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_NE(live.out.find("value: 0.25"), std::string::npos) << live.out;
+  restore_permissions(m_dir);  // the writer's close removes its -wal and -shm
+  writer.reset();
+  fs::permissions(m_db, fs::perms(0444));
+
+  // A folder the reader may write but a database it may not: the reader must leave no -wal or
+  // -shm of its own behind, or the owner could no longer write its study.
+  ASSERT_FALSE(fs::exists(m_db + "-wal"));
+  fs::permissions(m_dir / "out", fs::perms(0777));
+  auto again = run_tune({"trials", m_db}, {}, true);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_FALSE(fs::exists(m_db + "-wal"));
+  EXPECT_FALSE(fs::exists(m_db + "-shm"));
+
+  // Writing still needs write permission, and says so.
+  auto run = run_tune({"--trials", "1", study}, {}, true);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("may not write"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace tune::tuner

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -28,11 +29,18 @@ class StorageTest : public ::testing::Test {
   void remove_db() {
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(m_path + suffix);
   }
-  std::unique_ptr<SqliteStorage> open() {
-    auto s = SqliteStorage::open(m_path);
+  std::unique_ptr<SqliteStorage> open(OpenMode mode = OpenMode::read_write) {
+    StorageOptions options;
+    options.mode = mode;
+    auto s = SqliteStorage::open(m_path, options);
     EXPECT_TRUE(s) << s.error();
-    return std::move(*s);
+    return s ? std::move(*s) : nullptr;
   }
+  std::string bytes() const {
+    std::ifstream in(m_path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  bool side_files() const { return fs::exists(m_path + "-wal") || fs::exists(m_path + "-shm"); }
   std::string m_path;
 };
 
@@ -213,6 +221,69 @@ TEST_F(StorageTest, CacheSyncsWithThousandsOfUnfinishedTrials) {
   EXPECT_EQ(cache.trials()[0].state, TrialState::complete);
   EXPECT_EQ(cache.trials()[1].state, TrialState::waiting);
   EXPECT_EQ(cache.trials().size(), static_cast<std::size_t>(k_waiting));
+}
+
+// Read-only opening writes nothing and creates no file: not the schema, not WAL mode, not the
+// -wal/-shm files SQLite would add (which a user who may not write the folder cannot create,
+// and which, made by another user in a shared folder, the owner could not write).
+TEST_F(StorageTest, ReadOnlyOpeningWritesNothing) {
+  {
+    auto s = open();
+    auto study = s->get_or_create_study("ro", search::Direction::minimize, nullptr);
+    auto t = s->create_trial(study->study_id, TrialState::running, {});
+    s->set_trial_state_values(t->trial_id, TrialState::complete, 3.0);
+  }
+  ASSERT_FALSE(side_files());
+  const auto before = bytes();
+  {
+    auto r = open(OpenMode::read_only);
+    ASSERT_TRUE(r);
+    auto study = r->get_study("ro");
+    ASSERT_TRUE(study) << study.error();
+    auto all = r->get_all_trials(study->study_id);
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 1u);
+    EXPECT_EQ(*(*all)[0].value, 3.0);
+    EXPECT_FALSE(side_files());
+    EXPECT_FALSE(r->create_trial(study->study_id, TrialState::running, {}));
+  }
+  EXPECT_FALSE(side_files());
+  EXPECT_EQ(bytes(), before);
+
+  StorageOptions read_only;
+  read_only.mode = OpenMode::read_only;
+  auto missing = SqliteStorage::open(m_path + ".absent", read_only);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("no such database"), std::string::npos) << missing.error();
+  EXPECT_FALSE(fs::exists(m_path + ".absent"));
+  std::ofstream(m_path + ".text") << "not a database, but long enough to have a header line\n";
+  auto text = SqliteStorage::open(m_path + ".text", read_only);
+  EXPECT_FALSE(text);
+  fs::remove(m_path + ".text");
+}
+
+// A reader opened while no writer had the database follows a writer that appears later: the
+// new commits are in the write-ahead log, which an `immutable` connection would not read.
+TEST_F(StorageTest, ReadOnlyReaderSeesAWriterThatAppearsLater) {
+  { open()->get_or_create_study("late", search::Direction::minimize, nullptr); }
+  ASSERT_FALSE(side_files());
+  auto reader = open(OpenMode::read_only);
+  auto study = reader->get_study("late");
+  ASSERT_TRUE(study);
+  StudyCache cache(*reader, *study);
+  ASSERT_TRUE(cache.sync());
+  EXPECT_TRUE(cache.trials().empty());
+  auto writer = open();
+  auto t = writer->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(writer->set_trial_state_values(t->trial_id, TrialState::complete, 7.0));
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), 1u);
+  EXPECT_EQ(*cache.trials()[0].value, 7.0);
+  // And a reader opened while the writer runs reads through the writer's log from the start.
+  auto second = open(OpenMode::read_only);
+  auto all = second->get_all_trials(study->study_id);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->size(), 1u);
 }
 
 }  // namespace
