@@ -185,15 +185,21 @@ class Stmt {
   sqlite3_stmt* m_stmt = nullptr;
 };
 
-// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed.
+// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed. A `flush` transaction commits with
+// synchronous=FULL, so it is on disk when commit() returns, and with it every commit before it:
+// the write-ahead log is one file, appended in order, and FULL fsyncs all of it.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : m_db(db) {
+  Transaction(sqlite3* db, bool flush) : m_db(db), m_flush(flush) {
+    if (m_flush) sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
     m_ok = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
   }
   ~Transaction() {
     if (m_ok && !m_done) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (m_flush) sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
   }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
   bool ok() const { return m_ok; }
   Result<void> commit() {
     if (sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
@@ -205,6 +211,7 @@ class Transaction {
 
  private:
   sqlite3* m_db;
+  bool m_flush;
   bool m_ok = false;
   bool m_done = false;
 };
@@ -313,6 +320,10 @@ Result<std::unique_ptr<SqliteStorage>> SqliteStorage::open(const std::string& pa
 
 Result<void> SqliteStorage::connect() {
   if (m_options.mode == OpenMode::read_only) return connect_read_only();
+  std::error_code ec;
+  if (const auto parent = fs::path(m_path).parent_path(); !parent.empty()) {
+    fs::create_directories(parent, ec);  // a sqlite:/// URL's folder, like a plain path's
+  }
   auto db = open_connection(m_path, m_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (!db) return std::unexpected(db.error());
   m_db = *db;
@@ -322,6 +333,8 @@ Result<void> SqliteStorage::connect() {
         "read it)",
         m_path));
   }
+  // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's end
+  // commits with FULL (a flushing Transaction), which flushes it and all before it.
   if (auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) {
     return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
   }
@@ -364,6 +377,12 @@ Result<void> SqliteStorage::reader_follows_writers() {
 
 SqliteStorage::~SqliteStorage() { sqlite3_close(m_db); }
 
+Result<int> SqliteStorage::synchronous_level() {
+  Stmt st(m_db, "PRAGMA synchronous");
+  if (!st.ok() || st.step() != SQLITE_ROW) return db_error(m_db, "PRAGMA synchronous");
+  return static_cast<int>(st.int64(0));
+}
+
 Result<void> SqliteStorage::exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
@@ -375,7 +394,7 @@ Result<void> SqliteStorage::exec(const char* sql) {
 }
 
 Result<void> SqliteStorage::create_schema() {
-  Transaction txn(m_db);
+  Transaction txn(m_db, m_options.synchronous_full);
   if (!txn.ok()) return db_error(m_db, "begin");
   if (auto r = exec(k_schema); !r) return r;
   if (auto r = check_schema(); !r) return r;
@@ -444,7 +463,7 @@ Result<std::vector<StudyInfo>> SqliteStorage::get_all_studies() {
 
 Result<StudyInfo> SqliteStorage::get_or_create_study(const std::string& name,
                                                      search::Direction direction, bool* created) {
-  Transaction txn(m_db);
+  Transaction txn(m_db, m_options.synchronous_full);
   if (!txn.ok()) return db_error(m_db, "begin");
   if (auto existing = get_study(name)) {
     if (created) *created = false;
@@ -500,7 +519,7 @@ Result<nlohmann::json> SqliteStorage::get_study_user_attrs(std::int64_t study_id
 
 Result<NewTrial> SqliteStorage::create_trial(std::int64_t study_id, search::TrialState state,
                                              const nlohmann::json& system_attrs) {
-  Transaction txn(m_db);
+  Transaction txn(m_db, /*flush=*/false);  // flushed with the trial's end
   if (!txn.ok()) return db_error(m_db, "begin");
   Stmt ins(m_db,
            "INSERT INTO trials (number, study_id, state, datetime_start) VALUES (NULL, ?, ?, ?)");
@@ -531,7 +550,7 @@ Result<NewTrial> SqliteStorage::create_trial(std::int64_t study_id, search::Tria
 }
 
 Result<std::optional<NewTrial>> SqliteStorage::pop_waiting_trial(std::int64_t study_id) {
-  Transaction txn(m_db);
+  Transaction txn(m_db, /*flush=*/false);  // flushed with the trial's end
   if (!txn.ok()) return db_error(m_db, "begin");
   Stmt sel(m_db,
            "SELECT trial_id, number FROM trials WHERE study_id = ? AND state = 'WAITING' "
@@ -560,7 +579,8 @@ Result<void> SqliteStorage::set_trial_param(std::int64_t trial_id, const std::st
 
 Result<bool> SqliteStorage::set_trial_state_values(std::int64_t trial_id, TrialState state,
                                                    std::optional<double> value) {
-  Transaction txn(m_db);
+  // A finished trial is what a power loss must not take; the writes before it go along.
+  Transaction txn(m_db, m_options.synchronous_full && is_finished(state));
   if (!txn.ok()) return db_error(m_db, "begin");
   Stmt sel(m_db, "SELECT state FROM trials WHERE trial_id = ?");
   sel.bind(1, trial_id);

@@ -4,7 +4,8 @@
 //
 // The database runs in write-ahead-log mode with a busy timeout; every write is one
 // `BEGIN IMMEDIATE` transaction, which serialises concurrent tune processes on one file and keeps
-// trial numbers unique.
+// trial numbers unique. The connection runs synchronous=NORMAL; the commits that must survive a
+// power loss (StorageOptions::synchronous_full) run with FULL, which flushes the whole log.
 //
 // Read-only opening writes nothing and creates no file, so it works on a database (and folder)
 // the user may only read: a rollback-journal database, or a WAL one whose -wal file exists (a
@@ -65,6 +66,8 @@ class SqliteStorage final : public Storage {
   Result<std::optional<double>> seconds_since_heartbeat(std::int64_t trial_id) override;
 
   const std::string& path() const { return m_path; }
+  // PRAGMA synchronous of the connection: 2 = FULL, 1 = NORMAL (for tests and diagnostics).
+  Result<int> synchronous_level();
 
  private:
   using Bind = std::variant<std::int64_t, std::string>;

@@ -1,11 +1,12 @@
 // Storage: where studies and trials live (Optuna's BaseStorage, single objective).
 //
 // The tuner talks to storage only through this interface, so SQLite (sqlite_storage.h) can be
-// joined by PostgreSQL for studies shared across nodes. Every method is one transaction: a
-// state change is durable when the call returns, and several processes may use one database at
-// once (trial numbers stay unique). A finished trial is frozen: set_trial_state_values() on it
-// returns false and changes nothing. A storage opened read-only never writes, not even its
-// schema. One Storage object is used by one thread at a time.
+// joined by PostgreSQL for studies shared across nodes. Every method is one transaction, and
+// several processes may use one database at once (trial numbers stay unique). Every write
+// survives a crash of the process once the call returns; what survives a power loss or an OS
+// crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
+// set_trial_state_values() on it returns false and changes nothing. A storage opened read-only
+// never writes, not even its schema. One Storage object is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -40,9 +41,19 @@ enum class OpenMode {
   read_only,   // the database must exist; nothing is written (tune best/trials/report/export)
 };
 
-// How a storage is opened.
+// Options given in the storage URL's query ("sqlite:///study.db?synchronous=normal").
 struct StorageOptions {
   OpenMode mode = OpenMode::read_write;
+  // true (`synchronous=full`, the default): a trial's end (set_trial_state_values() to a
+  // finished state) and a study's creation are flushed to disk before the call returns, and
+  // with them every write before them: one flush per trial, so a finished trial survives a
+  // power loss. What was written since the last flush (a running trial, its params,
+  // intermediate values, heartbeats; trials just enqueued) may be lost with the machine; a
+  // trial cut off that way is gone (or back to WAITING) rather than failed. false
+  // (`synchronous=normal`): nothing is flushed at commit, only at checkpoints; the database
+  // stays consistent, but a power loss may take the last finished trials with it. Worth it only
+  // where a flush is slow (network file systems).
+  bool synchronous_full = true;
 };
 
 class Storage {
@@ -94,8 +105,9 @@ class Storage {
 };
 
 // Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
-// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite). Other schemes
-// (postgresql://) are reported as not built.
+// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite). A URL may end in
+// options, "?synchronous=full|normal" (StorageOptions; plain paths take none).
+// Other schemes (postgresql://) are reported as not built.
 Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
                                               OpenMode mode = OpenMode::read_write);
 

@@ -249,5 +249,127 @@ TEST_F(StorageReliability, ReadOnlyDatabaseIsReadByAnotherUser) {
   EXPECT_NE(run.err.find("may not write"), std::string::npos) << run.err;
 }
 
+// A pass-through SQLite VFS, made the default while it lives, that counts the flushes (xSync)
+// SQLite asks of the files it opens: what survives a power loss is exactly what was flushed.
+class SyncCountingVfs {
+ public:
+  SyncCountingVfs() {
+    s_real = sqlite3_vfs_find(nullptr);
+    m_vfs = *s_real;
+    m_vfs.zName = "tune-sync-counting";
+    m_vfs.szOsFile = static_cast<int>(sizeof(File)) + s_real->szOsFile;
+    m_vfs.xOpen = &open;
+    s_syncs = 0;
+    sqlite3_vfs_register(&m_vfs, /*makeDflt=*/1);
+  }
+  ~SyncCountingVfs() {
+    sqlite3_vfs_unregister(&m_vfs);
+    sqlite3_vfs_register(s_real, 1);
+  }
+  SyncCountingVfs(const SyncCountingVfs&) = delete;
+  SyncCountingVfs& operator=(const SyncCountingVfs&) = delete;
+  static int syncs() { return s_syncs; }
+
+ private:
+  static inline sqlite3_vfs* s_real = nullptr;
+  static inline int s_syncs = 0;
+  struct File {
+    sqlite3_file base;
+    sqlite3_file* real;  // the real VFS's file, placed right after this struct
+  };
+  static sqlite3_file* real(sqlite3_file* f) { return reinterpret_cast<File*>(f)->real; }
+  static int open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out_flags) {
+    auto* file = reinterpret_cast<File*>(f);
+    file->real = reinterpret_cast<sqlite3_file*>(file + 1);
+    const int rc = s_real->xOpen(s_real, name, file->real, flags, out_flags);
+    file->base.pMethods = file->real->pMethods ? &k_methods : nullptr;
+    return rc;
+  }
+  static inline const sqlite3_io_methods k_methods = {
+      3,
+      [](sqlite3_file* f) { return real(f)->pMethods->xClose(real(f)); },
+      [](sqlite3_file* f, void* b, int n, sqlite3_int64 o) {
+        return real(f)->pMethods->xRead(real(f), b, n, o);
+      },
+      [](sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
+        return real(f)->pMethods->xWrite(real(f), b, n, o);
+      },
+      [](sqlite3_file* f, sqlite3_int64 n) { return real(f)->pMethods->xTruncate(real(f), n); },
+      [](sqlite3_file* f, int flags) {
+        ++s_syncs;
+        return real(f)->pMethods->xSync(real(f), flags);
+      },
+      [](sqlite3_file* f, sqlite3_int64* n) { return real(f)->pMethods->xFileSize(real(f), n); },
+      [](sqlite3_file* f, int l) { return real(f)->pMethods->xLock(real(f), l); },
+      [](sqlite3_file* f, int l) { return real(f)->pMethods->xUnlock(real(f), l); },
+      [](sqlite3_file* f, int* r) { return real(f)->pMethods->xCheckReservedLock(real(f), r); },
+      [](sqlite3_file* f, int op, void* a) {
+        return real(f)->pMethods->xFileControl(real(f), op, a);
+      },
+      [](sqlite3_file* f) { return real(f)->pMethods->xSectorSize(real(f)); },
+      [](sqlite3_file* f) { return real(f)->pMethods->xDeviceCharacteristics(real(f)); },
+      [](sqlite3_file* f, int i, int n, int w, void volatile** p) {
+        return real(f)->pMethods->xShmMap(real(f), i, n, w, p);
+      },
+      [](sqlite3_file* f, int o, int n, int fl) {
+        return real(f)->pMethods->xShmLock(real(f), o, n, fl);
+      },
+      [](sqlite3_file* f) { real(f)->pMethods->xShmBarrier(real(f)); },
+      [](sqlite3_file* f, int d) { return real(f)->pMethods->xShmUnmap(real(f), d); },
+      [](sqlite3_file* f, sqlite3_int64 o, int n, void** p) {
+        return real(f)->pMethods->xFetch(real(f), o, n, p);
+      },
+      [](sqlite3_file* f, sqlite3_int64 o, void* p) {
+        return real(f)->pMethods->xUnfetch(real(f), o, p);
+      },
+  };
+  sqlite3_vfs m_vfs{};
+};
+
+// storage.h promised that a state change is durable when the call returns, but every commit ran
+// with synchronous=NORMAL, which flushes nothing at commit: a power loss could take finished
+// trials. Now a trial's end is flushed before the call returns (and every write before it with
+// it: one flush per trial); the writes in between are not, and `?synchronous=normal` turns the
+// flushes off for slow file systems.
+TEST_F(StorageReliability, FinishedTrialsAreFlushedBeforeTheCallReturns) {
+  SyncCountingVfs vfs;
+  auto count = [](auto&& call) {
+    const int before = SyncCountingVfs::syncs();
+    call();
+    return SyncCountingVfs::syncs() - before;
+  };
+  const search::Distribution dist = search::FloatDistribution{1, 10, false, std::nullopt};
+  {
+    auto s = storage();  // the default
+    std::optional<StudyInfo> info;
+    EXPECT_GE(
+        count([&] { info = *s->get_or_create_study("rel", search::Direction::minimize, nullptr); }),
+        1);
+    std::int64_t id = -1;
+    EXPECT_EQ(
+        count([&] { id = s->create_trial(info->study_id, TrialState::running, {})->trial_id; }), 0);
+    EXPECT_EQ(count([&] { ASSERT_TRUE(s->set_trial_param(id, "x", 2.0, dist)); }), 0);
+    EXPECT_EQ(count([&] { ASSERT_TRUE(s->set_trial_intermediate_value(id, 1, 2.5)); }), 0);
+    EXPECT_EQ(count([&] { ASSERT_TRUE(s->record_heartbeat(id)); }), 0);
+    EXPECT_GE(count([&] { ASSERT_TRUE(s->set_trial_state_values(id, TrialState::complete, 2.0)); }),
+              1);
+    EXPECT_EQ(count([&] { s->create_trial(info->study_id, TrialState::waiting, {}); }), 0);
+    EXPECT_EQ(count([&] { ASSERT_TRUE(s->pop_waiting_trial(info->study_id)); }), 0);
+    EXPECT_GE(count([&] { ASSERT_TRUE(s->set_trial_state_values(id + 1, TrialState::fail, {})); }),
+              1);
+  }
+  auto s = open_storage("sqlite:///" + m_db + "?synchronous=normal");
+  ASSERT_TRUE(s) << s.error();
+  auto info = (*s)->get_or_create_study("rel", search::Direction::minimize, nullptr);
+  ASSERT_TRUE(info);
+  // The first commit into a fresh log flushes its header once, whatever the setting.
+  auto trial = [&] {
+    auto t = (*s)->create_trial(info->study_id, TrialState::running, {});
+    (*s)->set_trial_state_values(t->trial_id, TrialState::complete, 1.0);
+  };
+  trial();
+  EXPECT_EQ(count(trial), 0);
+}
+
 }  // namespace
 }  // namespace tune::tuner

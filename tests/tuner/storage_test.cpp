@@ -1,4 +1,5 @@
-// SQLite storage: Optuna's schema rows, trial life cycle, frozen finished trials, concurrency.
+// SQLite storage: Optuna's schema rows, trial life cycle, frozen finished trials, concurrency,
+// unbounded numbers of unfinished trials, read-only opening, URL options.
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
@@ -221,6 +222,27 @@ TEST_F(StorageTest, CacheSyncsWithThousandsOfUnfinishedTrials) {
   EXPECT_EQ(cache.trials()[0].state, TrialState::complete);
   EXPECT_EQ(cache.trials()[1].state, TrialState::waiting);
   EXPECT_EQ(cache.trials().size(), static_cast<std::size_t>(k_waiting));
+}
+
+TEST_F(StorageTest, UrlOptions) {
+  auto full = open_storage("sqlite:///" + m_path);
+  ASSERT_TRUE(full) << full.error();
+  // Between flushes the connection runs NORMAL; a trial's end commits with FULL.
+  EXPECT_EQ(*dynamic_cast<SqliteStorage&>(**full).synchronous_level(), 1);
+  // A URL's folder is created as a plain path's is (by the runner).
+  const auto nested = fs::path(m_path + ".d") / "sub" / "study.db";
+  EXPECT_TRUE(open_storage("sqlite:///" + nested.string()));
+  EXPECT_TRUE(fs::exists(nested));
+  fs::remove_all(m_path + ".d");
+  auto normal = open_storage("sqlite:///" + m_path + "?synchronous=normal");
+  ASSERT_TRUE(normal) << normal.error();
+  EXPECT_TRUE(fs::exists(m_path));
+  auto bad = open_storage("sqlite:///" + m_path + "?synchronous=sometimes");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("synchronous=sometimes"), std::string::npos) << bad.error();
+  auto unknown = open_storage("sqlite:///" + m_path + "?timeout=5");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("unknown option 'timeout'"), std::string::npos);
 }
 
 // Read-only opening writes nothing and creates no file: not the schema, not WAL mode, not the
