@@ -25,7 +25,6 @@ using search::TrialState;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* k_owner_attr = "tune:owner";
-constexpr double k_stale_heartbeat_s = 120.0;  // a trial of another host is dead after this
 
 std::string host_name() {
   char buf[256] = {};
@@ -53,16 +52,25 @@ nlohmann::json owner_identity() {
   return {{"host", host_name()}, {"pid", pid}, {"start", process_start_time(pid).value_or(0)}};
 }
 
-// True when the tune process that owns a RUNNING trial is known to be gone.
+// True when the tune process that owns a RUNNING trial is known to be gone. On this host the
+// process table says so. For another host only time can: the trial is dead once it has shown no
+// sign of life for the storage's grace period (ages come from UTC timestamps, so time zones do
+// not matter; clocks must agree to well within the grace period). A tune trial that never had
+// a heartbeat (its tune died before writing one) ages from its start. A trial without an owner
+// record was not started by tune (Optuna's, say): without a heartbeat it is left alone, since
+// Optuna writes heartbeats only when asked to.
 bool owner_is_dead(const nlohmann::json& owner, Storage& storage, std::int64_t trial_id) {
-  if (owner.is_object() && owner.value("host", "") == host_name()) {
+  const bool tune_trial = owner.is_object();
+  if (tune_trial && owner.value("host", "") == host_name()) {
     const pid_t pid = owner.value("pid", 0);
     const auto start = process_start_time(pid);
     return !start || *start != owner.value("start", std::uint64_t{0});
   }
-  // Another host (or no owner record): trust the heartbeat.
-  auto age = storage.seconds_since_heartbeat(trial_id);
-  return age && *age && **age > k_stale_heartbeat_s;
+  auto life = storage.trial_liveness(trial_id);
+  if (!life) return false;
+  const double grace = storage.grace_period_s();
+  if (life->since_heartbeat_s) return *life->since_heartbeat_s > grace;
+  return tune_trial && life->since_start_s && *life->since_start_s > grace;
 }
 
 std::string last_line(const std::string& path) {

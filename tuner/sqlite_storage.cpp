@@ -220,12 +220,15 @@ std::unexpected<std::string> db_error(sqlite3* db, const char* what) {
   return std::unexpected(fmt::format("sqlite: {}: {}", what, sqlite3_errmsg(db)));
 }
 
-// Optuna stores naive local datetimes as "YYYY-MM-DD HH:MM:SS.ffffff".
+// Optuna's DATETIME columns hold naive datetimes, "YYYY-MM-DD HH:MM:SS.ffffff". tune writes
+// them in UTC: Optuna's own heartbeats on SQLite are UTC (CURRENT_TIMESTAMP), and only UTC lets
+// hosts in different time zones compare a trial's age (Optuna writes datetime_start in local
+// time; a study continued from Optuna's local times is shifted by the zone's offset in reports).
 std::string format_datetime(std::chrono::system_clock::time_point tp) {
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch());
   const std::time_t secs = static_cast<std::time_t>(us.count() / 1000000);
   std::tm tm{};
-  localtime_r(&secs, &tm);
+  gmtime_r(&secs, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
   return fmt::format("{}.{:06}", buf, us.count() % 1000000);
@@ -235,8 +238,7 @@ std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::s
   std::tm tm{};
   const char* rest = strptime(s.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
   if (rest == nullptr) return std::nullopt;
-  tm.tm_isdst = -1;
-  const std::time_t secs = std::mktime(&tm);
+  const std::time_t secs = timegm(&tm);
   long micros = 0;
   if (*rest == '.') {
     std::string frac = std::string(rest + 1).substr(0, 6);
@@ -273,6 +275,20 @@ double value_from_row(const Stmt& st, int value_col, int type_col) {
   if (type == "INF_NEG") return -HUGE_VAL;
   if (type == "NAN" || st.is_null(value_col)) return std::nan("");
   return st.real(value_col);
+}
+
+// A heartbeat exactly as Optuna writes one on SQLite: CURRENT_TIMESTAMP, UTC in whole seconds.
+// Optuna's fail_stale_trials() takes `(CURRENT_TIMESTAMP - heartbeat).seconds`, which for a
+// heartbeat with microseconds, a fraction of a second "ahead", wraps to a day and fails a live
+// trial.
+Result<void> insert_heartbeat(sqlite3* db, std::int64_t trial_id) {
+  Stmt st(db,
+          "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, CURRENT_TIMESTAMP) "
+          "ON CONFLICT(trial_id) DO UPDATE SET heartbeat = excluded.heartbeat");
+  if (!st.ok()) return db_error(db, "record_heartbeat");
+  st.bind(1, trial_id);
+  if (st.step() != SQLITE_DONE) return db_error(db, "record_heartbeat");
+  return {};
 }
 
 // A file: URI for sqlite3_open_v2 with SQLITE_OPEN_URI (the path percent-encoded).
@@ -531,6 +547,11 @@ Result<NewTrial> SqliteStorage::create_trial(std::int64_t study_id, search::Tria
   }
   if (ins.step() != SQLITE_DONE) return db_error(m_db, "create trial");
   const std::int64_t trial_id = sqlite3_last_insert_rowid(m_db);
+  if (state == TrialState::running) {
+    // The first heartbeat comes with the start, so that a trial whose tune dies before
+    // launching it still ages (another host then recovers it).
+    if (auto r = insert_heartbeat(m_db, trial_id); !r) return std::unexpected(r.error());
+  }
   // Optuna numbers a trial by the count of the study's trials created before it; inside the
   // write transaction no other process can interleave.
   Stmt count(m_db, "SELECT COUNT(*) FROM trials WHERE study_id = ? AND trial_id < ?");
@@ -561,6 +582,7 @@ Result<std::optional<NewTrial>> SqliteStorage::pop_waiting_trial(std::int64_t st
   Stmt upd(m_db, "UPDATE trials SET state = 'RUNNING', datetime_start = ? WHERE trial_id = ?");
   upd.bind(1, now_text()).bind(2, t.trial_id);
   if (upd.step() != SQLITE_DONE) return db_error(m_db, "pop waiting trial");
+  if (auto r = insert_heartbeat(m_db, t.trial_id); !r) return std::unexpected(r.error());
   if (auto r = txn.commit(); !r) return std::unexpected(r.error());
   return std::optional<NewTrial>(t);
 }
@@ -646,25 +668,28 @@ Result<void> SqliteStorage::set_trial_system_attr(std::int64_t trial_id, const s
 }
 
 Result<void> SqliteStorage::record_heartbeat(std::int64_t trial_id) {
-  Stmt st(m_db,
-          "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, ?) "
-          "ON CONFLICT(trial_id) DO UPDATE SET heartbeat = excluded.heartbeat");
-  if (!st.ok()) return db_error(m_db, "record_heartbeat");
-  st.bind(1, trial_id).bind(2, now_text());
-  if (st.step() != SQLITE_DONE) return db_error(m_db, "record_heartbeat");
-  return {};
+  return insert_heartbeat(m_db, trial_id);
 }
 
-Result<std::optional<double>> SqliteStorage::seconds_since_heartbeat(std::int64_t trial_id) {
+Result<TrialLiveness> SqliteStorage::trial_liveness(std::int64_t trial_id) {
   if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
-  Stmt st(m_db, "SELECT heartbeat FROM trial_heartbeats WHERE trial_id = ?");
-  if (!st.ok()) return db_error(m_db, "seconds_since_heartbeat");
+  // julianday('now') is UTC, as the stored timestamps are: the time zone of neither the writer
+  // nor this process matters. A timestamp julianday() cannot read gives NULL.
+  Stmt st(m_db,
+          "SELECT (julianday('now') - julianday(h.heartbeat)) * 86400.0, "
+          "(julianday('now') - julianday(t.datetime_start)) * 86400.0 "
+          "FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
+          "WHERE t.trial_id = ?");
+  if (!st.ok()) return db_error(m_db, "trial_liveness");
   st.bind(1, trial_id);
-  if (st.step() != SQLITE_ROW) return std::optional<double>();
-  const auto tp = parse_datetime(st.text(0));
-  if (!tp) return std::optional<double>();
-  return std::optional<double>(
-      std::chrono::duration<double>(std::chrono::system_clock::now() - *tp).count());
+  const int rc = st.step();
+  if (rc == SQLITE_DONE)
+    return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+  if (rc != SQLITE_ROW) return db_error(m_db, "trial_liveness");
+  TrialLiveness out;
+  if (!st.is_null(0)) out.since_heartbeat_s = st.real(0);
+  if (!st.is_null(1)) out.since_start_s = st.real(1);
+  return out;
 }
 
 Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(const std::string& where,

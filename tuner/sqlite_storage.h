@@ -6,6 +6,7 @@
 // `BEGIN IMMEDIATE` transaction, which serialises concurrent tune processes on one file and keeps
 // trial numbers unique. The connection runs synchronous=NORMAL; the commits that must survive a
 // power loss (StorageOptions::synchronous_full) run with FULL, which flushes the whole log.
+// Datetimes are written in UTC, as Optuna writes heartbeats on SQLite (CURRENT_TIMESTAMP).
 //
 // Read-only opening writes nothing and creates no file, so it works on a database (and folder)
 // the user may only read: a rollback-journal database, or a WAL one whose -wal file exists (a
@@ -63,7 +64,8 @@ class SqliteStorage final : public Storage {
   Result<std::vector<search::FrozenTrial>> get_trials_since(
       std::int64_t study_id, std::int64_t after_id,
       const std::vector<std::int64_t>& refresh) override;
-  Result<std::optional<double>> seconds_since_heartbeat(std::int64_t trial_id) override;
+  Result<TrialLiveness> trial_liveness(std::int64_t trial_id) override;
+  double grace_period_s() const override { return m_options.grace_period_s; }
 
   const std::string& path() const { return m_path; }
   // PRAGMA synchronous of the connection: 2 = FULL, 1 = NORMAL (for tests and diagnostics).

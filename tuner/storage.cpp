@@ -4,11 +4,12 @@
 #include <algorithm>
 
 #include "tuner/sqlite_storage.h"
+#include "tuner/study_spec.h"
 
 namespace tune::tuner {
 namespace {
 
-// "synchronous=normal" into `options`.
+// "synchronous=normal&grace_period=5m" into `options`.
 Result<void> parse_url_options(const std::string& url, std::string_view query,
                                StorageOptions& options) {
   while (!query.empty()) {
@@ -26,9 +27,17 @@ Result<void> parse_url_options(const std::string& url, std::string_view query,
             value));
       }
       options.synchronous_full = value == "full";
+    } else if (key == "grace_period") {
+      auto d = parse_duration(value);
+      if (!d || *d <= 0) {
+        return std::unexpected(fmt::format(
+            "storage '{}': grace_period={}: expected a positive duration (e.g. 120s, 5m)", url,
+            value));
+      }
+      options.grace_period_s = *d;
     } else {
-      return std::unexpected(
-          fmt::format("storage '{}': unknown option '{}' (known: synchronous)", url, key));
+      return std::unexpected(fmt::format(
+          "storage '{}': unknown option '{}' (known: synchronous, grace_period)", url, key));
     }
   }
   return {};

@@ -1,4 +1,6 @@
-// Storage under load and across users and hosts (issue 12).
+// Storage under load and across users and hosts (issue 12): a thousand unfinished trials, a
+// database the user may only read, trials of other hosts judged in UTC with a grace period,
+// and what is on disk when a call returns.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -247,6 +249,134 @@ TEST_F(StorageReliability, ReadOnlyDatabaseIsReadByAnotherUser) {
   auto run = run_tune({"--trials", "1", study}, {}, true);
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.err.find("may not write"), std::string::npos) << run.err;
+}
+
+// Two tune processes 24 hours apart in local time: the one east of the other read the other's
+// heartbeat (naive local time) as a day old and failed its live trial.
+TEST_F(StorageReliability, LiveTrialOfAnotherHostInAnotherTimeZoneIsNotFailed) {
+  const auto hang = m_dir / "hang";
+  const auto started = m_dir / "started";
+  std::ofstream(hang) << "1";
+  const auto study_a = write_study("a.yaml", ", --hang-if-exists, '" + hang.string() +
+                                                 "', --started, '" + started.string() + "'");
+  const auto study_b = write_study("b.yaml");
+  auto env = boost::this_process::environment();
+  env["TZ"] = "America/Adak";  // UTC-10 (-9 in summer)
+  bp::child a(TUNE_BIN, "--trials", "1", "--quiet", study_a, env, bp::std_out > bp::null,
+              bp::std_err > (m_dir / "a.err").string());
+  ASSERT_TRUE(wait_until([&] { return fs::exists(started) && fs::file_size(started) > 0; },
+                         std::chrono::seconds(30)));
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 1u);
+  const auto trial_id = ts[0].trial_id;
+  ASSERT_TRUE(wait_until([&] { return has_heartbeat(trial_id); }, std::chrono::seconds(30)));
+  // Make A look like a tune on another host: then only its heartbeats speak for it.
+  ASSERT_TRUE(storage()->set_trial_system_attr(trial_id, "tune:owner",
+                                               {{"host", "elsewhere"}, {"pid", 1}, {"start", 1}}));
+
+  auto b = run_tune({"--trials", "1", "--quiet", study_b}, {{"TZ", "Pacific/Kiritimati"}});  // +14
+  EXPECT_EQ(b.exit_code, 0) << b.err;
+  ts = trials();
+  ASSERT_EQ(ts.size(), 2u);
+  EXPECT_EQ(ts[0].state, TrialState::running)
+      << ts[0].system_attrs.value("fail_reason", std::string());
+  EXPECT_EQ(ts[1].state, TrialState::complete);
+
+  ASSERT_EQ(kill(a.id(), SIGINT), 0);
+  a.wait();
+  EXPECT_EQ(a.exit_code(), 130) << slurp(m_dir / "a.err");
+}
+
+// Trials of another host that stopped showing signs of life: one with no heartbeat at all was
+// never recovered; liveness is judged in UTC against the documented grace period (120 s).
+TEST_F(StorageReliability, SilentTrialsOfAnotherHostAreRecoveredAfterTheGracePeriod) {
+  const auto study = write_study("study.yaml");
+  const nlohmann::json elsewhere = {{"host", "elsewhere"}, {"pid", 1}, {"start", 1}};
+  std::map<std::string, std::int64_t> id;
+  {
+    auto s = storage();
+    auto info = s->get_or_create_study("rel", search::Direction::minimize, nullptr);
+    ASSERT_TRUE(info);
+    for (const char* name : {"dead", "young", "silent", "alive"}) {
+      id[name] = s->create_trial(info->study_id, TrialState::running, {{"tune:owner", elsewhere}})
+                     ->trial_id;
+    }
+    id["foreign"] = s->create_trial(info->study_id, TrialState::running, {})->trial_id;
+  }
+  auto at = [](const char* offset) {
+    return std::string("strftime('%Y-%m-%d %H:%M:%f', 'now', '") + offset + "')";
+  };
+  auto start = [&](const char* name, const char* offset) {
+    sql("UPDATE trials SET datetime_start = " + at(offset) +
+        " WHERE trial_id = " + std::to_string(id[name]));
+  };
+  auto heartbeat = [&](const char* name, const char* offset) {
+    const auto tid = std::to_string(id[name]);
+    sql("DELETE FROM trial_heartbeats WHERE trial_id = " + tid);
+    if (offset) {
+      sql("INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (" + tid + ", " + at(offset) +
+          ")");
+    }
+  };
+  start("dead", "-1 hour");  // its tune died before the first heartbeat
+  heartbeat("dead", nullptr);
+  start("young", "-30 seconds");  // just started, no heartbeat yet
+  heartbeat("young", nullptr);
+  start("silent", "-1 hour");  // heartbeats stopped 10 minutes ago
+  heartbeat("silent", "-10 minutes");
+  start("alive", "-1 hour");  // a long trial still beating
+  heartbeat("alive", "-5 seconds");
+  start("foreign", "-1 hour");  // not tune's (Optuna without heartbeats): left alone
+  heartbeat("foreign", nullptr);
+
+  auto o = run_tune({"--trials", "1", "--quiet", study}, {{"TZ", "Pacific/Kiritimati"}});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::map<std::int64_t, search::FrozenTrial> by_id;
+  for (auto& t : trials()) by_id[t.trial_id] = t;
+  EXPECT_EQ(by_id[id["dead"]].state, TrialState::fail);
+  EXPECT_NE(by_id[id["dead"]].system_attrs.value("fail_reason", std::string()).find("died"),
+            std::string::npos);
+  EXPECT_EQ(by_id[id["young"]].state, TrialState::running);
+  EXPECT_EQ(by_id[id["silent"]].state, TrialState::fail);
+  EXPECT_EQ(by_id[id["alive"]].state, TrialState::running);
+  EXPECT_EQ(by_id[id["foreign"]].state, TrialState::running);
+}
+
+// The grace period and the durability of commits are storage options in the URL; the database
+// is the path without them.
+TEST_F(StorageReliability, StorageUrlOptionsReachTheDatabase) {
+  const auto study = write_study("study.yaml");
+  ASSERT_EQ(run_tune({"--trials", "1", "--quiet", study}).exit_code, 0);
+  std::int64_t trial_id = 0;
+  {
+    auto s = storage();
+    auto info = s->get_study("rel");
+    trial_id = s->create_trial(info->study_id, TrialState::running,
+                               {{"tune:owner", {{"host", "elsewhere"}, {"pid", 1}, {"start", 1}}}})
+                   ->trial_id;
+  }
+  sql("UPDATE trial_heartbeats SET heartbeat = strftime('%Y-%m-%d %H:%M:%f', 'now', "
+      "'-10 minutes') WHERE trial_id = " +
+      std::to_string(trial_id));
+  const std::string url = "sqlite:///" + m_db;
+  auto patient = run_tune({"--trials", "1", "--quiet", "--storage",
+                           url + "?grace_period=1h&synchronous=normal", study});
+  ASSERT_EQ(patient.exit_code, 0) << patient.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 3u);
+  EXPECT_EQ(ts[1].state, TrialState::running);
+  auto strict = run_tune(
+      {"--trials", "1", "--quiet", "--storage", url + "?grace_period=5m&synchronous=full", study});
+  ASSERT_EQ(strict.exit_code, 0) << strict.err;
+  ts = trials();
+  ASSERT_EQ(ts.size(), 4u);
+  EXPECT_EQ(ts[1].state, TrialState::fail);
+  for (const auto& entry : fs::directory_iterator(m_dir / "out")) {
+    EXPECT_FALSE(entry.path().filename().string().contains('?')) << entry.path();
+  }
+  auto bad = run_tune({"trials", "--storage", url + "?synchronous=sometimes", study});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("synchronous=sometimes"), std::string::npos) << bad.err;
 }
 
 // A pass-through SQLite VFS, made the default while it lives, that counts the flushes (xSync)
