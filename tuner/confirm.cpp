@@ -67,7 +67,7 @@ std::expected<nlohmann::json, std::string> fixed_params_of(const FrozenTrial& tr
 std::expected<RunTotals, std::string> run_confirm(StudySpec spec, const ConfirmOptions& options,
                                                   std::ostream& out) {
   const std::string url = storage_url_for(spec, options.storage_override);
-  auto opened = open_existing_study(url, "", spec.name);
+  auto opened = open_existing_study(url, "", spec.name, OpenMode::read_write);  // adds trials
   if (!opened) return std::unexpected(opened.error());
   if (opened->cache->direction() != spec.direction)
     return std::unexpected(

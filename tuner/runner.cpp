@@ -27,7 +27,6 @@ using search::TrialState;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* k_owner_attr = "tune:owner";
-constexpr double k_stale_heartbeat_s = 120.0;  // a trial of another host is dead after this
 // Bytes kept of each of a trial's stdout and stderr: the first and the last half (tune-keeper).
 constexpr std::size_t k_trial_output_cap = 16u << 20;
 
@@ -74,16 +73,25 @@ nlohmann::json owner_identity() {
   return {{"host", host_name()}, {"pid", pid}, {"start", process_start_time(pid).value_or(0)}};
 }
 
-// True when the tune process that owns a RUNNING trial is known to be gone.
+// True when the tune process that owns a RUNNING trial is known to be gone. On this host the
+// process table says so. For another host only time can: the trial is dead once it has shown no
+// sign of life for the storage's grace period (ages come from UTC timestamps, so time zones do
+// not matter; clocks must agree to well within the grace period). A tune trial that never had
+// a heartbeat (its tune died before writing one) ages from its start. A trial without an owner
+// record was not started by tune (Optuna's, say): without a heartbeat it is left alone, since
+// Optuna writes heartbeats only when asked to.
 bool owner_is_dead(const nlohmann::json& owner, Storage& storage, std::int64_t trial_id) {
-  if (owner.is_object() && owner.value("host", "") == host_name()) {
+  const bool tune_trial = owner.is_object();
+  if (tune_trial && owner.value("host", "") == host_name()) {
     const pid_t pid = owner.value("pid", 0);
     const auto start = process_start_time(pid);
     return !start || *start != owner.value("start", std::uint64_t{0});
   }
-  // Another host (or no owner record): trust the heartbeat.
-  auto age = storage.seconds_since_heartbeat(trial_id);
-  return age && *age && **age > k_stale_heartbeat_s;
+  auto life = storage.trial_liveness(trial_id);
+  if (!life) return false;
+  const double grace = storage.grace_period_s();
+  if (life->since_heartbeat_s) return *life->since_heartbeat_s > grace;
+  return tune_trial && life->since_start_s && *life->since_start_s > grace;
 }
 
 std::string format_duration(double s) {
@@ -148,7 +156,7 @@ std::string storage_url_for(const StudySpec& spec, const std::string& override_u
 }
 
 Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
-                                        const std::string& study_name) {
+                                        const std::string& study_name, OpenMode mode) {
   OpenedStudy opened;
   std::string url = storage_url;
   std::string name = study_name;
@@ -165,7 +173,7 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
     return std::unexpected(
         fmt::format("{}: no such database (run the study first, or pass --storage)", url));
   }
-  auto storage = open_storage(url);
+  auto storage = open_storage(url, mode);
   if (!storage) return std::unexpected(storage.error());
   opened.storage = std::move(*storage);
   opened.url = url;

@@ -49,9 +49,10 @@ struct OpenedStudy {
 
 // `arg` is a study file (*.yaml/*.yml: its storage and name) or a database path/URL;
 // `storage_url` (--storage) and `study_name` (--study) override. A database holding one study
-// needs no name.
+// needs no name. Read-only by default: reading works on a database the user may not write.
 Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
-                                        const std::string& study_name);
+                                        const std::string& study_name,
+                                        OpenMode mode = OpenMode::read_only);
 
 // Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
 struct TrialHooks {

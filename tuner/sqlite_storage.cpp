@@ -3,14 +3,19 @@
 #include <sqlite3.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 namespace tune::tuner {
 namespace {
 
+namespace fs = std::filesystem;
 using search::FrozenTrial;
 using search::TrialState;
 
@@ -156,6 +161,11 @@ class Stmt {
     sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
+  template <typename... Ts>
+  Stmt& bind(int i, const std::variant<Ts...>& v) {
+    std::visit([&](const auto& x) { bind(i, x); }, v);
+    return *this;
+  }
   Stmt& bind_null(int i) {
     sqlite3_bind_null(m_stmt, i);
     return *this;
@@ -175,15 +185,21 @@ class Stmt {
   sqlite3_stmt* m_stmt = nullptr;
 };
 
-// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed.
+// BEGIN IMMEDIATE ... COMMIT; rolls back unless committed. A `flush` transaction commits with
+// synchronous=FULL, so it is on disk when commit() returns, and with it every commit before it:
+// the write-ahead log is one file, appended in order, and FULL fsyncs all of it.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : m_db(db) {
+  Transaction(sqlite3* db, bool flush) : m_db(db), m_flush(flush) {
+    if (m_flush) sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
     m_ok = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
   }
   ~Transaction() {
     if (m_ok && !m_done) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (m_flush) sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
   }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
   bool ok() const { return m_ok; }
   Result<void> commit() {
     if (sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
@@ -195,6 +211,7 @@ class Transaction {
 
  private:
   sqlite3* m_db;
+  bool m_flush;
   bool m_ok = false;
   bool m_done = false;
 };
@@ -203,12 +220,15 @@ std::unexpected<std::string> db_error(sqlite3* db, const char* what) {
   return std::unexpected(fmt::format("sqlite: {}: {}", what, sqlite3_errmsg(db)));
 }
 
-// Optuna stores naive local datetimes as "YYYY-MM-DD HH:MM:SS.ffffff".
+// Optuna's DATETIME columns hold naive datetimes, "YYYY-MM-DD HH:MM:SS.ffffff". tune writes
+// them in UTC: Optuna's own heartbeats on SQLite are UTC (CURRENT_TIMESTAMP), and only UTC lets
+// hosts in different time zones compare a trial's age (Optuna writes datetime_start in local
+// time; a study continued from Optuna's local times is shifted by the zone's offset in reports).
 std::string format_datetime(std::chrono::system_clock::time_point tp) {
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(tp.time_since_epoch());
   const std::time_t secs = static_cast<std::time_t>(us.count() / 1000000);
   std::tm tm{};
-  localtime_r(&secs, &tm);
+  gmtime_r(&secs, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
   return fmt::format("{}.{:06}", buf, us.count() % 1000000);
@@ -218,8 +238,7 @@ std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::s
   std::tm tm{};
   const char* rest = strptime(s.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
   if (rest == nullptr) return std::nullopt;
-  tm.tm_isdst = -1;
-  const std::time_t secs = std::mktime(&tm);
+  const std::time_t secs = timegm(&tm);
   long micros = 0;
   if (*rest == '.') {
     std::string frac = std::string(rest + 1).substr(0, 6);
@@ -258,29 +277,127 @@ double value_from_row(const Stmt& st, int value_col, int type_col) {
   return st.real(value_col);
 }
 
-}  // namespace
+// A heartbeat exactly as Optuna writes one on SQLite: CURRENT_TIMESTAMP, UTC in whole seconds.
+// Optuna's fail_stale_trials() takes `(CURRENT_TIMESTAMP - heartbeat).seconds`, which for a
+// heartbeat with microseconds, a fraction of a second "ahead", wraps to a day and fails a live
+// trial.
+Result<void> insert_heartbeat(sqlite3* db, std::int64_t trial_id) {
+  Stmt st(db,
+          "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, CURRENT_TIMESTAMP) "
+          "ON CONFLICT(trial_id) DO UPDATE SET heartbeat = excluded.heartbeat");
+  if (!st.ok()) return db_error(db, "record_heartbeat");
+  st.bind(1, trial_id);
+  if (st.step() != SQLITE_DONE) return db_error(db, "record_heartbeat");
+  return {};
+}
 
-Result<std::unique_ptr<SqliteStorage>> SqliteStorage::open(const std::string& path) {
+// A file: URI for sqlite3_open_v2 with SQLITE_OPEN_URI (the path percent-encoded).
+std::string file_uri(const std::string& path, const char* query) {
+  std::string uri = "file://";
+  for (unsigned char c : fs::absolute(path).string()) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return uri + "?" + query;
+}
+
+// The database header says WAL when its read and write format versions (bytes 18, 19) are 2.
+bool header_says_wal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[20] = {};
+  if (!in.read(header, sizeof header)) return false;
+  return std::string_view(header, 16) == std::string_view("SQLite format 3\0", 16) &&
+         header[18] == 2 && header[19] == 2;
+}
+
+Result<sqlite3*> open_connection(const std::string& path, const std::string& name, int flags) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_open_v2(name.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     return std::unexpected(fmt::format("{}: cannot open database: {}", path, msg));
   }
-  auto storage = std::unique_ptr<SqliteStorage>(new SqliteStorage(db, path));
   // Several tune processes may share the file: wait for each other's write transactions.
   sqlite3_busy_timeout(db, 60000);
-  if (auto r = storage->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) {
-    return std::unexpected(fmt::format("{}: {}", path, r.error()));
-  }
-  if (auto r = storage->create_schema(); !r) {
-    return std::unexpected(fmt::format("{}: {}", path, r.error()));
-  }
+  return db;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStorage>> SqliteStorage::open(const std::string& path,
+                                                           const StorageOptions& options) {
+  auto storage = std::unique_ptr<SqliteStorage>(new SqliteStorage(path, options));
+  if (auto r = storage->connect(); !r) return std::unexpected(r.error());
   return storage;
 }
 
+Result<void> SqliteStorage::connect() {
+  if (m_options.mode == OpenMode::read_only) return connect_read_only();
+  std::error_code ec;
+  if (const auto parent = fs::path(m_path).parent_path(); !parent.empty()) {
+    fs::create_directories(parent, ec);  // a sqlite:/// URL's folder, like a plain path's
+  }
+  auto db = open_connection(m_path, m_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!db) return std::unexpected(db.error());
+  m_db = *db;
+  if (sqlite3_db_readonly(m_db, "main") == 1) {
+    return std::unexpected(fmt::format(
+        "{}: this user may not write the database (tune best, trials, report and export only "
+        "read it)",
+        m_path));
+  }
+  // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's end
+  // commits with FULL (a flushing Transaction), which flushes it and all before it.
+  if (auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) {
+    return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
+  }
+  if (auto r = create_schema(); !r) {
+    return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
+  }
+  return {};
+}
+
+Result<void> SqliteStorage::connect_read_only() {
+  std::error_code ec;
+  if (!fs::is_regular_file(m_path, ec)) {
+    return std::unexpected(fmt::format("{}: no such database", m_path));
+  }
+  Result<void> checked;
+  // A writer that closes between the look at -wal and the open takes the -wal file with it:
+  // look again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    sqlite3_close(m_db);
+    m_db = nullptr;
+    m_immutable = header_says_wal(m_path) && !fs::exists(m_path + "-wal", ec);
+    auto db = open_connection(m_path, file_uri(m_path, m_immutable ? "immutable=1" : "mode=ro"),
+                              SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    if (!db) return std::unexpected(db.error());
+    m_db = *db;
+    checked = check_schema();
+    if (checked || m_immutable || fs::exists(m_path + "-wal", ec)) break;
+  }
+  if (!checked) return std::unexpected(fmt::format("{}: {}", m_path, checked.error()));
+  return {};
+}
+
+// An immutable reader sees the file as last checkpointed; once a writer has the database open
+// (its -wal file exists), newer commits are in the log, so read through SQLite's locks again.
+Result<void> SqliteStorage::reader_follows_writers() {
+  std::error_code ec;
+  if (!m_immutable || !fs::exists(m_path + "-wal", ec)) return {};
+  return connect_read_only();
+}
+
 SqliteStorage::~SqliteStorage() { sqlite3_close(m_db); }
+
+Result<int> SqliteStorage::synchronous_level() {
+  Stmt st(m_db, "PRAGMA synchronous");
+  if (!st.ok() || st.step() != SQLITE_ROW) return db_error(m_db, "PRAGMA synchronous");
+  return static_cast<int>(st.int64(0));
+}
 
 Result<void> SqliteStorage::exec(const char* sql) {
   char* err = nullptr;
@@ -293,20 +410,44 @@ Result<void> SqliteStorage::exec(const char* sql) {
 }
 
 Result<void> SqliteStorage::create_schema() {
-  Transaction txn(m_db);
+  Transaction txn(m_db, m_options.synchronous_full);
   if (!txn.ok()) return db_error(m_db, "begin");
   if (auto r = exec(k_schema); !r) return r;
+  if (auto r = check_schema(); !r) return r;
+  return txn.commit();
+}
+
+Result<void> SqliteStorage::check_schema() {
+  auto failed = [this]() -> std::unexpected<std::string> {
+    if (sqlite3_extended_errcode(m_db) == SQLITE_READONLY_DIRECTORY ||
+        sqlite3_errcode(m_db) == SQLITE_CANTOPEN) {
+      // A -wal file without its -shm, in a folder this user may not write.
+      return std::unexpected(fmt::format(
+          "cannot read the write-ahead log without creating {}-shm ({}); run tune as a user "
+          "who may write the folder, or read a copy",
+          m_path, sqlite3_errmsg(m_db)));
+    }
+    if (sqlite3_errcode(m_db) == SQLITE_ERROR) {
+      return std::unexpected(
+          fmt::format("not a study database of tune or Optuna ({})", sqlite3_errmsg(m_db)));
+    }
+    return db_error(m_db, "read schema version");
+  };
   Stmt st(m_db, "SELECT schema_version, library_version FROM version_info WHERE version_info_id=1");
-  if (st.ok() && st.step() == SQLITE_ROW && st.int64(0) != 12) {
+  if (!st.ok()) return failed();
+  const int rc = st.step();
+  if (rc == SQLITE_ROW && st.int64(0) != 12) {
     return std::unexpected(fmt::format(
         "database schema version {} (library {}) is not Optuna 3.1's schema 12; upgrade or use "
         "another file",
         st.int64(0), st.text(1)));
   }
-  return txn.commit();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return failed();
+  return {};
 }
 
 Result<StudyInfo> SqliteStorage::get_study(const std::string& name) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   Stmt st(m_db,
           "SELECT s.study_id, d.direction FROM studies s LEFT JOIN study_directions d "
           "ON d.study_id = s.study_id AND d.objective = 0 WHERE s.study_name = ?");
@@ -322,6 +463,7 @@ Result<StudyInfo> SqliteStorage::get_study(const std::string& name) {
 }
 
 Result<std::vector<StudyInfo>> SqliteStorage::get_all_studies() {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   Stmt st(m_db,
           "SELECT s.study_id, s.study_name, d.direction FROM studies s LEFT JOIN study_directions "
           "d ON d.study_id = s.study_id AND d.objective = 0 ORDER BY s.study_id");
@@ -337,7 +479,7 @@ Result<std::vector<StudyInfo>> SqliteStorage::get_all_studies() {
 
 Result<StudyInfo> SqliteStorage::get_or_create_study(const std::string& name,
                                                      search::Direction direction, bool* created) {
-  Transaction txn(m_db);
+  Transaction txn(m_db, m_options.synchronous_full);
   if (!txn.ok()) return db_error(m_db, "begin");
   if (auto existing = get_study(name)) {
     if (created) *created = false;
@@ -369,7 +511,10 @@ Result<void> SqliteStorage::set_attr(const char* table, const char* owner_column
       table, owner_column);
   Stmt st(m_db, sql.c_str());
   if (!st.ok()) return db_error(m_db, table);
-  st.bind(1, owner_id).bind(2, key).bind(3, value.dump());
+  // Attributes may carry a trial's bytes: never throw on invalid UTF-8, store U+FFFD instead.
+  st.bind(1, owner_id)
+      .bind(2, key)
+      .bind(3, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (st.step() != SQLITE_DONE) return db_error(m_db, table);
   return {};
 }
@@ -380,6 +525,7 @@ Result<void> SqliteStorage::set_study_user_attr(std::int64_t study_id, const std
 }
 
 Result<nlohmann::json> SqliteStorage::get_study_user_attrs(std::int64_t study_id) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   Stmt st(m_db, "SELECT \"key\", value_json FROM study_user_attributes WHERE study_id = ?");
   if (!st.ok()) return db_error(m_db, "get_study_user_attrs");
   st.bind(1, study_id);
@@ -392,7 +538,7 @@ Result<nlohmann::json> SqliteStorage::get_study_user_attrs(std::int64_t study_id
 
 Result<NewTrial> SqliteStorage::create_trial(std::int64_t study_id, search::TrialState state,
                                              const nlohmann::json& system_attrs) {
-  Transaction txn(m_db);
+  Transaction txn(m_db, /*flush=*/false);  // flushed with the trial's end
   if (!txn.ok()) return db_error(m_db, "begin");
   Stmt ins(m_db,
            "INSERT INTO trials (number, study_id, state, datetime_start) VALUES (NULL, ?, ?, ?)");
@@ -404,6 +550,11 @@ Result<NewTrial> SqliteStorage::create_trial(std::int64_t study_id, search::Tria
   }
   if (ins.step() != SQLITE_DONE) return db_error(m_db, "create trial");
   const std::int64_t trial_id = sqlite3_last_insert_rowid(m_db);
+  if (state == TrialState::running) {
+    // The first heartbeat comes with the start, so that a trial whose tune dies before
+    // launching it still ages (another host then recovers it).
+    if (auto r = insert_heartbeat(m_db, trial_id); !r) return std::unexpected(r.error());
+  }
   // Optuna numbers a trial by the count of the study's trials created before it; inside the
   // write transaction no other process can interleave.
   Stmt count(m_db, "SELECT COUNT(*) FROM trials WHERE study_id = ? AND trial_id < ?");
@@ -423,7 +574,7 @@ Result<NewTrial> SqliteStorage::create_trial(std::int64_t study_id, search::Tria
 }
 
 Result<std::optional<NewTrial>> SqliteStorage::pop_waiting_trial(std::int64_t study_id) {
-  Transaction txn(m_db);
+  Transaction txn(m_db, /*flush=*/false);  // flushed with the trial's end
   if (!txn.ok()) return db_error(m_db, "begin");
   Stmt sel(m_db,
            "SELECT trial_id, number FROM trials WHERE study_id = ? AND state = 'WAITING' "
@@ -434,6 +585,7 @@ Result<std::optional<NewTrial>> SqliteStorage::pop_waiting_trial(std::int64_t st
   Stmt upd(m_db, "UPDATE trials SET state = 'RUNNING', datetime_start = ? WHERE trial_id = ?");
   upd.bind(1, now_text()).bind(2, t.trial_id);
   if (upd.step() != SQLITE_DONE) return db_error(m_db, "pop waiting trial");
+  if (auto r = insert_heartbeat(m_db, t.trial_id); !r) return std::unexpected(r.error());
   if (auto r = txn.commit(); !r) return std::unexpected(r.error());
   return std::optional<NewTrial>(t);
 }
@@ -452,7 +604,8 @@ Result<void> SqliteStorage::set_trial_param(std::int64_t trial_id, const std::st
 
 Result<bool> SqliteStorage::set_trial_state_values(std::int64_t trial_id, TrialState state,
                                                    std::optional<double> value) {
-  Transaction txn(m_db);
+  // A finished trial is what a power loss must not take; the writes before it go along.
+  Transaction txn(m_db, m_options.synchronous_full && is_finished(state));
   if (!txn.ok()) return db_error(m_db, "begin");
   Stmt sel(m_db, "SELECT state FROM trials WHERE trial_id = ?");
   sel.bind(1, trial_id);
@@ -518,28 +671,33 @@ Result<void> SqliteStorage::set_trial_system_attr(std::int64_t trial_id, const s
 }
 
 Result<void> SqliteStorage::record_heartbeat(std::int64_t trial_id) {
+  return insert_heartbeat(m_db, trial_id);
+}
+
+Result<TrialLiveness> SqliteStorage::trial_liveness(std::int64_t trial_id) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
+  // julianday('now') is UTC, as the stored timestamps are: the time zone of neither the writer
+  // nor this process matters. A timestamp julianday() cannot read gives NULL.
   Stmt st(m_db,
-          "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, ?) "
-          "ON CONFLICT(trial_id) DO UPDATE SET heartbeat = excluded.heartbeat");
-  if (!st.ok()) return db_error(m_db, "record_heartbeat");
-  st.bind(1, trial_id).bind(2, now_text());
-  if (st.step() != SQLITE_DONE) return db_error(m_db, "record_heartbeat");
-  return {};
-}
-
-Result<std::optional<double>> SqliteStorage::seconds_since_heartbeat(std::int64_t trial_id) {
-  Stmt st(m_db, "SELECT heartbeat FROM trial_heartbeats WHERE trial_id = ?");
-  if (!st.ok()) return db_error(m_db, "seconds_since_heartbeat");
+          "SELECT (julianday('now') - julianday(h.heartbeat)) * 86400.0, "
+          "(julianday('now') - julianday(t.datetime_start)) * 86400.0 "
+          "FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
+          "WHERE t.trial_id = ?");
+  if (!st.ok()) return db_error(m_db, "trial_liveness");
   st.bind(1, trial_id);
-  if (st.step() != SQLITE_ROW) return std::optional<double>();
-  const auto tp = parse_datetime(st.text(0));
-  if (!tp) return std::optional<double>();
-  return std::optional<double>(
-      std::chrono::duration<double>(std::chrono::system_clock::now() - *tp).count());
+  const int rc = st.step();
+  if (rc == SQLITE_DONE)
+    return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+  if (rc != SQLITE_ROW) return db_error(m_db, "trial_liveness");
+  TrialLiveness out;
+  if (!st.is_null(0)) out.since_heartbeat_s = st.real(0);
+  if (!st.is_null(1)) out.since_start_s = st.real(1);
+  return out;
 }
 
-Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(
-    const std::string& where, const std::vector<std::int64_t>& binds) {
+Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(const std::string& where,
+                                                            const std::vector<Bind>& binds) {
+  if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   // One read transaction so that the five reads see one snapshot of the database.
   if (auto r = exec("BEGIN"); !r) return std::unexpected(r.error());
   struct EndRead {
@@ -629,26 +787,27 @@ Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(
 }
 
 Result<FrozenTrial> SqliteStorage::get_trial(std::int64_t trial_id) {
-  auto trials = load_trials("trial_id = ?", {trial_id});
+  auto trials = load_trials("trial_id = ?", {Bind(trial_id)});
   if (!trials) return std::unexpected(trials.error());
   if (trials->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
   return std::move(trials->front());
 }
 
 Result<std::vector<FrozenTrial>> SqliteStorage::get_all_trials(std::int64_t study_id) {
-  return load_trials("study_id = ?", {study_id});
+  return load_trials("study_id = ?", {Bind(study_id)});
 }
 
 Result<std::vector<FrozenTrial>> SqliteStorage::get_trials_since(
     std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) {
-  std::string where = "study_id = ? AND (trial_id > ?";
-  std::vector<std::int64_t> binds{study_id, after_id};
-  for (std::int64_t id : refresh) {
-    where += " OR trial_id = ?";
-    binds.push_back(id);
-  }
-  where += ")";
-  return load_trials(where, binds);
+  // The ids travel as one JSON array bound to one parameter: the statement stays the same size
+  // however many trials are unfinished (one `OR trial_id = ?` each hit SQLite's expression
+  // depth limit at 1,000 waiting trials). A trial still WAITING is as the caller saw it (see
+  // storage.h), so only its state is looked at: a thousand queued re-runs cost a lookup each,
+  // not a reload of their attributes, per sync.
+  return load_trials(
+      "study_id = ? AND (trial_id > ? OR (state != 'WAITING' AND "
+      "trial_id IN (SELECT value FROM json_each(?))))",
+      {study_id, after_id, fmt::format("[{}]", fmt::join(refresh, ","))});
 }
 
 }  // namespace tune::tuner

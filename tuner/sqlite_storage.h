@@ -4,10 +4,23 @@
 //
 // The database runs in write-ahead-log mode with a busy timeout; every write is one
 // `BEGIN IMMEDIATE` transaction, which serialises concurrent tune processes on one file and keeps
-// trial numbers unique. An object owns one connection and is used by one thread at a time.
+// trial numbers unique. The connection runs synchronous=NORMAL; the commits that must survive a
+// power loss (StorageOptions::synchronous_full) run with FULL, which flushes the whole log.
+// Datetimes are written in UTC, as Optuna writes heartbeats on SQLite (CURRENT_TIMESTAMP).
+//
+// Read-only opening writes nothing and creates no file, so it works on a database (and folder)
+// the user may only read: a rollback-journal database, or a WAL one whose -wal file exists (a
+// writer has it open, or crashed), is opened with SQLITE_OPEN_READONLY and SQLite's locks. A WAL
+// database without its -wal file has been checkpointed whole and has no writer; SQLite would
+// need to create -wal and -shm to read it (failing in a read-only folder, and leaving files the
+// owner may not be able to write in a shared one), so it is opened `immutable`, and reopened with
+// locks as soon as a -wal file shows that a writer has appeared.
+//
+// An object owns one connection and is used by one thread at a time.
 #pragma once
 
 #include <string>
+#include <variant>
 
 #include "tuner/storage.h"
 
@@ -17,8 +30,10 @@ namespace tune::tuner {
 
 class SqliteStorage final : public Storage {
  public:
-  // Opens (creating when absent) the database file and its schema.
-  static Result<std::unique_ptr<SqliteStorage>> open(const std::string& path);
+  // Read-write: opens (creating when absent) the database file and its schema. Read-only: the
+  // file must exist and hold the schema.
+  static Result<std::unique_ptr<SqliteStorage>> open(const std::string& path,
+                                                     const StorageOptions& options = {});
   ~SqliteStorage() override;
   SqliteStorage(const SqliteStorage&) = delete;
   SqliteStorage& operator=(const SqliteStorage&) = delete;
@@ -49,21 +64,32 @@ class SqliteStorage final : public Storage {
   Result<std::vector<search::FrozenTrial>> get_trials_since(
       std::int64_t study_id, std::int64_t after_id,
       const std::vector<std::int64_t>& refresh) override;
-  Result<std::optional<double>> seconds_since_heartbeat(std::int64_t trial_id) override;
+  Result<TrialLiveness> trial_liveness(std::int64_t trial_id) override;
+  double grace_period_s() const override { return m_options.grace_period_s; }
 
   const std::string& path() const { return m_path; }
+  // PRAGMA synchronous of the connection: 2 = FULL, 1 = NORMAL (for tests and diagnostics).
+  Result<int> synchronous_level();
 
  private:
-  SqliteStorage(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {}
+  using Bind = std::variant<std::int64_t, std::string>;
+  SqliteStorage(std::string path, const StorageOptions& options)
+      : m_path(std::move(path)), m_options(options) {}
+  Result<void> connect();
+  Result<void> connect_read_only();
+  Result<void> reader_follows_writers();
   Result<void> exec(const char* sql);
   Result<void> create_schema();
+  Result<void> check_schema();
   Result<std::vector<search::FrozenTrial>> load_trials(const std::string& where,
-                                                       const std::vector<std::int64_t>& binds);
+                                                       const std::vector<Bind>& binds);
   Result<void> set_attr(const char* table, const char* owner_column, std::int64_t owner_id,
                         const std::string& key, const nlohmann::json& value);
 
-  sqlite3* m_db;
+  sqlite3* m_db = nullptr;
   std::string m_path;
+  StorageOptions m_options;
+  bool m_immutable = false;  // read-only, opened without locks (no -wal file existed)
 };
 
 }  // namespace tune::tuner

@@ -4,20 +4,66 @@
 #include <algorithm>
 
 #include "tuner/sqlite_storage.h"
+#include "tuner/study_spec.h"
 
 namespace tune::tuner {
+namespace {
 
-Result<std::unique_ptr<Storage>> open_storage(const std::string& url) {
+// "synchronous=normal&grace_period=5m" into `options`.
+Result<void> parse_url_options(const std::string& url, std::string_view query,
+                               StorageOptions& options) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    const std::string key(item.substr(0, eq));
+    const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+    if (key == "synchronous") {
+      if (value != "full" && value != "normal") {
+        return std::unexpected(fmt::format(
+            "storage '{}': synchronous={}: expected full (survives power loss) or normal", url,
+            value));
+      }
+      options.synchronous_full = value == "full";
+    } else if (key == "grace_period") {
+      auto d = parse_duration(value);
+      if (!d || *d <= 0) {
+        return std::unexpected(fmt::format(
+            "storage '{}': grace_period={}: expected a positive duration (e.g. 120s, 5m)", url,
+            value));
+      }
+      options.grace_period_s = *d;
+    } else {
+      return std::unexpected(fmt::format(
+          "storage '{}': unknown option '{}' (known: synchronous, grace_period)", url, key));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Storage>> open_storage(const std::string& url, OpenMode mode) {
   constexpr std::string_view k_sqlite = "sqlite:///";
+  StorageOptions options;
+  options.mode = mode;
   std::string path = url;
   if (url.starts_with(k_sqlite)) {
     path = url.substr(k_sqlite.size());
+    if (const auto q = path.find('?'); q != std::string::npos) {
+      if (auto r = parse_url_options(url, std::string_view(path).substr(q + 1), options); !r) {
+        return std::unexpected(r.error());
+      }
+      path.resize(q);
+    }
   } else if (url.find("://") != std::string::npos) {
     return std::unexpected(fmt::format(
         "storage '{}': only SQLite is built in (sqlite:///path.db or a file path)", url));
   }
-  if (path.empty()) return std::unexpected("storage: empty database path");
-  auto storage = SqliteStorage::open(path);
+  if (path.empty()) return std::unexpected(fmt::format("storage '{}': empty database path", url));
+  auto storage = SqliteStorage::open(path, options);
   if (!storage) return std::unexpected(storage.error());
   return std::unique_ptr<Storage>(std::move(*storage));
 }

@@ -1,10 +1,13 @@
 // Storage: where studies and trials live (Optuna's BaseStorage, single objective).
 //
 // The tuner talks to storage only through this interface, so SQLite (sqlite_storage.h) can be
-// joined by PostgreSQL for studies shared across nodes. Every method is one transaction: a
-// state change is durable when the call returns, and several processes may use one database at
-// once (trial numbers stay unique). A finished trial is frozen: set_trial_state_values() on it
-// returns false and changes nothing. One Storage object is used by one thread at a time.
+// joined by PostgreSQL for studies shared across nodes. Every method is one transaction, and
+// several processes may use one database at once (trial numbers stay unique). Every write
+// survives a crash of the process once the call returns; what survives a power loss or an OS
+// crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
+// set_trial_state_values() on it returns false and changes nothing. Timestamps are UTC, so hosts
+// in different time zones agree on a trial's age. A storage opened read-only never writes, not
+// even its schema. One Storage object is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,38 @@ struct NewTrial {
 template <typename T>
 using Result = std::expected<T, std::string>;
 
+enum class OpenMode {
+  read_write,  // creates the database and its schema when absent
+  read_only,   // the database must exist; nothing is written (tune best/trials/report/export)
+};
+
+// A RUNNING trial of another host is given up for dead when it has shown no sign of life (a
+// heartbeat, else its start) for this long. The owner writes a heartbeat about every 0.5 s, so
+// this is mostly room for clocks that disagree between hosts.
+inline constexpr double k_default_grace_period_s = 120.0;
+
+// Options given in the storage URL's query ("sqlite:///study.db?synchronous=normal").
+struct StorageOptions {
+  OpenMode mode = OpenMode::read_write;
+  // true (`synchronous=full`, the default): a trial's end (set_trial_state_values() to a
+  // finished state) and a study's creation are flushed to disk before the call returns, and
+  // with them every write before them: one flush per trial, so a finished trial survives a
+  // power loss. What was written since the last flush (a running trial, its params,
+  // intermediate values, heartbeats; trials just enqueued) may be lost with the machine; a
+  // trial cut off that way is gone (or back to WAITING) rather than failed. false
+  // (`synchronous=normal`): nothing is flushed at commit, only at checkpoints; the database
+  // stays consistent, but a power loss may take the last finished trials with it. Worth it only
+  // where a flush is slow (network file systems).
+  bool synchronous_full = true;
+  double grace_period_s = k_default_grace_period_s;  // see k_default_grace_period_s
+};
+
+// How long ago (seconds) a trial last showed a sign of life, by this host's clock against the
+// stored UTC timestamps. nullopt for what it never had (no heartbeat yet; a WAITING trial).
+struct TrialLiveness {
+  std::optional<double> since_heartbeat_s;
+  std::optional<double> since_start_s;
+};
 class Storage {
  public:
   virtual ~Storage() = default;
@@ -66,23 +101,30 @@ class Storage {
                                            const nlohmann::json& value) = 0;
   virtual Result<void> set_trial_system_attr(std::int64_t trial_id, const std::string& key,
                                              const nlohmann::json& value) = 0;
-  // Records that the process running the trial is alive (Optuna's trial_heartbeats).
+  // Records that the process running the trial is alive (Optuna's trial_heartbeats, UTC as
+  // Optuna writes it). A trial created RUNNING or popped gets its first one in that transaction.
   virtual Result<void> record_heartbeat(std::int64_t trial_id) = 0;
 
   virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
   // Every trial of the study in number order.
   virtual Result<std::vector<search::FrozenTrial>> get_all_trials(std::int64_t study_id) = 0;
-  // Trials with trial_id > after_id, plus the trials listed in `refresh` (not finished when the
-  // caller last looked): the delta a cache needs.
+  // Trials with trial_id > after_id, plus those listed in `refresh` (not finished when the
+  // caller last looked) that are no longer WAITING: the delta a cache needs. A WAITING trial is
+  // written once, when created (as Optuna's enqueued trials are), and changes only when popped,
+  // so one still WAITING has not changed. The query does not grow with `refresh`.
   virtual Result<std::vector<search::FrozenTrial>> get_trials_since(
       std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) = 0;
-  // Seconds since the trial's last heartbeat; nullopt when it never had one.
-  virtual Result<std::optional<double>> seconds_since_heartbeat(std::int64_t trial_id) = 0;
+  virtual Result<TrialLiveness> trial_liveness(std::int64_t trial_id) = 0;
+  // Seconds without a sign of life after which another host's RUNNING trial counts as dead.
+  virtual double grace_period_s() const = 0;
 };
 
-// Opens the storage named by a URL or path: "sqlite:///abs/path.db", "sqlite:///rel.db" or a
-// plain file path (SQLite). Other schemes (postgresql://) are reported as not built.
-Result<std::unique_ptr<Storage>> open_storage(const std::string& url);
+// Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
+// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite). A URL may end in
+// options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain paths take none).
+// Other schemes (postgresql://) are reported as not built.
+Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
+                                              OpenMode mode = OpenMode::read_write);
 
 // A cache of a study's trials that re-reads only what may have changed since the last sync, so
 // the per-trial cost of looking at the history stays flat as the study grows.

@@ -39,6 +39,23 @@ TEST(Printable, RepairsInvalidAndCutCharactersAndEscapesControls) {
   EXPECT_NO_THROW((void)nlohmann::json(printable(all + all, 300)).dump());
 }
 
+// Whatever reaches an attribute, storage neither throws nor stores invalid JSON.
+TEST(Printable, StorageStoresAttributesWithInvalidUtf8) {
+  const auto path = fs::temp_directory_path() / "tune-output-attr.db";
+  fs::remove(path);
+  auto s = SqliteStorage::open(path.string());
+  ASSERT_TRUE(s) << s.error();
+  auto study = (*s)->get_or_create_study("x", search::Direction::minimize, nullptr);
+  ASSERT_TRUE(study);
+  auto t = (*s)->create_trial(study->study_id, TrialState::running, nlohmann::json::object());
+  ASSERT_TRUE(t);
+  ASSERT_TRUE((*s)->set_trial_system_attr(t->trial_id, "raw", std::string("a\xFF\xC3")));
+  auto back = (*s)->get_trial(t->trial_id);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->system_attrs["raw"], "a\xEF\xBF\xBD\xEF\xBF\xBD");
+  fs::remove(path);
+}
+
 class TrialOutput : public ::testing::Test {
  protected:
   void SetUp() override {
