@@ -47,52 +47,22 @@ Result<fs::path> make_trial_dir(const fs::path& trials, int number) {
       fmt::format("{}: 1000 folders for trial {} exist already", trials.string(), number));
 }
 
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
-  return buf;
-}
-
-// Field 22 of /proc/PID/stat: start time in clock ticks; pid plus this names a process for good.
-std::optional<std::uint64_t> process_start_time(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat;
-  if (!std::getline(in, stat)) return std::nullopt;
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-    if (i == 22) return std::stoull(field);
+// Remembers the first error of storage writes made where no error can be returned (inside the
+// launcher's watcher), so the trial loop reports it once the trial is over: none is dropped.
+class ErrorSink {
+ public:
+  template <typename T>
+  void note(const Result<T>& r) {
+    if (!r && !m_error) m_error = r.error();
   }
-  return std::nullopt;
-}
-
-nlohmann::json owner_identity() {
-  const pid_t pid = getpid();
-  return {{"host", host_name()}, {"pid", pid}, {"start", process_start_time(pid).value_or(0)}};
-}
-
-// True when the tune process that owns a RUNNING trial is known to be gone. On this host the
-// process table says so. For another host only time can: the trial is dead once it has shown no
-// sign of life for the storage's grace period (ages come from UTC timestamps, so time zones do
-// not matter; clocks must agree to well within the grace period). A tune trial that never had
-// a heartbeat (its tune died before writing one) ages from its start. A trial without an owner
-// record was not started by tune (Optuna's, say): without a heartbeat it is left alone, since
-// Optuna writes heartbeats only when asked to.
-bool owner_is_dead(const nlohmann::json& owner, Storage& storage, std::int64_t trial_id) {
-  const bool tune_trial = owner.is_object();
-  if (tune_trial && owner.value("host", "") == host_name()) {
-    const pid_t pid = owner.value("pid", 0);
-    const auto start = process_start_time(pid);
-    return !start || *start != owner.value("start", std::uint64_t{0});
+  Result<void> result() const {
+    if (m_error) return std::unexpected(*m_error);
+    return {};
   }
-  auto life = storage.trial_liveness(trial_id);
-  if (!life) return false;
-  const double grace = storage.grace_period_s();
-  if (life->since_heartbeat_s) return *life->since_heartbeat_s > grace;
-  return tune_trial && life->since_start_s && *life->since_start_s > grace;
-}
+
+ private:
+  std::optional<std::string> m_error;
+};
 
 std::string format_duration(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
@@ -104,18 +74,19 @@ std::string format_duration(double s) {
 class LogFollower {
  public:
   LogFollower(const ObjectiveSpec& objective, std::string log_path, Storage& storage,
-              StudyCache& cache, search::Pruner* pruner, FrozenTrial& trial)
+              StudyCache& cache, search::Pruner* pruner, FrozenTrial& trial, ErrorSink& errors)
       : m_objective(objective),
         m_log_path(std::move(log_path)),
         m_storage(storage),
         m_cache(cache),
         m_pruner(pruner),
-        m_trial(trial) {}
+        m_trial(trial),
+        m_errors(errors) {}
 
   // Returns a reason to stop the trial, or "". With prune=false it only records what the log
   // holds (called once more after the trial ended, so even fast trials leave full curves).
   std::string tick(bool prune = true) {
-    m_storage.record_heartbeat(m_trial.trial_id);
+    m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
     std::error_code ec;
     const auto mtime = fs::last_write_time(m_log_path, ec);
     if (ec || mtime == m_last_mtime) return "";
@@ -126,11 +97,14 @@ class LogFollower {
     for (const auto& [step, value] : intermediate_points(m_objective, *entries)) {
       if (m_trial.intermediate_values.contains(step)) continue;
       m_trial.intermediate_values[step] = value;
-      m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value);
+      m_errors.note(m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value));
       added = true;
     }
     if (!added || !prune || m_pruner == nullptr) return "";
-    if (auto r = m_cache.sync(); !r) return "";
+    if (auto r = m_cache.sync(); !r) {
+      m_errors.note(r);
+      return "";
+    }
     if (m_pruner->prune(m_cache, m_trial)) {
       return fmt::format("pruned at step {}", m_trial.intermediate_values.rbegin()->first);
     }
@@ -144,6 +118,7 @@ class LogFollower {
   StudyCache& m_cache;
   search::Pruner* m_pruner;
   FrozenTrial& m_trial;
+  ErrorSink& m_errors;
   fs::file_time_type m_last_mtime{};
 };
 
@@ -245,9 +220,16 @@ Result<void> StudyRunner::recover_stale_trials() {
   for (const auto& t : m_cache->trials()) {
     if (t.state != TrialState::running) continue;
     const auto owner = t.system_attrs.value(k_owner_attr, nlohmann::json());
-    if (!owner_is_dead(owner, *m_storage, t.trial_id)) continue;
-    m_storage->set_trial_system_attr(t.trial_id, "fail_reason",
-                                     "the tune process running it died; marked FAIL on resume");
+    auto life = m_storage->trial_liveness(t.trial_id);
+    if (!owner_is_dead(owner, host(), life ? std::optional(*life) : std::nullopt,
+                       m_storage->grace_period_s())) {
+      continue;
+    }
+    if (auto r = m_storage->set_trial_system_attr(
+            t.trial_id, "fail_reason", "the tune process running it died; marked FAIL on resume");
+        !r) {
+      return r;
+    }
     if (auto r = m_storage->set_trial_state_values(t.trial_id, TrialState::fail, std::nullopt);
         !r) {
       return std::unexpected(r.error());
@@ -285,9 +267,40 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
   return totals;
 }
 
+// What a trial runs with, once sampled.
+struct StudyRunner::Prepared {
+  LaunchRequest request;
+  std::string log_path;
+  bool study_deadline_bites = false;      // the study's --timeout set the trial's limit
+  std::optional<double> skip_constraint;  // the probes predict oversubscription: not run
+};
+
+// How a trial ended.
+struct StudyRunner::Ran {
+  bool launched = false;  // false: the probes ruled it out
+  LaunchResult launch;
+  TrialOutcome outcome;
+};
+
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
+  auto trial = claim_trial();
+  if (!trial) return std::unexpected(trial.error());
+  auto values = sample_params(*trial);
+  if (!values) return std::unexpected(values.error());
+  auto prepared = prepare_launch(*trial, std::move(*values));
+  if (!prepared) return std::unexpected(prepared.error());
+  auto ran = execute(*trial, *prepared);
+  if (!ran) return std::unexpected(ran.error());
+  *stop = ran->outcome.stop_study;
+  if (auto r = record_outcome(*trial, *ran); !r) return r;
+  if (!m_options.quiet) print_progress(out, index, *trial, *ran);
+  return {};
+}
+
+// Takes the oldest WAITING trial, or creates a RUNNING one, stamped with this process as owner.
+Result<FrozenTrial> StudyRunner::claim_trial() {
   const auto study_id = m_cache->study().study_id;
-  const auto owner = owner_identity();
+  const auto owner = owner_identity(host());
   NewTrial nt;
   auto popped = m_storage->pop_waiting_trial(study_id);
   if (!popped) return std::unexpected(popped.error());
@@ -302,15 +315,14 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     nt = *created;
   }
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
-  FrozenTrial trial;
   for (const auto& t : m_cache->trials()) {
-    if (t.trial_id == nt.trial_id) trial = t;
+    if (t.trial_id == nt.trial_id) return t;
   }
-  if (trial.trial_id != nt.trial_id) {
-    return std::unexpected(fmt::format("trial id {} vanished from storage", nt.trial_id));
-  }
+  return std::unexpected(fmt::format("trial id {} vanished from storage", nt.trial_id));
+}
 
-  // Enqueued values first; the sampler fills in the rest.
+// Enqueued values first; the sampler fills in the rest. Every value is stored before launch.
+Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
   if (auto it = trial.system_attrs.find("fixed_params"); it != trial.system_attrs.end()) {
     for (const auto& [name, dist] : m_spec.space) {
       if (!it->contains(name)) continue;
@@ -327,7 +339,9 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   m_sampler->before_trial(*m_cache, trial);
   for (const auto& [key, value] : trial.system_attrs.items()) {
     if (!attrs_before.contains(key) || attrs_before[key] != value) {
-      m_storage->set_trial_system_attr(trial.trial_id, key, value);
+      if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) {
+        return std::unexpected(r.error());
+      }
     }
   }
   const auto params = search::suggest_all(*m_sampler, *m_cache, trial, m_spec.space);
@@ -341,111 +355,129 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     }
     values[name] = search::to_external(dist, internal);
   }
+  return values;
+}
 
+// The trial's folder, command, environment and limits; what it runs is stored before it runs.
+Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
+                                                          TemplateValues values) {
   auto made_dir = make_trial_dir(fs::path(m_spec.output) / "trials", trial.number);
   if (!made_dir) return std::unexpected(made_dir.error());
   const fs::path trial_dir = *made_dir;
   values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
-  auto expand = [&](const std::string& text) -> Result<std::optional<std::string>> {
-    return expand_template(text, values);
-  };
   auto expanded = expand_launch(m_spec, values, running_as_root());
   if (!expanded) return std::unexpected(expanded.error());
-  LaunchRequest req = std::move(*expanded);
-  const std::map<std::string, std::string> env_shown = req.env_set;
+  Prepared p;
+  LaunchRequest& req = p.request;
+  req = std::move(*expanded);
   req.workdir = trial_dir.string();
   req.stdout_path = (trial_dir / "stdout").string();
   req.stderr_path = (trial_dir / "stderr").string();
   req.timeout_s = m_spec.timeout_s;
-  bool study_deadline_bites = false;
   if (m_options.study_timeout_s) {
     const double left = *m_options.study_timeout_s -
                         std::chrono::duration<double>(Clock::now() - m_started).count();
     if (!req.timeout_s || left < *req.timeout_s) {
       req.timeout_s = std::max(left, 0.001);
-      study_deadline_bites = true;
+      p.study_deadline_bites = true;
     }
   }
   req.tick_s = 0.5;
   req.output_cap_bytes = k_trial_output_cap;
+  auto log = expand_template(m_spec.objective.log, values);
+  p.log_path = log && *log ? **log : (trial_dir / "log").string();
 
-  m_storage->set_trial_user_attr(trial.trial_id, "command", req.argv);
-  m_storage->set_trial_user_attr(trial.trial_id, "env", env_shown);
-  m_storage->set_trial_user_attr(trial.trial_id, "env_unset", req.env_unset);
-  m_storage->set_trial_user_attr(trial.trial_id, "trial_dir", trial_dir.string());
+  const std::pair<const char*, nlohmann::json> shown[] = {{"command", req.argv},
+                                                          {"env", req.env_set},
+                                                          {"env_unset", req.env_unset},
+                                                          {"trial_dir", trial_dir.string()}};
+  for (const auto& [key, value] : shown) {
+    if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) {
+      return std::unexpected(r.error());
+    }
+  }
 
-  std::optional<double> skip_constraint;
   if (m_hooks.before_launch) {
     const auto attrs = m_hooks.before_launch(trial, req);
     for (const auto& [key, value] : attrs.items()) {
       if (key == "constraint") {
-        if (value.is_number() && value.get<double>() > 0) skip_constraint = value.get<double>();
+        if (value.is_number() && value.get<double>() > 0) p.skip_constraint = value.get<double>();
         continue;
       }
-      m_storage->set_trial_system_attr(trial.trial_id, key, value);
-    }
-  }
-
-  auto expanded_log = expand(m_spec.objective.log);
-  const std::string log_path =
-      expanded_log && *expanded_log ? **expanded_log : (trial_dir / "log").string();
-
-  TrialOutcome outcome;
-  LaunchResult res;
-  if (skip_constraint) {
-    outcome = skipped_outcome(*skip_constraint);
-  } else {
-    LogFollower follower(m_spec.objective, log_path, *m_storage, *m_cache, m_pruner.get(), trial);
-    bool started_hook = false;
-    res = run_process(req, [&](pid_t pid) {
-      if (!started_hook) {
-        started_hook = true;
-        if (m_hooks.on_start) m_hooks.on_start(pid);
-        m_storage->record_heartbeat(trial.trial_id);
-        return std::string();
+      if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) {
+        return std::unexpected(r.error());
       }
-      return follower.tick();
-    });
-    if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
-    if (m_hooks.on_end && res.started) {
-      const auto attrs = m_hooks.on_end();
-      for (const auto& [key, v] : attrs.items())
-        m_storage->set_trial_system_attr(trial.trial_id, key, v);
-    }
-    OutcomeContext ctx;
-    ctx.study_deadline_bites = study_deadline_bites;
-    ctx.interrupt_signal = interrupt_signal();
-    if (!trial.intermediate_values.empty()) {
-      ctx.last_intermediate = trial.intermediate_values.rbegin()->second;
-    }
-    ctx.stderr_path = req.stderr_path;
-    outcome = classify_outcome(res, ctx, [&] {
-      return read_objective(m_spec.objective, m_spec.constraints, log_path, req.stdout_path,
-                            req.stderr_path);
-    });
-    *stop = outcome.stop_study;
-    m_storage->set_trial_user_attr(trial.trial_id, "wall_time", res.wall_s);
-    if (res.started) {
-      m_storage->set_trial_system_attr(trial.trial_id, "containment", res.containment);
-      if (!res.output_cut.empty()) {
-        // The trial wrote more than the cap: its files hold the head and tail only.
-        m_storage->set_trial_system_attr(trial.trial_id, "output_cut", res.output_cut);
-      }
-      m_storage->set_trial_user_attr(trial.trial_id, "exit_code",
-                                     res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
-      if (res.signal) m_storage->set_trial_user_attr(trial.trial_id, "signal", res.signal);
     }
   }
-  if (!outcome.constraints.empty()) {
-    m_storage->set_trial_system_attr(trial.trial_id, "constraints", outcome.constraints);
+  return p;
+}
+
+// Runs the trial (unless the probes ruled it out), following its log, and classifies the end.
+Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared& p) {
+  Ran ran;
+  if (p.skip_constraint) {
+    ran.outcome = skipped_outcome(*p.skip_constraint);
+    return ran;
   }
-  if (!outcome.reason.empty()) {
-    m_storage->set_trial_system_attr(trial.trial_id, "fail_reason", outcome.reason);
+  ran.launched = true;
+  ErrorSink errors;
+  LogFollower follower(m_spec.objective, p.log_path, *m_storage, *m_cache, m_pruner.get(), trial,
+                       errors);
+  bool started_hook = false;
+  ran.launch = run_process(p.request, [&](pid_t pid) {
+    if (!started_hook) {
+      started_hook = true;
+      if (m_hooks.on_start) m_hooks.on_start(pid);
+      errors.note(m_storage->record_heartbeat(trial.trial_id));
+      return std::string();
+    }
+    return follower.tick();
+  });
+  const LaunchResult& res = ran.launch;
+  if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
+  if (m_hooks.on_end && res.started) {
+    const auto attrs = m_hooks.on_end();  // items() refers into it: keep it alive
+    for (const auto& [key, v] : attrs.items()) {
+      errors.note(m_storage->set_trial_system_attr(trial.trial_id, key, v));
+    }
   }
-  const TrialState state = outcome.state;
-  const std::optional<double> value = outcome.value;
-  const std::string& reason = outcome.reason;
-  auto set = m_storage->set_trial_state_values(trial.trial_id, state, value);
+  OutcomeContext ctx;
+  ctx.study_deadline_bites = p.study_deadline_bites;
+  ctx.interrupt_signal = interrupt_signal();
+  if (!trial.intermediate_values.empty()) {
+    ctx.last_intermediate = trial.intermediate_values.rbegin()->second;
+  }
+  ctx.stderr_path = p.request.stderr_path;
+  ran.outcome = classify_outcome(res, ctx, [&] {
+    return read_objective(m_spec.objective, m_spec.constraints, p.log_path, p.request.stdout_path,
+                          p.request.stderr_path);
+  });
+  if (auto r = errors.result(); !r) return std::unexpected(r.error());
+  return ran;
+}
+
+// What the launch showed, then the final state in one transaction; the sampler hears of it.
+Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
+  const LaunchResult& res = ran.launch;
+  const TrialOutcome& outcome = ran.outcome;
+  std::vector<std::pair<const char*, nlohmann::json>> user, system;
+  if (ran.launched) user.emplace_back("wall_time", res.wall_s);
+  if (res.started) {
+    user.emplace_back("exit_code", res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
+    if (res.signal) user.emplace_back("signal", res.signal);
+    system.emplace_back("containment", res.containment);
+    // The trial wrote more than the cap: its files hold the head and tail only.
+    if (!res.output_cut.empty()) system.emplace_back("output_cut", res.output_cut);
+  }
+  if (!outcome.constraints.empty()) system.emplace_back("constraints", outcome.constraints);
+  if (!outcome.reason.empty()) system.emplace_back("fail_reason", outcome.reason);
+  for (const auto& [key, value] : user) {
+    if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) return r;
+  }
+  for (const auto& [key, value] : system) {
+    if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) return r;
+  }
+  auto set = m_storage->set_trial_state_values(trial.trial_id, outcome.state, outcome.value);
   if (!set) return std::unexpected(set.error());
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
   for (const auto& t : m_cache->trials()) {
@@ -454,37 +486,42 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
       trial = t;
     }
   }
-
-  if (!m_options.quiet) {
-    const auto* best = best_trial(*m_cache);
-    const double elapsed = std::chrono::duration<double>(Clock::now() - m_started).count();
-    const int done = index + 1;
-    const double eta = elapsed / done * (m_options.trials - done);
-    std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
-                                   search::to_string(state));
-    // A `tune confirm` re-run names the trial it re-measures.
-    if (auto it = trial.system_attrs.find(search::k_repeat_of_attr);
-        it != trial.system_attrs.end() && it->is_number_integer()) {
-      line += fmt::format(" (re-run of #{})", it->get<int>());
-    }
-    if (value) line += " value=" + format_value(*value);
-    if (res.started) line += fmt::format(" ({:.2f}s)", res.wall_s);
-    line += "  " + format_params(trial);
-    if (!reason.empty()) line += "  # " + reason;
-    if (best) line += fmt::format("  | best #{} = {}", best->number, format_value(*best->value));
-    if (done < m_options.trials) line += "  eta " + format_duration(eta);
-    const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
-    if (terminal) out << "\r\033[K";  // clear the progress bar drawn after the last line
-    out << line << '\n';
-    if (terminal && done < m_options.trials) {
-      constexpr int k_width = 30;
-      const int filled = k_width * done / m_options.trials;
-      out << '[' << std::string(filled, '#') << std::string(k_width - filled, '.') << "] "
-          << fmt::format("{}/{}  eta {}", done, m_options.trials, format_duration(eta));
-    }
-    out << std::flush;
-  }
   return {};
+}
+
+void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial& trial,
+                                 const Ran& ran) const {
+  const TrialState state = ran.outcome.state;
+  const std::optional<double>& value = ran.outcome.value;
+  const std::string& reason = ran.outcome.reason;
+  const LaunchResult& res = ran.launch;
+  const auto* best = best_trial(*m_cache);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - m_started).count();
+  const int done = index + 1;
+  const double eta = elapsed / done * (m_options.trials - done);
+  std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
+                                 search::to_string(state));
+  // A `tune confirm` re-run names the trial it re-measures.
+  if (auto it = trial.system_attrs.find(search::k_repeat_of_attr);
+      it != trial.system_attrs.end() && it->is_number_integer()) {
+    line += fmt::format(" (re-run of #{})", it->get<int>());
+  }
+  if (value) line += " value=" + format_value(*value);
+  if (res.started) line += fmt::format(" ({:.2f}s)", res.wall_s);
+  line += "  " + format_params(trial);
+  if (!reason.empty()) line += "  # " + reason;
+  if (best) line += fmt::format("  | best #{} = {}", best->number, format_value(*best->value));
+  if (done < m_options.trials) line += "  eta " + format_duration(eta);
+  const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
+  if (terminal) out << "\r\033[K";  // clear the progress bar drawn after the last line
+  out << line << '\n';
+  if (terminal && done < m_options.trials) {
+    constexpr int k_width = 30;
+    const int filled = k_width * done / m_options.trials;
+    out << '[' << std::string(filled, '#') << std::string(k_width - filled, '.') << "] "
+        << fmt::format("{}/{}  eta {}", done, m_options.trials, format_duration(eta));
+  }
+  out << std::flush;
 }
 
 }  // namespace tune::tuner

@@ -20,6 +20,7 @@
 #include "tuner/launcher.h"
 #include "tuner/storage.h"
 #include "tuner/study_spec.h"
+#include "tuner/trial_owner.h"
 
 namespace tune::tuner {
 
@@ -29,6 +30,7 @@ struct RunOptions {
   std::string storage_override;           // --storage; empty = the study file's
   bool quiet = false;                     // no per-trial lines
   bool prune = true;                      // false: no pruner (tune confirm's repeats run whole)
+  const HostEnv* host = nullptr;  // the machine and process (null: the live one; tests fake it)
 };
 
 struct RunTotals {
@@ -81,6 +83,18 @@ class StudyRunner {
   Result<void> recover_stale_trials();
   Result<void> enqueue_baselines();
   Result<void> run_one(std::ostream& out, int index, bool* stop);
+
+  // The steps of one trial, in order (run_one).
+  struct Prepared;
+  struct Ran;
+  Result<search::FrozenTrial> claim_trial();
+  Result<TemplateValues> sample_params(search::FrozenTrial& trial);
+  Result<Prepared> prepare_launch(const search::FrozenTrial& trial, TemplateValues values);
+  Result<Ran> execute(search::FrozenTrial& trial, const Prepared& prepared);
+  Result<void> record_outcome(search::FrozenTrial& trial, const Ran& ran);
+  void print_progress(std::ostream& out, int index, const search::FrozenTrial& trial,
+                      const Ran& ran) const;
+  const HostEnv& host() const { return m_options.host ? *m_options.host : live_host(); }
 
   StudySpec m_spec;
   RunOptions m_options;
