@@ -349,9 +349,9 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   auto expand = [&](const std::string& text) -> Result<std::optional<std::string>> {
     return expand_template(text, values);
   };
-  auto expanded = expand_launch(m_spec, values, running_as_root());
-  if (!expanded) return std::unexpected(expanded.error());
-  LaunchRequest req = std::move(*expanded);
+  auto rendered = render_launch(m_spec, values, running_as_root());
+  if (!rendered) return std::unexpected(rendered.error());
+  LaunchRequest req = rendered->request();
   const std::map<std::string, std::string> env_shown = req.env_set;
   req.workdir = trial_dir.string();
   req.stdout_path = (trial_dir / "stdout").string();
@@ -376,7 +376,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
 
   std::optional<double> skip_constraint;
   if (m_hooks.before_launch) {
-    const auto attrs = m_hooks.before_launch(trial, req);
+    const auto attrs = m_hooks.before_launch(trial, *rendered);
     for (const auto& [key, value] : attrs.items()) {
       if (key == "constraint") {
         if (value.is_number() && value.get<double>() > 0) skip_constraint = value.get<double>();
