@@ -89,17 +89,7 @@ std::string plural(int n, const std::string& word) {
 
 }  // namespace
 
-LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
-                                 const std::map<std::string, std::string>& env) {
-  LaunchPlan plan;
-  plan.env = env;
-  if (argv.empty()) return plan;
-  std::string base = argv[0].substr(argv[0].rfind('/') + 1);
-  if (base != "mpirun" && base != "mpiexec" && base != "orterun" && base != "prterun") {
-    plan.program_argv = argv;
-    return plan;
-  }
-  plan.uses_mpirun = true;
+std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOptions& options) {
   // mpirun options that take one value (two for --mca); anything else is a switch.
   static const std::set<std::string> k_one = {"-n",
                                               "-np",
@@ -139,11 +129,9 @@ LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
                                               "-rf",
                                               "--report-child-jobs-separately"};
   static const std::set<std::string> k_two = {"--mca", "-mca", "--gmca", "-gmca"};
-  std::optional<int> np, npernode;
-  int hosts = 0;
-  std::size_t i = 1;
-  for (; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--") {
       ++i;
       break;
@@ -162,30 +150,44 @@ LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
     }
     if (!k_one.contains(key)) continue;
     if (!inline_value) {
-      if (i + 1 >= argv.size()) break;
-      value = argv[++i];
+      if (i + 1 >= args.size()) break;  // a value-less last option: taken as the program
+      value = args[++i];
     }
     if (key == "-n" || key == "-np" || key == "--np" || key == "--n" || key == "-c")
-      np = to_int(value);
+      options.n = value;
     else if (key == "-N" || key == "--npernode" || key == "-npernode")
-      npernode = to_int(value);
+      options.npernode = value;
     else if (key == "--bind-to" || key == "-bind-to")
-      plan.bind_to = value;
+      options.bind_to = value;
     else if (key == "--map-by" || key == "-map-by")
-      plan.map_by = value;
-    else if (key == "-H" || key == "--host" || key == "-host") {
-      std::set<std::string> names;
-      std::stringstream ss(value);
-      for (std::string h; std::getline(ss, h, ',');) names.insert(h.substr(0, h.find(':')));
-      hosts = static_cast<int>(names.size());
-    } else if (key == "-x") {
+      options.map_by = value;
+    else if (key == "-H" || key == "--host" || key == "-host")
+      options.host = value;
+    else if (key == "-x") {
       const auto eq = value.find('=');
-      if (eq != std::string::npos) plan.env[value.substr(0, eq)] = value.substr(eq + 1);
+      if (eq != std::string::npos) options.env[value.substr(0, eq)] = value.substr(eq + 1);
     }
   }
-  plan.program_argv.assign(argv.begin() + static_cast<std::ptrdiff_t>(std::min(i, argv.size())),
-                           argv.end());
-  const int total = np.value_or(npernode ? *npernode * std::max(hosts, 1) : 1);
+  return std::min(i, args.size());
+}
+
+LaunchPlan launch_plan_from_mpirun(const MpirunOptions& options,
+                                   std::vector<std::string> program_argv,
+                                   std::map<std::string, std::string> env) {
+  LaunchPlan plan;
+  plan.uses_mpirun = true;
+  plan.bind_to = options.bind_to;
+  plan.map_by = options.map_by;
+  plan.program_argv = std::move(program_argv);
+  plan.env = std::move(env);
+  for (const auto& [k, v] : options.env) plan.env[k] = v;
+  std::set<std::string> names;
+  std::stringstream ss(options.host);
+  for (std::string h; std::getline(ss, h, ',');) names.insert(h.substr(0, h.find(':')));
+  const int hosts = static_cast<int>(names.size());
+  const std::optional<int> n = to_int(options.n);
+  const std::optional<int> npernode = to_int(options.npernode);
+  const int total = n.value_or(npernode ? *npernode * std::max(hosts, 1) : 1);
   if (npernode && *npernode > 0) {
     plan.ranks_per_node = *npernode;
     plan.nodes = std::max(1, (total + *npernode - 1) / *npernode);
@@ -193,7 +195,25 @@ LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
     plan.nodes = std::max(1, hosts);
     plan.ranks_per_node = std::max(1, (total + plan.nodes - 1) / plan.nodes);
   }
+  plan.n = std::max(1, total);
   return plan;
+}
+
+LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env) {
+  LaunchPlan one_rank;
+  one_rank.env = env;
+  if (argv.empty()) return one_rank;
+  const std::string base = argv[0].substr(argv[0].rfind('/') + 1);
+  if (base != "mpirun" && base != "mpiexec" && base != "orterun" && base != "prterun") {
+    one_rank.program_argv = argv;
+    return one_rank;
+  }
+  const std::vector<std::string> args(argv.begin() + 1, argv.end());
+  MpirunOptions options;
+  const std::size_t program = read_mpirun_options(args, options);
+  return launch_plan_from_mpirun(
+      options, {args.begin() + static_cast<std::ptrdiff_t>(program), args.end()}, env);
 }
 
 Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramModel& model) {

@@ -32,7 +32,11 @@ namespace tune::probes {
 
 inline constexpr int k_prediction_schema_version = 1;
 
+// How the ranks of one trial are started, as the prediction needs it. One spelling throughout
+// (the table in tuner/launch_plan.h maps it to the study file and to mpirun's flags): `n` total
+// ranks, `ranks_per_node` on this node (the one predicted), over `nodes` nodes.
 struct LaunchPlan {
+  int n = 1;  // total ranks (-n)
   int nodes = 1;
   int ranks_per_node = 1;
   std::string bind_to;  // none|core|socket|package|numa|hwthread|"" = mpirun's default
@@ -41,7 +45,34 @@ struct LaunchPlan {
   bool uses_mpirun = false;
   std::vector<std::string> program_argv;   // the program each rank runs, with its flags
   std::map<std::string, std::string> env;  // final environment of each rank
+
+  bool operator==(const LaunchPlan&) const = default;
 };
+
+// mpirun's placement options as its command line gives them, each as written ("" = not given;
+// the last one given wins, as with mpirun). Text, not numbers: a value mpirun would refuse
+// ("-n x") counts as not given, wherever it comes from.
+struct MpirunOptions {
+  std::string n;         // -n, -np, -c: total ranks
+  std::string npernode;  // -N, --npernode: ranks per node
+  std::string bind_to;   // --bind-to
+  std::string map_by;    // --map-by
+  std::string host;      // -H, --host: "a:2,b" (distinct names are the nodes)
+  std::map<std::string, std::string>
+      env;  // -x NAME=value (a bare -x NAME exports, changes nothing)
+};
+
+// Reads the mpirun options at the front of `args` (mpirun's own argv without argv[0]) into
+// `options`, later ones overriding; returns the index of the program (the first element that is
+// not an option, or the one after "--"; args.size() when there is none). Other options, with
+// their values, are skipped.
+std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOptions& options);
+
+// The plan of `program_argv` started by mpirun with `options`, each rank with `env` (the
+// environment mpirun starts with) plus the options' -x NAME=value.
+LaunchPlan launch_plan_from_mpirun(const MpirunOptions& options,
+                                   std::vector<std::string> program_argv,
+                                   std::map<std::string, std::string> env);
 
 // The program's thread flags and its own defaults (the bundled tune-trainer's by default).
 struct ProgramModel {
@@ -58,9 +89,10 @@ struct ProgramModel {
   std::string comm_thread_flag = "--double-buffering";  // present = one communication thread
 };
 
-// Parses an argv that may start with mpirun/mpiexec/orterun (its -n/-np, -N/--npernode,
-// --bind-to, --map-by, -H/--host, -x VAR[=value]) into a plan; otherwise a one-rank plan.
-// `env` is the environment the command is started with.
+// For a command line the user wrote: an argv that may start with mpirun/mpiexec/orterun/prterun
+// (read_mpirun_options, then launch_plan_from_mpirun), otherwise a one-rank plan. `env` is the
+// environment the command is started with. A launch the tuner renders itself (launch.mpirun)
+// builds its plan from its settings instead (tuner/launch_plan.h), never from its argv.
 LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env);
 

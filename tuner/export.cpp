@@ -242,17 +242,17 @@ std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
     if (!*e) return std::nullopt;
     return parse_positive(**e);  // "{nproc}" and the like: unknown until the job runs
   };
-  auto np = number(spec.launch.np, "n");
-  if (!np) return std::unexpected(np.error());
+  auto n = number(spec.launch.n, "n");
+  if (!n) return std::unexpected(n.error());
   auto per_node = number(spec.launch.npernode, "npernode");
   if (!per_node) return std::unexpected(per_node.error());
-  if (*np && *per_node) {
-    shape.nodes = (**np + **per_node - 1) / **per_node;
+  if (*n && *per_node) {
+    shape.nodes = (**n + **per_node - 1) / **per_node;
     shape.tasks_per_node = **per_node;
-    shape.total_tasks = **np;
-  } else if (*np) {
-    shape.tasks_per_node = **np;
-    shape.total_tasks = **np;
+    shape.total_tasks = **n;
+  } else if (*n) {
+    shape.tasks_per_node = **n;
+    shape.total_tasks = **n;
   } else if (*per_node) {
     shape.tasks_per_node = **per_node;
     shape.total_tasks = **per_node;

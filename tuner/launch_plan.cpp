@@ -33,64 +33,117 @@ TemplateValues trial_template_values(const StudySpec& spec,
   return values;
 }
 
-Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues& values,
-                                    bool allow_run_as_root) {
+Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues& values,
+                                     bool allow_run_as_root) {
   auto expand = [&](const std::string& text) { return expand_template(text, values); };
-  LaunchRequest req;
-  std::vector<std::string> program;
+  RenderedLaunch out;
   for (const auto& arg : spec.command) {
     auto e = expand(arg);
     if (!e) return std::unexpected(fmt::format("{}: command: {}", spec.file, e.error()));
-    if (*e) program.push_back(**e);
+    if (*e) out.command.push_back(**e);
   }
   for (const auto& [name, text] : spec.env) {
     auto e = expand(text);
     if (!e) return std::unexpected(fmt::format("{}: env.{}: {}", spec.file, name, e.error()));
     if (*e) {
-      req.env_set[name] = **e;
+      out.env_set[name] = **e;
     } else {
-      req.env_unset.push_back(name);  // null: leave the library at its own default
+      out.env_unset.push_back(name);  // null: leave the library at its own default
     }
   }
-  if (spec.launch.mpirun) {
-    const auto& l = spec.launch;
-    auto m = expand(l.mpirun_program);
-    req.argv.push_back(m && *m ? **m : "mpirun");
-    if (allow_run_as_root) req.argv.push_back("--allow-run-as-root");
-    auto option = [&](const char* flag, const std::string& text) -> Result<void> {
-      if (text.empty()) return {};
-      auto e = expand(text);
-      if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", spec.file, e.error()));
-      if (*e) {
-        req.argv.push_back(flag);
-        req.argv.push_back(**e);
-      }
-      return {};
+  if (!spec.launch.mpirun) return out;
+  const auto& l = spec.launch;
+  RenderedMpirun m;
+  auto program = expand(l.mpirun_program);
+  if (program && *program) m.program = **program;
+  m.allow_run_as_root = allow_run_as_root;
+  auto option = [&](const std::string& text, std::optional<std::string>& into) -> Result<void> {
+    if (text.empty()) return {};
+    auto e = expand(text);
+    if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", spec.file, e.error()));
+    into = *e;
+    return {};
+  };
+  for (auto r :
+       {option(l.n, m.n), option(l.npernode, m.npernode), option(l.bind_to, m.bind_to),
+        option(l.map_by, m.map_by), option(l.hostfile, m.hostfile), option(l.host, m.host)}) {
+    if (!r) return std::unexpected(r.error());
+  }
+  m.oversubscribe = l.oversubscribe;
+  for (const auto& [key, text] : l.mca) {
+    auto e = expand(text);
+    if (!e)
+      return std::unexpected(
+          fmt::format("{}: launch.mpirun.mca.{}: {}", spec.file, key, e.error()));
+    if (*e) m.mca.emplace_back(key, **e);
+  }
+  for (const auto& text : l.extra) {
+    auto e = expand(text);
+    if (!e)
+      return std::unexpected(fmt::format("{}: launch.mpirun.extra: {}", spec.file, e.error()));
+    if (*e) m.extra.push_back(**e);
+  }
+  out.mpirun = std::move(m);
+  return out;
+}
+
+std::vector<std::string> RenderedLaunch::argv() const {
+  std::vector<std::string> argv;
+  if (mpirun) {
+    const auto& m = *mpirun;
+    argv.push_back(m.program);
+    if (m.allow_run_as_root) argv.push_back("--allow-run-as-root");
+    auto option = [&](const char* flag, const std::optional<std::string>& value) {
+      if (value) argv.insert(argv.end(), {flag, *value});
     };
-    for (auto r : {option("-n", l.np), option("--npernode", l.npernode),
-                   option("--bind-to", l.bind_to), option("--map-by", l.map_by),
-                   option("--hostfile", l.hostfile), option("--host", l.host)}) {
-      if (!r) return std::unexpected(r.error());
-    }
-    if (l.oversubscribe) req.argv.push_back("--oversubscribe");
-    for (const auto& [key, text] : l.mca) {
-      auto e = expand(text);
-      if (!e)
-        return std::unexpected(
-            fmt::format("{}: launch.mpirun.mca.{}: {}", spec.file, key, e.error()));
-      if (*e) req.argv.insert(req.argv.end(), {"--mca", key, **e});
-    }
+    option("-n", m.n);
+    option("--npernode", m.npernode);
+    option("--bind-to", m.bind_to);
+    option("--map-by", m.map_by);
+    option("--hostfile", m.hostfile);
+    option("--host", m.host);
+    if (m.oversubscribe) argv.push_back("--oversubscribe");
+    for (const auto& [key, value] : m.mca) argv.insert(argv.end(), {"--mca", key, value});
     // Export the trial's variables to ranks on other hosts too.
-    for (const auto& [name, value] : req.env_set) req.argv.insert(req.argv.end(), {"-x", name});
-    for (const auto& text : l.extra) {
-      auto e = expand(text);
-      if (!e)
-        return std::unexpected(fmt::format("{}: launch.mpirun.extra: {}", spec.file, e.error()));
-      if (*e) req.argv.push_back(**e);
-    }
+    for (const auto& [name, value] : env_set) argv.insert(argv.end(), {"-x", name});
+    argv.insert(argv.end(), m.extra.begin(), m.extra.end());
   }
-  req.argv.insert(req.argv.end(), program.begin(), program.end());
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+LaunchRequest RenderedLaunch::request() const {
+  LaunchRequest req;
+  req.argv = argv();
+  req.env_set = env_set;
+  req.env_unset = env_unset;
   return req;
+}
+
+probes::LaunchPlan RenderedLaunch::probe_plan(const std::map<std::string, std::string>& env) const {
+  if (!mpirun) return probes::launch_plan_from_argv(command, env);
+  const auto& m = *mpirun;
+  probes::MpirunOptions options;
+  options.n = m.n.value_or("");
+  options.npernode = m.npernode.value_or("");
+  options.bind_to = m.bind_to.value_or("");
+  options.map_by = m.map_by.value_or("");
+  options.host = m.host.value_or("");
+  // `extra` is a piece of mpirun's command line as the user wrote it: read in place, as mpirun
+  // reads it (its --bind-to overrides the one above; the program starts where the options end,
+  // normally at the command's first element).
+  std::vector<std::string> tail = m.extra;
+  tail.insert(tail.end(), command.begin(), command.end());
+  const std::size_t first = probes::read_mpirun_options(tail, options);
+  std::vector<std::string> program(tail.begin() + static_cast<std::ptrdiff_t>(first), tail.end());
+  return probes::launch_plan_from_mpirun(options, std::move(program), env);
+}
+
+Result<LaunchRequest> expand_launch(const StudySpec& spec, const TemplateValues& values,
+                                    bool allow_run_as_root) {
+  auto rendered = render_launch(spec, values, allow_run_as_root);
+  if (!rendered) return std::unexpected(rendered.error());
+  return rendered->request();
 }
 
 }  // namespace tune::tuner

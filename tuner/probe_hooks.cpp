@@ -41,15 +41,16 @@ struct ProbeState {
   std::unique_ptr<probes::TrialMonitor> monitor;
 };
 
-std::map<std::string, std::string> rank_environment(const LaunchRequest& req) {
+// The environment mpirun (or the program) starts with: tune's own, with the trial's variables.
+std::map<std::string, std::string> rank_environment(const RenderedLaunch& launch) {
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
     const std::string kv = *e;
     const auto eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  for (const auto& name : req.env_unset) env.erase(name);
-  for (const auto& [k, v] : req.env_set) env[k] = v;
+  for (const auto& name : launch.env_unset) env.erase(name);
+  for (const auto& [k, v] : launch.env_set) env[k] = v;
   return env;
 }
 
@@ -69,8 +70,8 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   state->spec = spec;
 
   TrialHooks hooks;
-  hooks.before_launch = [state](const search::FrozenTrial&, const LaunchRequest& req) {
-    const auto plan = probes::launch_plan_from_argv(req.argv, rank_environment(req));
+  hooks.before_launch = [state](const search::FrozenTrial&, const RenderedLaunch& launch) {
+    const auto plan = launch.probe_plan(rank_environment(launch));
     // The thread model of the bundled trainer; any other program is assumed to start no
     // iterator workers of its own (its OpenMP/BLAS pools are still predicted from the env).
     probes::ProgramModel model;

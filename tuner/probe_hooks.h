@@ -1,5 +1,6 @@
 // Wires the probes into the study loop: before each launch, predict the trial's busy threads
-// per cpuset from the machine's topology and the exact argv/environment about to run; while it
+// per cpuset from the machine's topology and the trial's structured launch (RenderedLaunch's
+// probe_plan: the settings launch.mpirun rendered, or the user's own command line); while it
 // runs, sample its process tree from /proc; when it ends, store the verdict. The prediction and
 // verdict go to the trial's system attrs "probe_prediction" and "probe_verdict"; with
 // `probes: {constrain: true}` a predicted-oversubscribed trial is recorded as infeasible

@@ -365,11 +365,11 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   if (!made_dir) return std::unexpected(made_dir.error());
   const fs::path trial_dir = *made_dir;
   values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
-  auto expanded = expand_launch(m_spec, values, running_as_root());
-  if (!expanded) return std::unexpected(expanded.error());
+  auto rendered = render_launch(m_spec, values, running_as_root());
+  if (!rendered) return std::unexpected(rendered.error());
   Prepared p;
   LaunchRequest& req = p.request;
-  req = std::move(*expanded);
+  req = rendered->request();
   req.workdir = trial_dir.string();
   req.stdout_path = (trial_dir / "stdout").string();
   req.stderr_path = (trial_dir / "stderr").string();
@@ -398,7 +398,7 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   }
 
   if (m_hooks.before_launch) {
-    const auto attrs = m_hooks.before_launch(trial, req);
+    const auto attrs = m_hooks.before_launch(trial, *rendered);
     for (const auto& [key, value] : attrs.items()) {
       if (key == "constraint") {
         if (value.is_number() && value.get<double>() > 0) p.skip_constraint = value.get<double>();

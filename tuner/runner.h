@@ -58,8 +58,9 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
 
 // Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
 struct TrialHooks {
-  // Before launch: may return system attrs to store and a constraint value (> 0 = skip).
-  std::function<nlohmann::json(const search::FrozenTrial&, const LaunchRequest& request)>
+  // Before launch, with the trial's structured launch (its argv is exactly what will run): may
+  // return system attrs to store and a constraint value (> 0 = skip).
+  std::function<nlohmann::json(const search::FrozenTrial&, const RenderedLaunch& launch)>
       before_launch;
   // Started with the root pid; returns attrs to store when the trial ends.
   std::function<void(pid_t)> on_start;

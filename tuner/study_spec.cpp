@@ -580,7 +580,7 @@ class Parser {
       check_template(m[k], key, out, spec);
     };
     templ("program", ls.mpirun_program);
-    templ("n", ls.np);
+    templ("n", ls.n);
     templ("npernode", ls.npernode);
     templ("bind_to", ls.bind_to);
     templ("map_by", ls.map_by);

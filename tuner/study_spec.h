@@ -49,7 +49,7 @@ struct ConstraintSpec {
 struct LaunchSpec {
   bool mpirun = false;  // false: run `command` directly
   std::string mpirun_program = "mpirun";
-  std::string np;                                        // template; total ranks (-n)
+  std::string n;                                         // template; total ranks (-n)
   std::string npernode;                                  // template; ranks per node (--npernode)
   std::string bind_to;                                   // template; --bind-to
   std::string map_by;                                    // template; --map-by

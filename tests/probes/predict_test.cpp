@@ -251,6 +251,50 @@ TEST(LaunchPlanFromArgv, ReadsMpirunOptionsAndTheProgram) {
   EXPECT_EQ(h.ranks_per_node, 2);
 }
 
+TEST(LaunchPlanFromArgv, TotalRanksAreN) {
+  EXPECT_EQ(launch_plan_from_argv({"mpiexec", "-np", "16", "-N", "8", "a.out"}, {}).n, 16);
+  EXPECT_EQ(launch_plan_from_argv({"mpirun", "-N", "2", "-H", "a,b,c", "a.out"}, {}).n, 6);
+  EXPECT_EQ(launch_plan_from_argv({"mpirun", "a.out"}, {}).n, 1);
+  EXPECT_EQ(launch_plan_from_argv({"./a.out", "-n", "4"}, {}).n, 1) << "not mpirun";
+}
+
+TEST(ReadMpirunOptions, LaterOptionsWinAndTheProgramIndexIsReturned) {
+  MpirunOptions o;
+  o.bind_to = "core";
+  o.n = "2";
+  const std::vector<std::string> args = {"--bind-to", "none", "-np",       "x",     "--mca", "btl",
+                                         "tcp",       "-x",   "A=1",       "-x",    "B",     "-H",
+                                         "a:2,b",     "prog", "--bind-to", "socket"};
+  EXPECT_EQ(read_mpirun_options(args, o), 13u) << "prog";
+  EXPECT_EQ(o.bind_to, "none");
+  EXPECT_EQ(o.n, "x");
+  EXPECT_EQ(o.host, "a:2,b");
+  EXPECT_EQ(o.env, (std::map<std::string, std::string>{{"A", "1"}}));
+  MpirunOptions none;
+  EXPECT_EQ(read_mpirun_options({}, none), 0u);
+  EXPECT_EQ(read_mpirun_options({"--oversubscribe", "--"}, none), 2u) << "no program";
+  EXPECT_EQ(read_mpirun_options({"-n"}, none), 0u) << "a value-less option is taken as the program";
+}
+
+TEST(LaunchPlanFromMpirun, ShapeFromNNpernodeAndHosts) {
+  MpirunOptions o;
+  o.n = "x";  // mpirun would refuse it: as if not given
+  o.host = "a:2,b:2";
+  o.env = {{"OMP_NUM_THREADS", "3"}};
+  const LaunchPlan p = launch_plan_from_mpirun(o, {"prog"}, {{"OMP_NUM_THREADS", "1"}, {"H", "h"}});
+  EXPECT_TRUE(p.uses_mpirun);
+  EXPECT_EQ(p.n, 1);
+  EXPECT_EQ(p.nodes, 2);
+  EXPECT_EQ(p.ranks_per_node, 1);
+  EXPECT_EQ(p.env, (std::map<std::string, std::string>{{"OMP_NUM_THREADS", "3"}, {"H", "h"}}));
+  o.n = "6";
+  o.npernode = "4";
+  const LaunchPlan q = launch_plan_from_mpirun(o, {"prog"}, {});
+  EXPECT_EQ(q.n, 6);
+  EXPECT_EQ(q.nodes, 2);
+  EXPECT_EQ(q.ranks_per_node, 4);
+}
+
 TEST(Predict, JsonCarriesSchemaAndBreakdown) {
   const Prediction p = predict(machine("pack:1 core:2 pu:1"), mpirun(2, "none", {"tune-trainer"}));
   const auto j = p.to_json();

@@ -297,7 +297,7 @@ TEST_F(ExportTest, JobShapes) {
   shape = job_shape(s, t);
   EXPECT_EQ(shape->nodes, 1);
   EXPECT_EQ(shape->tasks_per_node, 5);
-  s.launch.np = "{nproc}";  // known only where the job runs
+  s.launch.n = "{nproc}";  // known only where the job runs
   shape = job_shape(s, t);
   EXPECT_EQ(shape->nodes, 1);
   EXPECT_FALSE(shape->tasks_per_node);

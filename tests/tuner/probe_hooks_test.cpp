@@ -1,5 +1,6 @@
 // The probe hooks on an invented machine (probes::FakeSource, two cores): the prediction is made
-// from the argv and environment about to run (the request's variables over the parent's), the
+// from the trial's structured launch and environment (its variables over the parent's), a raw
+// mpirun command predicts as the same launch.mpirun settings do, the
 // constraint is stored only with `probes: {constrain: true}`, the monitor watches the started pid
 // and its verdict carries the trial's own prediction, and nothing leaks into the next trial.
 #include <gtest/gtest.h>
@@ -31,16 +32,27 @@ TrialHooks hooks_for(ProbeSpec spec = {}) {
   return hooks ? std::move(*hooks) : TrialHooks{};
 }
 
-// Two ranks bound to a core each, running `program` with `omp` OpenMP threads.
-LaunchRequest launch(const std::string& program, const std::string& omp) {
-  LaunchRequest req;
-  req.argv = {"mpirun", "-n", "2", "--bind-to", "core", program};
-  req.env_set = {{"OMP_NUM_THREADS", omp}, {"OPENBLAS_NUM_THREADS", "1"}};
-  return req;
+// Two ranks bound to a core each (launch.mpirun), running `program` with `omp` OpenMP threads.
+RenderedLaunch launch(const std::string& program, const std::string& omp) {
+  RenderedLaunch l;
+  l.mpirun.emplace();
+  l.mpirun->n = "2";
+  l.mpirun->bind_to = "core";
+  l.command = {program};
+  l.env_set = {{"OMP_NUM_THREADS", omp}, {"OPENBLAS_NUM_THREADS", "1"}};
+  return l;
 }
 
-nlohmann::json prediction(TrialHooks& hooks, const LaunchRequest& req) {
-  const auto attrs = hooks.before_launch(search::FrozenTrial{}, req);
+// The same launch as a command line the user wrote (no launch.mpirun section).
+RenderedLaunch raw_launch(const std::string& program, const std::string& omp) {
+  RenderedLaunch l;
+  l.command = {"mpirun", "-n", "2", "--bind-to", "core", program};
+  l.env_set = {{"OMP_NUM_THREADS", omp}, {"OPENBLAS_NUM_THREADS", "1"}};
+  return l;
+}
+
+nlohmann::json prediction(TrialHooks& hooks, const RenderedLaunch& launch) {
+  const auto attrs = hooks.before_launch(search::FrozenTrial{}, launch);
   EXPECT_TRUE(attrs.contains("probe_prediction")) << attrs.dump();
   return attrs.value("probe_prediction", nlohmann::json::object());
 }
@@ -52,6 +64,23 @@ TEST(ProbeHooks, PredictsFromTheRequestsEnvironment) {
   EXPECT_TRUE(busy["oversubscribed"].get<bool>()) << busy.dump();
   EXPECT_FALSE(calm["oversubscribed"].get<bool>()) << calm.dump();
   EXPECT_GT(busy["busy_threads"].get<int>(), calm["busy_threads"].get<int>());
+}
+
+TEST(ProbeHooks, ARawMpirunCommandPredictsAsTheSameLaunchSettings) {
+  auto hooks = hooks_for();
+  for (const char* omp : {"1", "4"}) {
+    const auto structured = prediction(hooks, launch("/opt/tune/bin/tune-trainer", omp));
+    const auto raw = prediction(hooks, raw_launch("/opt/tune/bin/tune-trainer", omp));
+    EXPECT_EQ(structured, raw);
+    EXPECT_EQ(raw["bind_to"], "core") << raw.dump();
+    EXPECT_EQ(raw["ranks"].size(), 2u) << raw.dump();
+  }
+  // A plain command is one rank, not bound by a launcher.
+  RenderedLaunch plain;
+  plain.command = {"prog"};
+  const auto one = prediction(hooks, plain);
+  EXPECT_EQ(one["ranks"].size(), 1u) << one.dump();
+  EXPECT_EQ(one["bind_to"], "none") << one.dump();
 }
 
 TEST(ProbeHooks, UnsetVariablesAreGoneFromThePrediction) {

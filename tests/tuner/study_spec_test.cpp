@@ -54,7 +54,7 @@ TEST(StudySpec, ParsesEverySection) {
                 std::get<search::CategoricalDistribution>(spec->space[4].second).choices[0]),
             "ring");
   EXPECT_TRUE(spec->launch.mpirun);
-  EXPECT_EQ(spec->launch.np, "2");
+  EXPECT_EQ(spec->launch.n, "2");
   EXPECT_TRUE(spec->launch.oversubscribe);
   ASSERT_EQ(spec->launch.mca.size(), 1u);
   EXPECT_EQ(spec->launch.mca[0].second, "self,vader");
