@@ -23,11 +23,10 @@
 #include "trainer/gpu_kernels.h"
 #include "trainer/log_report.h"
 #include "trainer/model.h"
+#include "trainer/run_common.h"
 
 namespace tune::trainer {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
@@ -141,6 +140,16 @@ class GpuMlp {
   std::unique_ptr<DeviceBuffer<float>> m_params, m_grads, m_d0, m_d1;
 };
 
+// This rank's (loss sum, correct) pair accumulated on the device at d, over count samples; zeroes
+// the pair for the next stretch.
+Sums take_sums(double* d, double count, cudaStream_t stream) {
+  double h[2];
+  check(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, stream), "download");
+  check(cudaStreamSynchronize(stream), "sync");
+  check(cudaMemsetAsync(d, 0, sizeof h, stream), "memset");
+  return {h[0], h[1], count};
+}
+
 std::expected<int, std::string> device_count() {
   int n = 0;
   // No driver, no device or a driver too old all mean the same to a user: nothing to run on.
@@ -161,29 +170,11 @@ int train_on_gpu(const Options& o, MPI_Comm comm) {
   else if (o.allreduce == Algorithm::nccl && o.grad_dtype == GradDtype::one_bit)
     error =
         "--grad-dtype 1bit needs a CPU --allreduce (mpi|ring|rabenseifner|hierarchical), not nccl";
-  std::expected<std::pair<Dataset, Dataset>, std::string> data = std::unexpected(error);
-  if (error.empty()) data = load_datasets(o);
-  if (!data)
-    error = data.error();
-  else if (data->first.size() < std::int64_t(o.batch_size) * world)
-    error = fmt::format(
-        "--train-samples: {} training samples make no full batch of --batch-size {} x {} ranks",
-        data->first.size(), o.batch_size, world);
-  std::optional<LogReport> log;
-  if (rank == 0 && error.empty()) try {
-      log.emplace(o.out_dir);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  int ok = error.empty(), all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-  if (!all_ok) {
-    if (!error.empty() && rank == 0)
-      std::fprintf(stderr, "tune-trainer: error: %s\n", error.c_str());
-    return 1;
-  }
-  const Dataset& train = data->first;
-  const Dataset& val = data->second;
+  std::optional<RunSetup> setup = set_up_run(o, error, rank, world, comm);
+  if (!setup) return 1;
+  const Dataset& train = setup->data.first;
+  const Dataset& val = setup->data.second;
+  std::optional<LogReport>& log = setup->log;
 
   // One rank per device on each node.
   MPI_Comm node;
@@ -228,49 +219,33 @@ int train_on_gpu(const Options& o, MPI_Comm comm) {
                         o.seed);
   const std::int64_t per_epoch = iterator.batches_per_epoch(),
                      global_batch = std::int64_t(o.batch_size) * world;
-  std::int64_t total = per_epoch * o.epochs;
-  if (o.max_iterations > 0) total = std::min(total, o.max_iterations);
+  const std::int64_t total = total_iterations(o, per_epoch);
   const float scale = 1.f / float(global_batch);
   DeviceBuffer<float> x(std::size_t(o.batch_size) * k_image_pixels);
   DeviceBuffer<int> y(std::size_t(o.batch_size));
   DeviceBuffer<double> sums(4);  // train loss, train correct, val loss, val correct
   check(cudaMemsetAsync(sums.get(), 0, 4 * sizeof(double), stream), "memset");
 
-  auto global = [&](double* v, int n) {
-    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, comm);
-  };
-  auto evaluate = [&](double out[3]) {
-    const std::int64_t n = val.size(), lo = n * rank / world, hi = n * (rank + 1) / world;
-    std::vector<float> hx(std::size_t(o.batch_size) * k_image_pixels);
-    std::vector<int> hy(std::size_t(o.batch_size));
-    for (std::int64_t i = lo; i < hi; i += o.batch_size) {
-      const int m = static_cast<int>(std::min<std::int64_t>(o.batch_size, hi - i));
-      for (int j = 0; j < m; ++j) {
-        normalise(val.images.data() + std::size_t(i + j) * k_image_pixels,
-                  hx.data() + std::size_t(j) * k_image_pixels);
-        hy[std::size_t(j)] = val.labels[std::size_t(i + j)];
-      }
-      check(cudaMemcpyAsync(x.get(), hx.data(), std::size_t(m) * k_image_pixels * sizeof(float),
-                            cudaMemcpyHostToDevice, stream),
-            "upload");
-      check(cudaMemcpyAsync(y.get(), hy.data(), std::size_t(m) * sizeof(int),
-                            cudaMemcpyHostToDevice, stream),
-            "upload");
-      model.forward(x.get(), m);
-      model.loss(y.get(), m, 0.f, sums.get() + 2, false);
-    }
-    double h[2];
-    check(cudaMemcpyAsync(h, sums.get() + 2, sizeof h, cudaMemcpyDeviceToHost, stream), "download");
-    check(cudaStreamSynchronize(stream), "sync");
-    check(cudaMemsetAsync(sums.get() + 2, 0, 2 * sizeof(double), stream), "memset");
-    out[0] = h[0], out[1] = h[1], out[2] = double(hi - lo);
-    global(out, 3);
+  // This rank's validation share on the device; returns the sums over all ranks.
+  auto evaluate = [&] {
+    const std::int64_t count = for_each_validation_batch(
+        val, o.batch_size, rank, world, [&](const float* hx, const int* hy, int m) {
+          check(cudaMemcpyAsync(x.get(), hx, std::size_t(m) * k_image_pixels * sizeof(float),
+                                cudaMemcpyHostToDevice, stream),
+                "upload");
+          check(cudaMemcpyAsync(y.get(), hy, std::size_t(m) * sizeof(int), cudaMemcpyHostToDevice,
+                                stream),
+                "upload");
+          model.forward(x.get(), m);
+          model.loss(y.get(), m, 0.f, sums.get() + 2, false);
+        });
+    return take_sums(sums.get() + 2, double(count), stream).global(comm);
   };
 
   check(cudaStreamSynchronize(stream), "sync");
   MPI_Barrier(comm);
   const auto t0 = Clock::now();
-  double eval_seconds = 0, run[3] = {0, 0, 0};
+  double eval_seconds = 0;
   std::int64_t interval_count = 0, adam_t = 0;
   for (std::int64_t it = 0; it < total; ++it) {
     const Batch& batch = iterator.next();
@@ -314,51 +289,20 @@ int train_on_gpu(const Options& o, MPI_Comm comm) {
     const bool last = it + 1 == total;
     if (!o.benchmark && ((it + 1) % o.log_interval == 0 || last)) {
       const auto te = Clock::now();
-      double tr[3];
-      check(cudaMemcpyAsync(tr, sums.get(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream),
-            "download");
-      check(cudaStreamSynchronize(stream), "sync");
-      check(cudaMemsetAsync(sums.get(), 0, 2 * sizeof(double), stream), "memset");
-      tr[2] = double(interval_count);
+      const Sums tr = take_sums(sums.get(), double(interval_count), stream).global(comm);
       interval_count = 0;
-      global(tr, 3);
-      double va[3];
-      evaluate(va);
-      eval_seconds += std::chrono::duration<double>(Clock::now() - te).count();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const Sums va = evaluate();
+      eval_seconds += seconds_since(te);
+      const double elapsed = seconds_since(t0);
       if (log)
-        log->append({{"epoch", (it + 1) / per_epoch},
-                     {"iteration", it + 1},
-                     {"main/loss", tr[0] / tr[2]},
-                     {"main/accuracy", tr[1] / tr[2]},
-                     {"validation/main/loss", va[0] / va[2]},
-                     {"validation/main/accuracy", va[1] / va[2]},
-                     {"elapsed_time", elapsed},
-                     {"samples_per_sec",
-                      double(it + 1) * double(global_batch) / (elapsed - eval_seconds)}});
+        log->append(interval_entry(it + 1, per_epoch, global_batch, tr, va, elapsed, eval_seconds));
     }
   }
-  check(cudaMemcpyAsync(run, sums.get(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream),
-        "download");
-  check(cudaStreamSynchronize(stream), "sync");
+  // Without --benchmark the sums were taken at each log and this reads zeros, which it ignores.
+  const Sums run = take_sums(sums.get(), double(interval_count), stream);
   MPI_Barrier(comm);
-  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double samples_per_sec =
-      double(total) * double(global_batch) / std::max(1e-9, elapsed - eval_seconds);
-  if (o.benchmark) {
-    run[2] = double(interval_count);
-    global(run, 3);
-    if (log)
-      log->append({{"epoch", total / per_epoch},
-                   {"iteration", total},
-                   {"main/loss", run[2] > 0 ? run[0] / run[2] : 0.0},
-                   {"main/accuracy", run[2] > 0 ? run[1] / run[2] : 0.0},
-                   {"elapsed_time", elapsed},
-                   {"samples_per_sec", samples_per_sec}});
-  }
-  if (rank == 0)
-    std::printf("tune-trainer: %lld iterations, %d ranks on CUDA, %.0f samples/s, elapsed %.3f s\n",
-                static_cast<long long>(total), world, samples_per_sec, elapsed);
+  finish_run(o, log, run, total, per_epoch, global_batch, seconds_since(t0), eval_seconds,
+             " on CUDA", rank, world, comm);
   if (nccl) ncclCommDestroy(nccl);
   cublasDestroy(blas);
   cudaStreamDestroy(stream);
