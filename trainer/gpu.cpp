@@ -23,11 +23,10 @@
 #include "trainer/gpu_kernels.h"
 #include "trainer/log_report.h"
 #include "trainer/model.h"
+#include "trainer/run_common.h"
 
 namespace tune::trainer {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
@@ -141,6 +140,115 @@ class GpuMlp {
   std::unique_ptr<DeviceBuffer<float>> m_params, m_grads, m_d0, m_d1;
 };
 
+// Sums the gradients over the ranks after each step: on the device with NCCL (fp32, or fp16
+// converted on the device) for --allreduce nccl, else through the host and the CPU
+// GradientReducer (any --grad-dtype).
+class GradientSum {
+ public:
+  GradientSum(const Options& o, std::size_t n_params, int rank, int world, MPI_Comm comm)
+      : m_n(n_params) {
+    if (o.allreduce == Algorithm::nccl) {
+      ncclUniqueId id;
+      if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
+      check(ncclCommInitRank(&m_nccl, world, id, rank), "ncclCommInitRank");
+      if (o.grad_dtype == GradDtype::fp16)
+        m_half = std::make_unique<DeviceBuffer<std::uint16_t>>(n_params);
+    } else {
+      m_cpu_comm = std::make_unique<Communicator>(comm);
+      m_cpu_reducer = std::make_unique<GradientReducer>(*m_cpu_comm, n_params, o.allreduce,
+                                                        o.grad_dtype, o.bucket_mb);
+      m_host_grads.resize(n_params);
+    }
+  }
+  // Not a destructor: after an error the plugin aborts every rank instead of tearing NCCL down.
+  void destroy() {
+    if (m_nccl) ncclCommDestroy(m_nccl);
+    m_nccl = nullptr;
+  }
+
+  // grads (device) becomes the sum over ranks; compress: past --warm-start (1-bit only).
+  void sum(float* grads, bool compress, cudaStream_t stream) {
+    if (m_nccl && !m_half) {
+      check(ncclAllReduce(grads, grads, m_n, ncclFloat, ncclSum, m_nccl, stream), "ncclAllReduce");
+    } else if (m_nccl) {
+      gpu::to_half(grads, m_half->get(), m_n, stream);
+      check(ncclAllReduce(m_half->get(), m_half->get(), m_n, ncclHalf, ncclSum, m_nccl, stream),
+            "ncclAllReduce");
+      gpu::from_half(m_half->get(), grads, m_n, stream);
+    } else {
+      check(cudaMemcpyAsync(m_host_grads.data(), grads, m_n * sizeof(float), cudaMemcpyDeviceToHost,
+                            stream),
+            "download");
+      check(cudaStreamSynchronize(stream), "sync");
+      m_cpu_reducer->reduce(m_host_grads.data(), compress);
+      check(cudaMemcpyAsync(grads, m_host_grads.data(), m_n * sizeof(float), cudaMemcpyHostToDevice,
+                            stream),
+            "upload");
+    }
+  }
+
+ private:
+  std::size_t m_n;
+  ncclComm_t m_nccl = nullptr;
+  std::unique_ptr<DeviceBuffer<std::uint16_t>> m_half;
+  std::unique_ptr<Communicator> m_cpu_comm;
+  std::unique_ptr<GradientReducer> m_cpu_reducer;
+  std::vector<float> m_host_grads;
+};
+
+// The optimiser of the CPU Optimizer (model.h) on the device: Chainer's MomentumSGD or Adam.
+class GpuOptimizer {
+ public:
+  GpuOptimizer(const Options& o, std::size_t n_params, cudaStream_t stream)
+      : m_kind(o.optimizer),
+        m_lr(o.lr),
+        m_momentum(o.momentum),
+        m_n(n_params),
+        m_m1(n_params),
+        m_m2(o.optimizer == OptimizerKind::adam ? n_params : 1) {
+    check(cudaMemsetAsync(m_m1.get(), 0, n_params * sizeof(float), stream), "memset");
+    if (m_kind == OptimizerKind::adam)
+      check(cudaMemsetAsync(m_m2.get(), 0, n_params * sizeof(float), stream), "memset");
+  }
+  void step(float* params, const float* grads, cudaStream_t stream) {
+    if (m_kind == OptimizerKind::momentum) {
+      gpu::momentum_step(params, m_m1.get(), grads, m_n, m_lr, m_momentum, stream);
+      return;
+    }
+    ++m_t;
+    const float step =
+        m_lr * std::sqrt(1.f - std::pow(0.999f, float(m_t))) / (1.f - std::pow(0.9f, float(m_t)));
+    gpu::adam_step(params, m_m1.get(), m_m2.get(), grads, m_n, step, stream);
+  }
+
+ private:
+  OptimizerKind m_kind;
+  float m_lr, m_momentum;
+  std::size_t m_n;
+  DeviceBuffer<float> m_m1, m_m2;  // momentum (or Adam's first moment); Adam's second moment
+  std::int64_t m_t = 0;            // Adam steps taken
+};
+
+// Copies m normalised samples hx and their labels hy into the device batch x, y.
+void upload_batch(const float* hx, const int* hy, int m, float* x, int* y, cudaStream_t stream) {
+  check(cudaMemcpyAsync(x, hx, std::size_t(m) * k_image_pixels * sizeof(float),
+                        cudaMemcpyHostToDevice, stream),
+        "upload");
+  check(cudaMemcpyAsync(y, hy, std::size_t(m) * sizeof(int), cudaMemcpyHostToDevice, stream),
+        "upload");
+}
+
+// This rank's (loss sum, correct) pair accumulated on the device at d, over count samples; zeroes
+// the pair for the next stretch.
+Sums take_sums(double* d, double count, cudaStream_t stream) {
+  double h[2];
+  check(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, stream), "download");
+  check(cudaStreamSynchronize(stream), "sync");
+  check(cudaMemsetAsync(d, 0, sizeof h, stream), "memset");
+  return {h[0], h[1], count};
+}
+
 std::expected<int, std::string> device_count() {
   int n = 0;
   // No driver, no device or a driver too old all mean the same to a user: nothing to run on.
@@ -161,29 +269,11 @@ int train_on_gpu(const Options& o, MPI_Comm comm) {
   else if (o.allreduce == Algorithm::nccl && o.grad_dtype == GradDtype::one_bit)
     error =
         "--grad-dtype 1bit needs a CPU --allreduce (mpi|ring|rabenseifner|hierarchical), not nccl";
-  std::expected<std::pair<Dataset, Dataset>, std::string> data = std::unexpected(error);
-  if (error.empty()) data = load_datasets(o);
-  if (!data)
-    error = data.error();
-  else if (data->first.size() < std::int64_t(o.batch_size) * world)
-    error = fmt::format(
-        "--train-samples: {} training samples make no full batch of --batch-size {} x {} ranks",
-        data->first.size(), o.batch_size, world);
-  std::optional<LogReport> log;
-  if (rank == 0 && error.empty()) try {
-      log.emplace(o.out_dir);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  int ok = error.empty(), all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-  if (!all_ok) {
-    if (!error.empty() && rank == 0)
-      std::fprintf(stderr, "tune-trainer: error: %s\n", error.c_str());
-    return 1;
-  }
-  const Dataset& train = data->first;
-  const Dataset& val = data->second;
+  std::optional<RunSetup> setup = set_up_run(o, error, rank, world, comm);
+  if (!setup) return 1;
+  const Dataset& train = setup->data.first;
+  const Dataset& val = setup->data.second;
+  std::optional<LogReport>& log = setup->log;
 
   // One rank per device on each node.
   MPI_Comm node;
@@ -200,166 +290,65 @@ int train_on_gpu(const Options& o, MPI_Comm comm) {
 
   GpuMlp model(o, stream, blas);
   const std::size_t n_params = model.num_params();
-  DeviceBuffer<float> m1(n_params), m2(o.optimizer == OptimizerKind::adam ? n_params : 1);
-  check(cudaMemsetAsync(m1.get(), 0, n_params * sizeof(float), stream), "memset");
-  if (o.optimizer == OptimizerKind::adam)
-    check(cudaMemsetAsync(m2.get(), 0, n_params * sizeof(float), stream), "memset");
+  GpuOptimizer optimizer(o, n_params, stream);
 
-  ncclComm_t nccl = nullptr;
-  std::unique_ptr<DeviceBuffer<std::uint16_t>> half;
-  std::unique_ptr<Communicator> cpu_comm;
-  std::unique_ptr<GradientReducer> cpu_reducer;
-  std::vector<float> host_grads;
-  if (o.allreduce == Algorithm::nccl) {
-    ncclUniqueId id;
-    if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
-    check(ncclCommInitRank(&nccl, world, id, rank), "ncclCommInitRank");
-    if (o.grad_dtype == GradDtype::fp16)
-      half = std::make_unique<DeviceBuffer<std::uint16_t>>(n_params);
-  } else {
-    cpu_comm = std::make_unique<Communicator>(comm);
-    cpu_reducer = std::make_unique<GradientReducer>(*cpu_comm, n_params, o.allreduce, o.grad_dtype,
-                                                    o.bucket_mb);
-    host_grads.resize(n_params);
-  }
+  GradientSum gradient_sum(o, n_params, rank, world, comm);
 
   DataIterator iterator(train, o.batch_size, rank, world, o.iterator_workers, o.prefetch, o.augment,
                         o.seed);
   const std::int64_t per_epoch = iterator.batches_per_epoch(),
                      global_batch = std::int64_t(o.batch_size) * world;
-  std::int64_t total = per_epoch * o.epochs;
-  if (o.max_iterations > 0) total = std::min(total, o.max_iterations);
+  const std::int64_t total = total_iterations(o, per_epoch);
   const float scale = 1.f / float(global_batch);
   DeviceBuffer<float> x(std::size_t(o.batch_size) * k_image_pixels);
   DeviceBuffer<int> y(std::size_t(o.batch_size));
   DeviceBuffer<double> sums(4);  // train loss, train correct, val loss, val correct
   check(cudaMemsetAsync(sums.get(), 0, 4 * sizeof(double), stream), "memset");
 
-  auto global = [&](double* v, int n) {
-    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, comm);
-  };
-  auto evaluate = [&](double out[3]) {
-    const std::int64_t n = val.size(), lo = n * rank / world, hi = n * (rank + 1) / world;
-    std::vector<float> hx(std::size_t(o.batch_size) * k_image_pixels);
-    std::vector<int> hy(std::size_t(o.batch_size));
-    for (std::int64_t i = lo; i < hi; i += o.batch_size) {
-      const int m = static_cast<int>(std::min<std::int64_t>(o.batch_size, hi - i));
-      for (int j = 0; j < m; ++j) {
-        normalise(val.images.data() + std::size_t(i + j) * k_image_pixels,
-                  hx.data() + std::size_t(j) * k_image_pixels);
-        hy[std::size_t(j)] = val.labels[std::size_t(i + j)];
-      }
-      check(cudaMemcpyAsync(x.get(), hx.data(), std::size_t(m) * k_image_pixels * sizeof(float),
-                            cudaMemcpyHostToDevice, stream),
-            "upload");
-      check(cudaMemcpyAsync(y.get(), hy.data(), std::size_t(m) * sizeof(int),
-                            cudaMemcpyHostToDevice, stream),
-            "upload");
-      model.forward(x.get(), m);
-      model.loss(y.get(), m, 0.f, sums.get() + 2, false);
-    }
-    double h[2];
-    check(cudaMemcpyAsync(h, sums.get() + 2, sizeof h, cudaMemcpyDeviceToHost, stream), "download");
-    check(cudaStreamSynchronize(stream), "sync");
-    check(cudaMemsetAsync(sums.get() + 2, 0, 2 * sizeof(double), stream), "memset");
-    out[0] = h[0], out[1] = h[1], out[2] = double(hi - lo);
-    global(out, 3);
+  // This rank's validation share on the device; returns the sums over all ranks.
+  auto evaluate = [&] {
+    const std::int64_t count = for_each_validation_batch(
+        val, o.batch_size, rank, world, [&](const float* hx, const int* hy, int m) {
+          upload_batch(hx, hy, m, x.get(), y.get(), stream);
+          model.forward(x.get(), m);
+          model.loss(y.get(), m, 0.f, sums.get() + 2, false);
+        });
+    return take_sums(sums.get() + 2, double(count), stream).global(comm);
   };
 
   check(cudaStreamSynchronize(stream), "sync");
   MPI_Barrier(comm);
   const auto t0 = Clock::now();
-  double eval_seconds = 0, run[3] = {0, 0, 0};
-  std::int64_t interval_count = 0, adam_t = 0;
+  double eval_seconds = 0;
+  std::int64_t interval_count = 0;
   for (std::int64_t it = 0; it < total; ++it) {
     const Batch& batch = iterator.next();
-    check(cudaMemcpyAsync(x.get(), batch.x.data(), batch.x.size() * sizeof(float),
-                          cudaMemcpyHostToDevice, stream),
-          "upload");
-    check(cudaMemcpyAsync(y.get(), batch.y.data(), batch.y.size() * sizeof(int),
-                          cudaMemcpyHostToDevice, stream),
-          "upload");
+    upload_batch(batch.x.data(), batch.y.data(), static_cast<int>(batch.y.size()), x.get(), y.get(),
+                 stream);
     model.forward(x.get(), o.batch_size);
     model.loss(y.get(), o.batch_size, scale, sums.get(), true);
     model.backward(x.get(), o.batch_size);
     interval_count += o.batch_size;
-    if (nccl && !half) {
-      check(ncclAllReduce(model.grads(), model.grads(), n_params, ncclFloat, ncclSum, nccl, stream),
-            "ncclAllReduce");
-    } else if (nccl) {
-      gpu::to_half(model.grads(), half->get(), n_params, stream);
-      check(ncclAllReduce(half->get(), half->get(), n_params, ncclHalf, ncclSum, nccl, stream),
-            "ncclAllReduce");
-      gpu::from_half(half->get(), model.grads(), n_params, stream);
-    } else {
-      check(cudaMemcpyAsync(host_grads.data(), model.grads(), n_params * sizeof(float),
-                            cudaMemcpyDeviceToHost, stream),
-            "download");
-      check(cudaStreamSynchronize(stream), "sync");
-      cpu_reducer->reduce(host_grads.data(), it * global_batch >= o.warm_start);
-      check(cudaMemcpyAsync(model.grads(), host_grads.data(), n_params * sizeof(float),
-                            cudaMemcpyHostToDevice, stream),
-            "upload");
-    }
-    if (o.optimizer == OptimizerKind::momentum) {
-      gpu::momentum_step(model.params(), m1.get(), model.grads(), n_params, o.lr, o.momentum,
-                         stream);
-    } else {
-      ++adam_t;
-      const float step = o.lr * std::sqrt(1.f - std::pow(0.999f, float(adam_t))) /
-                         (1.f - std::pow(0.9f, float(adam_t)));
-      gpu::adam_step(model.params(), m1.get(), m2.get(), model.grads(), n_params, step, stream);
-    }
+    gradient_sum.sum(model.grads(), it * global_batch >= o.warm_start, stream);
+    optimizer.step(model.params(), model.grads(), stream);
     const bool last = it + 1 == total;
     if (!o.benchmark && ((it + 1) % o.log_interval == 0 || last)) {
       const auto te = Clock::now();
-      double tr[3];
-      check(cudaMemcpyAsync(tr, sums.get(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream),
-            "download");
-      check(cudaStreamSynchronize(stream), "sync");
-      check(cudaMemsetAsync(sums.get(), 0, 2 * sizeof(double), stream), "memset");
-      tr[2] = double(interval_count);
+      const Sums tr = take_sums(sums.get(), double(interval_count), stream).global(comm);
       interval_count = 0;
-      global(tr, 3);
-      double va[3];
-      evaluate(va);
-      eval_seconds += std::chrono::duration<double>(Clock::now() - te).count();
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+      const Sums va = evaluate();
+      eval_seconds += seconds_since(te);
+      const double elapsed = seconds_since(t0);
       if (log)
-        log->append({{"epoch", (it + 1) / per_epoch},
-                     {"iteration", it + 1},
-                     {"main/loss", tr[0] / tr[2]},
-                     {"main/accuracy", tr[1] / tr[2]},
-                     {"validation/main/loss", va[0] / va[2]},
-                     {"validation/main/accuracy", va[1] / va[2]},
-                     {"elapsed_time", elapsed},
-                     {"samples_per_sec",
-                      double(it + 1) * double(global_batch) / (elapsed - eval_seconds)}});
+        log->append(interval_entry(it + 1, per_epoch, global_batch, tr, va, elapsed, eval_seconds));
     }
   }
-  check(cudaMemcpyAsync(run, sums.get(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream),
-        "download");
-  check(cudaStreamSynchronize(stream), "sync");
+  // Without --benchmark the sums were taken at each log and this reads zeros, which it ignores.
+  const Sums run = take_sums(sums.get(), double(interval_count), stream);
   MPI_Barrier(comm);
-  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  const double samples_per_sec =
-      double(total) * double(global_batch) / std::max(1e-9, elapsed - eval_seconds);
-  if (o.benchmark) {
-    run[2] = double(interval_count);
-    global(run, 3);
-    if (log)
-      log->append({{"epoch", total / per_epoch},
-                   {"iteration", total},
-                   {"main/loss", run[2] > 0 ? run[0] / run[2] : 0.0},
-                   {"main/accuracy", run[2] > 0 ? run[1] / run[2] : 0.0},
-                   {"elapsed_time", elapsed},
-                   {"samples_per_sec", samples_per_sec}});
-  }
-  if (rank == 0)
-    std::printf("tune-trainer: %lld iterations, %d ranks on CUDA, %.0f samples/s, elapsed %.3f s\n",
-                static_cast<long long>(total), world, samples_per_sec, elapsed);
-  if (nccl) ncclCommDestroy(nccl);
+  finish_run(o, log, run, total, per_epoch, global_batch, seconds_since(t0), eval_seconds,
+             " on CUDA", rank, world, comm);
+  gradient_sum.destroy();
   cublasDestroy(blas);
   cudaStreamDestroy(stream);
   return 0;

@@ -1,6 +1,7 @@
 #include <cuda_fp16.h>
 
 #include "trainer/gpu_kernels.h"
+#include "trainer/softmax_xent.h"
 
 namespace tune::trainer::gpu {
 namespace {
@@ -37,19 +38,14 @@ __global__ void softmax_xent_kernel(const float* logits, const int* labels, int 
                                     float* d, double* sums) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= n) return;
-  const float* z = logits + std::size_t(s) * k_classes;
-  float mx = z[0];
-  int arg = 0;
-  for (int c = 1; c < k_classes; ++c)
-    if (z[c] > mx) mx = z[c], arg = c;
-  float e[k_classes], sum = 0.f;
-  for (int c = 0; c < k_classes; ++c) sum += (e[c] = expf(z[c] - mx));
   const int y = labels[s];
-  atomicAdd(&sums[0], double(logf(sum) - (z[y] - mx)));
-  if (arg == y) atomicAdd(&sums[1], 1.0);
+  float e[k_classes];
+  const SoftmaxXent r = softmax_xent_row<k_classes>(logits + std::size_t(s) * k_classes, y, e);
+  atomicAdd(&sums[0], double(r.loss));
+  if (r.argmax == y) atomicAdd(&sums[1], 1.0);
   if (d) {
     float* ds = d + std::size_t(s) * k_classes;
-    for (int c = 0; c < k_classes; ++c) ds[c] = e[c] * scale / sum;
+    for (int c = 0; c < k_classes; ++c) ds[c] = e[c] * scale / r.sum;
     ds[y] -= scale;
   }
 }

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "trainer/data.h"
+#include "trainer/softmax_xent.h"
 
 namespace tune::trainer {
 namespace {
@@ -198,18 +199,13 @@ StepStats Model::loss(const int* y, int n, float grad_scale, bool want_grad) {
   double loss_sum = 0, correct = 0;
 #pragma omp parallel for reduction(+ : loss_sum, correct) schedule(static) if (n >= 64)
   for (int s = 0; s < n; ++s) {
-    const float* z = logits + std::size_t(s) * k_classes;
-    float mx = z[0];
-    int arg = 0;
-    for (int c = 1; c < k_classes; ++c)
-      if (z[c] > mx) mx = z[c], arg = c;
-    float e[k_classes], sum = 0.f;
-    for (int c = 0; c < k_classes; ++c) sum += (e[c] = std::exp(z[c] - mx));
-    loss_sum += std::log(sum) - (z[y[s]] - mx);
-    correct += arg == y[s];
+    float e[k_classes];
+    const SoftmaxXent r = softmax_xent_row<k_classes>(logits + std::size_t(s) * k_classes, y[s], e);
+    loss_sum += r.loss;
+    correct += r.argmax == y[s];
     if (want_grad) {
       float* d = m_d0.data() + std::size_t(s) * k_classes;
-      const float inv = grad_scale / sum;
+      const float inv = grad_scale / r.sum;
       for (int c = 0; c < k_classes; ++c) d[c] = e[c] * inv;
       d[y[s]] -= grad_scale;
     }

@@ -1,10 +1,8 @@
 #include "trainer/train.h"
 
 #include <cblas.h>
-#include <fmt/format.h>
 #include <omp.h>
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -18,15 +16,10 @@
 #include "trainer/data.h"
 #include "trainer/log_report.h"
 #include "trainer/model.h"
+#include "trainer/run_common.h"
 
 namespace tune::trainer {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // A non-negative integer from the environment, or -1 when unset or not a number.
 int env_int(const char* name) {
@@ -36,24 +29,6 @@ int env_int(const char* name) {
   const long n = std::strtol(v, &end, 10);
   return (*end == '\0' && n >= 0) ? static_cast<int>(n) : -1;
 }
-
-// Every rank passes its own ok; all get true only when all are ok. Setup errors (unreadable data,
-// an unwritable --out) are usually identical on all ranks, but this keeps a lone failure from
-// leaving the others blocked in their first allreduce.
-bool all_ok(bool ok, MPI_Comm comm) {
-  int mine = ok ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
-  return all == 1;
-}
-
-struct Sums {
-  double loss = 0, correct = 0, count = 0;
-  Sums global(MPI_Comm comm) const {
-    double in[3] = {loss, correct, count}, out[3] = {};
-    MPI_Allreduce(in, out, 3, MPI_DOUBLE, MPI_SUM, comm);
-    return {out[0], out[1], out[2]};
-  }
-};
 
 // The --double-buffering comm thread: reduces one gradient buffer while the main thread computes
 // the next step. All MPI calls of a step are made by it; the main thread only calls MPI while the
@@ -116,22 +91,13 @@ class CommThread {
 
 // Validation over this rank's contiguous share of the set, summed over ranks.
 Sums evaluate(Model& model, const Dataset& val, int batch, int rank, int world, MPI_Comm comm) {
-  const std::int64_t n = val.size(), lo = n * rank / world, hi = n * (rank + 1) / world;
-  std::vector<float> x(std::size_t(batch) * k_image_pixels);
-  std::vector<int> y(static_cast<std::size_t>(batch));
   Sums s;
-  for (std::int64_t i = lo; i < hi; i += batch) {
-    const int m = static_cast<int>(std::min<std::int64_t>(batch, hi - i));
-    for (int j = 0; j < m; ++j) {
-      normalise(val.images.data() + std::size_t(i + j) * k_image_pixels,
-                x.data() + std::size_t(j) * k_image_pixels);
-      y[std::size_t(j)] = val.labels[std::size_t(i + j)];
-    }
-    const StepStats st = model.evaluate(x.data(), y.data(), m);
+  for_each_validation_batch(val, batch, rank, world, [&](const float* x, const int* y, int m) {
+    const StepStats st = model.evaluate(x, y, m);
     s.loss += st.loss_sum;
     s.correct += st.correct;
     s.count += m;
-  }
+  });
   return s.global(comm);
 }
 
@@ -153,31 +119,11 @@ int run_training(const Options& o, MPI_Comm comm) {
   int rank = 0, world = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world);
-
-  auto data = load_datasets(o);
-  std::string error = data ? "" : data.error();
-  const std::int64_t global_batch = std::int64_t(o.batch_size) * world;
-  if (data && data->first.size() < global_batch)
-    error = fmt::format(
-        "--train-samples: {} training samples make no full batch of --batch-size {} x {} ranks",
-        data->first.size(), o.batch_size, world);
-  std::optional<LogReport> log;
-  if (rank == 0 && error.empty()) {
-    try {
-      log.emplace(o.out_dir);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  if (!all_ok(error.empty(), comm)) {
-    // One line, from the lowest rank that failed (usually all fail alike).
-    int mine = error.empty() ? world : rank, first = 0;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-    if (rank == first) std::fprintf(stderr, "tune-trainer: error: %s\n", error.c_str());
-    return 1;
-  }
-  const Dataset& train = data->first;
-  const Dataset& val = data->second;
+  std::optional<RunSetup> setup = set_up_run(o, "", rank, world, comm);
+  if (!setup) return 1;
+  const Dataset& train = setup->data.first;
+  const Dataset& val = setup->data.second;
+  std::optional<LogReport>& log = setup->log;
 
   Model model(o.model, o.hidden, o.batch_size, o.seed);
   Optimizer optimizer(o.optimizer, model.num_params(), o.lr, o.momentum);
@@ -187,8 +133,8 @@ int run_training(const Options& o, MPI_Comm comm) {
                         o.seed);
 
   const std::int64_t per_epoch = iterator.batches_per_epoch();
-  std::int64_t total = per_epoch * o.epochs;
-  if (o.max_iterations > 0) total = std::min(total, o.max_iterations);
+  const std::int64_t total = total_iterations(o, per_epoch);
+  const std::int64_t global_batch = std::int64_t(o.batch_size) * world;
   const float grad_scale = 1.0f / static_cast<float>(global_batch);
 
   std::vector<float> spare;
@@ -239,35 +185,14 @@ int run_training(const Options& o, MPI_Comm comm) {
       interval = {};
       const double elapsed = seconds_since(t0);
       if (log)
-        log->append({{"epoch", (it + 1) / per_epoch},
-                     {"iteration", it + 1},
-                     {"main/loss", tr.loss / tr.count},
-                     {"main/accuracy", tr.correct / tr.count},
-                     {"validation/main/loss", va.loss / va.count},
-                     {"validation/main/accuracy", va.correct / va.count},
-                     {"elapsed_time", elapsed},
-                     {"samples_per_sec",
-                      double(it + 1) * double(global_batch) / (elapsed - eval_seconds)}});
+        log->append(interval_entry(it + 1, per_epoch, global_batch, tr, va, elapsed, eval_seconds));
     }
   }
   MPI_Barrier(comm);
   const double elapsed = seconds_since(t0);
-  const double samples = double(total) * double(global_batch);
-  const double samples_per_sec = samples / std::max(1e-9, elapsed - eval_seconds);
-  if (o.benchmark) {
-    run.loss += interval.loss, run.correct += interval.correct, run.count += interval.count;
-    const Sums tr = run.global(comm);
-    if (log)
-      log->append({{"epoch", total / per_epoch},
-                   {"iteration", total},
-                   {"main/loss", tr.count > 0 ? tr.loss / tr.count : 0.0},
-                   {"main/accuracy", tr.count > 0 ? tr.correct / tr.count : 0.0},
-                   {"elapsed_time", elapsed},
-                   {"samples_per_sec", samples_per_sec}});
-  }
-  if (rank == 0)
-    std::printf("tune-trainer: %lld iterations, %d ranks, %.0f samples/s, elapsed %.3f s\n",
-                static_cast<long long>(total), world, samples_per_sec, elapsed);
+  run.loss += interval.loss, run.correct += interval.correct, run.count += interval.count;
+  finish_run(o, log, run, total, per_epoch, global_batch, elapsed, eval_seconds, "", rank, world,
+             comm);
   return 0;
 }
 

@@ -93,28 +93,28 @@ void expect_close_and_same_on_every_rank(const std::vector<float>& data,
   EXPECT_EQ(r0, data);
 }
 
-TEST_P(Reduce, Fp32MatchesMpiAllreduce) {
-  const Case c = GetParam();
+// Reduces a random buffer (seeded by seed) in the case's algorithm and bucket size with dtype on
+// the wire, and checks it against MPI_Allreduce within tol.
+void expect_reduce_matches_mpi(const Case& c, GradDtype dtype, unsigned seed, double tol) {
   Communicator comm(MPI_COMM_WORLD);
-  GradientReducer reducer(comm, c.n, c.algo, GradDtype::fp32, c.bucket_mb);
-  std::vector<float> data = random_buffer(c.n, 1);
+  GradientReducer reducer(comm, c.n, c.algo, dtype, c.bucket_mb);
+  std::vector<float> data = random_buffer(c.n, seed);
   const std::vector<float> ref = mpi_sum(data);
   reducer.reduce(data.data());
+  expect_close_and_same_on_every_rank(data, ref, tol);
+}
+
+TEST_P(Reduce, Fp32MatchesMpiAllreduce) {
   // Summation order differs between algorithms: allow a few float roundings of a sum <= p.
-  expect_close_and_same_on_every_rank(data, ref, 4 * world_size() * 1.2e-7 * world_size());
+  expect_reduce_matches_mpi(GetParam(), GradDtype::fp32, 1,
+                            4 * world_size() * 1.2e-7 * world_size());
 }
 
 TEST_P(Reduce, Fp16MatchesMpiAllreduceWithinHalfPrecision) {
-  const Case c = GetParam();
-  Communicator comm(MPI_COMM_WORLD);
-  GradientReducer reducer(comm, c.n, c.algo, GradDtype::fp16, c.bucket_mb);
-  std::vector<float> data = random_buffer(c.n, 2);
-  const std::vector<float> ref = mpi_sum(data);
-  reducer.reduce(data.data());
   // Each input is rounded to half (2^-11 relative) and each of the p-1 partial sums (<= p in
   // magnitude) too: bound p * p * 2^-11.
   const double p = world_size();
-  expect_close_and_same_on_every_rank(data, ref, p * p * std::ldexp(1.0, -11));
+  expect_reduce_matches_mpi(GetParam(), GradDtype::fp16, 2, p * p * std::ldexp(1.0, -11));
 }
 
 // The 1-bit arithmetic, recomputed: v = g + residual; per bucket scale = mean |v| (summed in
