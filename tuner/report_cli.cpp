@@ -63,6 +63,13 @@ void write_output(const std::string& path, const std::string& text, bool executa
   }
 }
 
+// --format (one of `names`) and -o, for the commands that write a document (report, export).
+void add_format_and_output(CLI::App* sub, std::string& format, std::string& output,
+                           const std::string& format_help, const std::vector<std::string>& names) {
+  sub->add_option("--format,-f", format, format_help)->check(CLI::IsMember(names));
+  sub->add_option("-o,--output", output, "Write to FILE instead of stdout");
+}
+
 // The export header's "Measured:" line: the report's measured text with the objective's name.
 std::string export_measured_text(const ReportData& data, const ReportTrial& t) {
   if (!t.median && !t.value) return fmt::format("no value ({})", search::to_string(t.state));
@@ -101,9 +108,8 @@ Subcommand add_report_command(CLI::App& app) {
       "Report an existing study: best trial, speedup over the baseline, top trials, "
       "importance, probe verdicts, failures");
   add_study_args(sub, args->study);
-  sub->add_option("--format,-f", args->format, "text (default), json, markdown or html")
-      ->check(CLI::IsMember(report_format_names()));
-  sub->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
+  add_format_and_output(sub, args->format, args->output, "text (default), json, markdown or html",
+                        report_format_names());
   sub->add_option("--top", args->top, "Rows of the top-trials table (default 10)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   sub->add_flag("--no-importance", args->no_importance, "Skip the fANOVA importance");
@@ -201,9 +207,8 @@ Subcommand add_export_command(CLI::App& app) {
       "Write the winning settings as a bash, Slurm or PBS script, an env file or an "
       "mpirun command line");
   add_study_args(sub, args->study);
-  sub->add_option("--format,-f", args->format, "bash (default), slurm, pbs, env or mpirun")
-      ->check(CLI::IsMember(export_format_names()));
-  sub->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
+  add_format_and_output(sub, args->format, args->output,
+                        "bash (default), slurm, pbs, env or mpirun", export_format_names());
   sub->add_option("--trial", args->trial, "Export this trial number instead of the best")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   return {sub, [args]() { return run_export(*args); }};

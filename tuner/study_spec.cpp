@@ -459,11 +459,19 @@ class Parser {
     if (!root["command"]) fail(root, "command", "missing (the argv of one trial, a list)");
     const auto& cmd = root["command"];
     if (!cmd.IsSequence() || cmd.size() == 0) fail(cmd, "command", "expected a non-empty list");
-    for (std::size_t i = 0; i < cmd.size(); ++i) {
-      const auto key = fmt::format("command[{}]", i);
-      spec.command.push_back(scalar_text(cmd[i], key));
-      check_template(cmd[i], key, spec.command.back(), spec);
+    spec.command = template_list(cmd, "command", spec);
+  }
+
+  // The strings of a YAML list, each a template checked against the study's placeholders.
+  std::vector<std::string> template_list(const YAML::Node& list, const std::string& key,
+                                         const StudySpec& spec) const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto item = fmt::format("{}[{}]", key, i);
+      out.push_back(scalar_text(list[i], item));
+      check_template(list[i], item, out.back(), spec);
     }
+    return out;
   }
 
   void parse_env(const YAML::Node& env, StudySpec& spec) {
@@ -613,11 +621,7 @@ class Parser {
     }
     if (const auto& extra = m["extra"]) {
       if (!extra.IsSequence()) fail(extra, "launch.mpirun.extra", "expected a list");
-      for (std::size_t i = 0; i < extra.size(); ++i) {
-        const auto key = fmt::format("launch.mpirun.extra[{}]", i);
-        ls.extra.push_back(scalar_text(extra[i], key));
-        check_template(extra[i], key, ls.extra.back(), spec);
-      }
+      ls.extra = template_list(extra, "launch.mpirun.extra", spec);
     }
   }
 
