@@ -22,20 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The value, or the error thrown as a failure to carry out the command (exit 1).
-template <typename T>
-T unwrap(Result<T> r) {
-  if (!r) throw std::runtime_error(r.error());
-  return std::move(*r);
-}
-
-// The value, or the error thrown as bad input (exit 2).
-template <typename T>
-T unwrap_input(Result<T> r) {
-  if (!r) throw BadInput(r.error());
-  return std::move(*r);
-}
-
 // Whether a local file is something other than an SQLite database (which is empty when new, else
 // starts with this header): a wrong argument, not a database that failed.
 bool is_not_sqlite(const std::string& path) {
@@ -112,6 +98,16 @@ OpenedStudy open_study_or_throw(const std::string& target, const std::string& st
   throw std::runtime_error(opened.error());
 }
 
+OpenedStudy open_study_or_throw(const StudyArgs& args) {
+  return open_study_or_throw(args.target, args.storage, args.study);
+}
+
+void add_study_args(CLI::App* sub, StudyArgs& args) {
+  sub->add_option("study", args.target, "Study file, or database file")->required();
+  sub->add_option("--storage", args.storage, "Database URL/path (overrides the study file's)");
+  sub->add_option("--study", args.study, "Study name inside the database");
+}
+
 int run_cli(int argc, char** argv) {
   CLI::App app{
       "tune: finds the process/thread/communication settings that make distributed "
@@ -136,16 +132,11 @@ int run_cli(int argc, char** argv) {
                  "overrides the study file's");
   app.add_flag("--quiet,-q", options.quiet, "No line per trial");
 
-  std::string db_url, study_name, target;
-  auto add_study_args = [&](CLI::App* sub) {
-    sub->add_option("study", target, "Study file, or database file")->required();
-    sub->add_option("--storage", db_url, "Database URL/path (overrides the study file's)");
-    sub->add_option("--study", study_name, "Study name inside the database");
-  };
+  StudyArgs study_args;  // best and trials: only one of them is parsed
   auto* best = app.add_subcommand("best", "Print the best trial of an existing study");
-  add_study_args(best);
+  add_study_args(best, study_args);
   auto* trials = app.add_subcommand("trials", "Print every trial of an existing study");
-  add_study_args(trials);
+  add_study_args(trials, study_args);
   std::vector<Subcommand> more = add_report_commands(app);
   for (auto& s : add_probe_commands(app)) more.push_back(std::move(s));
   app.require_subcommand(0, 1);
@@ -162,12 +153,12 @@ int run_cli(int argc, char** argv) {
   }
   try {
     if (best->parsed()) {
-      auto opened = open_study_or_throw(target, db_url, study_name);
+      auto opened = open_study_or_throw(study_args);
       print_summary(std::cout, opened.cache->study().name, *opened.cache);
       return 0;
     }
     if (trials->parsed()) {
-      auto opened = open_study_or_throw(target, db_url, study_name);
+      auto opened = open_study_or_throw(study_args);
       print_trials(std::cout, *opened.cache);
       return 0;
     }

@@ -8,8 +8,10 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tuner/result.h"
 #include "tuner/runner.h"
 
 namespace CLI {
@@ -29,11 +31,33 @@ struct BadInput : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The value, or the error thrown as a failure to carry out the command (exit 1).
+template <typename T>
+T unwrap(Result<T> r) {
+  if (!r) throw std::runtime_error(r.error());
+  return std::move(*r);
+}
+
+// The value, or the error thrown as bad input (exit 2).
+template <typename T>
+T unwrap_input(Result<T> r) {
+  if (!r) throw BadInput(r.error());
+  return std::move(*r);
+}
+
+// The arguments that name an existing study, the same for every command that reads one
+// (best, trials, report, confirm, export): STUDY (a study file or a database), --storage, --study.
+struct StudyArgs {
+  std::string target, storage, study;
+};
+void add_study_args(CLI::App* sub, StudyArgs& args);
+
 // open_existing_study() for a command: a failure is BadInput when the arguments name no usable
 // study (the study file is wrong, no such database, no such study in it) and std::runtime_error
 // when the database is there but could not be read.
 OpenedStudy open_study_or_throw(const std::string& target, const std::string& storage_url,
                                 const std::string& study_name);
+OpenedStudy open_study_or_throw(const StudyArgs& args);
 
 struct Subcommand {
   CLI::App* app = nullptr;

@@ -7,12 +7,12 @@
 // Not thread-safe (one runner, one thread), like the runner itself.
 #pragma once
 
-#include <expected>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "search/trial.h"
+#include "tuner/result.h"
 #include "tuner/runner.h"
 #include "tuner/study_spec.h"
 
@@ -32,16 +32,14 @@ struct ConfirmPlan {
 };
 
 // Which trials to re-run and in which order. Error when there is nothing to confirm.
-std::expected<ConfirmPlan, std::string> plan_confirm(const search::StudyView& study, int top,
-                                                     int repeats);
+Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int repeats);
 
 // The fixed_params of a re-run of `trial`: its external values for every parameter of `space`.
-std::expected<nlohmann::json, std::string> fixed_params_of(const search::FrozenTrial& trial,
-                                                           const search::SearchSpace& space);
+Result<nlohmann::json> fixed_params_of(const search::FrozenTrial& trial,
+                                       const search::SearchSpace& space);
 
 // Plans, enqueues and runs the re-runs of an existing study; prints one line per trial and a
 // closing summary to `out`.
-std::expected<RunTotals, std::string> run_confirm(StudySpec spec, const ConfirmOptions& options,
-                                                  std::ostream& out);
+Result<RunTotals> run_confirm(StudySpec spec, const ConfirmOptions& options, std::ostream& out);
 
 }  // namespace tune::tuner

@@ -1,11 +1,14 @@
 #include "tuner/export.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <filesystem>
 #include <map>
+#include <utility>
 
 #include "tuner/launch_plan.h"
 
@@ -16,6 +19,15 @@ namespace {
 // The unit separator cannot appear in a study file's YAML strings by accident.
 constexpr std::string_view k_out_mark = "\x1ftune-out\x1f";
 constexpr std::string_view k_nproc_mark = "\x1ftune-nproc\x1f";
+
+// The one list of export formats, in the order --help and the error name them.
+constexpr std::array<std::pair<std::string_view, ExportFormat>, 5> k_export_formats = {{
+    {"bash", ExportFormat::bash},
+    {"slurm", ExportFormat::slurm},
+    {"pbs", ExportFormat::pbs},
+    {"env", ExportFormat::env},
+    {"mpirun", ExportFormat::mpirun},
+}};
 
 bool is_ascii_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -93,8 +105,8 @@ std::string one_line(std::string text) {
 }
 
 // The trial's external parameter values, every parameter of the study's space required.
-std::expected<std::map<std::string, search::ParamValue>, std::string> trial_params(
-    const StudySpec& spec, const search::FrozenTrial& trial) {
+Result<std::map<std::string, search::ParamValue>> trial_params(const StudySpec& spec,
+                                                               const search::FrozenTrial& trial) {
   std::map<std::string, search::ParamValue> params;
   for (const auto& [name, dist] : spec.space) {
     const auto p = trial.params.find(name);
@@ -115,9 +127,8 @@ struct Rendered {
   LaunchRequest request;  // argv, env_set, env_unset with the marks in place
 };
 
-std::expected<Rendered, std::string> render_request(const StudySpec& spec,
-                                                    const search::FrozenTrial& trial,
-                                                    const ExportOptions& options) {
+Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial& trial,
+                                const ExportOptions& options) {
   auto params = trial_params(spec, trial);
   if (!params) return std::unexpected(params.error());
   const std::string trainer = options.trainer.empty() ? bundled_trainer_path() : options.trainer;
@@ -207,23 +218,78 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
   return s;
 }
 
+// --format mpirun: one command line, self-contained: the environment goes in front through
+// env(1).
+Result<std::string> mpirun_line(const StudySpec& spec, const Rendered& r,
+                                const ExportOptions& options) {
+  std::vector<std::string> argv;
+  if (!r.request.env_set.empty() || !r.request.env_unset.empty()) {
+    // env(1) takes every NAME=VALUE word before the program for a variable, `--` or not.
+    if (!r.request.argv.empty() && r.request.argv.front().contains('='))
+      return std::unexpected(
+          fmt::format("{}: the program '{}' holds '=', which env(1) would take for a variable; use "
+                      "--format bash instead",
+                      spec.file, one_line(r.request.argv.front())));
+    argv.push_back("env");
+    for (const auto& name : r.request.env_unset) argv.insert(argv.end(), {"-u", name});
+    for (const auto& [name, value] : r.request.env_set) argv.push_back(name + "=" + value);
+  }
+  argv.insert(argv.end(), r.request.argv.begin(), r.request.argv.end());
+  std::string line;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (i) line += ' ';
+    line += shell_word(argv[i], "\"${TUNE_OUT:-" + options.default_out + "}\"", i == 0);
+  }
+  return line + "\n";
+}
+
+// --format env: KEY=VALUE lines, the command as a comment.
+std::string env_file(const StudySpec& spec, const Rendered& r, const ExportOptions& options,
+                     const std::string& head) {
+  std::string s = head;
+  s += "# KEY=VALUE lines for the winning trial's environment. To export them all:\n"
+       "#   set -a; . THIS_FILE; set +a\n";
+  bool needs_out = false;
+  for (const auto& [name, value] : r.request.env_set) needs_out |= mentions_out(value);
+  if (needs_out) s += "TUNE_OUT=${TUNE_OUT:-" + options.default_out + "}\n";
+  for (const auto& [name, text] : spec.env) {
+    if (auto it = r.request.env_set.find(name); it != r.request.env_set.end()) {
+      s += name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
+    } else {
+      s += "# " + name + " is left unset (null in this trial: the library's own default)\n";
+    }
+  }
+  std::string command;
+  for (std::size_t i = 0; i < r.request.argv.size(); ++i) {
+    if (i) command += ' ';
+    command += shell_word(r.request.argv[i], "\"$TUNE_OUT\"", i == 0);
+  }
+  s += "# Command: " + one_line(command) + "\n";
+  return s;
+}
+
 }  // namespace
 
-std::expected<ExportFormat, std::string> parse_export_format(const std::string& text) {
-  static const std::map<std::string, ExportFormat> k_formats = {{"bash", ExportFormat::bash},
-                                                                {"slurm", ExportFormat::slurm},
-                                                                {"pbs", ExportFormat::pbs},
-                                                                {"env", ExportFormat::env},
-                                                                {"mpirun", ExportFormat::mpirun}};
-  if (auto it = k_formats.find(text); it != k_formats.end()) return it->second;
-  return std::unexpected(fmt::format(
-      "--format: unknown export format '{}' (known: bash, slurm, pbs, env, mpirun)", text));
+const std::vector<std::string>& export_format_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, format] : k_export_formats) v.emplace_back(name);
+    return v;
+  }();
+  return names;
+}
+
+Result<ExportFormat> parse_export_format(const std::string& text) {
+  for (const auto& [name, format] : k_export_formats) {
+    if (name == text) return format;
+  }
+  return std::unexpected(fmt::format("--format: unknown export format '{}' (known: {})", text,
+                                     fmt::join(export_format_names(), ", ")));
 }
 
 std::string shell_quote(std::string_view text) { return quote(text, /*force=*/false); }
 
-std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
-                                               const search::FrozenTrial& trial) {
+Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial) {
   JobShape shape;
   if (!spec.launch.mpirun) {
     shape.tasks_per_node = 1;
@@ -233,8 +299,7 @@ std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
   if (!params) return std::unexpected(params.error());
   auto values = trial_template_values(spec, *params, std::string(k_out_mark), trial.number, "");
   values["nproc"] = std::string(k_nproc_mark);
-  auto number = [&](const std::string& text,
-                    const char* key) -> std::expected<std::optional<int>, std::string> {
+  auto number = [&](const std::string& text, const char* key) -> Result<std::optional<int>> {
     if (text.empty()) return std::nullopt;
     auto e = expand_template(text, values);
     if (!e)
@@ -260,10 +325,8 @@ std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
   return shape;
 }
 
-std::expected<std::string, std::string> render_export(const StudySpec& spec,
-                                                      const search::FrozenTrial& trial,
-                                                      ExportFormat format,
-                                                      const ExportOptions& options) {
+Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
+                                  ExportFormat format, const ExportOptions& options) {
   if (shell_quote(options.default_out) != options.default_out)
     return std::unexpected("export: the default output folder must be a plain path");
   auto r = render_request(spec, trial, options);
@@ -271,50 +334,10 @@ std::expected<std::string, std::string> render_export(const StudySpec& spec,
   const std::string head = header(spec, trial, options);
 
   switch (format) {
-    case ExportFormat::mpirun: {
-      // One command line, self-contained: the environment goes in front through env(1).
-      std::vector<std::string> argv;
-      if (!r->request.env_set.empty() || !r->request.env_unset.empty()) {
-        // env(1) takes every NAME=VALUE word before the program for a variable, `--` or not.
-        if (!r->request.argv.empty() && r->request.argv.front().contains('='))
-          return std::unexpected(fmt::format(
-              "{}: the program '{}' holds '=', which env(1) would take for a variable; use "
-              "--format bash instead",
-              spec.file, one_line(r->request.argv.front())));
-        argv.push_back("env");
-        for (const auto& name : r->request.env_unset) argv.insert(argv.end(), {"-u", name});
-        for (const auto& [name, value] : r->request.env_set) argv.push_back(name + "=" + value);
-      }
-      argv.insert(argv.end(), r->request.argv.begin(), r->request.argv.end());
-      std::string line;
-      for (std::size_t i = 0; i < argv.size(); ++i) {
-        if (i) line += ' ';
-        line += shell_word(argv[i], "\"${TUNE_OUT:-" + options.default_out + "}\"", i == 0);
-      }
-      return line + "\n";
-    }
-    case ExportFormat::env: {
-      std::string s = head;
-      s += "# KEY=VALUE lines for the winning trial's environment. To export them all:\n"
-           "#   set -a; . THIS_FILE; set +a\n";
-      bool needs_out = false;
-      for (const auto& [name, value] : r->request.env_set) needs_out |= mentions_out(value);
-      if (needs_out) s += "TUNE_OUT=${TUNE_OUT:-" + options.default_out + "}\n";
-      for (const auto& [name, text] : spec.env) {
-        if (auto it = r->request.env_set.find(name); it != r->request.env_set.end()) {
-          s += name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
-        } else {
-          s += "# " + name + " is left unset (null in this trial: the library's own default)\n";
-        }
-      }
-      std::string command;
-      for (std::size_t i = 0; i < r->request.argv.size(); ++i) {
-        if (i) command += ' ';
-        command += shell_word(r->request.argv[i], "\"$TUNE_OUT\"", i == 0);
-      }
-      s += "# Command: " + one_line(command) + "\n";
-      return s;
-    }
+    case ExportFormat::mpirun:
+      return mpirun_line(spec, *r, options);
+    case ExportFormat::env:
+      return env_file(spec, *r, options, head);
     case ExportFormat::bash:
       return "#!/usr/bin/env bash\n" + head +
              "# Run: bash THIS_FILE (output in $TUNE_OUT, default " + options.default_out +

@@ -1,7 +1,7 @@
 // Job-script export (`tune export`): the winning trial's environment and full launch command
 // line, rendered through the study's templates exactly as the runner launches a trial
-// (expand_launch in launch_plan.h), written in the conventions of a bash script, a Slurm or PBS batch
-// script, a KEY=VALUE environment file, or a bare mpirun command line.
+// (expand_launch in launch_plan.h), written in the conventions of a bash script, a Slurm or PBS
+// batch script, a KEY=VALUE environment file, or a bare mpirun command line.
 //
 // Every value that reaches the shell goes through shell_quote(); the two placeholders that must
 // stay live in the shell are written as shell expansions: {trial_dir} becomes the job's output
@@ -9,19 +9,22 @@
 // script runs on. Pure functions of their arguments; thread-safe.
 #pragma once
 
-#include <expected>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "search/trial.h"
+#include "tuner/result.h"
 #include "tuner/study_spec.h"
 
 namespace tune::tuner {
 
 enum class ExportFormat { bash, slurm, pbs, env, mpirun };
 
-std::expected<ExportFormat, std::string> parse_export_format(const std::string& text);
+// The format names parse_export_format() takes: "bash", "slurm", "pbs", "env", "mpirun".
+const std::vector<std::string>& export_format_names();
+Result<ExportFormat> parse_export_format(const std::string& text);
 
 // One shell word that means exactly `text`: unchanged when it holds only characters no shell
 // treats specially, else single-quoted with each ' written as '\''. "" becomes ''.
@@ -43,12 +46,9 @@ struct JobShape {
 };
 
 // The script (or line, or file) for `trial` of `spec`. Errors name the template that failed.
-std::expected<std::string, std::string> render_export(const StudySpec& spec,
-                                                      const search::FrozenTrial& trial,
-                                                      ExportFormat format,
-                                                      const ExportOptions& options = {});
+Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
+                                  ExportFormat format, const ExportOptions& options = {});
 
-std::expected<JobShape, std::string> job_shape(const StudySpec& spec,
-                                               const search::FrozenTrial& trial);
+Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial);
 
 }  // namespace tune::tuner

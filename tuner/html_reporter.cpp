@@ -171,7 +171,7 @@ std::vector<std::string> chart_js_candidates() {
   return candidates;
 }
 
-std::expected<std::string, std::string> read_chart_js(const std::vector<std::string>& candidates) {
+Result<std::string> read_chart_js(const std::vector<std::string>& candidates) {
   for (const auto& path : candidates) {
     std::ifstream in(path, std::ios::binary);
     if (!in) continue;

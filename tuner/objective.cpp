@@ -16,8 +16,7 @@ namespace {
 // A log bigger than this is not a training log: refuse it rather than hold it in memory.
 constexpr std::uintmax_t k_max_log_bytes = 256ull << 20;
 
-std::expected<std::string, std::string> slurp(const std::string& path, const char* what,
-                                              std::uintmax_t max_bytes) {
+Result<std::string> slurp(const std::string& path, const char* what, std::uintmax_t max_bytes) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (!ec && size > max_bytes) {
@@ -76,8 +75,8 @@ bool is_non_finite_token(const nlohmann::json& v) {
   return v.is_string() && (v == "NaN" || v == "Infinity" || v == "-Infinity");
 }
 
-std::expected<double, std::string> finite_number(const nlohmann::json& entry,
-                                                 const std::string& key, const std::string& where) {
+Result<double> finite_number(const nlohmann::json& entry, const std::string& key,
+                             const std::string& where) {
   const auto it = entry.find(key);
   if (it == entry.end()) return std::unexpected(fmt::format("{} has no key '{}'", where, key));
   if (is_non_finite_token(*it)) {
@@ -100,7 +99,7 @@ std::optional<std::string> regex_error(const std::string& pattern) {
   return re.error();
 }
 
-std::expected<nlohmann::json, std::string> read_log(const std::string& path) {
+Result<nlohmann::json> read_log(const std::string& path) {
   auto text = slurp(path, "log", k_max_log_bytes);
   if (!text) return std::unexpected(text.error());
   auto j = nlohmann::json::parse(quote_non_finite(*text), nullptr, false);
@@ -110,9 +109,10 @@ std::expected<nlohmann::json, std::string> read_log(const std::string& path) {
   return j;
 }
 
-std::expected<ObjectiveReading, std::string> read_objective(
-    const ObjectiveSpec& objective, const std::vector<ConstraintSpec>& constraints,
-    const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path) {
+Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
+                                        const std::vector<ConstraintSpec>& constraints,
+                                        const std::string& log_path, const std::string& stdout_path,
+                                        const std::string& stderr_path) {
   ObjectiveReading reading;
   nlohmann::json entries;
   const bool need_log = !objective.use_regex || !constraints.empty();

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tuner/result.h"
 #include "tuner/study_spec.h"
 
 namespace tune::tuner {
@@ -33,11 +33,12 @@ inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
 std::optional<std::string> regex_error(const std::string& pattern);
 
 // Reads a Chainer-style log: a JSON array of objects (at most 256 MiB).
-std::expected<nlohmann::json, std::string> read_log(const std::string& path);
+Result<nlohmann::json> read_log(const std::string& path);
 
-std::expected<ObjectiveReading, std::string> read_objective(
-    const ObjectiveSpec& objective, const std::vector<ConstraintSpec>& constraints,
-    const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path);
+Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
+                                        const std::vector<ConstraintSpec>& constraints,
+                                        const std::string& log_path, const std::string& stdout_path,
+                                        const std::string& stderr_path);
 
 // (step, value) pairs for pruning from the entries of a log that is still being written.
 std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,

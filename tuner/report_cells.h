@@ -1,7 +1,7 @@
 // Pieces of text that more than one report writer prints the same way (a measured value, the
 // speedup sentence, table cells), so the text, markdown and HTML reports cannot drift apart.
-// Private to the writers (text_reporter.cpp, markdown_reporter.cpp, html_reporter.cpp); pure
-// functions.
+// Private to the writers (text_reporter.cpp, markdown_reporter.cpp, html_reporter.cpp) and
+// `tune export`'s header line (report_cli.cpp); pure functions.
 #pragma once
 
 #include <cstddef>

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,11 +14,13 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "tuner/commands.h"
 #include "tuner/confirm.h"
 #include "tuner/export.h"
 #include "tuner/report.h"
+#include "tuner/report_cells.h"
 #include "tuner/runner.h"
 
 namespace tune::tuner {
@@ -25,33 +28,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The value, or the error thrown as a failure to carry out the command (exit 1).
-template <typename T>
-T unwrap(std::expected<T, std::string> r) {
-  if (!r) throw std::runtime_error(r.error());
-  return std::move(*r);
-}
-
-// The value, or the error thrown as bad input (exit 2).
-template <typename T>
-T unwrap_input(std::expected<T, std::string> r) {
-  if (!r) throw BadInput(r.error());
-  return std::move(*r);
-}
-
-struct StudyArgs {
-  std::string target, storage, study;
-};
-
-void add_study_args(CLI::App* sub, StudyArgs& args) {
-  sub->add_option("study", args.target, "Study file, or database file")->required();
-  sub->add_option("--storage", args.storage, "Database URL/path (overrides the study file's)");
-  sub->add_option("--study", args.study, "Study name inside the database");
-}
-
 // The study file of an opened study: the one given, else the one the database remembers. The
 // error says why there is none to use (bad input); a database that cannot be read throws.
-std::expected<StudySpec, std::string> spec_of(const OpenedStudy& opened) {
+Result<StudySpec> spec_of(const OpenedStudy& opened) {
   if (opened.spec) return *opened.spec;
   auto attrs = unwrap(opened.storage->get_study_user_attrs(opened.cache->study().study_id));
   const auto file = attrs.value("tune:study_file", std::string());
@@ -84,158 +63,161 @@ void write_output(const std::string& path, const std::string& text, bool executa
   }
 }
 
-std::string measured_text(const ReportData& data, const ReportTrial& t) {
-  const std::string key = data.objective.empty() ? "value" : data.objective;
-  if (t.median)
-    return fmt::format("{} = {} (median of {} confirm re-runs; its search run: {})", key,
-                       format_value(*t.median), t.repeats.size(),
-                       t.value ? format_value(*t.value) : "-");
-  if (t.value) return fmt::format("{} = {} (one run)", key, format_value(*t.value));
-  return fmt::format("no value ({})", search::to_string(t.state));
+// --format (one of `names`) and -o, for the commands that write a document (report, export).
+void add_format_and_output(CLI::App* sub, std::string& format, std::string& output,
+                           const std::string& format_help, const std::vector<std::string>& names) {
+  sub->add_option("--format,-f", format, format_help)->check(CLI::IsMember(names));
+  sub->add_option("-o,--output", output, "Write to FILE instead of stdout");
+}
+
+// The export header's "Measured:" line: the report's measured text with the objective's name.
+std::string export_measured_text(const ReportData& data, const ReportTrial& t) {
+  if (!t.median && !t.value) return fmt::format("no value ({})", search::to_string(t.state));
+  return fmt::format("{} = {}", data.objective.empty() ? "value" : data.objective,
+                     measured_text(t));
+}
+
+struct ReportArgs {
+  StudyArgs study;
+  std::string format = "text", output;
+  int top = 10;
+  bool no_importance = false;
+};
+
+int run_report(const ReportArgs& args) {
+  auto opened = open_study_or_throw(args.study);
+  auto spec = spec_of(opened);  // optional here: gives order and key names
+  ReportOptions options;
+  options.top_n = args.top;
+  options.importance = !args.no_importance;
+  auto data = build_report(*opened.cache, opened.cache->study().name,
+                           spec ? spec->space : search::SearchSpace{}, options);
+  data.storage = opened.url;
+  if (spec && !spec->objective.use_regex) data.objective = spec->objective.key;
+  auto reporter = unwrap_input(make_reporter(args.format));
+  std::ostringstream text;
+  reporter->write(text, data);
+  write_output(args.output, text.str(), false);
+  return 0;
+}
+
+Subcommand add_report_command(CLI::App& app) {
+  auto args = std::make_shared<ReportArgs>();
+  auto* sub = app.add_subcommand(
+      "report",
+      "Report an existing study: best trial, speedup over the baseline, top trials, "
+      "importance, probe verdicts, failures");
+  add_study_args(sub, args->study);
+  add_format_and_output(sub, args->format, args->output, "text (default), json, markdown or html",
+                        report_format_names());
+  sub->add_option("--top", args->top, "Rows of the top-trials table (default 10)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  sub->add_flag("--no-importance", args->no_importance, "Skip the fANOVA importance");
+  return {sub, [args]() { return run_report(*args); }};
+}
+
+struct ConfirmArgs {
+  StudyArgs study;
+  ConfirmOptions options;
+};
+
+int run_confirm_command(const ConfirmArgs& args) {
+  auto opened = open_study_or_throw(args.study);
+  auto spec = unwrap_input(spec_of(opened));
+  ConfirmOptions options = args.options;
+  options.storage_override = opened.url;
+  opened = {};  // the runner opens its own connection
+  auto totals = unwrap(run_confirm(std::move(spec), options, std::cout));
+  if (totals.interrupted) {
+    std::cerr << "tune: interrupted; the re-runs not yet started stay queued and run with the "
+                 "study's next `tune` command.\n";
+    return k_exit_interrupted;
+  }
+  return 0;
+}
+
+Subcommand add_confirm_command(CLI::App& app) {
+  auto args = std::make_shared<ConfirmArgs>();
+  auto* sub = app.add_subcommand(
+      "confirm",
+      "Re-run the baseline and the top trials several times, interleaved, so the report can "
+      "use medians");
+  add_study_args(sub, args->study);
+  sub->add_option("--repeats,-r", args->options.repeats, "Re-runs of each trial (default 5)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  sub->add_option("--top,-k", args->options.top,
+                  "Best trials re-run besides the baseline (default 3)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  sub->add_flag("--quiet,-q", args->options.quiet, "No line per trial");
+  return {sub, [args]() { return run_confirm_command(*args); }};
+}
+
+struct ExportArgs {
+  StudyArgs study;
+  std::string format = "bash", output;
+  int trial = -1;
+};
+
+// The trial to export (--trial, else the best) and the header's "Measured:" text for it.
+std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
+  if (trial >= 0) {
+    const auto it = std::find_if(data.trials.begin(), data.trials.end(),
+                                 [&](const ReportTrial& t) { return t.number == trial; });
+    if (it == data.trials.end())
+      throw BadInput(fmt::format("--trial {}: no such trial in study '{}' ({} trials)", trial,
+                                 data.study, data.trials.size()));
+    return {trial, export_measured_text(data, *it)};
+  }
+  if (!data.best)
+    throw std::runtime_error(
+        fmt::format("study '{}' has no completed trial to export yet", data.study));
+  std::string measured = export_measured_text(data, *data.best);
+  if (!data.best->median) measured += "; the best single run";
+  return {data.best->number, measured};
+}
+
+int run_export(const ExportArgs& args) {
+  const auto format = unwrap_input(parse_export_format(args.format));
+  auto opened = open_study_or_throw(args.study);
+  const auto spec = unwrap_input(spec_of(opened));
+  ReportOptions options;
+  options.importance = false;
+  auto data = build_report(*opened.cache, opened.cache->study().name, spec.space, options);
+  if (!spec.objective.use_regex) data.objective = spec.objective.key;
+  const auto [number, measured] = export_choice(data, args.trial);
+  const auto& trials = opened.cache->trials();
+  const auto trial = std::find_if(trials.begin(), trials.end(),
+                                  [&](const search::FrozenTrial& t) { return t.number == number; });
+  ExportOptions export_options;
+  export_options.measured = measured;
+  export_options.storage = opened.url;
+  // What fails here is the study file (a template, a variable name) or the trial chosen (a
+  // parameter the study file no longer has): bad input.
+  const auto text = unwrap_input(render_export(spec, *trial, format, export_options));
+  const bool script =
+      format == ExportFormat::bash || format == ExportFormat::slurm || format == ExportFormat::pbs;
+  write_output(args.output, text, script);
+  return 0;
+}
+
+Subcommand add_export_command(CLI::App& app) {
+  auto args = std::make_shared<ExportArgs>();
+  auto* sub = app.add_subcommand(
+      "export",
+      "Write the winning settings as a bash, Slurm or PBS script, an env file or an "
+      "mpirun command line");
+  add_study_args(sub, args->study);
+  add_format_and_output(sub, args->format, args->output,
+                        "bash (default), slurm, pbs, env or mpirun", export_format_names());
+  sub->add_option("--trial", args->trial, "Export this trial number instead of the best")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  return {sub, [args]() { return run_export(*args); }};
 }
 
 }  // namespace
 
 std::vector<Subcommand> add_report_commands(CLI::App& app) {
-  std::vector<Subcommand> subs;
-
-  // tune report
-  {
-    struct Args {
-      StudyArgs study;
-      std::string format = "text", output;
-      int top = 10;
-      bool no_importance = false;
-    };
-    auto args = std::make_shared<Args>();
-    auto* sub = app.add_subcommand(
-        "report",
-        "Report an existing study: best trial, speedup over the baseline, top trials, "
-        "importance, probe verdicts, failures");
-    add_study_args(sub, args->study);
-    sub->add_option("--format,-f", args->format, "text (default), json, markdown or html")
-        ->check(CLI::IsMember({"text", "json", "markdown", "md", "html"}));
-    sub->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
-    sub->add_option("--top", args->top, "Rows of the top-trials table (default 10)")
-        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    sub->add_flag("--no-importance", args->no_importance, "Skip the fANOVA importance");
-    subs.push_back({sub, [args]() {
-                      auto opened = open_study_or_throw(args->study.target, args->study.storage,
-                                                        args->study.study);
-                      auto spec = spec_of(opened);  // optional here: gives order and key names
-                      ReportOptions options;
-                      options.top_n = args->top;
-                      options.importance = !args->no_importance;
-                      auto data = build_report(*opened.cache, opened.cache->study().name,
-                                               spec ? spec->space : search::SearchSpace{}, options);
-                      data.storage = opened.url;
-                      if (spec && !spec->objective.use_regex) data.objective = spec->objective.key;
-                      auto reporter = unwrap_input(make_reporter(args->format));
-                      std::ostringstream text;
-                      reporter->write(text, data);
-                      write_output(args->output, text.str(), false);
-                      return 0;
-                    }});
-  }
-
-  // tune confirm
-  {
-    struct Args {
-      StudyArgs study;
-      ConfirmOptions options;
-    };
-    auto args = std::make_shared<Args>();
-    auto* sub = app.add_subcommand(
-        "confirm",
-        "Re-run the baseline and the top trials several times, interleaved, so the report can "
-        "use medians");
-    add_study_args(sub, args->study);
-    sub->add_option("--repeats,-r", args->options.repeats, "Re-runs of each trial (default 5)")
-        ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-    sub->add_option("--top,-k", args->options.top,
-                    "Best trials re-run besides the baseline (default 3)")
-        ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-    sub->add_flag("--quiet,-q", args->options.quiet, "No line per trial");
-    subs.push_back({sub, [args]() {
-                      auto opened = open_study_or_throw(args->study.target, args->study.storage,
-                                                        args->study.study);
-                      auto spec = unwrap_input(spec_of(opened));
-                      ConfirmOptions options = args->options;
-                      options.storage_override = opened.url;
-                      opened = {};  // the runner opens its own connection
-                      auto totals = unwrap(run_confirm(std::move(spec), options, std::cout));
-                      if (totals.interrupted) {
-                        std::cerr << "tune: interrupted; the re-runs not yet started stay "
-                                     "queued and run with the study's next `tune` command.\n";
-                        return k_exit_interrupted;
-                      }
-                      return 0;
-                    }});
-  }
-
-  // tune export
-  {
-    struct Args {
-      StudyArgs study;
-      std::string format = "bash", output;
-      int trial = -1;
-    };
-    auto args = std::make_shared<Args>();
-    auto* sub = app.add_subcommand(
-        "export",
-        "Write the winning settings as a bash, Slurm or PBS script, an env file or an "
-        "mpirun command line");
-    add_study_args(sub, args->study);
-    sub->add_option("--format,-f", args->format, "bash (default), slurm, pbs, env or mpirun")
-        ->check(CLI::IsMember({"bash", "slurm", "pbs", "env", "mpirun"}));
-    sub->add_option("-o,--output", args->output, "Write to FILE instead of stdout");
-    sub->add_option("--trial", args->trial, "Export this trial number instead of the best")
-        ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-    subs.push_back(
-        {sub, [args]() {
-           const auto format = unwrap_input(parse_export_format(args->format));
-           auto opened =
-               open_study_or_throw(args->study.target, args->study.storage, args->study.study);
-           const auto spec = unwrap_input(spec_of(opened));
-           ReportOptions options;
-           options.importance = false;
-           auto data = build_report(*opened.cache, opened.cache->study().name, spec.space, options);
-           if (!spec.objective.use_regex) data.objective = spec.objective.key;
-           int number = -1;
-           std::string measured;
-           if (args->trial >= 0) {
-             number = args->trial;
-             const auto it = std::find_if(data.trials.begin(), data.trials.end(),
-                                          [&](const ReportTrial& t) { return t.number == number; });
-             if (it == data.trials.end())
-               throw BadInput(fmt::format("--trial {}: no such trial in study '{}' ({} trials)",
-                                          number, data.study, data.trials.size()));
-             measured = measured_text(data, *it);
-           } else {
-             if (!data.best)
-               throw std::runtime_error(
-                   fmt::format("study '{}' has no completed trial to export yet", data.study));
-             number = data.best->number;
-             measured = measured_text(data, *data.best);
-             if (!data.best->median) measured += "; the best single run";
-           }
-           const auto& trials = opened.cache->trials();
-           const auto trial =
-               std::find_if(trials.begin(), trials.end(),
-                            [&](const search::FrozenTrial& t) { return t.number == number; });
-           ExportOptions export_options;
-           export_options.measured = measured;
-           export_options.storage = opened.url;
-           // What fails here is the study file (a template, a variable name) or the trial
-           // chosen (a parameter the study file no longer has): bad input.
-           const auto text = unwrap_input(render_export(spec, *trial, format, export_options));
-           const bool script = format == ExportFormat::bash || format == ExportFormat::slurm ||
-                               format == ExportFormat::pbs;
-           write_output(args->output, text, script);
-           return 0;
-         }});
-  }
-  return subs;
+  return {add_report_command(app), add_confirm_command(app), add_export_command(app)};
 }
 
 }  // namespace tune::tuner

@@ -1,20 +1,56 @@
 #include "tuner/reporter.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+#include <string_view>
 
 namespace tune::tuner {
 
-std::expected<std::unique_ptr<Reporter>, std::string> make_reporter(const std::string& format) {
-  if (format == "text") return make_text_reporter();
-  if (format == "json") return make_json_reporter();
-  if (format == "markdown" || format == "md") return make_markdown_reporter();
-  if (format == "html") {
-    auto js = read_chart_js();
-    if (!js) return std::unexpected(js.error());
-    return make_html_reporter(std::move(*js));
+namespace {
+
+using MadeReporter = Result<std::unique_ptr<Reporter>>;
+
+struct Format {
+  std::string_view name;
+  MadeReporter (*make)();
+  bool listed = true;  // false: a second name, left out of the error's list
+};
+
+// The one list of formats, in the order --help and the error name them.
+const std::array<Format, 5> k_formats = {{
+    {"text", []() -> MadeReporter { return make_text_reporter(); }},
+    {"json", []() -> MadeReporter { return make_json_reporter(); }},
+    {"markdown", []() -> MadeReporter { return make_markdown_reporter(); }},
+    {"md", []() -> MadeReporter { return make_markdown_reporter(); }, false},
+    {"html",
+     []() -> MadeReporter {
+       auto js = read_chart_js();
+       if (!js) return std::unexpected(js.error());
+       return make_html_reporter(std::move(*js));
+     }},
+}};
+
+}  // namespace
+
+const std::vector<std::string>& report_format_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& f : k_formats) v.emplace_back(f.name);
+    return v;
+  }();
+  return names;
+}
+
+Result<std::unique_ptr<Reporter>> make_reporter(const std::string& format) {
+  std::vector<std::string_view> known;
+  for (const auto& f : k_formats) {
+    if (f.name == format) return f.make();
+    if (f.listed) known.push_back(f.name);
   }
-  return std::unexpected(fmt::format(
-      "--format: unknown report format '{}' (known: text, json, markdown, html)", format));
+  return std::unexpected(fmt::format("--format: unknown report format '{}' (known: {})", format,
+                                     fmt::join(known, ", ")));
 }
 
 }  // namespace tune::tuner

@@ -7,7 +7,6 @@
 // Writers are immutable after construction; write() may run on several threads at once.
 #pragma once
 
-#include <expected>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/report_model.h"
+#include "tuner/result.h"
 
 namespace tune::tuner {
 
@@ -25,9 +25,12 @@ class Reporter {
   virtual void write(std::ostream& out, const ReportData& data) const = 0;
 };
 
-// "text", "json", "markdown" (or "md") or "html". The HTML reporter inlines Chart.js, found by
-// read_chart_js(); an error says which package to install when it is missing.
-std::expected<std::unique_ptr<Reporter>, std::string> make_reporter(const std::string& format);
+// The formats make_reporter() knows: "text", "json", "markdown" (or "md") and "html".
+const std::vector<std::string>& report_format_names();
+
+// One of report_format_names(). The HTML reporter inlines Chart.js, found by read_chart_js(); an
+// error says which package to install when it is missing.
+Result<std::unique_ptr<Reporter>> make_reporter(const std::string& format);
 
 // The JSON form every machine reader uses (also embedded in the HTML report). Its
 // schema_version is k_report_schema_version.
@@ -43,7 +46,7 @@ std::unique_ptr<Reporter> make_html_reporter(std::string chart_js);
 // libjs-chart.js (/usr/share/javascript/chart.js/chart.min.js, then chart.js).
 std::vector<std::string> chart_js_candidates();
 // The first non-empty file among `candidates`; the error names the package to install.
-std::expected<std::string, std::string> read_chart_js(
+Result<std::string> read_chart_js(
     const std::vector<std::string>& candidates = chart_js_candidates());
 
 }  // namespace tune::tuner

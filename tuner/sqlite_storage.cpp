@@ -700,11 +700,16 @@ Result<std::vector<FrozenTrial>> SqliteStorage::load_trials(const std::string& w
   if (auto r = reader_follows_writers(); !r) return std::unexpected(r.error());
   // One read transaction so that the five reads see one snapshot of the database.
   if (auto r = exec("BEGIN"); !r) return std::unexpected(r.error());
-  struct EndRead {
-    SqliteStorage* self;
-    ~EndRead() { self->exec("COMMIT"); }
-  } end_read{this};
+  auto trials = read_trials(where, binds);
+  // Ending a read transaction changes nothing, but one left open would make the next BEGIN fail;
+  // when the reads failed, theirs is the error to report.
+  auto ended = exec(trials ? "COMMIT" : "ROLLBACK");
+  if (trials && !ended) return std::unexpected(ended.error());
+  return trials;
+}
 
+Result<std::vector<FrozenTrial>> SqliteStorage::read_trials(const std::string& where,
+                                                            const std::vector<Bind>& binds) {
   std::vector<FrozenTrial> trials;
   std::map<std::int64_t, std::size_t> index;
   {

@@ -11,7 +11,6 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/trial.h"
+#include "tuner/result.h"
 
 namespace tune::tuner {
 
@@ -33,9 +33,6 @@ struct NewTrial {
   std::int64_t trial_id = -1;
   int number = -1;
 };
-
-template <typename T>
-using Result = std::expected<T, std::string>;
 
 enum class OpenMode {
   read_write,  // creates the database and its schema when absent
@@ -75,46 +72,56 @@ class Storage {
 
   // Returns the study, creating it when absent; `created` says which happened. An existing
   // study with another direction is an error.
-  virtual Result<StudyInfo> get_or_create_study(const std::string& name,
-                                                search::Direction direction, bool* created) = 0;
-  virtual Result<StudyInfo> get_study(const std::string& name) = 0;
-  virtual Result<std::vector<StudyInfo>> get_all_studies() = 0;
-  virtual Result<void> set_study_user_attr(std::int64_t study_id, const std::string& key,
-                                           const nlohmann::json& value) = 0;
-  virtual Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) = 0;
+  [[nodiscard]] virtual Result<StudyInfo> get_or_create_study(const std::string& name,
+                                                              search::Direction direction,
+                                                              bool* created) = 0;
+  [[nodiscard]] virtual Result<StudyInfo> get_study(const std::string& name) = 0;
+  [[nodiscard]] virtual Result<std::vector<StudyInfo>> get_all_studies() = 0;
+  [[nodiscard]] virtual Result<void> set_study_user_attr(std::int64_t study_id,
+                                                         const std::string& key,
+                                                         const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) = 0;
 
   // A new trial in `state` (RUNNING, or WAITING for enqueued ones) with the given system attrs.
-  virtual Result<NewTrial> create_trial(std::int64_t study_id, search::TrialState state,
-                                        const nlohmann::json& system_attrs) = 0;
+  [[nodiscard]] virtual Result<NewTrial> create_trial(std::int64_t study_id,
+                                                      search::TrialState state,
+                                                      const nlohmann::json& system_attrs) = 0;
   // Atomically takes the oldest WAITING trial and makes it RUNNING; nullopt when none waits.
-  virtual Result<std::optional<NewTrial>> pop_waiting_trial(std::int64_t study_id) = 0;
+  [[nodiscard]] virtual Result<std::optional<NewTrial>> pop_waiting_trial(
+      std::int64_t study_id) = 0;
 
-  virtual Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
-                                       double internal, const search::Distribution& dist) = 0;
+  [[nodiscard]] virtual Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
+                                                     double internal,
+                                                     const search::Distribution& dist) = 0;
   // Moves a trial to `state` (with its value when given). Returns false, changing nothing, when
   // the trial had already finished.
-  virtual Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
-                                              std::optional<double> value) = 0;
-  virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
-                                                    double value) = 0;
-  virtual Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
-                                           const nlohmann::json& value) = 0;
-  virtual Result<void> set_trial_system_attr(std::int64_t trial_id, const std::string& key,
-                                             const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual Result<bool> set_trial_state_values(std::int64_t trial_id,
+                                                            search::TrialState state,
+                                                            std::optional<double> value) = 0;
+  [[nodiscard]] virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id,
+                                                                  std::int64_t step,
+                                                                  double value) = 0;
+  [[nodiscard]] virtual Result<void> set_trial_user_attr(std::int64_t trial_id,
+                                                         const std::string& key,
+                                                         const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual Result<void> set_trial_system_attr(std::int64_t trial_id,
+                                                           const std::string& key,
+                                                           const nlohmann::json& value) = 0;
   // Records that the process running the trial is alive (Optuna's trial_heartbeats, UTC as
   // Optuna writes it). A trial created RUNNING or popped gets its first one in that transaction.
-  virtual Result<void> record_heartbeat(std::int64_t trial_id) = 0;
+  [[nodiscard]] virtual Result<void> record_heartbeat(std::int64_t trial_id) = 0;
 
-  virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
+  [[nodiscard]] virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
   // Every trial of the study in number order.
-  virtual Result<std::vector<search::FrozenTrial>> get_all_trials(std::int64_t study_id) = 0;
+  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_all_trials(
+      std::int64_t study_id) = 0;
   // Trials with trial_id > after_id, plus those listed in `refresh` (not finished when the
   // caller last looked) that are no longer WAITING: the delta a cache needs. A WAITING trial is
   // written once, when created (as Optuna's enqueued trials are), and changes only when popped,
   // so one still WAITING has not changed. The query does not grow with `refresh`.
-  virtual Result<std::vector<search::FrozenTrial>> get_trials_since(
+  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_trials_since(
       std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) = 0;
-  virtual Result<TrialLiveness> trial_liveness(std::int64_t trial_id) = 0;
+  [[nodiscard]] virtual Result<TrialLiveness> trial_liveness(std::int64_t trial_id) = 0;
   // Seconds without a sign of life after which another host's RUNNING trial counts as dead.
   virtual double grace_period_s() const = 0;
 };
@@ -123,15 +130,15 @@ class Storage {
 // (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite). A URL may end in
 // options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain paths take none).
 // Other schemes (postgresql://) are reported as not built.
-Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
-                                              OpenMode mode = OpenMode::read_write);
+[[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
+                                                            OpenMode mode = OpenMode::read_write);
 
 // A cache of a study's trials that re-reads only what may have changed since the last sync, so
 // the per-trial cost of looking at the history stays flat as the study grows.
 class StudyCache final : public search::StudyView {
  public:
   StudyCache(Storage& storage, StudyInfo study) : m_storage(storage), m_study(std::move(study)) {}
-  Result<void> sync();
+  [[nodiscard]] Result<void> sync();
   search::Direction direction() const override { return m_study.direction; }
   const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
   const StudyInfo& study() const { return m_study; }

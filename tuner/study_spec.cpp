@@ -332,24 +332,17 @@ class Parser {
     auto forbid = [&](const char* k) {
       if (n[k]) fail(n[k], join(key, k), fmt::format("not allowed for type {}", type));
     };
-    if (type == "int") {
+    // int and float: the same keys, read as integers or as numbers.
+    auto range = [&](auto d, auto read) {
       forbid("choices");
-      search::IntDistribution d;
-      d.low = integer(require("low"), join(key, "low"));
-      d.high = integer(require("high"), join(key, "high"));
+      d.low = (this->*read)(require("low"), join(key, "low"));
+      d.high = (this->*read)(require("high"), join(key, "high"));
       if (n["log"]) d.log = boolean(n["log"], join(key, "log"));
-      if (n["step"]) d.step = integer(n["step"], join(key, "step"));
+      if (n["step"]) d.step = (this->*read)(n["step"], join(key, "step"));
       return checked(d, n, key);
-    }
-    if (type == "float") {
-      forbid("choices");
-      search::FloatDistribution d;
-      d.low = number(require("low"), join(key, "low"));
-      d.high = number(require("high"), join(key, "high"));
-      if (n["log"]) d.log = boolean(n["log"], join(key, "log"));
-      if (n["step"]) d.step = number(n["step"], join(key, "step"));
-      return checked(d, n, key);
-    }
+    };
+    if (type == "int") return range(search::IntDistribution{}, &Parser::integer);
+    if (type == "float") return range(search::FloatDistribution{}, &Parser::number);
     if (type == "categorical") {
       for (const char* k : {"low", "high", "log", "step"}) forbid(k);
       const auto& ch = require("choices");
@@ -411,6 +404,27 @@ class Parser {
         root, "",
         {"name", "direction", "objective", "constraints", "launch", "command", "env", "timeout",
          "params", "sampler", "pruner", "enqueue", "output", "storage", "probes"});
+    parse_name_direction(root, spec);
+    // Parameters first: templates elsewhere are checked against them.
+    if (const auto& params = root["params"]) parse_params(params, spec);
+    parse_command(root, spec);
+    if (const auto& env = root["env"]) parse_env(env, spec);
+    if (const auto& t = root["timeout"]) {
+      auto d = parse_duration(scalar_text(t, "timeout"));
+      if (!d) fail(t, "timeout", d.error());
+      spec.timeout_s = *d;
+    }
+    if (const auto& o = root["objective"]) parse_objective(o, spec);
+    if (const auto& c = root["constraints"]) parse_constraints(c, spec);
+    if (const auto& l = root["launch"]) parse_launch(l, spec);
+    parse_sampler_pruner(root, spec);
+    if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
+    parse_output_storage(root, spec);
+    if (const auto& p = root["probes"]) parse_probes(p, spec);
+    return spec;
+  }
+
+  void parse_name_direction(const YAML::Node& root, StudySpec& spec) {
     if (!root["name"]) fail(root, "name", "missing (the study's name)");
     spec.name = string(root["name"], "name");
     if (auto why = bad_path_component(spec.name)) {
@@ -428,47 +442,54 @@ class Parser {
         fail(root["direction"], "direction", "expected minimize or maximize");
       }
     }
-    // Parameters first: templates elsewhere are checked against them.
-    if (const auto& params = root["params"]) {
-      if (!params.IsMap()) fail(params, "params", "expected a mapping of name: domain");
-      for (const auto& kv : params) {
-        const auto name = kv.first.as<std::string>();
-        if (k_builtins.contains(name)) {
-          fail(kv.first, "params." + name, "is a built-in placeholder name; choose another");
-        }
-        spec.space.emplace_back(name, param(kv.second, "params." + name));
+  }
+
+  void parse_params(const YAML::Node& params, StudySpec& spec) {
+    if (!params.IsMap()) fail(params, "params", "expected a mapping of name: domain");
+    for (const auto& kv : params) {
+      const auto name = kv.first.as<std::string>();
+      if (k_builtins.contains(name)) {
+        fail(kv.first, "params." + name, "is a built-in placeholder name; choose another");
       }
+      spec.space.emplace_back(name, param(kv.second, "params." + name));
     }
+  }
+
+  void parse_command(const YAML::Node& root, StudySpec& spec) {
     if (!root["command"]) fail(root, "command", "missing (the argv of one trial, a list)");
     const auto& cmd = root["command"];
     if (!cmd.IsSequence() || cmd.size() == 0) fail(cmd, "command", "expected a non-empty list");
-    for (std::size_t i = 0; i < cmd.size(); ++i) {
-      const auto key = fmt::format("command[{}]", i);
-      spec.command.push_back(scalar_text(cmd[i], key));
-      check_template(cmd[i], key, spec.command.back(), spec);
+    spec.command = template_list(cmd, "command", spec);
+  }
+
+  // The strings of a YAML list, each a template checked against the study's placeholders.
+  std::vector<std::string> template_list(const YAML::Node& list, const std::string& key,
+                                         const StudySpec& spec) const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto item = fmt::format("{}[{}]", key, i);
+      out.push_back(scalar_text(list[i], item));
+      check_template(list[i], item, out.back(), spec);
     }
-    if (const auto& env = root["env"]) {
-      if (!env.IsMap()) fail(env, "env", "expected a mapping NAME: value");
-      for (const auto& kv : env) {
-        const auto name = kv.first.as<std::string>();
-        const auto key = "env." + name;
-        if (!is_env_var_name(name)) {
-          fail(kv.first, "env." + printable(name),
-               "not an environment variable name (letters, digits and '_', not starting with "
-               "a digit)");
-        }
-        spec.env.emplace_back(name, scalar_text(kv.second, key));
-        check_template(kv.second, key, spec.env.back().second, spec);
+    return out;
+  }
+
+  void parse_env(const YAML::Node& env, StudySpec& spec) {
+    if (!env.IsMap()) fail(env, "env", "expected a mapping NAME: value");
+    for (const auto& kv : env) {
+      const auto name = kv.first.as<std::string>();
+      const auto key = "env." + name;
+      if (!is_env_var_name(name)) {
+        fail(kv.first, "env." + printable(name),
+             "not an environment variable name (letters, digits and '_', not starting with "
+             "a digit)");
       }
+      spec.env.emplace_back(name, scalar_text(kv.second, key));
+      check_template(kv.second, key, spec.env.back().second, spec);
     }
-    if (const auto& t = root["timeout"]) {
-      auto d = parse_duration(scalar_text(t, "timeout"));
-      if (!d) fail(t, "timeout", d.error());
-      spec.timeout_s = *d;
-    }
-    if (const auto& o = root["objective"]) parse_objective(o, spec);
-    if (const auto& c = root["constraints"]) parse_constraints(c, spec);
-    if (const auto& l = root["launch"]) parse_launch(l, spec);
+  }
+
+  void parse_sampler_pruner(const YAML::Node& root, StudySpec& spec) {
     if (const auto& s = root["sampler"]) {
       if (!s.IsMap())
         fail(s, "sampler", "expected a mapping (type: tpe|random|grid, seed: N, ...)");
@@ -484,7 +505,9 @@ class Parser {
       if (auto pruner = search::make_pruner(spec.pruner); !pruner)
         fail_in(root, "pruner", pruner.error());
     }
-    if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
+  }
+
+  void parse_output_storage(const YAML::Node& root, StudySpec& spec) {
     spec.output = root["output"] ? string(root["output"], "output") : "tune-out/" + spec.name;
     if (spec.output.empty()) fail(root["output"], "output", "must not be empty");
     if (has_control_char(spec.output)) {
@@ -495,17 +518,17 @@ class Parser {
     spec.storage = root["storage"] ? string(root["storage"], "storage") : "";
     if (auto why = storage_url_problem(spec.storage))
       fail(root["storage"], "storage", fmt::format("'{}' {}", printable(spec.storage), *why));
-    if (const auto& p = root["probes"]) {
-      check_keys(p, "probes", {"enabled", "constrain", "interval"});
-      if (p["enabled"]) spec.probes.enabled = boolean(p["enabled"], "probes.enabled");
-      if (p["constrain"]) spec.probes.constrain = boolean(p["constrain"], "probes.constrain");
-      if (p["interval"]) {
-        auto d = parse_duration(scalar_text(p["interval"], "probes.interval"));
-        if (!d || *d <= 0) fail(p["interval"], "probes.interval", "expected a positive duration");
-        spec.probes.interval_s = *d;
-      }
+  }
+
+  void parse_probes(const YAML::Node& p, StudySpec& spec) {
+    check_keys(p, "probes", {"enabled", "constrain", "interval"});
+    if (p["enabled"]) spec.probes.enabled = boolean(p["enabled"], "probes.enabled");
+    if (p["constrain"]) spec.probes.constrain = boolean(p["constrain"], "probes.constrain");
+    if (p["interval"]) {
+      auto d = parse_duration(scalar_text(p["interval"], "probes.interval"));
+      if (!d || *d <= 0) fail(p["interval"], "probes.interval", "expected a positive duration");
+      spec.probes.interval_s = *d;
     }
-    return spec;
   }
 
   void parse_objective(const YAML::Node& o, StudySpec& spec) {
@@ -598,11 +621,7 @@ class Parser {
     }
     if (const auto& extra = m["extra"]) {
       if (!extra.IsSequence()) fail(extra, "launch.mpirun.extra", "expected a list");
-      for (std::size_t i = 0; i < extra.size(); ++i) {
-        const auto key = fmt::format("launch.mpirun.extra[{}]", i);
-        ls.extra.push_back(scalar_text(extra[i], key));
-        check_template(extra[i], key, ls.extra.back(), spec);
-      }
+      ls.extra = template_list(extra, "launch.mpirun.extra", spec);
     }
   }
 
@@ -635,7 +654,7 @@ class Parser {
 
 }  // namespace
 
-std::expected<std::vector<std::string>, std::string> template_names(const std::string& text) {
+Result<std::vector<std::string>> template_names(const std::string& text) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '{') {
@@ -662,8 +681,8 @@ std::expected<std::vector<std::string>, std::string> template_names(const std::s
   return names;
 }
 
-std::expected<std::optional<std::string>, std::string> expand_template(
-    const std::string& text, const TemplateValues& values) {
+Result<std::optional<std::string>> expand_template(const std::string& text,
+                                                   const TemplateValues& values) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -700,7 +719,7 @@ std::optional<std::string> storage_url_problem(const std::string& url) {
   return std::nullopt;
 }
 
-std::expected<double, std::string> parse_duration(const std::string& text) {
+Result<double> parse_duration(const std::string& text) {
   std::size_t pos = 0;
   double v = 0;
   try {
@@ -726,8 +745,7 @@ std::expected<double, std::string> parse_duration(const std::string& text) {
   return v * scale;
 }
 
-std::expected<StudySpec, std::string> parse_study_spec(const std::string& yaml_text,
-                                                       const std::string& path) {
+Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path) {
   YAML::Node root;
   try {
     // Duplicate keys, alias bombs and extra documents first, on the event stream: the node
@@ -757,7 +775,7 @@ std::expected<StudySpec, std::string> parse_study_spec(const std::string& yaml_t
   }
 }
 
-std::expected<StudySpec, std::string> load_study_spec(const std::string& path) {
+Result<StudySpec> load_study_spec(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     return std::unexpected(fmt::format("{}: is a directory, not a study file", path));

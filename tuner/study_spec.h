@@ -12,7 +12,6 @@
 // entirely: that is how a trial says "leave this library at its default".
 #pragma once
 
-#include <expected>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,6 +21,7 @@
 
 #include "search/distribution.h"
 #include "search/trial.h"
+#include "tuner/result.h"
 
 namespace tune::tuner {
 
@@ -86,21 +86,20 @@ struct StudySpec {
   ProbeSpec probes;
 };
 
-std::expected<StudySpec, std::string> load_study_spec(const std::string& path);
+Result<StudySpec> load_study_spec(const std::string& path);
 // Same, from YAML text (tests); `path` is used in messages and for {study_dir}.
-std::expected<StudySpec, std::string> parse_study_spec(const std::string& yaml_text,
-                                                       const std::string& path);
+Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path);
 
 // Values for template expansion: parameter values (external form) plus built-ins as strings.
 using TemplateValues = std::map<std::string, search::ParamValue>;
 
 // Expands one template. nullopt when it refers to a value that is null (the element is then
 // left out); an error for a name with no value.
-std::expected<std::optional<std::string>, std::string> expand_template(
-    const std::string& text, const TemplateValues& values);
+Result<std::optional<std::string>> expand_template(const std::string& text,
+                                                   const TemplateValues& values);
 
 // Names a template refers to, in order (for validation).
-std::expected<std::vector<std::string>, std::string> template_names(const std::string& text);
+Result<std::vector<std::string>> template_names(const std::string& text);
 
 // Why `url` names no storage this build can open (only SQLite: a path or sqlite:///path), if it
 // does not. For the study file's `storage:` and the --storage flag, so both fail as bad input
@@ -108,6 +107,6 @@ std::expected<std::vector<std::string>, std::string> template_names(const std::s
 std::optional<std::string> storage_url_problem(const std::string& url);
 
 // "90", "90s", "1.5m", "2h" -> seconds.
-std::expected<double, std::string> parse_duration(const std::string& text);
+Result<double> parse_duration(const std::string& text);
 
 }  // namespace tune::tuner

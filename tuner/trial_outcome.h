@@ -6,7 +6,6 @@
 // (printable(): any bytes a trial printed). Stateless; thread-safe.
 #pragma once
 
-#include <expected>
 #include <functional>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include "search/trial.h"
 #include "tuner/launcher.h"
 #include "tuner/objective.h"
+#include "tuner/result.h"
 
 namespace tune::tuner {
 
@@ -33,7 +33,7 @@ struct OutcomeContext {
   std::string stderr_path;                  // its last line explains a non-zero exit
 };
 
-using ObjectiveReader = std::function<std::expected<ObjectiveReading, std::string>()>;
+using ObjectiveReader = std::function<Result<ObjectiveReading>()>;
 
 // `read` is called only when the command exited 0.
 TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx,

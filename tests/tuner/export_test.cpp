@@ -155,6 +155,13 @@ TEST_F(ExportTest, FormatNamesAreChecked) {
   EXPECT_NE(bad.error().find("bash, slurm, pbs, env, mpirun"), std::string::npos);
 }
 
+// The CLI checks --format against export_format_names(): every name there must parse.
+TEST_F(ExportTest, EveryListedFormatNameParses) {
+  EXPECT_EQ(export_format_names(),
+            (std::vector<std::string>{"bash", "slurm", "pbs", "env", "mpirun"}));
+  for (const auto& name : export_format_names()) EXPECT_TRUE(parse_export_format(name)) << name;
+}
+
 TEST_F(ExportTest, MpirunLineIsWordForWordWhatTheRunnerLaunches) {
   const auto s = spec();
   const auto t = winner(s);

@@ -172,8 +172,8 @@ TEST_F(StorageTest, CacheReadsOnlyWhatChanged) {
   ASSERT_TRUE(cache.sync());
   ASSERT_EQ(cache.trials().size(), 1u);
   EXPECT_EQ(cache.trials()[0].state, TrialState::running);
-  s->set_trial_state_values(a->trial_id, TrialState::complete, 2.0);
-  s->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(s->set_trial_state_values(a->trial_id, TrialState::complete, 2.0));
+  ASSERT_TRUE(s->create_trial(study->study_id, TrialState::running, {}));
   ASSERT_TRUE(cache.sync());
   ASSERT_EQ(cache.trials().size(), 2u);
   EXPECT_EQ(cache.trials()[0].state, TrialState::complete);
@@ -184,7 +184,7 @@ TEST_F(StorageTest, CacheReadsOnlyWhatChanged) {
 TEST_F(StorageTest, ConcurrentWritersGetDistinctNumbers) {
   {
     auto s = open();
-    s->get_or_create_study("par", search::Direction::minimize, nullptr);
+    ASSERT_TRUE(s->get_or_create_study("par", search::Direction::minimize, nullptr));
   }
   constexpr int k_per_writer = 40;
   std::vector<std::vector<int>> numbers(2);
@@ -198,7 +198,7 @@ TEST_F(StorageTest, ConcurrentWritersGetDistinctNumbers) {
         auto t = (*s)->create_trial(study->study_id, TrialState::running, {});
         ASSERT_TRUE(t) << t.error();
         numbers[w].push_back(t->number);
-        (*s)->set_trial_state_values(t->trial_id, TrialState::complete, i);
+        ASSERT_TRUE((*s)->set_trial_state_values(t->trial_id, TrialState::complete, i));
       }
     });
   }
@@ -344,7 +344,7 @@ TEST_F(StorageTest, ReadOnlyOpeningWritesNothing) {
     auto s = open();
     auto study = s->get_or_create_study("ro", search::Direction::minimize, nullptr);
     auto t = s->create_trial(study->study_id, TrialState::running, {});
-    s->set_trial_state_values(t->trial_id, TrialState::complete, 3.0);
+    ASSERT_TRUE(s->set_trial_state_values(t->trial_id, TrialState::complete, 3.0));
   }
   ASSERT_FALSE(side_files());
   const auto before = bytes();
@@ -378,7 +378,7 @@ TEST_F(StorageTest, ReadOnlyOpeningWritesNothing) {
 // A reader opened while no writer had the database follows a writer that appears later: the
 // new commits are in the write-ahead log, which an `immutable` connection would not read.
 TEST_F(StorageTest, ReadOnlyReaderSeesAWriterThatAppearsLater) {
-  { open()->get_or_create_study("late", search::Direction::minimize, nullptr); }
+  { ASSERT_TRUE(open()->get_or_create_study("late", search::Direction::minimize, nullptr)); }
   ASSERT_FALSE(side_files());
   auto reader = open(OpenMode::read_only);
   auto study = reader->get_study("late");
