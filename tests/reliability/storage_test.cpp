@@ -483,7 +483,8 @@ TEST_F(StorageReliability, FinishedTrialsAreFlushedBeforeTheCallReturns) {
     EXPECT_EQ(count([&] { ASSERT_TRUE(s->record_heartbeat(id)); }), 0);
     EXPECT_GE(count([&] { ASSERT_TRUE(s->set_trial_state_values(id, TrialState::complete, 2.0)); }),
               1);
-    EXPECT_EQ(count([&] { s->create_trial(info->study_id, TrialState::waiting, {}); }), 0);
+    EXPECT_EQ(count([&] { ASSERT_TRUE(s->create_trial(info->study_id, TrialState::waiting, {})); }),
+              0);
     EXPECT_EQ(count([&] { ASSERT_TRUE(s->pop_waiting_trial(info->study_id)); }), 0);
     EXPECT_GE(count([&] { ASSERT_TRUE(s->set_trial_state_values(id + 1, TrialState::fail, {})); }),
               1);

@@ -402,7 +402,9 @@ TEST(ReportFormats, EveryListedNameMakesAReporter) {
   EXPECT_EQ(report_format_names(),
             (std::vector<std::string>{"text", "json", "markdown", "md", "html"}));
   for (const auto& name : report_format_names()) {
-    if (name != "html") EXPECT_TRUE(make_reporter(name)) << name;
+    if (name != "html") {
+      EXPECT_TRUE(make_reporter(name)) << name;
+    }
   }
   EXPECT_EQ(make_reporter("xml").error().find("md"), std::string::npos);
 }
