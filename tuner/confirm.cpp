@@ -10,6 +10,7 @@
 #include "tuner/probe_hooks.h"
 #include "tuner/report.h"
 #include "tuner/storage.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 
@@ -107,7 +108,7 @@ Result<void> enqueue_reruns(Storage& storage, const StudyCache& study, const Con
     const int r = round.at(static_cast<std::size_t>(n))++;
     auto t = storage.create_trial(
         study.study().study_id, TrialState::waiting,
-        {{"fixed_params", fixed.at(n)}, {k_confirm_of_attr, n}, {k_confirm_round_attr, r}});
+        {{k_attr_fixed_params, fixed.at(n)}, {k_attr_confirm_of, n}, {k_attr_confirm_round, r}});
     if (!t) return std::unexpected(t.error());
   }
   return {};

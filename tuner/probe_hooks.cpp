@@ -1,5 +1,7 @@
 #include "tuner/probe_hooks.h"
 
+#include "tuner/trial_attrs.h"
+
 #include <memory>
 
 #include "probes/monitor.h"
@@ -84,9 +86,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
       model.iterator_workers_default = 0;
     }
     state->prediction = probes::predict(state->topology, plan, model);
-    nlohmann::json attrs = {{"probe_prediction", state->prediction->to_json()}};
+    nlohmann::json attrs = {{k_attr_probe_prediction, state->prediction->to_json()}};
     if (state->spec.constrain)
-      attrs["constraint"] = probes::prediction_constraint(*state->prediction);
+      attrs[k_hook_constraint] = probes::prediction_constraint(*state->prediction);
     return attrs;
   };
   hooks.on_start = [state](pid_t pid) {
@@ -99,7 +101,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     nlohmann::json attrs = nlohmann::json::object();
     if (state->monitor) {
       state->monitor->stop();
-      attrs["probe_verdict"] =
+      attrs[k_attr_probe_verdict] =
           state->monitor->to_json(state->prediction ? &*state->prediction : nullptr);
       state->monitor.reset();
     }

@@ -22,6 +22,7 @@
 #include "tuner/report.h"
 #include "tuner/report_cells.h"
 #include "tuner/runner.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -33,7 +34,7 @@ namespace fs = std::filesystem;
 Result<StudySpec> spec_of(const OpenedStudy& opened) {
   if (opened.spec) return *opened.spec;
   auto attrs = unwrap(opened.storage->get_study_user_attrs(opened.cache->study().study_id));
-  const auto file = attrs.value("tune:study_file", std::string());
+  const auto file = attrs.value(k_attr_study_file, std::string());
   if (file.empty())
     return std::unexpected(
         fmt::format("study '{}' in {} names no study file; pass the study file (*.yaml) instead",

@@ -7,6 +7,7 @@
 
 #include "search/importance.h"
 #include "tuner/report_stats.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -45,14 +46,14 @@ ParamAxis axis_of(const std::string& name, const search::Distribution& dist) {
 
 // The probe verdict line of a trial: the observed diagnosis, else the prediction's summary.
 void read_probe(const FrozenTrial& t, ReportTrial& r) {
-  if (auto it = t.system_attrs.find("probe_verdict");
+  if (auto it = t.system_attrs.find(k_attr_probe_verdict);
       it != t.system_attrs.end() && it->is_object()) {
     r.probe = it->value("diagnosis", std::string());
     if (auto o = it->find("observed_oversubscribed"); o != it->end() && o->is_boolean())
       r.oversubscribed = o->get<bool>();
     if (!r.probe.empty()) return;
   }
-  if (auto it = t.system_attrs.find("probe_prediction");
+  if (auto it = t.system_attrs.find(k_attr_probe_prediction);
       it != t.system_attrs.end() && it->is_object()) {
     const auto summary = it->value("summary", std::string());
     if (!summary.empty()) r.probe = "predicted: " + summary;
@@ -65,7 +66,7 @@ void read_probe(const FrozenTrial& t, ReportTrial& r) {
 
 std::string fail_reason_of(const FrozenTrial& t) {
   for (const auto* attrs : {&t.system_attrs, &t.user_attrs}) {
-    if (auto it = attrs->find("fail_reason"); it != attrs->end() && it->is_string())
+    if (auto it = attrs->find(k_attr_fail_reason); it != attrs->end() && it->is_string())
       return it->get<std::string>();
   }
   return "";
@@ -78,7 +79,7 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
   r.state = t.state;
   r.value = t.value;
   r.feasible = t.is_feasible();
-  if (auto it = t.system_attrs.find(k_confirm_of_attr);
+  if (auto it = t.system_attrs.find(k_attr_confirm_of);
       it != t.system_attrs.end() && it->is_number_integer()) {
     r.confirm_of = it->get<int>();
   }
@@ -91,7 +92,7 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
     r.params.push_back(
         {name, search::param_value_to_json(external), search::param_value_to_string(external)});
   }
-  if (auto it = t.user_attrs.find("wall_time"); it != t.user_attrs.end() && it->is_number())
+  if (auto it = t.user_attrs.find(k_attr_wall_time); it != t.user_attrs.end() && it->is_number())
     r.wall_s = it->get<double>();
   if (origin && t.datetime_start) {
     r.start_s = std::chrono::duration<double>(*t.datetime_start - *origin).count();
@@ -294,12 +295,12 @@ std::string ReportTrial::params_text() const {
 }
 
 bool is_confirm_run(const FrozenTrial& trial) {
-  return trial.system_attrs.contains(k_confirm_of_attr);
+  return trial.system_attrs.contains(k_attr_confirm_of);
 }
 
 const FrozenTrial* find_baseline(const search::StudyView& study) {
   for (const auto& t : study.trials()) {
-    if (t.system_attrs.contains("fixed_params") && !is_confirm_run(t)) return &t;
+    if (t.system_attrs.contains(k_attr_fixed_params) && !is_confirm_run(t)) return &t;
   }
   return nullptr;
 }

@@ -21,6 +21,7 @@
 
 #include "search/trial.h"
 #include "tuner/summary.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 
@@ -28,8 +29,6 @@ namespace tune::tuner {
 inline constexpr int k_report_schema_version = 1;
 
 // System attrs written by `tune confirm` on its repeated runs.
-inline constexpr const char* k_confirm_of_attr = search::k_repeat_of_attr;  // original trial number
-inline constexpr const char* k_confirm_round_attr = "confirm_round";        // 0-based repeat index
 
 struct ReportParam {
   std::string name;

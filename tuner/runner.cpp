@@ -16,6 +16,7 @@
 #include "tuner/objective.h"
 #include "tuner/summary.h"
 #include "tuner/text.h"
+#include "tuner/trial_attrs.h"
 #include "tuner/trial_outcome.h"
 
 namespace tune::tuner {
@@ -26,7 +27,6 @@ using search::FrozenTrial;
 using search::TrialState;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* k_owner_attr = "tune:owner";
 // Bytes kept of each of a trial's stdout and stderr: the first and the last half (tune-keeper).
 constexpr std::size_t k_trial_output_cap = 16u << 20;
 
@@ -195,7 +195,7 @@ Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const Run
   runner->m_spec = std::move(spec);
   runner->m_trainer = bundled_trainer_path();
   if (created) {
-    runner->m_storage->set_study_user_attr(study->study_id, "tune:study_file",
+    runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_file,
                                            fs::absolute(runner->m_spec.file).string());
     if (auto r = runner->enqueue_baselines(); !r) return std::unexpected(r.error());
   }
@@ -209,7 +209,7 @@ Result<void> StudyRunner::enqueue_baselines() {
     for (const auto& [name, value] : fixed) params[name] = search::param_value_to_json(value);
     // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
     auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting,
-                                     {{"fixed_params", params}});
+                                     {{k_attr_fixed_params, params}});
     if (!t) return std::unexpected(t.error());
   }
   return {};
@@ -219,14 +219,15 @@ Result<void> StudyRunner::recover_stale_trials() {
   if (auto r = m_cache->sync(); !r) return r;
   for (const auto& t : m_cache->trials()) {
     if (t.state != TrialState::running) continue;
-    const auto owner = t.system_attrs.value(k_owner_attr, nlohmann::json());
+    const auto owner = t.system_attrs.value(k_attr_owner, nlohmann::json());
     auto life = m_storage->trial_liveness(t.trial_id);
     if (!owner_is_dead(owner, host(), life ? std::optional(*life) : std::nullopt,
                        m_storage->grace_period_s())) {
       continue;
     }
     if (auto r = m_storage->set_trial_system_attr(
-            t.trial_id, "fail_reason", "the tune process running it died; marked FAIL on resume");
+            t.trial_id, k_attr_fail_reason,
+            "the tune process running it died; marked FAIL on resume");
         !r) {
       return r;
     }
@@ -306,11 +307,11 @@ Result<FrozenTrial> StudyRunner::claim_trial() {
   if (!popped) return std::unexpected(popped.error());
   if (*popped) {
     nt = **popped;
-    if (auto r = m_storage->set_trial_system_attr(nt.trial_id, k_owner_attr, owner); !r) {
+    if (auto r = m_storage->set_trial_system_attr(nt.trial_id, k_attr_owner, owner); !r) {
       return std::unexpected(r.error());
     }
   } else {
-    auto created = m_storage->create_trial(study_id, TrialState::running, {{k_owner_attr, owner}});
+    auto created = m_storage->create_trial(study_id, TrialState::running, {{k_attr_owner, owner}});
     if (!created) return std::unexpected(created.error());
     nt = *created;
   }
@@ -323,7 +324,7 @@ Result<FrozenTrial> StudyRunner::claim_trial() {
 
 // Enqueued values first; the sampler fills in the rest. Every value is stored before launch.
 Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
-  if (auto it = trial.system_attrs.find("fixed_params"); it != trial.system_attrs.end()) {
+  if (auto it = trial.system_attrs.find(k_attr_fixed_params); it != trial.system_attrs.end()) {
     for (const auto& [name, dist] : m_spec.space) {
       if (!it->contains(name)) continue;
       auto internal = search::to_internal(dist, search::param_value_from_json((*it)[name]));
@@ -387,10 +388,10 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   auto log = expand_template(m_spec.objective.log, values);
   p.log_path = log && *log ? **log : (trial_dir / "log").string();
 
-  const std::pair<const char*, nlohmann::json> shown[] = {{"command", req.argv},
-                                                          {"env", req.env_set},
-                                                          {"env_unset", req.env_unset},
-                                                          {"trial_dir", trial_dir.string()}};
+  const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_command, req.argv},
+                                                          {k_attr_env, req.env_set},
+                                                          {k_attr_env_unset, req.env_unset},
+                                                          {k_attr_trial_dir, trial_dir.string()}};
   for (const auto& [key, value] : shown) {
     if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) {
       return std::unexpected(r.error());
@@ -400,7 +401,7 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   if (m_hooks.before_launch) {
     const auto attrs = m_hooks.before_launch(trial, *rendered);
     for (const auto& [key, value] : attrs.items()) {
-      if (key == "constraint") {
+      if (key == k_hook_constraint) {
         if (value.is_number() && value.get<double>() > 0) p.skip_constraint = value.get<double>();
         continue;
       }
@@ -461,16 +462,17 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
   const LaunchResult& res = ran.launch;
   const TrialOutcome& outcome = ran.outcome;
   std::vector<std::pair<const char*, nlohmann::json>> user, system;
-  if (ran.launched) user.emplace_back("wall_time", res.wall_s);
+  if (ran.launched) user.emplace_back(k_attr_wall_time, res.wall_s);
   if (res.started) {
-    user.emplace_back("exit_code", res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
-    if (res.signal) user.emplace_back("signal", res.signal);
-    system.emplace_back("containment", res.containment);
+    user.emplace_back(k_attr_exit_code,
+                      res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
+    if (res.signal) user.emplace_back(k_attr_signal, res.signal);
+    system.emplace_back(k_attr_containment, res.containment);
     // The trial wrote more than the cap: its files hold the head and tail only.
-    if (!res.output_cut.empty()) system.emplace_back("output_cut", res.output_cut);
+    if (!res.output_cut.empty()) system.emplace_back(k_attr_output_cut, res.output_cut);
   }
-  if (!outcome.constraints.empty()) system.emplace_back("constraints", outcome.constraints);
-  if (!outcome.reason.empty()) system.emplace_back("fail_reason", outcome.reason);
+  if (!outcome.constraints.empty()) system.emplace_back(k_attr_constraints, outcome.constraints);
+  if (!outcome.reason.empty()) system.emplace_back(k_attr_fail_reason, outcome.reason);
   for (const auto& [key, value] : user) {
     if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) return r;
   }
@@ -502,7 +504,7 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
   std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
                                  search::to_string(state));
   // A `tune confirm` re-run names the trial it re-measures.
-  if (auto it = trial.system_attrs.find(search::k_repeat_of_attr);
+  if (auto it = trial.system_attrs.find(k_attr_confirm_of);
       it != trial.system_attrs.end() && it->is_number_integer()) {
     line += fmt::format(" (re-run of #{})", it->get<int>());
   }

@@ -1,5 +1,7 @@
 #include "tuner/summary.h"
 
+#include "tuner/trial_attrs.h"
+
 #include <fmt/format.h>
 #include <ostream>
 
@@ -39,7 +41,7 @@ const FrozenTrial* best_trial(const search::StudyView& study) {
     if (t.state != TrialState::complete || !t.value) continue;
     // `tune confirm` re-runs re-measure another trial: a lucky repeat is not a new winner (the
     // report compares medians instead).
-    if (t.system_attrs.contains(search::k_repeat_of_attr)) continue;
+    if (t.system_attrs.contains(k_attr_confirm_of)) continue;
     if (best == nullptr) {
       best = &t;
       continue;
@@ -103,11 +105,12 @@ void print_trials(std::ostream& out, const search::StudyView& study) {
                      "params");
   for (const auto& t : study.trials()) {
     std::string wall = "-";
-    if (auto it = t.user_attrs.find("wall_time"); it != t.user_attrs.end() && it->is_number()) {
+    if (auto it = t.user_attrs.find(k_attr_wall_time);
+        it != t.user_attrs.end() && it->is_number()) {
       wall = fmt::format("{:.2f}", it->get<double>());
     }
     std::string note;
-    if (auto it = t.system_attrs.find("fail_reason");
+    if (auto it = t.system_attrs.find(k_attr_fail_reason);
         it != t.system_attrs.end() && it->is_string()) {
       note = "  # " + it->get<std::string>();
     }

@@ -45,7 +45,7 @@ search::VectorStudyView study(Direction direction = Direction::minimize) {
     ts.push_back(trial(static_cast<int>(ts.size()), TrialState::complete, value));
   ts.push_back(trial(5, TrialState::fail, std::nullopt));
   ts.push_back(trial(6, TrialState::complete, 1.0,
-                     {{"fixed_params", nlohmann::json::object()}, {k_confirm_of_attr, 4}}));
+                     {{"fixed_params", nlohmann::json::object()}, {k_attr_confirm_of, 4}}));
   return v;
 }
 
