@@ -199,8 +199,10 @@ DataIterator::~DataIterator() {
   for (auto& t : m_threads) t.join();
 }
 
-const std::vector<std::uint32_t>& DataIterator::permutation(std::int64_t epoch) {
+void DataIterator::permutation_slice(std::int64_t epoch, std::int64_t first, std::uint32_t* out) {
   // Two cached epochs: workers run ahead across an epoch boundary while the consumer finishes.
+  // The slice is copied under the lock: when the prefetch slots span more than two epochs (few
+  // batches per epoch), a worker on epoch e+2 reshuffles the entry a worker on epoch e reads.
   std::lock_guard lock(m_perm_mutex);
   const int k = static_cast<int>(epoch & 1);
   if (m_perm_epoch[k] != epoch) {
@@ -210,16 +212,17 @@ const std::vector<std::uint32_t>& DataIterator::permutation(std::int64_t epoch) 
     std::shuffle(m_perm[k].begin(), m_perm[k].end(), rng);
     m_perm_epoch[k] = epoch;
   }
-  return m_perm[k];
+  std::copy_n(m_perm[k].begin() + first, m_batch, out);
 }
 
 void DataIterator::build(std::int64_t batch_number, Batch& out) {
   const std::int64_t epoch = batch_number / m_per_epoch, in_epoch = batch_number % m_per_epoch;
-  const std::uint32_t* perm = permutation(epoch).data();
   const std::int64_t first = (in_epoch * m_world + m_rank) * m_batch;
+  std::vector<std::uint32_t> perm(static_cast<std::size_t>(m_batch));
+  permutation_slice(epoch, first, perm.data());
   std::uint8_t scratch[k_image_pixels];
   for (int i = 0; i < m_batch; ++i) {
-    const std::uint32_t idx = perm[first + i];
+    const std::uint32_t idx = perm[std::size_t(i)];
     const std::uint8_t* src = m_data.images.data() + std::size_t(idx) * k_image_pixels;
     if (m_augment != Augment::none) {
       const std::uint64_t s = mix(m_seed ^ mix(std::uint64_t(epoch) << 32 ^ idx));

@@ -78,7 +78,8 @@ class DataIterator {
   };
   void build(std::int64_t batch_number, Batch& out);
   void worker_loop(int worker);
-  const std::vector<std::uint32_t>& permutation(std::int64_t epoch);
+  // Copies this rank's m_batch indices of the epoch's permutation, from `first`, to `out`.
+  void permutation_slice(std::int64_t epoch, std::int64_t first, std::uint32_t* out);
 
   const Dataset& m_data;
   int m_batch, m_rank, m_world, m_workers;

@@ -164,6 +164,23 @@ TEST_P(IteratorWorkers, SameBatchesForEveryWorkerCount) {
 INSTANTIATE_TEST_SUITE_P(Augments, IteratorWorkers,
                          testing::Values(Augment::none, Augment::light, Augment::heavy));
 
+TEST(Iterator, WorkersSeveralEpochsAheadBuildTheSameBatches) {
+  // 40 / (10*2) = 2 batches per epoch and 8 prefetch slots: 4 workers build batches of epochs e
+  // and e+2 at once, which share a cached permutation. Before the fix a worker reshuffled it for
+  // e+2 while another still read it for e (found by scripts/tsan.sh; here 31 of 50 runs gave
+  // wrong batches). Each run takes milliseconds.
+  const Dataset d = make_synthetic(40, 3);
+  const auto inline_batches = take(d, 10, 1, 2, 0, Augment::heavy, 24);
+  for (int run = 0; run < 50; ++run) {
+    DataIterator it(d, 10, 1, 2, 4, 8, Augment::heavy, 11);
+    for (int i = 0; i < 24; ++i) {
+      const Batch& b = it.next();
+      ASSERT_EQ(b.y, inline_batches[i].y) << "run " << run << " batch " << i;
+      ASSERT_EQ(b.x, inline_batches[i].x) << "run " << run << " batch " << i;
+    }
+  }
+}
+
 TEST(Iterator, RanksTakeSlicesOfOneGlobalBatch) {
   const Dataset d = make_synthetic(120, 4);
   DataIterator whole(d, 30, 0, 1, 0, 0, Augment::none, 5);
