@@ -41,10 +41,11 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 -DCMAKE_CX
   -DTUNE_MODULES="search;probes;tuner" "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 
-# Leaks are findings too; UBSan already aborts (-fno-sanitize-recover). The targets' scratch
-# files go under build-fuzz/tmp, so a crashed run leaves nothing in /tmp.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+# Leaks are findings too. UBSan stops at the first report (-fno-sanitize-recover) but by exiting,
+# which libFuzzer does not notice: abort_on_error turns it into SIGABRT, so the input is saved.
+# The targets' scratch files go under build-fuzz/tmp, so a crashed run leaves nothing in /tmp.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:abort_on_error=1}
 export TMPDIR=$PWD/$build/tmp
 mkdir -p "$TMPDIR"
 

@@ -28,20 +28,20 @@ namespace {
 constexpr int k_slot_bits = 16;
 constexpr std::size_t k_slots = std::size_t{1} << k_slot_bits;
 
-alignas(64) std::uint8_t g_counters[k_slots];
+alignas(64) std::uint8_t slot_counters[k_slots];
 // libFuzzer's PC table: one {pc, flags} pair per counter. The pc is the first block seen in the
 // slot, so -print_pcs and -print_coverage name real code; flags 0 (no function entries known).
 struct PcEntry {
   std::uintptr_t pc;
   std::uintptr_t flags;
 };
-PcEntry g_pcs[k_slots];
+PcEntry slot_pcs[k_slots];
 
 // Runs before main (libFuzzer's driver), like the module constructors clang emits.
 __attribute__((constructor)) void register_counters() {
-  __sanitizer_cov_8bit_counters_init(g_counters, g_counters + k_slots);
-  __sanitizer_cov_pcs_init(reinterpret_cast<const std::uintptr_t*>(g_pcs),
-                           reinterpret_cast<const std::uintptr_t*>(g_pcs + k_slots));
+  __sanitizer_cov_8bit_counters_init(slot_counters, slot_counters + k_slots);
+  __sanitizer_cov_pcs_init(reinterpret_cast<const std::uintptr_t*>(slot_pcs),
+                           reinterpret_cast<const std::uintptr_t*>(slot_pcs + k_slots));
 }
 
 }  // namespace
@@ -52,8 +52,8 @@ __attribute__((no_sanitize_coverage)) void __wrap___sanitizer_cov_trace_pc() {
   const auto pc = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
   const std::uint64_t offset = pc - reinterpret_cast<std::uintptr_t>(&__executable_start);
   const std::size_t slot = (offset * 0x9E3779B97F4A7C15ull) >> (64 - k_slot_bits);
-  ++g_counters[slot];
-  if (g_pcs[slot].pc == 0) g_pcs[slot].pc = pc;
+  ++slot_counters[slot];
+  if (slot_pcs[slot].pc == 0) slot_pcs[slot].pc = pc;
 }
 
 // GCC's trace-cmp also reports floating-point comparisons; libFuzzer has no hook for them.

@@ -5,9 +5,10 @@
 // binary down or stalling it.
 //
 // Found so far (objective_regex): std::regex backtracks exponentially on nested quantifiers, so
-// a study regex such as `time: ([0-9]+)*s` over a line of 40 digits, or the fuzzer's
-// `[]******+++++++++++++` over 5 bytes, never returns and tune hangs reading the objective.
-// These pass once the regex objective moves to RE2 (linear time; it rejects the fuzzer's pattern
+// a study regex such as `time: ([0-9]+)*s` over a line of 40 digits, PCRE-style possessive
+// quantifiers (`[0-9]+\.?+`, nested ones to std::regex), or the fuzzer's
+// `[]******+++++++++++++` over 5 bytes never return, and tune hangs reading the objective.
+// These pass once the regex objective moves to RE2 (linear time; it rejects the fuzzer's patterns
 // as malformed, and matches the first one in microseconds).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -96,5 +97,18 @@ std::string test_name(const ::testing::TestParamInfo<FuzzInput>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SavedInputs, FuzzRegression, ::testing::ValuesIn(all_inputs()), test_name);
+
+// Found by fuzz_objective_regex under UBSan: libstdc++ 12's regex compiler multiplies a repeat
+// count by 10 per digit in a `long` without checking, so `x{11111111111111111111}` is undefined
+// behaviour inside parse_study_spec's check of the pattern (in a normal build it wraps and the
+// study is accepted with a meaningless count). A count that large can never be meant: the
+// study file should be rejected, naming the line and key, as RE2 does (it allows up to 1000).
+TEST(FuzzRegressionRegex, AnOverflowingRepeatCountIsRejectedByTheStudyParser) {
+  auto spec = tune::tuner::parse_study_spec(
+      "name: f\ncommand: [x]\nobjective:\n  regex: 'time: x{11111111111111111111}'\n", "s.yaml");
+  ASSERT_FALSE(spec) << "accepted: the repeat count overflowed inside std::regex";
+  EXPECT_NE(spec.error().find("s.yaml:4"), std::string::npos) << spec.error();
+  EXPECT_NE(spec.error().find("objective.regex"), std::string::npos) << spec.error();
+}
 
 }  // namespace
