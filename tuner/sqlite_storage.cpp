@@ -1,5 +1,7 @@
 #include "tuner/sqlite_storage.h"
 
+#include <unistd.h>
+
 #include <sqlite3.h>
 
 #include <fmt/format.h>
@@ -11,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
+#include <thread>
 
 namespace tune::tuner {
 namespace {
@@ -349,15 +353,24 @@ Result<void> SqliteStorage::connect() {
         "read it)",
         m_path));
   }
-  // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's end
-  // commits with FULL (a flushing Transaction), which flushes it and all before it.
-  if (auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"); !r) {
-    return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
+  // Workers that open a new database at the same moment both hold a read lock and both want
+  // the write lock to switch it to WAL; SQLite answers one of them SQLITE_BUSY at once (the busy
+  // handler cannot help: waiting would deadlock). That one retries after a short random pause,
+  // bounded like the busy timeout, and then finds the database in WAL mode already.
+  std::mt19937 jitter(static_cast<unsigned>(getpid()));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's
+    // end commits with FULL (a flushing Transaction), which flushes it and all before it.
+    auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    if (r) r = create_schema();
+    if (r) return {};
+    const bool busy = (sqlite3_extended_errcode(m_db) & 0xff) == SQLITE_BUSY;
+    if (!busy || std::chrono::steady_clock::now() >= give_up) {
+      return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + jitter() % 45));
   }
-  if (auto r = create_schema(); !r) {
-    return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
-  }
-  return {};
 }
 
 Result<void> SqliteStorage::connect_read_only() {
