@@ -52,7 +52,6 @@ class Capture {
       : m_name(name), m_sink(sink), m_head_left(cap / 2), m_tail_cap(cap - cap / 2) {}
 
   void feed(const char* data, std::size_t size) {
-    m_total += size;
     const std::size_t head = std::min(size, m_head_left);
     write_all(m_sink, data, head);
     m_head_left -= head;
@@ -89,7 +88,6 @@ class Capture {
   std::size_t m_head_left;
   std::size_t m_tail_cap;
   std::string m_tail;
-  std::size_t m_total = 0;
   std::size_t m_cut = 0;
 };
 

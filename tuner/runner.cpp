@@ -6,11 +6,8 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <ostream>
-#include <sstream>
-#include <thread>
 
 #include "tuner/launcher.h"
 #include "tuner/objective.h"
