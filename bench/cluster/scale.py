@@ -177,7 +177,8 @@ def overhead(server, build, trials, reps):
     for name, extra in (('SQLite (default file)', []),
                         ('PostgreSQL (loopback, fsync off)', ['--storage', server.url('overhead')])):
         print(f'\n{name}:', flush=True)
-        subprocess.run([bench, '--trials', str(trials), '--reps', str(reps), *extra], check=True)
+        subprocess.run([bench, '--trials', str(trials), '--reps', str(reps), '--probes', 'off',
+                        *extra], check=True)
 
 
 def main():
