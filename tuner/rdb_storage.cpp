@@ -98,7 +98,7 @@ Result<std::optional<StudyInfo>> RdbStorage::find_study(const std::string& name)
 
 Result<StudyInfo> RdbStorage::get_study(const std::string& name) {
   std::optional<StudyInfo> found;
-  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
     auto f = find_study(name);
     if (!f) return std::unexpected(f.error());
     found = std::move(*f);
@@ -111,7 +111,7 @@ Result<StudyInfo> RdbStorage::get_study(const std::string& name) {
 
 Result<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
   std::vector<StudyInfo> out;
-  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
     auto rows = query(
         "SELECT s.study_id, s.study_name, d.direction FROM studies s LEFT JOIN study_directions "
         "d ON d.study_id = s.study_id AND d.objective = 0 ORDER BY s.study_id",
@@ -179,14 +179,14 @@ Result<void> RdbStorage::set_attr(const char* table, const char* owner_column,
 
 Result<void> RdbStorage::set_study_user_attr(std::int64_t study_id, const std::string& key,
                                              const nlohmann::json& value) {
-  return transact(TxnKind::write, [&] {
+  return transact(TxnKind::statement, [&] {
     return set_attr("study_user_attributes", "study_id", study_id, key, value);
   });
 }
 
 Result<nlohmann::json> RdbStorage::get_study_user_attrs(std::int64_t study_id) {
   nlohmann::json out = nlohmann::json::object();
-  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
     auto rows = query("SELECT \"key\", value_json FROM study_user_attributes WHERE study_id = ?",
                       {study_id});
     if (!rows) return failed("get_study_user_attrs", rows.error());
@@ -225,24 +225,22 @@ Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialSt
         {study_id});
     if (!lock) return failed("create trial", lock.error());
     if (lock->empty()) return std::unexpected(fmt::format("study id {} does not exist", study_id));
+    // The number in the INSERT itself: every statement under the study's row is a round trip
+    // that the other creators of the study wait for (a statement after the lock sees the
+    // previous holder's commit, so the count is every earlier trial).
     auto ins = query(fmt::format("INSERT INTO trials (number, study_id, state, datetime_start) "
-                                 "VALUES (NULL, ?, ?, {}) RETURNING trial_id",
+                                 "VALUES ((SELECT COUNT(*) FROM trials WHERE study_id = ?), ?, ?, "
+                                 "{}) RETURNING trial_id, number",
                                  running ? m_dialect.now_utc : "NULL"),
-                     {study_id, std::string(search::to_string(state))});
+                     {study_id, study_id, std::string(search::to_string(state))});
     if (!ins) return failed("create trial", ins.error());
     out.trial_id = ins->at(0).int64(0);
+    out.number = static_cast<int>(ins->at(0).int64(1));
     // The first heartbeat comes with the start, so that a trial whose tune dies before
     // launching it still ages (another host then recovers it).
     if (running) {
       if (auto h = insert_heartbeat(out.trial_id); !h) return h;
     }
-    auto count = query("SELECT COUNT(*) FROM trials WHERE study_id = ? AND trial_id < ?",
-                       {study_id, out.trial_id});
-    if (!count) return failed("number trial", count.error());
-    out.number = static_cast<int>(count->at(0).int64(0));
-    auto upd = query("UPDATE trials SET number = ? WHERE trial_id = ?",
-                     {static_cast<std::int64_t>(out.number), out.trial_id});
-    if (!upd) return failed("number trial", upd.error());
     for (const auto& [key, value] : system_attrs.items()) {
       if (auto a = set_attr("trial_system_attributes", "trial_id", out.trial_id, key, value); !a) {
         return a;
@@ -281,7 +279,7 @@ Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study
 
 Result<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::string& name,
                                          double internal, const search::Distribution& dist) {
-  return transact(TxnKind::write, [&]() -> Result<void> {
+  return transact(TxnKind::statement, [&]() -> Result<void> {
     auto r = query(
         "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, param_name) DO UPDATE SET "
@@ -340,7 +338,7 @@ Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
 
 Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
                                                       double value) {
-  return transact(TxnKind::write, [&]() -> Result<void> {
+  return transact(TxnKind::statement, [&]() -> Result<void> {
     auto r = query(
         "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
         "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE "
@@ -354,20 +352,20 @@ Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std
 
 Result<void> RdbStorage::set_trial_user_attr(std::int64_t trial_id, const std::string& key,
                                              const nlohmann::json& value) {
-  return transact(TxnKind::write, [&] {
+  return transact(TxnKind::statement, [&] {
     return set_attr("trial_user_attributes", "trial_id", trial_id, key, value);
   });
 }
 
 Result<void> RdbStorage::set_trial_system_attr(std::int64_t trial_id, const std::string& key,
                                                const nlohmann::json& value) {
-  return transact(TxnKind::write, [&] {
+  return transact(TxnKind::statement, [&] {
     return set_attr("trial_system_attributes", "trial_id", trial_id, key, value);
   });
 }
 
 Result<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
-  return transact(TxnKind::write, [&] { return insert_heartbeat(trial_id); });
+  return transact(TxnKind::statement, [&] { return insert_heartbeat(trial_id); });
 }
 
 Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
@@ -379,7 +377,7 @@ Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
       fmt::format(fmt::runtime(m_dialect.age_seconds), "h.heartbeat"),
       fmt::format(fmt::runtime(m_dialect.age_seconds), "t.datetime_start"));
   TrialLiveness out;
-  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
     auto rows = query(sql, {trial_id});
     if (!rows) return failed("trial_liveness", rows.error());
     if (rows->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
