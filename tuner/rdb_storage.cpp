@@ -394,7 +394,7 @@ Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
 Result<std::vector<FrozenTrial>> RdbStorage::load_trials(const std::string& where,
                                                          const std::vector<SqlValue>& params) {
   std::vector<FrozenTrial> trials;
-  // One read transaction, so that the six reads see one snapshot.
+  // One read transaction, so that both reads see one snapshot.
   auto r = transact(TxnKind::read, [&]() -> Result<void> {
     trials.clear();
     auto rows = query(
@@ -419,55 +419,54 @@ Result<std::vector<FrozenTrial>> RdbStorage::load_trials(const std::string& wher
   return trials;
 }
 
-// Params, values, intermediate values and attributes of `trials` (those matching `where`).
+// Params, values, intermediate values and attributes of `trials` (those matching `where`), in
+// one statement: one round trip to a server instead of five. Each row is (what, trial_id, name,
+// number, text), `what` saying which table it came from.
 Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
                                             const std::string& where,
                                             const std::vector<SqlValue>& params) {
+  enum What : std::int64_t { param, value, intermediate, user_attr, system_attr };
+  const std::string among = "trial_id IN (SELECT trial_id FROM trials WHERE " + where + ")";
+  const std::string sql = fmt::format(
+      "SELECT 0, trial_id, param_name, param_value, distribution_json FROM trial_params "
+      "WHERE {0} UNION ALL "
+      "SELECT 1, trial_id, NULL, value, CAST(value_type AS VARCHAR) FROM trial_values "
+      "WHERE objective = 0 AND {0} UNION ALL "
+      "SELECT 2, trial_id, CAST(step AS VARCHAR), intermediate_value, "
+      "CAST(intermediate_value_type AS VARCHAR) FROM trial_intermediate_values WHERE {0} "
+      "UNION ALL SELECT 3, trial_id, \"key\", NULL, value_json FROM trial_user_attributes "
+      "WHERE {0} UNION ALL SELECT 4, trial_id, \"key\", NULL, value_json FROM "
+      "trial_system_attributes WHERE {0}",
+      among);
+  std::vector<SqlValue> all_params;
+  for (int i = 0; i < 5; ++i) all_params.insert(all_params.end(), params.begin(), params.end());
+  auto rows = query(sql, all_params);
+  if (!rows) return failed("load trials", rows.error());
   std::map<std::int64_t, FrozenTrial*> by_id;
   for (auto& t : trials) by_id[t.trial_id] = &t;
-  const std::string among = "trial_id IN (SELECT trial_id FROM trials WHERE " + where + ")";
-  auto each_row = [&](const std::string& sql, auto&& fn) -> Result<void> {
-    auto rows = query(sql, params);
-    if (!rows) return failed("load trials", rows.error());
-    for (const auto& row : *rows) {
-      if (auto it = by_id.find(row.int64(0)); it != by_id.end()) fn(*it->second, row);
+  for (const auto& row : *rows) {
+    const auto it = by_id.find(row.int64(1));
+    if (it == by_id.end()) continue;
+    FrozenTrial& t = *it->second;
+    switch (row.int64(0)) {
+      case param:
+        if (auto dist = search::distribution_from_json(
+                nlohmann::json::parse(row.text(4), nullptr, false))) {
+          t.params[row.text(2)] = row.real(3);
+          t.distributions.emplace(row.text(2), std::move(*dist));
+        }
+        break;
+      case value:
+        t.value = value_from_row(row, 3, 4);
+        break;
+      case intermediate:
+        t.intermediate_values[row.int64(2)] = value_from_row(row, 3, 4);
+        break;
+      default:
+        (row.int64(0) == user_attr ? t.user_attrs : t.system_attrs)[row.text(2)] =
+            nlohmann::json::parse(row.text(4), nullptr, false);
     }
-    return {};
-  };
-  Result<void> r = each_row(
-      "SELECT trial_id, param_name, param_value, distribution_json FROM trial_params WHERE " +
-          among,
-      [](FrozenTrial& t, const SqlRow& row) {
-        auto dist =
-            search::distribution_from_json(nlohmann::json::parse(row.text(3), nullptr, false));
-        if (!dist) return;
-        t.params[row.text(1)] = row.real(2);
-        t.distributions.emplace(row.text(1), std::move(*dist));
-      });
-  if (r) {
-    r = each_row(
-        "SELECT trial_id, value, value_type FROM trial_values WHERE objective = 0 AND " + among,
-        [](FrozenTrial& t, const SqlRow& row) { t.value = value_from_row(row, 1, 2); });
   }
-  if (r) {
-    r = each_row(
-        "SELECT trial_id, step, intermediate_value, intermediate_value_type FROM "
-        "trial_intermediate_values WHERE " +
-            among,
-        [](FrozenTrial& t, const SqlRow& row) {
-          t.intermediate_values[row.int64(1)] = value_from_row(row, 2, 3);
-        });
-  }
-  for (const bool user : {true, false}) {
-    if (!r) break;
-    r = each_row(fmt::format("SELECT trial_id, \"key\", value_json FROM {} WHERE {}",
-                             user ? "trial_user_attributes" : "trial_system_attributes", among),
-                 [user](FrozenTrial& t, const SqlRow& row) {
-                   auto v = nlohmann::json::parse(row.text(2), nullptr, false);
-                   (user ? t.user_attrs : t.system_attrs)[row.text(1)] = std::move(v);
-                 });
-  }
-  if (!r) return r;
   for (auto& t : trials) {
     // Optuna keeps constraints as the system attribute "constraints".
     if (auto it = t.system_attrs.find("constraints");
