@@ -18,11 +18,13 @@
 // An object owns one connection and is used by one thread at a time.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "tuner/rdb_storage.h"
 
 struct pg_conn;
+struct pg_result;
 
 namespace tune::tuner {
 
@@ -53,11 +55,13 @@ class PostgresStorage final : public RdbStorage {
                                              const std::function<Result<void>()>& body);
   [[nodiscard]] Result<void> exec_script(const std::string& sql);
   [[nodiscard]] Result<void> ensure_schema();
+  std::unexpected<std::string> statement_failed(const pg_result* res);
 
   pg_conn* m_conn = nullptr;
   std::string m_conninfo;
   bool m_lost = false;       // the last statement failed because the connection is gone
   bool m_retryable = false;  // ... or because the server asked for a retry (deadlock)
+  std::map<std::string, std::string> m_prepared;  // statement text -> prepared name
 };
 
 }  // namespace tune::tuner
