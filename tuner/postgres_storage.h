@@ -7,7 +7,8 @@
 // popped with FOR UPDATE SKIP LOCKED so two workers never take the same one, a state change
 // holds the trial's row, and study and schema creation are serialised by advisory locks. Every
 // timestamp (start, end, heartbeat) and every age is the server's clock in UTC, so the workers'
-// clocks do not matter. Each call is one short transaction on one connection per worker;
+// clocks do not matter. Each call is one short transaction on one connection per worker (a lone
+// statement runs without BEGIN/COMMIT; statements are prepared once per connection);
 // commits are flushed only for a trial's end and a study's creation (StorageOptions).
 //
 // A lost connection (server restart, network cut) is retried with exponential backoff, and the
