@@ -94,6 +94,7 @@ Result<std::unique_ptr<PostgresStorage>> PostgresStorage::open(const std::string
 
 Result<void> PostgresStorage::connect() {
   PQfinish(m_conn);
+  m_prepared.clear();  // prepared statements live and die with their connection
   m_conn = PQconnectdb(m_conninfo.c_str());
   if (PQstatus(m_conn) != CONNECTION_OK) {
     auto error = fmt::format("{}: cannot connect: {}", name(), one_line(PQerrorMessage(m_conn)));
@@ -141,6 +142,17 @@ Result<void> PostgresStorage::ensure_schema() {
   });
 }
 
+// Notes whether a failed statement lost the connection or may simply be tried again.
+std::unexpected<std::string> PostgresStorage::statement_failed(const pg_result* res) {
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  const std::string_view code = state ? state : "";
+  // 08: connection exceptions; 57P01-3: the server shutting down; 40001/40P01: try again.
+  m_lost = !res || PQstatus(m_conn) != CONNECTION_OK || code.starts_with("08") ||
+           code.starts_with("57P0");
+  m_retryable = code == "40001" || code == "40P01";
+  return std::unexpected(fmt::format("postgresql: {}", one_line(PQerrorMessage(m_conn))));
+}
+
 Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {
   const std::string text = numbered_placeholders(sql);
   std::vector<std::string> values;
@@ -151,18 +163,19 @@ Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<S
     values.push_back(null ? std::string() : text_param(p));
     pointers.push_back(null ? nullptr : values.back().c_str());
   }
-  PgResult res(PQexecParams(m_conn, text.c_str(), static_cast<int>(params.size()), nullptr,
-                            pointers.data(), nullptr, nullptr, 0));
-  const auto status = PQresultStatus(res.get());
-  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-    const char* state = res ? PQresultErrorField(res.get(), PG_DIAG_SQLSTATE) : nullptr;
-    const std::string_view code = state ? state : "";
-    // 08: connection exceptions; 57P01-3: the server shutting down; 40001/40P01: try again.
-    m_lost = !res || PQstatus(m_conn) != CONNECTION_OK || code.starts_with("08") ||
-             code.starts_with("57P0");
-    m_retryable = code == "40001" || code == "40P01";
-    return std::unexpected(fmt::format("postgresql: {}", one_line(PQerrorMessage(m_conn))));
+  // Each statement is parsed and planned once per connection, then executed by name: the
+  // server's work per call is the execution alone.
+  auto prepared = m_prepared.find(text);
+  if (prepared == m_prepared.end()) {
+    const std::string id = fmt::format("tune{}", m_prepared.size());
+    PgResult made(PQprepare(m_conn, id.c_str(), text.c_str(), 0, nullptr));
+    if (PQresultStatus(made.get()) != PGRES_COMMAND_OK) return statement_failed(made.get());
+    prepared = m_prepared.emplace(text, id).first;
   }
+  PgResult res(PQexecPrepared(m_conn, prepared->second.c_str(), static_cast<int>(params.size()),
+                              pointers.data(), nullptr, nullptr, 0));
+  const auto status = PQresultStatus(res.get());
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return statement_failed(res.get());
   SqlRows rows;
   const int n = PQntuples(res.get());
   const int cols = PQnfields(res.get());
@@ -184,15 +197,16 @@ Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<S
 }
 
 // One attempt: BEGIN, the body, COMMIT (ROLLBACK when the body failed and the link still works).
+// A lone statement runs as it is (autocommit): one round trip instead of three.
 Result<void> PostgresStorage::run_transaction(TxnKind kind,
                                               const std::function<Result<void>()>& body) {
-  const char* begin = kind == TxnKind::read
-                          ? "BEGIN ISOLATION LEVEL REPEATABLE READ"  // one snapshot for all reads
-                          : "BEGIN";
-  if (auto r = exec_script(begin); !r) return r;
+  if (kind == TxnKind::statement) return body();
+  std::string begin = kind == TxnKind::read ? "BEGIN ISOLATION LEVEL REPEATABLE READ"  // a snapshot
+                                            : "BEGIN";
   if (kind == TxnKind::write_flush && m_options.synchronous_full) {
-    if (auto r = exec_script("SET LOCAL synchronous_commit = on"); !r) return r;
+    begin += "; SET LOCAL synchronous_commit = on";  // this commit waits for the disk
   }
+  if (auto r = exec_script(begin); !r) return r;
   auto r = body();
   if (!r) {
     if (!m_lost) (void)exec_script("ROLLBACK");  // the body's error is the one to report

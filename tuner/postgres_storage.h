@@ -7,7 +7,8 @@
 // popped with FOR UPDATE SKIP LOCKED so two workers never take the same one, a state change
 // holds the trial's row, and study and schema creation are serialised by advisory locks. Every
 // timestamp (start, end, heartbeat) and every age is the server's clock in UTC, so the workers'
-// clocks do not matter. Each call is one short transaction on one connection per worker;
+// clocks do not matter. Each call is one short transaction on one connection per worker (a lone
+// statement runs without BEGIN/COMMIT; statements are prepared once per connection);
 // commits are flushed only for a trial's end and a study's creation (StorageOptions).
 //
 // A lost connection (server restart, network cut) is retried with exponential backoff, and the
@@ -18,11 +19,13 @@
 // An object owns one connection and is used by one thread at a time.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "tuner/rdb_storage.h"
 
 struct pg_conn;
+struct pg_result;
 
 namespace tune::tuner {
 
@@ -53,11 +56,13 @@ class PostgresStorage final : public RdbStorage {
                                              const std::function<Result<void>()>& body);
   [[nodiscard]] Result<void> exec_script(const std::string& sql);
   [[nodiscard]] Result<void> ensure_schema();
+  std::unexpected<std::string> statement_failed(const pg_result* res);
 
   pg_conn* m_conn = nullptr;
   std::string m_conninfo;
   bool m_lost = false;       // the last statement failed because the connection is gone
   bool m_retryable = false;  // ... or because the server asked for a retry (deadlock)
+  std::map<std::string, std::string> m_prepared;  // statement text -> prepared name
 };
 
 }  // namespace tune::tuner

@@ -42,6 +42,7 @@ class SqlRow {
 using SqlRows = std::vector<SqlRow>;
 
 enum class TxnKind {
+  statement,    // one statement, atomic by itself: no BEGIN/COMMIT around it (one round trip)
   read,         // one snapshot for several reads
   write,        // serialised with other writers of the study where it matters (row locks)
   write_flush,  // a write that must survive a power loss (StorageOptions::synchronous_full)

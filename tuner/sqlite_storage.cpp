@@ -310,9 +310,11 @@ Result<SqlRows> SqliteStorage::query(std::string_view sql, const std::vector<Sql
 }
 
 Result<void> SqliteStorage::transact(TxnKind kind, const std::function<Result<void>()>& body) {
-  if (kind == TxnKind::read) {
+  if (kind == TxnKind::read || kind == TxnKind::statement) {
     if (auto r = reader_follows_writers(); !r) return r;
   }
+  // A statement alone commits by itself (SQLite's autocommit), waiting on the busy timeout.
+  if (kind == TxnKind::statement) return body();
   Transaction txn(m_db, kind);
   if (!txn.ok()) return db_error(m_db, "begin");
   // When the body failed, its error is the one to report (the destructor rolls back).
