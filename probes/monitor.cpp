@@ -10,12 +10,13 @@
 namespace tune::probes {
 namespace {
 
-bool is_launcher(const std::string& comm) {
-  static const std::set<std::string> k_launchers = {
-      "mpirun",         "mpiexec",        "orterun",         "orted",
-      "prted",          "prterun",        "hydra_pmi_proxy", "mpiexec.hydra",
-      "mpiexec.openmp", "mpirun.openmpi", "mpiexec.openmpi"};
-  return k_launchers.contains(comm);
+bool is_launcher(const std::string& comm) { return is_launcher_comm(comm); }
+
+// What a launcher starts to reach other nodes (ssh/rsh by Open MPI's rsh launcher, srun inside a
+// Slurm allocation): the ranks it leads to run elsewhere, so it is no rank here.
+bool is_remote_agent(const std::string& comm) {
+  static const std::set<std::string> k_agents = {"ssh", "rsh", "qrsh", "blaunch", "srun"};
+  return k_agents.contains(comm);
 }
 
 double thread_cpu_s() {
@@ -46,6 +47,14 @@ std::optional<int> rank_from_env(SystemSource& source, pid_t pid) {
 }
 
 }  // namespace
+
+bool is_launcher_comm(const std::string& comm) {
+  static const std::set<std::string> k_launchers = {
+      "mpirun",         "mpiexec",        "orterun",         "orted",
+      "prted",          "prterun",        "hydra_pmi_proxy", "mpiexec.hydra",
+      "mpiexec.openmp", "mpirun.openmpi", "mpiexec.openmpi"};
+  return k_launchers.contains(comm);
+}
 
 TrialMonitor::TrialMonitor(SystemSource& source, pid_t root, MonitorOptions options)
     : m_source(source), m_root(root), m_options(options) {
@@ -113,7 +122,7 @@ void TrialMonitor::sample_once(bool full) {
   for (const auto& [pid, p] : procs) any_launcher = any_launcher || is_launcher(p.comm);
   std::set<pid_t> rank_pids;
   for (const auto& [pid, p] : procs) {
-    if (is_launcher(p.comm)) continue;
+    if (is_launcher(p.comm) || is_remote_agent(p.comm)) continue;
     if (!any_launcher) {
       if (pid == m_root) rank_pids.insert(pid);
     } else if (auto parent = procs.find(p.ppid);
