@@ -256,13 +256,13 @@ nlohmann::json merge_node_verdicts(const std::vector<NodeObservation>& nodes,
     node["ranks_seen"] = n.verdict->value("ranks", nlohmann::json::array());
     j["nodes"].push_back(std::move(node));
     std::string& line = over ? over_line : ok_line;
-    line += (line.empty() ? "" : "; ") + node_label(n) + (over ? ": " : " ok: ") + detail +
-            prediction_note(n, p);
+    line += (line.empty() ? "" : "; ") + node_label(n) + ": " + detail + prediction_note(n, p);
   }
   j["observed_oversubscribed"] = any_over;
   if (predicted != nullptr) j["predicted_oversubscribed"] = any_predicted;
+  // The nodes at fault first; the others after, each said to be ok.
   std::string d = any_over ? "oversubscribed on " + over_line : "ok on " + ok_line;
-  if (any_over && !ok_line.empty()) d += "; " + ok_line;
+  if (any_over && !ok_line.empty()) d += "; ok on " + ok_line;
   if (top == nullptr) d = "no node was sampled";
   j["diagnosis"] = d + missing_line;
   return j;

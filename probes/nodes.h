@@ -72,8 +72,9 @@ struct NodeObservation {
 // verdict (else the first node's) at the top level with its "host", every node under "nodes",
 // "observed_oversubscribed" when any node was, and one diagnosis line that names the node(s)
 // and, through the node's own diagnosis, the rank: "oversubscribed on h2 (10.99.0.2, ranks 2-3):
-// 2.0 runnable threads on cpuset 1 (1 PU, 2.0x); rank 3: 51% CPU ...; h1 ok: ...". `predicted`
-// (may be null) adds, for a node whose own diagnosis does not say, whether it was predicted.
+// 2.0 runnable threads on cpuset 1 (1 PU, 2.0x); rank 3: 51% CPU ...; ok on h1 (...): ...".
+// `predicted` (may be null) adds, for a node whose own diagnosis does not say, whether it was
+// predicted.
 nlohmann::json merge_node_verdicts(const std::vector<NodeObservation>& nodes,
                                    const std::vector<NodePrediction>* predicted);
 

@@ -69,6 +69,9 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
         option(l.map_by, m.map_by), option(l.hostfile, m.hostfile), option(l.host, m.host)}) {
     if (!r) return std::unexpected(r.error());
   }
+  // mpirun reads the hostfile from the trial's folder, the probes and exports from here: one
+  // absolute path for all of them, relative to where tune runs (as output: and storage: are).
+  if (m.hostfile && !m.hostfile->empty()) m.hostfile = fs::absolute(*m.hostfile).string();
   m.oversubscribe = l.oversubscribe;
   for (const auto& [key, text] : l.mca) {
     auto e = expand(text);
@@ -129,6 +132,7 @@ probes::LaunchPlan RenderedLaunch::probe_plan(const std::map<std::string, std::s
   options.bind_to = m.bind_to.value_or("");
   options.map_by = m.map_by.value_or("");
   options.host = m.host.value_or("");
+  options.hostfile = m.hostfile.value_or("");
   // `extra` is a piece of mpirun's command line as the user wrote it: read in place, as mpirun
   // reads it (its --bind-to overrides the one above; the program starts where the options end,
   // normally at the command's first element).

@@ -113,12 +113,15 @@ bool explains(std::string_view line) {
 }  // namespace
 
 std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes) {
-  const std::string tail = tail_of_file(path, 64 * 1024);
+  return explaining_lines(tail_of_file(path, 64 * 1024), max_bytes);
+}
+
+std::string explaining_lines(std::string_view tail, std::size_t max_bytes) {
   std::vector<std::string_view> meaningful, explaining;
   std::size_t begin = 0;
   while (begin < tail.size()) {
     std::size_t end = tail.find('\n', begin);
-    if (end == std::string::npos) end = tail.size();
+    if (end == std::string_view::npos) end = tail.size();
     std::string_view line(tail.data() + begin, end - begin);
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);

@@ -31,5 +31,7 @@ std::string last_line_of_file(const std::string& path, std::size_t max_bytes);
 // would hide it. Lines with no letter or digit (banners, rules) never count. Without such a
 // line: the last line that has a letter or digit.
 std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes);
+// The same over text already read (e.g. what a node's sampler printed).
+std::string explaining_lines(std::string_view text, std::size_t max_bytes);
 
 }  // namespace tune::tuner

@@ -158,7 +158,7 @@ TEST(Nodes, MergedVerdictNamesTheNodeAndRankThatOversubscribed) {
   EXPECT_EQ(j["nodes"].size(), 3u);
   EXPECT_EQ(j["diagnosis"],
             "oversubscribed on h2 (10.99.0.2, ranks 2-3): 2.0 runnable threads on cpuset 1 (1 PU, "
-            "2.0x); rank 3: 50% CPU; h1 (10.99.0.1, ranks 0-1) ok: 2 ranks at 99%/98% CPU; no "
+            "2.0x); rank 3: 50% CPU; ok on h1 (10.99.0.1, ranks 0-1): 2 ranks at 99%/98% CPU; no "
             "sample from 10.99.0.3 (rank 4): ssh: connect refused");
 }
 

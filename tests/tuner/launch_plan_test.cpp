@@ -4,6 +4,8 @@
 // probes used to get it), and a command the user wrote as an mpirun line is still read as one.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <string>
 #include <vector>
 
@@ -120,28 +122,14 @@ TEST(RenderedLaunch, ArgvIsTheMpirunPrefixThenTheCommand) {
   const auto rendered =
       render_launch(spec, values(std::int64_t{4}, search::ParamValue{}, std::int64_t{3}), true);
   ASSERT_TRUE(rendered) << rendered.error();
-  const std::vector<std::string> expected = {"mpiexec",
-                                             "--allow-run-as-root",
-                                             "-n",
-                                             "4",
-                                             "--npernode",
-                                             "2",
-                                             "--map-by",
-                                             "socket",
-                                             "--hostfile",
-                                             "hf",
-                                             "--host",
-                                             "a,b",
-                                             "--oversubscribe",
-                                             "--mca",
-                                             "btl",
-                                             "self,vader",
-                                             "-x",
-                                             "OMP_NUM_THREADS",
-                                             "--report-bindings",
-                                             "/opt/tune/bin/tune-trainer",
-                                             "--out",
-                                             "/t/3"};
+  const std::vector<std::string> expected = {"mpiexec", "--allow-run-as-root", "-n", "4",
+                                             "--npernode", "2", "--map-by", "socket", "--hostfile",
+                                             // mpirun runs in the trial's folder: the path is
+                                             // made absolute from where tune runs
+                                             std::filesystem::absolute("hf").string(), "--host",
+                                             "a,b", "--oversubscribe", "--mca", "btl", "self,vader",
+                                             "-x", "OMP_NUM_THREADS", "--report-bindings",
+                                             "/opt/tune/bin/tune-trainer", "--out", "/t/3"};
   EXPECT_EQ(rendered->argv(), expected);
   const auto req = rendered->request();
   EXPECT_EQ(req.argv, expected);
