@@ -308,7 +308,7 @@ Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& tri
     if (!*e) return std::nullopt;
     return parse_positive(**e);  // "{nproc}" and the like: unknown until the job runs
   };
-  if (!spec.launch.hostfile.empty() || !spec.launch.host.empty()) {
+  if (!spec.launch.hostfile.empty() || !spec.launch.host.empty() || !spec.launch.hosts.empty()) {
     auto rendered = render_launch(spec, values, /*allow_run_as_root=*/false);
     if (!rendered) return std::unexpected(rendered.error());
     const auto plan = rendered->probe_plan({});
@@ -366,7 +366,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
       s += head;
       s += "# Submit: sbatch THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
            " under the submit folder)\n";
-      if (!spec.launch.host.empty() || !spec.launch.hostfile.empty())
+      if (!spec.launch.host.empty() || !spec.launch.hosts.empty() || !spec.launch.hostfile.empty())
         s += "# The study's --host/--hostfile stay in the command: check they match the "
              "allocation.\n";
       return s + "\n" + script_body(spec, *r, options);
