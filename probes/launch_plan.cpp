@@ -1,7 +1,6 @@
 // Reading a launch: mpirun's options from an argv, and the LaunchPlan they make, hosts and the
 // ranks on each included (declarations in probes/predict.h and probes/nodes.h).
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <set>
 #include <thread>
@@ -10,16 +9,6 @@
 #include "probes/predict.h"
 
 namespace tune::probes {
-namespace {
-
-std::optional<int> to_int(const std::string& s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-}  // namespace
 
 std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOptions& options) {
   // mpirun options that take one value (two for --mca); anything else is a switch.
@@ -125,8 +114,8 @@ LaunchPlan launch_plan_from_mpirun(const MpirunOptions& options,
       hosts = std::move(*file);
     }
   }
-  const int n = to_int(options.n).value_or(0);
-  int npernode = to_int(options.npernode).value_or(0);
+  const int n = parse_int(options.n).value_or(0);
+  int npernode = parse_int(options.npernode).value_or(0);
   if (npernode <= 0) npernode = ppr_per_node(options.map_by);
   if (!hosts.empty()) {
     // Hostfile lines without slots= get the node's cores from Open MPI; this node's logical

@@ -1,19 +1,11 @@
 #include "probes/nodes.h"
 
 #include <algorithm>
-#include <charconv>
 #include <fstream>
 #include <sstream>
 
 namespace tune::probes {
 namespace {
-
-std::optional<int> to_int(std::string_view s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 void add_host(std::vector<HostSlots>& hosts, const std::string& name, int slots) {
   for (HostSlots& h : hosts) {
@@ -23,20 +15,6 @@ void add_host(std::vector<HostSlots>& hosts, const std::string& name, int slots)
     }
   }
   hosts.push_back(HostSlots{name, slots});
-}
-
-// "0-1,3" for a list of rank numbers.
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(ranks[i]);
-    if (j > i) out += '-' + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
 }
 
 std::string strip_verdict_word(const std::string& line) {
@@ -56,7 +34,7 @@ std::string node_label(const NodeObservation& node) {
   }
   if (!node.ranks.empty()) {
     if (!inside.empty()) inside += ", ";
-    inside += (node.ranks.size() == 1 ? "rank " : "ranks ") + rank_list(node.ranks);
+    inside += (node.ranks.size() == 1 ? "rank " : "ranks ") + format_cpu_list(node.ranks);
   }
   return inside.empty() ? name : name + " (" + inside + ")";
 }
@@ -93,7 +71,7 @@ std::vector<HostSlots> parse_host_list(const std::string& text) {
     const auto colon = entry.find(':');
     int slots = 1;
     if (colon != std::string::npos) {
-      const auto n = to_int(std::string_view(entry).substr(colon + 1));
+      const auto n = parse_int(std::string_view(entry).substr(colon + 1));
       if (n && *n > 0) slots = *n;
     }
     add_host(hosts, entry.substr(0, colon), slots);
@@ -116,8 +94,9 @@ std::expected<std::vector<HostSlots>, std::string> read_hostfile(const std::stri
     for (std::string word; words >> word;) {
       const auto eq = word.find('=');
       const std::string key = word.substr(0, eq);
-      const int value =
-          eq == std::string::npos ? -1 : to_int(std::string_view(word).substr(eq + 1)).value_or(-1);
+      const int value = eq == std::string::npos
+                            ? -1
+                            : parse_int(std::string_view(word).substr(eq + 1)).value_or(-1);
       if ((key == "slots" || key == "cpu" || key == "count") && value > 0) {
         slots = value;
       } else if ((key == "max_slots" || key == "max-slots") && value >= 0) {
@@ -139,7 +118,7 @@ int ppr_per_node(const std::string& map_by) {
   if (second == std::string::npos) return 0;
   const std::string object = map_by.substr(second + 1, map_by.find(':', second + 1) - second - 1);
   if (object != "node") return 0;
-  return to_int(std::string_view(map_by).substr(4, second - 4)).value_or(0);
+  return parse_int(std::string_view(map_by).substr(4, second - 4)).value_or(0);
 }
 
 std::vector<NodeRanks> map_ranks_to_nodes(const std::vector<HostSlots>& hosts, int n, int npernode,
@@ -197,7 +176,7 @@ nlohmann::json nodes_prediction_json(const std::vector<NodePrediction>& nodes) {
   for (const NodePrediction& n : nodes) {
     if (!n.prediction.oversubscribed) continue;
     if (over.empty()) top = &n;
-    over.push_back(n.host + " (ranks " + rank_list(n.ranks) + ")");
+    over.push_back(n.host + " (ranks " + format_cpu_list(n.ranks) + ")");
   }
   nlohmann::json j = top->prediction.to_json();
   j["host"] = top->host;

@@ -9,19 +9,12 @@
 namespace tune::probes {
 namespace {
 
-std::optional<int> to_int(const std::string& s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 // OMP_NUM_THREADS may be a nesting list "4,2": the outer level is the first entry.
 std::optional<int> env_int(const std::map<std::string, std::string>& env, const std::string& key) {
   auto it = env.find(key);
   if (it == env.end()) return std::nullopt;
   std::string v = it->second.substr(0, it->second.find(','));
-  auto n = to_int(v);
+  auto n = parse_int(v);
   if (!n || *n <= 0) return std::nullopt;  // libraries ignore 0, negatives and junk
   return n;
 }
@@ -37,10 +30,10 @@ FlagValue find_flag(const std::vector<std::string>& argv, const std::string& fla
   for (std::size_t i = 0; i < argv.size(); ++i) {
     if (argv[i] == flag) {
       out.present = true;
-      if (i + 1 < argv.size()) out.value = to_int(argv[i + 1]);
+      if (i + 1 < argv.size()) out.value = parse_int(argv[i + 1]);
     } else if (argv[i].starts_with(flag + "=")) {
       out.present = true;
-      out.value = to_int(argv[i].substr(flag.size() + 1));
+      out.value = parse_int(argv[i].substr(flag.size() + 1));
     }
   }
   return out;
@@ -64,7 +57,7 @@ std::pair<std::string, int> split_policy(const std::string& text) {
     const std::string mods = s.substr(colon + 1);
     const auto at = mods.find("pe=");
     if (at != std::string::npos) {
-      auto v = to_int(mods.substr(at + 3, mods.find_first_of(":,", at) - at - 3));
+      auto v = parse_int(mods.substr(at + 3, mods.find_first_of(":,", at) - at - 3));
       if (v && *v > 0) pe = *v;
     }
     s = s.substr(0, colon);
@@ -88,6 +81,13 @@ std::string plural(int n, const std::string& word) {
 }
 
 }  // namespace
+
+std::optional<int> parse_int(std::string_view s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
 
 Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramModel& model) {
   Prediction out;

@@ -21,7 +21,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +33,10 @@
 namespace tune::probes {
 
 inline constexpr int k_prediction_schema_version = 1;
+
+// "12" -> 12; anything else (junk, a sign, a trailing character, overflow) -> nullopt. The one
+// number reader of mpirun options, hostfiles and thread flags.
+std::optional<int> parse_int(std::string_view text);
 
 // One host of a multi-host launch, as --host ("a:2") or a hostfile line ("a slots=2") names it.
 struct HostSlots {
