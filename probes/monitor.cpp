@@ -139,22 +139,26 @@ void TrialMonitor::sample_once(bool full) {
     }
     return 0;
   };
-  // New ranks get their number outside the lock (reading /proc/<pid>/environ).
+  // Ranks get their number outside the lock (reading /proc/<pid>/environ). A rank caught while
+  // its launcher still sets it up may not show the variable yet: asked again on later samples.
   std::map<pid_t, std::optional<int>> new_rank_numbers;
   {
     std::lock_guard lock(m_mutex);
-    for (pid_t pid : rank_pids)
-      if (!m_ranks.contains(pid)) new_rank_numbers[pid];
+    for (pid_t pid : rank_pids) {
+      const auto it = m_ranks.find(pid);
+      if (it == m_ranks.end() || (it->second.rank < 0 && it->second.number_reads < k_number_reads))
+        new_rank_numbers[pid];
+    }
   }
   for (auto& [pid, number] : new_rank_numbers) number = rank_from_env(m_source, pid);
 
   std::lock_guard lock(m_mutex);
   for (const auto& [pid, number] : new_rank_numbers) {
-    RankAcc acc;
+    RankAcc& acc = m_ranks[pid];
     acc.pid = pid;
     acc.comm = procs.at(pid).comm;
     acc.rank = number ? *number : -1;
-    m_ranks.emplace(pid, std::move(acc));
+    acc.number_reads += 1;
   }
   const double dt = m_samples > 0 ? now - m_last_s : 0;
   std::map<pid_t, double> rank_cpu;

@@ -133,7 +133,10 @@ class TrialMonitor {
     double last_status_s = -1;
     std::set<int> allowed;
     std::set<int> ran_on;
+    int number_reads = 0;  // environ reads for the rank number so far
   };
+  // How many samples may look for a rank's number (a plain command has none).
+  static constexpr int k_number_reads = 10;
 
   SystemSource& m_source;
   pid_t m_root;

@@ -114,6 +114,25 @@ TEST(Nodes, TheLocalMonitorDoesNotCountMpirunsSshAsARank) {
   EXPECT_NEAR(v.ranks[0].useful_cpu_pct, 200.0, 1e-9);  // alone on 2 PUs, not "50% each"
 }
 
+// A rank caught before its launcher has given it its environment gets its number later, not a
+// made-up one (rank 0 of h1 was once reported as "rank 2").
+TEST(Nodes, ARankSeenBeforeItsNumberGetsItLater) {
+  FakeSource src(two_cores());
+  src.add_process(10, 1, "mpirun", {0, 1});
+  src.add_process(11, 10, "trainer", {0, 1});
+  src.add_process(12, 10, "trainer", {0, 1}, {{"OMPI_COMM_WORLD_RANK", "1"}});
+  TrialMonitor m(src, 10);
+  m.sample_once();
+  src.set_environ(11, {{"OMPI_COMM_WORLD_RANK", "0"}});
+  src.advance(0.5);
+  m.sample_once();
+  const Verdict v = m.verdict();
+  ASSERT_EQ(v.ranks.size(), 2u);
+  EXPECT_EQ(v.ranks[0].pid, 11);
+  EXPECT_EQ(v.ranks[0].rank, 0);
+  EXPECT_EQ(v.ranks[1].rank, 1);
+}
+
 TEST(Nodes, ANodesSamplerFindsTheTrialsDaemonByItsTag) {
   FakeSource src(two_cores());
   src.add_process(1, 0, "init", {0, 1});
