@@ -26,6 +26,9 @@ class FakeSource : public SystemSource {
                    std::map<std::string, std::string> environ = {});
   void add_thread(pid_t pid, pid_t tid, std::vector<int> cpus_allowed = {});  // {} = process's
   void remove_process(pid_t pid);
+  void set_environ(pid_t pid, std::map<std::string, std::string> environ) {
+    m_procs.at(pid).environ = std::move(environ);
+  }
   void remove_thread(pid_t pid, pid_t tid);
   // Moving time: each call adds to a thread's counters; state/processor are what the next read
   // shows.

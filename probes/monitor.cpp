@@ -10,12 +10,13 @@
 namespace tune::probes {
 namespace {
 
-bool is_launcher(const std::string& comm) {
-  static const std::set<std::string> k_launchers = {
-      "mpirun",         "mpiexec",        "orterun",         "orted",
-      "prted",          "prterun",        "hydra_pmi_proxy", "mpiexec.hydra",
-      "mpiexec.openmp", "mpirun.openmpi", "mpiexec.openmpi"};
-  return k_launchers.contains(comm);
+bool is_launcher(const std::string& comm) { return is_launcher_comm(comm); }
+
+// What a launcher starts to reach other nodes (ssh/rsh by Open MPI's rsh launcher, srun inside a
+// Slurm allocation): the ranks it leads to run elsewhere, so it is no rank here.
+bool is_remote_agent(const std::string& comm) {
+  static const std::set<std::string> k_agents = {"ssh", "rsh", "qrsh", "blaunch", "srun"};
+  return k_agents.contains(comm);
 }
 
 double thread_cpu_s() {
@@ -46,6 +47,14 @@ std::optional<int> rank_from_env(SystemSource& source, pid_t pid) {
 }
 
 }  // namespace
+
+bool is_launcher_comm(const std::string& comm) {
+  static const std::set<std::string> k_launchers = {
+      "mpirun",         "mpiexec",        "orterun",         "orted",
+      "prted",          "prterun",        "hydra_pmi_proxy", "mpiexec.hydra",
+      "mpiexec.openmp", "mpirun.openmpi", "mpiexec.openmpi"};
+  return k_launchers.contains(comm);
+}
 
 TrialMonitor::TrialMonitor(SystemSource& source, pid_t root, MonitorOptions options)
     : m_source(source), m_root(root), m_options(options) {
@@ -113,7 +122,7 @@ void TrialMonitor::sample_once(bool full) {
   for (const auto& [pid, p] : procs) any_launcher = any_launcher || is_launcher(p.comm);
   std::set<pid_t> rank_pids;
   for (const auto& [pid, p] : procs) {
-    if (is_launcher(p.comm)) continue;
+    if (is_launcher(p.comm) || is_remote_agent(p.comm)) continue;
     if (!any_launcher) {
       if (pid == m_root) rank_pids.insert(pid);
     } else if (auto parent = procs.find(p.ppid);
@@ -130,22 +139,26 @@ void TrialMonitor::sample_once(bool full) {
     }
     return 0;
   };
-  // New ranks get their number outside the lock (reading /proc/<pid>/environ).
+  // Ranks get their number outside the lock (reading /proc/<pid>/environ). A rank caught while
+  // its launcher still sets it up may not show the variable yet: asked again on later samples.
   std::map<pid_t, std::optional<int>> new_rank_numbers;
   {
     std::lock_guard lock(m_mutex);
-    for (pid_t pid : rank_pids)
-      if (!m_ranks.contains(pid)) new_rank_numbers[pid];
+    for (pid_t pid : rank_pids) {
+      const auto it = m_ranks.find(pid);
+      if (it == m_ranks.end() || (it->second.rank < 0 && it->second.number_reads < k_number_reads))
+        new_rank_numbers[pid];
+    }
   }
   for (auto& [pid, number] : new_rank_numbers) number = rank_from_env(m_source, pid);
 
   std::lock_guard lock(m_mutex);
   for (const auto& [pid, number] : new_rank_numbers) {
-    RankAcc acc;
+    RankAcc& acc = m_ranks[pid];
     acc.pid = pid;
     acc.comm = procs.at(pid).comm;
     acc.rank = number ? *number : -1;
-    m_ranks.emplace(pid, std::move(acc));
+    acc.number_reads += 1;
   }
   const double dt = m_samples > 0 ? now - m_last_s : 0;
   std::map<pid_t, double> rank_cpu;

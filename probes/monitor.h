@@ -6,9 +6,11 @@
 // oversubscription, and a one-line diagnosis.
 //
 // Ranks are the first processes below a launcher (mpirun, mpiexec, orterun, orted, prted,
-// hydra_pmi_proxy) that are not launchers themselves; without a launcher in the tree the root
-// is the only rank. A rank's CPU time includes its own children (e.g. iterator processes), and
-// its number comes from OMPI_COMM_WORLD_RANK / PMIX_RANK / PMI_RANK in its environment.
+// hydra_pmi_proxy) that are not launchers themselves, nor the agent a launcher starts to reach
+// another node (ssh, rsh, srun: those ranks run elsewhere, seen by that node's sampler,
+// probes/node_watch.h); without a launcher in the tree the root is the only rank. A rank's CPU time
+// includes its own children (e.g. iterator processes), and its number comes from
+// OMPI_COMM_WORLD_RANK / PMIX_RANK / PMI_RANK in its environment.
 //
 // Thread-safety: start() runs sample_once() on a background thread every interval; stop() joins
 // it. verdict() and to_json() may be called from any thread at any time (a mutex guards the
@@ -86,6 +88,9 @@ struct Verdict {
   nlohmann::json to_json() const;
 };
 
+// Whether a process of this name (the kernel's comm) is an MPI launcher or launcher daemon.
+bool is_launcher_comm(const std::string& comm);
+
 class TrialMonitor {
  public:
   TrialMonitor(SystemSource& source, pid_t root, MonitorOptions options = {});
@@ -128,7 +133,10 @@ class TrialMonitor {
     double last_status_s = -1;
     std::set<int> allowed;
     std::set<int> ran_on;
+    int number_reads = 0;  // environ reads for the rank number so far
   };
+  // How many samples may look for a rank's number (a plain command has none).
+  static constexpr int k_number_reads = 10;
 
   SystemSource& m_source;
   pid_t m_root;

@@ -9,19 +9,12 @@
 namespace tune::probes {
 namespace {
 
-std::optional<int> to_int(const std::string& s) {
-  int v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 // OMP_NUM_THREADS may be a nesting list "4,2": the outer level is the first entry.
 std::optional<int> env_int(const std::map<std::string, std::string>& env, const std::string& key) {
   auto it = env.find(key);
   if (it == env.end()) return std::nullopt;
   std::string v = it->second.substr(0, it->second.find(','));
-  auto n = to_int(v);
+  auto n = parse_int(v);
   if (!n || *n <= 0) return std::nullopt;  // libraries ignore 0, negatives and junk
   return n;
 }
@@ -37,10 +30,10 @@ FlagValue find_flag(const std::vector<std::string>& argv, const std::string& fla
   for (std::size_t i = 0; i < argv.size(); ++i) {
     if (argv[i] == flag) {
       out.present = true;
-      if (i + 1 < argv.size()) out.value = to_int(argv[i + 1]);
+      if (i + 1 < argv.size()) out.value = parse_int(argv[i + 1]);
     } else if (argv[i].starts_with(flag + "=")) {
       out.present = true;
-      out.value = to_int(argv[i].substr(flag.size() + 1));
+      out.value = parse_int(argv[i].substr(flag.size() + 1));
     }
   }
   return out;
@@ -64,7 +57,7 @@ std::pair<std::string, int> split_policy(const std::string& text) {
     const std::string mods = s.substr(colon + 1);
     const auto at = mods.find("pe=");
     if (at != std::string::npos) {
-      auto v = to_int(mods.substr(at + 3, mods.find_first_of(":,", at) - at - 3));
+      auto v = parse_int(mods.substr(at + 3, mods.find_first_of(":,", at) - at - 3));
       if (v && *v > 0) pe = *v;
     }
     s = s.substr(0, colon);
@@ -89,131 +82,11 @@ std::string plural(int n, const std::string& word) {
 
 }  // namespace
 
-std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOptions& options) {
-  // mpirun options that take one value (two for --mca); anything else is a switch.
-  static const std::set<std::string> k_one = {"-n",
-                                              "-np",
-                                              "--np",
-                                              "--n",
-                                              "-c",
-                                              "-N",
-                                              "--npernode",
-                                              "-npernode",
-                                              "--bind-to",
-                                              "-bind-to",
-                                              "--map-by",
-                                              "-map-by",
-                                              "--rank-by",
-                                              "-rank-by",
-                                              "-H",
-                                              "--host",
-                                              "-host",
-                                              "--hostfile",
-                                              "-hostfile",
-                                              "--machinefile",
-                                              "-machinefile",
-                                              "-x",
-                                              "--prefix",
-                                              "-wdir",
-                                              "--wdir",
-                                              "-wd",
-                                              "--output-filename",
-                                              "--timeout",
-                                              "--cpus-per-proc",
-                                              "--cpus-per-rank",
-                                              "--tag-output-file",
-                                              "--app",
-                                              "--preload-files",
-                                              "--path",
-                                              "--rankfile",
-                                              "-rf",
-                                              "--report-child-jobs-separately"};
-  static const std::set<std::string> k_two = {"--mca", "-mca", "--gmca", "-gmca"};
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.empty() || a[0] != '-') break;
-    std::string key = a, value;
-    bool inline_value = false;
-    if (a.starts_with("--") && a.find('=') != std::string::npos) {
-      key = a.substr(0, a.find('='));
-      value = a.substr(a.find('=') + 1);
-      inline_value = true;
-    }
-    if (k_two.contains(key)) {
-      i += 2;
-      continue;
-    }
-    if (!k_one.contains(key)) continue;
-    if (!inline_value) {
-      if (i + 1 >= args.size()) break;  // a value-less last option: taken as the program
-      value = args[++i];
-    }
-    if (key == "-n" || key == "-np" || key == "--np" || key == "--n" || key == "-c")
-      options.n = value;
-    else if (key == "-N" || key == "--npernode" || key == "-npernode")
-      options.npernode = value;
-    else if (key == "--bind-to" || key == "-bind-to")
-      options.bind_to = value;
-    else if (key == "--map-by" || key == "-map-by")
-      options.map_by = value;
-    else if (key == "-H" || key == "--host" || key == "-host")
-      options.host = value;
-    else if (key == "-x") {
-      const auto eq = value.find('=');
-      if (eq != std::string::npos) options.env[value.substr(0, eq)] = value.substr(eq + 1);
-    }
-  }
-  return std::min(i, args.size());
-}
-
-LaunchPlan launch_plan_from_mpirun(const MpirunOptions& options,
-                                   std::vector<std::string> program_argv,
-                                   std::map<std::string, std::string> env) {
-  LaunchPlan plan;
-  plan.uses_mpirun = true;
-  plan.bind_to = options.bind_to;
-  plan.map_by = options.map_by;
-  plan.program_argv = std::move(program_argv);
-  plan.env = std::move(env);
-  for (const auto& [k, v] : options.env) plan.env[k] = v;
-  std::set<std::string> names;
-  std::stringstream ss(options.host);
-  for (std::string h; std::getline(ss, h, ',');) names.insert(h.substr(0, h.find(':')));
-  const int hosts = static_cast<int>(names.size());
-  const std::optional<int> n = to_int(options.n);
-  const std::optional<int> npernode = to_int(options.npernode);
-  const int total = n.value_or(npernode ? *npernode * std::max(hosts, 1) : 1);
-  if (npernode && *npernode > 0) {
-    plan.ranks_per_node = *npernode;
-    plan.nodes = std::max(1, (total + *npernode - 1) / *npernode);
-  } else {
-    plan.nodes = std::max(1, hosts);
-    plan.ranks_per_node = std::max(1, (total + plan.nodes - 1) / plan.nodes);
-  }
-  plan.n = std::max(1, total);
-  return plan;
-}
-
-LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
-                                 const std::map<std::string, std::string>& env) {
-  LaunchPlan one_rank;
-  one_rank.env = env;
-  if (argv.empty()) return one_rank;
-  const std::string base = argv[0].substr(argv[0].rfind('/') + 1);
-  if (base != "mpirun" && base != "mpiexec" && base != "orterun" && base != "prterun") {
-    one_rank.program_argv = argv;
-    return one_rank;
-  }
-  const std::vector<std::string> args(argv.begin() + 1, argv.end());
-  MpirunOptions options;
-  const std::size_t program = read_mpirun_options(args, options);
-  return launch_plan_from_mpirun(
-      options, {args.begin() + static_cast<std::ptrdiff_t>(program), args.end()}, env);
+std::optional<int> parse_int(std::string_view s) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
 }
 
 Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramModel& model) {
@@ -221,6 +94,7 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
   const int ncores = std::max(1, topo.core_count());
   const int np = std::max(1, plan.ranks_per_node);
   out.pus = topo.pu_count();
+  out.notes = plan.notes;
 
   // 1. Effective policies.
   auto [bind, bind_pe] = split_policy(plan.bind_to);
@@ -290,7 +164,9 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
   for (int r = 0; r < np; ++r) {
     const auto& cores = ranks_cores[static_cast<std::size_t>(r)];
     RankPrediction rp;
-    rp.rank = r;
+    rp.rank = static_cast<std::size_t>(r) < plan.node_ranks.size()
+                  ? plan.node_ranks[static_cast<std::size_t>(r)]
+                  : r;
     if (bind == "core")
       rp.cpuset = pus_of_cores(topo, cores);
     else if (bind == "hwthread") {

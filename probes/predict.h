@@ -21,7 +21,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,9 +34,29 @@ namespace tune::probes {
 
 inline constexpr int k_prediction_schema_version = 1;
 
+// "12" -> 12; anything else (junk, a sign, a trailing character, overflow) -> nullopt. The one
+// number reader of mpirun options, hostfiles and thread flags.
+std::optional<int> parse_int(std::string_view text);
+
+// One host of a multi-host launch, as --host ("a:2") or a hostfile line ("a slots=2") names it.
+struct HostSlots {
+  std::string name;
+  int slots = 0;  // 0: not given (Open MPI then takes the node's cores)
+
+  bool operator==(const HostSlots&) const = default;
+};
+
+// Which MPI ranks (MPI_COMM_WORLD numbers) one host runs.
+struct NodeRanks {
+  std::string host;
+  std::vector<int> ranks;
+
+  bool operator==(const NodeRanks&) const = default;
+};
+
 // How the ranks of one trial are started, as the prediction needs it. One spelling throughout
 // (the table in tuner/launch_plan.h maps it to the study file and to mpirun's flags): `n` total
-// ranks, `ranks_per_node` on this node (the one predicted), over `nodes` nodes.
+// ranks over `nodes` nodes, at most `ranks_per_node` on one.
 struct LaunchPlan {
   int n = 1;  // total ranks (-n)
   int nodes = 1;
@@ -45,6 +67,13 @@ struct LaunchPlan {
   bool uses_mpirun = false;
   std::vector<std::string> program_argv;   // the program each rank runs, with its flags
   std::map<std::string, std::string> env;  // final environment of each rank
+  // With --host/--hostfile: the hosts, and the ranks Open MPI puts on each (map_ranks_to_nodes
+  // in probes/nodes.h); empty = one node, this one.
+  std::vector<HostSlots> hosts;
+  std::vector<NodeRanks> layout;
+  // The MPI rank of each rank predicted on the node (predict_nodes fills it); empty = 0..n-1.
+  std::vector<int> node_ranks;
+  std::vector<std::string> notes;  // e.g. a hostfile that could not be read
 
   bool operator==(const LaunchPlan&) const = default;
 };
@@ -58,6 +87,7 @@ struct MpirunOptions {
   std::string bind_to;   // --bind-to
   std::string map_by;    // --map-by
   std::string host;      // -H, --host: "a:2,b" (distinct names are the nodes)
+  std::string hostfile;  // --hostfile, --machinefile: read when the plan is made
   std::map<std::string, std::string>
       env;  // -x NAME=value (a bare -x NAME exports, changes nothing)
 };
@@ -105,7 +135,7 @@ struct ThreadGroup {
 };
 
 struct RankPrediction {
-  int rank = 0;             // on the node
+  int rank = 0;             // MPI rank (LaunchPlan::node_ranks; 0.. on one node)
   std::vector<int> cpuset;  // os indices of the PUs it may run on
   std::vector<ThreadGroup> groups;
   int threads_alive = 0;  // distinct threads it starts

@@ -17,9 +17,12 @@ packages=(
   python3-optuna python3-torch python3-numpy
   libjs-chart.js
   chromium slurm-wlm munge
+  openssh-server iproute2
 )
 # libjs-chart.js: Chart.js, inlined by `tune report --format html`. chromium renders that report
 # in a test; slurm-wlm + munge run the exported Slurm script on a local single-node cluster.
+# openssh-server + iproute2: scripts/netns-hosts.sh (hosts as network namespaces, each with its
+# own sshd) for the multi-host test; the package's sshd is never started as a service here.
 # libpq-dev: the PostgreSQL storage; postgresql: the throwaway server its tests start;
 # python3-psycopg2: python3-optuna reading the same PostgreSQL study in those tests.
 # Optional extras for tests that are skipped with a message when absent.

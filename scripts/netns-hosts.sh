@@ -11,7 +11,8 @@
 #   ssh_config       for `mpirun --mca plm_rsh_args "-F DIR/ssh_config"` or `ssh -F`
 #   hostfile         "10.99.0.I slots=S" per host (S: --slots, default the machine's cores)
 #   hosts            one address per line
-#   state/pids       every process it started, by pid; `down` stops exactly these
+#   state/pids       every process it started: pid, name, start time; `down` stops exactly
+#                    these (a pid whose start time changed belongs to someone else now)
 #   state/netns      every namespace it created; `down` deletes exactly these
 # plus generated host and user keys, each sshd's config and log (DIR/hI/). --rate shapes every
 # host's link with `tc tbf` (e.g. 1gbit); --cpus I=LIST starts host I's sshd (so everything
@@ -175,22 +176,34 @@ cmd_up() {
     # -D: sshd stays in the foreground, so the pid recorded is sshd's own.
     (exec_as_host "$dir" "$i" "${pin[@]}" /usr/sbin/sshd -D -f "$dir/h$i/sshd_config" \
       -E "$dir/h$i/sshd.log" </dev/null >/dev/null 2>&1) &
-    echo "$! sshd-h$i" >>"$dir/state/pids"
+    echo "$! sshd-h$i $(start_time $!)" >>"$dir/state/pids"
   done
   wait_for_ssh "$dir" "$n"
   trap - ERR
   echo "netns-hosts: $n hosts up in $dir (hostfile $dir/hostfile, ssh config $dir/ssh_config)"
 }
 
+# A process's start time (stat field 22): tells the process `up` started from a later one that
+# was given the same pid.
+start_time() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+
+# Alive and not a zombie waiting for its parent to reap it.
+alive() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
 cmd_down() {
   [ $# -eq 1 ] || die "usage: down DIR"
-  local dir=$1 pid label ns tries
+  local dir=$1 pid label started ns tries
   [ -d "$dir/state" ] || return 0
   if [ -f "$dir/state/pids" ]; then
-    while read -r pid label; do
+    while read -r pid label started; do
+      [ "$(start_time "$pid")" = "$started" ] || continue  # gone, or the pid is another's now
       kill -TERM "$pid" 2>/dev/null || continue
       tries=0
-      while kill -0 "$pid" 2>/dev/null && [ "$tries" -lt 50 ]; do
+      while alive "$pid" && [ "$tries" -lt 50 ]; do
         tries=$((tries + 1))
         sleep 0.1
       done

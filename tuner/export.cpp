@@ -128,20 +128,21 @@ struct Rendered {
 };
 
 Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial& trial,
-                                const ExportOptions& options) {
+                                const ExportOptions& options, bool allow_run_as_root) {
   auto params = trial_params(spec, trial);
   if (!params) return std::unexpected(params.error());
   const std::string trainer = options.trainer.empty() ? bundled_trainer_path() : options.trainer;
   auto values =
       trial_template_values(spec, *params, std::string(k_out_mark), trial.number, trainer);
   values["nproc"] = std::string(k_nproc_mark);
-  // No --allow-run-as-root: the scripts set Open MPI's variables for that only when run as root.
+  // Scripts get no --allow-run-as-root: they set Open MPI's variables for that only when run as
+  // root. The one-line mpirun format has no such place: it carries the flag when asked.
   for (const auto& [name, text] : spec.env) {
     if (!is_env_name(name))
       return std::unexpected(fmt::format("{}: env.{}: not a valid environment variable name",
                                          spec.file, one_line(name)));
   }
-  auto req = expand_launch(spec, values, /*allow_run_as_root=*/false);
+  auto req = expand_launch(spec, values, allow_run_as_root);
   if (!req) return std::unexpected(req.error());
   return Rendered{std::move(*req)};
 }
@@ -307,6 +308,17 @@ Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& tri
     if (!*e) return std::nullopt;
     return parse_positive(**e);  // "{nproc}" and the like: unknown until the job runs
   };
+  if (!spec.launch.hostfile.empty() || !spec.launch.host.empty() || !spec.launch.hosts.empty()) {
+    auto rendered = render_launch(spec, values, /*allow_run_as_root=*/false);
+    if (!rendered) return std::unexpected(rendered.error());
+    const auto plan = rendered->probe_plan({});
+    if (!plan.layout.empty()) {  // the hosts could be read: they size the job
+      shape.nodes = plan.nodes;
+      shape.tasks_per_node = plan.ranks_per_node;
+      shape.total_tasks = plan.n;
+      return shape;
+    }
+  }
   auto n = number(spec.launch.n, "n");
   if (!n) return std::unexpected(n.error());
   auto per_node = number(spec.launch.npernode, "npernode");
@@ -329,7 +341,8 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
                                   ExportFormat format, const ExportOptions& options) {
   if (shell_quote(options.default_out) != options.default_out)
     return std::unexpected("export: the default output folder must be a plain path");
-  auto r = render_request(spec, trial, options);
+  auto r = render_request(spec, trial, options,
+                          format == ExportFormat::mpirun && options.allow_run_as_root);
   if (!r) return std::unexpected(r.error());
   const std::string head = header(spec, trial, options);
 
@@ -353,7 +366,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
       s += head;
       s += "# Submit: sbatch THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
            " under the submit folder)\n";
-      if (!spec.launch.host.empty() || !spec.launch.hostfile.empty())
+      if (!spec.launch.host.empty() || !spec.launch.hosts.empty() || !spec.launch.hostfile.empty())
         s += "# The study's --host/--hostfile stay in the command: check they match the "
              "allocation.\n";
       return s + "\n" + script_body(spec, *r, options);

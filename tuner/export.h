@@ -35,10 +35,15 @@ struct ExportOptions {
   std::string default_out = "./tune-run";  // $TUNE_OUT when the user sets none
   std::string measured;                    // header text: "elapsed_time = 1.23 (median of 5 runs)"
   std::string storage;                     // header text: the database it came from
+  // --format mpirun: --allow-run-as-root in the line, as the trials had it (tune export sets it
+  // when run as root; the scripts set Open MPI's variables for that themselves).
+  bool allow_run_as_root = false;
 };
 
-// The nodes and ranks per node a batch script asks for, from the launch spec (-n, --npernode)
-// expanded with the trial's values. Without mpirun: one node, one task.
+// The nodes and ranks per node a batch script asks for, from the launch spec expanded with the
+// trial's values: with hosts (hostfile, host), the hosts that run ranks and the most ranks on one
+// (probes::map_ranks_to_nodes, as the probes see it); else -n and --npernode. Without mpirun:
+// one node, one task.
 struct JobShape {
   int nodes = 1;
   std::optional<int> tasks_per_node;  // none: let the scheduler's default stand

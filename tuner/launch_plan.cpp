@@ -33,6 +33,23 @@ TemplateValues trial_template_values(const StudySpec& spec,
   return values;
 }
 
+namespace {
+
+// `hosts: [a, b]` as --host: mpirun gives each name one slot, so with npernode N each gets :N
+// (an entry that says a:2 keeps its own count).
+std::string host_option(const std::vector<std::string>& hosts,
+                        const std::optional<std::string>& npernode) {
+  std::string out;
+  for (const auto& h : hosts) {
+    if (!out.empty()) out += ',';
+    out += h;
+    if (npernode && h.find(':') == std::string::npos) out += ':' + *npernode;
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues& values,
                                      bool allow_run_as_root) {
   auto expand = [&](const std::string& text) { return expand_template(text, values); };
@@ -62,6 +79,14 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
     if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", spec.file, e.error()));
     m.*option.rendered = *e;
   }
+  if (!l.hosts.empty()) {
+    auto hosts = expand_list(l.hosts, values, spec.file + ": launch.mpirun.hosts");
+    if (!hosts) return std::unexpected(hosts.error());
+    m.host = host_option(*hosts, m.npernode);
+  }
+  // mpirun reads the hostfile from the trial's folder, the probes and exports from here: one
+  // absolute path for all of them, relative to where tune runs (as output: and storage: are).
+  if (m.hostfile && !m.hostfile->empty()) m.hostfile = fs::absolute(*m.hostfile).string();
   m.oversubscribe = l.oversubscribe;
   for (const auto& [key, text] : l.mca) {
     auto e = expand(text);
@@ -113,6 +138,7 @@ probes::LaunchPlan RenderedLaunch::probe_plan(const std::map<std::string, std::s
   options.bind_to = m.bind_to.value_or("");
   options.map_by = m.map_by.value_or("");
   options.host = m.host.value_or("");
+  options.hostfile = m.hostfile.value_or("");
   // `extra` is a piece of mpirun's command line as the user wrote it: read in place, as mpirun
   // reads it (its --bind-to overrides the one above; the program starts where the options end,
   // normally at the command's first element).

@@ -14,11 +14,12 @@
 //
 //   launch.mpirun.  mpirun flag      probes::MpirunOptions  probes::LaunchPlan
 //   n               -n               n                      n (total ranks)
-//   npernode        --npernode       npernode               ranks_per_node; nodes = n / npernode
-//   host            --host           host                   nodes = distinct names (no npernode)
-//   bind_to         --bind-to        bind_to                bind_to
+//   npernode        --npernode       npernode               ranks_per_node (also ppr:N:node)
+//   host            --host           host                   hosts, layout (probes/nodes.h)
+//   hosts: [a, b]   --host a:N,b:N   host                   hosts, layout (N: npernode)
+//   bind_to         --bind-to        bind_to                bind_to (on each node)
 //   map_by          --map-by         map_by                 map_by
-//   hostfile        --hostfile       -                      -
+//   hostfile        --hostfile       hostfile (read)        hosts, layout; path made absolute
 //   oversubscribe   --oversubscribe  -                      -
 //   mca             --mca K V        -                      -
 //   extra           as written       read as mpirun reads them (a --bind-to there wins)
@@ -28,8 +29,8 @@
 //
 // With no launch.mpirun section, nodes = ranks_per_node = n = 1 unless the command itself is an
 // mpirun line the user wrote; only then are the probes' settings parsed back from an argv
-// (probes::launch_plan_from_argv). `tune export`'s batch directives read n and npernode too:
-// JobShape::total_tasks (= n) and tasks_per_node (= npernode, else n).
+// (probes::launch_plan_from_argv). `tune export`'s batch directives come from the same plan
+// (JobShape: nodes and ranks per node of the layout; without hosts, n and npernode).
 #pragma once
 
 #include <map>

@@ -1,12 +1,18 @@
 #include "tuner/probe_hooks.h"
 
-#include "tuner/trial_attrs.h"
+#include <unistd.h>
 
+#include <fmt/format.h>
+#include <filesystem>
 #include <memory>
 
 #include "probes/monitor.h"
+#include "probes/node_watch.h"
+#include "probes/nodes.h"
 #include "probes/predict.h"
 #include "probes/system_source.h"
+#include "tuner/node_samplers.h"
+#include "tuner/trial_attrs.h"
 
 extern char** environ;
 
@@ -39,9 +45,26 @@ struct ProbeState {
   std::unique_ptr<probes::SystemSource> source;
   probes::Topology topology;
   ProbeSpec spec;
-  std::optional<probes::Prediction> prediction;
+  std::vector<probes::NodePrediction> nodes;  // one per node; one without a host when local only
+  std::optional<probes::NodeRanks> local;     // the node `tune` runs on, of a multi-host layout
+  std::string tag;                            // TUNE_PROBE_TAG of a trial that spans hosts
+  std::unique_ptr<NodeSamplers> samplers;     // on the other nodes
   std::unique_ptr<probes::TrialMonitor> monitor;
 };
+
+std::string this_hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// The nodes of `plan` that run ranks and are not this machine.
+std::vector<probes::NodeRanks> remote_nodes(const probes::LaunchPlan& plan) {
+  std::vector<probes::NodeRanks> out;
+  for (const auto& node : plan.layout)
+    if (!node.ranks.empty() && !is_this_host(node.host)) out.push_back(node);
+  return out;
+}
 
 // The environment mpirun (or the program) starts with: tune's own, with the trial's variables.
 std::map<std::string, std::string> rank_environment(const RenderedLaunch& launch) {
@@ -54,6 +77,43 @@ std::map<std::string, std::string> rank_environment(const RenderedLaunch& launch
   for (const auto& name : launch.env_unset) env.erase(name);
   for (const auto& [k, v] : launch.env_set) env[k] = v;
   return env;
+}
+
+// The thread model of the bundled trainer; any other program is assumed to start no iterator
+// workers of its own (its OpenMP/BLAS pools are still predicted from the env).
+probes::ProgramModel program_model(const probes::LaunchPlan& plan) {
+  probes::ProgramModel model;
+  const auto& program = plan.program_argv.empty() ? std::string() : plan.program_argv.front();
+  if (program.ends_with("tune-trainer")) {
+    // The trainer applies OPENCV_FOR_THREADS_NUM itself (cv::setNumThreads), which Debian's
+    // TBB-based OpenCV would otherwise ignore.
+    model.opencv_reads_env = true;
+  } else {
+    model.iterator_workers_default = 0;
+  }
+  return model;
+}
+
+// The trial's verdict: this node's monitor, merged with the other nodes' samplers when the
+// trial spans hosts (probes::merge_node_verdicts names the node and rank at fault).
+nlohmann::json node_verdicts(ProbeState& state) {
+  const bool multi =
+      state.nodes.size() > 1 || (state.nodes.size() == 1 && !state.nodes[0].host.empty());
+  if (!multi) {
+    return state.monitor->to_json(state.nodes.empty() ? nullptr : &state.nodes.front().prediction);
+  }
+  std::vector<probes::NodeObservation> seen;
+  if (state.local) {
+    const probes::Prediction* local = nullptr;
+    for (const auto& n : state.nodes)
+      if (n.host == state.local->host) local = &n.prediction;
+    seen.push_back(probes::NodeObservation{state.local->host, this_hostname(), state.local->ranks,
+                                           state.monitor->to_json(local), ""});
+  }
+  if (state.samplers) {
+    for (auto& o : state.samplers->collect()) seen.push_back(std::move(o));
+  }
+  return probes::merge_node_verdicts(seen, &state.nodes);
 }
 
 }  // namespace
@@ -72,23 +132,34 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   state->spec = spec;
 
   TrialHooks hooks;
+  // A trial with ranks on other nodes carries a tag to every rank (-x), by which each node's
+  // sampler finds its part of the trial. Only launches tune renders forward it.
+  hooks.tag_launch = [state](const search::FrozenTrial& trial, RenderedLaunch& launch) {
+    state->tag.clear();
+    if (!launch.mpirun) return;
+    if (remote_nodes(launch.probe_plan(rank_environment(launch))).empty()) return;
+    state->tag = fmt::format("{}.{}.{}", this_hostname(), ::getpid(), trial.number);
+    launch.env_set[probes::k_probe_tag_env] = state->tag;
+  };
   hooks.before_launch = [state](const search::FrozenTrial&, const RenderedLaunch& launch) {
-    const auto plan = launch.probe_plan(rank_environment(launch));
-    // The thread model of the bundled trainer; any other program is assumed to start no
-    // iterator workers of its own (its OpenMP/BLAS pools are still predicted from the env).
-    probes::ProgramModel model;
-    const auto& program = plan.program_argv.empty() ? std::string() : plan.program_argv.front();
-    if (program.ends_with("tune-trainer")) {
-      // The trainer applies OPENCV_FOR_THREADS_NUM itself (cv::setNumThreads), which Debian's
-      // TBB-based OpenCV would otherwise ignore.
-      model.opencv_reads_env = true;
-    } else {
-      model.iterator_workers_default = 0;
+    const auto env = rank_environment(launch);
+    const auto plan = launch.probe_plan(env);
+    state->nodes = probes::predict_nodes(state->topology, plan, program_model(plan));
+    state->local.reset();
+    for (const auto& node : plan.layout)
+      if (!node.ranks.empty() && !state->local && is_this_host(node.host)) state->local = node;
+    nlohmann::json attrs = {{k_attr_probe_prediction, probes::nodes_prediction_json(state->nodes)}};
+    const double constraint = probes::nodes_prediction_constraint(state->nodes);
+    if (state->spec.constrain) attrs[k_hook_constraint] = constraint;
+    state->samplers = std::make_unique<NodeSamplers>();  // stops any a skipped trial left
+    const bool runs = !state->spec.constrain || constraint <= 0;
+    if (runs && !state->tag.empty()) {
+      std::error_code ec;
+      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      state->samplers->start(remote_shell(launch, env), remote_nodes(plan),
+                             ec ? std::string("tune") : self.string(), state->tag,
+                             state->spec.interval_s);
     }
-    state->prediction = probes::predict(state->topology, plan, model);
-    nlohmann::json attrs = {{k_attr_probe_prediction, state->prediction->to_json()}};
-    if (state->spec.constrain)
-      attrs[k_hook_constraint] = probes::prediction_constraint(*state->prediction);
     return attrs;
   };
   hooks.on_start = [state](pid_t pid) {
@@ -101,11 +172,11 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     nlohmann::json attrs = nlohmann::json::object();
     if (state->monitor) {
       state->monitor->stop();
-      attrs[k_attr_probe_verdict] =
-          state->monitor->to_json(state->prediction ? &*state->prediction : nullptr);
+      attrs[k_attr_probe_verdict] = node_verdicts(*state);
       state->monitor.reset();
     }
-    state->prediction.reset();
+    state->samplers.reset();
+    state->nodes.clear();
     return attrs;
   };
   return hooks;

@@ -4,7 +4,10 @@
 // runs, sample its process tree from /proc; when it ends, store the verdict. The prediction and
 // verdict go to the trial's system attrs "probe_prediction" and "probe_verdict"; with
 // `probes: {constrain: true}` a predicted-oversubscribed trial is recorded as infeasible
-// instead of being run. One hooks object serves one runner (one thread).
+// instead of being run. A trial that spans hosts is predicted per node (probes/nodes.h); its
+// ranks carry a tag (tag_launch), every other node gets a sampler started over mpirun's ssh
+// before launch (tuner/node_samplers.h), and the stored verdict merges every node's, naming the
+// node and rank at fault. One hooks object serves one runner (one thread).
 #pragma once
 
 #include <expected>

@@ -192,6 +192,7 @@ int run_export(const ExportArgs& args) {
   ExportOptions export_options;
   export_options.measured = measured;
   export_options.storage = opened.url;
+  export_options.allow_run_as_root = running_as_root();  // as the trials ran
   // What fails here is the study file (a template, a variable name) or the trial chosen (a
   // parameter the study file no longer has): bad input.
   const auto text = unwrap_input(render_export(spec, *trial, format, export_options));

@@ -365,6 +365,7 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
   auto rendered = render_launch(m_spec, values, running_as_root());
   if (!rendered) return std::unexpected(rendered.error());
+  if (m_hooks.tag_launch) m_hooks.tag_launch(trial, *rendered);
   Prepared p;
   LaunchRequest& req = p.request;
   req = rendered->request();

@@ -58,6 +58,9 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
 
 // Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
 struct TrialHooks {
+  // Right after the trial's launch is rendered, before anything of it is stored or run: may add
+  // variables the launch carries to every rank (the probes tag a trial that spans hosts).
+  std::function<void(const search::FrozenTrial&, RenderedLaunch& launch)> tag_launch;
   // Before launch, with the trial's structured launch (its argv is exactly what will run): may
   // return system attrs to store and a constraint value (> 0 = skip).
   std::function<nlohmann::json(const search::FrozenTrial&, const RenderedLaunch& launch)>

@@ -265,7 +265,7 @@ class Parser : private YamlReader {
       spec.launch.mpirun = boolean(m, "launch.mpirun");
       return;
     }
-    std::set<std::string> keys = {"program", "oversubscribe", "mca", "extra"};
+    std::set<std::string> keys = {"program", "oversubscribe", "mca", "extra", "hosts"};
     for (const auto& option : k_mpirun_value_options) keys.insert(option.key);
     check_keys(m, "launch.mpirun", keys);
     auto& ls = spec.launch;
@@ -288,6 +288,12 @@ class Parser : private YamlReader {
     if (const auto& extra = m["extra"]) {
       if (!extra.IsSequence()) fail(extra, "launch.mpirun.extra", "expected a list");
       ls.extra = template_list(extra, "launch.mpirun.extra", spec);
+    }
+    if (const auto& hosts = m["hosts"]) {
+      if (!hosts.IsSequence() || hosts.size() == 0)
+        fail(hosts, "launch.mpirun.hosts", "expected a list of host names, e.g. [node1, node2]");
+      if (m["host"]) fail(hosts, "launch.mpirun.hosts", "give either host or hosts, not both");
+      ls.hosts = template_list(hosts, "launch.mpirun.hosts", spec);
     }
   }
 

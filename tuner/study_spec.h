@@ -54,13 +54,15 @@ struct ConstraintSpec {
 struct LaunchSpec {
   bool mpirun = false;  // false: run `command` directly
   std::string mpirun_program = "mpirun";
-  std::string n;                                         // template; total ranks (-n)
-  std::string npernode;                                  // template; ranks per node (--npernode)
-  std::string bind_to;                                   // template; --bind-to
-  std::string map_by;                                    // template; --map-by
-  std::string hostfile;                                  // template; --hostfile
-  std::string host;                                      // template; --host
-  bool oversubscribe = false;                            // --oversubscribe
+  std::string n;         // template; total ranks (-n)
+  std::string npernode;  // template; ranks per node (--npernode)
+  std::string bind_to;   // template; --bind-to
+  std::string map_by;    // template; --map-by
+  std::string hostfile;  // template; --hostfile
+  std::string host;      // template; --host
+  std::vector<std::string>
+      hosts;                   // templates; --host a:N,b:N (N: npernode, unless an entry has :N)
+  bool oversubscribe = false;  // --oversubscribe
   std::vector<std::pair<std::string, std::string>> mca;  // --mca KEY VALUE (templates)
   std::vector<std::string> extra;                        // further mpirun arguments (templates)
 };

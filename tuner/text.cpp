@@ -3,7 +3,11 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <vector>
 
 namespace tune::tuner {
 namespace {
@@ -109,6 +113,54 @@ std::string last_line_of_file(const std::string& path, std::size_t max_bytes) {
     end = nl;
   }
   return {};
+}
+
+namespace {
+
+bool has_alnum(std::string_view line) {
+  return std::any_of(line.begin(), line.end(),
+                     [](unsigned char c) { return std::isalnum(c) != 0; });
+}
+
+bool explains(std::string_view line) {
+  static constexpr std::string_view k_words[] = {
+      "error",     "fail",    "unable",    "cannot",    "can't",      "could not",
+      "not found", "denied",  "refused",   "no such",   "fatal",      "abort",
+      "killed",    "invalid", "timed out", "exception", "terminated", "segmentation"};
+  std::string lower(line);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::any_of(std::begin(k_words), std::end(k_words),
+                     [&](std::string_view w) { return lower.find(w) != std::string::npos; });
+}
+
+}  // namespace
+
+std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes) {
+  return explaining_lines(tail_of_file(path, 64 * 1024), max_bytes);
+}
+
+std::string explaining_lines(std::string_view tail, std::size_t max_bytes) {
+  std::vector<std::string_view> meaningful, explaining;
+  std::size_t begin = 0;
+  while (begin < tail.size()) {
+    std::size_t end = tail.find('\n', begin);
+    if (end == std::string_view::npos) end = tail.size();
+    std::string_view line(tail.data() + begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (has_alnum(line)) {
+      meaningful.push_back(line);
+      if (explains(line)) explaining.push_back(line);
+    }
+    begin = end + 1;
+  }
+  if (explaining.empty()) {
+    return meaningful.empty() ? std::string() : printable(meaningful.back(), max_bytes);
+  }
+  if (explaining.size() > 3) explaining.erase(explaining.begin() + 2, explaining.end() - 1);
+  std::string out;
+  for (const auto line : explaining) out += (out.empty() ? "" : " | ") + std::string(line);
+  return printable(out, max_bytes);
 }
 
 }  // namespace tune::tuner

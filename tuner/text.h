@@ -31,4 +31,14 @@ std::string tail_of_file(const std::string& path, std::size_t max_bytes);
 // The last non-empty line within the file's last 64 KiB, through printable(max_bytes).
 std::string last_line_of_file(const std::string& path, std::size_t max_bytes);
 
+// Why a program failed, from the last 64 KiB of its stderr: the lines that say so (error, failed,
+// unable, refused, ...; the first two and the last when there are more than three), joined by
+// " | ", through printable(max_bytes). Launchers print the cause first and a banner after it
+// (Open MPI: "Host key verification failed." then a box of dashes), so the last line alone
+// would hide it. Lines with no letter or digit (banners, rules) never count. Without such a
+// line: the last line that has a letter or digit.
+std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes);
+// The same over text already read (e.g. what a node's sampler printed).
+std::string explaining_lines(std::string_view text, std::size_t max_bytes);
+
 }  // namespace tune::tuner

@@ -44,7 +44,7 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
   } else if (res.signal != 0) {
     o.reason = fmt::format("killed by {}", signal_name(res.signal));
   } else if (res.exit_code != 0) {
-    const auto err = last_line_of_file(ctx.stderr_path, 200);
+    const auto err = explaining_lines_of_file(ctx.stderr_path, 300);
     o.reason = fmt::format("exit code {}{}", res.exit_code, err.empty() ? "" : ": " + err);
   } else if (auto reading = read(); reading) {
     o.state = TrialState::complete;

@@ -283,9 +283,9 @@ TEST(LaunchPlanFromMpirun, ShapeFromNNpernodeAndHosts) {
   o.env = {{"OMP_NUM_THREADS", "3"}};
   const LaunchPlan p = launch_plan_from_mpirun(o, {"prog"}, {{"OMP_NUM_THREADS", "1"}, {"H", "h"}});
   EXPECT_TRUE(p.uses_mpirun);
-  EXPECT_EQ(p.n, 1);
+  EXPECT_EQ(p.n, 4);  // without -n, mpirun starts one rank per slot
   EXPECT_EQ(p.nodes, 2);
-  EXPECT_EQ(p.ranks_per_node, 1);
+  EXPECT_EQ(p.ranks_per_node, 2);
   EXPECT_EQ(p.env, (std::map<std::string, std::string>{{"OMP_NUM_THREADS", "3"}, {"H", "h"}}));
   o.n = "6";
   o.npernode = "4";

@@ -313,6 +313,55 @@ TEST_F(ExportTest, JobShapes) {
   EXPECT_EQ(shape->tasks_per_node, 1);
 }
 
+// 2 hosts x 1 rank from a hostfile: two nodes of one task each, not one node of two tasks.
+TEST_F(ExportTest, HostsSizeTheBatchJob) {
+  auto s = spec();
+  s.launch.n = "2";
+  s.launch.npernode.clear();
+  s.launch.hostfile = write("hostfile", "10.99.0.1 slots=1\n10.99.0.2 slots=1\n");
+  const auto t = winner(s);
+  const auto shape = job_shape(s, t);
+  ASSERT_TRUE(shape) << shape.error();
+  EXPECT_EQ(shape->nodes, 2);
+  EXPECT_EQ(shape->tasks_per_node, 1);
+  EXPECT_EQ(shape->total_tasks, 2);
+  const auto slurm = render_export(s, t, ExportFormat::slurm, options());
+  ASSERT_TRUE(slurm) << slurm.error();
+  const auto lines = lines_of(*slurm);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "#SBATCH --nodes=2"), lines.end()) << *slurm;
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "#SBATCH --ntasks-per-node=1"), lines.end());
+  EXPECT_NE(slurm->find("--hostfile " + s.launch.hostfile), std::string::npos) << *slurm;
+  const auto pbs = render_export(s, t, ExportFormat::pbs, options());
+  ASSERT_TRUE(pbs) << pbs.error();
+  EXPECT_NE(pbs->find("#PBS -l select=2:ncpus=1:mpiprocs=1\n"), std::string::npos) << *pbs;
+  // --host with npernode: 2 hosts x 2.
+  s.launch.hostfile.clear();
+  s.launch.host = "a:2,b:2";
+  s.launch.n.clear();
+  s.launch.npernode = "2";
+  const auto both = job_shape(s, t);
+  ASSERT_TRUE(both) << both.error();
+  EXPECT_EQ(both->nodes, 2);
+  EXPECT_EQ(both->tasks_per_node, 2);
+  EXPECT_EQ(both->total_tasks, 4);
+}
+
+// Trials run as root had --allow-run-as-root; the one-line export keeps it, scripts need not.
+TEST_F(ExportTest, MpirunLineKeepsAllowRunAsRootWhenAsked) {
+  const auto s = spec();
+  auto o = options();
+  const auto plain = render_export(s, winner(s), ExportFormat::mpirun, o);
+  ASSERT_TRUE(plain) << plain.error();
+  EXPECT_EQ(plain->find("--allow-run-as-root"), std::string::npos);
+  o.allow_run_as_root = true;
+  const auto root = render_export(s, winner(s), ExportFormat::mpirun, o);
+  ASSERT_TRUE(root) << root.error();
+  EXPECT_NE(root->find(" mpirun --allow-run-as-root -n 5 "), std::string::npos) << *root;
+  const auto script = render_export(s, winner(s), ExportFormat::bash, o);
+  ASSERT_TRUE(script) << script.error();
+  EXPECT_EQ(script->find("--allow-run-as-root"), std::string::npos);
+}
+
 TEST_F(ExportTest, DirectCommandWithoutMpirun) {
   auto s = spec();
   s.launch = {};

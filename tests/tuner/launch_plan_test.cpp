@@ -4,6 +4,9 @@
 // probes used to get it), and a command the user wrote as an mpirun line is still read as one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include <string>
 #include <vector>
 
@@ -59,6 +62,8 @@ std::vector<Case> cases() {
        values(std::int64_t{1}, std::string("none"), std::int64_t{1})},
       {"launch: {mpirun: {n: 4, npernode: 2, map_by: \"socket:PE=2\", host: \"a:2,b:2\"}}\n", some},
       {"launch: {mpirun: {npernode: 3, host: \"a,b,c\", hostfile: /etc/hosts}}\n", some},
+      {"launch: {mpirun: {npernode: 2, hosts: [h1, \"h2:1\"], bind_to: core}}\n", some},
+      {"launch: {mpirun: {n: 3, map_by: \"ppr:2:node\", hosts: [h1, h2]}}\n", some},
       {"launch: {mpirun: {n: 4, host: \"a:2,b:2,a:1\"}}\n", some},
       {"launch: {mpirun: {n: \"{nproc}\", map_by: \"ppr:2:socket\", bind_to: hwthread}}\n", some},
       {"launch: {mpirun: {program: /usr/bin/mpiexec, n: 2, mca: {btl: \"self,vader\", "
@@ -120,28 +125,14 @@ TEST(RenderedLaunch, ArgvIsTheMpirunPrefixThenTheCommand) {
   const auto rendered =
       render_launch(spec, values(std::int64_t{4}, search::ParamValue{}, std::int64_t{3}), true);
   ASSERT_TRUE(rendered) << rendered.error();
-  const std::vector<std::string> expected = {"mpiexec",
-                                             "--allow-run-as-root",
-                                             "-n",
-                                             "4",
-                                             "--npernode",
-                                             "2",
-                                             "--map-by",
-                                             "socket",
-                                             "--hostfile",
-                                             "hf",
-                                             "--host",
-                                             "a,b",
-                                             "--oversubscribe",
-                                             "--mca",
-                                             "btl",
-                                             "self,vader",
-                                             "-x",
-                                             "OMP_NUM_THREADS",
-                                             "--report-bindings",
-                                             "/opt/tune/bin/tune-trainer",
-                                             "--out",
-                                             "/t/3"};
+  const std::vector<std::string> expected = {"mpiexec", "--allow-run-as-root", "-n", "4",
+                                             "--npernode", "2", "--map-by", "socket", "--hostfile",
+                                             // mpirun runs in the trial's folder: the path is
+                                             // made absolute from where tune runs
+                                             std::filesystem::absolute("hf").string(), "--host",
+                                             "a,b", "--oversubscribe", "--mca", "btl", "self,vader",
+                                             "-x", "OMP_NUM_THREADS", "--report-bindings",
+                                             "/opt/tune/bin/tune-trainer", "--out", "/t/3"};
   EXPECT_EQ(rendered->argv(), expected);
   const auto req = rendered->request();
   EXPECT_EQ(req.argv, expected);
@@ -151,6 +142,26 @@ TEST(RenderedLaunch, ArgvIsTheMpirunPrefixThenTheCommand) {
       expand_launch(spec, values(std::int64_t{4}, search::ParamValue{}, std::int64_t{3}), true);
   ASSERT_TRUE(expanded) << expanded.error();
   EXPECT_EQ(expanded->argv, expected);
+}
+
+// hosts: [a, b] with npernode N is --host a:N,b:N (mpirun gives a bare name one slot); the
+// probes see 2 nodes of 2 ranks, numbered by node.
+TEST(RenderedLaunch, HostsListIsOneSlotCountPerNode) {
+  const auto spec =
+      study("launch: {mpirun: {npernode: 2, hosts: [h1, \"{extra}\"], bind_to: core}}\n");
+  auto v = values(std::int64_t{2}, search::ParamValue{}, std::int64_t{1});
+  v["extra"] = std::string("h2");
+  const auto rendered = render_launch(spec, v, false);
+  ASSERT_TRUE(rendered) << rendered.error();
+  const auto argv = rendered->argv();
+  const auto at = std::find(argv.begin(), argv.end(), "--host");
+  ASSERT_NE(at, argv.end());
+  EXPECT_EQ(*(at + 1), "h1:2,h2:2");
+  const auto plan = rendered->probe_plan(k_env);
+  EXPECT_EQ(plan.nodes, 2);
+  EXPECT_EQ(plan.n, 4);
+  ASSERT_EQ(plan.layout.size(), 2u);
+  EXPECT_EQ(plan.layout[1], (probes::NodeRanks{"h2", {2, 3}}));
 }
 
 TEST(RenderedLaunch, ARawMpirunCommandIsReadFromItsArgv) {

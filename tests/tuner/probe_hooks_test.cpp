@@ -5,10 +5,12 @@
 // and its verdict carries the trial's own prediction, and nothing leaks into the next trial.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "probes/fake_source.h"
 #include "probes/predict.h"
+#include "tuner/node_samplers.h"
 #include "tuner/probe_hooks.h"
 
 namespace tune::tuner {
@@ -157,6 +159,41 @@ TEST(ProbeHooks, AnUnreadableTopologyIsAnError) {
   auto hooks = make_probe_hooks(ProbeSpec{}, std::make_unique<NoTopology>());
   ASSERT_FALSE(hooks.has_value());
   EXPECT_EQ(hooks.error(), "probes: hwloc: no topology");
+}
+
+// A trial with ranks on another host carries the tag its node's sampler looks for (and mpirun
+// forwards it with -x); one whose hosts are all this machine needs none. 192.0.2.7 is a
+// documentation address: nothing here connects to it.
+TEST(ProbeHooks, OnlyATrialOnOtherHostsCarriesTheNodeTag) {
+  EXPECT_TRUE(is_this_host("localhost"));
+  EXPECT_FALSE(is_this_host("192.0.2.7"));
+  auto hooks = hooks_for();
+  auto local = launch("prog", "1");
+  local.mpirun->host = "localhost:2";
+  hooks.tag_launch(search::FrozenTrial{}, local);
+  EXPECT_FALSE(local.env_set.contains("TUNE_PROBE_TAG"));
+  auto spread = launch("prog", "1");
+  spread.mpirun->host = "localhost:1,192.0.2.7:1";
+  hooks.tag_launch(search::FrozenTrial{}, spread);
+  ASSERT_TRUE(spread.env_set.contains("TUNE_PROBE_TAG"));
+  const auto argv = spread.argv();
+  const auto x = std::find(argv.begin(), argv.end(), "TUNE_PROBE_TAG");
+  ASSERT_NE(x, argv.end());
+  EXPECT_EQ(*(x - 1), "-x");
+}
+
+// mpirun's remote shell, as the node samplers reuse it.
+TEST(ProbeHooks, TheSamplersUseMpirunsRemoteShell) {
+  auto l = launch("prog", "1");
+  EXPECT_EQ(remote_shell(l, {}), std::vector<std::string>{"ssh"});
+  l.mpirun->mca = {{"plm_rsh_args", "-F /x/ssh_config -p 2222"}};
+  EXPECT_EQ(remote_shell(l, {}),
+            (std::vector<std::string>{"ssh", "-F", "/x/ssh_config", "-p", "2222"}));
+  l.mpirun->mca.clear();
+  EXPECT_EQ(remote_shell(l, {{"OMPI_MCA_plm_rsh_agent", "rsh : ssh"}}),
+            std::vector<std::string>{"rsh"});
+  l.mpirun->extra = {"--mca", "plm_rsh_agent", "/usr/bin/ssh -q"};
+  EXPECT_EQ(remote_shell(l, {}), (std::vector<std::string>{"/usr/bin/ssh", "-q"}));
 }
 
 }  // namespace

@@ -100,6 +100,10 @@ INSTANTIATE_TEST_SUITE_P(
     AllPaths, StudySpecErrors,
     ::testing::Values(
         BadCase{"name: x\ncommand: [p]\nbogus: 1\n", "s.yaml:3: key 'bogus': unknown key"},
+        BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {hosts: a}}\n",
+                "s.yaml:3: key 'launch.mpirun.hosts': expected a list of host names"},
+        BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {host: a, hosts: [b]}}\n",
+                "key 'launch.mpirun.hosts': give either host or hosts, not both"},
         BadCase{"command: [p]\n", "key 'name': missing"},
         BadCase{"name: x\n", "key 'command': missing"},
         BadCase{"name: x\ncommand: p\n", "key 'command': expected a non-empty list"},

@@ -63,6 +63,28 @@ TEST(TrialOutcome, NonZeroExitNamesTheLastStderrLine) {
   std::filesystem::remove(path);
 }
 
+// Open MPI prints the cause first, then a banner whose last line is a rule of dashes.
+TEST(TrialOutcome, NonZeroExitKeepsTheLinesThatExplainNotTheLauncherBanner) {
+  const auto path = std::filesystem::temp_directory_path() / "tune-outcome-banner";
+  const std::string rule(74, '-');
+  std::ofstream(path) << "Host key verification failed.\n"
+                      << rule << "\n"
+                      << "ORTE was unable to reliably start one or more daemons.\n"
+                      << "This usually is caused by:\n\n* not finding the required libraries\n"
+                      << rule << "\n";
+  OutcomeContext ctx;
+  ctx.stderr_path = path.string();
+  const auto o = classify_outcome(started(255), ctx, never_read());
+  EXPECT_EQ(o.reason,
+            "exit code 255: Host key verification failed. | ORTE was unable to reliably start one "
+            "or more daemons.");
+  // Many explaining lines: the first two (the cause) and the last (the final word).
+  std::ofstream(path) << "error 1\nerror 2\nerror 3\nnoise\nerror 4\n***\n";
+  EXPECT_EQ(classify_outcome(started(1), ctx, never_read()).reason,
+            "exit code 1: error 1 | error 2 | error 4");
+  std::filesystem::remove(path);
+}
+
 TEST(TrialOutcome, SignalsTimeoutsAndStartFailures) {
   auto killed = started();
   killed.signal = SIGSEGV;

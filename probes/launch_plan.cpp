@@ -1,0 +1,167 @@
+// Reading a launch: mpirun's options from an argv, and the LaunchPlan they make, hosts and the
+// ranks on each included (declarations in probes/predict.h and probes/nodes.h).
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "probes/nodes.h"
+#include "probes/predict.h"
+
+namespace tune::probes {
+
+std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOptions& options) {
+  // mpirun options that take one value (two for --mca); anything else is a switch.
+  static const std::set<std::string> k_one = {"-n",
+                                              "-np",
+                                              "--np",
+                                              "--n",
+                                              "-c",
+                                              "-N",
+                                              "--npernode",
+                                              "-npernode",
+                                              "--bind-to",
+                                              "-bind-to",
+                                              "--map-by",
+                                              "-map-by",
+                                              "--rank-by",
+                                              "-rank-by",
+                                              "-H",
+                                              "--host",
+                                              "-host",
+                                              "--hostfile",
+                                              "-hostfile",
+                                              "--machinefile",
+                                              "-machinefile",
+                                              "-x",
+                                              "--prefix",
+                                              "-wdir",
+                                              "--wdir",
+                                              "-wd",
+                                              "--output-filename",
+                                              "--timeout",
+                                              "--cpus-per-proc",
+                                              "--cpus-per-rank",
+                                              "--tag-output-file",
+                                              "--app",
+                                              "--preload-files",
+                                              "--path",
+                                              "--rankfile",
+                                              "-rf",
+                                              "--report-child-jobs-separately"};
+  static const std::set<std::string> k_two = {"--mca", "-mca", "--gmca", "-gmca"};
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-') break;
+    std::string key = a, value;
+    bool inline_value = false;
+    if (a.starts_with("--") && a.find('=') != std::string::npos) {
+      key = a.substr(0, a.find('='));
+      value = a.substr(a.find('=') + 1);
+      inline_value = true;
+    }
+    if (k_two.contains(key)) {
+      i += 2;
+      continue;
+    }
+    if (!k_one.contains(key)) continue;
+    if (!inline_value) {
+      if (i + 1 >= args.size()) break;  // a value-less last option: taken as the program
+      value = args[++i];
+    }
+    if (key == "-n" || key == "-np" || key == "--np" || key == "--n" || key == "-c")
+      options.n = value;
+    else if (key == "-N" || key == "--npernode" || key == "-npernode")
+      options.npernode = value;
+    else if (key == "--bind-to" || key == "-bind-to")
+      options.bind_to = value;
+    else if (key == "--map-by" || key == "-map-by")
+      options.map_by = value;
+    else if (key == "-H" || key == "--host" || key == "-host")
+      options.host = value;
+    else if (key == "--hostfile" || key == "-hostfile" || key == "--machinefile" ||
+             key == "-machinefile")
+      options.hostfile = value;
+    else if (key == "-x") {
+      const auto eq = value.find('=');
+      if (eq != std::string::npos) options.env[value.substr(0, eq)] = value.substr(eq + 1);
+    }
+  }
+  return std::min(i, args.size());
+}
+
+LaunchPlan launch_plan_from_mpirun(const MpirunOptions& options,
+                                   std::vector<std::string> program_argv,
+                                   std::map<std::string, std::string> env) {
+  LaunchPlan plan;
+  plan.uses_mpirun = true;
+  plan.bind_to = options.bind_to;
+  plan.map_by = options.map_by;
+  plan.program_argv = std::move(program_argv);
+  plan.env = std::move(env);
+  for (const auto& [k, v] : options.env) plan.env[k] = v;
+  std::vector<HostSlots> hosts = parse_host_list(options.host);
+  if (!options.hostfile.empty()) {
+    auto file = read_hostfile(options.hostfile);
+    if (!file) {
+      plan.notes.push_back(file.error());
+    } else if (hosts.empty()) {
+      hosts = std::move(*file);
+    }
+  }
+  const int n = parse_int(options.n).value_or(0);
+  int npernode = parse_int(options.npernode).value_or(0);
+  if (npernode <= 0) npernode = ppr_per_node(options.map_by);
+  if (!hosts.empty()) {
+    // Hostfile lines without slots= get the node's cores from Open MPI; this node's logical
+    // CPUs stand in for them (the prediction re-reads them from the topology it predicts on).
+    const int default_slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    plan.hosts = hosts;
+    plan.layout = map_ranks_to_nodes(hosts, n, npernode, options.map_by, default_slots);
+    int total = 0;
+    plan.nodes = 0;
+    plan.ranks_per_node = 1;
+    for (const NodeRanks& node : plan.layout) {
+      if (node.ranks.empty()) continue;
+      total += static_cast<int>(node.ranks.size());
+      plan.nodes += 1;
+      plan.ranks_per_node = std::max(plan.ranks_per_node, static_cast<int>(node.ranks.size()));
+    }
+    plan.nodes = std::max(1, plan.nodes);
+    plan.n = std::max(1, total);
+    return plan;
+  }
+  const int total = n > 0 ? n : std::max(1, npernode);
+  if (npernode > 0) {
+    plan.ranks_per_node = npernode;
+    plan.nodes = std::max(1, (total + npernode - 1) / npernode);
+  } else {
+    plan.ranks_per_node = total;
+  }
+  plan.n = total;
+  return plan;
+}
+
+LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env) {
+  LaunchPlan one_rank;
+  one_rank.env = env;
+  if (argv.empty()) return one_rank;
+  const std::string base = argv[0].substr(argv[0].rfind('/') + 1);
+  if (base != "mpirun" && base != "mpiexec" && base != "orterun" && base != "prterun") {
+    one_rank.program_argv = argv;
+    return one_rank;
+  }
+  const std::vector<std::string> args(argv.begin() + 1, argv.end());
+  MpirunOptions options;
+  const std::size_t program = read_mpirun_options(args, options);
+  return launch_plan_from_mpirun(
+      options, {args.begin() + static_cast<std::ptrdiff_t>(program), args.end()}, env);
+}
+
+}  // namespace tune::probes

@@ -1,0 +1,81 @@
+// Trials that span hosts: which ranks run on which node, the prediction made per node, and the
+// verdicts of every node's sampler merged into one that names the node and rank at fault.
+//
+// Open MPI 4.1's mapping, as far as it matters for where the busy threads are: --host entries
+// give one slot each unless they say "name:N"; a hostfile line without slots= gives the node's
+// cores; ranks fill each node's slots in order (by slot, the default), N per node with
+// --npernode N or --map-by ppr:N:node, or go round the nodes one at a time with --map-by node;
+// ranks beyond the slots (--oversubscribe) go round the nodes again. Without -n, mpirun starts
+// one rank per slot (N per node with npernode).
+//
+// Every node is predicted on the topology of the node `tune` runs on, and a hostfile line
+// without slots= counts this node's logical CPUs (a cluster's nodes are normally alike; each
+// node's sampler reports what it really has). Pure functions except
+// read_hostfile (reads one file); thread-safe.
+#pragma once
+
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/predict.h"
+
+namespace tune::probes {
+
+// "a:2,b" (mpirun --host): b gets 1 slot. Empty text, no hosts.
+std::vector<HostSlots> parse_host_list(const std::string& text);
+
+// An Open MPI hostfile: "name [slots=N] [max_slots=M]" per line, '#' comments; a host named
+// twice adds up. Errors name the file and line.
+std::expected<std::vector<HostSlots>, std::string> read_hostfile(const std::string& path);
+
+// N from --map-by ppr:N:node, else 0.
+int ppr_per_node(const std::string& map_by);
+
+// The ranks each host runs, hosts in the order given (hosts with none are kept, empty). `n` 0 =
+// mpirun's default (every slot, or npernode per host); `npernode` 0 = not given; slots 0 count as
+// `default_slots`.
+std::vector<NodeRanks> map_ranks_to_nodes(const std::vector<HostSlots>& hosts, int n, int npernode,
+                                          const std::string& map_by, int default_slots);
+
+struct NodePrediction {
+  std::string host;  // "" = the one node of a launch without hosts
+  std::vector<int> ranks;
+  Prediction prediction;
+};
+
+// One prediction per node that runs ranks (plan.layout), each with its MPI rank numbers; a plan
+// without hosts gives one, exactly predict(topo, plan, model).
+std::vector<NodePrediction> predict_nodes(const Topology& topo, const LaunchPlan& plan,
+                                          const ProgramModel& model = {});
+
+// The prediction JSON a trial stores: one node's Prediction::to_json() unchanged; for several,
+// the first oversubscribed node's (else the first's) with its "host", plus "nodes" (host, ranks,
+// summary, busy threads, oversubscribed, constraint of each) and a summary naming the nodes.
+nlohmann::json nodes_prediction_json(const std::vector<NodePrediction>& nodes);
+// The worst node's prediction_constraint().
+double nodes_prediction_constraint(const std::vector<NodePrediction>& nodes);
+
+// What one node's sampler saw: its Verdict::to_json(), or why there is none.
+struct NodeObservation {
+  std::string host;      // as the launch names it ("10.99.0.2", "node07")
+  std::string hostname;  // what the node calls itself, when known ("h2")
+  std::vector<int> ranks;
+  std::optional<nlohmann::json> verdict;
+  std::string error;
+};
+
+// The verdict a trial stores for a launch over several nodes: the first oversubscribed node's
+// verdict (else the first node's) at the top level with its "host", every node under "nodes",
+// "observed_oversubscribed" when any node was, and one diagnosis line that names the node(s)
+// and, through the node's own diagnosis, the rank: "oversubscribed on h2 (10.99.0.2, ranks 2-3):
+// 2.0 runnable threads on cpuset 1 (1 PU, 2.0x); rank 3: 51% CPU ...; ok on h1 (...): ...".
+// `predicted` (may be null) adds, for a node whose own diagnosis does not say, whether it was
+// predicted.
+nlohmann::json merge_node_verdicts(const std::vector<NodeObservation>& nodes,
+                                   const std::vector<NodePrediction>* predicted);
+
+}  // namespace tune::probes
