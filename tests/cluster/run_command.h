@@ -14,7 +14,7 @@
 
 #include "tuner/launcher.h"
 
-namespace tune::testing {
+namespace tune::test_support {
 
 struct Ran {
   bool started = false;
@@ -57,4 +57,4 @@ inline bool on_path(const std::string& program) {
   return false;
 }
 
-}  // namespace tune::testing
+}  // namespace tune::test_support

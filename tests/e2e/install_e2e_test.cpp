@@ -12,7 +12,7 @@
 
 #include "tests/cluster/run_command.h"
 
-namespace tune::testing {
+namespace tune::test_support {
 namespace {
 
 namespace fs = std::filesystem;
@@ -130,4 +130,4 @@ TEST_F(InstallE2E, DebianPackageDependsOnRuntimePackagesOnly) {
 }
 
 }  // namespace
-}  // namespace tune::testing
+}  // namespace tune::test_support
