@@ -21,12 +21,13 @@ constexpr std::string_view k_out_mark = "\x1ftune-out\x1f";
 constexpr std::string_view k_nproc_mark = "\x1ftune-nproc\x1f";
 
 // The one list of export formats, in the order --help and the error name them.
-constexpr std::array<std::pair<std::string_view, ExportFormat>, 5> k_export_formats = {{
+constexpr std::array<std::pair<std::string_view, ExportFormat>, 6> k_export_formats = {{
     {"bash", ExportFormat::bash},
     {"slurm", ExportFormat::slurm},
     {"pbs", ExportFormat::pbs},
     {"env", ExportFormat::env},
     {"mpirun", ExportFormat::mpirun},
+    {"slurm-array", ExportFormat::slurm_array},
 }};
 
 bool is_ascii_alnum(char c) {
@@ -334,6 +335,8 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
   const std::string head = header(spec, trial, options);
 
   switch (format) {
+    case ExportFormat::slurm_array:
+      return std::unexpected("export: slurm-array exports the study, not a trial (worker_array.h)");
     case ExportFormat::mpirun:
       return mpirun_line(spec, *r, options);
     case ExportFormat::env:

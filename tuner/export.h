@@ -20,9 +20,12 @@
 
 namespace tune::tuner {
 
-enum class ExportFormat { bash, slurm, pbs, env, mpirun };
+// slurm_array is a job array of tune workers for the whole study (tuner/worker_array.h), not a
+// trial's script: render_export() refuses it.
+enum class ExportFormat { bash, slurm, pbs, env, mpirun, slurm_array };
 
-// The format names parse_export_format() takes: "bash", "slurm", "pbs", "env", "mpirun".
+// The format names parse_export_format() takes: "bash", "slurm", "pbs", "env", "mpirun",
+// "slurm-array".
 const std::vector<std::string>& export_format_names();
 Result<ExportFormat> parse_export_format(const std::string& text);
 

@@ -41,6 +41,10 @@ struct ProbeState {
   ProbeSpec spec;
   std::optional<probes::Prediction> prediction;
   std::unique_ptr<probes::TrialMonitor> monitor;
+  // launch.slurm: the ranks are children of slurmstepd, not of the trial's srun, so a monitor of
+  // the trial's process tree would see srun alone and judge it as the one rank. Such a trial
+  // keeps its prediction and gets no verdict (the report then shows the prediction).
+  bool ranks_outside_tree = false;
 };
 
 // The environment mpirun (or the program) starts with: tune's own, with the trial's variables.
@@ -86,12 +90,14 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
       model.iterator_workers_default = 0;
     }
     state->prediction = probes::predict(state->topology, plan, model);
+    state->ranks_outside_tree = launch.srun.has_value();
     nlohmann::json attrs = {{k_attr_probe_prediction, state->prediction->to_json()}};
     if (state->spec.constrain)
       attrs[k_hook_constraint] = probes::prediction_constraint(*state->prediction);
     return attrs;
   };
   hooks.on_start = [state](pid_t pid) {
+    if (state->ranks_outside_tree) return;
     probes::MonitorOptions options;
     options.interval_s = state->spec.interval_s;
     state->monitor = std::make_unique<probes::TrialMonitor>(*state->source, pid, options);
@@ -106,6 +112,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
       state->monitor.reset();
     }
     state->prediction.reset();
+    state->ranks_outside_tree = false;
     return attrs;
   };
   return hooks;

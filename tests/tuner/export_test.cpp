@@ -158,7 +158,7 @@ TEST_F(ExportTest, FormatNamesAreChecked) {
 // The CLI checks --format against export_format_names(): every name there must parse.
 TEST_F(ExportTest, EveryListedFormatNameParses) {
   EXPECT_EQ(export_format_names(),
-            (std::vector<std::string>{"bash", "slurm", "pbs", "env", "mpirun"}));
+            (std::vector<std::string>{"bash", "slurm", "pbs", "env", "mpirun", "slurm-array"}));
   for (const auto& name : export_format_names()) EXPECT_TRUE(parse_export_format(name)) << name;
 }
 
