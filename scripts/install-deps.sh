@@ -16,27 +16,30 @@ set -euo pipefail
 # carries a copy too), and the Fashion-MNIST files studies/quickstart.yaml trains on.
 runtime=(
   openmpi-bin libopenmpi3 libhwloc15
-  libsqlite3-0 libyaml-cpp0.7 libre2-9 libfmt9 libboost-filesystem1.74.0
+  libsqlite3-0 libpq5 libyaml-cpp0.7 libre2-9 libfmt9 libboost-filesystem1.74.0
   libopenblas0-pthread libopencv-core406 libopencv-imgproc406
   libjs-chart.js dataset-fashion-mnist
 )
 build=(
   build-essential cmake pkg-config git
   libopenmpi-dev libboost-dev libboost-filesystem-dev
-  nlohmann-json3-dev libsqlite3-dev libhwloc-dev
+  nlohmann-json3-dev libsqlite3-dev libpq-dev libhwloc-dev
   libyaml-cpp-dev libcli11-dev libfmt-dev libre2-dev
   libopenblas-dev libopencv-imgproc-dev libopencv-core-dev
 )
 # chromium renders the HTML report in a test; slurm-wlm + munge run a local single-node Slurm
-# (exported scripts under sbatch, trials as job steps); python3-optuna reads tune's database;
-# sqlite3 and hwloc are the command-line tools the tests and their failure messages use.
+# (exported scripts under sbatch, trials as job steps); postgresql is the throwaway server the
+# PostgreSQL storage tests start; python3-optuna (with python3-psycopg2 for PostgreSQL) reads
+# tune's database; sqlite3 and hwloc are the command-line tools the tests and their failure
+# messages use.
 test=(
   libgtest-dev libgmock-dev
-  python3-optuna sqlite3 hwloc
-  chromium slurm-wlm munge
+  python3-optuna python3-psycopg2 sqlite3 hwloc
+  chromium slurm-wlm munge postgresql
 )
-# bench/: PyTorch DDP and Optuna, the peers each benchmark prints a ratio against.
-bench=(python3-optuna python3-torch python3-numpy)
+# bench/: PyTorch DDP and Optuna, the peers each benchmark prints a ratio against; a PostgreSQL
+# server for bench/cluster/scale.py.
+bench=(python3-optuna python3-torch python3-numpy postgresql python3-psycopg2)
 # Optional extras for tests that are skipped with a message when absent.
 optional=(clang-format)
 
