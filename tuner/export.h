@@ -40,8 +40,9 @@ struct ExportOptions {
   std::string storage;                     // header text: the database it came from
 };
 
-// The nodes and ranks per node a batch script asks for, from the launch spec (-n, --npernode)
-// expanded with the trial's values. Without mpirun: one node, one task.
+// The nodes and ranks per node a batch script asks for, from the launch spec (-n, --npernode;
+// with launch.slurm the step's --nodes, --ntasks, --ntasks-per-node) expanded with the trial's
+// values. Without either: one node, one task.
 struct JobShape {
   int nodes = 1;
   std::optional<int> tasks_per_node;  // none: let the scheduler's default stand

@@ -123,16 +123,21 @@ Result<int> cancel_slurm_steps(const std::string& step_name) {
     for (std::string id; lines >> id;) ids.push_back(id);
     if (ids.empty()) return cancelled;
     if (std::chrono::steady_clock::now() > deadline)
-      return std::unexpected(fmt::format("Slurm still lists {} {}s after scancel",
+      return std::unexpected(fmt::format("Slurm still lists {} {} s after scancel",
                                          fmt::join(ids, " "), k_step_end_wait.count()));
     if (cancelled == 0) {
-      std::vector<std::string> cancel = {"--quiet"};
-      cancel.insert(cancel.end(), ids.begin(), ids.end());
-      auto r = capture("scancel", cancel);
-      if (!r) return std::unexpected(r.error());
-      if (r->exit_code != 0)
-        return std::unexpected(
-            fmt::format("scancel {} exited with {}", fmt::join(ids, " "), r->exit_code));
+      // SIGKILL first: the trial's srun already had its SIGTERM and grace period, and a plain
+      // scancel would wait Slurm's KillWait (30 s by default) on tasks that ignore SIGTERM.
+      // Then the cancel itself, which ends a step whose tasks are gone. Their exit status is
+      // not the verdict (the step may end between the two and the second then finds none);
+      // whether Slurm still lists the step when the wait is over is.
+      for (const std::vector<std::string> how :
+           {std::vector<std::string>{"--signal=KILL"}, std::vector<std::string>{}}) {
+        std::vector<std::string> args = {"--quiet"};
+        args.insert(args.end(), how.begin(), how.end());
+        args.insert(args.end(), ids.begin(), ids.end());
+        if (auto r = capture("scancel", args); !r) return std::unexpected(r.error());
+      }
       cancelled = static_cast<int>(ids.size());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -63,7 +63,8 @@ std::string one_line(std::string text) {
 }  // namespace
 
 bool storage_is_shared(const std::string& url) {
-  return url.starts_with("postgresql://") || url.starts_with("postgres://");
+  return url.starts_with("postgresql://") || url.starts_with("postgres://") ||
+         url.starts_with("postgresql+psycopg2://");
 }
 
 Result<std::string> render_worker_array(const StudySpec& spec, const WorkerArrayOptions& options) {

@@ -1,6 +1,6 @@
 // Slurm as the engine, end to end on a local single-node Slurm (tests/cluster/slurm_fixture.h):
 // a study whose trials are srun job steps inside `salloc`, trials stopped on timeout or Ctrl-C
-// whose steps must not outlive them, and a job array of tune workers sharing one study.
+// whose steps must not outlive them, and a job array of tune workers sharing one PostgreSQL study.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -14,10 +14,11 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/cluster/postgres_fixture.h"
 #include "tests/cluster/run_command.h"
 #include "tests/cluster/slurm_fixture.h"
 #include "tuner/slurm_launch.h"
-#include "tuner/sqlite_storage.h"
+#include "tuner/storage.h"
 
 namespace tune::test_support {
 namespace {
@@ -66,8 +67,9 @@ class SlurmEngine : public ::testing::Test {
     }
     return false;
   }
-  std::vector<search::FrozenTrial> trials(const std::string& name) {
-    auto storage = tuner::SqliteStorage::open((m_dir / "out" / "study.db").string());
+  // The study's trials, from the SQLite default (out/study.db) or `url`.
+  std::vector<search::FrozenTrial> trials(const std::string& name, const std::string& url = "") {
+    auto storage = tuner::open_storage(url.empty() ? (m_dir / "out" / "study.db").string() : url);
     EXPECT_TRUE(storage) << storage.error();
     if (!storage) return {};
     auto study = (*storage)->get_study(name);
@@ -264,28 +266,34 @@ TEST_F(SlurmEngine, CancelSlurmStepsEndsALeftoverStep) {
   run(m_dir, {"scancel", job}, s_slurm->env());
 }
 
-// `tune export --format slurm-array`: a 2-task array of tune workers, each on its own (here: the
-// one) node in turn, finishes with distinct trials of the one study.
-// TODO(pg): run it on a PostgreSQL study once tests/cluster/postgres_fixture.h is in main; the
-// workers share an SQLite file in the test folder meanwhile (one node: they run one at a time).
-TEST_F(SlurmEngine, WorkerArrayFinishesWithDistinctTrials) {
-  const auto study = write_study(
-      "name: array\n"
-      "command: ['" FAKE_TRIAL
-      "', --out, '{trial_dir}', --value, '{x}']\n"
-      "params: {x: {type: float, low: 1, high: 9}}\n"
-      "sampler: {type: random, seed: 7}\n");
+// `tune export --format slurm-array`: a 2-task array of tune workers on one PostgreSQL study, each
+// task on its own (here: the one) node in turn, finishes with distinct trials of that study.
+TEST_F(SlurmEngine, WorkerArrayOnAPostgresStudyFinishesWithDistinctTrials) {
+  if (auto missing = tune::testing::postgres_missing()) GTEST_SKIP() << *missing;
+  auto& server = tune::testing::shared_postgres();
+  if (!server) server = std::make_unique<tune::testing::PostgresServer>();
+  ASSERT_TRUE(server->started()) << server->error();
+  ASSERT_EQ(server->create_database("slurm_array"), "");
+  const auto url = server->url("slurm_array");
+  const auto study = write_study("name: array\nstorage: " + url +
+                                 "\n"
+                                 "command: ['" FAKE_TRIAL
+                                 "', --out, '{trial_dir}', --value, '{x}']\n"
+                                 "params: {x: {type: float, low: 1, high: 9}}\n"
+                                 "sampler: {type: random, seed: 7}\n");
   const auto script = m_dir / "workers.sbatch";
   auto r = run(m_dir, {TUNE_BIN, "export", study, "--format", "slurm-array", "-o", script.string(),
                        "--workers", "2", "--trials", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "a PostgreSQL study needs no warning";
   const auto text = slurp(script);
   EXPECT_NE(text.find("\n#SBATCH --array=0-1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\n#SBATCH --exclusive\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" --storage " + url + " "), std::string::npos) << text;
   r = run(m_dir, {"sbatch", "--wait", script.string()}, s_slurm->env(), 240);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
 
-  const auto ts = trials("array");
+  const auto ts = trials("array", url);
   ASSERT_EQ(ts.size(), 6u);
   std::set<int> numbers;
   std::set<std::string> owners;
@@ -294,7 +302,7 @@ TEST_F(SlurmEngine, WorkerArrayFinishesWithDistinctTrials) {
     numbers.insert(t.number);
     owners.insert(t.system_attrs.value("tune:owner", nlohmann::json()).dump());
   }
-  EXPECT_EQ(numbers.size(), 6u);
+  EXPECT_EQ(numbers, (std::set<int>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(owners.size(), 2u) << "two workers, one owner each";
   int outputs = 0;
   for (const auto& e : fs::directory_iterator(m_dir))

@@ -313,6 +313,35 @@ TEST_F(ExportTest, JobShapes) {
   EXPECT_EQ(shape->tasks_per_node, 1);
 }
 
+// launch.slurm: the batch job asks for what the trial's step used, and runs the same srun line.
+TEST_F(ExportTest, SlurmScriptOfASrunStudySizesTheJobFromTheStep) {
+  auto s = spec();
+  s.launch = {};
+  s.launch.slurm.emplace();
+  s.launch.slurm->nodes = "2";
+  s.launch.slurm->ntasks = "{ranks}";  // 5 in the winner
+  const auto t = winner(s);
+  auto shape = job_shape(s, t);
+  ASSERT_TRUE(shape) << shape.error();
+  EXPECT_EQ(shape->nodes, 2);
+  EXPECT_EQ(shape->tasks_per_node, 3);
+  EXPECT_EQ(shape->total_tasks, 5);
+  const auto text = render_export(s, t, ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("srun.slurm", *text);
+  EXPECT_NE(text->find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=3\n"), std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("\nsrun --job-name=tune-exp_study-3 --mpi=pmix --nodes=2 --ntasks=5 "),
+            std::string::npos)
+      << *text;
+  s.launch.slurm->ntasks.clear();
+  s.launch.slurm->ntasks_per_node = "4";
+  shape = job_shape(s, t);
+  ASSERT_TRUE(shape) << shape.error();
+  EXPECT_EQ(shape->tasks_per_node, 4);
+  EXPECT_EQ(shape->total_tasks, 8);
+}
+
 TEST_F(ExportTest, DirectCommandWithoutMpirun) {
   auto s = spec();
   s.launch = {};
