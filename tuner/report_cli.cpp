@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -159,8 +160,8 @@ struct ExportArgs {
   StudyArgs study;
   std::string format = "bash", output;
   int trial = -1;
-  int workers = 0;             // slurm-array
-  int trials_per_worker = 10;  // slurm-array
+  std::optional<int> workers;            // slurm-array only
+  std::optional<int> trials_per_worker;  // slurm-array only; default 10
 };
 
 // --format slurm-array: needs the study file (given, or the one a database names), not a trial.
@@ -178,8 +179,8 @@ int run_export_workers(const ExportArgs& args) {
     spec = unwrap_input(spec_of(opened));
     options.storage = opened.url;
   }
-  options.workers = args.workers;
-  options.trials_per_worker = args.trials_per_worker;
+  options.workers = args.workers.value_or(0);
+  options.trials_per_worker = args.trials_per_worker.value_or(10);
   options.tune_program = (executable_dir() / "tune").string();
   options.study_file = fs::absolute(spec.file).lexically_normal().string();
   options.workdir = fs::current_path().string();
@@ -213,6 +214,8 @@ std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
 int run_export(const ExportArgs& args) {
   const auto format = unwrap_input(parse_export_format(args.format));
   if (format == ExportFormat::slurm_array) return run_export_workers(args);
+  if (args.workers || args.trials_per_worker)
+    throw BadInput("--workers and --trials go with --format slurm-array (--trial N picks a trial)");
   auto opened = open_study_or_throw(args.study);
   const auto spec = unwrap_input(spec_of(opened));
   ReportOptions options;
