@@ -138,6 +138,35 @@ TEST_F(SlurmEngine, TrialsRunAsJobStepsOfTheAllocation) {
   EXPECT_EQ(steps.size(), 3u) << "one step per trial";
 }
 
+// launch.mpirun works inside an allocation too (`salloc ... tune` with an mpirun study): both
+// ranks run, as root (tune adds --allow-run-as-root), within the allocation's job.
+TEST_F(SlurmEngine, MpirunInsideTheAllocationRunsItsRanks) {
+  const auto study = write_study(
+      "name: inside\n"
+      "launch:\n  mpirun: {n: 2}\n"
+      "command: [bash, -c, 'echo \"$SLURM_JOB_ID $OMPI_COMM_WORLD_RANK\" >> \"$1\"; "
+      "[ \"$OMPI_COMM_WORLD_RANK\" = 0 ] || exit 0; exec \"$2\" --out \"$3\" --value 1',\n"
+      "          rank, '{trial_dir}/ranks', '" FAKE_TRIAL
+      "', '{trial_dir}']\n"
+      "params: {x: [1]}\n");
+  const auto job_file = m_dir / "job";
+  auto r = in_allocation({"bash", "-c", "echo \"$SLURM_JOB_ID\" > \"$1\"; shift; exec \"$@\"",
+                          "alloc", job_file.string(), TUNE_BIN, "--trials", "1", study});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string job;
+  std::ifstream(job_file) >> job;
+  const auto ts = trials("inside");
+  ASSERT_EQ(ts.size(), 1u);
+  EXPECT_EQ(ts[0].state, TrialState::complete) << ts[0].system_attrs.dump();
+  std::ifstream ranks(ts[0].user_attrs.at("trial_dir").get<std::string>() + "/ranks");
+  std::set<std::string> seen;
+  for (std::string rank_job, rank; ranks >> rank_job >> rank;) {
+    EXPECT_EQ(rank_job, job);
+    seen.insert(rank);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"0", "1"}));
+}
+
 #ifdef TUNE_TRAINER
 // The bundled MPI trainer as a 2-rank step: srun --mpi=pmix wires up MPI_COMM_WORLD.
 TEST_F(SlurmEngine, MpiTrainerRunsThroughSrunPmix) {
