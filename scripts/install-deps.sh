@@ -1,32 +1,66 @@
 #!/usr/bin/env bash
-# Installs every build, test and benchmark dependency of tune from Debian packages.
-# Idempotent: when everything is already installed it only checks (well under a second).
+# Installs tune's dependencies from Debian packages, one set per use, so that each command
+# installs only what it uses:
+#
+#   scripts/install-deps.sh runtime   # run an installed tune (a compute node, the .deb's Depends)
+#   scripts/install-deps.sh build     # runtime + compilers and -dev packages (scripts/quickstart.sh)
+#   scripts/install-deps.sh test      # build + GoogleTest and what the tests drive (scripts/test.sh)
+#   scripts/install-deps.sh bench     # build + the peers the benchmarks compare against
+#
+# Several sets may be named; with none, every set. Idempotent: when everything is already
+# installed it only checks (well under a second). Root or sudo.
 set -euo pipefail
 
-packages=(
+# What the installed binaries load (ldd of tune, tune-keeper, tune-trainer), what they run
+# (mpirun) and what they read: Chart.js, inlined by `tune report --format html` (the install
+# carries a copy too), and the Fashion-MNIST files studies/quickstart.yaml trains on.
+runtime=(
+  openmpi-bin libopenmpi3 libhwloc15
+  libsqlite3-0 libpq5 libyaml-cpp0.7 libre2-9 libfmt9 libboost-filesystem1.74.0
+  libopenblas0-pthread libopencv-core406 libopencv-imgproc406
+  libjs-chart.js dataset-fashion-mnist
+)
+build=(
   build-essential cmake pkg-config git
-  libopenmpi-dev openmpi-bin
-  libboost-dev libboost-filesystem-dev
-  nlohmann-json3-dev libsqlite3-dev sqlite3
-  libpq-dev postgresql python3-psycopg2
-  libhwloc-dev hwloc
+  libopenmpi-dev libboost-dev libboost-filesystem-dev
+  nlohmann-json3-dev libsqlite3-dev libpq-dev libhwloc-dev
   libyaml-cpp-dev libcli11-dev libfmt-dev libre2-dev
   libopenblas-dev libopencv-imgproc-dev libopencv-core-dev
+)
+# chromium renders the HTML report in a test; slurm-wlm + munge run a local single-node Slurm
+# (exported scripts under sbatch, trials as job steps); postgresql is the throwaway server the
+# PostgreSQL storage tests start; python3-optuna (with python3-psycopg2 for PostgreSQL) reads
+# tune's database; sqlite3 and hwloc are the command-line tools the tests and their failure
+# messages use. openssh-server + iproute2: scripts/netns-hosts.sh (hosts as network namespaces,
+# each with its own sshd; never started as a service) for the multi-host test and bench.
+test=(
   libgtest-dev libgmock-dev
-  dataset-fashion-mnist
-  python3-optuna python3-torch python3-numpy
-  libjs-chart.js
-  chromium slurm-wlm munge
+  python3-optuna python3-psycopg2 sqlite3 hwloc
+  chromium slurm-wlm munge postgresql
   openssh-server iproute2
 )
-# libjs-chart.js: Chart.js, inlined by `tune report --format html`. chromium renders that report
-# in a test; slurm-wlm + munge run the exported Slurm script on a local single-node cluster.
-# openssh-server + iproute2: scripts/netns-hosts.sh (hosts as network namespaces, each with its
-# own sshd) for the multi-host test; the package's sshd is never started as a service here.
-# libpq-dev: the PostgreSQL storage; postgresql: the throwaway server its tests start;
-# python3-psycopg2: python3-optuna reading the same PostgreSQL study in those tests.
+# bench/: PyTorch DDP and Optuna, the peers each benchmark prints a ratio against; a PostgreSQL
+# server for bench/cluster/scale.py.
+bench=(python3-optuna python3-torch python3-numpy postgresql python3-psycopg2
+  openssh-server iproute2)
 # Optional extras for tests that are skipped with a message when absent.
 optional=(clang-format)
+
+sets=("$@")
+[ ${#sets[@]} -gt 0 ] || sets=(runtime build test bench)
+packages=()
+for set in "${sets[@]}"; do
+  case "$set" in
+    runtime) packages+=("${runtime[@]}") ;;
+    build) packages+=("${runtime[@]}" "${build[@]}") ;;
+    test) packages+=("${runtime[@]}" "${build[@]}" "${test[@]}") ;;
+    bench) packages+=("${runtime[@]}" "${build[@]}" "${bench[@]}") ;;
+    *)
+      echo "install-deps: unknown set '$set' (runtime, build, test, bench)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}" ${TUNE_WITH_OPTIONAL:+"${optional[@]}"}; do
@@ -35,6 +69,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 echo "install-deps: installing ${missing[*]}" >&2
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)

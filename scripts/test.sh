@@ -5,7 +5,7 @@
 # TUNE_SKIP_SANITIZE=1 leaves that out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh
+scripts/build.sh test
 ctest --test-dir build --output-on-failure --timeout 600 "$@"
 if [[ ${TUNE_SKIP_SANITIZE:-0} != 1 ]]; then
   scripts/test-sanitize.sh

@@ -1,5 +1,6 @@
 // The loader of the CUDA plugin (see gpu.h): finds libtune_trainer_gpu.so next to the running
-// executable (or in ../lib), dlopen()s it on first use and forwards to its GpuPlugin table.
+// executable (the build tree), or in ../lib/tune (where `cmake --install` puts it) or ../lib,
+// dlopen()s it on first use and forwards to its GpuPlugin table.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -22,7 +23,8 @@ std::filesystem::path find_plugin() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
-  for (const auto& dir : {exe.parent_path(), exe.parent_path().parent_path() / "lib"}) {
+  const auto prefix = exe.parent_path().parent_path();
+  for (const auto& dir : {exe.parent_path(), prefix / "lib" / "tune", prefix / "lib"}) {
     auto candidate = dir / k_gpu_plugin_file;
     if (std::filesystem::exists(candidate, ec)) return candidate;
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "tuner/commands.h"
+#include "tuner/install_layout.h"
 #include "tuner/launcher.h"
 #include "tuner/probe_hooks.h"
 #include "tuner/runner.h"
@@ -103,7 +104,9 @@ OpenedStudy open_study_or_throw(const StudyArgs& args) {
 }
 
 void add_study_args(CLI::App* sub, StudyArgs& args) {
-  sub->add_option("study", args.target, "Study file, or database file")->required();
+  sub->add_option("study", args.target, "Study file, ready study name, or database file")
+      ->required()
+      ->transform(resolve_study_file);
   sub->add_option("--storage", args.storage, "Database URL/path (overrides the study file's)");
   sub->add_option("--study", args.study, "Study name inside the database");
 }
@@ -121,7 +124,10 @@ int run_cli(int argc, char** argv) {
   RunOptions options;
   std::string study_file;
   std::string timeout_text;
-  app.add_option("study", study_file, "Study file (YAML) to run or continue");
+  app.add_option("study", study_file,
+                 "Study file (YAML) to run or continue, or the name of a ready study "
+                 "(PREFIX/share/tune/studies/NAME.yaml)")
+      ->transform(resolve_study_file);
   app.add_option("--trials,-n", options.trials, "New trials to run (default 10)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_option("--timeout", timeout_text,

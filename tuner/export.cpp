@@ -21,12 +21,13 @@ constexpr std::string_view k_out_mark = "\x1ftune-out\x1f";
 constexpr std::string_view k_nproc_mark = "\x1ftune-nproc\x1f";
 
 // The one list of export formats, in the order --help and the error name them.
-constexpr std::array<std::pair<std::string_view, ExportFormat>, 5> k_export_formats = {{
+constexpr std::array<std::pair<std::string_view, ExportFormat>, 6> k_export_formats = {{
     {"bash", ExportFormat::bash},
     {"slurm", ExportFormat::slurm},
     {"pbs", ExportFormat::pbs},
     {"env", ExportFormat::env},
     {"mpirun", ExportFormat::mpirun},
+    {"slurm-array", ExportFormat::slurm_array},
 }};
 
 bool is_ascii_alnum(char c) {
@@ -290,7 +291,37 @@ Result<ExportFormat> parse_export_format(const std::string& text) {
 
 std::string shell_quote(std::string_view text) { return quote(text, /*force=*/false); }
 
+namespace {
+
+// launch.slurm: the step's own --nodes / --ntasks / --ntasks-per-node, as this trial ran them.
+Result<JobShape> srun_job_shape(const StudySpec& spec, const search::FrozenTrial& trial) {
+  auto params = trial_params(spec, trial);
+  if (!params) return std::unexpected(params.error());
+  auto values = trial_template_values(spec, *params, std::string(k_out_mark), trial.number, "");
+  values["nproc"] = std::string(k_nproc_mark);  // known only where the job runs
+  auto rendered = render_launch(spec, values, /*allow_run_as_root=*/false);
+  if (!rendered) return std::unexpected(rendered.error());
+  const RenderedSrun& srun = *rendered->srun;
+  auto count = [](const std::optional<std::string>& text) {
+    return text ? parse_positive(*text) : std::nullopt;
+  };
+  JobShape shape;
+  shape.nodes = count(srun.nodes).value_or(1);
+  const auto tasks = count(srun.ntasks);
+  const auto per_node = count(srun.ntasks_per_node);
+  shape.total_tasks = tasks.value_or(per_node.value_or(1) * shape.nodes);
+  if (per_node) {
+    shape.tasks_per_node = *per_node;
+  } else if (tasks) {
+    shape.tasks_per_node = (*tasks + shape.nodes - 1) / shape.nodes;
+  }
+  return shape;
+}
+
+}  // namespace
+
 Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial) {
+  if (spec.launch.slurm) return srun_job_shape(spec, trial);
   JobShape shape;
   if (!spec.launch.mpirun) {
     shape.tasks_per_node = 1;
@@ -347,6 +378,8 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
   const std::string head = header(spec, trial, options);
 
   switch (format) {
+    case ExportFormat::slurm_array:
+      return std::unexpected("export: slurm-array exports the study, not a trial (worker_array.h)");
     case ExportFormat::mpirun:
       return mpirun_line(spec, *r, options);
     case ExportFormat::env:

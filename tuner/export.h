@@ -20,9 +20,12 @@
 
 namespace tune::tuner {
 
-enum class ExportFormat { bash, slurm, pbs, env, mpirun };
+// slurm_array is a job array of tune workers for the whole study (tuner/worker_array.h), not a
+// trial's script: render_export() refuses it.
+enum class ExportFormat { bash, slurm, pbs, env, mpirun, slurm_array };
 
-// The format names parse_export_format() takes: "bash", "slurm", "pbs", "env", "mpirun".
+// The format names parse_export_format() takes: "bash", "slurm", "pbs", "env", "mpirun",
+// "slurm-array".
 const std::vector<std::string>& export_format_names();
 Result<ExportFormat> parse_export_format(const std::string& text);
 
@@ -41,8 +44,9 @@ struct ExportOptions {
 };
 
 // The nodes and ranks per node a batch script asks for, from the launch spec expanded with the
-// trial's values: with hosts (hostfile, host), the hosts that run ranks and the most ranks on one
-// (probes::map_ranks_to_nodes, as the probes see it); else -n and --npernode. Without mpirun:
+// trial's values: with launch.slurm, the step's --nodes, --ntasks, --ntasks-per-node; with hosts
+// (hostfile, host), the hosts that run ranks and the most ranks on one
+// (probes::map_ranks_to_nodes, as the probes see it); else -n and --npernode. Without either:
 // one node, one task.
 struct JobShape {
   int nodes = 1;

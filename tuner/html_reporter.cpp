@@ -11,6 +11,7 @@
 
 #include "embedded/report_chart_js.h"
 #include "embedded/report_css.h"
+#include "tuner/install_layout.h"
 #include "tuner/report_cells.h"
 #include "tuner/reporter.h"
 
@@ -166,6 +167,8 @@ std::unique_ptr<Reporter> make_html_reporter(std::string chart_js) {
 std::vector<std::string> chart_js_candidates() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("TUNE_CHARTJS"); env && *env) candidates.push_back(env);
+  if (const auto share = data_dir(); !share.empty())
+    candidates.push_back((share / "chart.min.js").string());
   candidates.push_back("/usr/share/javascript/chart.js/chart.min.js");
   candidates.push_back("/usr/share/javascript/chart.js/chart.js");
   return candidates;

@@ -48,6 +48,37 @@ std::string host_option(const std::vector<std::string>& hosts,
   return out;
 }
 
+// launch.slurm expanded for one trial; its step is named after the study and trial number.
+Result<RenderedSrun> render_srun(const StudySpec& spec, const TemplateValues& values) {
+  const SlurmLaunchSpec& l = *spec.launch.slurm;
+  RenderedSrun r;
+  auto expand = [&](const char* key,
+                    const std::string& text) -> Result<std::optional<std::string>> {
+    if (text.empty()) return std::nullopt;
+    auto e = expand_template(text, values);
+    if (!e)
+      return std::unexpected(fmt::format("{}: launch.slurm.{}: {}", spec.file, key, e.error()));
+    return *e;
+  };
+  auto program = expand("program", l.program);
+  if (!program) return std::unexpected(program.error());
+  if (*program) r.program = **program;
+  for (const auto& option : k_srun_value_options) {
+    auto value = expand(option.key, l.*option.spec);
+    if (!value) return std::unexpected(value.error());
+    r.*option.rendered = *value;
+  }
+  for (const auto& text : l.extra) {
+    auto e = expand_template(text, values);
+    if (!e) return std::unexpected(fmt::format("{}: launch.slurm.extra: {}", spec.file, e.error()));
+    if (*e) r.extra.push_back(**e);
+  }
+  const auto number = values.find("trial_number");
+  const auto* n = number == values.end() ? nullptr : std::get_if<std::int64_t>(&number->second);
+  r.step_name = slurm_step_name(spec.name, n ? static_cast<int>(*n) : 0);
+  return r;
+}
+
 }  // namespace
 
 Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues& values,
@@ -65,6 +96,12 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
     } else {
       out.env_unset.push_back(name);  // null: leave the library at its own default
     }
+  }
+  if (spec.launch.slurm) {
+    auto srun = render_srun(spec, values);
+    if (!srun) return std::unexpected(srun.error());
+    out.srun = std::move(*srun);
+    return out;
   }
   if (!spec.launch.mpirun) return out;
   const auto& l = spec.launch;
@@ -104,6 +141,7 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
 
 std::vector<std::string> RenderedLaunch::argv() const {
   std::vector<std::string> argv;
+  if (srun) argv = srun->prefix();
   if (mpirun) {
     const auto& m = *mpirun;
     argv.push_back(m.program);
@@ -130,6 +168,7 @@ LaunchRequest RenderedLaunch::request() const {
 }
 
 probes::LaunchPlan RenderedLaunch::probe_plan(const std::map<std::string, std::string>& env) const {
+  if (srun) return probes::launch_plan_from_mpirun(srun->probe_options(), command, env);
   if (!mpirun) return probes::launch_plan_from_argv(command, env);
   const auto& m = *mpirun;
   probes::MpirunOptions options;

@@ -27,6 +27,8 @@
 //   (command)       after the rest   -                      program_argv
 //   (env)           -x NAME          env (-x NAME=value)    env
 //
+// launch.slurm (srun) has its own table in tuner/slurm_launch.h.
+//
 // With no launch.mpirun section, nodes = ranks_per_node = n = 1 unless the command itself is an
 // mpirun line the user wrote; only then are the probes' settings parsed back from an argv
 // (probes::launch_plan_from_argv). `tune export`'s batch directives come from the same plan
@@ -42,6 +44,7 @@
 #include "probes/predict.h"
 #include "search/distribution.h"
 #include "tuner/launcher.h"
+#include "tuner/slurm_launch.h"
 #include "tuner/storage.h"
 #include "tuner/study_spec.h"
 
@@ -96,11 +99,12 @@ inline constexpr MpirunValueOption k_mpirun_value_options[] = {
 // from (probe_plan()) are both derived from it.
 struct RenderedLaunch {
   std::optional<RenderedMpirun> mpirun;        // with launch.mpirun
+  std::optional<RenderedSrun> srun;            // with launch.slurm (tuner/slurm_launch.h)
   std::vector<std::string> command;            // the program and its arguments, expanded
   std::map<std::string, std::string> env_set;  // env values that are not null
   std::vector<std::string> env_unset;          // env entries whose value is null
 
-  // The mpirun prefix (when mpirun), then the command.
+  // The mpirun or srun prefix (when there is one), then the command.
   std::vector<std::string> argv() const;
   // argv, env_set and env_unset; the rest of the request is the runner's.
   LaunchRequest request() const;

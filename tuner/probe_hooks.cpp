@@ -50,6 +50,10 @@ struct ProbeState {
   std::string tag;                            // TUNE_PROBE_TAG of a trial that spans hosts
   std::unique_ptr<NodeSamplers> samplers;     // on the other nodes
   std::unique_ptr<probes::TrialMonitor> monitor;
+  // launch.slurm: the ranks are children of slurmstepd, not of the trial's srun, so a monitor of
+  // the trial's process tree would see srun alone and judge it as the one rank. Such a trial
+  // keeps its prediction and gets no verdict (the report then shows the prediction).
+  bool ranks_outside_tree = false;
 };
 
 std::string this_hostname() {
@@ -160,9 +164,11 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
                              ec ? std::string("tune") : self.string(), state->tag,
                              state->spec.interval_s);
     }
+    state->ranks_outside_tree = launch.srun.has_value();
     return attrs;
   };
   hooks.on_start = [state](pid_t pid) {
+    if (state->ranks_outside_tree) return;
     probes::MonitorOptions options;
     options.interval_s = state->spec.interval_s;
     state->monitor = std::make_unique<probes::TrialMonitor>(*state->source, pid, options);
@@ -177,6 +183,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     }
     state->samplers.reset();
     state->nodes.clear();
+    state->ranks_outside_tree = false;
     return attrs;
   };
   return hooks;

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -19,10 +20,12 @@
 #include "tuner/commands.h"
 #include "tuner/confirm.h"
 #include "tuner/export.h"
+#include "tuner/install_layout.h"
 #include "tuner/report.h"
 #include "tuner/report_cells.h"
 #include "tuner/runner.h"
 #include "tuner/trial_attrs.h"
+#include "tuner/worker_array.h"
 
 namespace tune::tuner {
 namespace {
@@ -157,7 +160,38 @@ struct ExportArgs {
   StudyArgs study;
   std::string format = "bash", output;
   int trial = -1;
+  std::optional<int> workers;            // slurm-array only
+  std::optional<int> trials_per_worker;  // slurm-array only; default 10
 };
+
+// --format slurm-array: needs the study file (given, or the one a database names), not a trial.
+int run_export_workers(const ExportArgs& args) {
+  const auto& target = args.study.target;
+  WorkerArrayOptions options;
+  StudySpec spec;
+  if (target.ends_with(".yaml") || target.ends_with(".yml")) {
+    spec = unwrap_input(load_study_spec(target));
+    if (auto why = storage_url_problem(args.study.storage))
+      throw BadInput(fmt::format("--storage '{}': {}", args.study.storage, *why));
+    options.storage = storage_url_for(spec, args.study.storage);
+  } else {
+    auto opened = open_study_or_throw(args.study);
+    spec = unwrap_input(spec_of(opened));
+    options.storage = opened.url;
+  }
+  options.workers = args.workers.value_or(0);
+  options.trials_per_worker = args.trials_per_worker.value_or(10);
+  options.tune_program = (executable_dir() / "tune").string();
+  options.study_file = fs::absolute(spec.file).lexically_normal().string();
+  options.workdir = fs::current_path().string();
+  const auto text = unwrap_input(render_worker_array(spec, options));
+  if (!storage_is_shared(options.storage))
+    std::cerr << "tune: warning: " << options.storage
+              << " is an SQLite file, which workers on different nodes cannot share at once; "
+                 "use storage: postgresql://...\n";
+  write_output(args.output, text, /*executable=*/true);
+  return 0;
+}
 
 // The trial to export (--trial, else the best) and the header's "Measured:" text for it.
 std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
@@ -179,6 +213,9 @@ std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
 
 int run_export(const ExportArgs& args) {
   const auto format = unwrap_input(parse_export_format(args.format));
+  if (format == ExportFormat::slurm_array) return run_export_workers(args);
+  if (args.workers || args.trials_per_worker)
+    throw BadInput("--workers and --trials go with --format slurm-array (--trial N picks a trial)");
   auto opened = open_study_or_throw(args.study);
   const auto spec = unwrap_input(spec_of(opened));
   ReportOptions options;
@@ -207,12 +244,18 @@ Subcommand add_export_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "export",
       "Write the winning settings as a bash, Slurm or PBS script, an env file or an "
-      "mpirun command line");
+      "mpirun command line; or (slurm-array) a Slurm job array of tune workers on the study");
   add_study_args(sub, args->study);
   add_format_and_output(sub, args->format, args->output,
-                        "bash (default), slurm, pbs, env or mpirun", export_format_names());
+                        "bash (default), slurm, pbs, env, mpirun or slurm-array",
+                        export_format_names());
   sub->add_option("--trial", args->trial, "Export this trial number instead of the best")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  sub->add_option("--workers", args->workers, "slurm-array: array tasks, one tune worker each")
+      ->check(CLI::Range(1, 10000));
+  sub->add_option("--trials", args->trials_per_worker,
+                  "slurm-array: trials each worker runs (default 10)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   return {sub, [args]() { return run_export(*args); }};
 }
 

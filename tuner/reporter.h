@@ -42,7 +42,8 @@ std::unique_ptr<Reporter> make_markdown_reporter();
 // One self-contained HTML page with `chart_js` (the Chart.js library's source) inlined.
 std::unique_ptr<Reporter> make_html_reporter(std::string chart_js);
 
-// Where Chart.js is looked for, first found wins: $TUNE_CHARTJS when set, then Debian's
+// Where Chart.js is looked for, first found wins: $TUNE_CHARTJS when set, then the copy installed
+// with tune (PREFIX/share/tune/chart.min.js, tuner/install_layout.h), then Debian's
 // libjs-chart.js (/usr/share/javascript/chart.js/chart.min.js, then chart.js).
 std::vector<std::string> chart_js_candidates();
 // The first non-empty file among `candidates`; the error names the package to install.

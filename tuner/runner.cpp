@@ -271,6 +271,7 @@ struct StudyRunner::Prepared {
   std::string log_path;
   bool study_deadline_bites = false;      // the study's --timeout set the trial's limit
   std::optional<double> skip_constraint;  // the probes predict oversubscription: not run
+  std::string slurm_step;                 // launch.slurm: the step's name, to cancel it by
 };
 
 // How a trial ended.
@@ -369,6 +370,7 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   Prepared p;
   LaunchRequest& req = p.request;
   req = rendered->request();
+  if (rendered->srun) p.slurm_step = rendered->srun->step_name;
   req.workdir = trial_dir.string();
   req.stdout_path = (trial_dir / "stdout").string();
   req.stderr_path = (trial_dir / "stderr").string();
@@ -433,6 +435,10 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     return follower.tick();
   });
   const LaunchResult& res = ran.launch;
+  if (!p.slurm_step.empty() && res.started) {
+    errors.note(m_storage->set_trial_system_attr(trial.trial_id, k_attr_slurm_step,
+                                                 end_slurm_step(p.slurm_step, res)));
+  }
   if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
   if (m_hooks.on_end && res.started) {
     const auto attrs = m_hooks.on_end();  // items() refers into it: keep it alive

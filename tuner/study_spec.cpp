@@ -258,7 +258,13 @@ class Parser : private YamlReader {
   }
 
   void parse_launch(const YAML::Node& l, StudySpec& spec) {
-    check_keys(l, "launch", {"mpirun"});
+    check_keys(l, "launch", {"mpirun", "slurm"});
+    if (l["mpirun"] && l["slurm"])
+      fail(l["slurm"], "launch.slurm", "give only one of mpirun and slurm: each starts the ranks");
+    if (const auto& s = l["slurm"]) {
+      parse_slurm(s, spec);
+      return;
+    }
     const auto& m = l["mpirun"];
     if (!m) return;
     if (m.IsScalar()) {
@@ -295,6 +301,30 @@ class Parser : private YamlReader {
       if (m["host"]) fail(hosts, "launch.mpirun.hosts", "give either host or hosts, not both");
       ls.hosts = template_list(hosts, "launch.mpirun.hosts", spec);
     }
+  }
+
+  // launch.slurm: srun's settings, every one a template (one table: tuner/slurm_launch.h).
+  // `slurm: true` is srun with its defaults.
+  void parse_slurm(const YAML::Node& s, StudySpec& spec) {
+    SlurmLaunchSpec slurm;
+    if (s.IsScalar()) {
+      if (boolean(s, "launch.slurm")) spec.launch.slurm = slurm;
+      return;
+    }
+    if (!s.IsMap()) fail(s, "launch.slurm", "expected a mapping of srun settings");
+    std::set<std::string> keys = {"program", "extra"};
+    for (const auto& option : k_srun_value_options) keys.insert(option.key);
+    check_keys(s, "launch.slurm", keys);
+    auto templ = [&](const char* k, std::string& out) {
+      if (s[k]) out = template_text(s[k], std::string("launch.slurm.") + k, spec);
+    };
+    templ("program", slurm.program);
+    for (const auto& option : k_srun_value_options) templ(option.key, slurm.*option.spec);
+    if (const auto& extra = s["extra"]) {
+      if (!extra.IsSequence()) fail(extra, "launch.slurm.extra", "expected a list");
+      slurm.extra = template_list(extra, "launch.slurm.extra", spec);
+    }
+    spec.launch.slurm = std::move(slurm);
   }
 
   void parse_enqueue(const YAML::Node& e, StudySpec& spec) {

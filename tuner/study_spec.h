@@ -26,6 +26,7 @@
 #include "search/distribution.h"
 #include "search/trial.h"
 #include "tuner/result.h"
+#include "tuner/slurm_launch.h"
 #include "tuner/templates.h"  // TemplateValues, expand_template: part of this interface
 
 namespace tune::tuner {
@@ -65,6 +66,8 @@ struct LaunchSpec {
   bool oversubscribe = false;  // --oversubscribe
   std::vector<std::pair<std::string, std::string>> mca;  // --mca KEY VALUE (templates)
   std::vector<std::string> extra;                        // further mpirun arguments (templates)
+  std::optional<SlurmLaunchSpec>
+      slurm;  // launch.slurm: each trial a job step (srun); not with mpirun
 };
 
 struct ProbeSpec {

@@ -21,6 +21,9 @@ inline constexpr const char* k_attr_constraints = "constraints";
 inline constexpr const char* k_attr_containment = "containment";
 // runner (keeper): {"stdout"|"stderr": bytes cut from the middle of that stream}.
 inline constexpr const char* k_attr_output_cut = "output_cut";
+// runner (launch.slurm): {"name": the step's --job-name, "cancelled": steps scancel ended after
+// the trial was stopped, "cancel_error": why they could not be (only when so)}.
+inline constexpr const char* k_attr_slurm_step = "slurm_step";
 // probe hooks: probes::Prediction JSON (schema_version inside), before launch.
 inline constexpr const char* k_attr_probe_prediction = "probe_prediction";
 // probe hooks: probes::Verdict JSON, after the run.

@@ -5,69 +5,30 @@
 // submitted with `sbatch --wait` to a single-node Slurm that the test starts and stops.
 #include <gtest/gtest.h>
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <boost/process.hpp>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
-#include "tuner/launcher.h"
+#include "tests/cluster/run_command.h"
+#include "tests/cluster/slurm_fixture.h"
 #include "tuner/sqlite_storage.h"
 
 namespace tune::tuner {
 namespace {
 
 namespace fs = std::filesystem;
-namespace bp = boost::process;
-using Clock = std::chrono::steady_clock;
 
-struct Ran {
-  bool started = false;
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-Ran run(const fs::path& dir, std::vector<std::string> argv,
-        std::map<std::string, std::string> env = {}, double timeout_s = 120) {
-  static int counter = 0;
-  const auto tag = std::to_string(++counter);
-  LaunchRequest req;
-  req.argv = std::move(argv);
-  req.env_set = std::move(env);
-  req.workdir = dir.string();
-  req.stdout_path = (dir / ("cmd" + tag + ".out")).string();
-  req.stderr_path = (dir / ("cmd" + tag + ".err")).string();
-  req.timeout_s = timeout_s;
-  const auto r = run_process(req);
-  return {r.started, r.exit_code, slurp(req.stdout_path), slurp(req.stderr_path)};
-}
+using test_support::on_path;
+using test_support::Ran;
+using test_support::run;
+using test_support::slurp;
 
 Ran tune(const fs::path& dir, std::vector<std::string> args) {
   args.insert(args.begin(), TUNE_BIN);
   return run(dir, std::move(args));
-}
-
-bool on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "";
-  for (std::size_t a = 0; a <= p.size();) {
-    const auto b = std::min(p.find(':', a), p.size());
-    if (fs::exists(fs::path(p.substr(a, b - a)) / program)) return true;
-    a = b + 1;
-  }
-  for (const char* dir : {"/usr/sbin", "/sbin", "/usr/bin"})
-    if (fs::exists(fs::path(dir) / program)) return true;
-  return false;
 }
 
 // One study shared by every test: 5 trials (the first is the enqueued baseline), then
@@ -250,116 +211,8 @@ TEST_F(ReportE2E, BadInputGivesOneClearLine) {
   EXPECT_NE(r.exit_code, 0);
 }
 
-// A single-node Slurm cluster in a temp folder: munged on its own socket, slurmctld and slurmd
-// on ports of their own, each run in the foreground as our own child and stopped by pid (tune's
-// launcher would, rightly, stop a daemon that its command left behind).
-class LocalSlurm {
- public:
-  explicit LocalSlurm(fs::path dir) : m_dir(std::move(dir)) {}
-  ~LocalSlurm() { stop(); }
-
-  // Empty string on success, else why it could not start.
-  std::string start() {
-    for (const char* p : {"munged", "slurmctld", "slurmd", "sbatch", "sinfo", "runuser"})
-      if (!on_path(p)) return std::string(p) + " is not installed";
-    if (geteuid() != 0) return "needs root to run munged as the munge user";
-    fs::create_directories(m_dir / "munge");
-    fs::create_directories(m_dir / "state");
-    fs::create_directories(m_dir / "spool");
-    // munged insists that every folder above its socket is searchable by all.
-    for (fs::path p = m_dir; p != p.root_path(); p = p.parent_path())
-      fs::permissions(p, fs::perms::others_exec | fs::perms::group_exec, fs::perm_options::add);
-    auto r = run(m_dir, {"chown", "munge:munge", (m_dir / "munge").string()});
-    if (r.exit_code != 0) return "chown munge: " + r.err;
-    fs::permissions(m_dir / "munge",
-                    fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    if (auto why = daemon({"setpriv", "--reuid=munge", "--regid=munge", "--init-groups", "munged",
-                           "--foreground", "--socket=" + socket(),
-                           "--pid-file=" + (m_dir / "munge/pid").string(),
-                           "--log-file=" + (m_dir / "munge/log").string(),
-                           "--seed-file=" + (m_dir / "munge/seed").string()});
-        !why.empty())
-      return why;
-    // slurmctld needs munged's socket: wait (bounded) until it exists.
-    for (const auto until = Clock::now() + std::chrono::seconds(10);
-         !fs::exists(socket()) && Clock::now() < until;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    const int port = 20000 + static_cast<int>(getpid() % 20000);
-    std::ofstream(conf()) << "ClusterName=tunetest\nSlurmctldHost=" << host
-                          << "\nSlurmctldPort=" << port << "\nSlurmdPort=" << port + 1
-                          << "\nAuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket="
-                          << socket()
-                          << "\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
-                             "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n"
-                             "SlurmUser=root\nSlurmdUser=root\nReturnToService=2\nMpiDefault=none\n"
-                             "StateSaveLocation="
-                          << (m_dir / "state").string()
-                          << "\nSlurmdSpoolDir=" << (m_dir / "spool").string()
-                          << "\nSlurmctldPidFile=" << (m_dir / "slurmctld.pid").string()
-                          << "\nSlurmdPidFile=" << (m_dir / "slurmd.pid").string()
-                          << "\nSlurmctldLogFile=" << (m_dir / "slurmctld.log").string()
-                          << "\nSlurmdLogFile=" << (m_dir / "slurmd.log").string()
-                          << "\nNodeName=" << host
-                          << " CPUs=" << std::thread::hardware_concurrency()
-                          << " State=UNKNOWN\nPartitionName=debug Nodes=" << host
-                          << " Default=YES MaxTime=INFINITE State=UP\n";
-    for (const char* name : {"slurmctld", "slurmd"}) {
-      if (auto why = daemon({name, "-D", "-f", conf()}); !why.empty()) return why;
-    }
-    // Ready when the node reports idle; each sinfo is a round trip to slurmctld.
-    const auto deadline = Clock::now() + std::chrono::seconds(30);
-    while (Clock::now() < deadline) {
-      r = run(m_dir, {"sinfo", "-h", "-o", "%t"}, env());
-      if (r.exit_code == 0 && r.out.starts_with("idle")) return "";
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return "the node never became idle; slurmctld log:\n" + slurp(m_dir / "slurmctld.log");
-  }
-
-  void stop() {
-    for (auto it = m_daemons.rbegin(); it != m_daemons.rend(); ++it) {
-      kill(it->id(), SIGTERM);
-      std::error_code ec;
-      if (!it->wait_for(std::chrono::seconds(10), ec)) {
-        kill(it->id(), SIGKILL);
-        it->wait(ec);
-      }
-    }
-    m_daemons.clear();
-  }
-
-  std::string conf() const { return (m_dir / "slurm.conf").string(); }
-  std::map<std::string, std::string> env() const { return {{"SLURM_CONF", conf()}}; }
-
- private:
-  std::string socket() const { return (m_dir / "munge/munge.socket").string(); }
-
-  // Starts one daemon in the foreground, output to DIR/<name>.console.
-  std::string daemon(const std::vector<std::string>& argv) {
-    const auto name = fs::path(argv[0] == "setpriv" ? "munged" : argv[0]).filename().string();
-    try {
-      auto env = boost::this_process::environment();
-      env["SLURM_CONF"] = conf();
-      m_daemons.emplace_back(bp::search_path(argv[0]),
-                             bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()), env,
-                             bp::std_in<bp::null, bp::std_out> bp::null,
-                             bp::std_err > (m_dir / (name + ".console")).string());
-    } catch (const std::exception& e) {
-      return name + ": " + e.what();
-    }
-    return "";
-  }
-
-  fs::path m_dir;
-  std::vector<bp::child> m_daemons;
-};
-
 TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
-  LocalSlurm slurm(s_dir / "slurm");
+  test_support::LocalSlurm slurm(s_dir / "slurm");
   if (const auto why = slurm.start(); !why.empty())
     GTEST_SKIP() << "cannot start a local Slurm: " << why;
   const auto script = s_dir / "best.slurm";

@@ -158,7 +158,7 @@ TEST_F(ExportTest, FormatNamesAreChecked) {
 // The CLI checks --format against export_format_names(): every name there must parse.
 TEST_F(ExportTest, EveryListedFormatNameParses) {
   EXPECT_EQ(export_format_names(),
-            (std::vector<std::string>{"bash", "slurm", "pbs", "env", "mpirun"}));
+            (std::vector<std::string>{"bash", "slurm", "pbs", "env", "mpirun", "slurm-array"}));
   for (const auto& name : export_format_names()) EXPECT_TRUE(parse_export_format(name)) << name;
 }
 
@@ -360,6 +360,35 @@ TEST_F(ExportTest, MpirunLineKeepsAllowRunAsRootWhenAsked) {
   const auto script = render_export(s, winner(s), ExportFormat::bash, o);
   ASSERT_TRUE(script) << script.error();
   EXPECT_EQ(script->find("--allow-run-as-root"), std::string::npos);
+}
+
+// launch.slurm: the batch job asks for what the trial's step used, and runs the same srun line.
+TEST_F(ExportTest, SlurmScriptOfASrunStudySizesTheJobFromTheStep) {
+  auto s = spec();
+  s.launch = {};
+  s.launch.slurm.emplace();
+  s.launch.slurm->nodes = "2";
+  s.launch.slurm->ntasks = "{ranks}";  // 5 in the winner
+  const auto t = winner(s);
+  auto shape = job_shape(s, t);
+  ASSERT_TRUE(shape) << shape.error();
+  EXPECT_EQ(shape->nodes, 2);
+  EXPECT_EQ(shape->tasks_per_node, 3);
+  EXPECT_EQ(shape->total_tasks, 5);
+  const auto text = render_export(s, t, ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("srun.slurm", *text);
+  EXPECT_NE(text->find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=3\n"), std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("\nsrun --job-name=tune-exp_study-3 --mpi=pmix --nodes=2 --ntasks=5 "),
+            std::string::npos)
+      << *text;
+  s.launch.slurm->ntasks.clear();
+  s.launch.slurm->ntasks_per_node = "4";
+  shape = job_shape(s, t);
+  ASSERT_TRUE(shape) << shape.error();
+  EXPECT_EQ(shape->tasks_per_node, 4);
+  EXPECT_EQ(shape->total_tasks, 8);
 }
 
 TEST_F(ExportTest, DirectCommandWithoutMpirun) {

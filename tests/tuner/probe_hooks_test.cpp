@@ -148,6 +148,27 @@ TEST(ProbeHooks, NothingLeaksIntoTheNextTrial) {
   EXPECT_TRUE(attrs["probe_verdict"]["predicted_oversubscribed"].is_null()) << attrs.dump();
 }
 
+// launch.slurm: the ranks are slurmstepd's children, out of the watched tree, so the trial keeps
+// its prediction (from the srun settings) and gets no verdict that would judge srun as a rank.
+TEST(ProbeHooks, ASrunStepIsPredictedButNotJudgedFromTheTree) {
+  auto hooks = hooks_for();
+  RenderedLaunch step;
+  step.srun.emplace();
+  step.srun->ntasks = "2";
+  step.srun->cpu_bind = "cores";
+  step.command = {"prog"};
+  step.env_set = {{"OMP_NUM_THREADS", "4"}};
+  const auto predicted = prediction(hooks, step);
+  EXPECT_EQ(predicted["ranks"].size(), 2u) << predicted.dump();
+  EXPECT_EQ(predicted["bind_to"], "core") << predicted.dump();
+  hooks.on_start(k_rank_pid);
+  EXPECT_EQ(hooks.on_end(), nlohmann::json::object()) << "no verdict for a srun step";
+  // The next trial, an mpirun one, is watched again.
+  prediction(hooks, launch("prog", "1"));
+  hooks.on_start(k_rank_pid);
+  EXPECT_TRUE(hooks.on_end().contains("probe_verdict"));
+}
+
 TEST(ProbeHooks, AnUnreadableTopologyIsAnError) {
   class NoTopology final : public probes::FakeSource {
    public:

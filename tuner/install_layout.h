@@ -1,0 +1,29 @@
+// Where tune's own files are, found from the running executable so that one install tree works
+// wherever it is mounted (a shared prefix on every node of a cluster) and nothing depends on the
+// path it was built or installed at. `cmake --install build --prefix PREFIX` lays it out as
+//
+//   PREFIX/bin/tune, tune-keeper, tune-trainer     found next to each other
+//   PREFIX/lib/tune/libtune_trainer_gpu.so         the trainer's GPU plugin (trainer/device.cpp)
+//   PREFIX/share/tune/studies/NAME.yaml            the ready studies (`tune --trials 50 NAME`)
+//   PREFIX/share/tune/chart.min.js                 the Chart.js the HTML report inlines
+//
+// and the build tree mirrors it (build/bin, build/share/tune), so the build runs the same way.
+// Plain functions over /proc/self/exe and the file system; thread-safe.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace tune::tuner {
+
+// The folder of the running executable (/proc/self/exe); empty if it cannot be read.
+std::filesystem::path executable_dir();
+
+// PREFIX/share/tune for the executable at PREFIX/bin; empty if executable_dir() is.
+std::filesystem::path data_dir();
+
+// A study argument as given, unless it names no file and is a bare name (no '/') of a ready
+// study: then data_dir()/studies/NAME.yaml (or NAME itself when it already ends in .yaml).
+std::string resolve_study_file(const std::string& argument);
+
+}  // namespace tune::tuner
