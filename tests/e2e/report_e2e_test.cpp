@@ -16,8 +16,10 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/common/test_support.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -26,30 +28,14 @@ namespace fs = std::filesystem;
 namespace bp = boost::process;
 using Clock = std::chrono::steady_clock;
 
-struct Ran {
-  bool started = false;
-  int exit_code = -1;
-  std::string out, err;
-};
+using Ran = test_support::CommandOutput;
+using test_support::read_file;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
+// `argv` run in `dir`, each run's output in files of its own (cmdN.out, cmdN.err).
 Ran run(const fs::path& dir, std::vector<std::string> argv,
         std::map<std::string, std::string> env = {}, double timeout_s = 120) {
   static int counter = 0;
-  const auto tag = std::to_string(++counter);
-  LaunchRequest req;
-  req.argv = std::move(argv);
-  req.env_set = std::move(env);
-  req.workdir = dir.string();
-  req.stdout_path = (dir / ("cmd" + tag + ".out")).string();
-  req.stderr_path = (dir / ("cmd" + tag + ".err")).string();
-  req.timeout_s = timeout_s;
-  const auto r = run_process(req);
-  return {r.started, r.exit_code, slurp(req.stdout_path), slurp(req.stderr_path)};
+  return test_support::run_command(argv, dir, env, "cmd" + std::to_string(++counter), timeout_s);
 }
 
 Ran tune(const fs::path& dir, std::vector<std::string> args) {
@@ -154,7 +140,7 @@ TEST_F(ReportE2E, TextAndMarkdownFromTheCli) {
   r = tune(s_dir, {"report", (s_dir / "out" / "study.db").string(), "--format", "markdown", "-o",
                    (s_dir / "r.md").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto md = slurp(s_dir / "r.md");
+  const auto md = read_file(s_dir / "r.md");
   EXPECT_TRUE(md.starts_with("# Study report: rpt\n")) << md;
   EXPECT_NE(md.find("\n| rank | trial | value | confirmed | wall_s | probe | x | steps | omp |\n"),
             std::string::npos);
@@ -202,7 +188,7 @@ TEST_F(ReportE2E, ExportedBashScriptRunsAndWritesTheLog) {
   r = run(s_dir, {"bash", script.string()}, {{"TUNE_OUT", out.string()}});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   ASSERT_TRUE(fs::exists(out / "log")) << r.out << r.err;
-  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  const auto log = nlohmann::json::parse(read_file(out / "log"));
   const auto j = report_json();
   EXPECT_EQ(log.size(), j["best"]["params"]["steps"].get<std::size_t>());
   EXPECT_NEAR(log.back()["elapsed_time"].get<double>(), j["best"]["params"]["x"].get<double>(),
@@ -210,10 +196,7 @@ TEST_F(ReportE2E, ExportedBashScriptRunsAndWritesTheLog) {
 }
 
 TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
-  auto storage = SqliteStorage::open((s_dir / "out" / "study.db").string());
-  ASSERT_TRUE(storage);
-  auto study = (*storage)->get_study("rpt");
-  auto trials = *(*storage)->get_all_trials(study->study_id);
+  const auto trials = test_support::stored_trials(s_dir / "out" / "study.db", "rpt");
   for (int number : {0, 3}) {
     const auto& t = trials.at(static_cast<std::size_t>(number));
     auto r =
@@ -221,7 +204,7 @@ TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // Let bash split the line into words, with $TUNE_OUT at the trial's own folder.
     r = run(s_dir, {"bash", "-c", "w() { printf '%s\\n' \"$@\"; }; w " + r.out},
-            {{"TUNE_OUT", t.user_attrs.at("trial_dir").get<std::string>()}});
+            {{"TUNE_OUT", t.user_attrs.at(k_attr_trial_dir).get<std::string>()}});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<std::string> words;
     std::istringstream in(r.out);
@@ -229,10 +212,10 @@ TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
     // Drop the `env [-u VAR] K=V...` prefix; the runner set those in the environment instead.
     const auto mpirun = std::find(words.begin(), words.end(), "mpirun");
     ASSERT_NE(mpirun, words.end());
-    std::vector<std::string> launched = t.user_attrs.at("command");
+    std::vector<std::string> launched = t.user_attrs.at(k_attr_command);
     std::erase(launched, "--allow-run-as-root");  // the scripts set Open MPI's root variables
     EXPECT_EQ(std::vector<std::string>(mpirun, words.end()), launched) << "trial " << number;
-    const auto env = t.user_attrs.at("env");
+    const auto env = t.user_attrs.at(k_attr_env);
     for (const auto& [key, value] : env.items())
       EXPECT_NE(std::find(words.begin(), mpirun, key + "=" + value.get<std::string>()), mpirun)
           << key;
@@ -317,7 +300,7 @@ class LocalSlurm {
       if (r.exit_code == 0 && r.out.starts_with("idle")) return "";
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    return "the node never became idle; slurmctld log:\n" + slurp(m_dir / "slurmctld.log");
+    return "the node never became idle; slurmctld log:\n" + read_file(m_dir / "slurmctld.log");
   }
 
   void stop() {
@@ -365,7 +348,7 @@ TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
   const auto script = s_dir / "best.slurm";
   auto r = tune(s_dir, {"export", s_study, "--format", "slurm", "-o", script.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto text = slurp(script);
+  const auto text = read_file(script);
   EXPECT_NE(text.find("\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n"), std::string::npos)
       << text;
   const auto out = s_dir / "slurm-run";
@@ -374,10 +357,10 @@ TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
   r = run(s_dir,
           {"sbatch", "--wait", "--output=" + (s_dir / "slurm-job.out").string(), script.string()},
           env, 120);
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << slurp(s_dir / "slurm-job.out");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << read_file(s_dir / "slurm-job.out");
   EXPECT_NE(r.out.find("Submitted batch job"), std::string::npos) << r.out;
-  ASSERT_TRUE(fs::exists(out / "log")) << slurp(s_dir / "slurm-job.out");
-  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  ASSERT_TRUE(fs::exists(out / "log")) << read_file(s_dir / "slurm-job.out");
+  const auto log = nlohmann::json::parse(read_file(out / "log"));
   EXPECT_NEAR(log.back()["elapsed_time"].get<double>(),
               report_json()["best"]["params"]["x"].get<double>(), 1e-5);
   slurm.stop();
@@ -387,17 +370,13 @@ TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
 // The real thing: the shipped quickstart study at a tiny budget, its best trial exported as a
 // bash script, and the script run by hand must leave the bundled trainer's log.
 TEST(ReportE2ETrainer, ExportedQuickstartScriptRunsTheTrainer) {
-  const auto dir = fs::temp_directory_path() / ("tune-report-trainer-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ifstream in(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
-  std::string text(std::istreambuf_iterator<char>(in), {});
+  const auto dir = test_support::fresh_test_dir("tune-report-trainer-");
+  std::string text = read_file(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
   const auto at = text.find("--train-samples=");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, text.find('\n', at) - at, "--train-samples=800");
   text += "output: " + (dir / "out").string() + "\n";
-  const auto study = (dir / "quickstart.yaml").string();
-  std::ofstream(study) << text;
+  const auto study = test_support::write_file(dir / "quickstart.yaml", text);
   auto r = tune(dir, {"--trials", "1", study});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto script = dir / "best.sh";
@@ -405,9 +384,9 @@ TEST(ReportE2ETrainer, ExportedQuickstartScriptRunsTheTrainer) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto out = dir / "run";
   r = run(dir, {"bash", script.string()}, {{"TUNE_OUT", out.string()}}, 180);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << slurp(script);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << read_file(script);
   ASSERT_TRUE(fs::exists(out / "log")) << r.out << r.err;
-  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  const auto log = nlohmann::json::parse(read_file(out / "log"));
   ASSERT_TRUE(log.is_array() && !log.empty());
   EXPECT_GT(log.back().value("elapsed_time", 0.0), 0.0);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
