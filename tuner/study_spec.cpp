@@ -312,8 +312,10 @@ class Parser : private YamlReader {
 std::optional<std::string> storage_url_problem(const std::string& url) {
   constexpr std::string_view k_sqlite = "sqlite:///";
   if (has_control_char(url)) return "holds a control character";
-  if (url.contains("://") && !url.starts_with(k_sqlite))
-    return "only SQLite is built in (sqlite:///path.db or a file path)";
+  const bool postgres = url.starts_with("postgresql://") || url.starts_with("postgres://") ||
+                        url.starts_with("postgresql+");
+  if (url.contains("://") && !url.starts_with(k_sqlite) && !postgres)
+    return "expected sqlite:///path.db, a file path or postgresql://user@host:port/db";
   if (url == k_sqlite) return "names no database file (sqlite:///path.db)";
   return std::nullopt;
 }
