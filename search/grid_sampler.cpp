@@ -139,7 +139,8 @@ class GridSampler final : public Sampler {
   }
 
   void before_trial(const StudyView& study, FrozenTrial& trial) override {
-    if (trial.system_attrs.contains(k_grid_attr) || trial.system_attrs.contains("fixed_params")) {
+    if (trial.system_attrs.contains(k_grid_attr) ||
+        trial.system_attrs.contains(k_fixed_params_attr)) {
       return;
     }
     const auto [finished, running] = visited(study);

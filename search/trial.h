@@ -31,6 +31,10 @@ const char* to_string(Direction direction);  // "MINIMIZE" / "MAXIMIZE"
 // number. Samplers learn one observation per configuration, so they skip such trials.
 inline constexpr const char* k_repeat_of_attr = "confirm_of";
 
+// System attr of a trial whose parameters were fixed before it started (Optuna's enqueue_trial
+// spelling, {param: value}): a sampler that walks an order (grid) does not count it as a step.
+inline constexpr const char* k_fixed_params_attr = "fixed_params";
+
 // The ordered search space of a study: parameter name and domain, in the study file's order.
 using SearchSpace = std::vector<std::pair<std::string, Distribution>>;
 

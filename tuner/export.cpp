@@ -34,14 +34,6 @@ bool is_ascii_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-// The study file already refuses other names; checked again because a name is written into
-// `export NAME=`, `unset NAME` and comment lines, where quoting cannot make it harmless.
-bool is_env_name(const std::string& name) {
-  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return is_ascii_alnum(c) || c == '_'; });
-}
-
 // The one quoting rule behind shell_quote(). `force`: quote even a word of safe characters.
 std::string quote(std::string_view text, bool force) {
   const bool safe = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
@@ -138,8 +130,10 @@ Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial
   values["nproc"] = std::string(k_nproc_mark);
   // Scripts get no --allow-run-as-root: they set Open MPI's variables for that only when run as
   // root. The one-line mpirun format has no such place: it carries the flag when asked.
+  // The study file already refuses other names; checked again because a name is written into
+  // `export NAME=`, `unset NAME` and comment lines, where quoting cannot make it harmless.
   for (const auto& [name, text] : spec.env) {
-    if (!is_env_name(name))
+    if (!is_env_var_name(name))
       return std::unexpected(fmt::format("{}: env.{}: not a valid environment variable name",
                                          spec.file, one_line(name)));
   }

@@ -146,6 +146,198 @@ void signal_descendants(int sig) {
   _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
+// The keeper's state from the trial's start to its own exit: the trial's pid and status, the
+// capture pipes still open, and how far stopping the tree has gone. One per keeper process.
+class Keeper {
+ public:
+  explicit Keeper(const KeeperArgs& args)
+      : m_args(args),
+        m_control(args.control),
+        m_grace(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(args.grace_s))) {}
+
+  // Takes the signals, becomes the subreaper and starts the trial; false when that failed or
+  // tune is already gone (nothing was started then).
+  bool start() {
+    fcntl(m_control, F_SETFD, FD_CLOEXEC);  // the trial must not hold tune's lifeline
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    sigset_t handled;
+    sigemptyset(&handled);
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
+    sigprocmask(SIG_BLOCK, &handled, &m_old_mask);
+    m_sigfd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    // tune may already be gone (killed between starting us and now): then start nothing.
+    pollfd first{m_control, POLLIN, 0};
+    if (poll(&first, 1, 0) > 0 && (first.revents & (POLLHUP | POLLERR))) return false;
+
+    int pipes[2][2] = {{-1, -1}, {-1, -1}};
+    if (m_args.cap > 0) {
+      for (auto& p : pipes) {
+        if (pipe2(p, O_CLOEXEC) != 0) return false;
+      }
+      m_captures.emplace_back("stdout", STDOUT_FILENO, m_args.cap);
+      m_captures.emplace_back("stderr", STDERR_FILENO, m_args.cap);
+    }
+    if (!fork_trial(pipes)) return false;
+    for (std::size_t i = 0; i < m_captures.size(); ++i) {
+      close(pipes[i][1]);
+      fcntl(pipes[i][0], F_SETFL, O_NONBLOCK);
+      m_readers.push_back(pipes[i][0]);
+    }
+    return true;
+  }
+
+  // Until no descendant is left and every capture pipe is drained: reaps, stops the tree when
+  // told to or when tune is gone, and copies the trial's output.
+  void supervise() {
+    std::vector<char> buf(64 * 1024);
+    while (true) {
+      const bool any_child = reap();
+      if (m_status && !m_swept) {
+        m_swept = true;
+        if (any_child) stop_tree();  // what the trial left behind (e.g. `sleep 30 &`)
+      }
+      const bool drained = std::ranges::all_of(m_readers, [](int fd) { return fd < 0; });
+      if (!any_child && drained) return;
+      if (m_kill_at && Clock::now() >= *m_kill_at) m_killing = true;
+      if (m_killing) signal_descendants(SIGKILL);
+
+      std::vector<pollfd> fds;
+      fds.push_back({m_sigfd, POLLIN, 0});
+      fds.push_back({m_orphaned ? -1 : m_control, POLLIN, 0});
+      for (int fd : m_readers) fds.push_back({fd, POLLIN, 0});
+      if (poll(fds.data(), fds.size(), poll_timeout_ms()) < 0 && errno != EINTR) return;
+
+      if (fds[0].revents & POLLIN) on_signals();
+      if (!m_orphaned && fds[1].revents) on_control();
+      for (std::size_t i = 0; i < m_readers.size(); ++i) {
+        if (m_readers[i] >= 0 && fds[2 + i].revents) on_output(i, buf);
+      }
+    }
+  }
+
+  // Writes the kept tails, reports what was cut and ends as the trial ended.
+  [[noreturn]] void finish() {
+    for (auto& c : m_captures) {
+      if (const auto cut = c.finish(); cut > 0) {
+        send_line(m_control, fmt::format("cut {} {}\n", c.name(), cut));
+      }
+    }
+    close(m_control);
+    if (!m_status) _exit(m_orphaned ? 1 : 0);
+    exit_like(*m_status);
+  }
+
+ private:
+  // Forks and execs the trial with its output on the capture pipes (when capped); reports
+  // "pid N" once the exec has happened.
+  bool fork_trial(const int (&pipes)[2][2]) {
+    std::vector<char*> child_argv;
+    for (const auto& s : m_args.command) child_argv.push_back(const_cast<char*>(s.c_str()));
+    child_argv.push_back(nullptr);
+    // Closed by a successful exec: "pid N" goes out only once the trial is the program it runs,
+    // so a probe never samples the forked keeper copy as if it were the trial.
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) return false;
+    m_child = fork();
+    if (m_child < 0) {
+      std::fprintf(stderr, "tune-keeper: fork: %s\n", std::strerror(errno));
+      return false;
+    }
+    if (m_child == 0) {
+      sigprocmask(SIG_SETMASK, &m_old_mask, nullptr);
+      if (m_args.cap > 0) {
+        dup2(pipes[0][1], STDOUT_FILENO);
+        dup2(pipes[1][1], STDERR_FILENO);
+      }
+      execv(child_argv[0], child_argv.data());
+      const int error = errno;
+      std::fprintf(stderr, "tune-keeper: cannot run %s: %s\n", child_argv[0], std::strerror(error));
+      [[maybe_unused]] auto n = write(exec_pipe[1], &error, sizeof error);
+      _exit(127);
+    }
+    close(exec_pipe[1]);
+    int exec_error = 0;
+    while (read(exec_pipe[0], &exec_error, sizeof exec_error) < 0 && errno == EINTR) {
+    }
+    close(exec_pipe[0]);
+    send_line(m_control, fmt::format("pid {}\n", m_child));
+    return true;
+  }
+
+  // Reaps every descendant that ended (keeping the trial's status); whether any is left.
+  bool reap() {
+    while (true) {
+      int st = 0;
+      const pid_t p = waitpid(-1, &st, WNOHANG);
+      if (p <= 0) return p == 0;  // -1 with ECHILD: no descendant is left at all
+      if (p == m_child) m_status = st;
+    }
+  }
+
+  int poll_timeout_ms() const {
+    if (m_killing) return 10;  // until the last SIGKILLed process is reaped
+    if (!m_kill_at) return -1;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*m_kill_at - Clock::now());
+    return static_cast<int>(std::max<long long>(1, left.count() + 1));
+  }
+
+  void stop_tree() {
+    signal_descendants(SIGTERM);
+    if (!m_kill_at) m_kill_at = Clock::now() + m_grace;
+  }
+
+  void on_signals() {
+    signalfd_siginfo info{};
+    while (read(m_sigfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      if (info.ssi_signo != SIGCHLD && !m_orphaned) {
+        m_orphaned = true;
+        stop_tree();
+      }
+    }
+  }
+
+  void on_control() {
+    char cmd[16];
+    const ssize_t n = read(m_control, cmd, sizeof cmd);
+    if (n <= 0) {
+      m_orphaned = true;  // tune is gone: nobody else will stop this tree
+      stop_tree();
+      return;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      if (cmd[i] == 't') stop_tree();
+      if (cmd[i] == 'k') m_killing = true;
+    }
+  }
+
+  void on_output(std::size_t i, std::vector<char>& buf) {
+    const ssize_t n = read(m_readers[i], buf.data(), buf.size());
+    if (n > 0) {
+      m_captures[i].feed(buf.data(), static_cast<std::size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      close(m_readers[i]);
+      m_readers[i] = -1;
+    }
+  }
+
+  const KeeperArgs& m_args;
+  const int m_control;
+  const Clock::duration m_grace;
+  sigset_t m_old_mask{};
+  int m_sigfd = -1;
+  pid_t m_child = -1;
+  std::vector<Capture> m_captures;
+  std::vector<int> m_readers;   // read ends still open (-1 once closed), aligned with m_captures
+  std::optional<int> m_status;  // the trial's wait status once it ended
+  bool m_orphaned = false;      // tune is gone, or we were told to stop by a signal
+  bool m_swept = false;         // leftovers of a finished trial were sent SIGTERM
+  bool m_killing = false;       // the grace is over: SIGKILL whatever is still there
+  std::optional<Clock::time_point> m_kill_at;
+};
+
 }  // namespace
 
 std::string keeper_path() {
@@ -166,159 +358,10 @@ int run_keeper(int argc, char** argv) {
                  "(started by tune for each trial; not meant to be run by hand)\n");
     return 2;
   }
-  const int control = args->control;
-  fcntl(control, F_SETFD, FD_CLOEXEC);  // the trial must not hold tune's lifeline
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-
-  sigset_t handled, old_mask;
-  sigemptyset(&handled);
-  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
-  sigprocmask(SIG_BLOCK, &handled, &old_mask);
-  const int sigfd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
-
-  // tune may already be gone (killed between starting us and now): then start nothing.
-  pollfd first{control, POLLIN, 0};
-  if (poll(&first, 1, 0) > 0 && (first.revents & (POLLHUP | POLLERR))) return 1;
-
-  std::vector<Capture> captures;
-  int pipes[2][2] = {{-1, -1}, {-1, -1}};
-  if (args->cap > 0) {
-    for (auto& p : pipes) {
-      if (pipe2(p, O_CLOEXEC) != 0) return 1;
-    }
-    captures.emplace_back("stdout", STDOUT_FILENO, args->cap);
-    captures.emplace_back("stderr", STDERR_FILENO, args->cap);
-  }
-
-  std::vector<char*> child_argv;
-  for (const auto& s : args->command) child_argv.push_back(const_cast<char*>(s.c_str()));
-  child_argv.push_back(nullptr);
-  // Closed by a successful exec: "pid N" goes out only once the trial is the program it runs, so
-  // a probe never samples the forked keeper copy as if it were the trial.
-  int exec_pipe[2];
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) return 1;
-  const pid_t child = fork();
-  if (child < 0) {
-    std::fprintf(stderr, "tune-keeper: fork: %s\n", std::strerror(errno));
-    return 1;
-  }
-  if (child == 0) {
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    if (args->cap > 0) {
-      dup2(pipes[0][1], STDOUT_FILENO);
-      dup2(pipes[1][1], STDERR_FILENO);
-    }
-    execv(child_argv[0], child_argv.data());
-    const int error = errno;
-    std::fprintf(stderr, "tune-keeper: cannot run %s: %s\n", child_argv[0], std::strerror(error));
-    [[maybe_unused]] auto n = write(exec_pipe[1], &error, sizeof error);
-    _exit(127);
-  }
-  close(exec_pipe[1]);
-  int exec_error = 0;
-  while (read(exec_pipe[0], &exec_error, sizeof exec_error) < 0 && errno == EINTR) {
-  }
-  close(exec_pipe[0]);
-  send_line(control, fmt::format("pid {}\n", child));
-
-  std::vector<int> readers;  // read ends still open, index-aligned with captures
-  for (std::size_t i = 0; i < captures.size(); ++i) {
-    close(pipes[i][1]);
-    fcntl(pipes[i][0], F_SETFL, O_NONBLOCK);
-    readers.push_back(pipes[i][0]);
-  }
-
-  std::optional<int> status;  // the trial's wait status once it ended
-  bool orphaned = false;      // tune is gone, or we were told to stop by a signal
-  bool swept = false;         // leftovers of a finished trial were sent SIGTERM
-  bool killing = false;       // the grace is over: SIGKILL whatever is still there
-  std::optional<Clock::time_point> kill_at;
-  const auto grace =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(args->grace_s));
-  auto stop_tree = [&] {
-    signal_descendants(SIGTERM);
-    if (!kill_at) kill_at = Clock::now() + grace;
-  };
-  std::vector<char> buf(64 * 1024);
-
-  while (true) {
-    bool any_child = false;
-    while (true) {
-      int st = 0;
-      const pid_t p = waitpid(-1, &st, WNOHANG);
-      if (p > 0) {
-        if (p == child) status = st;
-        continue;
-      }
-      any_child = p == 0;  // -1 with ECHILD: no descendant is left at all
-      break;
-    }
-    if (status && !swept) {
-      swept = true;
-      if (any_child) stop_tree();  // what the trial left behind (e.g. `sleep 30 &`)
-    }
-    const bool drained = std::ranges::all_of(readers, [](int fd) { return fd < 0; });
-    if (!any_child && drained) break;
-    if (kill_at && Clock::now() >= *kill_at) killing = true;
-    if (killing) signal_descendants(SIGKILL);
-
-    std::vector<pollfd> fds;
-    fds.push_back({sigfd, POLLIN, 0});
-    fds.push_back({orphaned ? -1 : control, POLLIN, 0});
-    for (int fd : readers) fds.push_back({fd, POLLIN, 0});
-    int timeout_ms = -1;
-    if (killing) {
-      timeout_ms = 10;  // until the last SIGKILLed process is reaped
-    } else if (kill_at) {
-      timeout_ms = static_cast<int>(std::max<long long>(
-          1,
-          std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at - Clock::now()).count() +
-              1));
-    }
-    if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) break;
-
-    if (fds[0].revents & POLLIN) {
-      signalfd_siginfo info{};
-      while (read(sigfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-        if (info.ssi_signo != SIGCHLD && !orphaned) {
-          orphaned = true;
-          stop_tree();
-        }
-      }
-    }
-    if (!orphaned && fds[1].revents) {
-      char cmd[16];
-      const ssize_t n = read(control, cmd, sizeof cmd);
-      if (n <= 0) {
-        orphaned = true;  // tune is gone: nobody else will stop this tree
-        stop_tree();
-      } else {
-        for (ssize_t i = 0; i < n; ++i) {
-          if (cmd[i] == 't') stop_tree();
-          if (cmd[i] == 'k') killing = true;
-        }
-      }
-    }
-    for (std::size_t i = 0; i < readers.size(); ++i) {
-      if (readers[i] < 0 || !fds[2 + i].revents) continue;
-      const ssize_t n = read(readers[i], buf.data(), buf.size());
-      if (n > 0) {
-        captures[i].feed(buf.data(), static_cast<std::size_t>(n));
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        close(readers[i]);
-        readers[i] = -1;
-      }
-    }
-  }
-
-  for (auto& c : captures) {
-    if (const auto cut = c.finish(); cut > 0) {
-      send_line(control, fmt::format("cut {} {}\n", c.name(), cut));
-    }
-  }
-  close(control);
-  if (!status) _exit(orphaned ? 1 : 0);
-  exit_like(*status);
+  Keeper keeper(*args);
+  if (!keeper.start()) return 1;
+  keeper.supervise();
+  keeper.finish();
 }
 
 }  // namespace tune::tuner

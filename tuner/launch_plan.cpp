@@ -1,12 +1,20 @@
 #include "tuner/launch_plan.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
 namespace tune::tuner {
 
 namespace fs = std::filesystem;
+
+bool is_env_var_name(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  return std::ranges::all_of(name, [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
 
 std::string bundled_trainer_path() {
   std::error_code ec;

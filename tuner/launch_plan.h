@@ -38,6 +38,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,10 @@
 #include "tuner/study_spec.h"
 
 namespace tune::tuner {
+
+// POSIX's portable environment variable name ([A-Za-z_][A-Za-z0-9_]*): the only names a shell
+// can export or unset, so the study file (env:) and `tune export` accept no other.
+bool is_env_var_name(std::string_view name);
 
 // Where the bundled trainer is: next to the tune executable, else tune-trainer in PATH.
 std::string bundled_trainer_path();

@@ -134,6 +134,176 @@ void drain_wake_pipe() {
   }
 }
 
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// argv[0] as a path: as written when it holds a '/', else looked up in PATH (empty: not found).
+boost::filesystem::path find_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  return bp::search_path(name);
+}
+
+// What is started: the keeper with the command after its own options, holding `keeper_fd`, the
+// other end of our `control` socket; or, with no keeper, the command itself.
+struct Spawn {
+  boost::filesystem::path program;
+  std::vector<std::string> args;
+  int control = -1;    // ours; closed when the Spawn goes
+  int keeper_fd = -1;  // the keeper's; closed once the keeper has started (or failed to)
+  std::string containment;
+
+  Spawn() = default;
+  Spawn(const Spawn&) = delete;
+  Spawn& operator=(const Spawn&) = delete;
+  ~Spawn() {
+    if (control >= 0) close(control);
+    close_keeper_end();
+  }
+  void close_keeper_end() {
+    if (keeper_fd >= 0) close(keeper_fd);
+    keeper_fd = -1;
+  }
+};
+
+void plan_spawn(const LaunchRequest& request, const boost::filesystem::path& exe, bool subreaper,
+                Spawn& spawn) {
+  std::string keeper = keeper_path();
+  int sv[2] = {-1, -1};
+  if (!keeper.empty() && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    keeper.clear();
+  }
+  spawn.control = sv[0];
+  spawn.keeper_fd = sv[1];
+  spawn.program = exe;
+  if (!keeper.empty()) {
+    spawn.program = keeper;
+    spawn.args = {"--control", std::to_string(sv[1]),
+                  "--grace",   fmt::format("{}", request.kill_grace_s),
+                  "--cap",     std::to_string(request.output_cap_bytes),
+                  "--",        exe.string()};
+    spawn.containment = "keeper";
+  } else {
+    spawn.containment = subreaper ? "subreaper" : "process group";
+  }
+  spawn.args.insert(spawn.args.end(), request.argv.begin() + 1, request.argv.end());
+}
+
+// Waits for a started trial to end, stopping it on timeout, interrupt or the watcher's word:
+// SIGTERM first (through the keeper when there is one, else to its group and descendants),
+// SIGKILL once the grace is over. One per trial; the calling thread only.
+class TrialWait {
+ public:
+  TrialWait(const LaunchRequest& request, bp::child& child, int control, LaunchResult& result)
+      : m_request(request),
+        m_child(child),
+        m_pid(child.id()),
+        m_control(control),
+        m_result(result),
+        m_pidfd(static_cast<int>(syscall(SYS_pidfd_open, m_pid, 0))) {}
+  ~TrialWait() {
+    if (m_pidfd >= 0) close(m_pidfd);
+  }
+  TrialWait(const TrialWait&) = delete;
+  TrialWait& operator=(const TrialWait&) = delete;
+
+  // Returns once the child has exited (not yet reaped). The watcher gets result.pid: the
+  // command's own pid, below the keeper.
+  void run(const Watcher& watcher, Clock::time_point start) {
+    if (watcher) {
+      if (auto why = watcher(m_result.pid); !why.empty()) stop(StopReason::watcher, why);
+    }
+    auto next_tick = start + seconds(m_request.tick_s);
+    const Clock::time_point deadline =
+        m_request.timeout_s ? start + seconds(*m_request.timeout_s) : Clock::time_point::max();
+    while (true) {
+      if (interrupted()) stop(StopReason::interrupted, "interrupted");
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        stop(StopReason::timeout, fmt::format("timed out after {:.1f}s", *m_request.timeout_s));
+      }
+      if (m_kill_at && now >= *m_kill_at) kill_tree();
+      if (watcher && now >= next_tick && m_result.stopped == StopReason::none) {
+        if (auto why = watcher(m_result.pid); !why.empty()) stop(StopReason::watcher, why);
+        next_tick = now + seconds(m_request.tick_s);
+      }
+      auto wake = std::min(next_tick, deadline);
+      if (m_kill_at) wake = std::min(wake, *m_kill_at);
+      if (ended_by(wake)) return;
+    }
+  }
+
+  // The descendants signalled without a keeper (for the final SIGKILL).
+  const std::vector<pid_t>& tree() const { return m_tree; }
+
+ private:
+  void stop(StopReason why, std::string detail) {
+    if (m_result.stopped != StopReason::none) return;
+    m_result.stopped = why;
+    m_result.stop_detail = std::move(detail);
+    if (m_control >= 0) {
+      send_command(m_control, 't');
+    } else {
+      m_tree = descendants(m_pid);
+      signal_tree(m_pid, m_tree, SIGTERM);
+    }
+    m_kill_at = Clock::now() + seconds(m_request.kill_grace_s);
+  }
+
+  // Grace is over: take everything, including ranks that were reparented meanwhile.
+  void kill_tree() {
+    if (m_control >= 0) {
+      send_command(m_control, 'k');
+    } else {
+      auto more = descendants(m_pid);
+      m_tree.insert(m_tree.end(), more.begin(), more.end());
+      signal_tree(m_pid, m_tree, SIGKILL);
+    }
+    m_kill_at.reset();
+  }
+
+  // Sleeps until `wake` at the most (a second at the most; an interrupt wakes it at once);
+  // whether the child has exited.
+  bool ended_by(Clock::time_point wake) {
+    const auto wait_ms = std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count() + 1);
+    pollfd fds[2] = {{m_pidfd, POLLIN, 0}, {g_wake_pipe[0], POLLIN, 0}};
+    const int nfds = g_wake_pipe[0] >= 0 ? 2 : 1;
+    if (m_pidfd < 0) {
+      // No pidfd (old kernel): check often.
+      if (!m_child.running()) return true;
+      poll(fds + 1, nfds - 1, 10);
+      return false;
+    }
+    const int r = poll(fds, nfds, static_cast<int>(std::min<long long>(wait_ms, 1000)));
+    if (r > 0 && (fds[0].revents & POLLIN)) return true;
+    if (nfds == 2 && (fds[1].revents & POLLIN)) drain_wake_pipe();
+    return false;
+  }
+
+  const LaunchRequest& m_request;
+  bp::child& m_child;
+  const pid_t m_pid;  // the child's: the keeper, or the command itself without one
+  const int m_control;
+  LaunchResult& m_result;
+  const int m_pidfd;
+  std::optional<Clock::time_point> m_kill_at;
+  std::vector<pid_t> m_tree;
+};
+
+// Reaps the exited child and records how it ended.
+void record_exit(bp::child& child, Clock::time_point start, LaunchResult& result) {
+  std::error_code ec;
+  child.wait(ec);
+  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const int status = child.native_exit_code();
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+}
+
 }  // namespace
 
 void install_interrupt_handlers() {
@@ -197,13 +367,10 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
     result.error = "empty command";
     return result;
   }
-  boost::filesystem::path exe = request.argv[0];
-  if (request.argv[0].find('/') == std::string::npos) {
-    exe = bp::search_path(request.argv[0]);
-    if (exe.empty()) {
-      result.error = fmt::format("'{}' was not found in PATH", request.argv[0]);
-      return result;
-    }
+  const boost::filesystem::path exe = find_executable(request.argv[0]);
+  if (exe.empty()) {
+    result.error = fmt::format("'{}' was not found in PATH", request.argv[0]);
+    return result;
   }
   bp::environment env = boost::this_process::environment();
   for (const auto& name : request.env_unset) env.erase(name);
@@ -215,48 +382,24 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   // Strays of a trial are re-parented to us rather than to init, so sweep_strays() finds them.
   static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
   const auto children_before = own_children();
-
-  // The keeper runs the command; `control` is our end of its lifeline.
-  std::string keeper = keeper_path();
-  int sv[2] = {-1, -1};
-  if (!keeper.empty() && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    keeper.clear();
-  }
-  boost::filesystem::path program = exe;
-  std::vector<std::string> args;
-  if (!keeper.empty()) {
-    program = keeper;
-    args = {"--control", std::to_string(sv[1]),
-            "--grace",   fmt::format("{}", request.kill_grace_s),
-            "--cap",     std::to_string(request.output_cap_bytes),
-            "--",        exe.string()};
-    result.containment = "keeper";
-  } else {
-    result.containment = subreaper ? "subreaper" : "process group";
-  }
-  args.insert(args.end(), request.argv.begin() + 1, request.argv.end());
-  const int control = sv[0];
-  struct CloseControl {
-    int fd;
-    ~CloseControl() {
-      if (fd >= 0) close(fd);
-    }
-  } close_control{control};
+  Spawn spawn;  // the keeper runs the command; spawn.control is our end of its lifeline
+  plan_spawn(request, exe, subreaper, spawn);
+  result.containment = spawn.containment;
+  const int control = spawn.control;
 
   const auto start = Clock::now();
   ChildSetup setup;
-  setup.keeper_fd = sv[1];
+  setup.keeper_fd = spawn.keeper_fd;
   bp::child child;
   try {
-    child = bp::child(bp::exe = program, bp::args = args, bp::env = env,
+    child = bp::child(bp::exe = spawn.program, bp::args = spawn.args, bp::env = env,
                       bp::std_in<bp::null, bp::std_out> out_path, bp::std_err > err_path,
                       bp::start_dir = workdir, setup);
   } catch (const std::exception& e) {
-    if (sv[1] >= 0) close(sv[1]);
     result.error = fmt::format("cannot run '{}': {}", request.argv[0], e.what());
     return result;
   }
-  if (sv[1] >= 0) close(sv[1]);
+  spawn.close_keeper_end();
   result.started = true;
   const pid_t pid = child.id();
   result.pid = pid;
@@ -264,88 +407,16 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   std::string pending;
   if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, result, pending);
 
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  std::optional<Clock::time_point> kill_at;
-  std::vector<pid_t> tree;
-  auto stop = [&](StopReason why, std::string detail) {
-    if (result.stopped != StopReason::none) return;
-    result.stopped = why;
-    result.stop_detail = std::move(detail);
-    if (control >= 0) {
-      send_command(control, 't');
-    } else {
-      tree = descendants(pid);
-      signal_tree(pid, tree, SIGTERM);
-    }
-    kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(request.kill_grace_s));
-  };
-
-  if (watcher) {
-    if (auto why = watcher(result.pid); !why.empty()) stop(StopReason::watcher, why);
-  }
-  auto next_tick = start + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(request.tick_s));
-  const Clock::time_point deadline =
-      request.timeout_s ? start + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(*request.timeout_s))
-                        : Clock::time_point::max();
-  while (true) {
-    if (interrupted()) stop(StopReason::interrupted, "interrupted");
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      stop(StopReason::timeout, fmt::format("timed out after {:.1f}s", *request.timeout_s));
-    }
-    if (kill_at && now >= *kill_at) {
-      // Grace is over: take everything, including ranks that were reparented meanwhile.
-      if (control >= 0) {
-        send_command(control, 'k');
-      } else {
-        auto more = descendants(pid);
-        tree.insert(tree.end(), more.begin(), more.end());
-        signal_tree(pid, tree, SIGKILL);
-      }
-      kill_at.reset();
-    }
-    if (watcher && now >= next_tick && result.stopped == StopReason::none) {
-      if (auto why = watcher(result.pid); !why.empty()) stop(StopReason::watcher, why);
-      next_tick = now + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(request.tick_s));
-    }
-    auto wake = next_tick;
-    wake = std::min(wake, deadline);
-    if (kill_at) wake = std::min(wake, *kill_at);
-    const auto wait_ms = std::max<long long>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count() + 1);
-    pollfd fds[2] = {{pidfd, POLLIN, 0}, {g_wake_pipe[0], POLLIN, 0}};
-    const int nfds = g_wake_pipe[0] >= 0 ? 2 : 1;
-    if (pidfd >= 0) {
-      const int r = poll(fds, nfds, static_cast<int>(std::min<long long>(wait_ms, 1000)));
-      if (r > 0 && (fds[0].revents & POLLIN)) break;
-      if (nfds == 2 && (fds[1].revents & POLLIN)) drain_wake_pipe();
-    } else {
-      // No pidfd (old kernel): check often.
-      if (!child.running()) break;
-      poll(fds + 1, nfds - 1, 10);
-    }
-  }
-  if (pidfd >= 0) close(pidfd);
-  std::error_code ec;
-  child.wait(ec);
-  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  const int status = child.native_exit_code();
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  }
+  TrialWait wait(request, child, control, result);
+  wait.run(watcher, start);
+  record_exit(child, start, result);
   if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, result, pending);
   // The keeper ends only when the tree is gone. Without one (or if it was killed), whatever is
   // left must not outlive the trial: kill it and reap it, so the next trial starts on an idle
   // machine.
   if (control < 0) {
     kill(-pid, SIGKILL);
-    for (pid_t p : tree) kill(p, SIGKILL);
+    for (pid_t p : wait.tree()) kill(p, SIGKILL);
   }
   sweep_strays(children_before);
   return result;

@@ -101,17 +101,11 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
     out << md_row({std::to_string(f.trials.size()), f.reason, numbers_text(f.trials)});
 }
 
-class MarkdownReporter final : public Reporter {
- public:
-  void write(std::ostream& out, const ReportData& d) const override {
-    write_header_and_best(out, d);
-    write_top(out, d);
-    write_importance_probes_failures(out, d);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Reporter> make_markdown_reporter() { return std::make_unique<MarkdownReporter>(); }
+std::unique_ptr<Reporter> make_markdown_reporter() {
+  return make_sections_reporter(
+      {write_header_and_best, write_top, write_importance_probes_failures});
+}
 
 }  // namespace tune::tuner

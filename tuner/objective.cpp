@@ -109,6 +109,79 @@ Result<nlohmann::json> read_log(const std::string& path) {
   return j;
 }
 
+namespace {
+
+// The regex objective: the last match (its first group, else all of it) in the tail of the
+// chosen stream, read as a finite number.
+Result<double> regex_objective(const ObjectiveSpec& objective, const std::string& stdout_path,
+                               const std::string& stderr_path) {
+  const auto& path = objective.stream == "stderr" ? stderr_path : stdout_path;
+  if (!std::filesystem::exists(path)) {
+    return std::unexpected(fmt::format("{} {} was not written", objective.stream, path));
+  }
+  // The last match is what counts, so a bounded tail is enough however much the trial wrote;
+  // RE2 runs in linear time without recursion, whatever the pattern and the bytes.
+  const std::string text = tail_of_file(path, k_regex_scan_bytes);
+  const RE2 re(objective.regex, regex_options());
+  if (!re.ok()) {
+    return std::unexpected(
+        fmt::format("objective regex '{}': {}", printable(objective.regex), re.error()));
+  }
+  const int groups = std::min(re.NumberOfCapturingGroups(), 1);
+  re2::StringPiece input(text), match[2];
+  std::optional<std::string> last;
+  std::size_t pos = 0;
+  while (pos <= text.size() &&
+         re.Match(input, pos, text.size(), RE2::UNANCHORED, match, groups + 1)) {
+    last = std::string(match[groups].data() ? match[groups] : re2::StringPiece());
+    const auto end = static_cast<std::size_t>(match[0].data() - text.data()) + match[0].size();
+    pos = match[0].empty() ? end + 1 : end;  // an empty match must not loop forever
+  }
+  if (!last) {
+    return std::unexpected(fmt::format("objective regex '{}' matched nothing in {}",
+                                       printable(objective.regex), objective.stream));
+  }
+  const std::string& m = *last;
+  char* end = nullptr;
+  const double v = std::strtod(m.c_str(), &end);
+  if (m.empty() || end != m.c_str() + m.size() || !std::isfinite(v)) {
+    return std::unexpected(fmt::format("objective regex matched '{}', which is not a finite number",
+                                       printable(m, 200)));
+  }
+  return v;
+}
+
+// The log objective: `key` of the entry `objective.entry` chooses (last, first, min, max);
+// sets the reading's value and entry.
+Result<void> log_objective(const ObjectiveSpec& objective, const nlohmann::json& entries,
+                           const std::string& log_path, ObjectiveReading& reading) {
+  std::size_t chosen = entries.size() - 1;
+  if (objective.entry == "first") chosen = 0;
+  if (objective.entry == "min" || objective.entry == "max") {
+    std::optional<double> best;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      auto v =
+          finite_number(entries[i], objective.key, fmt::format("log {} entry {}", log_path, i));
+      if (!v) return std::unexpected(v.error());
+      if (!best || (objective.entry == "min" ? *v < *best : *v > *best)) {
+        best = *v;
+        chosen = i;
+      }
+    }
+  }
+  const auto& entry = entries[chosen];
+  if (!entry.is_object()) {
+    return std::unexpected(fmt::format("log {} entry {} is not an object", log_path, chosen));
+  }
+  auto v = finite_number(entry, objective.key, fmt::format("log {} entry {}", log_path, chosen));
+  if (!v) return std::unexpected(v.error());
+  reading.value = *v;
+  reading.entry = entry;
+  return {};
+}
+
+}  // namespace
+
 Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,
@@ -123,64 +196,12 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
     if (entries.empty()) return std::unexpected(fmt::format("log {} has no entries", log_path));
   }
   if (objective.use_regex) {
-    const auto& path = objective.stream == "stderr" ? stderr_path : stdout_path;
-    if (!std::filesystem::exists(path)) {
-      return std::unexpected(fmt::format("{} {} was not written", objective.stream, path));
-    }
-    // The last match is what counts, so a bounded tail is enough however much the trial wrote;
-    // RE2 runs in linear time without recursion, whatever the pattern and the bytes.
-    const std::string text = tail_of_file(path, k_regex_scan_bytes);
-    const RE2 re(objective.regex, regex_options());
-    if (!re.ok()) {
-      return std::unexpected(
-          fmt::format("objective regex '{}': {}", printable(objective.regex), re.error()));
-    }
-    const int groups = std::min(re.NumberOfCapturingGroups(), 1);
-    re2::StringPiece input(text), match[2];
-    std::optional<std::string> last;
-    std::size_t pos = 0;
-    while (pos <= text.size() &&
-           re.Match(input, pos, text.size(), RE2::UNANCHORED, match, groups + 1)) {
-      last = std::string(match[groups].data() ? match[groups] : re2::StringPiece());
-      const auto end = static_cast<std::size_t>(match[0].data() - text.data()) + match[0].size();
-      pos = match[0].empty() ? end + 1 : end;  // an empty match must not loop forever
-    }
-    if (!last) {
-      return std::unexpected(fmt::format("objective regex '{}' matched nothing in {}",
-                                         printable(objective.regex), objective.stream));
-    }
-    const std::string& m = *last;
-    char* end = nullptr;
-    const double v = std::strtod(m.c_str(), &end);
-    if (m.empty() || end != m.c_str() + m.size() || !std::isfinite(v)) {
-      return std::unexpected(fmt::format(
-          "objective regex matched '{}', which is not a finite number", printable(m, 200)));
-    }
-    reading.value = v;
-    if (!entries.is_null()) reading.entry = entries.back();
-  } else {
-    std::size_t chosen = entries.size() - 1;
-    if (objective.entry == "first") chosen = 0;
-    if (objective.entry == "min" || objective.entry == "max") {
-      std::optional<double> best;
-      for (std::size_t i = 0; i < entries.size(); ++i) {
-        auto v =
-            finite_number(entries[i], objective.key, fmt::format("log {} entry {}", log_path, i));
-        if (!v) return std::unexpected(v.error());
-        if (!best || (objective.entry == "min" ? *v < *best : *v > *best)) {
-          best = *v;
-          chosen = i;
-        }
-      }
-    }
-    const auto& entry = entries[chosen];
-    if (!entry.is_object()) {
-      return std::unexpected(fmt::format("log {} entry {} is not an object", log_path, chosen));
-    }
-    auto v = finite_number(entry, objective.key, fmt::format("log {} entry {}", log_path, chosen));
+    auto v = regex_objective(objective, stdout_path, stderr_path);
     if (!v) return std::unexpected(v.error());
     reading.value = *v;
-    reading.entry = entry;
+    if (!entries.is_null()) reading.entry = entries.back();
+  } else if (auto ok = log_objective(objective, entries, log_path, reading); !ok) {
+    return std::unexpected(ok.error());
   }
   for (const auto& c : constraints) {
     auto v = finite_number(reading.entry, c.key, fmt::format("log {} (constraint)", log_path));

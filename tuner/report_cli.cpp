@@ -74,6 +74,21 @@ void add_format_and_output(CLI::App* sub, std::string& format, std::string& outp
   sub->add_option("-o,--output", output, "Write to FILE instead of stdout");
 }
 
+// A whole-number option's check: `low` or more.
+CLI::Range at_least(int low) { return CLI::Range(low, std::numeric_limits<int>::max()); }
+
+// A subcommand over an existing study: `Args` holds the parsed arguments (its `study` member the
+// STUDY/--storage/--study ones); `add_options` adds the command's own; `run` runs it.
+template <typename Args>
+Subcommand study_command(CLI::App& app, const std::string& name, const std::string& help,
+                         void (*add_options)(CLI::App*, Args&), int (*run)(const Args&)) {
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand(name, help);
+  add_study_args(sub, args->study);
+  add_options(sub, *args);
+  return {sub, [args, run]() { return run(*args); }};
+}
+
 // The export header's "Measured:" line: the report's measured text with the objective's name.
 std::string export_measured_text(const ReportData& data, const ReportTrial& t) {
   if (!t.median && !t.value) return fmt::format("no value ({})", search::to_string(t.state));
@@ -87,6 +102,14 @@ struct ReportArgs {
   int top = 10;
   bool no_importance = false;
 };
+
+void add_report_options(CLI::App* sub, ReportArgs& args) {
+  add_format_and_output(sub, args.format, args.output, "text (default), json, markdown or html",
+                        report_format_names());
+  sub->add_option("--top", args.top, "Rows of the top-trials table (default 10)")
+      ->check(at_least(1));
+  sub->add_flag("--no-importance", args.no_importance, "Skip the fANOVA importance");
+}
 
 int run_report(const ReportArgs& args) {
   auto opened = open_study_or_throw(args.study);
@@ -105,25 +128,19 @@ int run_report(const ReportArgs& args) {
   return 0;
 }
 
-Subcommand add_report_command(CLI::App& app) {
-  auto args = std::make_shared<ReportArgs>();
-  auto* sub = app.add_subcommand(
-      "report",
-      "Report an existing study: best trial, speedup over the baseline, top trials, "
-      "importance, probe verdicts, failures");
-  add_study_args(sub, args->study);
-  add_format_and_output(sub, args->format, args->output, "text (default), json, markdown or html",
-                        report_format_names());
-  sub->add_option("--top", args->top, "Rows of the top-trials table (default 10)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  sub->add_flag("--no-importance", args->no_importance, "Skip the fANOVA importance");
-  return {sub, [args]() { return run_report(*args); }};
-}
-
 struct ConfirmArgs {
   StudyArgs study;
   ConfirmOptions options;
 };
+
+void add_confirm_options(CLI::App* sub, ConfirmArgs& args) {
+  sub->add_option("--repeats,-r", args.options.repeats, "Re-runs of each trial (default 5)")
+      ->check(at_least(1));
+  sub->add_option("--top,-k", args.options.top,
+                  "Best trials re-run besides the baseline (default 3)")
+      ->check(at_least(0));
+  sub->add_flag("--quiet,-q", args.options.quiet, "No line per trial");
+}
 
 int run_confirm_command(const ConfirmArgs& args) {
   auto opened = open_study_or_throw(args.study);
@@ -138,22 +155,6 @@ int run_confirm_command(const ConfirmArgs& args) {
     return k_exit_interrupted;
   }
   return 0;
-}
-
-Subcommand add_confirm_command(CLI::App& app) {
-  auto args = std::make_shared<ConfirmArgs>();
-  auto* sub = app.add_subcommand(
-      "confirm",
-      "Re-run the baseline and the top trials several times, interleaved, so the report can "
-      "use medians");
-  add_study_args(sub, args->study);
-  sub->add_option("--repeats,-r", args->options.repeats, "Re-runs of each trial (default 5)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  sub->add_option("--top,-k", args->options.top,
-                  "Best trials re-run besides the baseline (default 3)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  sub->add_flag("--quiet,-q", args->options.quiet, "No line per trial");
-  return {sub, [args]() { return run_confirm_command(*args); }};
 }
 
 struct ExportArgs {
@@ -191,6 +192,19 @@ int run_export_workers(const ExportArgs& args) {
                  "use storage: postgresql://...\n";
   write_output(args.output, text, /*executable=*/true);
   return 0;
+}
+
+void add_export_options(CLI::App* sub, ExportArgs& args) {
+  add_format_and_output(sub, args.format, args.output,
+                        "bash (default), slurm, pbs, env, mpirun or slurm-array",
+                        export_format_names());
+  sub->add_option("--trial", args.trial, "Export this trial number instead of the best")
+      ->check(at_least(0));
+  sub->add_option("--workers", args.workers, "slurm-array: array tasks, one tune worker each")
+      ->check(CLI::Range(1, 10000));
+  sub->add_option("--trials", args.trials_per_worker,
+                  "slurm-array: trials each worker runs (default 10)")
+      ->check(at_least(1));
 }
 
 // The trial to export (--trial, else the best) and the header's "Measured:" text for it.
@@ -239,30 +253,24 @@ int run_export(const ExportArgs& args) {
   return 0;
 }
 
-Subcommand add_export_command(CLI::App& app) {
-  auto args = std::make_shared<ExportArgs>();
-  auto* sub = app.add_subcommand(
-      "export",
-      "Write the winning settings as a bash, Slurm or PBS script, an env file or an "
-      "mpirun command line; or (slurm-array) a Slurm job array of tune workers on the study");
-  add_study_args(sub, args->study);
-  add_format_and_output(sub, args->format, args->output,
-                        "bash (default), slurm, pbs, env, mpirun or slurm-array",
-                        export_format_names());
-  sub->add_option("--trial", args->trial, "Export this trial number instead of the best")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  sub->add_option("--workers", args->workers, "slurm-array: array tasks, one tune worker each")
-      ->check(CLI::Range(1, 10000));
-  sub->add_option("--trials", args->trials_per_worker,
-                  "slurm-array: trials each worker runs (default 10)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  return {sub, [args]() { return run_export(*args); }};
-}
-
 }  // namespace
 
 std::vector<Subcommand> add_report_commands(CLI::App& app) {
-  return {add_report_command(app), add_confirm_command(app), add_export_command(app)};
+  return {
+      study_command<ReportArgs>(app, "report",
+                                "Report an existing study: best trial, speedup over the baseline, "
+                                "top trials, importance, probe verdicts, failures",
+                                add_report_options, run_report),
+      study_command<ConfirmArgs>(app, "confirm",
+                                 "Re-run the baseline and the top trials several times, "
+                                 "interleaved, so the report can use medians",
+                                 add_confirm_options, run_confirm_command),
+      study_command<ExportArgs>(app, "export",
+                                "Write the winning settings as a bash, Slurm or PBS script, an "
+                                "env file or an mpirun command line; or (slurm-array) a Slurm "
+                                "job array of tune workers on the study",
+                                add_export_options, run_export),
+  };
 }
 
 }  // namespace tune::tuner

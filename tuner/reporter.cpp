@@ -32,7 +32,24 @@ const std::array<Format, 5> k_formats = {{
      }},
 }};
 
+class SectionsReporter final : public Reporter {
+ public:
+  explicit SectionsReporter(std::vector<ReportSection> sections)
+      : m_sections(std::move(sections)) {}
+
+  void write(std::ostream& out, const ReportData& data) const override {
+    for (const auto section : m_sections) section(out, data);
+  }
+
+ private:
+  std::vector<ReportSection> m_sections;
+};
+
 }  // namespace
+
+std::unique_ptr<Reporter> make_sections_reporter(std::vector<ReportSection> sections) {
+  return std::make_unique<SectionsReporter>(std::move(sections));
+}
 
 const std::vector<std::string>& report_format_names() {
   static const std::vector<std::string> names = [] {

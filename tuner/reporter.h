@@ -36,6 +36,11 @@ Result<std::unique_ptr<Reporter>> make_reporter(const std::string& format);
 // schema_version is k_report_schema_version.
 nlohmann::json report_to_json(const ReportData& data);
 
+// A reporter that writes `sections` in order, each a function of the whole report: the text and
+// markdown reporters are such lists.
+using ReportSection = void (*)(std::ostream& out, const ReportData& data);
+std::unique_ptr<Reporter> make_sections_reporter(std::vector<ReportSection> sections);
+
 std::unique_ptr<Reporter> make_text_reporter();
 std::unique_ptr<Reporter> make_json_reporter();
 std::unique_ptr<Reporter> make_markdown_reporter();

@@ -18,6 +18,7 @@
 #include "search/sampler.h"
 #include "tuner/launch_plan.h"
 #include "tuner/launcher.h"
+#include "tuner/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
 #include "tuner/storage.h"
 #include "tuner/study_spec.h"
 #include "tuner/trial_owner.h"
@@ -37,24 +38,6 @@ struct RunTotals {
   int ran = 0;
   bool interrupted = false;
 };
-
-// The storage URL a study file uses (its `storage:` or {output}/study.db).
-std::string storage_url_for(const StudySpec& spec, const std::string& override_url);
-
-// An existing study, for the commands that read one (best, trials, report, export, confirm).
-struct OpenedStudy {
-  std::unique_ptr<Storage> storage;
-  std::unique_ptr<StudyCache> cache;  // synced once
-  std::optional<StudySpec> spec;      // when opened through its study file
-  std::string url;                    // the database it came from
-};
-
-// `arg` is a study file (*.yaml/*.yml: its storage and name) or a database path/URL;
-// `storage_url` (--storage) and `study_name` (--study) override. A database holding one study
-// needs no name. Read-only by default: reading works on a database the user may not write.
-Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
-                                        const std::string& study_name,
-                                        OpenMode mode = OpenMode::read_only);
 
 // Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
 struct TrialHooks {

@@ -25,14 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using search::ParamValue;
 
-// POSIX's portable environment variable name: the only names a shell can export or unset.
-bool is_env_var_name(const std::string& name) {
-  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
 // Why `name` cannot be one component of a path, if it cannot.
 std::optional<std::string> bad_path_component(const std::string& name) {
   if (name.empty()) return "is empty";

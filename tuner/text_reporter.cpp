@@ -115,19 +115,11 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
     out << fmt::format("  {:>3}x  {}  ({})\n", f.trials.size(), f.reason, numbers_text(f.trials));
 }
 
-class TextReporter final : public Reporter {
- public:
-  void write(std::ostream& out, const ReportData& d) const override {
-    write_header(out, d);
-    write_best_and_speedup(out, d);
-    write_top(out, d);
-    write_importance(out, d);
-    write_probes_and_failures(out, d);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<Reporter> make_text_reporter() { return std::make_unique<TextReporter>(); }
+std::unique_ptr<Reporter> make_text_reporter() {
+  return make_sections_reporter({write_header, write_best_and_speedup, write_top, write_importance,
+                                 write_probes_and_failures});
+}
 
 }  // namespace tune::tuner

@@ -10,7 +10,8 @@ namespace tune::tuner {
 
 // --- system attrs ------------------------------------------------------------------------
 // runner, confirm (Optuna's enqueue_trial): {param: external value} the next ask() must use.
-inline constexpr const char* k_attr_fixed_params = "fixed_params";
+// Samplers read it too (search::k_fixed_params_attr).
+inline constexpr const char* k_attr_fixed_params = search::k_fixed_params_attr;
 // runner: the process running the trial, {"host": str, "pid": int, "start": int (ticks)}.
 inline constexpr const char* k_attr_owner = "tune:owner";
 // runner (trial_outcome): one printable line, why the trial is FAIL or PRUNED.

@@ -15,6 +15,7 @@
 
 #include "tests/cluster/postgres_fixture.h"
 #include "tuner/storage.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -147,7 +148,7 @@ TEST_F(PostgresWorkers, AKilledWorkersTrialIsRecoveredAsFail) {
     if (other_host) {
       // Then only its heartbeats (the server's clock) speak for it: past the grace period.
       auto s = std::move(*open_storage(url()));
-      ASSERT_TRUE(s->set_trial_system_attr(killed.trial_id, "tune:owner",
+      ASSERT_TRUE(s->set_trial_system_attr(killed.trial_id, k_attr_owner,
                                            {{"host", "elsewhere"}, {"pid", 1}, {"start", 1}}));
       ASSERT_TRUE(wait_until(
           [&] {
@@ -163,7 +164,7 @@ TEST_F(PostgresWorkers, AKilledWorkersTrialIsRecoveredAsFail) {
     ts = trials();
     const auto& recovered = ts[static_cast<std::size_t>(killed.number)];
     EXPECT_EQ(recovered.state, TrialState::fail);
-    EXPECT_NE(recovered.system_attrs.value("fail_reason", std::string()).find("died"),
+    EXPECT_NE(recovered.system_attrs.value(k_attr_fail_reason, std::string()).find("died"),
               std::string::npos);
     EXPECT_EQ(ts.back().state, TrialState::complete);
     EXPECT_EQ(ts.back().number, killed.number + 1);

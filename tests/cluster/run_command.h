@@ -1,46 +1,29 @@
-// Running a command from an end-to-end test: its exit status and output, through tune's own
-// launcher (tuner/launcher.h: a wall-clock limit, and nothing it starts outlives it). Shared by
-// the e2e and cluster tests; header-only. Not thread-safe: `run` numbers its output files with
-// a process-wide counter.
+// Running a command from an end-to-end or cluster test, in the shorthand those tests use (`run`
+// with numbered output files, `slurp`, `on_path`), over tests/common/test_support.h's
+// run_command (tune's own launcher: a wall-clock limit, and nothing it starts outlives it).
+// Header-only. Not thread-safe: `run` numbers its output files with a process-wide counter.
 #pragma once
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "tuner/launcher.h"
+#include "tests/common/test_support.h"
 
 namespace tune::test_support {
 
-struct Ran {
-  bool started = false;
-  int exit_code = -1;
-  std::string out, err;
-};
+using Ran = CommandOutput;
 
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+inline std::string slurp(const std::filesystem::path& p) { return read_file(p); }
 
 // Runs argv in `dir` with `env` added; its stdout and stderr are kept in dir/cmdN.{out,err}.
-inline Ran run(const std::filesystem::path& dir, std::vector<std::string> argv,
-               std::map<std::string, std::string> env = {}, double timeout_s = 120) {
+inline Ran run(const std::filesystem::path& dir, const std::vector<std::string>& argv,
+               const std::map<std::string, std::string>& env = {}, double timeout_s = 120) {
   static int counter = 0;
-  const auto tag = std::to_string(++counter);
-  tuner::LaunchRequest req;
-  req.argv = std::move(argv);
-  req.env_set = std::move(env);
-  req.workdir = dir.string();
-  req.stdout_path = (dir / ("cmd" + tag + ".out")).string();
-  req.stderr_path = (dir / ("cmd" + tag + ".err")).string();
-  req.timeout_s = timeout_s;
-  const auto r = tuner::run_process(req);
-  return {r.started, r.exit_code, slurp(req.stdout_path), slurp(req.stderr_path)};
+  return run_command(argv, dir, env, "cmd" + std::to_string(++counter), timeout_s);
 }
 
 // Whether `program` is in PATH or in a system bin folder (daemons live in sbin).

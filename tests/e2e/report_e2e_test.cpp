@@ -15,6 +15,7 @@
 #include "tests/cluster/run_command.h"
 #include "tests/cluster/slurm_fixture.h"
 #include "tuner/sqlite_storage.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -25,6 +26,7 @@ using test_support::on_path;
 using test_support::Ran;
 using test_support::run;
 using test_support::slurp;
+using test_support::read_file;
 
 Ran tune(const fs::path& dir, std::vector<std::string> args) {
   args.insert(args.begin(), TUNE_BIN);
@@ -115,7 +117,7 @@ TEST_F(ReportE2E, TextAndMarkdownFromTheCli) {
   r = tune(s_dir, {"report", (s_dir / "out" / "study.db").string(), "--format", "markdown", "-o",
                    (s_dir / "r.md").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto md = slurp(s_dir / "r.md");
+  const auto md = read_file(s_dir / "r.md");
   EXPECT_TRUE(md.starts_with("# Study report: rpt\n")) << md;
   EXPECT_NE(md.find("\n| rank | trial | value | confirmed | wall_s | probe | x | steps | omp |\n"),
             std::string::npos);
@@ -163,7 +165,7 @@ TEST_F(ReportE2E, ExportedBashScriptRunsAndWritesTheLog) {
   r = run(s_dir, {"bash", script.string()}, {{"TUNE_OUT", out.string()}});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   ASSERT_TRUE(fs::exists(out / "log")) << r.out << r.err;
-  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  const auto log = nlohmann::json::parse(read_file(out / "log"));
   const auto j = report_json();
   EXPECT_EQ(log.size(), j["best"]["params"]["steps"].get<std::size_t>());
   EXPECT_NEAR(log.back()["elapsed_time"].get<double>(), j["best"]["params"]["x"].get<double>(),
@@ -171,10 +173,7 @@ TEST_F(ReportE2E, ExportedBashScriptRunsAndWritesTheLog) {
 }
 
 TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
-  auto storage = SqliteStorage::open((s_dir / "out" / "study.db").string());
-  ASSERT_TRUE(storage);
-  auto study = (*storage)->get_study("rpt");
-  auto trials = *(*storage)->get_all_trials(study->study_id);
+  const auto trials = test_support::stored_trials(s_dir / "out" / "study.db", "rpt");
   for (int number : {0, 3}) {
     const auto& t = trials.at(static_cast<std::size_t>(number));
     auto r =
@@ -182,7 +181,7 @@ TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // Let bash split the line into words, with $TUNE_OUT at the trial's own folder.
     r = run(s_dir, {"bash", "-c", "w() { printf '%s\\n' \"$@\"; }; w " + r.out},
-            {{"TUNE_OUT", t.user_attrs.at("trial_dir").get<std::string>()}});
+            {{"TUNE_OUT", t.user_attrs.at(k_attr_trial_dir).get<std::string>()}});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::vector<std::string> words;
     std::istringstream in(r.out);
@@ -191,9 +190,9 @@ TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
     const auto mpirun = std::find(words.begin(), words.end(), "mpirun");
     ASSERT_NE(mpirun, words.end());
     // Word for word, --allow-run-as-root included when the trials ran as root (so does export).
-    const std::vector<std::string> launched = t.user_attrs.at("command");
+    const std::vector<std::string> launched = t.user_attrs.at(k_attr_command);
     EXPECT_EQ(std::vector<std::string>(mpirun, words.end()), launched) << "trial " << number;
-    const auto env = t.user_attrs.at("env");
+    const auto env = t.user_attrs.at(k_attr_env);
     for (const auto& [key, value] : env.items())
       EXPECT_NE(std::find(words.begin(), mpirun, key + "=" + value.get<std::string>()), mpirun)
           << key;
@@ -218,7 +217,7 @@ TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
   const auto script = s_dir / "best.slurm";
   auto r = tune(s_dir, {"export", s_study, "--format", "slurm", "-o", script.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto text = slurp(script);
+  const auto text = read_file(script);
   EXPECT_NE(text.find("\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\n"), std::string::npos)
       << text;
   const auto out = s_dir / "slurm-run";
@@ -227,10 +226,10 @@ TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
   r = run(s_dir,
           {"sbatch", "--wait", "--output=" + (s_dir / "slurm-job.out").string(), script.string()},
           env, 120);
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << slurp(s_dir / "slurm-job.out");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << read_file(s_dir / "slurm-job.out");
   EXPECT_NE(r.out.find("Submitted batch job"), std::string::npos) << r.out;
-  ASSERT_TRUE(fs::exists(out / "log")) << slurp(s_dir / "slurm-job.out");
-  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  ASSERT_TRUE(fs::exists(out / "log")) << read_file(s_dir / "slurm-job.out");
+  const auto log = nlohmann::json::parse(read_file(out / "log"));
   EXPECT_NEAR(log.back()["elapsed_time"].get<double>(),
               report_json()["best"]["params"]["x"].get<double>(), 1e-5);
   slurm.stop();
@@ -240,17 +239,13 @@ TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
 // The real thing: the shipped quickstart study at a tiny budget, its best trial exported as a
 // bash script, and the script run by hand must leave the bundled trainer's log.
 TEST(ReportE2ETrainer, ExportedQuickstartScriptRunsTheTrainer) {
-  const auto dir = fs::temp_directory_path() / ("tune-report-trainer-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ifstream in(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
-  std::string text(std::istreambuf_iterator<char>(in), {});
+  const auto dir = test_support::fresh_test_dir("tune-report-trainer-");
+  std::string text = read_file(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
   const auto at = text.find("--train-samples=");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, text.find('\n', at) - at, "--train-samples=800");
   text += "output: " + (dir / "out").string() + "\n";
-  const auto study = (dir / "quickstart.yaml").string();
-  std::ofstream(study) << text;
+  const auto study = test_support::write_file(dir / "quickstart.yaml", text);
   auto r = tune(dir, {"--trials", "1", study});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto script = dir / "best.sh";
@@ -258,9 +253,9 @@ TEST(ReportE2ETrainer, ExportedQuickstartScriptRunsTheTrainer) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto out = dir / "run";
   r = run(dir, {"bash", script.string()}, {{"TUNE_OUT", out.string()}}, 180);
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << slurp(script);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << read_file(script);
   ASSERT_TRUE(fs::exists(out / "log")) << r.out << r.err;
-  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  const auto log = nlohmann::json::parse(read_file(out / "log"));
   ASSERT_TRUE(log.is_array() && !log.empty());
   EXPECT_GT(log.back().value("elapsed_time", 0.0), 0.0);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);

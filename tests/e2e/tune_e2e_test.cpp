@@ -13,8 +13,10 @@
 #include <set>
 #include <thread>
 
+#include "tests/common/test_support.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -23,35 +25,20 @@ namespace fs = std::filesystem;
 namespace bp = boost::process;
 using search::TrialState;
 
-struct Output {
-  int exit_code = -1;
-  std::string out, err;
-};
+using test_support::read_file;
+using test_support::wait_for_file;
 
-class TuneE2E : public ::testing::Test {
+class TuneE2E : public test_support::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() /
-            (std::string("tune-e2e-") +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(m_dir);
-  }
+  TuneE2E() : TempDirTest("tune-e2e-") {}
 
   std::string write_study(const std::string& body) {
-    const auto path = (m_dir / "study.yaml").string();
-    std::ofstream(path) << body;
-    return path;
+    return test_support::write_file(m_dir / "study.yaml", body);
   }
+  // The study's name and output folder: the head of every study file here.
+  std::string study_head() const { return "name: e2e\noutput: " + (m_dir / "out").string() + "\n"; }
   std::string base_study(const std::string& extra, const std::string& command_tail = "") {
-    return "name: e2e\n"
-           "output: " +
-           (m_dir / "out").string() +
-           "\n"
-           "command: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}'" +
+    return study_head() + "command: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}'" +
            command_tail +
            "]\n"
            "sampler: {type: random, seed: 1}\n"
@@ -59,54 +46,23 @@ class TuneE2E : public ::testing::Test {
            extra;
   }
 
-  Output run_tune(const std::vector<std::string>& args) {
-    LaunchRequest req;
-    req.argv = {TUNE_BIN};
-    req.argv.insert(req.argv.end(), args.begin(), args.end());
-    req.stdout_path = (m_dir / "tune.out").string();
-    req.stderr_path = (m_dir / "tune.err").string();
-    req.workdir = m_dir.string();
-    auto r = run_process(req);
-    EXPECT_TRUE(r.started) << r.error;
-    Output o;
-    o.exit_code = r.exit_code;
-    o.out = slurp(req.stdout_path);
-    o.err = slurp(req.stderr_path);
-    return o;
+  // tune with `args`, run in m_dir to its end.
+  test_support::CommandOutput run_tune(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {TUNE_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test_support::run_command(argv, m_dir, {}, "tune");
   }
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  std::vector<search::FrozenTrial> trials(const std::string& db = "") {
-    auto s = SqliteStorage::open(db.empty() ? (m_dir / "out" / "study.db").string() : db);
-    EXPECT_TRUE(s);
-    auto study = (*s)->get_study("e2e");
-    EXPECT_TRUE(study) << study.error();
-    return *(*s)->get_all_trials(study->study_id);
+  std::vector<search::FrozenTrial> trials() {
+    return test_support::stored_trials(m_dir / "out" / "study.db", "e2e");
   }
   static std::string reason(const search::FrozenTrial& t) {
-    return t.system_attrs.value("fail_reason", std::string());
+    return t.system_attrs.value(k_attr_fail_reason, std::string());
   }
-  // Waits (bounded) until a file exists: the condition, not a fixed delay, ends the wait.
-  static bool wait_for_file(const fs::path& p, std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (fs::exists(p) && fs::file_size(p) > 0) return true;
-      std::this_thread::yield();
-    }
-    return false;
-  }
-
-  fs::path m_dir;
 };
 
 TEST_F(TuneE2E, EveryFailureModeIsRecordedAndTheStudyGoesOn) {
   const auto study = write_study(
-      "name: e2e\n"
-      "output: " +
-      (m_dir / "out").string() +
-      "\n"
+      study_head() +
       "command: ['" FAKE_TRIAL
       "', --out, '{trial_dir}', --mode, '{mode}']\n"
       "timeout: 1s\n"
@@ -127,8 +83,8 @@ TEST_F(TuneE2E, EveryFailureModeIsRecordedAndTheStudyGoesOn) {
   EXPECT_NE(reason(ts[4]).find("not valid JSON"), std::string::npos) << reason(ts[4]);
   EXPECT_NE(reason(ts[5]).find("not finite"), std::string::npos) << reason(ts[5]);
   EXPECT_NE(reason(ts[6]).find("SIGSEGV"), std::string::npos) << reason(ts[6]);
-  EXPECT_EQ(ts[1].user_attrs["exit_code"], 3);
-  EXPECT_TRUE(ts[0].user_attrs["command"].is_array());
+  EXPECT_EQ(ts[1].user_attrs[k_attr_exit_code], 3);
+  EXPECT_TRUE(ts[0].user_attrs[k_attr_command].is_array());
   EXPECT_NE(o.out.find("1 complete, 6 failed, 0 pruned"), std::string::npos) << o.out;
 }
 
@@ -207,8 +163,8 @@ TEST_F(TuneE2E, TwoProcessesShareOneDatabase) {
               bp::std_err > (m_dir / "b.err").string());
   a.wait();
   b.wait();
-  EXPECT_EQ(a.exit_code(), 0) << slurp(m_dir / "a.err");
-  EXPECT_EQ(b.exit_code(), 0) << slurp(m_dir / "b.err");
+  EXPECT_EQ(a.exit_code(), 0) << read_file(m_dir / "a.err");
+  EXPECT_EQ(b.exit_code(), 0) << read_file(m_dir / "b.err");
   auto ts = trials();
   ASSERT_EQ(ts.size(), 40u);
   std::set<int> numbers;
@@ -216,7 +172,7 @@ TEST_F(TuneE2E, TwoProcessesShareOneDatabase) {
   for (const auto& t : ts) {
     numbers.insert(t.number);
     EXPECT_EQ(t.state, TrialState::complete);
-    owners.insert(t.system_attrs["tune:owner"]["pid"].get<int>());
+    owners.insert(t.system_attrs[k_attr_owner]["pid"].get<int>());
   }
   EXPECT_EQ(numbers.size(), 40u);
   EXPECT_EQ(*numbers.rbegin(), 39);
@@ -227,15 +183,11 @@ TEST_F(TuneE2E, TwoProcessesShareOneDatabase) {
 // trials were asked for; the enqueued baseline counts as the grid point it lands on.
 TEST_F(TuneE2E, GridRunsEveryPointOnceThenStops) {
   const auto study = write_study(
-      "name: e2e\n"
-      "output: " +
-      (m_dir / "out").string() +
-      "\n"
-      "command: ['" FAKE_TRIAL
-      "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
-      "sampler: {type: grid, seed: 2, search_space: {x: [1, 2.5, 4]}}\n"
-      "params:\n  x: {type: float, low: 1, high: 10}\n  mode: [ok, nolog]\n"
-      "enqueue:\n  - {x: 2.5, mode: ok}\n");
+      study_head() + "command: ['" FAKE_TRIAL
+                     "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
+                     "sampler: {type: grid, seed: 2, search_space: {x: [1, 2.5, 4]}}\n"
+                     "params:\n  x: {type: float, low: 1, high: 10}\n  mode: [ok, nolog]\n"
+                     "enqueue:\n  - {x: 2.5, mode: ok}\n");
   auto o = run_tune({"--trials", "20", study});
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("every grid point ran"), std::string::npos) << o.out;
@@ -295,17 +247,13 @@ TEST_F(TuneE2E, OptunaLoadsOurStudy) {
   if (system("/usr/bin/python3 -c 'import optuna' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "python3-optuna is not installed (scripts/install-deps.sh installs it)";
   }
-  const auto study = write_study(
-      "name: e2e\n"
-      "output: " +
-      (m_dir / "out").string() +
-      "\n"
-      "command: ['" FAKE_TRIAL
-      "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
-      "sampler: {type: random, seed: 5}\n"
-      "params:\n  x: {type: float, low: 0.5, high: 8, log: true}\n"
-      "  n: {type: int, low: 1, high: 9, step: 2}\n"
-      "  mode: [ok, ok, crash, null]\n");
+  const auto study =
+      write_study(study_head() + "command: ['" FAKE_TRIAL
+                                 "', --out, '{trial_dir}', --value, '{x}', --mode, '{mode}']\n"
+                                 "sampler: {type: random, seed: 5}\n"
+                                 "params:\n  x: {type: float, low: 0.5, high: 8, log: true}\n"
+                                 "  n: {type: int, low: 1, high: 9, step: 2}\n"
+                                 "  mode: [ok, ok, crash, null]\n");
   ASSERT_EQ(run_tune({"--trials", "8", "--quiet", study}).exit_code, 0);
   auto ts = trials();
   const search::FrozenTrial* best = nullptr;
@@ -329,13 +277,10 @@ TEST_F(TuneE2E, OptunaLoadsOurStudy) {
          "  'fail': sum(t.state.name == 'FAIL' for t in ts), 'best_number': s.best_trial.number,\n"
          "  'best_value': s.best_value, 'best_params': s.best_params,\n"
          "  'cmd': s.best_trial.user_attrs['command']}))\n";
-  LaunchRequest req;
-  req.argv = {"/usr/bin/python3", script, (m_dir / "out" / "study.db").string()};
-  req.stdout_path = (m_dir / "py.out").string();
-  req.stderr_path = (m_dir / "py.err").string();
-  auto r = run_process(req);
-  ASSERT_EQ(r.exit_code, 0) << slurp(req.stderr_path);
-  auto j = nlohmann::json::parse(slurp(req.stdout_path));
+  const auto py = test_support::run_command(
+      {"/usr/bin/python3", script, (m_dir / "out" / "study.db").string()}, m_dir, {}, "py");
+  ASSERT_EQ(py.exit_code, 0) << py.err;
+  auto j = nlohmann::json::parse(py.out);
   EXPECT_EQ(j["n"], static_cast<int>(ts.size()));
   EXPECT_EQ(j["complete"], complete);
   EXPECT_EQ(j["fail"], failed);
@@ -359,8 +304,7 @@ namespace {
 
 // The shipped quickstart study, shrunk to a tiny budget: real mpirun, real trainer, real data.
 TEST_F(TuneE2E, QuickstartStudyRunsTheBundledTrainer) {
-  std::ifstream in(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
-  std::string text(std::istreambuf_iterator<char>(in), {});
+  std::string text = test_support::read_file(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
   const auto at = text.find("--train-samples=");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, text.find('\n', at) - at, "--train-samples=800");
@@ -369,20 +313,16 @@ TEST_F(TuneE2E, QuickstartStudyRunsTheBundledTrainer) {
   // The study names {tune_trainer}; the test binary's tune sits next to it in build/bin.
   auto o = run_tune({"--trials", "3", study});
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
-  auto s = SqliteStorage::open((m_dir / "out" / "study.db").string());
-  ASSERT_TRUE(s);
-  auto info = (*s)->get_study("quickstart");
-  ASSERT_TRUE(info) << info.error();
-  auto ts = *(*s)->get_all_trials(info->study_id);
+  auto ts = test_support::stored_trials(m_dir / "out" / "study.db", "quickstart");
   ASSERT_EQ(ts.size(), 3u);
   // Trial 0 is the enqueued framework-defaults baseline.
-  EXPECT_TRUE(ts[0].system_attrs.contains("fixed_params"));
+  EXPECT_TRUE(ts[0].system_attrs.contains(k_attr_fixed_params));
   int complete = 0;
   for (const auto& t : ts) {
     if (t.state == TrialState::complete) {
       ++complete;
       EXPECT_GT(*t.value, 0.0);
-      const auto cmd = t.user_attrs["command"];
+      const auto cmd = t.user_attrs[k_attr_command];
       EXPECT_NE(cmd[0].get<std::string>().find("mpirun"), std::string::npos);
     } else {
       ADD_FAILURE() << "trial " << t.number << ": " << reason(t);
@@ -421,16 +361,16 @@ TEST_F(TuneE2E, DefaultsBaselineIsFlaggedAndTheBestTrialIsNot) {
   ASSERT_EQ(ts.size(), 2u);
   for (const auto& t : ts) {
     ASSERT_EQ(t.state, TrialState::complete) << "trial " << t.number << ": " << reason(t);
-    ASSERT_TRUE(t.system_attrs.contains("probe_verdict")) << t.system_attrs.dump();
+    ASSERT_TRUE(t.system_attrs.contains(k_attr_probe_verdict)) << t.system_attrs.dump();
   }
-  const auto& baseline = ts[0].system_attrs["probe_verdict"];
+  const auto& baseline = ts[0].system_attrs[k_attr_probe_verdict];
   EXPECT_EQ(baseline["predicted_oversubscribed"], true) << baseline.dump();
   EXPECT_NE(baseline["diagnosis"].get<std::string>(), "") << baseline.dump();
   const auto& best = *std::min_element(
       ts.begin(), ts.end(), [](const auto& a, const auto& b) { return *a.value < *b.value; });
   EXPECT_EQ(best.number, 1) << "defaults " << *ts[0].value << " s vs tuned " << *ts[1].value
                             << " s";
-  const auto& verdict = best.system_attrs["probe_verdict"];
+  const auto& verdict = best.system_attrs[k_attr_probe_verdict];
   EXPECT_EQ(verdict["predicted_oversubscribed"], false) << verdict.dump();
   EXPECT_EQ(verdict["observed_oversubscribed"], false) << verdict.dump();
 }
@@ -459,18 +399,14 @@ TEST_F(TuneE2E, StudyTimeoutStopsTheRunningTrialCleanly) {
 TEST_F(TuneE2E, HopelessTrialsArePrunedFromTheirLog) {
   // Two fast baselines (value 1), then slow trials (value 50): the median pruner, fed each
   // log entry as an intermediate value, stops the slow ones early.
-  const auto study = write_study(
-      "name: e2e\n"
-      "output: " +
-      (m_dir / "out").string() +
-      "\n"
-      "command: ['" FAKE_TRIAL
-      "', --out, '{trial_dir}', --value, '{x}', --steps, '20', "
-      "--step-ms, '{ms}']\n"
-      "sampler: {type: random, seed: 1}\n"
-      "pruner: {type: median, n_startup_trials: 2, n_warmup_steps: 2}\n"
-      "params:\n  x: [1, 50]\n  ms: [1, 150]\n"
-      "enqueue: [{x: 1, ms: 1}, {x: 1, ms: 1}, {x: 50, ms: 150}]\n");
+  const auto study =
+      write_study(study_head() + "command: ['" FAKE_TRIAL
+                                 "', --out, '{trial_dir}', --value, '{x}', --steps, '20', "
+                                 "--step-ms, '{ms}']\n"
+                                 "sampler: {type: random, seed: 1}\n"
+                                 "pruner: {type: median, n_startup_trials: 2, n_warmup_steps: 2}\n"
+                                 "params:\n  x: [1, 50]\n  ms: [1, 150]\n"
+                                 "enqueue: [{x: 1, ms: 1}, {x: 1, ms: 1}, {x: 50, ms: 150}]\n");
   auto o = run_tune({"--trials", "3", study});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   auto ts = trials();

@@ -24,8 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/test_support.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
+#include "tuner/trial_attrs.h"
 
 extern char** environ;
 
@@ -59,8 +61,13 @@ std::vector<pid_t> processes_with_env(const std::string& name, const std::string
   return out;
 }
 
-class Containment : public ::testing::Test {
+using test_support::read_file;
+using test_support::wait_for_file;
+
+class Containment : public test_support::TempDirTest {
  protected:
+  Containment() : TempDirTest("tune-reliability-") {}
+
   void SetUp() override {
     ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     struct sigaction sa {};
@@ -68,14 +75,12 @@ class Containment : public ::testing::Test {
     sigaction(SIGALRM, &sa, nullptr);
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     m_mark = fmt_mark(info->name());
-    m_dir = fs::temp_directory_path() / ("tune-reliability-" + m_mark);
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
+    TempDirTest::SetUp();
   }
   void TearDown() override {
     for (pid_t p : processes_with_env("TUNE_TEST_MARK", m_mark)) kill(p, SIGKILL);
     reap_everything(10);
-    if (!HasFailure()) fs::remove_all(m_dir);
+    TempDirTest::TearDown();
   }
   static std::string fmt_proc(pid_t pid) { return "/proc/" + std::to_string(pid) + "/comm"; }
   static std::string fmt_mark(const std::string& test) {
@@ -84,14 +89,12 @@ class Containment : public ::testing::Test {
 
   // The study: `command` under the given launch section, every trial marked.
   std::string write_study(const std::string& command, const std::string& launch = "") {
-    const auto path = (m_dir / "study.yaml").string();
-    std::ofstream(path) << "name: contain\n"
-                        << "output: " << (m_dir / "out").string() << "\n"
-                        << launch << "command: " << command << "\n"
-                        << "env: {TUNE_TEST_MARK: '" << m_mark << "'}\n"
-                        << "sampler: {type: random, seed: 3}\n"
-                        << "params:\n  x: {type: float, low: 1, high: 10}\n";
-    return path;
+    return test_support::write_file(
+        m_dir / "study.yaml", "name: contain\noutput: " + (m_dir / "out").string() + "\n" + launch +
+                                  "command: " + command + "\n" + "env: {TUNE_TEST_MARK: '" +
+                                  m_mark + "'}\n" +
+                                  "sampler: {type: random, seed: 3}\n"
+                                  "params:\n  x: {type: float, low: 1, high: 10}\n");
   }
 
   // Starts tune with stdout/stderr to files (or stdout to `stdout_fd`); returns its pid.
@@ -146,32 +149,11 @@ class Containment : public ::testing::Test {
     return ok;
   }
 
-  // Waits (bounded) until a file exists: the condition, not a fixed delay, ends the wait.
-  static bool wait_for_file(const fs::path& p, std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (fs::exists(p)) return true;
-      std::this_thread::yield();
-    }
-    return false;
-  }
-
   std::vector<search::FrozenTrial> trials() {
-    auto s = SqliteStorage::open((m_dir / "out" / "study.db").string());
-    EXPECT_TRUE(s) << s.error();
-    if (!s) return {};
-    auto study = (*s)->get_study("contain");
-    if (!study) return {};
-    return *(*s)->get_all_trials(study->study_id);
-  }
-
-  std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return test_support::stored_trials(m_dir / "out" / "study.db", "contain");
   }
 
   std::string m_mark;
-  fs::path m_dir;
 };
 
 // A trial that exits 0 leaving `sleep &`, a setsid'd and a double-forked process behind.
@@ -218,7 +200,7 @@ TEST_F(Containment, KillNineOfTuneLeavesNoTrialProcess) {
   const auto study = write_study("[sh, -c, 'setsid -f sleep 300; sleep 301 & touch " +
                                  started.string() + "; wait']");
   const pid_t tune = spawn_tune({"--trials", "2", study});
-  ASSERT_TRUE(wait_for_file(started, std::chrono::seconds(30)));
+  ASSERT_TRUE(wait_for_file(started, std::chrono::seconds(30), 0));  // made by touch
   ASSERT_EQ(kill(tune, SIGKILL), 0);
   wait_tune(tune);
   EXPECT_TRUE(reap_everything(20)) << "processes of the trial outlived tune -9";
@@ -229,7 +211,7 @@ TEST_F(Containment, SighupStopsTheTrialAndTheStudyRecordsIt) {
   const auto started = m_dir / "started";
   const auto study = write_study("[sh, -c, 'sleep 300 & touch " + started.string() + "; wait']");
   const pid_t tune = spawn_tune({"--trials", "2", study});
-  ASSERT_TRUE(wait_for_file(started, std::chrono::seconds(30)));
+  ASSERT_TRUE(wait_for_file(started, std::chrono::seconds(30), 0));  // made by touch
   ASSERT_EQ(kill(tune, SIGHUP), 0);
   const int status = wait_tune(tune);
   ASSERT_TRUE(WIFEXITED(status)) << "tune died of signal " << WTERMSIG(status);
@@ -239,7 +221,7 @@ TEST_F(Containment, SighupStopsTheTrialAndTheStudyRecordsIt) {
   const auto ts = trials();
   ASSERT_EQ(ts.size(), 1u);
   EXPECT_EQ(ts[0].state, TrialState::fail);
-  EXPECT_NE(ts[0].system_attrs.value("fail_reason", "").find("SIGHUP"), std::string::npos);
+  EXPECT_NE(ts[0].system_attrs.value(k_attr_fail_reason, "").find("SIGHUP"), std::string::npos);
 }
 
 TEST_F(Containment, AClosedStdoutDoesNotKillTune) {
@@ -313,7 +295,7 @@ TEST_F(MpiContainment, ThirtyRandomKillsLeaveNoProcessAndChangeNoFinishedTrial) 
 
   fs::remove(hang_flag);
   const pid_t tune = spawn_tune({"--trials", "1", study});
-  EXPECT_EQ(wait_tune(tune), 0) << slurp(m_dir / "tune.err");
+  EXPECT_EQ(wait_tune(tune), 0) << read_file(m_dir / "tune.err");
   EXPECT_TRUE(reap_everything(30));
   int complete = 0;
   for (const auto& t : trials()) {

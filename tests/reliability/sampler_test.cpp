@@ -15,6 +15,7 @@
 #include "search/grid_sampler.h"
 #include "search/random_sampler.h"
 #include "search/tpe.h"
+#include "tests/common/test_support.h"
 #include "tests/search/study_helpers.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
@@ -187,10 +188,7 @@ TEST(SamplerReliability, GridResumedAndConcurrentStudiesRunEveryPointOnce) {
 // End to end: `tune` itself, resumed four times on a seeded random study, never re-runs a
 // point (before the fix every run re-ran the first one's three values).
 TEST(SamplerReliability, TuneResumedOnASeededRandomStudyRunsNewPoints) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("tune-reliability-sampler-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = test_support::fresh_test_dir("tune-reliability-sampler-");
   struct RemoveDir {
     fs::path path;
     ~RemoveDir() {
@@ -198,37 +196,24 @@ TEST(SamplerReliability, TuneResumedOnASeededRandomStudyRunsNewPoints) {
       fs::remove_all(path, ec);
     }
   } cleanup{dir};
-  const auto study_file = (dir / "study.yaml").string();
-  std::ofstream(study_file) << "name: resumed\n"
-                               "output: "
-                            << (dir / "out").string()
-                            << "\n"
-                               "command: ['" FAKE_TRIAL
-                               "', --out, '{trial_dir}', --value, '{x}']\n"
-                               "sampler: {type: random, seed: 1}\n"
-                               "params:\n  x: {type: float, low: 1, high: 10}\n";
+  const auto study_file = test_support::write_file(
+      dir / "study.yaml", "name: resumed\noutput: " + (dir / "out").string() +
+                              "\ncommand: ['" FAKE_TRIAL
+                              "', --out, '{trial_dir}', --value, '{x}']\n"
+                              "sampler: {type: random, seed: 1}\n"
+                              "params:\n  x: {type: float, low: 1, high: 10}\n");
   for (int run = 0; run < 4; ++run) {
-    tuner::LaunchRequest req;
-    req.argv = {TUNE_BIN, "--trials", "3", study_file};
-    req.stdout_path = (dir / "tune.out").string();
-    req.stderr_path = (dir / "tune.err").string();
-    req.workdir = dir.string();
-    const auto r = tuner::run_process(req);
-    ASSERT_TRUE(r.started) << r.error;
-    ASSERT_EQ(r.exit_code, 0) << "run " << run << ", see " << req.stderr_path;
+    const auto r =
+        test_support::run_command({TUNE_BIN, "--trials", "3", study_file}, dir, {}, "tune");
+    ASSERT_EQ(r.exit_code, 0) << "run " << run << ": " << r.err;
   }
-  auto storage = tuner::SqliteStorage::open((dir / "out" / "study.db").string());
-  ASSERT_TRUE(storage) << storage.error();
-  auto study = (*storage)->get_study("resumed");
-  ASSERT_TRUE(study) << study.error();
-  auto trials = (*storage)->get_all_trials(study->study_id);
-  ASSERT_TRUE(trials) << trials.error();
+  const auto trials = test_support::stored_trials(dir / "out" / "study.db", "resumed");
   std::set<double> xs;
-  for (const auto& t : *trials) {
+  for (const auto& t : trials) {
     EXPECT_EQ(t.state, TrialState::complete) << "trial " << t.number;
     xs.insert(t.params.at("x"));
   }
-  EXPECT_EQ(trials->size(), 12U);
+  EXPECT_EQ(trials.size(), 12U);
   EXPECT_EQ(xs.size(), 12U);
 }
 

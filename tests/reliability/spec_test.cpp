@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "search/trial.h"
+#include "tests/common/test_support.h"
 #include "tuner/export.h"
 #include "tuner/study_spec.h"
 
@@ -37,10 +38,7 @@ struct Ran {
   double wall_s = 0;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test_support::read_file;
 
 // Splits NUL-terminated records (printf '%s\0', env -0).
 std::vector<std::string> records(const std::string& text) {
@@ -64,27 +62,18 @@ std::map<std::string, std::string> environment_of(const std::string& env0) {
   return env;
 }
 
-class SpecTest : public ::testing::Test {
+class SpecTest : public test_support::TempDirTest {
  protected:
+  SpecTest() : TempDirTest("tune-spec-") {}
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string("tune-spec-") + info->test_suite_name() + "-" + info->name() +
-                       "-" + std::to_string(getpid());
-    std::replace(name.begin(), name.end(), '/', '_');
-    m_dir = fs::temp_directory_path() / name;
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
+    TempDirTest::SetUp();
     m_dir = fs::canonical(m_dir);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(m_dir);
   }
 
   fs::path write(const fs::path& rel, const std::string& text) {
     const auto p = m_dir / rel;
     fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-    return p;
+    return test_support::write_file(p, text);
   }
 
   // Runs argv (looked up in PATH) in `cwd` with `env` added, under an address-space limit when
@@ -129,8 +118,8 @@ class SpecTest : public ::testing::Test {
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     r.max_rss_kb = ru.ru_maxrss;
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
+    r.out = read_file(out_path);
+    r.err = read_file(err_path);
     return r;
   }
   Ran tune(const std::vector<std::string>& args, const fs::path& cwd = {}) {
@@ -147,8 +136,6 @@ class SpecTest : public ::testing::Test {
     }
     return found;
   }
-
-  fs::path m_dir;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -298,7 +285,7 @@ TEST_F(SpecTest, ANameCannotReachOutsideTheOutputFolder) {
   const auto r = tune({"--trials", "1", study.string()}, m_dir / "work");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(r.err.starts_with("tune: error: " + study.string() + ":1: key 'name': ")) << r.err;
-  EXPECT_EQ(slurp(victim), "keep me\n");
+  EXPECT_EQ(read_file(victim), "keep me\n");
   EXPECT_FALSE(fs::exists(m_dir / "victim" / "study.db"));
   EXPECT_FALSE(fs::exists(m_dir / "work" / "tune-out"));
 
@@ -406,8 +393,8 @@ class ExportInjection : public SpecTest {
   // The dump program's record of its run in `dir`: argv and environment as they arrived.
   void expect_arrived(const fs::path& dir, const fs::path& program, const fs::path& out,
                       bool expect_unset, const std::string& what) {
-    EXPECT_EQ(records(slurp(dir / "argv.bin")), expected_argv(program, out)) << what;
-    const auto env = environment_of(slurp(dir / "env.bin"));
+    EXPECT_EQ(records(read_file(dir / "argv.bin")), expected_argv(program, out)) << what;
+    const auto env = environment_of(read_file(dir / "env.bin"));
     for (const auto& [k, v] : k_env_values) {
       ASSERT_TRUE(env.contains(k)) << what << ": " << k;
       EXPECT_EQ(env.at(k), v) << what << ": " << k;
@@ -451,7 +438,7 @@ TEST_F(ExportInjection, ScriptsAndEnvFileRunNothingAndPassEveryValueByteForByte)
                       (m_dir / "bin" / name).string()},
                      m_dir);
   EXPECT_EQ(r.status, 0) << r.err << "\n" << *text;
-  const auto env = environment_of(slurp(m_dir / "env.bin"));
+  const auto env = environment_of(read_file(m_dir / "env.bin"));
   for (const auto& [k, v] : k_env_values)
     EXPECT_EQ(env.contains(k) ? env.at(k) : "<unset>", v) << "env file: " << k;
   EXPECT_EQ(pwned(), std::vector<std::string>{}) << *text;
@@ -472,7 +459,7 @@ TEST_F(ExportInjection, TheMpirunLineRunsNothingAndRefusesWhatEnvWouldMisread) {
   ASSERT_TRUE(line) << line.error();
   auto r = run({"bash", "-c", *line}, out, {{"TUNE_OUT", out.string()}});
   EXPECT_EQ(r.status, 0) << r.err << "\n" << *line;
-  EXPECT_EQ(records(slurp(out / "argv.bin")),
+  EXPECT_EQ(records(read_file(out / "argv.bin")),
             expected_argv(m_dir / "bin" / "x=1'$(touch PWNED)'", out))
       << *line;
 

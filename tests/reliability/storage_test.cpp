@@ -16,8 +16,10 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/common/test_support.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -26,10 +28,8 @@ namespace fs = std::filesystem;
 namespace bp = boost::process;
 using search::TrialState;
 
-struct Output {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Output = test_support::CommandOutput;
+using test_support::read_file;
 
 class StorageReliability : public ::testing::Test {
  protected:
@@ -61,44 +61,26 @@ class StorageReliability : public ::testing::Test {
 
   // A study of the fake trial; `extra_args` go after its --value.
   std::string write_study(const std::string& file, const std::string& extra_args = "") {
-    const auto path = (m_dir / file).string();
-    std::ofstream(path) << "name: rel\n"
-                           "output: "
-                        << (m_dir / "out").string()
-                        << "\n"
-                           "command: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}'"
-                        << extra_args
-                        << "]\n"
-                           "sampler: {type: random, seed: 1}\n"
-                           "params:\n  x: {type: float, low: 1, high: 10}\n";
-    return path;
+    return test_support::write_file(
+        m_dir / file, "name: rel\noutput: " + (m_dir / "out").string() +
+                          "\ncommand: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}'" +
+                          extra_args +
+                          "]\n"
+                          "sampler: {type: random, seed: 1}\n"
+                          "params:\n  x: {type: float, low: 1, high: 10}\n");
   }
 
   // `tune ARGS` with extra environment; as user nobody when `as_nobody` and we are root (root
   // ignores file permissions; another user is subject to them as nobody is).
   Output run_tune(const std::vector<std::string>& args,
                   const std::map<std::string, std::string>& env = {}, bool as_nobody = false) {
-    LaunchRequest req;
+    std::vector<std::string> argv;
     if (as_nobody && geteuid() == 0) {
-      req.argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+      argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
     }
-    req.argv.push_back(TUNE_BIN);
-    req.argv.insert(req.argv.end(), args.begin(), args.end());
-    req.env_set = env;
-    req.stdout_path = (m_dir / "tune.out").string();
-    req.stderr_path = (m_dir / "tune.err").string();
-    req.workdir = m_dir.string();
-    auto r = run_process(req);
-    EXPECT_TRUE(r.started) << r.error;
-    Output o;
-    o.exit_code = r.exit_code;
-    o.out = slurp(req.stdout_path);
-    o.err = slurp(req.stderr_path);
-    return o;
-  }
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    argv.push_back(TUNE_BIN);
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test_support::run_command(argv, m_dir, env, "tune");
   }
   std::unique_ptr<SqliteStorage> storage() {
     auto s = SqliteStorage::open(m_db);
@@ -201,7 +183,7 @@ TEST_F(StorageReliability, ReadOnlyDatabaseIsReadByAnotherUser) {
   const auto study = write_study("study.yaml");
   ASSERT_EQ(run_tune({"--trials", "3", "--quiet", study}).exit_code, 0);
   ASSERT_FALSE(fs::exists(m_db + "-wal"));  // the last writer checkpointed and removed it
-  const auto bytes_before = slurp(m_db);
+  const auto bytes_before = read_file(m_db);
   fs::permissions(m_db, fs::perms(0444));
   fs::permissions(m_dir / "out", fs::perms(0555));
 
@@ -216,7 +198,7 @@ TEST_F(StorageReliability, ReadOnlyDatabaseIsReadByAnotherUser) {
   EXPECT_NE(report.out.find("3 complete"), std::string::npos) << report.out;
   auto best = run_tune({"best", study}, {}, true);
   ASSERT_EQ(best.exit_code, 0) << best.err;
-  EXPECT_EQ(slurp(m_db), bytes_before);
+  EXPECT_EQ(read_file(m_db), bytes_before);
 
   // A writer has the database open and its last trial is only in the write-ahead log: the
   // reader sees it through SQLite's locks (the -wal and -shm files exist).
@@ -271,7 +253,7 @@ TEST_F(StorageReliability, LiveTrialOfAnotherHostInAnotherTimeZoneIsNotFailed) {
   const auto trial_id = ts[0].trial_id;
   ASSERT_TRUE(wait_until([&] { return has_heartbeat(trial_id); }, std::chrono::seconds(30)));
   // Make A look like a tune on another host: then only its heartbeats speak for it.
-  ASSERT_TRUE(storage()->set_trial_system_attr(trial_id, "tune:owner",
+  ASSERT_TRUE(storage()->set_trial_system_attr(trial_id, k_attr_owner,
                                                {{"host", "elsewhere"}, {"pid", 1}, {"start", 1}}));
 
   auto b = run_tune({"--trials", "1", "--quiet", study_b}, {{"TZ", "Pacific/Kiritimati"}});  // +14
@@ -279,12 +261,12 @@ TEST_F(StorageReliability, LiveTrialOfAnotherHostInAnotherTimeZoneIsNotFailed) {
   ts = trials();
   ASSERT_EQ(ts.size(), 2u);
   EXPECT_EQ(ts[0].state, TrialState::running)
-      << ts[0].system_attrs.value("fail_reason", std::string());
+      << ts[0].system_attrs.value(k_attr_fail_reason, std::string());
   EXPECT_EQ(ts[1].state, TrialState::complete);
 
   ASSERT_EQ(kill(a.id(), SIGINT), 0);
   a.wait();
-  EXPECT_EQ(a.exit_code(), 130) << slurp(m_dir / "a.err");
+  EXPECT_EQ(a.exit_code(), 130) << read_file(m_dir / "a.err");
 }
 
 // Trials of another host that stopped showing signs of life: one with no heartbeat at all was
@@ -298,7 +280,7 @@ TEST_F(StorageReliability, SilentTrialsOfAnotherHostAreRecoveredAfterTheGracePer
     auto info = s->get_or_create_study("rel", search::Direction::minimize, nullptr);
     ASSERT_TRUE(info);
     for (const char* name : {"dead", "young", "silent", "alive"}) {
-      id[name] = s->create_trial(info->study_id, TrialState::running, {{"tune:owner", elsewhere}})
+      id[name] = s->create_trial(info->study_id, TrialState::running, {{k_attr_owner, elsewhere}})
                      ->trial_id;
     }
     id["foreign"] = s->create_trial(info->study_id, TrialState::running, {})->trial_id;
@@ -334,7 +316,7 @@ TEST_F(StorageReliability, SilentTrialsOfAnotherHostAreRecoveredAfterTheGracePer
   std::map<std::int64_t, search::FrozenTrial> by_id;
   for (auto& t : trials()) by_id[t.trial_id] = t;
   EXPECT_EQ(by_id[id["dead"]].state, TrialState::fail);
-  EXPECT_NE(by_id[id["dead"]].system_attrs.value("fail_reason", std::string()).find("died"),
+  EXPECT_NE(by_id[id["dead"]].system_attrs.value(k_attr_fail_reason, std::string()).find("died"),
             std::string::npos);
   EXPECT_EQ(by_id[id["young"]].state, TrialState::running);
   EXPECT_EQ(by_id[id["silent"]].state, TrialState::fail);
@@ -352,7 +334,7 @@ TEST_F(StorageReliability, StorageUrlOptionsReachTheDatabase) {
     auto s = storage();
     auto info = s->get_study("rel");
     trial_id = s->create_trial(info->study_id, TrialState::running,
-                               {{"tune:owner", {{"host", "elsewhere"}, {"pid", 1}, {"start", 1}}}})
+                               {{k_attr_owner, {{"host", "elsewhere"}, {"pid", 1}, {"start", 1}}}})
                    ->trial_id;
   }
   sql("UPDATE trial_heartbeats SET heartbeat = strftime('%Y-%m-%d %H:%M:%f', 'now', "

@@ -11,8 +11,10 @@
 #include <fstream>
 #include <string>
 
+#include "tests/common/test_support.h"
 #include "tuner/sqlite_storage.h"
 #include "tuner/text.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -56,26 +58,16 @@ TEST(Printable, StorageStoresAttributesWithInvalidUtf8) {
   fs::remove(path);
 }
 
-class TrialOutput : public ::testing::Test {
+class TrialOutput : public test_support::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() /
-            (std::string("tune-output-") +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(m_dir);
-  }
+  TrialOutput() : TempDirTest("tune-output-") {}
+
   std::string write_study(const std::string& command, const std::string& objective = "") {
-    const auto path = (m_dir / "study.yaml").string();
-    std::ofstream(path) << "name: output\n"
-                        << "output: " << (m_dir / "out").string() << "\n"
-                        << "command: " << command << "\n"
-                        << objective << "sampler: {type: random, seed: 3}\n"
-                        << "params:\n  x: {type: float, low: 1, high: 10}\n";
-    return path;
+    return test_support::write_file(m_dir / "study.yaml",
+                                    "name: output\noutput: " + (m_dir / "out").string() +
+                                        "\ncommand: " + command + "\n" + objective +
+                                        "sampler: {type: random, seed: 3}\n"
+                                        "params:\n  x: {type: float, low: 1, high: 10}\n");
   }
   // Runs tune to the end; returns its exit status, and its peak RSS (KiB) in `max_rss_kib`.
   int run_tune(const std::vector<std::string>& args, long* max_rss_kib = nullptr) {
@@ -90,18 +82,9 @@ class TrialOutput : public ::testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   std::vector<search::FrozenTrial> trials() {
-    auto s = SqliteStorage::open((m_dir / "out" / "study.db").string());
-    EXPECT_TRUE(s) << s.error();
-    if (!s) return {};
-    auto study = (*s)->get_study("output");
-    if (!study) return {};
-    return *(*s)->get_all_trials(study->study_id);
+    return test_support::stored_trials(m_dir / "out" / "study.db", "output");
   }
-  std::string err() {
-    std::ifstream in(m_dir / "tune.err");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  fs::path m_dir;
+  std::string err() { return test_support::read_file(m_dir / "tune.err"); }
 };
 
 // Invalid UTF-8, and a UTF-8 character cut at the 200-byte limit, as a failing trial's last
@@ -116,12 +99,13 @@ TEST_F(TrialOutput, AnyBytesOnStderrBecomeAStoredFailReason) {
   ASSERT_EQ(ts.size(), 2u);
   for (const auto& t : ts) {
     EXPECT_EQ(t.state, TrialState::fail);
-    const auto reason = t.system_attrs.value("fail_reason", "");
+    const auto reason = t.system_attrs.value(k_attr_fail_reason, "");
     EXPECT_EQ(reason.rfind("exit code 3: ", 0), 0u) << reason;
     EXPECT_EQ(printable(reason), reason);  // valid UTF-8, nothing left to escape
   }
-  EXPECT_NE(ts[1].system_attrs.value("fail_reason", "").find("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes"),
-            std::string::npos);
+  EXPECT_NE(
+      ts[1].system_attrs.value(k_attr_fail_reason, "").find("bad \xEF\xBF\xBD\xEF\xBF\xBD bytes"),
+      std::string::npos);
 }
 
 // A match of 200,000 characters overflowed std::regex's stack (SIGSEGV); a huge output was read
@@ -138,9 +122,9 @@ TEST_F(TrialOutput, RegexObjectiveOnHugeOutputInBoundedMemory) {
   ASSERT_EQ(ts[0].state, TrialState::complete) << ts[0].system_attrs.dump();
   EXPECT_EQ(*ts[0].value, 42.0);
   // What the trial left on disk is capped, and the trial says what was cut.
-  const auto stdout_file = fs::path(ts[0].user_attrs.value("trial_dir", "")) / "stdout";
+  const auto stdout_file = fs::path(ts[0].user_attrs.value(k_attr_trial_dir, "")) / "stdout";
   EXPECT_LT(fs::file_size(stdout_file), (16u << 20) + 4096);
-  const auto cut = ts[0].system_attrs.value("output_cut", nlohmann::json());
+  const auto cut = ts[0].system_attrs.value(k_attr_output_cut, nlohmann::json());
   ASSERT_TRUE(cut.contains("stdout")) << ts[0].system_attrs.dump();
   EXPECT_GT(cut["stdout"].get<double>(), 280e6);
   // tune (and the keeper, and the trial) stayed far below the 300 MB the trial wrote.
@@ -158,7 +142,7 @@ TEST_F(TrialOutput, TrialFoldersNeverDeleteOrReuseExistingFiles) {
   EXPECT_FALSE(fs::exists(precious.parent_path() / "ran.txt"));
   const auto ts = trials();
   ASSERT_EQ(ts.size(), 1u);
-  const fs::path dir = ts[0].user_attrs.value("trial_dir", "");
+  const fs::path dir = ts[0].user_attrs.value(k_attr_trial_dir, "");
   EXPECT_EQ(dir.filename(), "0.1");
   EXPECT_TRUE(fs::exists(dir / "ran.txt"));
 }

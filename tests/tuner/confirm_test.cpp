@@ -6,6 +6,7 @@
 
 #include "tuner/confirm.h"
 #include "tuner/report_model.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -33,7 +34,7 @@ FrozenTrial trial(int number, TrialState state, std::optional<double> value,
   return t;
 }
 
-const nlohmann::json k_enqueued = {{"fixed_params", nlohmann::json::object()}};
+const nlohmann::json k_enqueued = {{k_attr_fixed_params, nlohmann::json::object()}};
 
 // #0 the baseline (10), then #1..#4 with 4, 2, 3, 5, a failed #5 and a confirm re-run of #4
 // that measured 1 (it must not make #4 a candidate of its own).
@@ -45,7 +46,7 @@ search::VectorStudyView study(Direction direction = Direction::minimize) {
     ts.push_back(trial(static_cast<int>(ts.size()), TrialState::complete, value));
   ts.push_back(trial(5, TrialState::fail, std::nullopt));
   ts.push_back(trial(6, TrialState::complete, 1.0,
-                     {{"fixed_params", nlohmann::json::object()}, {k_attr_confirm_of, 4}}));
+                     {{k_attr_fixed_params, nlohmann::json::object()}, {k_attr_confirm_of, 4}}));
   return v;
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/common/test_support.h"
 #include "tests/tuner/text_lines.h"
 #include "tuner/export.h"
 #include "tuner/launcher.h"
@@ -18,42 +19,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ExportTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() /
-            (std::string("tune-export-") +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(m_dir);
-  }
+using test_support::read_file;
 
-  struct Ran {
-    int exit_code = -1;
-    std::string out, err;
-  };
-  Ran run(std::vector<std::string> argv, std::map<std::string, std::string> env = {}) {
-    LaunchRequest req;
-    req.argv = std::move(argv);
-    req.env_set = std::move(env);
-    req.stdout_path = (m_dir / "run.out").string();
-    req.stderr_path = (m_dir / "run.err").string();
-    req.timeout_s = 20;
-    const auto r = run_process(req);
-    EXPECT_TRUE(r.started) << r.error;
-    return {r.exit_code, slurp(req.stdout_path), slurp(req.stderr_path)};
-  }
-  static std::string slurp(const fs::path& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+class ExportTest : public test_support::TempDirTest {
+ protected:
+  ExportTest() : TempDirTest("tune-export-") {}
+
+  test_support::CommandOutput run(const std::vector<std::string>& argv,
+                                  const std::map<std::string, std::string>& env = {}) {
+    return test_support::run_command(argv, m_dir, env, "run", 20);
   }
   std::string write(const std::string& name, const std::string& text) {
-    const auto p = (m_dir / name).string();
-    std::ofstream(p) << text;
-    return p;
+    return test_support::write_file(m_dir / name, text);
   }
   // bash -n: the script parses.
   void expect_bash_syntax_ok(const std::string& name, const std::string& script) {
@@ -75,8 +52,6 @@ class ExportTest : public ::testing::Test {
     }
     return words;
   }
-
-  fs::path m_dir;
 };
 
 const char* k_study = R"(name: exp study

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/common/test_support.h"
 #include "tuner/launcher.h"
 
 namespace tune::tuner {
@@ -16,20 +17,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class LauncherTest : public ::testing::Test {
+class LauncherTest : public test_support::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() /
-            (std::string("tune-launcher-") +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override { fs::remove_all(m_dir); }
-  std::string read(const std::string& name) {
-    std::ifstream in(m_dir / name);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  LauncherTest() : TempDirTest("tune-launcher-") {}
+  std::string read(const std::string& name) { return test_support::read_file(m_dir / name); }
   LaunchRequest request(std::vector<std::string> argv) {
     LaunchRequest r;
     r.argv = std::move(argv);
@@ -38,7 +29,6 @@ class LauncherTest : public ::testing::Test {
     r.workdir = m_dir.string();
     return r;
   }
-  fs::path m_dir;
 };
 
 TEST_F(LauncherTest, RunsArgvWithoutAShell) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/common/test_support.h"
 #include "tuner/objective.h"
 
 namespace tune::tuner {
@@ -11,22 +12,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ObjectiveTest : public ::testing::Test {
+class ObjectiveTest : public test_support::TempDirTest {
  protected:
-  void SetUp() override {
-    m_dir = fs::temp_directory_path() /
-            ("tune-objective-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override { fs::remove_all(m_dir); }
+  ObjectiveTest() : TempDirTest("tune-objective-") {}
   std::string write(const std::string& name, const std::string& text) {
-    const auto p = (m_dir / name).string();
-    std::ofstream(p) << text;
-    return p;
+    return test_support::write_file(m_dir / name, text);
   }
   std::string path(const std::string& name) { return (m_dir / name).string(); }
-  fs::path m_dir;
 };
 
 TEST_F(ObjectiveTest, LastEntryOfChainerLog) {

@@ -12,6 +12,7 @@
 #include "probes/predict.h"
 #include "tuner/node_samplers.h"
 #include "tuner/probe_hooks.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -55,8 +56,8 @@ RenderedLaunch raw_launch(const std::string& program, const std::string& omp) {
 
 nlohmann::json prediction(TrialHooks& hooks, const RenderedLaunch& launch) {
   const auto attrs = hooks.before_launch(search::FrozenTrial{}, launch);
-  EXPECT_TRUE(attrs.contains("probe_prediction")) << attrs.dump();
-  return attrs.value("probe_prediction", nlohmann::json::object());
+  EXPECT_TRUE(attrs.contains(k_attr_probe_prediction)) << attrs.dump();
+  return attrs.value(k_attr_probe_prediction, nlohmann::json::object());
 }
 
 TEST(ProbeHooks, PredictsFromTheRequestsEnvironment) {
@@ -112,15 +113,15 @@ TEST(ProbeHooks, TheBundledTrainersThreadsAreModelled) {
 TEST(ProbeHooks, ConstraintOnlyWhenConstraining) {
   auto plain = hooks_for();
   EXPECT_FALSE(
-      plain.before_launch(search::FrozenTrial{}, launch("prog", "4")).contains("constraint"));
+      plain.before_launch(search::FrozenTrial{}, launch("prog", "4")).contains(k_hook_constraint));
   ProbeSpec spec;
   spec.constrain = true;
   auto constraining = hooks_for(spec);
   const auto busy = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
   const auto calm = constraining.before_launch(search::FrozenTrial{}, launch("prog", "1"));
-  ASSERT_TRUE(busy.contains("constraint") && calm.contains("constraint"));
-  EXPECT_GT(busy["constraint"].get<double>(), 0.0) << "> 0: infeasible, not run";
-  EXPECT_LE(calm["constraint"].get<double>(), 0.0);
+  ASSERT_TRUE(busy.contains(k_hook_constraint) && calm.contains(k_hook_constraint));
+  EXPECT_GT(busy[k_hook_constraint].get<double>(), 0.0) << "> 0: infeasible, not run";
+  EXPECT_LE(calm[k_hook_constraint].get<double>(), 0.0);
 }
 
 TEST(ProbeHooks, TheVerdictWatchesTheStartedPidAndCarriesThisTrialsPrediction) {
@@ -128,8 +129,8 @@ TEST(ProbeHooks, TheVerdictWatchesTheStartedPidAndCarriesThisTrialsPrediction) {
   const auto predicted = prediction(hooks, launch("prog", "4"));
   hooks.on_start(k_rank_pid);
   const auto attrs = hooks.on_end();
-  ASSERT_TRUE(attrs.contains("probe_verdict")) << attrs.dump();
-  const auto& verdict = attrs["probe_verdict"];
+  ASSERT_TRUE(attrs.contains(k_attr_probe_verdict)) << attrs.dump();
+  const auto& verdict = attrs[k_attr_probe_verdict];
   EXPECT_GE(verdict["samples"].get<int>(), 1);
   ASSERT_EQ(verdict["ranks"].size(), 1u) << verdict.dump();
   EXPECT_EQ(verdict["ranks"][0]["pid"], k_rank_pid);
@@ -144,8 +145,8 @@ TEST(ProbeHooks, NothingLeaksIntoTheNextTrial) {
   // The next trial starts without a prediction (e.g. its before_launch was skipped).
   hooks.on_start(k_rank_pid);
   const auto attrs = hooks.on_end();
-  ASSERT_TRUE(attrs.contains("probe_verdict"));
-  EXPECT_TRUE(attrs["probe_verdict"]["predicted_oversubscribed"].is_null()) << attrs.dump();
+  ASSERT_TRUE(attrs.contains(k_attr_probe_verdict));
+  EXPECT_TRUE(attrs[k_attr_probe_verdict]["predicted_oversubscribed"].is_null()) << attrs.dump();
 }
 
 // launch.slurm: the ranks are slurmstepd's children, out of the watched tree, so the trial keeps

@@ -13,6 +13,7 @@
 
 #include "tests/tuner/text_lines.h"
 #include "tuner/report.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -37,7 +38,7 @@ FrozenTrial make(int number, TrialState state, std::optional<double> value, doub
   t.params["x"] = x;
   t.params["label"] = label;
   t.system_attrs = std::move(system);
-  t.user_attrs = {{"wall_time", 1.5}};
+  t.user_attrs = {{k_attr_wall_time, 1.5}};
   const auto origin = std::chrono::system_clock::time_point(std::chrono::seconds(1'000'000));
   t.datetime_start = origin + std::chrono::seconds(10 * number);
   t.datetime_complete = origin + std::chrono::seconds(10 * number + 5);
@@ -45,7 +46,9 @@ FrozenTrial make(int number, TrialState state, std::optional<double> value, doub
 }
 
 nlohmann::json confirm_of(int n, int round) {
-  return {{"fixed_params", nlohmann::json::object()}, {"confirm_of", n}, {"confirm_round", round}};
+  return {{k_attr_fixed_params, nlohmann::json::object()},
+          {k_attr_confirm_of, n},
+          {k_attr_confirm_round, round}};
 }
 
 // #0 baseline (10), #1 lucky single run (2) that re-measures at ~5.5, #2 (3) steady at ~3,
@@ -53,19 +56,19 @@ nlohmann::json confirm_of(int n, int round) {
 search::VectorStudyView confirmed_study(Direction direction = Direction::minimize) {
   search::VectorStudyView v(direction);
   auto& ts = v.mutable_trials();
-  ts.push_back(make(0, TrialState::complete, 10.0, 9.0, 0, {{"fixed_params", {{"x", 9.0}}}}));
+  ts.push_back(make(0, TrialState::complete, 10.0, 9.0, 0, {{k_attr_fixed_params, {{"x", 9.0}}}}));
   ts.push_back(make(1, TrialState::complete, 2.0, 2.0, 1));
   ts.push_back(make(2, TrialState::complete, 3.0, 3.0, 0));
   auto infeasible = make(3, TrialState::complete, 1.0, 1.0, 0);
   infeasible.constraints = {0.5};
   ts.push_back(infeasible);
   ts.push_back(make(4, TrialState::fail, std::nullopt, 5.0, 0,
-                    {{"fail_reason", "exit code 1: </script><b>boom</b>"}}));
+                    {{k_attr_fail_reason, "exit code 1: </script><b>boom</b>"}}));
   ts.push_back(make(5, TrialState::fail, std::nullopt, 6.0, 0,
-                    {{"fail_reason", "exit code 1: </script><b>boom</b>"}}));
+                    {{k_attr_fail_reason, "exit code 1: </script><b>boom</b>"}}));
   ts.push_back(make(6, TrialState::pruned, 7.0, 7.0, 0,
-                    {{"fail_reason", "pruned at step 2"},
-                     {"probe_verdict",
+                    {{k_attr_fail_reason, "pruned at step 2"},
+                     {k_attr_probe_verdict,
                       {{"observed_oversubscribed", true},
                        {"diagnosis", "oversubscribed: 4 runnable threads on 2 PUs"}}}}));
   const std::vector<std::pair<int, std::vector<double>>> repeats = {
@@ -143,7 +146,7 @@ TEST(Report, ConfirmRunsFoldIntoMediansAndTheSteadyTrialWins) {
 TEST(Report, SingleRunsGiveARatioWithoutAnInterval) {
   search::VectorStudyView v(Direction::minimize);
   v.mutable_trials().push_back(
-      make(0, TrialState::complete, 8.0, 8.0, 0, {{"fixed_params", {{"x", 8.0}}}}));
+      make(0, TrialState::complete, 8.0, 8.0, 0, {{k_attr_fixed_params, {{"x", 8.0}}}}));
   v.mutable_trials().push_back(make(1, TrialState::complete, 2.0, 2.0));
   const auto d = build_report(v, "demo", k_space, quick());
   ASSERT_TRUE(d.speedup);
@@ -156,7 +159,7 @@ TEST(Report, SingleRunsGiveARatioWithoutAnInterval) {
 TEST(Report, MaximizeRatioIsBestOverBaseline) {
   search::VectorStudyView v(Direction::maximize);
   v.mutable_trials().push_back(
-      make(0, TrialState::complete, 100.0, 8.0, 0, {{"fixed_params", {{"x", 8.0}}}}));
+      make(0, TrialState::complete, 100.0, 8.0, 0, {{k_attr_fixed_params, {{"x", 8.0}}}}));
   v.mutable_trials().push_back(make(1, TrialState::complete, 250.0, 2.0));
   const auto d = build_report(v, "demo", k_space, quick());
   ASSERT_TRUE(d.best);
@@ -170,8 +173,9 @@ TEST(Report, NoBaselineOrFailedBaselineIsExplained) {
   EXPECT_NE(build_report(v, "s", k_space, quick()).speedup_note.find("no baseline"),
             std::string::npos);
   search::VectorStudyView f(Direction::minimize);
-  f.mutable_trials().push_back(make(0, TrialState::fail, std::nullopt, 8.0, 0,
-                                    {{"fixed_params", {{"x", 8.0}}}, {"fail_reason", "timeout"}}));
+  f.mutable_trials().push_back(
+      make(0, TrialState::fail, std::nullopt, 8.0, 0,
+           {{k_attr_fixed_params, {{"x", 8.0}}}, {k_attr_fail_reason, "timeout"}}));
   f.mutable_trials().push_back(make(1, TrialState::complete, 2.0, 2.0));
   const auto d = build_report(f, "s", k_space, quick());
   EXPECT_FALSE(d.speedup);

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "tuner/storage.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 
@@ -84,8 +85,8 @@ TEST_P(StorageSuite, TrialLifeCycle) {
   const search::Distribution dist = search::IntDistribution{1, 8, false, 1};
   ASSERT_TRUE(s->set_trial_param(t0->trial_id, "threads", 4.0, dist));
   ASSERT_TRUE(s->set_trial_intermediate_value(t0->trial_id, 10, 0.5));
-  ASSERT_TRUE(s->set_trial_user_attr(t0->trial_id, "command", {"mpirun", "-n", "2"}));
-  ASSERT_TRUE(s->set_trial_system_attr(t0->trial_id, "constraints", {-0.5}));
+  ASSERT_TRUE(s->set_trial_user_attr(t0->trial_id, k_attr_command, {"mpirun", "-n", "2"}));
+  ASSERT_TRUE(s->set_trial_system_attr(t0->trial_id, k_attr_constraints, {-0.5}));
   auto done = s->set_trial_state_values(t0->trial_id, search::TrialState::complete, 123.5);
   ASSERT_TRUE(done);
   EXPECT_TRUE(*done);
@@ -101,7 +102,7 @@ TEST_P(StorageSuite, TrialLifeCycle) {
   EXPECT_EQ(t->params.at("threads"), 4.0);
   EXPECT_EQ(std::get<search::IntDistribution>(t->distributions.at("threads")).high, 8);
   EXPECT_EQ(t->intermediate_values.at(10), 0.5);
-  EXPECT_EQ(t->user_attrs["command"][2], "2");
+  EXPECT_EQ(t->user_attrs[k_attr_command][2], "2");
   EXPECT_EQ(t->system_attrs["k"], 1);
   ASSERT_EQ(t->constraints.size(), 1u);
   EXPECT_TRUE(t->is_feasible());
@@ -142,10 +143,10 @@ TEST_P(StorageSuite, ValuesRoundTripExactly) {
 TEST_P(StorageSuite, WaitingTrialsArePoppedInOrder) {
   auto s = open();
   auto study = s->get_or_create_study("q", search::Direction::minimize, nullptr);
-  auto w0 =
-      s->create_trial(study->study_id, search::TrialState::waiting, {{"fixed_params", {{"a", 1}}}});
-  auto w1 =
-      s->create_trial(study->study_id, search::TrialState::waiting, {{"fixed_params", {{"a", 2}}}});
+  auto w0 = s->create_trial(study->study_id, search::TrialState::waiting,
+                            {{k_attr_fixed_params, {{"a", 1}}}});
+  auto w1 = s->create_trial(study->study_id, search::TrialState::waiting,
+                            {{k_attr_fixed_params, {{"a", 2}}}});
   auto p0 = s->pop_waiting_trial(study->study_id);
   ASSERT_TRUE(p0 && *p0);
   EXPECT_EQ((*p0)->trial_id, w0->trial_id);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tuner/summary.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -30,7 +31,7 @@ TEST(Summary, BestSkipsConfirmReRunsAndPrefersFeasibleTrials) {
   ts.back().constraints = {0.5};  // infeasible, however fast
   ts.push_back(complete(2, 3.0));
   ts.push_back(complete(3, 2.0));
-  ts.back().system_attrs["confirm_of"] = 2;  // a lucky repeat of #2
+  ts.back().system_attrs[k_attr_confirm_of] = 2;  // a lucky repeat of #2
   FrozenTrial failed;
   failed.number = 4;
   failed.state = TrialState::fail;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tuner/runner.h"
+#include "tuner/trial_attrs.h"
 #include "tuner/trial_owner.h"
 
 namespace tune::tuner {
@@ -93,7 +94,7 @@ TEST(TrialOwner, RunnerRecoversTrialsOfADeadProcessOnOpen) {
     ASSERT_TRUE(study);
     for (const auto& o : {owner("node7", 42, 1234), owner("node7", 43, 1)}) {
       ASSERT_TRUE(
-          (*storage)->create_trial(study->study_id, TrialState::running, {{"tune:owner", o}}));
+          (*storage)->create_trial(study->study_id, TrialState::running, {{k_attr_owner, o}}));
     }
   }
   FakeHost host("node7", 50);
@@ -106,7 +107,7 @@ TEST(TrialOwner, RunnerRecoversTrialsOfADeadProcessOnOpen) {
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_EQ(trials[0].state, TrialState::running);
   EXPECT_EQ(trials[1].state, TrialState::fail);
-  EXPECT_NE(trials[1].system_attrs.value("fail_reason", "").find("died"), std::string::npos);
+  EXPECT_NE(trials[1].system_attrs.value(k_attr_fail_reason, "").find("died"), std::string::npos);
   runner->reset();
   fs::remove_all(dir);
 }
