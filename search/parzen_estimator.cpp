@@ -57,6 +57,17 @@ inline double narrow_series(double z, double h) {
          (1.0 + h2 * (z2 - 1.0) / 24.0 + h2 * h2 * (z2 * z2 - 6.0 * z2 + 3.0) / 1920.0);
 }
 
+// A discrete kernel's contribution at x, split as in joint_log_pdf: an exponent (narrow kernels,
+// by the series) and a factor (the series' polynomial, or the interval mass of a wide kernel).
+inline void discrete_factor(double x, double mu, double inv, double half_h, double& e, double& m) {
+  const double z = (x - mu) * inv;
+  const bool narrow = half_h <= 0.25;
+  const double series = narrow_series(z, 2.0 * half_h);
+  const double wide = gauss_mass_fast(z - half_h, z + half_h);
+  e = narrow ? -0.5 * z * z : 0.0;
+  m = narrow ? series : wide;
+}
+
 double log_sum_exp(const std::vector<double>& v) {
   double max = -k_inf;
   for (double x : v) max = std::max(max, x);
@@ -296,19 +307,42 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
     p.inv_sigmas.resize(n_comp);
     p.norm.resize(n_comp);
     if (p.kind == Kind::discrete) p.half_h.resize(n_comp);
-    for (std::size_t k = 0; k < n_comp; ++k) {
-      const double inv = 1.0 / p.sigmas[k];
-      p.inv_sigmas[k] = inv;
-      const double a = (p.low - p.mus[k]) * inv;
-      const double b = (p.high - p.mus[k]) * inv;
+    auto kernel = [&](double mu, double sigma, double& inv, double& half_h, double& norm) {
+      inv = 1.0 / sigma;
+      const double a = (p.low - mu) * inv;
+      const double b = (p.high - mu) * inv;
       // a <= 0 <= b since every mean lies in the range, so Z >= ~0.34; a tail beyond 8.3
       // sigma holds less than 1e-16 and is skipped.
       const double z_mass = (a < -8.3 && b > 8.3) ? 1.0 : gauss_mass_fast(a, b);
       if (p.kind == Kind::discrete) {
-        p.half_h[k] = 0.5 * p.q * inv;
-        p.norm[k] = 1.0 / z_mass;
+        half_h = 0.5 * p.q * inv;
+        norm = 1.0 / z_mass;
       } else {
-        p.norm[k] = (parameters.normalized_kernels ? inv : 1.0) * k_inv_sqrt_2pi / z_mass;
+        half_h = 0.0;
+        norm = (parameters.normalized_kernels ? inv : 1.0) * k_inv_sqrt_2pi / z_mass;
+      }
+    };
+    if (space.size() > 1 && p.kind == Kind::discrete) merge_identical_kernels(p);
+    if (!p.kernel_of.empty()) {
+      const std::size_t n_kernels = p.kernel_mu.size();
+      p.kernel_inv.resize(n_kernels);
+      p.kernel_half_h.resize(n_kernels);
+      std::vector<double> kernel_norm(n_kernels);
+      for (std::size_t g = 0; g < n_kernels; ++g) {
+        kernel(p.kernel_mu[g], p.kernel_sigma[g], p.kernel_inv[g], p.kernel_half_h[g],
+               kernel_norm[g]);
+      }
+      for (std::size_t k = 0; k < n_comp; ++k) {
+        const std::uint32_t g = p.kernel_of[k];
+        p.inv_sigmas[k] = p.kernel_inv[g];
+        p.half_h[k] = p.kernel_half_h[g];
+        p.norm[k] = kernel_norm[g];
+      }
+    } else {
+      double half_h = 0.0;
+      for (std::size_t k = 0; k < n_comp; ++k) {
+        kernel(p.mus[k], p.sigmas[k], p.inv_sigmas[k],
+               p.kind == Kind::discrete ? p.half_h[k] : half_h, p.norm[k]);
       }
     }
   }
@@ -340,6 +374,35 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
   for (const Param& p : m_params) {
     if (p.kind == Kind::categorical) continue;
     for (std::size_t k = 0; k < n_comp; ++k) m_base[k] *= p.norm[k];
+  }
+}
+
+// Groups components by (centre, bandwidth): sorted (keys stored with the index, so the sort
+// compares contiguous values), then numbered run by run.
+void ParzenEstimator::merge_identical_kernels(Param& p) const {
+  struct Key {
+    double mu, sigma;
+    std::uint32_t k;
+  };
+  const std::size_t n = p.mus.size();
+  std::vector<Key> keys(n);
+  for (std::size_t k = 0; k < n; ++k)
+    keys[k] = {p.mus[k], p.sigmas[k], static_cast<std::uint32_t>(k)};
+  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+    return x.mu < y.mu || (x.mu == y.mu && x.sigma < y.sigma);
+  });
+  p.kernel_of.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 0 || keys[i].mu != p.kernel_mu.back() || keys[i].sigma != p.kernel_sigma.back()) {
+      p.kernel_mu.push_back(keys[i].mu);
+      p.kernel_sigma.push_back(keys[i].sigma);
+    }
+    p.kernel_of[keys[i].k] = static_cast<std::uint32_t>(p.kernel_mu.size() - 1);
+  }
+  if (2 * p.kernel_mu.size() > n) {  // too few repeats to pay for the indirection
+    p.kernel_of.clear();
+    p.kernel_mu.clear();
+    p.kernel_sigma.clear();
   }
 }
 
@@ -440,14 +503,27 @@ double ParzenEstimator::joint_log_pdf(const double* x, std::vector<double>& e,
             const double z = (xv - mu[k]) * inv[k];
             M[k] *= gauss_mass_fast(z - hh[k], z + hh[k]);
           }
+        } else if (!p.kernel_of.empty()) {
+          // One factor per distinct kernel, then a gather: the same numbers as the loop below.
+          thread_local std::vector<double> kernel_e, kernel_m;
+          const std::size_t n_kernels = p.kernel_mu.size();
+          kernel_e.resize(n_kernels);
+          kernel_m.resize(n_kernels);
+          for (std::size_t g = 0; g < n_kernels; ++g) {
+            discrete_factor(xv, p.kernel_mu[g], p.kernel_inv[g], p.kernel_half_h[g], kernel_e[g],
+                            kernel_m[g]);
+          }
+          const std::uint32_t* of = p.kernel_of.data();
+          for (std::size_t k = 0; k < n; ++k) {
+            E[k] += kernel_e[of[k]];
+            M[k] *= kernel_m[of[k]];
+          }
         } else {
           for (std::size_t k = 0; k < n; ++k) {
-            const double z = (xv - mu[k]) * inv[k];
-            const bool narrow = hh[k] <= 0.25;
-            const double series = narrow_series(z, 2.0 * hh[k]);
-            const double wide = gauss_mass_fast(z - hh[k], z + hh[k]);
-            E[k] -= narrow ? 0.5 * z * z : 0.0;
-            M[k] *= narrow ? series : wide;
+            double e_k, m_k;
+            discrete_factor(xv, mu[k], inv[k], hh[k], e_k, m_k);
+            E[k] += e_k;
+            M[k] *= m_k;
           }
         }
         break;

@@ -102,6 +102,11 @@ class ParzenEstimator {
     std::vector<double> norm;    // 1 / (sigma Z sqrt(2pi)) (continuous), 1 / Z (discrete)
     std::vector<double> half_h;  // discrete: q / (2 sigma)
     std::size_t n_narrow = 0;    // one discrete parameter: components [0, n_narrow) are narrow
+    // Several parameters, discrete: components with the same centre and bandwidth (in
+    // multivariate mode all but the prior share one bandwidth, and integer ranges repeat
+    // centres) have the same factor, computed once per distinct kernel; empty when too few repeat.
+    std::vector<std::uint32_t> kernel_of;  // per component
+    std::vector<double> kernel_mu, kernel_sigma, kernel_inv, kernel_half_h;
     // categorical
     std::size_t n_choices = 0;
     std::vector<int> observed;  // choice index per component, -1 for the prior row
@@ -114,6 +119,7 @@ class ParzenEstimator {
   // with the exact log-space path as fallback when everything underflows.
   double joint_log_pdf(const double* x, std::vector<double>& e, std::vector<double>& m) const;
   double exact_log_pdf(const double* x) const;
+  void merge_identical_kernels(Param& p) const;
 
   std::vector<Param> m_params;
   std::vector<double> m_weights;  // normalised, observations then prior

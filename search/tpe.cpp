@@ -226,7 +226,9 @@ class TpeSampler final : public Sampler {
 
   // Value of `name` in observation i, NaN when missing. Finished trials are frozen, so their
   // values are cached by trial number.
-  double value_of(const std::string& name, const Distribution& dist, std::size_t i) {
+  using ValueCache = std::vector<std::pair<bool, double>>;  // by trial number: (known, value)
+  double value_of(const std::string& name, const Distribution& dist, ValueCache& cache,
+                  std::size_t i) {
     const FrozenTrial& t = *m_obs[i];
     auto lookup = [&] {
       auto it = t.params.find(name);
@@ -236,7 +238,6 @@ class TpeSampler final : public Sampler {
       const double v = lookup();
       return usable_value(dist, v) ? v : k_nan;
     }
-    auto& cache = m_value_cache[name];
     const auto number = static_cast<std::size_t>(t.number);
     if (cache.size() <= number) cache.resize(number + 1, std::make_pair(false, k_nan));
     auto& slot = cache[number];
@@ -258,13 +259,16 @@ class TpeSampler final : public Sampler {
     m_values.resize(n_params);
     std::vector<const Distribution*> dists(n_params);
     for (std::size_t p = 0; p < n_params; ++p) dists[p] = &space[p].second;
+    // One cache look-up per parameter, not per trial and parameter.
+    std::vector<ValueCache*> caches(n_params);
+    for (std::size_t p = 0; p < n_params; ++p) caches[p] = &m_value_cache[space[p].first];
     auto gather = [&](const std::vector<std::size_t>& idx, std::vector<std::vector<double>>& cols) {
       cols.assign(n_params, {});
       for (auto& c : cols) c.reserve(idx.size());
       for (std::size_t i : idx) {
         bool all = true;
         for (std::size_t p = 0; p < n_params && all; ++p) {
-          m_values[p] = value_of(space[p].first, space[p].second, i);
+          m_values[p] = value_of(space[p].first, space[p].second, *caches[p], i);
           all = !std::isnan(m_values[p]);
         }
         if (!all) continue;  // the parameter did not exist in this trial
@@ -348,7 +352,7 @@ class TpeSampler final : public Sampler {
   std::size_t m_n_finished = 0;
   std::uint64_t m_split_signature = 0;
   std::vector<std::size_t> m_below, m_above;
-  std::unordered_map<std::string, std::vector<std::pair<bool, double>>> m_value_cache;
+  std::unordered_map<std::string, ValueCache> m_value_cache;
 
   // Scratch buffers kept between calls to avoid reallocating.
   std::vector<double> m_values;

@@ -200,7 +200,8 @@ double thread_cpu_ms() {
 
 int overhead(const std::vector<int>& sizes, int reps) {
   const Objective obj = objectives()[0];  // 8 parameters: ints, log ints, floats, categoricals
-  for (const std::string method : {"ours_tpe", "ours_tpe_mv", "ours_gp"}) {
+  for (const std::string& method :
+       selected("TUNE_BENCH_METHODS", {"ours_tpe", "ours_tpe_mv", "ours_gp"})) {
     for (int n : sizes) {
       auto history_sampler = search::make_random_sampler(1);
       search::VectorStudyView study(search::Direction::minimize);
