@@ -225,6 +225,46 @@ TEST(GpSampler, ConditionalParametersComeFromTheIndependentSampler) {
   EXPECT_EQ(s->infer_relative_search_space(study, t).size(), 2U);
 }
 
+// The study file's default (no `sampler:`, or one without a type) is the GP with its defaults.
+TEST(GpSampler, IsTheDefaultSampler) {
+  for (const nlohmann::json& config : {nlohmann::json(), nlohmann::json{{"seed", 4}}}) {
+    auto by_default = make_sampler(config, k_plane);
+    ASSERT_TRUE(by_default.has_value()) << by_default.error();
+    auto explicit_gp = gp(4);
+    VectorStudyView a(Direction::minimize), b(Direction::minimize);
+    run_study(**by_default, a, k_plane, quadratic, 8);
+    run_study(*explicit_gp, b, k_plane, quadratic, 8);
+    if (config.contains("seed")) {
+      for (std::size_t i = 0; i < 8; ++i) EXPECT_EQ(a.trials()[i].params, b.trials()[i].params);
+    }
+  }
+}
+
+// Workers of one study share its history and their seed; with the constant liar each sees the
+// others' RUNNING trials and goes elsewhere, rather than all running the model's one best point
+// (without it, this test fails: the workers pile onto the same points).
+TEST(GpSampler, ConcurrentWorkersSuggestDistinctPoints) {
+  VectorStudyView study(Direction::minimize);
+  std::vector<std::unique_ptr<Sampler>> workers;
+  for (int w = 0; w < 4; ++w) workers.push_back(gp(9));
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::size_t> started;
+    for (auto& w : workers) started.push_back(ask(*w, study, k_plane));
+    for (std::size_t i = 0; i < started.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        const auto& p = study.trials()[started[i]].params;
+        const auto& q = study.trials()[started[j]].params;
+        EXPECT_GT(std::hypot(p.at("x") - q.at("x"), p.at("y") - q.at("y")), 1e-3)
+            << "round " << round << ", workers " << j << " and " << i;
+      }
+    }
+    for (std::size_t i = 0; i < started.size(); ++i) {
+      tell(*workers[i], study, started[i], TrialState::complete,
+           quadratic(study.trials()[started[i]].params));
+    }
+  }
+}
+
 TEST(GpSampler, ParsesOptionsAndNamesUnknownKeys) {
   auto o = gp_options_from_json({{"type", "gp"},
                                  {"seed", 3},

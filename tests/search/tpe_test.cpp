@@ -224,8 +224,8 @@ TEST(Tpe, ParsesOptionsAndNamesUnknownKeys) {
   EXPECT_FALSE(tpe_options_from_json(nlohmann::json{{"consider_prior", 1}}).has_value());
 }
 
-TEST(Tpe, MakeSamplerBuildsTpeByDefault) {
-  auto s = make_sampler(nlohmann::json::object(), k_plane);
+TEST(Tpe, MakeSamplerBuildsTpeAndNamesBadOptions) {
+  auto s = make_sampler(nlohmann::json{{"type", "tpe"}}, k_plane);
   ASSERT_TRUE(s.has_value()) << s.error();
   auto bad = make_sampler(nlohmann::json{{"type", "tpe"}, {"gama", 1}}, k_plane);
   ASSERT_FALSE(bad.has_value());
