@@ -8,7 +8,7 @@
 #include <limits>
 #include <numbers>
 
-#include "search/parzen_estimator.h"
+#include "search/normal_math.h"
 
 namespace tune::search::detail {
 namespace {
@@ -148,7 +148,7 @@ class Evidence {
 
 }  // namespace
 
-// fast_exp (parzen_estimator.h): the kernel is evaluated ~10^5 times per suggestion.
+// fast_exp (normal_math.h): the kernel is evaluated ~10^5 times per suggestion.
 double matern52(double r2) {
   const double r = std::sqrt(std::max(r2, 0.0));
   return (1.0 + k_sqrt5 * r + 5.0 / 3.0 * r2) * fast_exp(-k_sqrt5 * r);

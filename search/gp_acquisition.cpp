@@ -6,7 +6,7 @@
 #include <numbers>
 #include <variant>
 
-#include "search/parzen_estimator.h"
+#include "search/normal_math.h"
 
 namespace tune::search::detail {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "search/gp.h"
 #include "search/gp_acquisition.h"
-#include "search/parzen_estimator.h"
+#include "search/normal_math.h"
 #include "search/rng.h"
 #include "search/search_space.h"
 #include "search/tpe.h"

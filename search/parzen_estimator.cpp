@@ -19,78 +19,7 @@ namespace {
 
 constexpr double k_eps = 1e-12;
 constexpr double k_sigma0_magnitude = 0.2;
-constexpr double k_log_sqrt_2pi = 0.91893853320467274178;  // log(sqrt(2 pi))
-constexpr double k_inv_sqrt_2pi = 0.39894228040143267794;
-constexpr double k_inv_sqrt2 = 0.70710678118654752440;
 constexpr double k_inf = std::numeric_limits<double>::infinity();
-
-// erfc(x) for x >= 0 with relative error below 1.2e-7 (the Chebyshev fit of Numerical Recipes'
-// erfcc), branch-free so loops over it vectorise. Used where the result is summed with others,
-// never where a tail probability alone decides.
-inline double erfc_fast_pos(double z) {
-  const double t = 1.0 / (1.0 + 0.5 * z);
-  const double poly =
-      -z * z - 1.26551223 +
-      t * (1.00002368 +
-           t * (0.37409196 +
-                t * (0.09678418 +
-                     t * (-0.18628806 +
-                          t * (0.27886807 +
-                               t * (-1.13520398 +
-                                    t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  return t * fast_exp(poly);
-}
-
-// Phi(u) - Phi(l) for l <= u, from the tail that keeps precision.
-inline double gauss_mass_fast(double l, double u) {
-  const double el = erfc_fast_pos(std::abs(l) * k_inv_sqrt2);
-  const double eu = erfc_fast_pos(std::abs(u) * k_inv_sqrt2);
-  const double right = 0.5 * (el - eu), left = 0.5 * (eu - el), centre = 1.0 - 0.5 * (el + eu);
-  return l >= 0.0 ? right : (u <= 0.0 ? left : centre);
-}
-
-// The series factor of a narrow interval's mass: mass = h phi(z) (1 + h^2 He2(z)/24 +
-// h^4 He4(z)/1920), exact to O(h^6) -- one exp instead of two erfc.
-inline double narrow_series(double z, double h) {
-  const double z2 = z * z, h2 = h * h;
-  return h * k_inv_sqrt_2pi *
-         (1.0 + h2 * (z2 - 1.0) / 24.0 + h2 * h2 * (z2 * z2 - 6.0 * z2 + 3.0) / 1920.0);
-}
-
-// A discrete kernel's contribution at x, split as in joint_log_pdf: an exponent (narrow kernels,
-// by the series) and a factor (the series' polynomial, or the interval mass of a wide kernel).
-inline void discrete_factor(double x, double mu, double inv, double half_h, double& e, double& m) {
-  const double z = (x - mu) * inv;
-  const bool narrow = half_h <= 0.25;
-  const double series = narrow_series(z, 2.0 * half_h);
-  const double wide = gauss_mass_fast(z - half_h, z + half_h);
-  e = narrow ? -0.5 * z * z : 0.0;
-  m = narrow ? series : wide;
-}
-
-double log_sum_exp(const std::vector<double>& v) {
-  double max = -k_inf;
-  for (double x : v) max = std::max(max, x);
-  if (!std::isfinite(max)) return max;
-  double sum = 0.0;
-  for (double x : v) sum += std::exp(x - max);
-  return std::log(sum) + max;
-}
-
-// Inverse CDF of N(0,1) truncated to [a, b] at quantile u (Optuna's _truncnorm.ppf), computed on
-// the side where the probabilities stay far from 1.
-double truncnorm_ppf(double u, double a, double b) {
-  if (!(a < b)) return a;
-  if (u <= 0.0) return a;
-  if (u >= 1.0) return b;
-  const double phi_a = ndtr(a), phi_b = ndtr(b);
-  const double left = phi_a + u * (phi_b - phi_a);
-  const double right = ndtr(-b) + (1.0 - u) * (ndtr(-a) - ndtr(-b));
-  // left + right = 1: invert whichever is smaller, where doubles keep their precision.
-  double x = left <= right ? ndtri(left) : -ndtri(right);
-  if (!std::isfinite(x)) x = left <= 0.5 ? a : b;
-  return std::clamp(x, a, b);
-}
 
 }  // namespace
 
@@ -107,58 +36,6 @@ void default_weights(std::size_t n, std::vector<double>& out) {
     for (std::size_t i = 0; i < num; ++i) out[i] = start + static_cast<double>(i) * step;
     out[num - 1] = 1.0;
   }
-}
-
-double ndtr(double a) {
-  const double x = a * k_inv_sqrt2;
-  if (x < -k_inv_sqrt2) return 0.5 * std::erfc(-x);
-  if (x < k_inv_sqrt2) return 0.5 + 0.5 * std::erf(x);
-  return 1.0 - 0.5 * std::erfc(x);
-}
-
-double log_ndtr(double a) {
-  if (a > 6.0) return -ndtr(-a);
-  if (a > -20.0) return std::log(ndtr(a));
-  // Asymptotic series of log Phi(a) for a -> -inf.
-  const double log_lhs = -0.5 * a * a - std::log(-a) - k_log_sqrt_2pi;
-  double last_total = 0.0, rhs = 1.0, numerator = 1.0, denom_factor = 1.0;
-  const double denom_cons = 1.0 / (a * a);
-  double sign = 1.0;
-  for (int i = 1; std::abs(last_total - rhs) > std::numeric_limits<double>::epsilon() && i < 100;
-       ++i) {
-    last_total = rhs;
-    sign = -sign;
-    denom_factor *= denom_cons;
-    numerator *= 2.0 * i - 1.0;
-    rhs += sign * numerator * denom_factor;
-  }
-  return log_lhs + std::log(rhs);
-}
-
-double ndtri(double p) {
-  if (p <= 0.0) return -k_inf;
-  if (p >= 1.0) return k_inf;
-  if (p > 0.5) return -ndtri(1.0 - p);
-  // Abramowitz & Stegun 26.2.23 (error < 4.5e-4), then Halley steps on the exact CDF.
-  const double t = std::sqrt(-2.0 * std::log(p));
-  double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
-                       (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
-  for (int i = 0; i < 3; ++i) {
-    const double e = 0.5 * std::erfc(-x * k_inv_sqrt2) - p;
-    const double u = e * std::sqrt(2.0 * std::numbers::pi) * std::exp(0.5 * x * x);
-    x -= u / (1.0 + 0.5 * x * u);
-  }
-  return x;
-}
-
-double log_gauss_mass(double a, double b) {
-  auto left = [](double lo, double hi) {
-    const double lb = log_ndtr(hi), la = log_ndtr(lo);
-    return lb + std::log1p(-std::exp(la - lb));
-  };
-  if (b <= 0.0) return left(a, b);
-  if (a > 0.0) return left(-b, -a);
-  return std::log1p(-ndtr(a) - ndtr(-b));
 }
 
 ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "search/distribution.h"
+#include "search/normal_math.h"
 #include "search/rng.h"
 
 namespace tune::search::detail {
@@ -39,41 +40,6 @@ struct ParzenParameters {
 // Optuna's default_weights(n): 1 for the newest 25 observations, a linear ramp from 1/n for
 // older ones.
 void default_weights(std::size_t n, std::vector<double>& out);
-
-// Standard normal CDF and its logarithm (accurate in both tails) and the inverse CDF.
-double ndtr(double x);
-double log_ndtr(double x);
-double ndtri(double p);
-// log(Phi(b) - Phi(a)) for a <= b, accurate in the tails (Optuna's _log_gauss_mass).
-double log_gauss_mass(double a, double b);
-// exp(x) by range reduction and a polynomial: no libm call and no branch, so loops over it
-// vectorise; relative error below 1e-14 for x in [-708, 709], clamped outside.
-inline double fast_exp(double x) {
-  x = x < -708.0 ? -708.0 : x;
-  x = x > 709.0 ? 709.0 : x;
-  constexpr double k_magic = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  const double kd = x * 1.4426950408889634074 + k_magic;
-  const double n = kd - k_magic;
-  const double r = (x - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
-  // exp(r) for |r| <= ln2/2 by Taylor to degree 12 (truncation error < 1e-16).
-  double p = 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  // 2^n assembled in the exponent bits; the low bits of kd hold n + 2^51.
-  const auto e = (std::bit_cast<std::int64_t>(kd) - std::bit_cast<std::int64_t>(k_magic) + 1023)
-                 << 52;
-  return p * std::bit_cast<double>(e);
-}
 
 class ParzenEstimator {
  public:
