@@ -34,7 +34,10 @@ struct GpOptions {
   int n_startup_trials = 5;           // random trials before the first model (bench: 5 over 3, 10)
   bool constant_liar = true;          // RUNNING trials of other workers count as the worst value
   bool constraints = true;            // model FrozenTrial::constraints (feasibility)
-  int max_trials = 100;               // observations the model keeps (cost bound)
+  // Observations the model keeps, which bounds the cost per suggestion (bench: ~12 ms CPU
+  // against ~18 ms with 100; median regret at 100 trials still below a third of Optuna's TPE
+  // on 6 of 8 objectives, and at most 0.6x on the others).
+  int max_trials = 80;
   // How values are shaped before standardising: "log" (log1p of the distance to the best over
   // the distance from the best to the lower quartile: cliffs and outliers shrink, differences
   // among good trials stay), "rank" (normal scores of the ranks, a Gaussian copula) or "none".
