@@ -62,6 +62,39 @@ std::vector<double> inverse_from_cholesky(const std::vector<double>& l, std::siz
   return inv;
 }
 
+// The L-BFGS step direction -H g by the two-loop recursion over the stored pairs.
+void lbfgs_direction(const std::vector<double>& g, const std::vector<std::vector<double>>& s_hist,
+                     const std::vector<std::vector<double>>& y_hist,
+                     const std::vector<double>& rho_hist, std::vector<double>& dir) {
+  const std::size_t dim = g.size();
+  dir = g;
+  std::vector<double> alphas(s_hist.size());
+  for (std::size_t m = s_hist.size(); m-- > 0;) {
+    double a = 0.0;
+    for (std::size_t i = 0; i < dim; ++i) a += s_hist[m][i] * dir[i];
+    a *= rho_hist[m];
+    alphas[m] = a;
+    for (std::size_t i = 0; i < dim; ++i) dir[i] -= a * y_hist[m][i];
+  }
+  double gamma = 1.0;
+  if (!s_hist.empty()) {
+    double sy = 0.0, yy = 0.0;
+    for (std::size_t i = 0; i < dim; ++i) {
+      sy += s_hist.back()[i] * y_hist.back()[i];
+      yy += y_hist.back()[i] * y_hist.back()[i];
+    }
+    gamma = sy / yy;
+  }
+  for (double& v : dir) v *= gamma;
+  for (std::size_t m = 0; m < s_hist.size(); ++m) {
+    double b = 0.0;
+    for (std::size_t i = 0; i < dim; ++i) b += y_hist[m][i] * dir[i];
+    b *= rho_hist[m];
+    for (std::size_t i = 0; i < dim; ++i) dir[i] += s_hist[m][i] * (alphas[m] - b);
+  }
+  for (double& v : dir) v = -v;
+}
+
 // Negative log marginal likelihood plus negative log prior, and its gradient, over
 // theta = (log w_1..log w_d, log scale, log(noise - min noise)). Pairwise per-dimension distances
 // are computed once per fit.
@@ -192,33 +225,7 @@ double minimize_lbfgs(const std::function<double(std::span<const double>, std::s
   std::vector<std::vector<double>> s_hist, y_hist;
   std::vector<double> rho_hist;
   for (int it = 0; it < max_iterations; ++it) {
-    // Two-loop recursion: dir = -H g.
-    dir = g;
-    std::vector<double> alphas(s_hist.size());
-    for (std::size_t m = s_hist.size(); m-- > 0;) {
-      double a = 0.0;
-      for (std::size_t i = 0; i < dim; ++i) a += s_hist[m][i] * dir[i];
-      a *= rho_hist[m];
-      alphas[m] = a;
-      for (std::size_t i = 0; i < dim; ++i) dir[i] -= a * y_hist[m][i];
-    }
-    double gamma = 1.0;
-    if (!s_hist.empty()) {
-      double sy = 0.0, yy = 0.0;
-      for (std::size_t i = 0; i < dim; ++i) {
-        sy += s_hist.back()[i] * y_hist.back()[i];
-        yy += y_hist.back()[i] * y_hist.back()[i];
-      }
-      gamma = sy / yy;
-    }
-    for (double& v : dir) v *= gamma;
-    for (std::size_t m = 0; m < s_hist.size(); ++m) {
-      double b = 0.0;
-      for (std::size_t i = 0; i < dim; ++i) b += y_hist[m][i] * dir[i];
-      b *= rho_hist[m];
-      for (std::size_t i = 0; i < dim; ++i) dir[i] += s_hist[m][i] * (alphas[m] - b);
-    }
-    for (double& v : dir) v = -v;
+    lbfgs_direction(g, s_hist, y_hist, rho_hist, dir);
     double slope = 0.0;
     for (std::size_t i = 0; i < dim; ++i) slope += g[i] * dir[i];
     if (!(slope < 0.0)) {  // not a descent direction: restart from steepest descent

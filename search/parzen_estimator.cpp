@@ -181,47 +181,7 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
       }
     }
 
-    p.inv_sigmas.resize(n_comp);
-    p.norm.resize(n_comp);
-    if (p.kind == Kind::discrete) p.half_h.resize(n_comp);
-    auto kernel = [&](double mu, double sigma, double& inv, double& half_h, double& norm) {
-      inv = 1.0 / sigma;
-      const double a = (p.low - mu) * inv;
-      const double b = (p.high - mu) * inv;
-      // a <= 0 <= b since every mean lies in the range, so Z >= ~0.34; a tail beyond 8.3
-      // sigma holds less than 1e-16 and is skipped.
-      const double z_mass = (a < -8.3 && b > 8.3) ? 1.0 : gauss_mass_fast(a, b);
-      if (p.kind == Kind::discrete) {
-        half_h = 0.5 * p.q * inv;
-        norm = 1.0 / z_mass;
-      } else {
-        half_h = 0.0;
-        norm = (parameters.normalized_kernels ? inv : 1.0) * k_inv_sqrt_2pi / z_mass;
-      }
-    };
-    if (space.size() > 1 && p.kind == Kind::discrete) merge_identical_kernels(p);
-    if (!p.kernel_of.empty()) {
-      const std::size_t n_kernels = p.kernel_mu.size();
-      p.kernel_inv.resize(n_kernels);
-      p.kernel_half_h.resize(n_kernels);
-      std::vector<double> kernel_norm(n_kernels);
-      for (std::size_t g = 0; g < n_kernels; ++g) {
-        kernel(p.kernel_mu[g], p.kernel_sigma[g], p.kernel_inv[g], p.kernel_half_h[g],
-               kernel_norm[g]);
-      }
-      for (std::size_t k = 0; k < n_comp; ++k) {
-        const std::uint32_t g = p.kernel_of[k];
-        p.inv_sigmas[k] = p.kernel_inv[g];
-        p.half_h[k] = p.kernel_half_h[g];
-        p.norm[k] = kernel_norm[g];
-      }
-    } else {
-      double half_h = 0.0;
-      for (std::size_t k = 0; k < n_comp; ++k) {
-        kernel(p.mus[k], p.sigmas[k], p.inv_sigmas[k],
-               p.kind == Kind::discrete ? p.half_h[k] : half_h, p.norm[k]);
-      }
-    }
+    set_kernels(p, parameters.normalized_kernels, space.size() > 1);
   }
 
   // One discrete parameter: order the components narrow (q <= sigma / 2) before wide, so each
@@ -251,6 +211,54 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
   for (const Param& p : m_params) {
     if (p.kind == Kind::categorical) continue;
     for (std::size_t k = 0; k < n_comp; ++k) m_base[k] *= p.norm[k];
+  }
+}
+
+// Bandwidth-dependent constants of every component of a numeric parameter (1/sigma, the
+// half-width of a grid cell in sigmas, the normaliser); with several parameters, computed once
+// per distinct discrete kernel.
+void ParzenEstimator::set_kernels(Param& p, bool normalized, bool several_params) const {
+  const std::size_t n_comp = p.mus.size();
+  p.inv_sigmas.resize(n_comp);
+  p.norm.resize(n_comp);
+  if (p.kind == Kind::discrete) p.half_h.resize(n_comp);
+  auto kernel = [&](double mu, double sigma, double& inv, double& half_h, double& norm) {
+    inv = 1.0 / sigma;
+    const double a = (p.low - mu) * inv;
+    const double b = (p.high - mu) * inv;
+    // a <= 0 <= b since every mean lies in the range, so Z >= ~0.34; a tail beyond 8.3
+    // sigma holds less than 1e-16 and is skipped.
+    const double z_mass = (a < -8.3 && b > 8.3) ? 1.0 : gauss_mass_fast(a, b);
+    if (p.kind == Kind::discrete) {
+      half_h = 0.5 * p.q * inv;
+      norm = 1.0 / z_mass;
+    } else {
+      half_h = 0.0;
+      norm = (normalized ? inv : 1.0) * k_inv_sqrt_2pi / z_mass;
+    }
+  };
+  if (several_params && p.kind == Kind::discrete) merge_identical_kernels(p);
+  if (!p.kernel_of.empty()) {
+    const std::size_t n_kernels = p.kernel_mu.size();
+    p.kernel_inv.resize(n_kernels);
+    p.kernel_half_h.resize(n_kernels);
+    std::vector<double> kernel_norm(n_kernels);
+    for (std::size_t g = 0; g < n_kernels; ++g) {
+      kernel(p.kernel_mu[g], p.kernel_sigma[g], p.kernel_inv[g], p.kernel_half_h[g],
+             kernel_norm[g]);
+    }
+    for (std::size_t k = 0; k < n_comp; ++k) {
+      const std::uint32_t g = p.kernel_of[k];
+      p.inv_sigmas[k] = p.kernel_inv[g];
+      p.half_h[k] = p.kernel_half_h[g];
+      p.norm[k] = kernel_norm[g];
+    }
+    return;
+  }
+  double half_h = 0.0;
+  for (std::size_t k = 0; k < n_comp; ++k) {
+    kernel(p.mus[k], p.sigmas[k], p.inv_sigmas[k], p.kind == Kind::discrete ? p.half_h[k] : half_h,
+           p.norm[k]);
   }
 }
 
@@ -338,6 +346,34 @@ void ParzenEstimator::sample(Rng& rng, std::size_t size,
   }
 }
 
+// Several parameters: one discrete parameter's kernels at x, added into E (exponents) and M
+// (factors); merged kernels are evaluated once each, then gathered -- the same numbers.
+void ParzenEstimator::add_discrete(const Param& p, double x, double* E, double* M) const {
+  const std::size_t n = p.mus.size();
+  if (p.kernel_of.empty()) {
+    for (std::size_t k = 0; k < n; ++k) {
+      double e_k, m_k;
+      discrete_factor(x, p.mus[k], p.inv_sigmas[k], p.half_h[k], e_k, m_k);
+      E[k] += e_k;
+      M[k] *= m_k;
+    }
+    return;
+  }
+  thread_local std::vector<double> kernel_e, kernel_m;
+  const std::size_t n_kernels = p.kernel_mu.size();
+  kernel_e.resize(n_kernels);
+  kernel_m.resize(n_kernels);
+  for (std::size_t g = 0; g < n_kernels; ++g) {
+    discrete_factor(x, p.kernel_mu[g], p.kernel_inv[g], p.kernel_half_h[g], kernel_e[g],
+                    kernel_m[g]);
+  }
+  const std::uint32_t* of = p.kernel_of.data();
+  for (std::size_t k = 0; k < n; ++k) {
+    E[k] += kernel_e[of[k]];
+    M[k] *= kernel_m[of[k]];
+  }
+}
+
 double ParzenEstimator::joint_log_pdf(const double* x, std::vector<double>& e,
                                       std::vector<double>& m) const {
   // Every component k contributes base_k * M_k * exp(E_k): Gaussian exponents add up in E, the
@@ -380,28 +416,8 @@ double ParzenEstimator::joint_log_pdf(const double* x, std::vector<double>& e,
             const double z = (xv - mu[k]) * inv[k];
             M[k] *= gauss_mass_fast(z - hh[k], z + hh[k]);
           }
-        } else if (!p.kernel_of.empty()) {
-          // One factor per distinct kernel, then a gather: the same numbers as the loop below.
-          thread_local std::vector<double> kernel_e, kernel_m;
-          const std::size_t n_kernels = p.kernel_mu.size();
-          kernel_e.resize(n_kernels);
-          kernel_m.resize(n_kernels);
-          for (std::size_t g = 0; g < n_kernels; ++g) {
-            discrete_factor(xv, p.kernel_mu[g], p.kernel_inv[g], p.kernel_half_h[g], kernel_e[g],
-                            kernel_m[g]);
-          }
-          const std::uint32_t* of = p.kernel_of.data();
-          for (std::size_t k = 0; k < n; ++k) {
-            E[k] += kernel_e[of[k]];
-            M[k] *= kernel_m[of[k]];
-          }
         } else {
-          for (std::size_t k = 0; k < n; ++k) {
-            double e_k, m_k;
-            discrete_factor(xv, mu[k], inv[k], hh[k], e_k, m_k);
-            E[k] += e_k;
-            M[k] *= m_k;
-          }
+          add_discrete(p, xv, E, M);
         }
         break;
       }

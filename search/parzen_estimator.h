@@ -86,6 +86,8 @@ class ParzenEstimator {
   double joint_log_pdf(const double* x, std::vector<double>& e, std::vector<double>& m) const;
   double exact_log_pdf(const double* x) const;
   void merge_identical_kernels(Param& p) const;
+  void set_kernels(Param& p, bool normalized, bool several_params) const;
+  void add_discrete(const Param& p, double x, double* E, double* M) const;
 
   std::vector<Param> m_params;
   std::vector<double> m_weights;  // normalised, observations then prior
