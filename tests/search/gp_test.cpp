@@ -176,6 +176,32 @@ TEST(GpSampler, ConstantLiarAvoidsPointsOtherWorkersAreRunning) {
   EXPECT_GT(distance, 1e-3) << "a second worker does not run the same point";
 }
 
+// A PRUNED trial was stopped for looking bad: the model takes it as the worst value seen, so
+// the next suggestion leaves its point (ignoring it would suggest the same point again).
+TEST(GpSampler, PrunedTrialsCountAsTheWorstValue) {
+  VectorStudyView study(Direction::minimize);
+  {
+    auto warmup = gp(4);
+    run_study(*warmup, study, k_plane, quadratic, 20);
+  }
+  auto suggest = [&](const VectorStudyView& history) {
+    auto s = gp(11);
+    FrozenTrial t;
+    t.number = 100;
+    return suggest_all(*s, history, t, k_plane);
+  };
+  const auto before = suggest(study);
+  FrozenTrial pruned;
+  pruned.number = static_cast<int>(study.trials().size());
+  pruned.state = TrialState::pruned;
+  pruned.params = before;
+  for (const auto& [name, dist] : k_plane) pruned.distributions[name] = dist;
+  pruned.intermediate_values[0] = 1e-9;  // a promising start does not make it good
+  study.mutable_trials().push_back(pruned);
+  const auto after = suggest(study);
+  EXPECT_GT(std::hypot(after.at("x") - before.at("x"), after.at("y") - before.at("y")), 1e-3);
+}
+
 TEST(GpSampler, ConstraintsLeadToTheBestFeasiblePoint) {
   const SearchSpace line = {{"x", FloatDistribution{-1.0, 1.0, false, std::nullopt}}};
   // Late suggestions within 0.05 of the constrained optimum x = 0.5 (feasible iff x >= 0.5; the
