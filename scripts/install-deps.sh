@@ -8,6 +8,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libboost-dev libboost-filesystem-dev
   nlohmann-json3-dev libsqlite3-dev sqlite3
+  libpq-dev postgresql python3-psycopg2
   libhwloc-dev hwloc
   libyaml-cpp-dev libcli11-dev libfmt-dev libre2-dev
   libopenblas-dev libopencv-imgproc-dev libopencv-core-dev
@@ -19,6 +20,8 @@ packages=(
 )
 # libjs-chart.js: Chart.js, inlined by `tune report --format html`. chromium renders that report
 # in a test; slurm-wlm + munge run the exported Slurm script on a local single-node cluster.
+# libpq-dev: the PostgreSQL storage; postgresql: the throwaway server its tests start;
+# python3-psycopg2: python3-optuna reading the same PostgreSQL study in those tests.
 # Optional extras for tests that are skipped with a message when absent.
 optional=(clang-format)
 

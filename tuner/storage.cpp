@@ -3,15 +3,17 @@
 #include <fmt/format.h>
 #include <algorithm>
 
+#include "tuner/postgres_storage.h"
 #include "tuner/sqlite_storage.h"
 #include "tuner/study_spec.h"
 
 namespace tune::tuner {
 namespace {
 
-// "synchronous=normal&grace_period=5m" into `options`.
+// "synchronous=normal&grace_period=5m" into `options`. Keys tune does not know are an error,
+// or, given `others` (PostgreSQL's URL, whose other keys are libpq's), kept there.
 Result<void> parse_url_options(const std::string& url, std::string_view query,
-                               StorageOptions& options) {
+                               StorageOptions& options, std::string* others = nullptr) {
   while (!query.empty()) {
     const auto amp = query.find('&');
     const std::string_view item = query.substr(0, amp);
@@ -27,20 +29,51 @@ Result<void> parse_url_options(const std::string& url, std::string_view query,
             value));
       }
       options.synchronous_full = value == "full";
-    } else if (key == "grace_period") {
+    } else if (key == "grace_period" || (others && key == "retry_for")) {
       auto d = parse_duration(value);
       if (!d || *d <= 0) {
         return std::unexpected(fmt::format(
-            "storage '{}': grace_period={}: expected a positive duration (e.g. 120s, 5m)", url,
-            value));
+            "storage '{}': {}={}: expected a positive duration (e.g. 120s, 5m)", url, key, value));
       }
-      options.grace_period_s = *d;
+      (key == "grace_period" ? options.grace_period_s : options.retry_s) = *d;
+    } else if (others) {
+      *others += fmt::format("{}{}", others->empty() ? "" : "&", item);
     } else {
       return std::unexpected(fmt::format(
           "storage '{}': unknown option '{}' (known: synchronous, grace_period)", url, key));
     }
   }
   return {};
+}
+
+// A postgresql:// URL (SQLAlchemy's postgresql+psycopg2:// too) opened with libpq; tune's
+// options are taken out of the query, the rest (sslmode=..., connect_timeout=...) stays.
+Result<std::unique_ptr<Storage>> open_postgres(const std::string& url, StorageOptions options) {
+  const auto scheme_end = url.find("://");
+  std::string rest = url.substr(scheme_end + 3);
+  std::string libpq_options;
+  if (const auto q = rest.find('?'); q != std::string::npos) {
+    auto r = parse_url_options(url, std::string_view(rest).substr(q + 1), options, &libpq_options);
+    if (!r) return std::unexpected(r.error());
+    rest.resize(q);
+  }
+  const std::string conninfo =
+      "postgresql://" + rest + (libpq_options.empty() ? "" : "?" + libpq_options);
+  // Messages name the server without the password.
+  std::string shown = rest;
+  if (const auto at = shown.find('@'); at != std::string::npos) {
+    if (const auto colon = shown.find(':'); colon < at) shown.replace(colon, at - colon, ":***");
+  }
+  auto storage = PostgresStorage::open(conninfo, "postgresql://" + shown, options);
+  if (!storage) return std::unexpected(storage.error());
+  return std::unique_ptr<Storage>(std::move(*storage));
+}
+
+bool is_postgres_url(const std::string& url) {
+  for (const char* scheme : {"postgresql://", "postgres://", "postgresql+"}) {
+    if (url.starts_with(scheme)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -58,9 +91,11 @@ Result<std::unique_ptr<Storage>> open_storage(const std::string& url, OpenMode m
       }
       path.resize(q);
     }
+  } else if (is_postgres_url(url)) {
+    return open_postgres(url, options);
   } else if (url.find("://") != std::string::npos) {
     return std::unexpected(fmt::format(
-        "storage '{}': only SQLite is built in (sqlite:///path.db or a file path)", url));
+        "storage '{}': expected sqlite:///path.db, a file path or postgresql://user@host/db", url));
   }
   if (path.empty()) return std::unexpected(fmt::format("storage '{}': empty database path", url));
   auto storage = SqliteStorage::open(path, options);

@@ -1,7 +1,8 @@
 // Storage: where studies and trials live (Optuna's BaseStorage, single objective).
 //
-// The tuner talks to storage only through this interface, so SQLite (sqlite_storage.h) can be
-// joined by PostgreSQL for studies shared across nodes. Every method is one transaction, and
+// The tuner talks to storage only through this interface: SQLite (sqlite_storage.h) for one
+// host, PostgreSQL (postgres_storage.h) for studies shared across nodes, both over the SQL in
+// rdb_storage.h. Every method is one transaction, and
 // several processes may use one database at once (trial numbers stay unique). Every write
 // survives a crash of the process once the call returns; what survives a power loss or an OS
 // crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
@@ -58,6 +59,9 @@ struct StorageOptions {
   // where a flush is slow (network file systems).
   bool synchronous_full = true;
   double grace_period_s = k_default_grace_period_s;  // see k_default_grace_period_s
+  // A database server (PostgreSQL) that stops answering mid-study is retried, with backoff, for
+  // this long (`retry_for=60s`) before the call fails; SQLite waits on its busy timeout instead.
+  double retry_s = 60.0;
 };
 
 // How long ago (seconds) a trial last showed a sign of life, by this host's clock against the
@@ -127,9 +131,10 @@ class Storage {
 };
 
 // Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
-// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite). A URL may end in
-// options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain paths take none).
-// Other schemes (postgresql://) are reported as not built.
+// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite), or
+// "postgresql://user[:password]@host[:port]/db" (also postgres://, postgresql+psycopg2://). A
+// URL may end in options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain
+// paths take none), for PostgreSQL also retry_for=60s and any option of libpq's (sslmode=...).
 [[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
                                                             OpenMode mode = OpenMode::read_write);
 

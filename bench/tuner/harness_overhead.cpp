@@ -4,6 +4,7 @@
 // the same command, R repetitions each, and prints medians and the per-trial difference.
 //
 //   harness_overhead [--trials N] [--reps R] [--sampler tpe|random] [--probes on|off]
+//                    [--storage URL]   (e.g. postgresql://...; bench/cluster/scale.py runs both)
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -50,7 +51,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   int trials = 200, reps = 5;
-  std::string sampler = "tpe";
+  std::string sampler = "tpe", storage;  // storage: a URL, or "" for the default SQLite file
   std::string probes = "on";
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--trials"))
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
       sampler = argv[i + 1];
     else if (!std::strcmp(argv[i], "--probes"))
       probes = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--storage"))
+      storage = argv[i + 1];
   }
   const fs::path work =
       fs::temp_directory_path() / ("tune-bench-overhead-" + std::to_string(getpid()));
@@ -82,7 +85,10 @@ int main(int argc, char** argv) {
     fs::remove_all(work / "direct");
 
     const auto study = work / "study.yaml";
-    std::ofstream(study) << "name: overhead\noutput: " << (work / "out").string()
+    // On a database server the study outlives the run: each repetition gets its own.
+    std::ofstream(study) << "name: overhead" << (storage.empty() ? "" : std::to_string(r))
+                         << (storage.empty() ? "" : "\nstorage: " + storage)
+                         << "\noutput: " << (work / "out").string()
                          << "\ncommand: ['" TRIVIAL_TRIAL
                             "', --out, '{trial_dir}', --value, '{x}']\n"
                          << "sampler: {type: " << sampler << ", seed: 1}\n"

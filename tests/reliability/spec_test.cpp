@@ -284,7 +284,7 @@ TEST(StudyOutput, MustBeAPlainFolder) {
                   .starts_with("s.yaml:3: key 'output': must not be empty"));
   EXPECT_TRUE(error_of("name: a\ncommand: [p]\noutput: \"out\\nx\"\n")
                   .starts_with("s.yaml:3: key 'output': 'out\\x0ax' holds a control character"));
-  EXPECT_TRUE(error_of("name: a\ncommand: [p]\nstorage: 'postgresql://h/db'\n")
+  EXPECT_TRUE(error_of("name: a\ncommand: [p]\nstorage: 'mysql://h/db'\n")
                   .starts_with("s.yaml:3: key 'storage': "));
 }
 
@@ -533,7 +533,7 @@ TEST_F(SpecTest, ExitStatusSaysWhoMustAct) {
       {bad},
       {(m_dir / "dir.yaml").string()},
       {(m_dir / "missing.yaml").string()},
-      {"--storage", "postgresql://h/db", study},
+      {"--storage", "mysql://h/db", study},
       {"best", (m_dir / "missing.db").string()},
       {"best", study, "--study", "nope"},
       {"trials", db, "--study", "nope"},

@@ -1,0 +1,202 @@
+// PostgreSQL storage on a throwaway server: the storage suite SQLite passes, the schema Optuna
+// creates (column for column), python3-optuna and tune on one study, and a connection cut or a
+// server gone mid-study.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "tests/cluster/postgres_fixture.h"
+#include "tests/tuner/storage_suite.h"
+#include "tuner/postgres_storage.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::TrialState;
+using tune::testing::PostgresServer;
+using tune::testing::PostgresTest;
+using tune::testing::shared_postgres;
+
+// Each test gets a database of its own on the process's server.
+const StorageBackend k_postgres{"postgresql", [](std::string* skip) -> std::string {
+                                  if (auto missing = tune::testing::postgres_missing()) {
+                                    *skip = *missing;
+                                    return "";
+                                  }
+                                  auto& server = shared_postgres();
+                                  if (!server) server = std::make_unique<PostgresServer>();
+                                  if (!server->started()) {
+                                    *skip = "";
+                                    ADD_FAILURE() << server->error();
+                                    return "";
+                                  }
+                                  const auto db = tune::testing::test_database_name();
+                                  const auto error = server->create_database(db);
+                                  EXPECT_EQ(error, "");
+                                  return server->url(db);
+                                }};
+INSTANTIATE_TEST_SUITE_P(Backends, StorageSuite, ::testing::Values(&k_postgres),
+                         [](const auto& info) { return info.param->name; });
+
+// Runs python3 (Debian's, which sees python3-optuna) on `script` with `args`; its exit status.
+int run_python(const std::string& script, const std::vector<std::string>& args,
+               const std::filesystem::path& log) {
+  std::vector<std::string> argv = {"/usr/bin/python3", "-c", script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return tune::testing::run_argv(argv, log);
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class PostgresStorageTest : public PostgresTest {
+ protected:
+  std::unique_ptr<Storage> open(const std::string& options = "") {
+    auto s = open_storage(url() + options);
+    EXPECT_TRUE(s) << s.error();
+    return s ? std::move(*s) : nullptr;
+  }
+  // Every column of the public schema: table.column:type:nullable, sorted.
+  std::string columns(const std::string& db) {
+    return server().scalar(
+        db,
+        "SELECT string_agg(table_name || '.' || column_name || ':' || udt_name || ':' || "
+        "is_nullable, ',' ORDER BY table_name, column_name) FROM information_schema.columns "
+        "WHERE table_schema = 'public'");
+  }
+  std::string constraints(const std::string& db) {
+    return server().scalar(
+        db,
+        "SELECT string_agg(conrelid::regclass || ':' || contype || ':' || "
+        "pg_get_constraintdef(oid), ',' ORDER BY 1) FROM pg_constraint WHERE connamespace = "
+        "'public'::regnamespace");
+  }
+  std::filesystem::path log() const { return server().dir() / (m_db + ".log"); }
+  const PostgresServer& server() const { return *shared_postgres(); }
+};
+
+// The tables, columns, types (native enums included) and constraints python3-optuna 3.1 creates
+// on PostgreSQL, and tune's are the same.
+TEST_F(PostgresStorageTest, CreatesTheSchemaOptunaCreates) {
+  ASSERT_TRUE(open());
+  const std::string optuna_db = m_db + "_optuna";
+  ASSERT_EQ(server().create_database(optuna_db), "");
+  ASSERT_EQ(run_python("import optuna, sys; optuna.create_study(storage=sys.argv[1])",
+                       {server().url(optuna_db)}, log()),
+            0)
+      << slurp(log());
+  const auto ours = columns(m_db);
+  EXPECT_NE(ours.find("trials.state:trialstate:NO"), std::string::npos) << ours;
+  EXPECT_EQ(ours, columns(optuna_db));
+  EXPECT_EQ(constraints(m_db), constraints(optuna_db));
+  // Reopening an existing schema changes nothing.
+  ASSERT_TRUE(open());
+  EXPECT_EQ(columns(m_db), ours);
+}
+
+// A study python3-optuna started (a finished trial, an enqueued one) is continued by tune, and
+// what tune wrote reads back in Optuna.
+TEST_F(PostgresStorageTest, OptunaAndTuneShareAStudy) {
+  const char* k_start =
+      "import optuna, sys\n"
+      "s = optuna.create_study(study_name='shared', storage=sys.argv[1])\n"
+      "s.optimize(lambda t: t.suggest_float('x', 0, 1), n_trials=2)\n"
+      "s.enqueue_trial({'x': 0.25})\n";
+  ASSERT_EQ(run_python(k_start, {url()}, log()), 0) << slurp(log());
+  auto s = open();
+  auto study = s->get_study("shared");
+  ASSERT_TRUE(study) << study.error();
+  auto popped = s->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(popped && *popped) << (popped ? "" : popped.error());
+  EXPECT_EQ((*popped)->number, 2);
+  ASSERT_TRUE(s->set_trial_param((*popped)->trial_id, "x", 0.25,
+                                 search::FloatDistribution{0, 1, false, std::nullopt}));
+  ASSERT_TRUE(s->set_trial_state_values((*popped)->trial_id, TrialState::complete, 0.25));
+  auto mine = s->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(mine);
+  EXPECT_EQ(mine->number, 3);
+  ASSERT_TRUE(s->set_trial_state_values(mine->trial_id, TrialState::fail, std::nullopt));
+  const char* k_check =
+      "import optuna, sys\n"
+      "t = optuna.load_study(study_name='shared', storage=sys.argv[1]).trials\n"
+      "got = [(x.number, x.state.name, x.params.get('x')) for x in t]\n"
+      "assert [g[:2] for g in got] == [(0, 'COMPLETE'), (1, 'COMPLETE'), (2, 'COMPLETE'),\n"
+      "                                (3, 'FAIL')], got\n"
+      "assert got[2][2] == 0.25 and t[2].value == 0.25, got\n";
+  EXPECT_EQ(run_python(k_check, {url()}, log()), 0) << slurp(log());
+  auto all = s->get_all_trials(study->study_id);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[0].state, TrialState::complete);
+  EXPECT_TRUE((*all)[0].value.has_value());
+}
+
+// The server cuts the worker's connection (a restart, a failover, a network cut): the next call
+// reconnects and runs its transaction again, unnoticed by the caller.
+TEST_F(PostgresStorageTest, ACutConnectionIsReconnected) {
+  auto s = open();
+  auto study = s->get_or_create_study("cut", search::Direction::minimize, nullptr);
+  ASSERT_TRUE(study);
+  auto& pg = dynamic_cast<PostgresStorage&>(*s);
+  for (int round = 0; round < 3; ++round) {
+    auto pid = pg.backend_pid();
+    ASSERT_TRUE(pid);
+    ASSERT_EQ(
+        server().scalar("postgres", "SELECT pg_terminate_backend(" + std::to_string(*pid) + ")"),
+        "t");
+    auto t = s->create_trial(study->study_id, TrialState::running, {});
+    ASSERT_TRUE(t) << t.error();
+    EXPECT_EQ(t->number, round);
+    EXPECT_NE(*pg.backend_pid(), *pid);
+  }
+}
+
+// With the server gone for longer than retry_for, a call fails after about that long, with an
+// error naming the server; once it is back, the same storage object works again.
+TEST_F(PostgresStorageTest, AServerGoneLongerThanTheRetryTimeIsAClearError) {
+  auto s = open("?retry_for=1s");
+  auto study = s->get_or_create_study("gone", search::Direction::minimize, nullptr);
+  ASSERT_TRUE(study);
+  auto& srv = *shared_postgres();
+  srv.stop();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto t = s->create_trial(study->study_id, TrialState::running, {});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(srv.restart());
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().find("stopped answering"), std::string::npos) << t.error();
+  EXPECT_NE(t.error().find("127.0.0.1"), std::string::npos) << t.error();
+  EXPECT_GE(took, 0.9);
+  EXPECT_LT(took, 10.0);
+  auto again = s->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(again->number, 0);  // the failed call left nothing behind
+}
+
+// A read-only opening (tune best/trials/report) writes nothing, not even the schema.
+TEST_F(PostgresStorageTest, ReadOnlyOpeningWritesNothing) {
+  auto missing = open_storage(url(), OpenMode::read_only);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("no Optuna study schema"), std::string::npos) << missing.error();
+  EXPECT_EQ(server().scalar(m_db, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"),
+            "0");
+  {
+    auto w = open();
+    auto study = w->get_or_create_study("ro", search::Direction::minimize, nullptr);
+    ASSERT_TRUE(study);
+  }
+  auto r = open_storage(url(), OpenMode::read_only);
+  ASSERT_TRUE(r) << r.error();
+  auto study = (*r)->get_study("ro");
+  ASSERT_TRUE(study);
+  auto refused = (*r)->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find("read-only"), std::string::npos) << refused.error();
+}
+
+}  // namespace
+}  // namespace tune::tuner

@@ -1,0 +1,294 @@
+// The storage suite every Storage backend passes (as Optuna's testing/ suites): trial life
+// cycle, frozen finished trials, WAITING trials popped once each, the cache's delta, unique
+// numbers under concurrent writers, UTC timestamps, first heartbeats. A backend joins by
+// instantiating StorageSuite with a StorageBackend (SQLite: tests/tuner/storage_test.cpp;
+// PostgreSQL on a throwaway server: tests/cluster/postgres_storage_test.cpp). Header only: each
+// test binary that includes it runs the suite against its own backends.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tuner/storage.h"
+
+namespace tune::tuner {
+
+struct StorageBackend {
+  std::string name;
+  // The URL of a new, empty database for the running test; "" with `skip` set to a one-line
+  // reason where this machine cannot have one.
+  std::function<std::string(std::string* skip)> fresh_url;
+};
+
+inline std::string PrintToString(const StorageBackend* b) { return b->name; }
+
+// Sets TZ for the scope (the C library's local time), restoring it after.
+class ScopedTimeZone {
+ public:
+  explicit ScopedTimeZone(const char* tz) {
+    if (const char* old = getenv("TZ")) m_old = old;
+    setenv("TZ", tz, 1);
+    tzset();
+  }
+  ~ScopedTimeZone() {
+    if (m_old) {
+      setenv("TZ", m_old->c_str(), 1);
+    } else {
+      unsetenv("TZ");
+    }
+    tzset();
+  }
+
+ private:
+  std::optional<std::string> m_old;
+};
+
+class StorageSuite : public ::testing::TestWithParam<const StorageBackend*> {
+ protected:
+  void SetUp() override {
+    std::string skip;
+    m_url = GetParam()->fresh_url(&skip);
+    if (m_url.empty()) GTEST_SKIP() << skip;
+  }
+  std::unique_ptr<Storage> open() {
+    auto s = open_storage(m_url);
+    EXPECT_TRUE(s) << s.error();
+    return s ? std::move(*s) : nullptr;
+  }
+  std::string m_url;
+};
+
+TEST_P(StorageSuite, TrialLifeCycle) {
+  auto s = open();
+  bool created = false;
+  auto study = s->get_or_create_study("demo", search::Direction::maximize, &created);
+  ASSERT_TRUE(study) << study.error();
+  EXPECT_TRUE(created);
+  auto again = s->get_or_create_study("demo", search::Direction::maximize, &created);
+  EXPECT_FALSE(created);
+  EXPECT_EQ(again->study_id, study->study_id);
+  EXPECT_FALSE(s->get_or_create_study("demo", search::Direction::minimize, nullptr));
+
+  auto t0 = s->create_trial(study->study_id, search::TrialState::running, {{"k", 1}});
+  auto t1 = s->create_trial(study->study_id, search::TrialState::running, {});
+  ASSERT_TRUE(t0 && t1);
+  EXPECT_EQ(t0->number, 0);
+  EXPECT_EQ(t1->number, 1);
+  const search::Distribution dist = search::IntDistribution{1, 8, false, 1};
+  ASSERT_TRUE(s->set_trial_param(t0->trial_id, "threads", 4.0, dist));
+  ASSERT_TRUE(s->set_trial_intermediate_value(t0->trial_id, 10, 0.5));
+  ASSERT_TRUE(s->set_trial_user_attr(t0->trial_id, "command", {"mpirun", "-n", "2"}));
+  ASSERT_TRUE(s->set_trial_system_attr(t0->trial_id, "constraints", {-0.5}));
+  auto done = s->set_trial_state_values(t0->trial_id, search::TrialState::complete, 123.5);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(*done);
+  // Finished trials are frozen.
+  auto refused = s->set_trial_state_values(t0->trial_id, search::TrialState::fail, std::nullopt);
+  ASSERT_TRUE(refused);
+  EXPECT_FALSE(*refused);
+
+  auto t = s->get_trial(t0->trial_id);
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_EQ(t->state, search::TrialState::complete);
+  EXPECT_EQ(*t->value, 123.5);
+  EXPECT_EQ(t->params.at("threads"), 4.0);
+  EXPECT_EQ(std::get<search::IntDistribution>(t->distributions.at("threads")).high, 8);
+  EXPECT_EQ(t->intermediate_values.at(10), 0.5);
+  EXPECT_EQ(t->user_attrs["command"][2], "2");
+  EXPECT_EQ(t->system_attrs["k"], 1);
+  ASSERT_EQ(t->constraints.size(), 1u);
+  EXPECT_TRUE(t->is_feasible());
+  ASSERT_TRUE(t->datetime_start && t->datetime_complete);
+  EXPECT_LE(*t->datetime_start, *t->datetime_complete);
+  EXPECT_FALSE(s->get_trial(t1->trial_id + 100));
+
+  auto all = s->get_all_trials(study->study_id);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].state, search::TrialState::running);
+  auto studies = s->get_all_studies();
+  ASSERT_TRUE(studies);
+  ASSERT_EQ(studies->size(), 1u);
+  EXPECT_EQ(studies->front().direction, search::Direction::maximize);
+  ASSERT_TRUE(s->set_study_user_attr(study->study_id, "file", "a.yaml"));
+  EXPECT_EQ((*s->get_study_user_attrs(study->study_id))["file"], "a.yaml");
+}
+
+TEST_P(StorageSuite, ValuesRoundTripExactly) {
+  auto s = open();
+  auto study = s->get_or_create_study("inf", search::Direction::minimize, nullptr);
+  auto t = s->create_trial(study->study_id, search::TrialState::running, {});
+  ASSERT_TRUE(s->set_trial_intermediate_value(t->trial_id, 1, -HUGE_VAL));
+  ASSERT_TRUE(s->set_trial_intermediate_value(t->trial_id, 2, std::nan("")));
+  ASSERT_TRUE(s->set_trial_intermediate_value(t->trial_id, 3, 0.1 + 0.2));
+  ASSERT_TRUE(s->set_trial_param(t->trial_id, "x", 1.0 / 3.0,
+                                 search::FloatDistribution{0, 1, false, std::nullopt}));
+  ASSERT_TRUE(s->set_trial_state_values(t->trial_id, search::TrialState::complete, HUGE_VAL));
+  auto back = s->get_trial(t->trial_id);
+  EXPECT_EQ(*back->value, HUGE_VAL);
+  EXPECT_EQ(back->intermediate_values.at(1), -HUGE_VAL);
+  EXPECT_TRUE(std::isnan(back->intermediate_values.at(2)));
+  EXPECT_EQ(back->intermediate_values.at(3), 0.1 + 0.2);  // every bit of the double
+  EXPECT_EQ(back->params.at("x"), 1.0 / 3.0);
+}
+
+TEST_P(StorageSuite, WaitingTrialsArePoppedInOrder) {
+  auto s = open();
+  auto study = s->get_or_create_study("q", search::Direction::minimize, nullptr);
+  auto w0 =
+      s->create_trial(study->study_id, search::TrialState::waiting, {{"fixed_params", {{"a", 1}}}});
+  auto w1 =
+      s->create_trial(study->study_id, search::TrialState::waiting, {{"fixed_params", {{"a", 2}}}});
+  auto p0 = s->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(p0 && *p0);
+  EXPECT_EQ((*p0)->trial_id, w0->trial_id);
+  auto t = s->get_trial(w0->trial_id);
+  EXPECT_EQ(t->state, search::TrialState::running);
+  EXPECT_TRUE(t->datetime_start.has_value());
+  auto p1 = s->pop_waiting_trial(study->study_id);
+  EXPECT_EQ((*p1)->trial_id, w1->trial_id);
+  auto none = s->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST_P(StorageSuite, CacheReadsOnlyWhatChanged) {
+  auto s = open();
+  auto study = s->get_or_create_study("c", search::Direction::minimize, nullptr);
+  StudyCache cache(*s, *study);
+  auto a = s->create_trial(study->study_id, search::TrialState::running, {});
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), 1u);
+  EXPECT_EQ(cache.trials()[0].state, search::TrialState::running);
+  ASSERT_TRUE(s->set_trial_state_values(a->trial_id, search::TrialState::complete, 2.0));
+  ASSERT_TRUE(s->create_trial(study->study_id, search::TrialState::running, {}));
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), 2u);
+  EXPECT_EQ(cache.trials()[0].state, search::TrialState::complete);
+  EXPECT_EQ(*cache.trials()[0].value, 2.0);
+  EXPECT_EQ(cache.trials()[1].number, 1);
+}
+
+// Writers on their own connections, as separate processes or hosts would be: every number once,
+// every WAITING trial popped by exactly one of them.
+TEST_P(StorageSuite, ConcurrentWritersGetDistinctNumbersAndPops) {
+  constexpr int k_writers = 3, k_per_writer = 30, k_waiting = 30;
+  {
+    auto s = open();
+    auto study = s->get_or_create_study("par", search::Direction::minimize, nullptr);
+    ASSERT_TRUE(study);
+    for (int i = 0; i < k_waiting; ++i) {
+      ASSERT_TRUE(s->create_trial(study->study_id, search::TrialState::waiting, {}));
+    }
+  }
+  std::vector<std::vector<int>> numbers(k_writers);
+  std::vector<std::vector<std::int64_t>> popped(k_writers);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < k_writers; ++w) {
+    writers.emplace_back([&, w] {
+      auto s = open_storage(m_url);
+      ASSERT_TRUE(s) << s.error();
+      auto study = (*s)->get_or_create_study("par", search::Direction::minimize, nullptr);
+      ASSERT_TRUE(study) << study.error();
+      for (int i = 0; i < k_per_writer; ++i) {
+        auto p = (*s)->pop_waiting_trial(study->study_id);
+        ASSERT_TRUE(p) << p.error();
+        if (*p) popped[w].push_back((*p)->trial_id);
+        auto t = (*s)->create_trial(study->study_id, search::TrialState::running, {});
+        ASSERT_TRUE(t) << t.error();
+        numbers[w].push_back(t->number);
+        ASSERT_TRUE((*s)->set_trial_state_values(t->trial_id, search::TrialState::complete, i));
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  std::set<int> all;
+  std::set<std::int64_t> pops;
+  std::size_t pop_count = 0;
+  for (const auto& v : numbers) all.insert(v.begin(), v.end());
+  for (const auto& v : popped) {
+    pops.insert(v.begin(), v.end());
+    pop_count += v.size();
+  }
+  EXPECT_EQ(all.size(), std::size_t{k_writers * k_per_writer});
+  EXPECT_EQ(*all.begin(), k_waiting);
+  EXPECT_EQ(*all.rbegin(), k_waiting + k_writers * k_per_writer - 1);
+  EXPECT_EQ(pops.size(), std::size_t{k_waiting});
+  EXPECT_EQ(pop_count, std::size_t{k_waiting});
+}
+
+// One `OR trial_id = ?` per unfinished trial hit SQLite's expression depth limit at 1,000.
+TEST_P(StorageSuite, CacheSyncsWithThousandsOfUnfinishedTrials) {
+  auto s = open();
+  auto study = s->get_or_create_study("many", search::Direction::minimize, nullptr);
+  constexpr int k_waiting = 1500;
+  for (int i = 0; i < k_waiting; ++i) {
+    ASSERT_TRUE(s->create_trial(study->study_id, search::TrialState::waiting, {}));
+  }
+  StudyCache cache(*s, *study);
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), static_cast<std::size_t>(k_waiting));
+  auto popped = s->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(popped && *popped);
+  ASSERT_TRUE(s->set_trial_state_values((*popped)->trial_id, search::TrialState::complete, 1.0));
+  auto again = cache.sync();
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(cache.trials()[0].state, search::TrialState::complete);
+  EXPECT_EQ(cache.trials()[1].state, search::TrialState::waiting);
+  EXPECT_EQ(cache.trials().size(), static_cast<std::size_t>(k_waiting));
+}
+
+// Timestamps are UTC: a heartbeat written in one time zone is seconds old in another, 24 hours
+// away; the trial's start reads back as the instant it was.
+TEST_P(StorageSuite, TimestampsAreUtcWhateverTheTimeZone) {
+  auto s = open();
+  auto study = s->get_or_create_study("tz", search::Direction::minimize, nullptr);
+  std::int64_t trial_id = -1;
+  const auto before = std::chrono::system_clock::now();
+  {
+    ScopedTimeZone west("America/Adak");
+    auto t = s->create_trial(study->study_id, search::TrialState::running, {});
+    ASSERT_TRUE(t);
+    trial_id = t->trial_id;
+    ASSERT_TRUE(s->record_heartbeat(trial_id));
+  }
+  ScopedTimeZone east("Pacific/Kiritimati");
+  auto life = s->trial_liveness(trial_id);
+  ASSERT_TRUE(life) << life.error();
+  ASSERT_TRUE(life->since_heartbeat_s && life->since_start_s);
+  EXPECT_LT(std::abs(*life->since_heartbeat_s), 60.0);
+  EXPECT_LT(std::abs(*life->since_start_s), 60.0);
+  auto t = s->get_trial(trial_id);
+  ASSERT_TRUE(t && t->datetime_start);
+  EXPECT_LT(std::abs(std::chrono::duration<double>(*t->datetime_start - before).count()), 60.0);
+}
+
+// A trial starts with a heartbeat (created RUNNING or popped), so a tune that dies before the
+// launch still leaves a trial that ages; a WAITING trial has neither heartbeat nor start.
+TEST_P(StorageSuite, RunningTrialsStartWithAHeartbeat) {
+  auto s = open();
+  auto study = s->get_or_create_study("hb", search::Direction::minimize, nullptr);
+  auto running = s->create_trial(study->study_id, search::TrialState::running, {});
+  auto waiting = s->create_trial(study->study_id, search::TrialState::waiting, {});
+  auto r = s->trial_liveness(running->trial_id);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->since_heartbeat_s.has_value());
+  auto w = s->trial_liveness(waiting->trial_id);
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->since_heartbeat_s.has_value());
+  EXPECT_FALSE(w->since_start_s.has_value());
+  ASSERT_TRUE(s->pop_waiting_trial(study->study_id));
+  w = s->trial_liveness(waiting->trial_id);
+  EXPECT_TRUE(w->since_heartbeat_s.has_value());
+  EXPECT_TRUE(w->since_start_s.has_value());
+  EXPECT_FALSE(s->trial_liveness(12345));
+}
+
+}  // namespace tune::tuner

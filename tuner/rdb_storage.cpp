@@ -1,0 +1,510 @@
+#include "tuner/rdb_storage.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+
+#include "tuner/optuna_schema.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::FrozenTrial;
+using search::TrialState;
+
+std::optional<TrialState> parse_state(const std::string& s) {
+  for (auto st : {TrialState::running, TrialState::complete, TrialState::pruned, TrialState::fail,
+                  TrialState::waiting}) {
+    if (s == search::to_string(st)) return st;
+  }
+  return std::nullopt;
+}
+
+bool is_finished(TrialState s) {
+  return s == TrialState::complete || s == TrialState::pruned || s == TrialState::fail;
+}
+
+search::Direction parse_direction(const std::string& s) {
+  return s == "MAXIMIZE" ? search::Direction::maximize : search::Direction::minimize;
+}
+
+// Optuna's value_type column: FINITE, INF_POS, INF_NEG (and NAN for intermediate values). The
+// value column holds only finite numbers.
+SqlValue finite_or_null(double v) { return std::isfinite(v) ? SqlValue(v) : SqlValue(); }
+std::string value_type(double v) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INF_POS" : "INF_NEG";
+  return "FINITE";
+}
+
+double value_from_row(const SqlRow& row, std::size_t value_col, std::size_t type_col) {
+  const std::string type = row.text(type_col);
+  if (type == "INF_POS") return HUGE_VAL;
+  if (type == "INF_NEG") return -HUGE_VAL;
+  if (type == "NAN" || row.is_null(value_col)) return std::nan("");
+  return row.real(value_col);
+}
+
+// Optuna's DATETIME columns hold naive datetimes, "YYYY-MM-DD HH:MM:SS[.ffffff]"; tune's are UTC
+// (storage.h), so the text is read as UTC.
+std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::string& s) {
+  std::tm tm{};
+  const char* rest = strptime(s.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
+  if (rest == nullptr) return std::nullopt;
+  const std::time_t secs = timegm(&tm);
+  long micros = 0;
+  if (*rest == '.') {
+    std::string frac = std::string(rest + 1).substr(0, 6);
+    frac.resize(6, '0');
+    micros = std::strtol(frac.c_str(), nullptr, 10);
+  }
+  return std::chrono::system_clock::from_time_t(secs) + std::chrono::microseconds(micros);
+}
+
+std::unexpected<std::string> failed(std::string_view what, const std::string& error) {
+  return std::unexpected(fmt::format("{}: {}", what, error));
+}
+
+// Attributes may carry a trial's bytes: never throw on invalid UTF-8, store U+FFFD instead.
+std::string dump_json(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+Result<void> RdbStorage::check_version_rows(const SqlRows& rows) {
+  if (!rows.empty() && rows[0].int64(0) != k_optuna_schema_version) {
+    return std::unexpected(fmt::format(
+        "database schema version {} (library {}) is not Optuna 3.1's schema 12; upgrade or use "
+        "another database",
+        rows[0].int64(0), rows[0].text(1)));
+  }
+  return {};
+}
+
+Result<std::optional<StudyInfo>> RdbStorage::find_study(const std::string& name) {
+  auto rows = query(
+      "SELECT s.study_id, d.direction FROM studies s LEFT JOIN study_directions d "
+      "ON d.study_id = s.study_id AND d.objective = 0 WHERE s.study_name = ?",
+      {name});
+  if (!rows) return failed("get_study", rows.error());
+  if (rows->empty()) return std::optional<StudyInfo>();
+  const auto& row = rows->front();
+  return StudyInfo{row.int64(0), name, parse_direction(row.text(1))};
+}
+
+Result<StudyInfo> RdbStorage::get_study(const std::string& name) {
+  std::optional<StudyInfo> found;
+  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+    auto f = find_study(name);
+    if (!f) return std::unexpected(f.error());
+    found = std::move(*f);
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  if (!found) return std::unexpected(fmt::format("no study named '{}' in {}", name, m_name));
+  return *found;
+}
+
+Result<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
+  std::vector<StudyInfo> out;
+  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+    auto rows = query(
+        "SELECT s.study_id, s.study_name, d.direction FROM studies s LEFT JOIN study_directions "
+        "d ON d.study_id = s.study_id AND d.objective = 0 ORDER BY s.study_id",
+        {});
+    if (!rows) return failed("get_all_studies", rows.error());
+    out.clear();
+    for (const auto& row : *rows) {
+      out.push_back({row.int64(0), row.text(1), parse_direction(row.text(2))});
+    }
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return out;
+}
+
+Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
+                                                  search::Direction direction, bool* created) {
+  StudyInfo info{-1, name, direction};
+  bool made = false;
+  auto r = transact(
+      m_options.synchronous_full ? TxnKind::write_flush : TxnKind::write, [&]() -> Result<void> {
+        made = false;
+        if (*m_dialect.serialize_study_creation) {
+          auto lock = query(m_dialect.serialize_study_creation, {});
+          if (!lock) return failed("create study", lock.error());
+        }
+        auto existing = find_study(name);
+        if (!existing) return std::unexpected(existing.error());
+        if (*existing) {
+          info = **existing;
+          return {};
+        }
+        auto ins = query("INSERT INTO studies (study_name) VALUES (?) RETURNING study_id", {name});
+        if (!ins) return failed("create study", ins.error());
+        info.study_id = ins->at(0).int64(0);
+        auto dir = query(
+            "INSERT INTO study_directions (direction, study_id, objective) "
+            "VALUES (?, ?, 0)",
+            {std::string(search::to_string(direction)), info.study_id});
+        if (!dir) return failed("create study direction", dir.error());
+        made = true;
+        return {};
+      });
+  if (!r) return std::unexpected(r.error());
+  if (created) *created = made;
+  if (info.direction != direction) {
+    return std::unexpected(
+        fmt::format("study '{}' in {} was created with direction {}; the study file says {}", name,
+                    m_name, search::to_string(info.direction), search::to_string(direction)));
+  }
+  return info;
+}
+
+Result<void> RdbStorage::set_attr(const char* table, const char* owner_column,
+                                  std::int64_t owner_id, const std::string& key,
+                                  const nlohmann::json& value) {
+  const std::string sql = fmt::format(
+      "INSERT INTO {0} ({1}, \"key\", value_json) VALUES (?, ?, ?) "
+      "ON CONFLICT ({1}, \"key\") DO UPDATE SET value_json = excluded.value_json",
+      table, owner_column);
+  auto r = query(sql, {owner_id, key, dump_json(value)});
+  if (!r) return failed(table, r.error());
+  return {};
+}
+
+Result<void> RdbStorage::set_study_user_attr(std::int64_t study_id, const std::string& key,
+                                             const nlohmann::json& value) {
+  return transact(TxnKind::write, [&] {
+    return set_attr("study_user_attributes", "study_id", study_id, key, value);
+  });
+}
+
+Result<nlohmann::json> RdbStorage::get_study_user_attrs(std::int64_t study_id) {
+  nlohmann::json out = nlohmann::json::object();
+  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+    auto rows = query("SELECT \"key\", value_json FROM study_user_attributes WHERE study_id = ?",
+                      {study_id});
+    if (!rows) return failed("get_study_user_attrs", rows.error());
+    out = nlohmann::json::object();
+    for (const auto& row : *rows) {
+      out[row.text(0)] = nlohmann::json::parse(row.text(1), nullptr, false);
+    }
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return out;
+}
+
+// A heartbeat in whole seconds of the database's UTC clock, as Optuna writes one on SQLite
+// (CURRENT_TIMESTAMP): Optuna's fail_stale_trials() takes `(now - heartbeat).seconds`, which for
+// a heartbeat a fraction of a second "ahead" wraps to a day and fails a live trial.
+Result<void> RdbStorage::insert_heartbeat(std::int64_t trial_id) {
+  const std::string sql = fmt::format(
+      "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, {}) "
+      "ON CONFLICT (trial_id) DO UPDATE SET heartbeat = excluded.heartbeat",
+      m_dialect.heartbeat_utc);
+  auto r = query(sql, {trial_id});
+  if (!r) return failed("record_heartbeat", r.error());
+  return {};
+}
+
+Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialState state,
+                                          const nlohmann::json& system_attrs) {
+  NewTrial out;
+  const bool running = state == TrialState::running;
+  auto r = transact(TxnKind::write, [&]() -> Result<void> {  // flushed with the trial's end
+    // Optuna numbers a trial by the count of the study's trials created before it. Holding the
+    // study's row (as Optuna's create_trial does) keeps creators of one study in line.
+    auto lock = query(
+        fmt::format("SELECT study_id FROM studies WHERE study_id = ?{}", m_dialect.for_update),
+        {study_id});
+    if (!lock) return failed("create trial", lock.error());
+    if (lock->empty()) return std::unexpected(fmt::format("study id {} does not exist", study_id));
+    auto ins = query(fmt::format("INSERT INTO trials (number, study_id, state, datetime_start) "
+                                 "VALUES (NULL, ?, ?, {}) RETURNING trial_id",
+                                 running ? m_dialect.now_utc : "NULL"),
+                     {study_id, std::string(search::to_string(state))});
+    if (!ins) return failed("create trial", ins.error());
+    out.trial_id = ins->at(0).int64(0);
+    // The first heartbeat comes with the start, so that a trial whose tune dies before
+    // launching it still ages (another host then recovers it).
+    if (running) {
+      if (auto h = insert_heartbeat(out.trial_id); !h) return h;
+    }
+    auto count = query("SELECT COUNT(*) FROM trials WHERE study_id = ? AND trial_id < ?",
+                       {study_id, out.trial_id});
+    if (!count) return failed("number trial", count.error());
+    out.number = static_cast<int>(count->at(0).int64(0));
+    auto upd = query("UPDATE trials SET number = ? WHERE trial_id = ?",
+                     {static_cast<std::int64_t>(out.number), out.trial_id});
+    if (!upd) return failed("number trial", upd.error());
+    for (const auto& [key, value] : system_attrs.items()) {
+      if (auto a = set_attr("trial_system_attributes", "trial_id", out.trial_id, key, value); !a) {
+        return a;
+      }
+    }
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return out;
+}
+
+Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study_id) {
+  std::optional<NewTrial> out;
+  auto r = transact(TxnKind::write, [&]() -> Result<void> {  // flushed with the trial's end
+    out.reset();
+    // Several workers pop at once: each takes a WAITING row no other holds.
+    auto sel = query(fmt::format("SELECT trial_id, number FROM trials WHERE study_id = ? AND "
+                                 "state = 'WAITING' ORDER BY trial_id LIMIT 1{}",
+                                 m_dialect.skip_locked),
+                     {study_id});
+    if (!sel) return failed("pop waiting trial", sel.error());
+    if (sel->empty()) return {};
+    const NewTrial t{sel->at(0).int64(0), static_cast<int>(sel->at(0).int64(1))};
+    auto upd = query(fmt::format("UPDATE trials SET state = 'RUNNING', datetime_start = {} "
+                                 "WHERE trial_id = ?",
+                                 m_dialect.now_utc),
+                     {t.trial_id});
+    if (!upd) return failed("pop waiting trial", upd.error());
+    if (auto h = insert_heartbeat(t.trial_id); !h) return h;
+    out = t;
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return out;
+}
+
+Result<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::string& name,
+                                         double internal, const search::Distribution& dist) {
+  return transact(TxnKind::write, [&]() -> Result<void> {
+    auto r = query(
+        "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, param_name) DO UPDATE SET "
+        "param_value = excluded.param_value, distribution_json = excluded.distribution_json",
+        {trial_id, name, internal, search::to_json(dist).dump()});
+    if (!r) return failed("set_trial_param", r.error());
+    return {};
+  });
+}
+
+Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialState state,
+                                                std::optional<double> value) {
+  bool changed = false;
+  // A finished trial is what a power loss must not take; the writes before it go along.
+  const auto kind =
+      m_options.synchronous_full && is_finished(state) ? TxnKind::write_flush : TxnKind::write;
+  auto r = transact(kind, [&]() -> Result<void> {
+    changed = false;
+    auto sel =
+        query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
+              {trial_id});
+    if (!sel) return failed("set trial state", sel.error());
+    if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+    if (const auto old = parse_state(sel->at(0).text(0)); old && is_finished(*old)) return {};
+    if (auto f = finish_trial(trial_id, state, value); !f) return f;
+    changed = true;
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return changed;
+}
+
+// set_trial_state_values() once the trial is known to be unfinished (and held).
+Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
+                                      std::optional<double> value) {
+  if (value) {
+    auto val = query(
+        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, ?) "
+        "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
+        "value_type = excluded.value_type",
+        {trial_id, finite_or_null(*value), value_type(*value)});
+    if (!val) return failed("set trial value", val.error());
+  }
+  const std::string sql =
+      is_finished(state)
+          ? fmt::format("UPDATE trials SET state = ?, datetime_complete = {} WHERE trial_id = ?",
+                        m_dialect.now_utc)
+          : fmt::format(
+                "UPDATE trials SET state = ?, datetime_start = COALESCE(datetime_start, "
+                "{}) WHERE trial_id = ?",
+                m_dialect.now_utc);
+  auto upd = query(sql, {std::string(search::to_string(state)), trial_id});
+  if (!upd) return failed("set trial state", upd.error());
+  return {};
+}
+
+Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
+                                                      double value) {
+  return transact(TxnKind::write, [&]() -> Result<void> {
+    auto r = query(
+        "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
+        "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE "
+        "SET intermediate_value = excluded.intermediate_value, "
+        "intermediate_value_type = excluded.intermediate_value_type",
+        {trial_id, step, finite_or_null(value), value_type(value)});
+    if (!r) return failed("set_trial_intermediate_value", r.error());
+    return {};
+  });
+}
+
+Result<void> RdbStorage::set_trial_user_attr(std::int64_t trial_id, const std::string& key,
+                                             const nlohmann::json& value) {
+  return transact(TxnKind::write, [&] {
+    return set_attr("trial_user_attributes", "trial_id", trial_id, key, value);
+  });
+}
+
+Result<void> RdbStorage::set_trial_system_attr(std::int64_t trial_id, const std::string& key,
+                                               const nlohmann::json& value) {
+  return transact(TxnKind::write, [&] {
+    return set_attr("trial_system_attributes", "trial_id", trial_id, key, value);
+  });
+}
+
+Result<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
+  return transact(TxnKind::write, [&] { return insert_heartbeat(trial_id); });
+}
+
+Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
+  // Both ages by the database's clock against timestamps it wrote in UTC: neither this host's
+  // clock nor its time zone matters. A timestamp the database cannot read gives NULL.
+  const std::string sql = fmt::format(
+      "SELECT {}, {} FROM trials t LEFT JOIN trial_heartbeats h ON h.trial_id = t.trial_id "
+      "WHERE t.trial_id = ?",
+      fmt::format(fmt::runtime(m_dialect.age_seconds), "h.heartbeat"),
+      fmt::format(fmt::runtime(m_dialect.age_seconds), "t.datetime_start"));
+  TrialLiveness out;
+  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+    auto rows = query(sql, {trial_id});
+    if (!rows) return failed("trial_liveness", rows.error());
+    if (rows->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+    const auto& row = rows->front();
+    out = {};
+    if (!row.is_null(0)) out.since_heartbeat_s = row.real(0);
+    if (!row.is_null(1)) out.since_start_s = row.real(1);
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return out;
+}
+
+Result<std::vector<FrozenTrial>> RdbStorage::load_trials(const std::string& where,
+                                                         const std::vector<SqlValue>& params) {
+  std::vector<FrozenTrial> trials;
+  // One read transaction, so that the six reads see one snapshot.
+  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+    trials.clear();
+    auto rows = query(
+        "SELECT trial_id, number, state, datetime_start, datetime_complete FROM "
+        "trials WHERE " +
+            where + " ORDER BY number, trial_id",
+        params);
+    if (!rows) return failed("load trials", rows.error());
+    for (const auto& row : *rows) {
+      FrozenTrial t;
+      t.trial_id = row.int64(0);
+      t.number = static_cast<int>(row.int64(1));
+      t.state = parse_state(row.text(2)).value_or(TrialState::fail);
+      if (!row.is_null(3)) t.datetime_start = parse_datetime(row.text(3));
+      if (!row.is_null(4)) t.datetime_complete = parse_datetime(row.text(4));
+      trials.push_back(std::move(t));
+    }
+    if (trials.empty()) return {};
+    return read_trial_details(trials, where, params);
+  });
+  if (!r) return std::unexpected(r.error());
+  return trials;
+}
+
+// Params, values, intermediate values and attributes of `trials` (those matching `where`).
+Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
+                                            const std::string& where,
+                                            const std::vector<SqlValue>& params) {
+  std::map<std::int64_t, FrozenTrial*> by_id;
+  for (auto& t : trials) by_id[t.trial_id] = &t;
+  const std::string among = "trial_id IN (SELECT trial_id FROM trials WHERE " + where + ")";
+  auto each_row = [&](const std::string& sql, auto&& fn) -> Result<void> {
+    auto rows = query(sql, params);
+    if (!rows) return failed("load trials", rows.error());
+    for (const auto& row : *rows) {
+      if (auto it = by_id.find(row.int64(0)); it != by_id.end()) fn(*it->second, row);
+    }
+    return {};
+  };
+  Result<void> r = each_row(
+      "SELECT trial_id, param_name, param_value, distribution_json FROM trial_params WHERE " +
+          among,
+      [](FrozenTrial& t, const SqlRow& row) {
+        auto dist =
+            search::distribution_from_json(nlohmann::json::parse(row.text(3), nullptr, false));
+        if (!dist) return;
+        t.params[row.text(1)] = row.real(2);
+        t.distributions.emplace(row.text(1), std::move(*dist));
+      });
+  if (r) {
+    r = each_row(
+        "SELECT trial_id, value, value_type FROM trial_values WHERE objective = 0 AND " + among,
+        [](FrozenTrial& t, const SqlRow& row) { t.value = value_from_row(row, 1, 2); });
+  }
+  if (r) {
+    r = each_row(
+        "SELECT trial_id, step, intermediate_value, intermediate_value_type FROM "
+        "trial_intermediate_values WHERE " +
+            among,
+        [](FrozenTrial& t, const SqlRow& row) {
+          t.intermediate_values[row.int64(1)] = value_from_row(row, 2, 3);
+        });
+  }
+  for (const bool user : {true, false}) {
+    if (!r) break;
+    r = each_row(fmt::format("SELECT trial_id, \"key\", value_json FROM {} WHERE {}",
+                             user ? "trial_user_attributes" : "trial_system_attributes", among),
+                 [user](FrozenTrial& t, const SqlRow& row) {
+                   auto v = nlohmann::json::parse(row.text(2), nullptr, false);
+                   (user ? t.user_attrs : t.system_attrs)[row.text(1)] = std::move(v);
+                 });
+  }
+  if (!r) return r;
+  for (auto& t : trials) {
+    // Optuna keeps constraints as the system attribute "constraints".
+    if (auto it = t.system_attrs.find("constraints");
+        it != t.system_attrs.end() && it->is_array()) {
+      for (const auto& c : *it) {
+        if (c.is_number()) t.constraints.push_back(c.get<double>());
+      }
+    }
+  }
+  return {};
+}
+
+Result<FrozenTrial> RdbStorage::get_trial(std::int64_t trial_id) {
+  auto trials = load_trials("trial_id = ?", {trial_id});
+  if (!trials) return std::unexpected(trials.error());
+  if (trials->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+  return std::move(trials->front());
+}
+
+Result<std::vector<FrozenTrial>> RdbStorage::get_all_trials(std::int64_t study_id) {
+  return load_trials("study_id = ?", {study_id});
+}
+
+Result<std::vector<FrozenTrial>> RdbStorage::get_trials_since(
+    std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) {
+  // The ids travel as one list bound to one parameter: the statement stays the same size
+  // however many trials are unfinished (one `OR trial_id = ?` each hit SQLite's expression
+  // depth limit at 1,000 waiting trials). A trial still WAITING is as the caller saw it (see
+  // storage.h), so only its state is looked at: a thousand queued re-runs cost a lookup each,
+  // not a reload of their attributes, per sync.
+  const std::string where = "study_id = ? AND (trial_id > ? OR (state != 'WAITING' AND " +
+                            fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id") + "))";
+  const std::string list =
+      fmt::format("{}{}{}", m_dialect.list_open, fmt::join(refresh, ","), m_dialect.list_close);
+  return load_trials(where, {study_id, after_id, list});
+}
+
+}  // namespace tune::tuner
