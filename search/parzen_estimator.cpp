@@ -19,67 +19,7 @@ namespace {
 
 constexpr double k_eps = 1e-12;
 constexpr double k_sigma0_magnitude = 0.2;
-constexpr double k_log_sqrt_2pi = 0.91893853320467274178;  // log(sqrt(2 pi))
-constexpr double k_inv_sqrt_2pi = 0.39894228040143267794;
-constexpr double k_inv_sqrt2 = 0.70710678118654752440;
 constexpr double k_inf = std::numeric_limits<double>::infinity();
-
-// erfc(x) for x >= 0 with relative error below 1.2e-7 (the Chebyshev fit of Numerical Recipes'
-// erfcc), branch-free so loops over it vectorise. Used where the result is summed with others,
-// never where a tail probability alone decides.
-inline double erfc_fast_pos(double z) {
-  const double t = 1.0 / (1.0 + 0.5 * z);
-  const double poly =
-      -z * z - 1.26551223 +
-      t * (1.00002368 +
-           t * (0.37409196 +
-                t * (0.09678418 +
-                     t * (-0.18628806 +
-                          t * (0.27886807 +
-                               t * (-1.13520398 +
-                                    t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-  return t * fast_exp(poly);
-}
-
-// Phi(u) - Phi(l) for l <= u, from the tail that keeps precision.
-inline double gauss_mass_fast(double l, double u) {
-  const double el = erfc_fast_pos(std::abs(l) * k_inv_sqrt2);
-  const double eu = erfc_fast_pos(std::abs(u) * k_inv_sqrt2);
-  const double right = 0.5 * (el - eu), left = 0.5 * (eu - el), centre = 1.0 - 0.5 * (el + eu);
-  return l >= 0.0 ? right : (u <= 0.0 ? left : centre);
-}
-
-// The series factor of a narrow interval's mass: mass = h phi(z) (1 + h^2 He2(z)/24 +
-// h^4 He4(z)/1920), exact to O(h^6) -- one exp instead of two erfc.
-inline double narrow_series(double z, double h) {
-  const double z2 = z * z, h2 = h * h;
-  return h * k_inv_sqrt_2pi *
-         (1.0 + h2 * (z2 - 1.0) / 24.0 + h2 * h2 * (z2 * z2 - 6.0 * z2 + 3.0) / 1920.0);
-}
-
-double log_sum_exp(const std::vector<double>& v) {
-  double max = -k_inf;
-  for (double x : v) max = std::max(max, x);
-  if (!std::isfinite(max)) return max;
-  double sum = 0.0;
-  for (double x : v) sum += std::exp(x - max);
-  return std::log(sum) + max;
-}
-
-// Inverse CDF of N(0,1) truncated to [a, b] at quantile u (Optuna's _truncnorm.ppf), computed on
-// the side where the probabilities stay far from 1.
-double truncnorm_ppf(double u, double a, double b) {
-  if (!(a < b)) return a;
-  if (u <= 0.0) return a;
-  if (u >= 1.0) return b;
-  const double phi_a = ndtr(a), phi_b = ndtr(b);
-  const double left = phi_a + u * (phi_b - phi_a);
-  const double right = ndtr(-b) + (1.0 - u) * (ndtr(-a) - ndtr(-b));
-  // left + right = 1: invert whichever is smaller, where doubles keep their precision.
-  double x = left <= right ? ndtri(left) : -ndtri(right);
-  if (!std::isfinite(x)) x = left <= 0.5 ? a : b;
-  return std::clamp(x, a, b);
-}
 
 }  // namespace
 
@@ -96,58 +36,6 @@ void default_weights(std::size_t n, std::vector<double>& out) {
     for (std::size_t i = 0; i < num; ++i) out[i] = start + static_cast<double>(i) * step;
     out[num - 1] = 1.0;
   }
-}
-
-double ndtr(double a) {
-  const double x = a * k_inv_sqrt2;
-  if (x < -k_inv_sqrt2) return 0.5 * std::erfc(-x);
-  if (x < k_inv_sqrt2) return 0.5 + 0.5 * std::erf(x);
-  return 1.0 - 0.5 * std::erfc(x);
-}
-
-double log_ndtr(double a) {
-  if (a > 6.0) return -ndtr(-a);
-  if (a > -20.0) return std::log(ndtr(a));
-  // Asymptotic series of log Phi(a) for a -> -inf.
-  const double log_lhs = -0.5 * a * a - std::log(-a) - k_log_sqrt_2pi;
-  double last_total = 0.0, rhs = 1.0, numerator = 1.0, denom_factor = 1.0;
-  const double denom_cons = 1.0 / (a * a);
-  double sign = 1.0;
-  for (int i = 1; std::abs(last_total - rhs) > std::numeric_limits<double>::epsilon() && i < 100;
-       ++i) {
-    last_total = rhs;
-    sign = -sign;
-    denom_factor *= denom_cons;
-    numerator *= 2.0 * i - 1.0;
-    rhs += sign * numerator * denom_factor;
-  }
-  return log_lhs + std::log(rhs);
-}
-
-double ndtri(double p) {
-  if (p <= 0.0) return -k_inf;
-  if (p >= 1.0) return k_inf;
-  if (p > 0.5) return -ndtri(1.0 - p);
-  // Abramowitz & Stegun 26.2.23 (error < 4.5e-4), then Halley steps on the exact CDF.
-  const double t = std::sqrt(-2.0 * std::log(p));
-  double x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
-                       (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
-  for (int i = 0; i < 3; ++i) {
-    const double e = 0.5 * std::erfc(-x * k_inv_sqrt2) - p;
-    const double u = e * std::sqrt(2.0 * std::numbers::pi) * std::exp(0.5 * x * x);
-    x -= u / (1.0 + 0.5 * x * u);
-  }
-  return x;
-}
-
-double log_gauss_mass(double a, double b) {
-  auto left = [](double lo, double hi) {
-    const double lb = log_ndtr(hi), la = log_ndtr(lo);
-    return lb + std::log1p(-std::exp(la - lb));
-  };
-  if (b <= 0.0) return left(a, b);
-  if (a > 0.0) return left(-b, -a);
-  return std::log1p(-ndtr(a) - ndtr(-b));
 }
 
 ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
@@ -293,24 +181,7 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
       }
     }
 
-    p.inv_sigmas.resize(n_comp);
-    p.norm.resize(n_comp);
-    if (p.kind == Kind::discrete) p.half_h.resize(n_comp);
-    for (std::size_t k = 0; k < n_comp; ++k) {
-      const double inv = 1.0 / p.sigmas[k];
-      p.inv_sigmas[k] = inv;
-      const double a = (p.low - p.mus[k]) * inv;
-      const double b = (p.high - p.mus[k]) * inv;
-      // a <= 0 <= b since every mean lies in the range, so Z >= ~0.34; a tail beyond 8.3
-      // sigma holds less than 1e-16 and is skipped.
-      const double z_mass = (a < -8.3 && b > 8.3) ? 1.0 : gauss_mass_fast(a, b);
-      if (p.kind == Kind::discrete) {
-        p.half_h[k] = 0.5 * p.q * inv;
-        p.norm[k] = 1.0 / z_mass;
-      } else {
-        p.norm[k] = (parameters.normalized_kernels ? inv : 1.0) * k_inv_sqrt_2pi / z_mass;
-      }
-    }
+    set_kernels(p, parameters.normalized_kernels, space.size() > 1);
   }
 
   // One discrete parameter: order the components narrow (q <= sigma / 2) before wide, so each
@@ -340,6 +211,83 @@ ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
   for (const Param& p : m_params) {
     if (p.kind == Kind::categorical) continue;
     for (std::size_t k = 0; k < n_comp; ++k) m_base[k] *= p.norm[k];
+  }
+}
+
+// Bandwidth-dependent constants of every component of a numeric parameter (1/sigma, the
+// half-width of a grid cell in sigmas, the normaliser); with several parameters, computed once
+// per distinct discrete kernel.
+void ParzenEstimator::set_kernels(Param& p, bool normalized, bool several_params) const {
+  const std::size_t n_comp = p.mus.size();
+  p.inv_sigmas.resize(n_comp);
+  p.norm.resize(n_comp);
+  if (p.kind == Kind::discrete) p.half_h.resize(n_comp);
+  auto kernel = [&](double mu, double sigma, double& inv, double& half_h, double& norm) {
+    inv = 1.0 / sigma;
+    const double a = (p.low - mu) * inv;
+    const double b = (p.high - mu) * inv;
+    // a <= 0 <= b since every mean lies in the range, so Z >= ~0.34; a tail beyond 8.3
+    // sigma holds less than 1e-16 and is skipped.
+    const double z_mass = (a < -8.3 && b > 8.3) ? 1.0 : gauss_mass_fast(a, b);
+    if (p.kind == Kind::discrete) {
+      half_h = 0.5 * p.q * inv;
+      norm = 1.0 / z_mass;
+    } else {
+      half_h = 0.0;
+      norm = (normalized ? inv : 1.0) * k_inv_sqrt_2pi / z_mass;
+    }
+  };
+  if (several_params && p.kind == Kind::discrete) merge_identical_kernels(p);
+  if (!p.kernel_of.empty()) {
+    const std::size_t n_kernels = p.kernel_mu.size();
+    p.kernel_inv.resize(n_kernels);
+    p.kernel_half_h.resize(n_kernels);
+    std::vector<double> kernel_norm(n_kernels);
+    for (std::size_t g = 0; g < n_kernels; ++g) {
+      kernel(p.kernel_mu[g], p.kernel_sigma[g], p.kernel_inv[g], p.kernel_half_h[g],
+             kernel_norm[g]);
+    }
+    for (std::size_t k = 0; k < n_comp; ++k) {
+      const std::uint32_t g = p.kernel_of[k];
+      p.inv_sigmas[k] = p.kernel_inv[g];
+      p.half_h[k] = p.kernel_half_h[g];
+      p.norm[k] = kernel_norm[g];
+    }
+    return;
+  }
+  double half_h = 0.0;
+  for (std::size_t k = 0; k < n_comp; ++k) {
+    kernel(p.mus[k], p.sigmas[k], p.inv_sigmas[k], p.kind == Kind::discrete ? p.half_h[k] : half_h,
+           p.norm[k]);
+  }
+}
+
+// Groups components by (centre, bandwidth): sorted (keys stored with the index, so the sort
+// compares contiguous values), then numbered run by run.
+void ParzenEstimator::merge_identical_kernels(Param& p) const {
+  struct Key {
+    double mu, sigma;
+    std::uint32_t k;
+  };
+  const std::size_t n = p.mus.size();
+  std::vector<Key> keys(n);
+  for (std::size_t k = 0; k < n; ++k)
+    keys[k] = {p.mus[k], p.sigmas[k], static_cast<std::uint32_t>(k)};
+  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+    return x.mu < y.mu || (x.mu == y.mu && x.sigma < y.sigma);
+  });
+  p.kernel_of.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 0 || keys[i].mu != p.kernel_mu.back() || keys[i].sigma != p.kernel_sigma.back()) {
+      p.kernel_mu.push_back(keys[i].mu);
+      p.kernel_sigma.push_back(keys[i].sigma);
+    }
+    p.kernel_of[keys[i].k] = static_cast<std::uint32_t>(p.kernel_mu.size() - 1);
+  }
+  if (2 * p.kernel_mu.size() > n) {  // too few repeats to pay for the indirection
+    p.kernel_of.clear();
+    p.kernel_mu.clear();
+    p.kernel_sigma.clear();
   }
 }
 
@@ -398,6 +346,34 @@ void ParzenEstimator::sample(Rng& rng, std::size_t size,
   }
 }
 
+// Several parameters: one discrete parameter's kernels at x, added into E (exponents) and M
+// (factors); merged kernels are evaluated once each, then gathered -- the same numbers.
+void ParzenEstimator::add_discrete(const Param& p, double x, double* E, double* M) const {
+  const std::size_t n = p.mus.size();
+  if (p.kernel_of.empty()) {
+    for (std::size_t k = 0; k < n; ++k) {
+      double e_k, m_k;
+      discrete_factor(x, p.mus[k], p.inv_sigmas[k], p.half_h[k], e_k, m_k);
+      E[k] += e_k;
+      M[k] *= m_k;
+    }
+    return;
+  }
+  thread_local std::vector<double> kernel_e, kernel_m;
+  const std::size_t n_kernels = p.kernel_mu.size();
+  kernel_e.resize(n_kernels);
+  kernel_m.resize(n_kernels);
+  for (std::size_t g = 0; g < n_kernels; ++g) {
+    discrete_factor(x, p.kernel_mu[g], p.kernel_inv[g], p.kernel_half_h[g], kernel_e[g],
+                    kernel_m[g]);
+  }
+  const std::uint32_t* of = p.kernel_of.data();
+  for (std::size_t k = 0; k < n; ++k) {
+    E[k] += kernel_e[of[k]];
+    M[k] *= kernel_m[of[k]];
+  }
+}
+
 double ParzenEstimator::joint_log_pdf(const double* x, std::vector<double>& e,
                                       std::vector<double>& m) const {
   // Every component k contributes base_k * M_k * exp(E_k): Gaussian exponents add up in E, the
@@ -441,14 +417,7 @@ double ParzenEstimator::joint_log_pdf(const double* x, std::vector<double>& e,
             M[k] *= gauss_mass_fast(z - hh[k], z + hh[k]);
           }
         } else {
-          for (std::size_t k = 0; k < n; ++k) {
-            const double z = (xv - mu[k]) * inv[k];
-            const bool narrow = hh[k] <= 0.25;
-            const double series = narrow_series(z, 2.0 * hh[k]);
-            const double wide = gauss_mass_fast(z - hh[k], z + hh[k]);
-            E[k] -= narrow ? 0.5 * z * z : 0.0;
-            M[k] *= narrow ? series : wide;
-          }
+          add_discrete(p, xv, E, M);
         }
         break;
       }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "search/distribution.h"
+#include "search/normal_math.h"
 #include "search/rng.h"
 
 namespace tune::search::detail {
@@ -39,41 +40,6 @@ struct ParzenParameters {
 // Optuna's default_weights(n): 1 for the newest 25 observations, a linear ramp from 1/n for
 // older ones.
 void default_weights(std::size_t n, std::vector<double>& out);
-
-// Standard normal CDF and its logarithm (accurate in both tails) and the inverse CDF.
-double ndtr(double x);
-double log_ndtr(double x);
-double ndtri(double p);
-// log(Phi(b) - Phi(a)) for a <= b, accurate in the tails (Optuna's _log_gauss_mass).
-double log_gauss_mass(double a, double b);
-// exp(x) by range reduction and a polynomial: no libm call and no branch, so loops over it
-// vectorise; relative error below 1e-14 for x in [-708, 709], clamped outside.
-inline double fast_exp(double x) {
-  x = x < -708.0 ? -708.0 : x;
-  x = x > 709.0 ? 709.0 : x;
-  constexpr double k_magic = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
-  const double kd = x * 1.4426950408889634074 + k_magic;
-  const double n = kd - k_magic;
-  const double r = (x - n * 6.93147180369123816490e-01) - n * 1.90821492927058770002e-10;
-  // exp(r) for |r| <= ln2/2 by Taylor to degree 12 (truncation error < 1e-16).
-  double p = 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  // 2^n assembled in the exponent bits; the low bits of kd hold n + 2^51.
-  const auto e = (std::bit_cast<std::int64_t>(kd) - std::bit_cast<std::int64_t>(k_magic) + 1023)
-                 << 52;
-  return p * std::bit_cast<double>(e);
-}
 
 class ParzenEstimator {
  public:
@@ -102,6 +68,11 @@ class ParzenEstimator {
     std::vector<double> norm;    // 1 / (sigma Z sqrt(2pi)) (continuous), 1 / Z (discrete)
     std::vector<double> half_h;  // discrete: q / (2 sigma)
     std::size_t n_narrow = 0;    // one discrete parameter: components [0, n_narrow) are narrow
+    // Several parameters, discrete: components with the same centre and bandwidth (in
+    // multivariate mode all but the prior share one bandwidth, and integer ranges repeat
+    // centres) have the same factor, computed once per distinct kernel; empty when too few repeat.
+    std::vector<std::uint32_t> kernel_of;  // per component
+    std::vector<double> kernel_mu, kernel_sigma, kernel_inv, kernel_half_h;
     // categorical
     std::size_t n_choices = 0;
     std::vector<int> observed;  // choice index per component, -1 for the prior row
@@ -114,6 +85,9 @@ class ParzenEstimator {
   // with the exact log-space path as fallback when everything underflows.
   double joint_log_pdf(const double* x, std::vector<double>& e, std::vector<double>& m) const;
   double exact_log_pdf(const double* x) const;
+  void merge_identical_kernels(Param& p) const;
+  void set_kernels(Param& p, bool normalized, bool several_params) const;
+  void add_discrete(const Param& p, double x, double* E, double* M) const;
 
   std::vector<Param> m_params;
   std::vector<double> m_weights;  // normalised, observations then prior

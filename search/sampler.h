@@ -50,7 +50,8 @@ std::map<std::string, double> suggest_all(Sampler& sampler, const StudyView& stu
                                           FrozenTrial& trial, const SearchSpace& space);
 
 // Builds a sampler from the study file's `sampler:` section given as JSON, e.g.
-// {"type": "tpe", "seed": 7, "n_startup_trials": 10}. Types: "random", "grid", "tpe".
+// {"type": "tpe", "seed": 7, "n_startup_trials": 10}. Types: "gp" (the default, also for a
+// null or typeless config), "tpe", "random", "grid".
 // Unknown types or options give an error naming the key.
 std::expected<std::unique_ptr<Sampler>, std::string> make_sampler(const nlohmann::json& config,
                                                                   const SearchSpace& space);

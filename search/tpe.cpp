@@ -19,26 +19,13 @@
 #include "search/parzen_estimator.h"
 #include "search/random_sampler.h"
 #include "search/rng.h"
+#include "search/search_space.h"
 
 namespace tune::search {
 namespace {
 
 constexpr double k_inf = std::numeric_limits<double>::infinity();
 constexpr double k_nan = std::numeric_limits<double>::quiet_NaN();
-
-bool same_distribution(const Distribution& a, const Distribution& b) {
-  if (a.index() != b.index()) return false;
-  if (const auto* fa = std::get_if<FloatDistribution>(&a)) {
-    const auto& fb = std::get<FloatDistribution>(b);
-    return fa->low == fb.low && fa->high == fb.high && fa->log == fb.log && fa->step == fb.step;
-  }
-  if (const auto* ia = std::get_if<IntDistribution>(&a)) {
-    const auto& ib = std::get<IntDistribution>(b);
-    return ia->low == ib.low && ia->high == ib.high && ia->log == ib.log && ia->step == ib.step;
-  }
-  return std::get<CategoricalDistribution>(a).choices ==
-         std::get<CategoricalDistribution>(b).choices;
-}
 
 double single_value(const Distribution& dist) {
   if (const auto* f = std::get_if<FloatDistribution>(&dist)) return f->low;
@@ -104,19 +91,6 @@ void split_observations(std::span<const Score> scores, std::size_t n_below,
   std::sort(above.begin(), above.end());
 }
 
-// True when an internal value can serve as a kernel centre for `dist`: a value stored under a
-// different (older, wider) range would put a kernel outside the range, which Optuna does not
-// guard against; such observations are skipped like a missing parameter.
-bool usable(const Distribution& dist, double v) {
-  if (std::isnan(v)) return false;
-  if (const auto* f = std::get_if<FloatDistribution>(&dist)) return v >= f->low && v <= f->high;
-  if (const auto* i = std::get_if<IntDistribution>(&dist)) {
-    return v >= static_cast<double>(i->low) && v <= static_cast<double>(i->high);
-  }
-  const auto& c = std::get<CategoricalDistribution>(dist);
-  return v >= 0.0 && v < static_cast<double>(c.choices.size()) && v == std::floor(v);
-}
-
 class TpeSampler final : public Sampler {
  public:
   explicit TpeSampler(const TpeOptions& options)
@@ -143,12 +117,7 @@ class TpeSampler final : public Sampler {
       }
       return space;
     }
-    if (m_intersection) {
-      for (const auto& [name, dist] : *m_intersection) {
-        if (!is_single(dist)) space.emplace_back(name, dist);
-      }
-    }
-    return space;
+    return m_intersection.get();
   }
 
   std::map<std::string, double> sample_relative(const StudyView& study, const FrozenTrial& trial,
@@ -257,7 +226,9 @@ class TpeSampler final : public Sampler {
 
   // Value of `name` in observation i, NaN when missing. Finished trials are frozen, so their
   // values are cached by trial number.
-  double value_of(const std::string& name, const Distribution& dist, std::size_t i) {
+  using ValueCache = std::vector<std::pair<bool, double>>;  // by trial number: (known, value)
+  double value_of(const std::string& name, const Distribution& dist, ValueCache& cache,
+                  std::size_t i) {
     const FrozenTrial& t = *m_obs[i];
     auto lookup = [&] {
       auto it = t.params.find(name);
@@ -265,14 +236,13 @@ class TpeSampler final : public Sampler {
     };
     if (t.state == TrialState::running || t.number < 0) {
       const double v = lookup();
-      return usable(dist, v) ? v : k_nan;
+      return usable_value(dist, v) ? v : k_nan;
     }
-    auto& cache = m_value_cache[name];
     const auto number = static_cast<std::size_t>(t.number);
     if (cache.size() <= number) cache.resize(number + 1, std::make_pair(false, k_nan));
     auto& slot = cache[number];
     if (!slot.first) slot = {true, lookup()};
-    return usable(dist, slot.second) ? slot.second : k_nan;
+    return usable_value(dist, slot.second) ? slot.second : k_nan;
   }
 
   // Samples n_ei_candidates joint points from l(x) (the good trials' estimator) and writes the
@@ -289,13 +259,16 @@ class TpeSampler final : public Sampler {
     m_values.resize(n_params);
     std::vector<const Distribution*> dists(n_params);
     for (std::size_t p = 0; p < n_params; ++p) dists[p] = &space[p].second;
+    // One cache look-up per parameter, not per trial and parameter.
+    std::vector<ValueCache*> caches(n_params);
+    for (std::size_t p = 0; p < n_params; ++p) caches[p] = &m_value_cache[space[p].first];
     auto gather = [&](const std::vector<std::size_t>& idx, std::vector<std::vector<double>>& cols) {
       cols.assign(n_params, {});
       for (auto& c : cols) c.reserve(idx.size());
       for (std::size_t i : idx) {
         bool all = true;
         for (std::size_t p = 0; p < n_params && all; ++p) {
-          m_values[p] = value_of(space[p].first, space[p].second, i);
+          m_values[p] = value_of(space[p].first, space[p].second, *caches[p], i);
           all = !std::isnan(m_values[p]);
         }
         if (!all) continue;  // the parameter did not exist in this trial
@@ -330,9 +303,12 @@ class TpeSampler final : public Sampler {
     for (std::size_t p = 0; p < n_params; ++p) out[space[p].first] = m_candidates[p][best];
   }
 
-  // Intersection (or group-decomposed) space over finished COMPLETE / PRUNED trials; each
-  // trial is folded in once.
+  // The intersection space, or the group-decomposed one; each trial is folded in once.
   void update_spaces(const StudyView& study) {
+    if (!m_options.group) {
+      m_intersection.update(study);
+      return;
+    }
     for (const auto& t : study.trials()) {
       if (t.state != TrialState::complete && t.state != TrialState::pruned) continue;
       if (t.number < 0) continue;
@@ -340,22 +316,7 @@ class TpeSampler final : public Sampler {
       if (m_space_seen.size() <= number) m_space_seen.resize(number + 1, false);
       if (m_space_seen[number]) continue;
       m_space_seen[number] = true;
-      if (m_options.group) {
-        add_to_groups(t.distributions);
-        continue;
-      }
-      if (!m_intersection) {
-        m_intersection = t.distributions;
-        continue;
-      }
-      for (auto it = m_intersection->begin(); it != m_intersection->end();) {
-        auto other = t.distributions.find(it->first);
-        if (other == t.distributions.end() || !same_distribution(other->second, it->second)) {
-          it = m_intersection->erase(it);
-        } else {
-          ++it;
-        }
-      }
+      add_to_groups(t.distributions);
     }
   }
 
@@ -391,7 +352,7 @@ class TpeSampler final : public Sampler {
   std::size_t m_n_finished = 0;
   std::uint64_t m_split_signature = 0;
   std::vector<std::size_t> m_below, m_above;
-  std::unordered_map<std::string, std::vector<std::pair<bool, double>>> m_value_cache;
+  std::unordered_map<std::string, ValueCache> m_value_cache;
 
   // Scratch buffers kept between calls to avoid reallocating.
   std::vector<double> m_values;
@@ -399,7 +360,7 @@ class TpeSampler final : public Sampler {
   std::vector<double> m_log_l, m_log_g;
 
   std::vector<bool> m_space_seen;
-  std::optional<std::map<std::string, Distribution>> m_intersection;
+  IntersectionSearchSpace m_intersection;
   std::vector<std::map<std::string, Distribution>> m_groups;
 };
 

@@ -158,7 +158,7 @@ class Parser : private YamlReader {
   void parse_sampler_pruner(const YAML::Node& root, StudySpec& spec) {
     if (const auto& s = root["sampler"]) {
       if (!s.IsMap())
-        fail(s, "sampler", "expected a mapping (type: tpe|random|grid, seed: N, ...)");
+        fail(s, "sampler", "expected a mapping (type: gp|tpe|random|grid, seed: N, ...)");
       spec.sampler = to_json(s, "sampler");
       // Built once here so that a bad option is a study-file error with its line, not a
       // failure after the database was opened.

@@ -5,12 +5,15 @@
 
 1. Checks that objectives.h and objectives.py agree on 200 points per objective.
 2. Sample efficiency: 8 objectives x 20 seeds (5 with --quick) x 100 trials for our random,
-   our TPE (independent, multivariate) and Optuna's RandomSampler and TPESampler (default,
-   multivariate). Regret = best-so-far - best known value (a long search in search_bench plus
-   every value any run found). Prints median [IQR] at 10, 20, 50, 100 trials and, per budget,
-   whether our TPE's median <= Optuna TPE's.
-3. Overhead: median ms per suggestion of all 8 parameters with 100 / 1000 / 5000 COMPLETE
-   trials in the history, ours vs Optuna's in-memory TPE, as a ratio.
+   our TPE (independent, multivariate), our GP and Optuna's RandomSampler and TPESampler
+   (default, multivariate). Regret = best-so-far - best known value (a long search in
+   search_bench plus every value any run found). Prints median [IQR] at 10, 20, 50, 100 trials,
+   per budget whether our TPE's median <= Optuna TPE's, and the ratio of our GP's median regret
+   to Optuna TPE's at 20, 50 and 100 trials (the GP's target: <= 0.5x on at least 6 of 8
+   objectives at 50 trials, never above 1.0x at 50 or 100).
+3. Overhead: median CPU ms per suggestion (thread CPU time here, process time in Python, so a
+   loaded machine does not inflate it) of all 8 parameters with 100 / 1000 / 5000 COMPLETE
+   trials in the history, ours vs Optuna's in-memory TPE, as a ratio, and our GP's.
 Build first: cmake --build <build> --target search_bench.
 """
 import argparse
@@ -25,7 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PY = "/usr/bin/python3"
 BUDGETS = (10, 20, 50, 100)
-METHODS = ("ours_random", "ours_tpe", "ours_tpe_mv", "optuna_random", "optuna_tpe", "optuna_tpe_mv")
+METHODS = ("ours_random", "ours_tpe", "ours_tpe_mv", "ours_gp", "optuna_random", "optuna_tpe",
+           "optuna_tpe_mv")
 
 
 def run(argv):
@@ -77,6 +81,7 @@ def efficiency(bench, seeds, jobs, optuna_csv):
         best[(name, method)][int(seed)] = [float(v) for v in vals]
         fstar[name] = min(fstar[name], *map(float, vals))
     wins = collections.Counter()
+    ratios = {}  # objective -> GP / Optuna TPE median regret at 20, 50, 100
     print(f"\nSample efficiency: regret = best-so-far - best known, median [IQR] over {seeds} seeds")
     for name in names:
         print(f"\n{name} (best known {fstar[name]:.6g})")
@@ -97,15 +102,26 @@ def efficiency(bench, seeds, jobs, optuna_csv):
             verdict.append(f"@{b}: {'ok' if ok else 'WORSE'} "
                            f"({med[('ours_tpe', i)]:.4g} vs {med[('optuna_tpe', i)]:.4g})")
         print("  ours_tpe median <= optuna_tpe median: " + ", ".join(verdict))
+        ratios[name] = [med[("ours_gp", i)] / med[("optuna_tpe", i)] if med[("optuna_tpe", i)] > 0
+                        else (1.0 if med[("ours_gp", i)] <= 0 else float("inf")) for i in (1, 2, 3)]
     print("\nObjectives where our TPE's median regret <= Optuna TPE's: " +
           ", ".join(f"@{b}: {wins[b]}/{len(names)}" for b in BUDGETS[1:]))
+    print("\nGP median regret / Optuna TPE median regret (lower is better)")
+    print(f"  {'objective':<18}" + "".join(f"{'@' + str(b):>8}" for b in BUDGETS[1:]))
+    for name in names:
+        print(f"  {name:<18}" + "".join(f"{r:>7.2f}x" for r in ratios[name]))
+    half = sum(r[1] <= 0.5 for r in ratios.values())
+    above = sum(r[1] > 1.0 for r in ratios.values()) + sum(r[2] > 1.0 for r in ratios.values())
+    print(f"  <= 0.5x at 50 trials: {half}/{len(names)}; above 1.0x at 50 or 100: {above}")
 
 
 def overhead(bench, sizes, reps_ours, reps_optuna):
     ours = {(m, int(n)): float(v) for m, n, v in run([bench, "overhead", sizes, str(reps_ours)])}
     theirs = {(m, int(n)): float(v) for m, n, v in
               run([PY, os.path.join(HERE, "optuna_bench.py"), "overhead", sizes, str(reps_optuna)])}
-    print("\nOverhead: median ms per suggestion of 8 parameters (history of N COMPLETE trials)")
+    print("\nOverhead: median CPU ms per suggestion of 8 parameters (history of N COMPLETE trials)")
+    print("  GP (ours, no Optuna counterpart in python3-optuna 3.1): " +
+          ", ".join(f"N={n}: {ours[('ours_gp', int(n))]:.2f} ms" for n in sizes.split(",")))
     print(f"  {'N':>6} {'mode':<13} {'tune ms':>10} {'optuna ms':>11} {'ratio':>8}")
     for n in [int(x) for x in sizes.split(",")]:
         for mode, a, b in (("independent", "ours_tpe", "optuna_tpe"),

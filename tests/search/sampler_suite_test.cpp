@@ -1,4 +1,4 @@
-// The suite every sampler passes (random, grid, TPE independent / multivariate / group):
+// The suite every sampler passes (random, grid, TPE independent / multivariate / group, GP):
 // domains, types, steps, log ranges, categorical choices, determinism by seed (a suggestion is a
 // function of seed, history and trial number, so resumes and workers go on exploring), histories
 // with FAIL / RUNNING / WAITING trials, single-value distributions.
@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "search/gp_sampler.h"
 #include "search/grid_sampler.h"
 #include "search/random_sampler.h"
 #include "search/sampler.h"
@@ -67,6 +68,12 @@ const std::vector<SamplerCase>& cases() {
       {"tpe", [](std::uint64_t s, const SearchSpace&) { return tpe(s, false, false); }},
       {"tpe_multivariate", [](std::uint64_t s, const SearchSpace&) { return tpe(s, true, false); }},
       {"tpe_group", [](std::uint64_t s, const SearchSpace&) { return tpe(s, true, true); }},
+      {"gp",
+       [](std::uint64_t s, const SearchSpace&) {
+         GpOptions o;
+         o.seed = s;
+         return make_gp_sampler(o);
+       }},
   };
   return all;
 }

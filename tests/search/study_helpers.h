@@ -45,6 +45,13 @@ inline FrozenTrial curve(int number, TrialState state, double value, int steps) 
 }
 
 // n sequential trials; returns the best value seen after each trial.
+// A smooth two-parameter test problem: a bowl with its minimum 0 at (0.3, -0.2).
+inline const SearchSpace k_plane = {{"x", FloatDistribution{-1.0, 1.0, false, std::nullopt}},
+                                    {"y", FloatDistribution{-1.0, 1.0, false, std::nullopt}}};
+inline double quadratic(const std::map<std::string, double>& p) {
+  return (p.at("x") - 0.3) * (p.at("x") - 0.3) + (p.at("y") + 0.2) * (p.at("y") + 0.2);
+}
+
 inline std::vector<double> run_study(Sampler& sampler, VectorStudyView& study,
                                      const SearchSpace& space, const Objective& objective,
                                      int n_trials) {

@@ -15,6 +15,8 @@ namespace tune::search {
 namespace {
 
 using testing::ask;
+using testing::k_plane;
+using testing::quadratic;
 using testing::run_study;
 using testing::tell;
 
@@ -26,12 +28,6 @@ std::unique_ptr<Sampler> tpe(std::uint64_t seed, auto&& adjust) {
 }
 std::unique_ptr<Sampler> tpe(std::uint64_t seed) {
   return tpe(seed, [](TpeOptions&) {});
-}
-
-const SearchSpace k_plane = {{"x", FloatDistribution{-1.0, 1.0, false, std::nullopt}},
-                             {"y", FloatDistribution{-1.0, 1.0, false, std::nullopt}}};
-double quadratic(const std::map<std::string, double>& p) {
-  return std::pow(p.at("x") - 0.3, 2) + std::pow(p.at("y") + 0.2, 2);
 }
 
 TEST(Tpe, StartupTrialsComeFromTheRandomSampler) {
@@ -228,8 +224,8 @@ TEST(Tpe, ParsesOptionsAndNamesUnknownKeys) {
   EXPECT_FALSE(tpe_options_from_json(nlohmann::json{{"consider_prior", 1}}).has_value());
 }
 
-TEST(Tpe, MakeSamplerBuildsTpeByDefault) {
-  auto s = make_sampler(nlohmann::json::object(), k_plane);
+TEST(Tpe, MakeSamplerBuildsTpeAndNamesBadOptions) {
+  auto s = make_sampler(nlohmann::json{{"type", "tpe"}}, k_plane);
   ASSERT_TRUE(s.has_value()) << s.error();
   auto bad = make_sampler(nlohmann::json{{"type", "tpe"}, {"gama", 1}}, k_plane);
   ASSERT_FALSE(bad.has_value());

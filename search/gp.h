@@ -1,0 +1,70 @@
+// The Gaussian-process model behind the GP sampler (gp_sampler.h), private to search/.
+//
+// A zero-mean GP over points encoded in [0, 1]^d (numeric parameters, log ones in log space) and
+// category indices (categorical parameters), with a Matern-5/2 kernel on the distance
+// r^2 = sum_j w_j d_j(x, x'), where d_j is the squared difference for a numeric dimension and
+// 0/1 (same choice or not, a Hamming distance) for a categorical one -- the kernel of Optuna 4's
+// GPSampler. The inverse squared lengthscales w_j, the kernel scale and the noise variance are
+// fitted per suggestion by maximising the marginal likelihood plus Optuna's weak priors (L-BFGS
+// with analytic gradients from one fixed start, so a fit is a function of the data alone).
+// Targets should be standardised by the caller. A model is built per suggestion and then only
+// read: predict() is const and may be called from one thread at a time per model.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace tune::search::detail {
+
+// Points are rows of a row-major n x d matrix; categorical[j] marks category dimensions.
+struct GpData {
+  std::size_t d = 0;
+  std::vector<bool> categorical;
+  std::vector<double> x;  // n * d
+  std::vector<double> y;  // n, standardised
+  std::size_t size() const { return y.size(); }
+};
+
+class GaussianProcess {
+ public:
+  // Fits the hyperparameters and factorises the kernel matrix. An empty data set gives the
+  // prior (mean 0, variance 1 everywhere).
+  explicit GaussianProcess(GpData data);
+
+  // Posterior mean and variance (of the latent function, noise excluded) at one point of d
+  // values; the variance is at least 1e-12.
+  void predict(std::span<const double> point, double& mean, double& variance) const;
+
+  // Fitted hyperparameters, for tests and diagnostics.
+  const std::vector<double>& inverse_squared_lengthscales() const { return m_isl; }
+  double kernel_scale() const { return m_scale; }
+  double noise_variance() const { return m_noise; }
+
+ private:
+  double distance2(const double* a, const double* b) const;
+  bool factorise();
+
+  GpData m_data;
+  std::vector<double> m_isl;
+  double m_scale = 1.0;
+  double m_noise = 1e-2;
+  std::vector<double> m_chol;   // lower Cholesky factor of K + noise I, row-major n x n
+  std::vector<double> m_alpha;  // (K + noise I)^-1 y
+};
+
+// Matern 5/2 of r^2, and its derivative with respect to r^2, for a unit kernel scale.
+double matern52(double r2);
+double matern52_grad(double r2);
+
+// Lower Cholesky factor of the symmetric n x n matrix a (row-major) in place; false when a is
+// not positive definite.
+bool cholesky(std::vector<double>& a, std::size_t n);
+
+// Minimises f from x (in place) by L-BFGS with a backtracking line search; f returns the value
+// and writes the gradient. Returns the best value found. Non-finite values count as +inf.
+double minimize_lbfgs(const std::function<double(std::span<const double>, std::span<double>)>& f,
+                      std::vector<double>& x, int max_iterations);
+
+}  // namespace tune::search::detail

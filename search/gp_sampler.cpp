@@ -1,0 +1,302 @@
+// GpSampler (see gp_sampler.h): the history turned into encoded observations, the models, and
+// the options parser. The maths lives in gp.cpp and gp_acquisition.cpp.
+#include "search/gp_sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "search/gp.h"
+#include "search/gp_acquisition.h"
+#include "search/normal_math.h"
+#include "search/rng.h"
+#include "search/search_space.h"
+#include "search/tpe.h"
+
+namespace tune::search {
+namespace {
+
+using detail::EncodedDim;
+using detail::GaussianProcess;
+using detail::GpData;
+
+constexpr double k_inf = std::numeric_limits<double>::infinity();
+constexpr std::size_t k_incumbents = 5;
+
+// One trial as the model sees it. y is minimised; +inf stands for "the worst value seen" (a
+// PRUNED trial, a RUNNING one under the constant liar, a NaN result).
+struct Observation {
+  std::vector<double> x;
+  double y = k_inf;
+  bool measured = false;  // COMPLETE with a finite value: may be the incumbent
+  const std::vector<double>* constraints = nullptr;
+  bool feasible() const {
+    return std::all_of(constraints->begin(), constraints->end(), [](double c) { return c <= 0.0; });
+  }
+};
+
+// Shapes (options.warp) and standardises the values in place; +inf becomes the largest finite
+// value. Returns false when no value is finite.
+bool standardise(std::vector<double>& v, const std::string& warp) {
+  std::vector<double> finite;
+  for (double y : v) {
+    if (std::isfinite(y)) finite.push_back(y);
+  }
+  if (finite.empty()) return false;
+  std::sort(finite.begin(), finite.end());
+  const double best = finite.front(), worst = finite.back();
+  for (double& y : v) y = std::isfinite(y) ? y : worst;
+  if (warp == "rank") {
+    // Normal scores of the mid-ranks (ties share one score).
+    const auto n = static_cast<double>(v.size());
+    std::vector<double> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    for (double& y : v) {
+      const auto lo = std::lower_bound(sorted.begin(), sorted.end(), y) - sorted.begin();
+      const auto hi = std::upper_bound(sorted.begin(), sorted.end(), y) - sorted.begin();
+      y = detail::ndtri((0.5 * static_cast<double>(lo + hi)) / n);
+    }
+  } else if (warp == "log") {
+    double scale = finite[finite.size() / 4] - best;
+    if (!(scale > 0.0)) scale = worst > best ? worst - best : 1.0;
+    for (double& y : v) y = std::log1p((y - best) / scale);
+  }
+  double mean = 0.0;
+  for (double y : v) mean += y;
+  mean /= static_cast<double>(v.size());
+  double ss = 0.0;
+  for (double y : v) ss += (y - mean) * (y - mean);
+  double sd = std::sqrt(ss / static_cast<double>(v.size()));
+  if (!(sd > 1e-12 * (1.0 + std::abs(mean)))) sd = 1.0;
+  for (double& y : v) y = (y - mean) / sd;
+  return true;
+}
+
+class GpSampler final : public Sampler {
+ public:
+  explicit GpSampler(const GpOptions& options)
+      : m_options(options), m_streams(options.seed, "gp.acquisition") {
+    TpeOptions tpe;
+    tpe.seed = options.seed;
+    tpe.n_startup_trials = options.n_startup_trials;
+    tpe.constant_liar = options.constant_liar;
+    tpe.constraints = options.constraints;
+    m_independent = make_tpe_sampler(tpe);
+  }
+
+  SearchSpace infer_relative_search_space(const StudyView& study, const FrozenTrial&) override {
+    m_space.update(study);
+    return m_space.get();
+  }
+
+  std::map<std::string, double> sample_relative(const StudyView& study, const FrozenTrial& trial,
+                                                const SearchSpace& space) override {
+    std::map<std::string, double> out;
+    std::vector<EncodedDim> dims;
+    for (const auto& [name, dist] : space) dims.push_back(detail::encoded_dim(dist));
+    std::size_t n_finished = 0;
+    std::vector<Observation> obs = collect(study, trial, space, dims, n_finished);
+    if (space.empty() || n_finished < static_cast<std::size_t>(m_options.n_startup_trials)) {
+      return out;
+    }
+    keep_best_and_recent(obs);
+    GpData data = make_data(dims, obs, [](const Observation& o) { return o.y; });
+    if (!standardise(data.y, m_options.warp))
+      return out;  // nothing measured yet: independent sampling
+    const GaussianProcess objective(data);
+    detail::Acquisition acquisition;
+    acquisition.objective = &objective;
+    std::vector<std::size_t> order(obs.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    // Feasible measured trials first, then by value: the incumbent and the local-search starts.
+    auto rank = [&](std::size_t i) {
+      return std::make_tuple(!obs[i].measured, !obs[i].feasible(), data.y[i]);
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return rank(a) < rank(b); });
+    if (obs[order[0]].measured && obs[order[0]].feasible()) {
+      acquisition.has_best = true;
+      acquisition.best = data.y[order[0]];
+    }
+    std::vector<GaussianProcess> constraint_models;
+    if (m_options.constraints) constraint_models = fit_constraints(dims, obs, acquisition);
+    for (const auto& model : constraint_models) acquisition.constraints.push_back(&model);
+    std::vector<std::vector<double>> incumbents;
+    for (std::size_t k = 0; k < std::min(k_incumbents, order.size()); ++k) {
+      if (obs[order[k]].measured) incumbents.push_back(obs[order[k]].x);
+    }
+    Rng rng = m_streams.stream(trial.number);
+    const std::vector<double> best =
+        detail::maximise_acquisition(acquisition, dims, incumbents, rng, {});
+    for (std::size_t j = 0; j < dims.size(); ++j) {
+      out[space[j].first] = detail::decode(dims[j], best[j]);
+    }
+    return out;
+  }
+
+  double sample_independent(const StudyView& study, const FrozenTrial& trial,
+                            const std::string& name, const Distribution& dist) override {
+    return m_independent->sample_independent(study, trial, name, dist);
+  }
+
+  void after_trial(const StudyView& study, const FrozenTrial& trial) override {
+    m_independent->after_trial(study, trial);
+  }
+
+ private:
+  // The trials the model learns from, in number order; n_finished counts COMPLETE and PRUNED.
+  std::vector<Observation> collect(const StudyView& study, const FrozenTrial& trial,
+                                   const SearchSpace& space, const std::vector<EncodedDim>& dims,
+                                   std::size_t& n_finished) const {
+    const double sign = study.direction() == Direction::minimize ? 1.0 : -1.0;
+    std::vector<Observation> obs;
+    for (const auto& t : study.trials()) {
+      if (t.number == trial.number || t.system_attrs.contains(k_repeat_of_attr)) continue;
+      Observation o;
+      o.constraints = &t.constraints;
+      if (t.state == TrialState::complete && t.value) {
+        o.measured = std::isfinite(*t.value);
+        o.y = o.measured ? sign * *t.value : k_inf;
+      } else if (t.state != TrialState::pruned &&
+                 !(t.state == TrialState::running && m_options.constant_liar)) {
+        continue;  // FAIL and WAITING trials teach nothing
+      }
+      if (t.state == TrialState::complete || t.state == TrialState::pruned) ++n_finished;
+      o.x.resize(dims.size());
+      bool all = true;
+      for (std::size_t j = 0; j < dims.size() && all; ++j) {
+        auto it = t.params.find(space[j].first);
+        all = it != t.params.end() && usable_value(space[j].second, it->second);
+        if (all) o.x[j] = detail::encode(dims[j], it->second);
+      }
+      if (all) obs.push_back(std::move(o));
+    }
+    return obs;
+  }
+
+  // Over max_trials observations: the best half by value and the most recent others.
+  void keep_best_and_recent(std::vector<Observation>& obs) const {
+    const auto cap = static_cast<std::size_t>(std::max(m_options.max_trials, 2));
+    if (obs.size() <= cap) return;
+    std::vector<std::size_t> order(obs.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return obs[a].y < obs[b].y; });
+    std::vector<bool> keep(obs.size(), false);
+    for (std::size_t k = 0; k < cap / 2; ++k) keep[order[k]] = true;
+    std::size_t kept = cap / 2;
+    for (std::size_t i = obs.size(); i-- > 0 && kept < cap;) {
+      if (!keep[i]) {
+        keep[i] = true;
+        ++kept;
+      }
+    }
+    std::vector<Observation> out;
+    for (std::size_t i = 0; i < obs.size(); ++i) {
+      if (keep[i]) out.push_back(std::move(obs[i]));
+    }
+    obs = std::move(out);
+  }
+
+  template <class Target>
+  static GpData make_data(const std::vector<EncodedDim>& dims, const std::vector<Observation>& obs,
+                          Target target) {
+    GpData data;
+    data.d = dims.size();
+    for (const auto& dim : dims) data.categorical.push_back(dim.categorical);
+    for (const auto& o : obs) {
+      const double y = target(o);
+      if (std::isnan(y)) continue;
+      data.x.insert(data.x.end(), o.x.begin(), o.x.end());
+      data.y.push_back(y);
+    }
+    return data;
+  }
+
+  // One model per constraint over the trials that report it; the threshold 0 is standardised
+  // with the values.
+  std::vector<GaussianProcess> fit_constraints(const std::vector<EncodedDim>& dims,
+                                               const std::vector<Observation>& obs,
+                                               detail::Acquisition& acquisition) const {
+    std::size_t n_constraints = 0;
+    for (const auto& o : obs) n_constraints = std::max(n_constraints, o.constraints->size());
+    std::vector<GaussianProcess> models;
+    models.reserve(n_constraints);
+    for (std::size_t c = 0; c < n_constraints; ++c) {
+      GpData data = make_data(dims, obs, [&](const Observation& o) {
+        const bool has = o.constraints->size() > c && std::isfinite((*o.constraints)[c]);
+        return has ? (*o.constraints)[c] : std::numeric_limits<double>::quiet_NaN();
+      });
+      if (data.size() == 0) continue;
+      const double mean =
+          std::accumulate(data.y.begin(), data.y.end(), 0.0) / static_cast<double>(data.size());
+      double ss = 0.0;
+      for (double y : data.y) ss += (y - mean) * (y - mean);
+      double sd = std::sqrt(ss / static_cast<double>(data.size()));
+      if (!(sd > 1e-12 * (1.0 + std::abs(mean)))) sd = 1.0;
+      for (double& y : data.y) y = (y - mean) / sd;
+      acquisition.thresholds.push_back(-mean / sd);
+      models.emplace_back(std::move(data));
+    }
+    return models;
+  }
+
+  GpOptions m_options;
+  TrialStreams m_streams;  // acquisition search, per trial (rng.h)
+  std::unique_ptr<Sampler> m_independent;
+  IntersectionSearchSpace m_space;
+};
+
+}  // namespace
+
+std::expected<GpOptions, std::string> gp_options_from_json(const nlohmann::json& config) {
+  GpOptions o;
+  if (config.is_null()) return o;
+  if (!config.is_object()) return std::unexpected("sampler: must be a mapping such as {type: gp}");
+  for (const auto& [key, value] : config.items()) {
+    if (key == "type") {
+      if (!value.is_string() || value.get<std::string>() != "gp") {
+        return std::unexpected("sampler.type: the GP options need type: gp");
+      }
+    } else if (key == "seed") {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
+        return std::unexpected("sampler.seed: must be an integer >= 0");
+      }
+      o.seed = value.get<std::uint64_t>();
+    } else if (key == "warp") {
+      if (!value.is_string() || (value != "none" && value != "log" && value != "rank")) {
+        return std::unexpected("sampler.warp: must be none, log or rank");
+      }
+      o.warp = value.get<std::string>();
+    } else if (key == "constant_liar" || key == "constraints") {
+      if (!value.is_boolean()) {
+        return std::unexpected(fmt::format("sampler.{}: must be true or false", key));
+      }
+      (key == "constant_liar" ? o.constant_liar : o.constraints) = value.get<bool>();
+    } else if (key == "n_startup_trials" || key == "max_trials") {
+      const int min = key == "max_trials" ? 2 : 0;
+      if (!value.is_number_integer() || value.get<std::int64_t>() < min ||
+          value.get<std::int64_t>() > 100000) {
+        return std::unexpected(
+            fmt::format("sampler.{}: must be an integer from {} to 100000", key, min));
+      }
+      (key == "max_trials" ? o.max_trials : o.n_startup_trials) =
+          static_cast<int>(value.get<std::int64_t>());
+    } else {
+      return std::unexpected(
+          fmt::format("sampler.{}: unknown option for the GP sampler (known: seed, "
+                      "n_startup_trials, constant_liar, constraints, max_trials, warp)",
+                      key));
+    }
+  }
+  return o;
+}
+
+std::unique_ptr<Sampler> make_gp_sampler(const GpOptions& options) {
+  return std::make_unique<GpSampler>(options);
+}
+
+}  // namespace tune::search
