@@ -110,6 +110,21 @@ ExportOptions options() {
 
 using test_text::lines_of;
 
+// The script's mpirun command, its continuation lines joined back into one; empty if none.
+std::string mpirun_command(const std::vector<std::string>& lines) {
+  auto cmd = std::find_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return l.starts_with("mpirun "); });
+  std::string command;
+  for (; cmd != lines.end(); ++cmd) {
+    std::string l = *cmd;
+    const bool more = l.ends_with(" \\");
+    if (more) l.resize(l.size() - 2);
+    command += (command.empty() ? "" : " ") + l.substr(l.find_first_not_of(' '));
+    if (!more) break;
+  }
+  return command;
+}
+
 TEST_F(ExportTest, ShellQuoteRoundTripsNastyValuesThroughBash) {
   const std::vector<std::string> nasty = {
       "",     "plain", "a b",  "it's",      "'",        "''",       "$HOME",   "${x:-y}",
@@ -191,18 +206,8 @@ TEST_F(ExportTest, BashScriptLines) {
   EXPECT_TRUE(has("export THREADS=\"$(nproc)\""));
   EXPECT_TRUE(has("  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"));
   EXPECT_TRUE(has("cd -- \"$TUNE_OUT\""));
-  auto cmd = std::find_if(lines.begin(), lines.end(),
-                          [](const std::string& l) { return l.starts_with("mpirun "); });
-  ASSERT_NE(cmd, lines.end());
-  // The command goes on over continuation lines; join them back.
-  std::string command;
-  for (; cmd != lines.end(); ++cmd) {
-    std::string l = *cmd;
-    const bool more = l.ends_with(" \\");
-    if (more) l.resize(l.size() - 2);
-    command += (command.empty() ? "" : " ") + l.substr(l.find_first_not_of(' '));
-    if (!more) break;
-  }
+  const std::string command = mpirun_command(lines);
+  ASSERT_FALSE(command.empty());
   EXPECT_TRUE(
       command.starts_with("mpirun -n 5 --npernode 2 --bind-to core --oversubscribe --mca btl "
                           "self,vader -x OUT_DIR -x THREADS -x WEIRD /opt/tune/bin/tune-trainer "
@@ -305,7 +310,8 @@ TEST_F(ExportTest, HostsSizeTheBatchJob) {
   const auto lines = lines_of(*slurm);
   EXPECT_NE(std::find(lines.begin(), lines.end(), "#SBATCH --nodes=2"), lines.end()) << *slurm;
   EXPECT_NE(std::find(lines.begin(), lines.end(), "#SBATCH --ntasks-per-node=1"), lines.end());
-  EXPECT_NE(slurm->find("--hostfile " + s.launch.hostfile), std::string::npos) << *slurm;
+  EXPECT_NE(mpirun_command(lines).find("--hostfile " + s.launch.hostfile), std::string::npos)
+      << *slurm;
   const auto pbs = render_export(s, t, ExportFormat::pbs, options());
   ASSERT_TRUE(pbs) << pbs.error();
   EXPECT_NE(pbs->find("#PBS -l select=2:ncpus=1:mpiprocs=1\n"), std::string::npos) << *pbs;
