@@ -305,6 +305,35 @@ void Optimizer::step(float* params, const float* grads) {
     }
     return;
   }
+  adam_step(params, grads);
+}
+
+void Optimizer::step_ahead(float* params, const float* grads, const float* local, float local_scale,
+                           float* ahead) {
+  const auto n = static_cast<std::int64_t>(m_m.size());
+  if (m_kind == OptimizerKind::adam) {
+    if (grads) adam_step(params, grads);
+    std::copy(params, params + n, ahead);
+    return;
+  }
+  float* m = m_m.data();
+  const float lr = m_lr, mu = m_momentum, local_lr = m_lr * local_scale;
+  if (grads) {
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      m[i] = mu * m[i] - lr * grads[i];
+      params[i] += m[i];
+      ahead[i] = params[i] + mu * m[i] - local_lr * local[i];
+    }
+    return;
+  }
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) ahead[i] = params[i] + mu * m[i] - local_lr * local[i];
+}
+
+void Optimizer::adam_step(float* params, const float* grads) {
+  const auto n = static_cast<std::int64_t>(m_m.size());
+  float* m = m_m.data();
   ++m_t;
   constexpr float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
   const float c1 = 1.f - std::pow(b1, float(m_t)), c2 = 1.f - std::pow(b2, float(m_t));

@@ -33,6 +33,9 @@ class Model {
   // Exchanges the gradient buffer with other (same size) without copying: --double-buffering
   // hands the finished gradients to the comm thread while the next step writes the other buffer.
   void swap_grads(std::vector<float>& other) { m_grads.swap(other); }
+  // The same for the parameters: evaluation of another parameter vector (block momentum's
+  // filtered model) without copying the rank's own twice.
+  void swap_params(std::vector<float>& other) { m_params.swap(other); }
   // Forward, loss, backward; overwrites grads() with d(loss_sum * grad_scale)/d(params).
   // grad_scale = 1/(batch*world) makes an allreduce *sum* the data-parallel mean gradient.
   StepStats train_step(const float* x, const int* y, int n, float grad_scale);
@@ -67,8 +70,16 @@ class Optimizer {
  public:
   Optimizer(OptimizerKind kind, std::size_t n, float lr, float momentum);
   void step(float* params, const float* grads);
+  // For the pipelined rule (sync.h): step(params, grads) unless grads is null, then in the same
+  // pass ahead = params + mu v - lr * local_scale * local, the point the next synchronous step
+  // would reach if the global gradient were local_scale * local. Adam has no such linear
+  // lookahead: it steps and copies params to ahead.
+  void step_ahead(float* params, const float* grads, const float* local, float local_scale,
+                  float* ahead);
 
  private:
+  void adam_step(float* params, const float* grads);
+
   OptimizerKind m_kind;
   float m_lr, m_momentum;
   std::int64_t m_t = 0;

@@ -3,20 +3,16 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <condition_variable>
 #include <cstdlib>
-#include <exception>
-#include <functional>
-#include <mutex>
 #include <opencv2/core.hpp>
 #include <optional>
-#include <thread>
 
 #include "trainer/allreduce.h"
 #include "trainer/data.h"
 #include "trainer/log_report.h"
 #include "trainer/model.h"
 #include "trainer/run_common.h"
+#include "trainer/sync.h"
 
 namespace tune::trainer {
 namespace {
@@ -29,65 +25,6 @@ int env_int(const char* name) {
   const long n = std::strtol(v, &end, 10);
   return (*end == '\0' && n >= 0) ? static_cast<int>(n) : -1;
 }
-
-// The --double-buffering comm thread: reduces one gradient buffer while the main thread computes
-// the next step. All MPI calls of a step are made by it; the main thread only calls MPI while the
-// thread is idle (after wait()), which MPI_THREAD_SERIALIZED allows.
-class CommThread {
- public:
-  explicit CommThread(std::function<void(float*, bool)> work) : m_work(std::move(work)) {
-    m_thread = std::thread([this] { loop(); });
-  }
-  ~CommThread() {
-    {
-      std::lock_guard lock(m_mutex);
-      m_stop = true;
-    }
-    m_cv.notify_all();
-    m_thread.join();
-  }
-  void start(float* grads, bool compress) {
-    {
-      std::lock_guard lock(m_mutex);
-      m_job = grads;
-      m_compress = compress;
-    }
-    m_cv.notify_all();
-  }
-  void wait() {
-    std::unique_lock lock(m_mutex);
-    m_cv.wait(lock, [&] { return m_job == nullptr; });
-    if (m_error) std::rethrow_exception(m_error);
-  }
-
- private:
-  void loop() {
-    std::unique_lock lock(m_mutex);
-    for (;;) {
-      m_cv.wait(lock, [&] { return m_stop || m_job != nullptr; });
-      if (m_stop) return;
-      float* job = m_job;
-      const bool compress = m_compress;
-      lock.unlock();
-      try {
-        m_work(job, compress);
-      } catch (...) {
-        m_error = std::current_exception();
-      }
-      lock.lock();
-      m_job = nullptr;
-      m_cv.notify_all();
-    }
-  }
-
-  std::function<void(float*, bool)> m_work;
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  float* m_job = nullptr;
-  bool m_compress = true, m_stop = false;
-  std::exception_ptr m_error;
-  std::thread m_thread;
-};
 
 // Validation over this rank's contiguous share of the set, summed over ranks.
 Sums evaluate(Model& model, const Dataset& val, int batch, int rank, int world, MPI_Comm comm) {
@@ -129,27 +66,14 @@ int run_training(const Options& o, MPI_Comm comm) {
   Optimizer optimizer(o.optimizer, model.num_params(), o.lr, o.momentum);
   Communicator communicator(comm);
   GradientReducer reducer(communicator, model.num_params(), o.allreduce, o.grad_dtype, o.bucket_mb);
+  const auto rule = make_update_rule(o, reducer, communicator, optimizer, model.num_params());
   DataIterator iterator(train, o.batch_size, rank, world, o.iterator_workers, o.prefetch, o.augment,
                         o.seed);
 
   const std::int64_t per_epoch = iterator.batches_per_epoch();
   const std::int64_t total = total_iterations(o, per_epoch);
   const std::int64_t global_batch = std::int64_t(o.batch_size) * world;
-  const float grad_scale = 1.0f / static_cast<float>(global_batch);
-
-  std::vector<float> spare;
-  std::optional<CommThread> comm_thread;
-  if (o.double_buffering) {
-    spare.assign(model.num_params(), 0.f);
-    comm_thread.emplace([&](float* g, bool compress) { reducer.reduce(g, compress); });
-  }
-  bool pending = false;
-  auto drain = [&] {
-    if (!pending) return;
-    comm_thread->wait();
-    optimizer.step(model.params(), spare.data());
-    pending = false;
-  };
+  const float grad_scale = rule->grad_scale(o.batch_size);
 
   MPI_Barrier(comm);
   const auto t0 = Clock::now();
@@ -162,24 +86,14 @@ int run_training(const Options& o, MPI_Comm comm) {
     interval.correct += s.correct;
     interval.count += o.batch_size;
     // 1-bit starts once --warm-start samples (over all ranks) have been trained in fp32.
-    const bool compress = it * global_batch >= o.warm_start;
+    rule->step(model, it * global_batch >= o.warm_start);
     const bool last = it + 1 == total;
-    const bool log_now = !o.benchmark && ((it + 1) % o.log_interval == 0 || last);
-    if (!o.double_buffering) {
-      reducer.reduce(model.grads(), compress);
-      optimizer.step(model.params(), model.grads());
-    } else {
-      // Apply step t-1's reduced gradients (one step late), then hand step t's to the comm thread.
-      drain();
-      model.swap_grads(spare);
-      comm_thread->start(spare.data(), compress);
-      pending = true;
-      if (log_now || last) drain();
-    }
-    if (log_now) {
+    if (last) rule->finish(model);
+    if (!o.benchmark && ((it + 1) % o.log_interval == 0 || last)) {
       const auto te = Clock::now();
       const Sums tr = interval.global(comm);
-      const Sums va = evaluate(model, val, o.batch_size, rank, world, comm);
+      Sums va;
+      rule->evaluate(model, [&] { va = evaluate(model, val, o.batch_size, rank, world, comm); });
       eval_seconds += seconds_since(te);
       run.loss += interval.loss, run.correct += interval.correct, run.count += interval.count;
       interval = {};

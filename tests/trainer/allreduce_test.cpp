@@ -165,6 +165,22 @@ TEST_P(Reduce, OneBitIsSignTimesScaleWithErrorFeedback) {
   EXPECT_EQ(reducer.residual(), residual);
 }
 
+// Polite waits (nonblocking calls, test and sleep) change how a rank waits, not what it computes:
+// the same bits as the blocking calls, for every algorithm, fp16 and 1-bit included.
+TEST_P(Reduce, PoliteWaitsGiveTheSameBits) {
+  const Case c = GetParam();
+  for (GradDtype dtype : {GradDtype::fp32, GradDtype::fp16, GradDtype::one_bit}) {
+    Communicator blocking(MPI_COMM_WORLD), polite(MPI_COMM_WORLD);
+    polite.set_polite(true);
+    GradientReducer a(blocking, c.n, c.algo, dtype, c.bucket_mb);
+    GradientReducer b(polite, c.n, c.algo, dtype, c.bucket_mb);
+    std::vector<float> x = random_buffer(c.n, 40), y = x;
+    a.reduce(x.data());
+    b.reduce(y.data());
+    EXPECT_EQ(x, y) << "dtype " << int(dtype);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, Reduce, k_cases, case_name);
 
 TEST(Communicator, AllgatherRingAndMpiAgree) {
