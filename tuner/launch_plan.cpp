@@ -37,11 +37,9 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
                                      bool allow_run_as_root) {
   auto expand = [&](const std::string& text) { return expand_template(text, values); };
   RenderedLaunch out;
-  for (const auto& arg : spec.command) {
-    auto e = expand(arg);
-    if (!e) return std::unexpected(fmt::format("{}: command: {}", spec.file, e.error()));
-    if (*e) out.command.push_back(**e);
-  }
+  auto command = expand_list(spec.command, values, spec.file + ": command");
+  if (!command) return std::unexpected(command.error());
+  out.command = std::move(*command);
   for (const auto& [name, text] : spec.env) {
     auto e = expand(text);
     if (!e) return std::unexpected(fmt::format("{}: env.{}: {}", spec.file, name, e.error()));
@@ -57,17 +55,12 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
   auto program = expand(l.mpirun_program);
   if (program && *program) m.program = **program;
   m.allow_run_as_root = allow_run_as_root;
-  auto option = [&](const std::string& text, std::optional<std::string>& into) -> Result<void> {
-    if (text.empty()) return {};
+  for (const auto& option : k_mpirun_value_options) {
+    const std::string& text = l.*option.spec;
+    if (text.empty()) continue;
     auto e = expand(text);
     if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", spec.file, e.error()));
-    into = *e;
-    return {};
-  };
-  for (auto r :
-       {option(l.n, m.n), option(l.npernode, m.npernode), option(l.bind_to, m.bind_to),
-        option(l.map_by, m.map_by), option(l.hostfile, m.hostfile), option(l.host, m.host)}) {
-    if (!r) return std::unexpected(r.error());
+    m.*option.rendered = *e;
   }
   m.oversubscribe = l.oversubscribe;
   for (const auto& [key, text] : l.mca) {
@@ -77,12 +70,9 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
           fmt::format("{}: launch.mpirun.mca.{}: {}", spec.file, key, e.error()));
     if (*e) m.mca.emplace_back(key, **e);
   }
-  for (const auto& text : l.extra) {
-    auto e = expand(text);
-    if (!e)
-      return std::unexpected(fmt::format("{}: launch.mpirun.extra: {}", spec.file, e.error()));
-    if (*e) m.extra.push_back(**e);
-  }
+  auto extra = expand_list(l.extra, values, spec.file + ": launch.mpirun.extra");
+  if (!extra) return std::unexpected(extra.error());
+  m.extra = std::move(*extra);
   out.mpirun = std::move(m);
   return out;
 }
@@ -93,15 +83,9 @@ std::vector<std::string> RenderedLaunch::argv() const {
     const auto& m = *mpirun;
     argv.push_back(m.program);
     if (m.allow_run_as_root) argv.push_back("--allow-run-as-root");
-    auto option = [&](const char* flag, const std::optional<std::string>& value) {
-      if (value) argv.insert(argv.end(), {flag, *value});
-    };
-    option("-n", m.n);
-    option("--npernode", m.npernode);
-    option("--bind-to", m.bind_to);
-    option("--map-by", m.map_by);
-    option("--hostfile", m.hostfile);
-    option("--host", m.host);
+    for (const auto& option : k_mpirun_value_options) {
+      if (const auto& value = m.*option.rendered) argv.insert(argv.end(), {option.flag, *value});
+    }
     if (m.oversubscribe) argv.push_back("--oversubscribe");
     for (const auto& [key, value] : m.mca) argv.insert(argv.end(), {"--mca", key, value});
     // Export the trial's variables to ranks on other hosts too.

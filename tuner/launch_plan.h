@@ -72,6 +72,25 @@ struct RenderedMpirun {
   std::vector<std::string> extra;                        // as the user wrote them, expanded
 };
 
+// The launch.mpirun options that take one templated value, in the order mpirun gets them: the
+// study-file key, the mpirun flag, and the field that holds it in StudySpec::launch and in
+// RenderedMpirun. The study parser, render_launch and RenderedLaunch::argv all walk this one
+// list, so an option added here is read, expanded and passed on alike.
+struct MpirunValueOption {
+  const char* key;
+  const char* flag;
+  std::string LaunchSpec::*spec;
+  std::optional<std::string> RenderedMpirun::*rendered;
+};
+inline constexpr MpirunValueOption k_mpirun_value_options[] = {
+    {"n", "-n", &LaunchSpec::n, &RenderedMpirun::n},
+    {"npernode", "--npernode", &LaunchSpec::npernode, &RenderedMpirun::npernode},
+    {"bind_to", "--bind-to", &LaunchSpec::bind_to, &RenderedMpirun::bind_to},
+    {"map_by", "--map-by", &LaunchSpec::map_by, &RenderedMpirun::map_by},
+    {"hostfile", "--hostfile", &LaunchSpec::hostfile, &RenderedMpirun::hostfile},
+    {"host", "--host", &LaunchSpec::host, &RenderedMpirun::host},
+};
+
 // One trial's launch, structured: what the runner launches (argv()) and what the probes predict
 // from (probe_plan()) are both derived from it.
 struct RenderedLaunch {

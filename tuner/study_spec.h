@@ -3,13 +3,17 @@
 // load_study_spec() reads a YAML file (yaml-cpp) into a StudySpec and checks it whole: unknown
 // keys, wrong types, bad ranges and placeholders that name no parameter are errors of the form
 // "FILE:LINE: key 'a.b': what is wrong", so the user can fix the file without guessing. A
-// StudySpec is a plain value; nothing in it refers back to the YAML document.
+// StudySpec is a plain value; nothing in it refers back to the YAML document. The reading has
+// three rooms: check_yaml_document (tuner/yaml_document_check.h) vets the raw event stream,
+// YamlReader (tuner/yaml_reader.h) reads typed values off nodes, and study_spec.cpp knows the
+// sections (parse_launch for `launch:`, parse_objective, parse_params, ...).
 //
-// Templates: command arguments, env values, launch options and the objective's log path may hold
-// `{param}` placeholders, the built-ins {trial_dir}, {trial_number}, {study}, {study_dir},
-// {output_dir}, {tune_trainer}, {nproc}, and `{{`/`}}` for literal braces. An argument or env
-// value that refers to a parameter whose value is null (categorical choice `null`) is left out
-// entirely: that is how a trial says "leave this library at its default".
+// Templates (tuner/templates.h): command arguments, env values, launch options and the
+// objective's log path may hold `{param}` placeholders, the built-ins {trial_dir},
+// {trial_number}, {study}, {study_dir}, {output_dir}, {tune_trainer}, {nproc}, and `{{`/`}}` for
+// literal braces. An argument or env value that refers to a parameter whose value is null
+// (categorical choice `null`) is left out entirely: that is how a trial says "leave this
+// library at its default".
 #pragma once
 
 #include <map>
@@ -22,6 +26,7 @@
 #include "search/distribution.h"
 #include "search/trial.h"
 #include "tuner/result.h"
+#include "tuner/templates.h"  // TemplateValues, expand_template: part of this interface
 
 namespace tune::tuner {
 
@@ -89,17 +94,6 @@ struct StudySpec {
 Result<StudySpec> load_study_spec(const std::string& path);
 // Same, from YAML text (tests); `path` is used in messages and for {study_dir}.
 Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path);
-
-// Values for template expansion: parameter values (external form) plus built-ins as strings.
-using TemplateValues = std::map<std::string, search::ParamValue>;
-
-// Expands one template. nullopt when it refers to a value that is null (the element is then
-// left out); an error for a name with no value.
-Result<std::optional<std::string>> expand_template(const std::string& text,
-                                                   const TemplateValues& values);
-
-// Names a template refers to, in order (for validation).
-Result<std::vector<std::string>> template_names(const std::string& text);
 
 // Why `url` names no storage this build can open (only SQLite: a path or sqlite:///path), if it
 // does not. For the study file's `storage:` and the --storage flag, so both fail as bad input

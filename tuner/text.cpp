@@ -1,5 +1,7 @@
 #include "tuner/text.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fstream>
 
@@ -59,6 +61,27 @@ std::string printable(std::string_view bytes, std::size_t max_bytes) {
   }
   return out;
 }
+
+namespace {
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+}  // namespace
+
+std::string escape_controls(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (is_control(c)) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool has_control_char(std::string_view text) { return std::ranges::any_of(text, is_control); }
 
 std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);

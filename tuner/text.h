@@ -18,6 +18,13 @@ namespace tune::tuner {
 // when anything was cut.
 std::string printable(std::string_view bytes, std::size_t max_bytes = std::string::npos);
 
+// `text` with every control character (tab and newline included) written as \xNN and all other
+// bytes kept as they are: for a name or value from the study file echoed in a one-line message.
+std::string escape_controls(std::string_view text);
+
+// Whether `text` holds a control character (below 0x20, or 0x7f).
+bool has_control_char(std::string_view text);
+
 // The last `max_bytes` bytes of a file (all of it when smaller); empty when unreadable.
 std::string tail_of_file(const std::string& path, std::size_t max_bytes);
 
