@@ -97,6 +97,13 @@ void Communicator::sendrecv(const T* send, std::size_t send_n, int to, T* recv, 
 template <typename T>
 void Communicator::allreduce(T* data, std::size_t n, Algorithm algo, T* scratch) {
   if (n == 0) return;
+  if (m_transport.sum_float) {
+    if constexpr (std::is_same_v<T, float>)
+      m_transport.sum_float(data, n);
+    else
+      m_transport.sum_half(data, n);
+    return;
+  }
   switch (algo) {
     case Algorithm::mpi:
       for (std::size_t off = 0; off < n; off += k_max_count) {
@@ -118,7 +125,7 @@ void Communicator::allreduce(T* data, std::size_t n, Algorithm algo, T* scratch)
       hierarchical(data, n, scratch);
       return;
     case Algorithm::nccl:
-      throw std::logic_error("--allreduce nccl runs on the GPU path only");
+      throw std::logic_error("--allreduce nccl needs the GPU path's transport");
   }
 }
 
@@ -218,6 +225,7 @@ void Communicator::hierarchical(T* data, std::size_t n, T* scratch) {
 }
 
 void Communicator::allgather(const void* in, std::size_t bytes, void* out, Algorithm algo) {
+  if (m_transport.gather) return m_transport.gather(in, bytes, out);
   auto* o = static_cast<std::uint8_t*>(out);
   if (algo == Algorithm::mpi || algo == Algorithm::hierarchical ||
       algo == Algorithm::rabenseifner) {

@@ -16,12 +16,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "trainer/half.h"
 #include "trainer/options.h"
 
 namespace tune::trainer {
+
+// Another transport for the collectives of a Communicator (the GPU path plugs NCCL in): when set,
+// allreduce and allgather go through it, whatever the Algorithm.
+struct Transport {
+  std::function<void(float*, std::size_t)> sum_float;           // in place, over ranks
+  std::function<void(std::uint16_t*, std::size_t)> sum_half;    // IEEE half bits
+  std::function<void(const void*, std::size_t, void*)> gather;  // bytes per rank, rank order
+};
 
 class Communicator {
  public:
@@ -35,6 +44,7 @@ class Communicator {
   MPI_Comm comm() const { return m_comm; }
   // Polite waits: nonblocking calls completed by MPI_Test every k_poll_us, sleeping in between.
   void set_polite(bool polite) { m_polite = polite; }
+  void set_transport(Transport transport) { m_transport = std::move(transport); }
 
   // In place: data[i] = sum over ranks. T is float (fp32) or std::uint16_t (IEEE half bits).
   // scratch must hold n elements. Algorithm::nccl is not handled here (GPU path).
@@ -62,6 +72,7 @@ class Communicator {
   MPI_Comm m_comm, m_node = MPI_COMM_NULL, m_leaders = MPI_COMM_NULL;
   int m_rank = 0, m_size = 1;
   bool m_polite = false;
+  Transport m_transport;
   MPI_Op m_half_sum = MPI_OP_NULL;
 };
 

@@ -16,12 +16,12 @@ class SyncSgd : public UpdateRule {
   SyncSgd(GradientReducer& reducer, Optimizer& optimizer, int world)
       : m_reducer(reducer), m_optimizer(optimizer), m_world(world) {}
   float grad_scale(int batch) const override { return 1.f / float(batch * m_world); }
-  void step(Model& model, bool compress) override {
-    m_reducer.reduce(model.grads(), compress);
-    m_optimizer.step(model.params(), model.grads());
+  void step(Weights& w, bool compress) override {
+    m_reducer.reduce(w.grads.data(), compress);
+    m_optimizer.step(w.params.data(), w.grads.data());
   }
-  void evaluate(Model&, const std::function<void()>& eval) override { eval(); }
-  void finish(Model&) override {}
+  void evaluate(Weights&, const std::function<void()>& eval) override { eval(); }
+  void finish(Weights&) override {}
 
  private:
   GradientReducer& m_reducer;
@@ -101,27 +101,27 @@ class Pipelined : public UpdateRule {
     comm.set_polite(true);
   }
   float grad_scale(int batch) const override { return 1.f / float(batch * m_world); }
-  void step(Model& model, bool compress) override {
-    if (m_master.empty()) m_master.assign(model.params(), model.params() + model.num_params());
+  void step(Weights& w, bool compress) override {
+    if (m_master.empty()) m_master = w.params;
     if (m_pending) m_thread.wait();
-    m_optimizer.step_ahead(m_master.data(), m_pending ? m_in_flight.data() : nullptr, model.grads(),
-                           float(m_world), model.params());
-    model.swap_grads(m_in_flight);
+    m_optimizer.step_ahead(m_master.data(), m_pending ? m_in_flight.data() : nullptr,
+                           w.grads.data(), float(m_world), w.params.data());
+    w.grads.swap(m_in_flight);
     m_thread.start(m_in_flight.data(), compress);
     m_pending = true;
   }
-  void evaluate(Model& model, const std::function<void()>& eval) override {
-    finish(model);
+  void evaluate(Weights& w, const std::function<void()>& eval) override {
+    finish(w);
     eval();
   }
   // The next gradient is then computed at the master point itself: nothing is in flight.
-  void finish(Model& model) override {
+  void finish(Weights& w) override {
     if (m_pending) {
       m_thread.wait();
       m_optimizer.step(m_master.data(), m_in_flight.data());
       m_pending = false;
     }
-    if (!m_master.empty()) std::copy(m_master.begin(), m_master.end(), model.params());
+    if (!m_master.empty()) w.params = m_master;
   }
 
  private:
@@ -143,34 +143,33 @@ class BlockMomentum : public UpdateRule {
         m_lr(o.block_lr >= 0 ? o.block_lr : 1.f - m_momentum),
         m_nesterov(o.block_nesterov) {}
   float grad_scale(int batch) const override { return 1.f / float(batch); }
-  void step(Model& model, bool compress) override {
+  void step(Weights& w, bool compress) override {
     if (m_start.empty()) {
-      m_start.assign(model.params(), model.params() + model.num_params());
+      m_start = w.params;
       m_filtered = m_start;
       m_delta.assign(m_start.size(), 0.f);
       m_sum.assign(m_start.size(), 0.f);
     }
-    m_optimizer.step(model.params(), model.grads());
+    m_optimizer.step(w.params.data(), w.grads.data());
     m_compress = compress;
-    if (++m_taken == m_steps) end_block(model);
+    if (++m_taken == m_steps) end_block(w.params.data());
   }
-  void evaluate(Model& model, const std::function<void()>& eval) override {
+  void evaluate(Weights& w, const std::function<void()>& eval) override {
     if (m_start.empty()) return eval();
     m_spare = m_filtered;
-    model.swap_params(m_spare);
+    w.params.swap(m_spare);
     eval();
-    model.swap_params(m_spare);
+    w.params.swap(m_spare);
   }
-  void finish(Model& model) override {
+  void finish(Weights& w) override {
     if (m_start.empty()) return;
-    if (m_taken > 0) end_block(model);
-    std::copy(m_filtered.begin(), m_filtered.end(), model.params());
+    if (m_taken > 0) end_block(w.params.data());
+    w.params = m_filtered;
   }
 
  private:
   // Averages the block's deltas over the ranks and filters them into the global model.
-  void end_block(Model& model) {
-    float* p = model.params();
+  void end_block(float* p) {
     float* start = m_start.data();
     float* sum = m_sum.data();
     const auto n = static_cast<std::int64_t>(m_start.size());

@@ -41,14 +41,14 @@ class UpdateRule {
   // The factor train_step scales the loss gradient by: 1/(batch*world) when the reducer's *sum*
   // must be the global mean, 1/batch when a rank steps on its own gradients.
   virtual float grad_scale(int batch) const = 0;
-  // After model.train_step: fold this step's gradients into the parameters. compress: past
-  // --warm-start (1-bit only).
-  virtual void step(Model& model, bool compress) = 0;
-  // Calls eval with model.params() holding the model every rank agrees on; training resumes
-  // afterwards exactly as if eval had not been called (collective).
-  virtual void evaluate(Model& model, const std::function<void()>& eval) = 0;
-  // At the end of training: leaves the agreed model in model.params() (collective).
-  virtual void finish(Model& model) = 0;
+  // After a training step wrote w.grads: fold them into w.params. compress: past --warm-start
+  // (1-bit only).
+  virtual void step(Weights& w, bool compress) = 0;
+  // Calls eval with w.params holding the model every rank agrees on; training resumes afterwards
+  // exactly as if eval had not been called (collective).
+  virtual void evaluate(Weights& w, const std::function<void()>& eval) = 0;
+  // At the end of training: leaves the agreed model in w.params (collective).
+  virtual void finish(Weights& w) = 0;
 };
 
 // The rule Options ask for (reducer and optimizer must outlive it).

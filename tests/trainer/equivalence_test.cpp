@@ -80,7 +80,7 @@ struct Trainee {
         rule(make_update_rule(o, reducer, comm, optimizer, model.num_params())) {}
   void step(const Batch& b) {
     model.train_step(b.x.data(), b.y.data(), 6, rule->grad_scale(6));
-    rule->step(model, true);
+    rule->step(model.weights(), true);
   }
   Model model;
   Optimizer optimizer;
@@ -106,7 +106,7 @@ std::vector<float> train(const Options& o, MPI_Comm mpi_comm, int steps) {
   DataIterator it(data, 6, comm.rank(), comm.size(), 0, 0, Augment::none, 4);
   Trainee t(o, comm);
   for (int s = 0; s < steps; ++s) t.step(it.next());
-  t.rule->finish(t.model);
+  t.rule->finish(t.model.weights());
   return {t.model.params(), t.model.params() + t.model.num_params()};
 }
 
