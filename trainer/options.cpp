@@ -56,11 +56,9 @@ Setter choice(const std::string& flag, E& field, std::map<std::string, E> names)
   };
 }
 
-}  // namespace
-
-std::expected<Options, std::string> parse_options(const std::vector<std::string>& args) {
-  Options o;
-  std::map<std::string, Setter> with_value = {
+// The flags that take a value, each writing its field of o (a table, one row a flag).
+std::map<std::string, Setter> value_flags(Options& o) {
+  return {
       {"out",
        [&](const std::string& v) -> std::expected<void, std::string> {
          if (v.empty()) return bad("out", v, "a directory");
@@ -133,6 +131,34 @@ std::expected<Options, std::string> parse_options(const std::vector<std::string>
        choice<Device>("device", o.device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}})},
       {"seed", integer<std::uint64_t>("seed", o.seed, 0)},
   };
+}
+
+// Defaults that depend on other flags, then the combinations no run can take.
+std::expected<Options, std::string> finish_options(Options o, bool momentum_given) {
+  // Sign-compressed gradients (1bit) make momentum 0.9 overshoot: measured on Fashion-MNIST they
+  // stall near 62-74% where 0.5 reaches 79-84%. An explicit --momentum wins. (Double buffering
+  // needs no such default: its one-step delay is compensated, see sync.h.)
+  if (o.grad_dtype == GradDtype::one_bit && !momentum_given) o.momentum = 0.5f;
+  if (o.out_dir.empty()) return std::unexpected(std::string("--out DIR is required"));
+  if (o.data_dir.empty() && o.synthetic == 0)
+    return std::unexpected(std::string("one of --data-dir DIR or --synthetic N is required"));
+  if (!o.data_dir.empty() && o.synthetic != 0)
+    return std::unexpected(std::string("--data-dir and --synthetic exclude each other; give one"));
+  if (o.block_momentum >= 1.f)
+    return std::unexpected(std::string("--block-momentum: must be < 1 (the filter diverges at 1)"));
+  if (o.sync == SyncKind::block && o.double_buffering)
+    return std::unexpected(
+        std::string("--double-buffering overlaps per-step gradients: use it with --sync sgd"));
+  if (o.allreduce == Algorithm::nccl && o.device != Device::cuda)
+    return std::unexpected(std::string("--allreduce nccl needs --device cuda"));
+  return o;
+}
+
+}  // namespace
+
+std::expected<Options, std::string> parse_options(const std::vector<std::string>& args) {
+  Options o;
+  const std::map<std::string, Setter> with_value = value_flags(o);
   bool momentum_given = false;
   std::map<std::string, bool*> switches = {{"benchmark", &o.benchmark},
                                            {"double-buffering", &o.double_buffering},
@@ -164,23 +190,7 @@ std::expected<Options, std::string> parse_options(const std::vector<std::string>
     if (auto r = it->second(value); !r) return std::unexpected(r.error());
     if (name == "momentum") momentum_given = true;
   }
-  // Sign-compressed gradients (1bit) make momentum 0.9 overshoot: measured on Fashion-MNIST they
-  // stall near 62-74% where 0.5 reaches 79-84%. An explicit --momentum wins. (Double buffering
-  // needs no such default: its one-step delay is compensated, see sync.h.)
-  if (o.grad_dtype == GradDtype::one_bit && !momentum_given) o.momentum = 0.5f;
-  if (o.out_dir.empty()) return std::unexpected(std::string("--out DIR is required"));
-  if (o.data_dir.empty() && o.synthetic == 0)
-    return std::unexpected(std::string("one of --data-dir DIR or --synthetic N is required"));
-  if (!o.data_dir.empty() && o.synthetic != 0)
-    return std::unexpected(std::string("--data-dir and --synthetic exclude each other; give one"));
-  if (o.block_momentum >= 1.f)
-    return std::unexpected(std::string("--block-momentum: must be < 1 (the filter diverges at 1)"));
-  if (o.sync == SyncKind::block && o.double_buffering)
-    return std::unexpected(
-        std::string("--double-buffering overlaps per-step gradients: use it with --sync sgd"));
-  if (o.allreduce == Algorithm::nccl && o.device != Device::cuda)
-    return std::unexpected(std::string("--allreduce nccl needs --device cuda"));
-  return o;
+  return finish_options(std::move(o), momentum_given);
 }
 
 std::string usage() {
