@@ -16,12 +16,12 @@ float scale_of(const std::uint8_t* block) {
   return s;
 }
 
-// The scalar reference of pass 1 from element `from` on, adding into the four lanes.
+// The scalar reference of pass 1 from element `from` on, adding into the lanes.
 void sum_abs_scalar(const float* g, float* residual, std::size_t from, std::size_t n,
-                    double lane[4]) {
+                    double lane[k_one_bit_lanes]) {
   for (std::size_t i = from; i < n; ++i) {
     residual[i] += g[i];
-    lane[i % 4] += std::fabs(residual[i]);
+    lane[i % k_one_bit_lanes] += std::fabs(residual[i]);
   }
 }
 
@@ -53,21 +53,27 @@ void decode_scalar(const std::uint8_t* in, int ranks, float* out, std::size_t fr
   }
 }
 
-// Pass 1, 8 lanes: the four double lanes take elements i and i+4 of each vector in that order,
-// exactly the scalar order (lane k sums elements = k mod 4, ascending).
+// Pass 1, 16 elements a step: accumulator q holds lanes 4q..4q+3, so lane k sums the elements
+// = k mod 16 in ascending order, exactly the scalar order, in four independent add chains (one
+// chain was bound by the add latency, about a cycle an element).
 __attribute__((target("avx2"))) std::size_t sum_abs_avx2(const float* g, float* residual,
-                                                         std::size_t n, double lane[4]) {
+                                                         std::size_t n,
+                                                         double lane[k_one_bit_lanes]) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256d acc = _mm256_setzero_pd();
+  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                    _mm256_setzero_pd()};
   std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_add_ps(_mm256_loadu_ps(residual + i), _mm256_loadu_ps(g + i));
-    _mm256_storeu_ps(residual + i, v);
-    const __m256 a = _mm256_and_ps(v, abs_mask);
-    acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
-    acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+  for (; i + 16 <= n; i += 16) {
+    for (int h = 0; h < 2; ++h) {
+      float* r = residual + i + 8 * h;
+      const __m256 v = _mm256_add_ps(_mm256_loadu_ps(r), _mm256_loadu_ps(g + i + 8 * h));
+      _mm256_storeu_ps(r, v);
+      const __m256 a = _mm256_and_ps(v, abs_mask);
+      acc[2 * h] = _mm256_add_pd(acc[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+      acc[2 * h + 1] = _mm256_add_pd(acc[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+    }
   }
-  _mm256_storeu_pd(lane, acc);
+  for (int q = 0; q < 4; ++q) _mm256_storeu_pd(lane + 4 * q, acc[q]);
   return i;
 }
 
@@ -107,13 +113,20 @@ __attribute__((target("avx2"))) std::size_t decode_avx2(const std::uint8_t* in, 
   return i;
 }
 
+// Lane 2j + lane 2j+1 into lane j, until one is left.
+double sum_lanes(double lane[k_one_bit_lanes]) {
+  for (std::size_t width = k_one_bit_lanes / 2; width >= 1; width /= 2)
+    for (std::size_t j = 0; j < width; ++j) lane[j] = lane[2 * j] + lane[2 * j + 1];
+  return lane[0];
+}
+
 }  // namespace
 
 void one_bit_encode(const float* g, float* residual, std::size_t n, std::uint8_t* out) {
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
+  double lane[k_one_bit_lanes] = {};
   const std::size_t done = k_has_avx2 ? sum_abs_avx2(g, residual, n, lane) : 0;
   sum_abs_scalar(g, residual, done, n, lane);
-  const double abs_sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+  const double abs_sum = sum_lanes(lane);
   const float scale = n > 0 ? static_cast<float>(abs_sum / double(n)) : 0.f;
   std::memcpy(out, &scale, sizeof scale);
   std::uint8_t* bits = out + sizeof(float);

@@ -14,8 +14,12 @@ namespace tune::trainer {
 // Bytes one rank sends for a bucket of n elements.
 inline std::size_t one_bit_bytes(std::size_t n) { return sizeof(float) + (n + 7) / 8; }
 
-// v = g + residual; scale = mean |v| (summed in double, element i into lane i % 4, lanes added
-// pairwise: an order fixed by the code, not the vector width); out gets scale and sign(v), and
+// Lanes of the scale's sum: element i of a bucket goes into lane i % k_one_bit_lanes.
+inline constexpr std::size_t k_one_bit_lanes = 16;
+
+// v = g + residual; scale = mean |v| (summed in double, element i into lane i % 16, then lane
+// 2j + (2j+1) into j until one is left: an order fixed by the code, not by the vector width, that
+// the tests recompute bit for bit); out gets scale and sign(v), and
 // residual becomes v - scale * sign(v) (sign(0) = +), so what compression drops is sent later.
 // Pass 1 writes v into residual while summing |v|; pass 2 packs the bits and writes the residual.
 void one_bit_encode(const float* g, float* residual, std::size_t n, std::uint8_t* out);
