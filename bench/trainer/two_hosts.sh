@@ -29,9 +29,18 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$tmp/hosts"
 
-hosts_up() {  # RATE: two hosts, link shaped by tc tbf on both ends
-  "$hosts_sh" down "$tmp/hosts" >/dev/null 2>&1 || true
-  "$hosts_sh" up "$tmp/hosts" 2 --rate "$1" >/dev/null
+# RATE: the two hosts' link shaped by tc tbf on both ends. The hosts come up once, with the first
+# rate; later rates replace the qdisc (a down and up between rates killed the bench midway).
+hosts_up() {
+  if [ ! -e "$tmp/hosts/state/pids" ]; then
+    "$hosts_sh" up "$tmp/hosts" 2 --rate "$1" >/dev/null
+    return
+  fi
+  local i
+  for i in 1 2; do
+    "$hosts_sh" exec "$tmp/hosts" "$i" tc qdisc replace dev "veth$i" root tbf rate "$1" \
+      burst 256kb latency 50ms
+  done
 }
 
 # Rankfiles: one rank per host on cores 0 and 1, or two per host sharing the host's core.
