@@ -1,101 +1,16 @@
 #include "trainer/allreduce.h"
 
-#include <immintrin.h>
 #include <algorithm>
-#include <array>
-#include <bit>
-#include <cmath>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
+
+#include "trainer/one_bit.h"
 
 namespace tune::trainer {
 namespace {
-
-// IEEE binary16 by hand for CPUs without F16C: round to nearest even, overflow to infinity,
-// subnormals kept, NaN stays NaN.
-}  // namespace
-
-std::uint16_t half_from_float_scalar(float f) {
-  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
-  const std::uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u);  // NaN / inf
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: infinity
-  if (abs < 0x38800000u) {                        // below 2^-14: subnormal half (or zero)
-    if (abs < 0x33000000u) return sign;           // below half the smallest subnormal: +-0
-    const std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-    const int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
-    const std::uint32_t v = mant >> shift, rest = mant & ((1u << shift) - 1),
-                        halfway = 1u << (shift - 1);
-    return sign | static_cast<std::uint16_t>(v + (rest > halfway || (rest == halfway && (v & 1))));
-  }
-  // Normal: rebias the exponent (127 -> 15) and round the 23-bit mantissa to 10 bits; a carry
-  // out of the mantissa correctly bumps the exponent.
-  const std::uint32_t v = (abs - 0x38000000u) >> 13, rest = abs & 0x1fffu;
-  return sign | static_cast<std::uint16_t>(v + (rest > 0x1000u || (rest == 0x1000u && (v & 1))));
-}
-
-float half_to_float_scalar(std::uint16_t h) {
-  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu,
-                      mant = h & 0x3ffu;
-  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
-  return std::bit_cast<float>(sign) + (sign ? -1.f : 1.f) * static_cast<float>(mant) * 0x1p-24f;
-}
-
-namespace {
-
-// F16C (vcvtps2ph/vcvtph2ps, 8 lanes) where the CPU has it; chosen once at run time.
-__attribute__((target("avx,f16c"))) void to_half_f16c(const float* in, std::uint16_t* out,
-                                                      std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) out[i] = half_from_float_scalar(in[i]);
-}
-
-__attribute__((target("avx,f16c"))) void from_half_f16c(const std::uint16_t* in, float* out,
-                                                        std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i,
-                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
-  for (; i < n; ++i) out[i] = half_to_float_scalar(in[i]);
-}
-
-// Accumulate in float, round once per step, as NCCL does for half.
-__attribute__((target("avx,f16c"))) void add_half_f16c(std::uint16_t* dst, const std::uint16_t* src,
-                                                       std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i)));
-    const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     _mm256_cvtps_ph(_mm256_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT));
-  }
-  for (; i < n; ++i)
-    dst[i] = half_from_float_scalar(half_to_float_scalar(dst[i]) + half_to_float_scalar(src[i]));
-}
-
-const bool k_has_f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-
-void to_half(const float* in, std::uint16_t* out, std::size_t n) {
-  if (k_has_f16c) return to_half_f16c(in, out, n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = half_from_float_scalar(in[i]);
-}
-
-void from_half(const std::uint16_t* in, float* out, std::size_t n) {
-  if (k_has_f16c) return from_half_f16c(in, out, n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = half_to_float_scalar(in[i]);
-}
-
-void add_half(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
-  if (k_has_f16c) return add_half_f16c(dst, src, n);
-  for (std::size_t i = 0; i < n; ++i)
-    dst[i] = half_from_float_scalar(half_to_float_scalar(dst[i]) + half_to_float_scalar(src[i]));
-}
 
 inline void add(float* dst, const float* src, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
@@ -106,7 +21,9 @@ inline void add(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
 
 template <typename T>
 MPI_Datatype mpi_type() {
-  return std::is_same_v<T, float> ? MPI_FLOAT : MPI_UINT16_T;
+  if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  if constexpr (std::is_same_v<T, std::uint16_t>) return MPI_UINT16_T;
+  return MPI_BYTE;
 }
 
 void half_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
@@ -117,17 +34,7 @@ void half_sum_op(void* in, void* inout, int* len, MPI_Datatype*) {
 // MPI counts are int; large buffers go in pieces.
 constexpr std::size_t k_max_count = std::size_t(1) << 30;
 
-template <typename T>
-void sendrecv(const T* send, std::size_t send_n, int to, T* recv, std::size_t recv_n, int from,
-              MPI_Comm comm) {
-  MPI_Sendrecv(send, static_cast<int>(send_n), mpi_type<T>(), to, 7, recv, static_cast<int>(recv_n),
-               mpi_type<T>(), from, 7, comm, MPI_STATUS_IGNORE);
-}
-
 }  // namespace
-
-void float_to_half(const float* in, std::uint16_t* out, std::size_t n) { to_half(in, out, n); }
-void half_to_float(const std::uint16_t* in, float* out, std::size_t n) { from_half(in, out, n); }
 
 Communicator::Communicator(MPI_Comm comm) : m_comm(comm) {
   MPI_Comm_rank(comm, &m_rank);
@@ -148,15 +55,64 @@ Communicator::~Communicator() {
   if (m_half_sum != MPI_OP_NULL) MPI_Op_free(&m_half_sum);
 }
 
+void Communicator::complete(MPI_Request* requests, int n) {
+  if (!m_polite) {
+    MPI_Waitall(n, requests, MPI_STATUSES_IGNORE);
+    return;
+  }
+  for (int done = 0;;) {
+    MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(k_poll_us));
+  }
+}
+
+template <typename Blocking, typename Start>
+void Communicator::collective(Blocking&& blocking, Start&& start) {
+  if (!m_polite) {
+    blocking();
+    return;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  start(&request);
+  complete(&request, 1);
+}
+
+// to or from may be MPI_PROC_NULL: a plain receive or send.
+template <typename T>
+void Communicator::sendrecv(const T* send, std::size_t send_n, int to, T* recv, std::size_t recv_n,
+                            int from, MPI_Comm comm) {
+  const int sn = static_cast<int>(send_n), rn = static_cast<int>(recv_n);
+  if (!m_polite) {
+    MPI_Sendrecv(send, sn, mpi_type<T>(), to, 7, recv, rn, mpi_type<T>(), from, 7, comm,
+                 MPI_STATUS_IGNORE);
+    return;
+  }
+  MPI_Request r[2];
+  MPI_Irecv(recv, rn, mpi_type<T>(), from, 7, comm, &r[0]);
+  MPI_Isend(send, sn, mpi_type<T>(), to, 7, comm, &r[1]);
+  complete(r, 2);
+}
+
 template <typename T>
 void Communicator::allreduce(T* data, std::size_t n, Algorithm algo, T* scratch) {
   if (n == 0) return;
+  if (m_transport.sum_float) {
+    if constexpr (std::is_same_v<T, float>)
+      m_transport.sum_float(data, n);
+    else
+      m_transport.sum_half(data, n);
+    return;
+  }
   switch (algo) {
     case Algorithm::mpi:
       for (std::size_t off = 0; off < n; off += k_max_count) {
-        const std::size_t len = std::min(k_max_count, n - off);
-        MPI_Allreduce(MPI_IN_PLACE, data + off, static_cast<int>(len), mpi_type<T>(),
-                      std::is_same_v<T, float> ? MPI_SUM : m_half_sum, m_comm);
+        const int len = static_cast<int>(std::min(k_max_count, n - off));
+        const MPI_Op op = std::is_same_v<T, float> ? MPI_SUM : m_half_sum;
+        collective([&] { MPI_Allreduce(MPI_IN_PLACE, data + off, len, mpi_type<T>(), op, m_comm); },
+                   [&](MPI_Request* r) {
+                     MPI_Iallreduce(MPI_IN_PLACE, data + off, len, mpi_type<T>(), op, m_comm, r);
+                   });
       }
       return;
     case Algorithm::ring:
@@ -169,7 +125,7 @@ void Communicator::allreduce(T* data, std::size_t n, Algorithm algo, T* scratch)
       hierarchical(data, n, scratch);
       return;
     case Algorithm::nccl:
-      throw std::logic_error("--allreduce nccl runs on the GPU path only");
+      throw std::logic_error("--allreduce nccl needs the GPU path's transport");
   }
 }
 
@@ -208,11 +164,11 @@ void Communicator::rabenseifner(T* data, std::size_t n, T* scratch) {
   int nr = -1;
   if (rank < 2 * r) {
     if (rank % 2 == 0) {
-      MPI_Recv(scratch, static_cast<int>(n), mpi_type<T>(), rank + 1, 8, m_comm, MPI_STATUS_IGNORE);
+      sendrecv<T>(nullptr, 0, MPI_PROC_NULL, scratch, n, rank + 1, m_comm);
       add(data, scratch, n);
       nr = rank / 2;
     } else {
-      MPI_Send(data, static_cast<int>(n), mpi_type<T>(), rank - 1, 8, m_comm);
+      sendrecv<T>(data, n, rank - 1, nullptr, 0, MPI_PROC_NULL, m_comm);
     }
   } else {
     nr = rank - r;
@@ -240,9 +196,9 @@ void Communicator::rabenseifner(T* data, std::size_t n, T* scratch) {
   }
   if (rank < 2 * r) {
     if (rank % 2 == 0)
-      MPI_Send(data, static_cast<int>(n), mpi_type<T>(), rank + 1, 9, m_comm);
+      sendrecv<T>(data, n, rank + 1, nullptr, 0, MPI_PROC_NULL, m_comm);
     else
-      MPI_Recv(data, static_cast<int>(n), mpi_type<T>(), rank - 1, 9, m_comm, MPI_STATUS_IGNORE);
+      sendrecv<T>(nullptr, 0, MPI_PROC_NULL, data, n, rank - 1, m_comm);
   }
 }
 
@@ -255,20 +211,28 @@ void Communicator::hierarchical(T* data, std::size_t n, T* scratch) {
   MPI_Comm_rank(m_node, &node_rank);
   for (std::size_t o = 0; o < n; o += k_max_count) {
     const int len = static_cast<int>(std::min(k_max_count, n - o));
-    MPI_Reduce(node_rank == 0 ? MPI_IN_PLACE : data + o, data + o, len, mpi_type<T>(), op, 0,
-               m_node);
+    const void* in = node_rank == 0 ? MPI_IN_PLACE : data + o;
+    collective(
+        [&] { MPI_Reduce(in, data + o, len, mpi_type<T>(), op, 0, m_node); },
+        [&](MPI_Request* r) { MPI_Ireduce(in, data + o, len, mpi_type<T>(), op, 0, m_node, r); });
   }
   if (m_leaders != MPI_COMM_NULL) ring(data, n, m_leaders, scratch);
-  for (std::size_t o = 0; o < n; o += k_max_count)
-    MPI_Bcast(data + o, static_cast<int>(std::min(k_max_count, n - o)), mpi_type<T>(), 0, m_node);
+  for (std::size_t o = 0; o < n; o += k_max_count) {
+    const int len = static_cast<int>(std::min(k_max_count, n - o));
+    collective([&] { MPI_Bcast(data + o, len, mpi_type<T>(), 0, m_node); },
+               [&](MPI_Request* r) { MPI_Ibcast(data + o, len, mpi_type<T>(), 0, m_node, r); });
+  }
 }
 
 void Communicator::allgather(const void* in, std::size_t bytes, void* out, Algorithm algo) {
+  if (m_transport.gather) return m_transport.gather(in, bytes, out);
   auto* o = static_cast<std::uint8_t*>(out);
   if (algo == Algorithm::mpi || algo == Algorithm::hierarchical ||
       algo == Algorithm::rabenseifner) {
-    MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE,
-                  m_comm);
+    const int b = static_cast<int>(bytes);
+    collective(
+        [&] { MPI_Allgather(in, b, MPI_BYTE, out, b, MPI_BYTE, m_comm); },
+        [&](MPI_Request* r) { MPI_Iallgather(in, b, MPI_BYTE, out, b, MPI_BYTE, m_comm, r); });
     return;
   }
   // Ring allgather: p-1 steps, each forwarding the block received in the previous one.
@@ -276,9 +240,8 @@ void Communicator::allgather(const void* in, std::size_t bytes, void* out, Algor
   const int p = m_size, right = (m_rank + 1) % p, left = (m_rank + p - 1) % p;
   for (int s = 0; s < p - 1; ++s) {
     const int send_b = (m_rank - s + p) % p, recv_b = (m_rank - s - 1 + 2 * p) % p;
-    MPI_Sendrecv(o + std::size_t(send_b) * bytes, static_cast<int>(bytes), MPI_BYTE, right, 10,
-                 o + std::size_t(recv_b) * bytes, static_cast<int>(bytes), MPI_BYTE, left, 10,
-                 m_comm, MPI_STATUS_IGNORE);
+    sendrecv(o + std::size_t(send_b) * bytes, bytes, right, o + std::size_t(recv_b) * bytes, bytes,
+             left, m_comm);
   }
 }
 
@@ -299,7 +262,7 @@ GradientReducer::GradientReducer(Communicator& comm, std::size_t n, Algorithm al
   }
   if (dtype == GradDtype::one_bit) {
     m_residual.assign(n, 0.f);
-    const std::size_t bytes = sizeof(float) + (m_bucket + 7) / 8;
+    const std::size_t bytes = one_bit_bytes(m_bucket);
     m_packed.resize(bytes);
     m_gathered.resize(bytes * std::size_t(comm.size()));
   }
@@ -321,67 +284,12 @@ void GradientReducer::reduce(float* grads, bool compress) {
   }
 }
 
-namespace {
-
-// k_signs[b][k] is +1 when bit k of b is set, else -1: unpacking a byte becomes 8 independent
-// multiply-adds the compiler vectorises, instead of 8 shifts and branches.
-const std::array<std::array<float, 8>, 256> k_signs = [] {
-  std::array<std::array<float, 8>, 256> t{};
-  for (int b = 0; b < 256; ++b) {
-    for (int k = 0; k < 8; ++k) t[b][k] = ((b >> k) & 1) ? 1.f : -1.f;
-  }
-  return t;
-}();
-
-}  // namespace
-
-// 1-bit with error feedback: v = g + residual; send sign(v) and scale = mean|v|; keep
-// residual = v - scale*sign(v) for the next step, so what compression drops is sent later.
-// The scale is summed in double in four interleaved lanes (element i into lane i % 4, lanes added
-// pairwise at the end): four dependency chains instead of one, in an order fixed by the code, not
-// by the vector width (the tests recompute it bit for bit).
+// Error feedback keeps what one step's signs drop for the next (one_bit.h has the arithmetic).
 void GradientReducer::one_bit(float* g, std::size_t n, std::size_t offset) {
-  float* res = m_residual.data() + offset;
-  for (std::size_t i = 0; i < n; ++i) g[i] += res[i];
-  double lane[4] = {0.0, 0.0, 0.0, 0.0};
-  std::size_t i4 = 0;
-  for (; i4 + 4 <= n; i4 += 4) {
-    for (std::size_t k = 0; k < 4; ++k) lane[k] += std::fabs(g[i4 + k]);
-  }
-  for (; i4 < n; ++i4) lane[i4 % 4] += std::fabs(g[i4]);
-  const double abs_sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
-  const float scale = static_cast<float>(abs_sum / double(n));
-  const std::size_t n_bytes = (n + 7) / 8;
-  const std::size_t bytes = sizeof(float) + n_bytes;
-  std::uint8_t* bits = m_packed.data() + sizeof(float);
-  std::memcpy(m_packed.data(), &scale, sizeof scale);
-  const std::size_t full = n / 8;
-  for (std::size_t j = 0; j < full; ++j) {
-    const float* v = g + 8 * j;
-    unsigned b = 0;
-    for (unsigned k = 0; k < 8; ++k) b |= unsigned(v[k] >= 0.f) << k;
-    bits[j] = static_cast<std::uint8_t>(b);
-  }
-  if (full < n_bytes) {
-    unsigned b = 0;
-    for (std::size_t i = 8 * full; i < n; ++i) b |= unsigned(g[i] >= 0.f) << (i - 8 * full);
-    bits[full] = static_cast<std::uint8_t>(b);
-  }
-  for (std::size_t i = 0; i < n; ++i) res[i] = g[i] - (g[i] >= 0.f ? scale : -scale);
+  const std::size_t bytes = one_bit_bytes(n);
+  one_bit_encode(g, m_residual.data() + offset, n, m_packed.data());
   m_comm.allgather(m_packed.data(), bytes, m_gathered.data(), m_algo);
-  std::fill(g, g + n, 0.f);
-  for (int r = 0; r < m_comm.size(); ++r) {
-    const std::uint8_t* block = m_gathered.data() + std::size_t(r) * bytes;
-    float s = 0;
-    std::memcpy(&s, block, sizeof s);
-    const std::uint8_t* b = block + sizeof(float);
-    for (std::size_t j = 0; j < full; ++j) {
-      const float* sign = k_signs[b[j]].data();
-      float* out = g + 8 * j;
-      for (int k = 0; k < 8; ++k) out[k] += sign[k] * s;
-    }
-    for (std::size_t i = 8 * full; i < n; ++i) g[i] += ((b[full] >> (i - 8 * full)) & 1) ? s : -s;
-  }
+  one_bit_decode(m_gathered.data(), m_comm.size(), g, n);
 }
 
 }  // namespace tune::trainer

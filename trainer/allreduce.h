@@ -7,6 +7,8 @@
 // GradientReducer owns its scratch and the 1-bit residual; it cuts the gradient into buckets of
 // bucket_mb (the fusion size) and reduces one bucket at a time. Neither is thread-safe: one thread
 // (the main thread, or the comm thread with --double-buffering) makes all MPI calls through them.
+// Open MPI waits by spinning; a Communicator set_polite(true) waits by testing and sleeping
+// instead, so a comm thread that shares its core with the compute thread leaves it the core.
 // Formulas the benchmark uses: algbw = bytes / time, busbw = algbw * 2(n-1)/n (nccl-tests).
 #pragma once
 
@@ -14,11 +16,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "trainer/half.h"
 #include "trainer/options.h"
 
 namespace tune::trainer {
+
+// Another transport for the collectives of a Communicator (the GPU path plugs NCCL in): when set,
+// allreduce and allgather go through it, whatever the Algorithm.
+struct Transport {
+  std::function<void(float*, std::size_t)> sum_float;           // in place, over ranks
+  std::function<void(std::uint16_t*, std::size_t)> sum_half;    // IEEE half bits
+  std::function<void(const void*, std::size_t, void*)> gather;  // bytes per rank, rank order
+};
 
 class Communicator {
  public:
@@ -30,6 +42,9 @@ class Communicator {
   int rank() const { return m_rank; }
   int size() const { return m_size; }
   MPI_Comm comm() const { return m_comm; }
+  // Polite waits: nonblocking calls completed by MPI_Test every k_poll_us, sleeping in between.
+  void set_polite(bool polite) { m_polite = polite; }
+  void set_transport(Transport transport) { m_transport = std::move(transport); }
 
   // In place: data[i] = sum over ranks. T is float (fp32) or std::uint16_t (IEEE half bits).
   // scratch must hold n elements. Algorithm::nccl is not handled here (GPU path).
@@ -40,6 +55,13 @@ class Communicator {
   void allgather(const void* in, std::size_t bytes, void* out, Algorithm algo);
 
  private:
+  static constexpr int k_poll_us = 20;
+  void complete(MPI_Request* requests, int n);
+  template <typename Blocking, typename Start>
+  void collective(Blocking&& blocking, Start&& start);
+  template <typename T>
+  void sendrecv(const T* send, std::size_t send_n, int to, T* recv, std::size_t recv_n, int from,
+                MPI_Comm comm);
   template <typename T>
   void ring(T* data, std::size_t n, MPI_Comm comm, T* scratch);
   template <typename T>
@@ -49,6 +71,8 @@ class Communicator {
 
   MPI_Comm m_comm, m_node = MPI_COMM_NULL, m_leaders = MPI_COMM_NULL;
   int m_rank = 0, m_size = 1;
+  bool m_polite = false;
+  Transport m_transport;
   MPI_Op m_half_sum = MPI_OP_NULL;
 };
 
@@ -74,12 +98,5 @@ class GradientReducer {
   std::vector<float> m_residual;
   std::vector<std::uint8_t> m_packed, m_gathered;
 };
-
-// IEEE half conversion (round to nearest even), vectorised where the CPU has F16C.
-void float_to_half(const float* in, std::uint16_t* out, std::size_t n);
-void half_to_float(const std::uint16_t* in, float* out, std::size_t n);
-// The portable scalar conversions used on CPUs without F16C (and for vector tails).
-std::uint16_t half_from_float_scalar(float f);
-float half_to_float_scalar(std::uint16_t h);
 
 }  // namespace tune::trainer

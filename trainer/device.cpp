@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "trainer/gpu.h"
+#include "trainer/run_common.h"
 
 namespace tune::trainer {
 namespace {
@@ -70,11 +71,13 @@ std::expected<int, std::string> cuda_device_count() {
 
 int run_training_cuda(const Options& options, MPI_Comm comm) {
   const Loaded& l = loaded();
-  if (!l.plugin) {
-    std::fprintf(stderr, "tune-trainer: error: %s\n", l.error.c_str());
-    return 1;
-  }
-  return l.plugin->run_training(&options, comm);
+  if (l.plugin) return l.plugin->run_training(&options, comm);
+  // Collective, like every other setup error: the lowest rank that failed says why, once.
+  int rank = 0, world = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &world);
+  set_up_run(options, l.error, rank, world, comm);
+  return 1;
 }
 
 }  // namespace tune::trainer

@@ -1,252 +1,265 @@
 // The --device cuda path (see gpu.h), built into the plugin libtune_trainer_gpu.so together with
 // gpu_kernels.cu; device.cpp in the executable loads it. Only tune_trainer_gpu_plugin() is
 // exported (the target compiles with hidden visibility).
+//
+// The loop is the CPU path's (driver.h); the GpuBackend below computes forward and backward on
+// the device and updates the model in one of two ways:
+//   - on the device: plain synchronous SGD with --allreduce nccl (fp32, or fp16 converted on the
+//     device), the momentum/Adam step as a kernel;
+//   - through host copies, for every other setting (--double-buffering, --sync block, 1bit, the
+//     CPU allreduce algorithms): the gradients are downloaded, the CPU update rule (sync.h) runs
+//     on them exactly as on the CPU path, and the parameters are uploaded. With --allreduce nccl
+//     its collectives go through NCCL (NcclTransport), 1-bit's allgather included.
 #include "trainer/gpu.h"
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <fmt/format.h>
-#include <nccl.h>
-
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <optional>
-#include <stdexcept>
-#include <vector>
 
 #include "trainer/allreduce.h"
-#include "trainer/data.h"
-#include "trainer/gpu_kernels.h"
-#include "trainer/log_report.h"
-#include "trainer/model.h"
-#include "trainer/run_common.h"
+#include "trainer/driver.h"
+#include "trainer/gpu_parts.h"
+#include "trainer/one_bit.h"
+#include "trainer/sync.h"
 
 namespace tune::trainer {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(fmt::format("--device cuda: {}: {}", what, cudaGetErrorString(e)));
-}
-void check(cublasStatus_t e, const char* what) {
-  if (e != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(fmt::format("--device cuda: {}: cuBLAS status {}", what, int(e)));
-}
-void check(ncclResult_t e, const char* what) {
-  if (e != ncclSuccess)
-    throw std::runtime_error(fmt::format("--allreduce nccl: {}: {}", what, ncclGetErrorString(e)));
+ncclComm_t init_nccl(int rank, int world, MPI_Comm comm) {
+  ncclUniqueId id;
+  if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
+  ncclComm_t nccl = nullptr;
+  check(ncclCommInitRank(&nccl, world, id, rank), "ncclCommInitRank");
+  return nccl;
 }
 
-// Owns n elements of device memory.
-template <typename T>
-class DeviceBuffer {
+// NCCL for a Communicator's collectives on host buffers: each call copies to the device, reduces
+// or gathers there on its own stream and copies back. Called by whichever thread reduces (the
+// comm thread with --double-buffering), hence the cudaSetDevice in each call.
+class NcclTransport {
  public:
-  explicit DeviceBuffer(std::size_t n) : m_n(n) {
-    check(cudaMalloc(&m_p, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+  NcclTransport(ncclComm_t nccl, int device, int rank, int world, std::size_t n)
+      : m_nccl(nccl),
+        m_device(device),
+        m_rank(rank),
+        m_buffer(std::max(n * sizeof(float), one_bit_bytes(n) * std::size_t(world))) {
+    check(cudaStreamCreate(&m_stream), "cudaStreamCreate");
   }
-  ~DeviceBuffer() { cudaFree(m_p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  T* get() const { return m_p; }
-  std::size_t size() const { return m_n; }
+  ~NcclTransport() { cudaStreamDestroy(m_stream); }
+  NcclTransport(const NcclTransport&) = delete;
+  NcclTransport& operator=(const NcclTransport&) = delete;
+
+  Transport transport() {
+    return {[this](float* d, std::size_t n) { sum(d, n, sizeof(float), ncclFloat); },
+            [this](std::uint16_t* d, std::size_t n) { sum(d, n, 2, ncclHalf); },
+            [this](const void* in, std::size_t bytes, void* out) { gather(in, bytes, out); }};
+  }
 
  private:
-  T* m_p = nullptr;
-  std::size_t m_n;
+  void copy(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind) {
+    check(cudaMemcpyAsync(to, from, bytes, kind, m_stream), "copy");
+  }
+  void sum(void* data, std::size_t n, std::size_t elem, ncclDataType_t type) {
+    check(cudaSetDevice(m_device), "cudaSetDevice");
+    copy(m_buffer.get(), data, n * elem, cudaMemcpyHostToDevice);
+    check(ncclAllReduce(m_buffer.get(), m_buffer.get(), n, type, ncclSum, m_nccl, m_stream),
+          "ncclAllReduce");
+    copy(data, m_buffer.get(), n * elem, cudaMemcpyDeviceToHost);
+    check(cudaStreamSynchronize(m_stream), "sync");
+  }
+  void gather(const void* in, std::size_t bytes, void* out) {
+    check(cudaSetDevice(m_device), "cudaSetDevice");
+    std::uint8_t* mine = m_buffer.get() + std::size_t(m_rank) * bytes;
+    copy(mine, in, bytes, cudaMemcpyHostToDevice);
+    check(ncclAllGather(mine, m_buffer.get(), bytes, ncclUint8, m_nccl, m_stream), "ncclAllGather");
+    int world = 0;
+    check(ncclCommCount(m_nccl, &world), "ncclCommCount");
+    copy(out, m_buffer.get(), bytes * std::size_t(world), cudaMemcpyDeviceToHost);
+    check(cudaStreamSynchronize(m_stream), "sync");
+  }
+
+  ncclComm_t m_nccl;
+  int m_device, m_rank;
+  DeviceBuffer<std::uint8_t> m_buffer;
+  cudaStream_t m_stream = nullptr;
 };
 
-// The MLP on one device: flat parameter/gradient buffers in the CPU Model's layout (initialised
-// from a CPU Model with the same seed, so both paths start identical) and cuBLAS GEMMs in
-// column-major terms (a row-major (r x c) matrix is a column-major (c x r) one).
-class GpuMlp {
- public:
-  GpuMlp(const Options& o, cudaStream_t stream, cublasHandle_t blas)
-      : m_stream(stream), m_blas(blas), m_max_batch(o.batch_size) {
-    Model host(ModelKind::mlp, o.hidden, 1, o.seed);
-    m_widths.push_back(k_image_pixels);
-    for (int h : o.hidden) m_widths.push_back(h);
-    m_widths.push_back(k_classes);
-    std::size_t off = 0, widest = 0;
-    for (std::size_t l = 0; l + 1 < m_widths.size(); ++l) {
-      m_w_off.push_back(off);
-      off += std::size_t(m_widths[l]) * m_widths[l + 1];
-      m_b_off.push_back(off);
-      off += m_widths[l + 1];
-      widest = std::max<std::size_t>(widest, m_widths[l + 1]);
-      m_acts.emplace_back(
-          std::make_unique<DeviceBuffer<float>>(std::size_t(m_max_batch) * m_widths[l + 1]));
-    }
-    m_params = std::make_unique<DeviceBuffer<float>>(off);
-    m_grads = std::make_unique<DeviceBuffer<float>>(off);
-    m_d0 = std::make_unique<DeviceBuffer<float>>(std::size_t(m_max_batch) *
-                                                 std::max<std::size_t>(widest, k_image_pixels));
-    m_d1 = std::make_unique<DeviceBuffer<float>>(m_d0->size());
-    check(cudaMemcpy(m_params->get(), host.params(), off * sizeof(float), cudaMemcpyHostToDevice),
-          "copy parameters");
-  }
-  std::size_t num_params() const { return m_params->size(); }
-  float* params() { return m_params->get(); }
-  float* grads() { return m_grads->get(); }
-
-  void forward(const float* x, int n) {
-    const float one = 1.f, zero = 0.f;
-    const float* in = x;
-    for (std::size_t l = 0; l < m_acts.size(); ++l) {
-      const int fi = m_widths[l], fo = m_widths[l + 1];
-      check(cublasSgemm(m_blas, CUBLAS_OP_N, CUBLAS_OP_N, fo, n, fi, &one, params() + m_w_off[l],
-                        fo, in, fi, &zero, m_acts[l]->get(), fo),
-            "forward sgemm");
-      gpu::bias_relu(m_acts[l]->get(), params() + m_b_off[l], n, fo, l + 1 < m_acts.size(),
-                     m_stream);
-      in = m_acts[l]->get();
-    }
-  }
-  // Adds (loss sum, correct) of the batch to sums; with want_grad also leaves d(loss)/d(logits).
-  void loss(const int* y, int n, float scale, double* sums, bool want_grad) {
-    gpu::softmax_xent(m_acts.back()->get(), y, n, scale, want_grad ? m_d0->get() : nullptr, sums,
-                      m_stream);
-  }
-  void backward(const float* x, int n) {
-    const float one = 1.f, zero = 0.f;
-    float* dy = m_d0->get();
-    float* dx = m_d1->get();
-    for (int l = static_cast<int>(m_acts.size()) - 1; l >= 0; --l) {
-      const int fi = m_widths[l], fo = m_widths[l + 1];
-      const float* in = l == 0 ? x : m_acts[l - 1]->get();
-      gpu::relu_backward_bias(dy, m_acts[l]->get(), grads() + m_b_off[l], n, fo,
-                              l + 1 < static_cast<int>(m_acts.size()), m_stream);
-      check(cublasSgemm(m_blas, CUBLAS_OP_N, CUBLAS_OP_T, fo, fi, n, &one, dy, fo, in, fi, &zero,
-                        grads() + m_w_off[l], fo),
-            "weight-gradient sgemm");
-      if (l > 0)
-        check(cublasSgemm(m_blas, CUBLAS_OP_T, CUBLAS_OP_N, fi, n, fo, &one, params() + m_w_off[l],
-                          fo, dy, fo, &zero, dx, fi),
-              "input-gradient sgemm");
-      std::swap(dy, dx);
-    }
-  }
-
- private:
-  cudaStream_t m_stream;
-  cublasHandle_t m_blas;
-  int m_max_batch;
-  std::vector<int> m_widths;
-  std::vector<std::size_t> m_w_off, m_b_off;
-  std::vector<std::unique_ptr<DeviceBuffer<float>>> m_acts;
-  std::unique_ptr<DeviceBuffer<float>> m_params, m_grads, m_d0, m_d1;
+// The update through host copies (see the top of the file).
+struct HostUpdate {
+  HostUpdate(const Options& o, MPI_Comm comm, std::size_t n)
+      : communicator(comm),
+        optimizer(o.optimizer, n, o.lr, o.momentum),
+        reducer(communicator, n, o.allreduce, o.grad_dtype, o.bucket_mb),
+        rule(make_update_rule(o, reducer, communicator, optimizer, n)) {}
+  Communicator communicator;
+  Optimizer optimizer;
+  GradientReducer reducer;
+  std::unique_ptr<UpdateRule> rule;
+  Weights weights;
 };
 
-// Sums the gradients over the ranks after each step: on the device with NCCL (fp32, or fp16
-// converted on the device) for --allreduce nccl, else through the host and the CPU
-// GradientReducer (any --grad-dtype).
-class GradientSum {
+// The CUDA backend of run_loop (driver.h).
+class GpuBackend {
  public:
-  GradientSum(const Options& o, std::size_t n_params, int rank, int world, MPI_Comm comm)
-      : m_n(n_params) {
-    if (o.allreduce == Algorithm::nccl) {
-      ncclUniqueId id;
-      if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
-      check(ncclCommInitRank(&m_nccl, world, id, rank), "ncclCommInitRank");
-      if (o.grad_dtype == GradDtype::fp16)
-        m_half = std::make_unique<DeviceBuffer<std::uint16_t>>(n_params);
-    } else {
-      m_cpu_comm = std::make_unique<Communicator>(comm);
-      m_cpu_reducer = std::make_unique<GradientReducer>(*m_cpu_comm, n_params, o.allreduce,
-                                                        o.grad_dtype, o.bucket_mb);
-      m_host_grads.resize(n_params);
-    }
-  }
-  // Not a destructor: after an error the plugin aborts every rank instead of tearing NCCL down.
-  void destroy() {
-    if (m_nccl) ncclCommDestroy(m_nccl);
-    m_nccl = nullptr;
-  }
+  GpuBackend(const Options& o, MPI_Comm comm, const Dataset& val, int device);
+  ~GpuBackend();
+  GpuBackend(const GpuBackend&) = delete;
+  GpuBackend& operator=(const GpuBackend&) = delete;
 
-  // grads (device) becomes the sum over ranks; compress: past --warm-start (1-bit only).
-  void sum(float* grads, bool compress, cudaStream_t stream) {
-    if (m_nccl && !m_half) {
-      check(ncclAllReduce(grads, grads, m_n, ncclFloat, ncclSum, m_nccl, stream), "ncclAllReduce");
-    } else if (m_nccl) {
-      gpu::to_half(grads, m_half->get(), m_n, stream);
-      check(ncclAllReduce(m_half->get(), m_half->get(), m_n, ncclHalf, ncclSum, m_nccl, stream),
-            "ncclAllReduce");
-      gpu::from_half(m_half->get(), grads, m_n, stream);
-    } else {
-      check(cudaMemcpyAsync(m_host_grads.data(), grads, m_n * sizeof(float), cudaMemcpyDeviceToHost,
-                            stream),
-            "download");
-      check(cudaStreamSynchronize(stream), "sync");
-      m_cpu_reducer->reduce(m_host_grads.data(), compress);
-      check(cudaMemcpyAsync(grads, m_host_grads.data(), m_n * sizeof(float), cudaMemcpyHostToDevice,
-                            stream),
-            "upload");
-    }
-  }
+  void train(const Batch& batch, bool compress);
+  Sums take_sums();
+  Sums evaluate();
+  void finish();
+  // After a finished run only: after an error the plugin aborts every rank instead of tearing
+  // NCCL down (a destroy can wait for peers that are gone).
+  void close_nccl();
 
  private:
-  std::size_t m_n;
+  void upload_params();
+  void device_step();
+
+  const Options& m_o;
+  MPI_Comm m_comm;
+  const Dataset& m_val;
+  int m_rank = 0, m_world = 1;
+  cudaStream_t m_stream = nullptr;
+  cublasHandle_t m_blas = nullptr;
+  std::optional<GpuMlp> m_model;
+  std::optional<GpuOptimizer> m_optimizer;  // on the device path
   ncclComm_t m_nccl = nullptr;
-  std::unique_ptr<DeviceBuffer<std::uint16_t>> m_half;
-  std::unique_ptr<Communicator> m_cpu_comm;
-  std::unique_ptr<GradientReducer> m_cpu_reducer;
-  std::vector<float> m_host_grads;
+  std::optional<NcclTransport> m_transport;
+  std::optional<HostUpdate> m_host;  // on the host path
+  std::optional<DeviceBuffer<std::uint16_t>> m_half;
+  std::optional<DeviceBuffer<float>> m_x;
+  std::optional<DeviceBuffer<int>> m_y;
+  std::optional<DeviceBuffer<double>> m_sums;  // train loss, train correct, val loss, val correct
+  float m_scale = 1.f;
+  double m_count = 0;
 };
 
-// The optimiser of the CPU Optimizer (model.h) on the device: Chainer's MomentumSGD or Adam.
-class GpuOptimizer {
- public:
-  GpuOptimizer(const Options& o, std::size_t n_params, cudaStream_t stream)
-      : m_kind(o.optimizer),
-        m_lr(o.lr),
-        m_momentum(o.momentum),
-        m_n(n_params),
-        m_m1(n_params),
-        m_m2(o.optimizer == OptimizerKind::adam ? n_params : 1) {
-    check(cudaMemsetAsync(m_m1.get(), 0, n_params * sizeof(float), stream), "memset");
-    if (m_kind == OptimizerKind::adam)
-      check(cudaMemsetAsync(m_m2.get(), 0, n_params * sizeof(float), stream), "memset");
-  }
-  void step(float* params, const float* grads, cudaStream_t stream) {
-    if (m_kind == OptimizerKind::momentum) {
-      gpu::momentum_step(params, m_m1.get(), grads, m_n, m_lr, m_momentum, stream);
-      return;
+GpuBackend::GpuBackend(const Options& o, MPI_Comm comm, const Dataset& val, int device)
+    : m_o(o), m_comm(comm), m_val(val) {
+  MPI_Comm_rank(comm, &m_rank);
+  MPI_Comm_size(comm, &m_world);
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaStreamCreate(&m_stream), "cudaStreamCreate");
+  check(cublasCreate(&m_blas), "cublasCreate");
+  check(cublasSetStream(m_blas, m_stream), "cublasSetStream");
+  m_model.emplace(o, m_stream, m_blas);
+  const std::size_t n = m_model->num_params();
+  const bool on_device = o.allreduce == Algorithm::nccl && o.sync == SyncKind::sgd &&
+                         !o.double_buffering && o.grad_dtype != GradDtype::one_bit;
+  if (o.allreduce == Algorithm::nccl) m_nccl = init_nccl(m_rank, m_world, comm);
+  if (on_device) {
+    m_optimizer.emplace(o, n, m_stream);
+    if (o.grad_dtype == GradDtype::fp16) m_half.emplace(n);
+    m_scale = 1.f / float(o.batch_size * m_world);
+  } else {
+    m_host.emplace(o, comm, n);
+    if (m_nccl) {
+      m_transport.emplace(m_nccl, device, m_rank, m_world, n);
+      m_host->communicator.set_transport(m_transport->transport());
     }
-    ++m_t;
-    const float step =
-        m_lr * std::sqrt(1.f - std::pow(0.999f, float(m_t))) / (1.f - std::pow(0.9f, float(m_t)));
-    gpu::adam_step(params, m_m1.get(), m_m2.get(), grads, m_n, step, stream);
+    m_host->weights.params.resize(n);
+    m_host->weights.grads.resize(n);
+    check(cudaMemcpy(m_host->weights.params.data(), m_model->params(), n * sizeof(float),
+                     cudaMemcpyDeviceToHost),
+          "download parameters");
+    m_scale = m_host->rule->grad_scale(o.batch_size);
   }
-
- private:
-  OptimizerKind m_kind;
-  float m_lr, m_momentum;
-  std::size_t m_n;
-  DeviceBuffer<float> m_m1, m_m2;  // momentum (or Adam's first moment); Adam's second moment
-  std::int64_t m_t = 0;            // Adam steps taken
-};
-
-// Copies m normalised samples hx and their labels hy into the device batch x, y.
-void upload_batch(const float* hx, const int* hy, int m, float* x, int* y, cudaStream_t stream) {
-  check(cudaMemcpyAsync(x, hx, std::size_t(m) * k_image_pixels * sizeof(float),
-                        cudaMemcpyHostToDevice, stream),
-        "upload");
-  check(cudaMemcpyAsync(y, hy, std::size_t(m) * sizeof(int), cudaMemcpyHostToDevice, stream),
-        "upload");
+  m_x.emplace(std::size_t(o.batch_size) * k_image_pixels);
+  m_y.emplace(std::size_t(o.batch_size));
+  m_sums.emplace(4);
+  check(cudaMemsetAsync(m_sums->get(), 0, 4 * sizeof(double), m_stream), "memset");
+  check(cudaStreamSynchronize(m_stream), "sync");
 }
 
-// This rank's (loss sum, correct) pair accumulated on the device at d, over count samples; zeroes
-// the pair for the next stretch.
-Sums take_sums(double* d, double count, cudaStream_t stream) {
-  double h[2];
-  check(cudaMemcpyAsync(h, d, sizeof h, cudaMemcpyDeviceToHost, stream), "download");
-  check(cudaStreamSynchronize(stream), "sync");
-  check(cudaMemsetAsync(d, 0, sizeof h, stream), "memset");
-  return {h[0], h[1], count};
+GpuBackend::~GpuBackend() {
+  m_host.reset();  // its comm thread may use the transport
+  m_transport.reset();
+  cublasDestroy(m_blas);
+  cudaStreamDestroy(m_stream);
+}
+
+void GpuBackend::close_nccl() {
+  m_host.reset();
+  m_transport.reset();
+  if (m_nccl) ncclCommDestroy(m_nccl);
+  m_nccl = nullptr;
+}
+
+void GpuBackend::upload_params() {
+  const auto& p = m_host->weights.params;
+  check(cudaMemcpyAsync(m_model->params(), p.data(), p.size() * sizeof(float),
+                        cudaMemcpyHostToDevice, m_stream),
+        "upload parameters");
+}
+
+void GpuBackend::device_step() {
+  const std::size_t n = m_model->num_params();
+  float* g = m_model->grads();
+  if (!m_half) {
+    check(ncclAllReduce(g, g, n, ncclFloat, ncclSum, m_nccl, m_stream), "ncclAllReduce");
+  } else {
+    gpu::to_half(g, m_half->get(), n, m_stream);
+    check(ncclAllReduce(m_half->get(), m_half->get(), n, ncclHalf, ncclSum, m_nccl, m_stream),
+          "ncclAllReduce");
+    gpu::from_half(m_half->get(), g, n, m_stream);
+  }
+  m_optimizer->step(m_model->params(), g, m_stream);
+}
+
+void GpuBackend::train(const Batch& batch, bool compress) {
+  const int n = m_o.batch_size;
+  upload_batch(batch.x.data(), batch.y.data(), n, m_x->get(), m_y->get(), m_stream);
+  m_model->forward(m_x->get(), n);
+  m_model->loss(m_y->get(), n, m_scale, m_sums->get(), true);
+  m_model->backward(m_x->get(), n);
+  m_count += n;
+  if (!m_host) return device_step();
+  Weights& w = m_host->weights;
+  check(cudaMemcpyAsync(w.grads.data(), m_model->grads(), w.grads.size() * sizeof(float),
+                        cudaMemcpyDeviceToHost, m_stream),
+        "download gradients");
+  check(cudaStreamSynchronize(m_stream), "sync");
+  m_host->rule->step(w, compress);
+  upload_params();
+}
+
+Sums GpuBackend::take_sums() {
+  const Sums s = take_sums_from(m_sums->get(), m_count, m_stream);
+  m_count = 0;
+  return s;
+}
+
+// This rank's validation share on the device (the agreed model uploaded first on the host path),
+// summed over all ranks.
+Sums GpuBackend::evaluate() {
+  std::int64_t count = 0;
+  auto on_device = [&] {
+    if (m_host) upload_params();
+    count = for_each_validation_batch(m_val, m_o.batch_size, m_rank, m_world,
+                                      [&](const float* hx, const int* hy, int m) {
+                                        upload_batch(hx, hy, m, m_x->get(), m_y->get(), m_stream);
+                                        m_model->forward(m_x->get(), m);
+                                        m_model->loss(m_y->get(), m, 0.f, m_sums->get() + 2, false);
+                                      });
+  };
+  if (m_host) {
+    m_host->rule->evaluate(m_host->weights, on_device);
+    upload_params();  // training goes on from the rule's own point
+  } else {
+    on_device();
+  }
+  return take_sums_from(m_sums->get() + 2, double(count), m_stream).global(m_comm);
+}
+
+void GpuBackend::finish() {
+  if (!m_host) return;
+  m_host->rule->finish(m_host->weights);
+  upload_params();
 }
 
 std::expected<int, std::string> device_count() {
@@ -261,96 +274,25 @@ int train_on_gpu(const Options& o, MPI_Comm comm) {
   int rank = 0, world = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world);
+  const auto devices = device_count();
   std::string error;
-  if (o.model != ModelKind::mlp)
+  if (!devices)
+    error = devices.error();
+  else if (o.model != ModelKind::mlp)
     error = "--device cuda: only --model mlp runs on the GPU";
-  else if (o.double_buffering)
-    error = "--device cuda: --double-buffering is CPU-only";
-  else if (o.allreduce == Algorithm::nccl && o.grad_dtype == GradDtype::one_bit)
-    error =
-        "--grad-dtype 1bit needs a CPU --allreduce (mpi|ring|rabenseifner|hierarchical), not nccl";
   std::optional<RunSetup> setup = set_up_run(o, error, rank, world, comm);
   if (!setup) return 1;
-  const Dataset& train = setup->data.first;
-  const Dataset& val = setup->data.second;
-  std::optional<LogReport>& log = setup->log;
-
   // One rank per device on each node.
   MPI_Comm node;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
   int local_rank = 0;
   MPI_Comm_rank(node, &local_rank);
   MPI_Comm_free(&node);
-  check(cudaSetDevice(local_rank % *device_count()), "cudaSetDevice");
-  cudaStream_t stream;
-  check(cudaStreamCreate(&stream), "cudaStreamCreate");
-  cublasHandle_t blas;
-  check(cublasCreate(&blas), "cublasCreate");
-  check(cublasSetStream(blas, stream), "cublasSetStream");
-
-  GpuMlp model(o, stream, blas);
-  const std::size_t n_params = model.num_params();
-  GpuOptimizer optimizer(o, n_params, stream);
-
-  GradientSum gradient_sum(o, n_params, rank, world, comm);
-
-  DataIterator iterator(train, o.batch_size, rank, world, o.iterator_workers, o.prefetch, o.augment,
-                        o.seed);
-  const std::int64_t per_epoch = iterator.batches_per_epoch(),
-                     global_batch = std::int64_t(o.batch_size) * world;
-  const std::int64_t total = total_iterations(o, per_epoch);
-  const float scale = 1.f / float(global_batch);
-  DeviceBuffer<float> x(std::size_t(o.batch_size) * k_image_pixels);
-  DeviceBuffer<int> y(std::size_t(o.batch_size));
-  DeviceBuffer<double> sums(4);  // train loss, train correct, val loss, val correct
-  check(cudaMemsetAsync(sums.get(), 0, 4 * sizeof(double), stream), "memset");
-
-  // This rank's validation share on the device; returns the sums over all ranks.
-  auto evaluate = [&] {
-    const std::int64_t count = for_each_validation_batch(
-        val, o.batch_size, rank, world, [&](const float* hx, const int* hy, int m) {
-          upload_batch(hx, hy, m, x.get(), y.get(), stream);
-          model.forward(x.get(), m);
-          model.loss(y.get(), m, 0.f, sums.get() + 2, false);
-        });
-    return take_sums(sums.get() + 2, double(count), stream).global(comm);
-  };
-
-  check(cudaStreamSynchronize(stream), "sync");
-  MPI_Barrier(comm);
-  const auto t0 = Clock::now();
-  double eval_seconds = 0;
-  std::int64_t interval_count = 0;
-  for (std::int64_t it = 0; it < total; ++it) {
-    const Batch& batch = iterator.next();
-    upload_batch(batch.x.data(), batch.y.data(), static_cast<int>(batch.y.size()), x.get(), y.get(),
-                 stream);
-    model.forward(x.get(), o.batch_size);
-    model.loss(y.get(), o.batch_size, scale, sums.get(), true);
-    model.backward(x.get(), o.batch_size);
-    interval_count += o.batch_size;
-    gradient_sum.sum(model.grads(), it * global_batch >= o.warm_start, stream);
-    optimizer.step(model.params(), model.grads(), stream);
-    const bool last = it + 1 == total;
-    if (!o.benchmark && ((it + 1) % o.log_interval == 0 || last)) {
-      const auto te = Clock::now();
-      const Sums tr = take_sums(sums.get(), double(interval_count), stream).global(comm);
-      interval_count = 0;
-      const Sums va = evaluate();
-      eval_seconds += seconds_since(te);
-      const double elapsed = seconds_since(t0);
-      if (log)
-        log->append(interval_entry(it + 1, per_epoch, global_batch, tr, va, elapsed, eval_seconds));
-    }
-  }
-  // Without --benchmark the sums were taken at each log and this reads zeros, which it ignores.
-  const Sums run = take_sums(sums.get(), double(interval_count), stream);
-  MPI_Barrier(comm);
-  finish_run(o, log, run, total, per_epoch, global_batch, seconds_since(t0), eval_seconds,
-             " on CUDA", rank, world, comm);
-  gradient_sum.destroy();
-  cublasDestroy(blas);
-  cudaStreamDestroy(stream);
+  GpuBackend backend(o, comm, setup->data.second, local_rank % *devices);
+  DataIterator iterator(setup->data.first, o.batch_size, rank, world, o.iterator_workers,
+                        o.prefetch, o.augment, o.seed);
+  run_loop(o, comm, *setup, iterator, backend, " on CUDA");
+  backend.close_nccl();
   return 0;
 }
 

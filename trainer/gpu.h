@@ -34,7 +34,7 @@ std::expected<int, std::string> cuda_device_count();
 int run_training_cuda(const Options& options, MPI_Comm comm);
 
 // The plugin's side of the boundary. Bump k_gpu_plugin_abi when GpuPlugin or Options changes.
-inline constexpr int k_gpu_plugin_abi = 1;
+inline constexpr int k_gpu_plugin_abi = 2;
 inline constexpr const char* k_gpu_plugin_file = "libtune_trainer_gpu.so";
 inline constexpr const char* k_gpu_plugin_entry = "tune_trainer_gpu_plugin";
 

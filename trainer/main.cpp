@@ -1,5 +1,7 @@
 // tune-trainer: parses flags, starts MPI (singleton when not launched by mpirun) and trains.
-// Bad flags print one line and exit 2 before MPI starts; other errors exit 1.
+// Bad flags print one line and exit 2 before MPI starts; other errors exit 1, found collectively
+// (a rank without a CUDA device included) so that the rank that failed says why and no rank
+// waits for it.
 #include <mpi.h>
 
 #include <cstdio>
@@ -34,13 +36,6 @@ int main(int argc, char** argv) {
     if (launcher_rank0())
       std::fprintf(stderr, "tune-trainer: error: %s\n", options.error().c_str());
     return 2;
-  }
-  if (options->device == Device::cuda) {
-    if (auto devices = cuda_device_count(); !devices) {
-      if (launcher_rank0())
-        std::fprintf(stderr, "tune-trainer: error: %s\n", devices.error().c_str());
-      return 1;
-    }
   }
   apply_thread_settings(*options);
 

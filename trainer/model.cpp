@@ -96,8 +96,8 @@ Model::Model(ModelKind kind, const std::vector<int>& hidden, int max_batch, std:
     add(d);
     features = widths[i];
   }
-  m_params.assign(n_params, 0.f);
-  m_grads.assign(n_params, 0.f);
+  m_w.params.assign(n_params, 0.f);
+  m_w.grads.assign(n_params, 0.f);
   // He initialisation, identical on every rank for a given seed.
   std::mt19937_64 rng(seed * 7919 + 17);
   std::size_t max_act = k_image_pixels, max_col = 0;
@@ -112,7 +112,7 @@ Model::Model(ModelKind kind, const std::vector<int>& hidden, int max_batch, std:
       max_col = std::max(max_col, l.col.size());
     }
     std::normal_distribution<float> dist(0.f, std::sqrt(2.f / static_cast<float>(fan_in)));
-    for (std::size_t i = 0; i < fan_in * l.out; ++i) m_params[l.w_off + i] = dist(rng);
+    for (std::size_t i = 0; i < fan_in * l.out; ++i) m_w.params[l.w_off + i] = dist(rng);
   }
   m_dcol.assign(max_col, 0.f);
   m_d0.assign(std::size_t(max_batch) * max_act, 0.f);
@@ -131,8 +131,8 @@ double Model::flops_per_sample() const {
 void Model::forward(const float* x, int n) {
   const float* in = x;
   for (auto& l : m_layers) {
-    const float* w = m_params.data() + l.w_off;
-    const float* b = m_params.data() + l.b_off;
+    const float* w = m_w.params.data() + l.w_off;
+    const float* b = m_w.params.data() + l.b_off;
     float* out = l.act.data();
     if (l.kind == Kind::dense) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, l.out, l.in, 1.f, in, l.in, w,
@@ -221,9 +221,9 @@ void Model::backward(const float* x, int n) {
     Layer& l = m_layers[std::size_t(i)];
     const float* in = i == 0 ? x : m_layers[std::size_t(i) - 1].act.data();
     const bool need_dx = i > 0;
-    const float* w = m_params.data() + l.w_off;
-    float* gw = m_grads.data() + l.w_off;
-    float* gb = m_grads.data() + l.b_off;
+    const float* w = m_w.params.data() + l.w_off;
+    float* gw = m_w.grads.data() + l.w_off;
+    float* gb = m_w.grads.data() + l.b_off;
     if (l.kind == Kind::dense) {
       relu_backward_bias(dy, l.act.data(), gb, std::size_t(n), l.out, l.relu);
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l.in, l.out, n, 1.f, in, l.in, dy, l.out,
@@ -305,6 +305,35 @@ void Optimizer::step(float* params, const float* grads) {
     }
     return;
   }
+  adam_step(params, grads);
+}
+
+void Optimizer::step_ahead(float* params, const float* grads, const float* local, float local_scale,
+                           float* ahead) {
+  const auto n = static_cast<std::int64_t>(m_m.size());
+  if (m_kind == OptimizerKind::adam) {
+    if (grads) adam_step(params, grads);
+    std::copy(params, params + n, ahead);
+    return;
+  }
+  float* m = m_m.data();
+  const float lr = m_lr, mu = m_momentum, local_lr = m_lr * local_scale;
+  if (grads) {
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      m[i] = mu * m[i] - lr * grads[i];
+      params[i] += m[i];
+      ahead[i] = params[i] + mu * m[i] - local_lr * local[i];
+    }
+    return;
+  }
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) ahead[i] = params[i] + mu * m[i] - local_lr * local[i];
+}
+
+void Optimizer::adam_step(float* params, const float* grads) {
+  const auto n = static_cast<std::int64_t>(m_m.size());
+  float* m = m_m.data();
   ++m_t;
   constexpr float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
   const float c1 = 1.f - std::pow(b1, float(m_t)), c2 = 1.f - std::pow(b2, float(m_t));

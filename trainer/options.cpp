@@ -56,11 +56,9 @@ Setter choice(const std::string& flag, E& field, std::map<std::string, E> names)
   };
 }
 
-}  // namespace
-
-std::expected<Options, std::string> parse_options(const std::vector<std::string>& args) {
-  Options o;
-  std::map<std::string, Setter> with_value = {
+// The flags that take a value, each writing its field of o (a table, one row a flag).
+std::map<std::string, Setter> value_flags(Options& o) {
+  return {
       {"out",
        [&](const std::string& v) -> std::expected<void, std::string> {
          if (v.empty()) return bad("out", v, "a directory");
@@ -122,16 +120,50 @@ std::expected<Options, std::string> parse_options(const std::vector<std::string>
        choice<GradDtype>(
            "grad-dtype", o.grad_dtype,
            {{"fp32", GradDtype::fp32}, {"fp16", GradDtype::fp16}, {"1bit", GradDtype::one_bit}})},
+      {"sync",
+       choice<SyncKind>("sync", o.sync, {{"sgd", SyncKind::sgd}, {"block", SyncKind::block}})},
+      {"block-steps", integer<int>("block-steps", o.block_steps, 1)},
+      {"block-momentum", real<float>("block-momentum", o.block_momentum, false)},
+      {"block-lr", real<float>("block-lr", o.block_lr, true)},
       {"warm-start", integer<std::int64_t>("warm-start", o.warm_start, 0)},
       {"bucket-mb", real<double>("bucket-mb", o.bucket_mb, true)},
       {"device",
        choice<Device>("device", o.device, {{"cpu", Device::cpu}, {"cuda", Device::cuda}})},
       {"seed", integer<std::uint64_t>("seed", o.seed, 0)},
   };
-  std::map<std::string, bool*> switches = {{"benchmark", &o.benchmark},
-                                           {"double-buffering", &o.double_buffering}};
+}
 
+// Defaults that depend on other flags, then the combinations no run can take.
+std::expected<Options, std::string> finish_options(Options o, bool momentum_given) {
+  // Sign-compressed gradients (1bit) make momentum 0.9 overshoot: measured on Fashion-MNIST they
+  // stall near 62-74% where 0.5 reaches 79-84%. An explicit --momentum wins. (Double buffering
+  // needs no such default: its one-step delay is compensated, see sync.h.)
+  if (o.grad_dtype == GradDtype::one_bit && !momentum_given) o.momentum = 0.5f;
+  if (o.out_dir.empty()) return std::unexpected(std::string("--out DIR is required"));
+  if (o.data_dir.empty() && o.synthetic == 0)
+    return std::unexpected(std::string("one of --data-dir DIR or --synthetic N is required"));
+  if (!o.data_dir.empty() && o.synthetic != 0)
+    return std::unexpected(std::string("--data-dir and --synthetic exclude each other; give one"));
+  if (o.block_momentum >= 1.f)
+    return std::unexpected(std::string("--block-momentum: must be < 1 (the filter diverges at 1)"));
+  if (o.sync == SyncKind::block && o.double_buffering)
+    return std::unexpected(
+        std::string("--double-buffering overlaps per-step gradients: use it with --sync sgd"));
+  if (o.allreduce == Algorithm::nccl && o.device != Device::cuda)
+    return std::unexpected(std::string("--allreduce nccl needs --device cuda"));
+  return o;
+}
+
+}  // namespace
+
+std::expected<Options, std::string> parse_options(const std::vector<std::string>& args) {
+  Options o;
+  const std::map<std::string, Setter> with_value = value_flags(o);
   bool momentum_given = false;
+  std::map<std::string, bool*> switches = {{"benchmark", &o.benchmark},
+                                           {"double-buffering", &o.double_buffering},
+                                           {"block-nesterov", &o.block_nesterov}};
+
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") return std::unexpected(std::string("help"));
@@ -158,33 +190,23 @@ std::expected<Options, std::string> parse_options(const std::vector<std::string>
     if (auto r = it->second(value); !r) return std::unexpected(r.error());
     if (name == "momentum") momentum_given = true;
   }
-  // Gradients applied one step late (--double-buffering) or sign-compressed (1bit) make momentum
-  // 0.9 overshoot: measured on Fashion-MNIST they stall near 62-74% where 0.5 reaches 79-84%.
-  // An explicit --momentum wins.
-  if ((o.double_buffering || o.grad_dtype == GradDtype::one_bit) && !momentum_given)
-    o.momentum = 0.5f;
-  if (o.out_dir.empty()) return std::unexpected(std::string("--out DIR is required"));
-  if (o.data_dir.empty() && o.synthetic == 0)
-    return std::unexpected(std::string("one of --data-dir DIR or --synthetic N is required"));
-  if (!o.data_dir.empty() && o.synthetic != 0)
-    return std::unexpected(std::string("--data-dir and --synthetic exclude each other; give one"));
-  if (o.allreduce == Algorithm::nccl && o.device != Device::cuda)
-    return std::unexpected(std::string("--allreduce nccl needs --device cuda"));
-  return o;
+  return finish_options(std::move(o), momentum_given);
 }
 
 std::string usage() {
   return "usage: tune-trainer --out DIR (--data-dir DIR | --synthetic N) [--model mlp|cnn]\n"
          "  [--hidden 1000,1000] [--batch-size 100] [--lr 0.05] "
          "[--optimizer momentum|adam]\n"
-         "  [--momentum 0.9 (0.5 with --double-buffering or 1bit)] [--epochs 1] [--max-iterations "
-         "N] [--train-samples N] [--val-samples "
-         "N]\n"
+         "  [--momentum 0.9 (0.5 with 1bit)] [--epochs 1] [--max-iterations N] [--train-samples N] "
+         "[--val-samples N]\n"
          "  [--log-interval 100] [--benchmark] [--iterator-workers 2] [--prefetch N]\n"
          "  [--augment none|light|heavy] [--omp-threads N] [--blas-threads N] [--opencv-threads "
          "N]\n"
          "  [--allreduce mpi|ring|rabenseifner|hierarchical|nccl] [--grad-dtype fp32|fp16|1bit]\n"
-         "  [--warm-start N] [--bucket-mb 4] [--double-buffering] [--device cpu|cuda] [--seed 1]\n";
+         "  [--warm-start N] [--bucket-mb 4] [--double-buffering] [--device cpu|cuda] [--seed 1]\n"
+         "  [--sync sgd|block] [--block-steps 8] [--block-momentum 1-1/ranks]\n"
+         "  [--block-lr 1-block_momentum]\n"
+         "  [--block-nesterov]\n";
 }
 
 }  // namespace tune::trainer

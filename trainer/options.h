@@ -16,6 +16,7 @@ enum class Augment { none, light, heavy };
 enum class Algorithm { mpi, ring, rabenseifner, hierarchical, nccl };
 enum class GradDtype { fp32, fp16, one_bit };
 enum class Device { cpu, cuda };
+enum class SyncKind { sgd, block };
 
 struct Options {
   std::string out_dir;                     // --out, required; rank 0 writes out_dir/log
@@ -24,7 +25,7 @@ struct Options {
   ModelKind model = ModelKind::mlp;        // --model
   std::vector<int> hidden = {1000, 1000};  // --hidden: MLP hidden widths (CNN: dense head)
   int batch_size = 100;                    // --batch-size, per rank
-  float lr = 0.05f;                        // --lr; 0.02 with --double-buffering unless given
+  float lr = 0.05f;                        // --lr
   OptimizerKind optimizer = OptimizerKind::momentum;  // --optimizer
   float momentum = 0.9f;                              // --momentum
   int epochs = 1;                                     // --epochs
@@ -44,6 +45,11 @@ struct Options {
   std::int64_t warm_start = 0;             // --warm-start: samples trained before 1-bit starts
   double bucket_mb = 4.0;                  // --bucket-mb: gradient fusion size
   bool double_buffering = false;           // --double-buffering
+  SyncKind sync = SyncKind::sgd;           // --sync: gradients every step, or block momentum
+  int block_steps = 8;                     // --block-steps: local steps per block (--sync block)
+  float block_momentum = -1.f;             // --block-momentum, < 0 = 1 - 1/ranks (Chen & Huo)
+  float block_lr = -1.f;                   // --block-lr, < 0 = 1 - block momentum (unit gain)
+  bool block_nesterov = false;             // --block-nesterov: next block starts from lookahead
   Device device = Device::cpu;             // --device
   std::uint64_t seed = 1;                  // --seed
 };

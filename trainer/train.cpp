@@ -3,20 +3,19 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <condition_variable>
 #include <cstdlib>
-#include <exception>
-#include <functional>
-#include <mutex>
+#include <memory>
 #include <opencv2/core.hpp>
 #include <optional>
-#include <thread>
+#include <utility>
 
 #include "trainer/allreduce.h"
 #include "trainer/data.h"
+#include "trainer/driver.h"
 #include "trainer/log_report.h"
 #include "trainer/model.h"
 #include "trainer/run_common.h"
+#include "trainer/sync.h"
 
 namespace tune::trainer {
 namespace {
@@ -30,76 +29,55 @@ int env_int(const char* name) {
   return (*end == '\0' && n >= 0) ? static_cast<int>(n) : -1;
 }
 
-// The --double-buffering comm thread: reduces one gradient buffer while the main thread computes
-// the next step. All MPI calls of a step are made by it; the main thread only calls MPI while the
-// thread is idle (after wait()), which MPI_THREAD_SERIALIZED allows.
-class CommThread {
+// The CPU backend of run_loop (driver.h): the Model, its optimiser and the update rule.
+class CpuBackend {
  public:
-  explicit CommThread(std::function<void(float*, bool)> work) : m_work(std::move(work)) {
-    m_thread = std::thread([this] { loop(); });
+  CpuBackend(const Options& o, Communicator& comm, const Dataset& val)
+      : m_o(o),
+        m_comm(comm),
+        m_val(val),
+        m_model(o.model, o.hidden, o.batch_size, o.seed),
+        m_optimizer(o.optimizer, m_model.num_params(), o.lr, o.momentum),
+        m_reducer(comm, m_model.num_params(), o.allreduce, o.grad_dtype, o.bucket_mb),
+        m_rule(make_update_rule(o, m_reducer, comm, m_optimizer, m_model.num_params())),
+        m_grad_scale(m_rule->grad_scale(o.batch_size)) {}
+
+  void train(const Batch& batch, bool compress) {
+    const StepStats s =
+        m_model.train_step(batch.x.data(), batch.y.data(), m_o.batch_size, m_grad_scale);
+    m_sums.loss += s.loss_sum;
+    m_sums.correct += s.correct;
+    m_sums.count += m_o.batch_size;
+    m_rule->step(m_model.weights(), compress);
   }
-  ~CommThread() {
-    {
-      std::lock_guard lock(m_mutex);
-      m_stop = true;
-    }
-    m_cv.notify_all();
-    m_thread.join();
-  }
-  void start(float* grads, bool compress) {
-    {
-      std::lock_guard lock(m_mutex);
-      m_job = grads;
-      m_compress = compress;
-    }
-    m_cv.notify_all();
-  }
-  void wait() {
-    std::unique_lock lock(m_mutex);
-    m_cv.wait(lock, [&] { return m_job == nullptr; });
-    if (m_error) std::rethrow_exception(m_error);
+  Sums take_sums() { return std::exchange(m_sums, Sums{}); }
+  void finish() { m_rule->finish(m_model.weights()); }
+  // Validation over this rank's contiguous share of the set, summed over ranks.
+  Sums evaluate() {
+    Sums s;
+    m_rule->evaluate(m_model.weights(), [&] {
+      for_each_validation_batch(m_val, m_o.batch_size, m_comm.rank(), m_comm.size(),
+                                [&](const float* x, const int* y, int m) {
+                                  const StepStats st = m_model.evaluate(x, y, m);
+                                  s.loss += st.loss_sum;
+                                  s.correct += st.correct;
+                                  s.count += m;
+                                });
+    });
+    return s.global(m_comm.comm());
   }
 
  private:
-  void loop() {
-    std::unique_lock lock(m_mutex);
-    for (;;) {
-      m_cv.wait(lock, [&] { return m_stop || m_job != nullptr; });
-      if (m_stop) return;
-      float* job = m_job;
-      const bool compress = m_compress;
-      lock.unlock();
-      try {
-        m_work(job, compress);
-      } catch (...) {
-        m_error = std::current_exception();
-      }
-      lock.lock();
-      m_job = nullptr;
-      m_cv.notify_all();
-    }
-  }
-
-  std::function<void(float*, bool)> m_work;
-  std::mutex m_mutex;
-  std::condition_variable m_cv;
-  float* m_job = nullptr;
-  bool m_compress = true, m_stop = false;
-  std::exception_ptr m_error;
-  std::thread m_thread;
+  const Options& m_o;
+  Communicator& m_comm;
+  const Dataset& m_val;
+  Model m_model;
+  Optimizer m_optimizer;
+  GradientReducer m_reducer;
+  std::unique_ptr<UpdateRule> m_rule;
+  float m_grad_scale;
+  Sums m_sums;
 };
-
-// Validation over this rank's contiguous share of the set, summed over ranks.
-Sums evaluate(Model& model, const Dataset& val, int batch, int rank, int world, MPI_Comm comm) {
-  Sums s;
-  for_each_validation_batch(val, batch, rank, world, [&](const float* x, const int* y, int m) {
-    const StepStats st = model.evaluate(x, y, m);
-    s.loss += st.loss_sum;
-    s.correct += st.correct;
-    s.count += m;
-  });
-  return s.global(comm);
-}
 
 }  // namespace
 
@@ -121,78 +99,12 @@ int run_training(const Options& o, MPI_Comm comm) {
   MPI_Comm_size(comm, &world);
   std::optional<RunSetup> setup = set_up_run(o, "", rank, world, comm);
   if (!setup) return 1;
-  const Dataset& train = setup->data.first;
-  const Dataset& val = setup->data.second;
-  std::optional<LogReport>& log = setup->log;
 
-  Model model(o.model, o.hidden, o.batch_size, o.seed);
-  Optimizer optimizer(o.optimizer, model.num_params(), o.lr, o.momentum);
   Communicator communicator(comm);
-  GradientReducer reducer(communicator, model.num_params(), o.allreduce, o.grad_dtype, o.bucket_mb);
-  DataIterator iterator(train, o.batch_size, rank, world, o.iterator_workers, o.prefetch, o.augment,
-                        o.seed);
-
-  const std::int64_t per_epoch = iterator.batches_per_epoch();
-  const std::int64_t total = total_iterations(o, per_epoch);
-  const std::int64_t global_batch = std::int64_t(o.batch_size) * world;
-  const float grad_scale = 1.0f / static_cast<float>(global_batch);
-
-  std::vector<float> spare;
-  std::optional<CommThread> comm_thread;
-  if (o.double_buffering) {
-    spare.assign(model.num_params(), 0.f);
-    comm_thread.emplace([&](float* g, bool compress) { reducer.reduce(g, compress); });
-  }
-  bool pending = false;
-  auto drain = [&] {
-    if (!pending) return;
-    comm_thread->wait();
-    optimizer.step(model.params(), spare.data());
-    pending = false;
-  };
-
-  MPI_Barrier(comm);
-  const auto t0 = Clock::now();
-  double eval_seconds = 0;
-  Sums interval, run;
-  for (std::int64_t it = 0; it < total; ++it) {
-    const Batch& batch = iterator.next();
-    const StepStats s = model.train_step(batch.x.data(), batch.y.data(), o.batch_size, grad_scale);
-    interval.loss += s.loss_sum;
-    interval.correct += s.correct;
-    interval.count += o.batch_size;
-    // 1-bit starts once --warm-start samples (over all ranks) have been trained in fp32.
-    const bool compress = it * global_batch >= o.warm_start;
-    const bool last = it + 1 == total;
-    const bool log_now = !o.benchmark && ((it + 1) % o.log_interval == 0 || last);
-    if (!o.double_buffering) {
-      reducer.reduce(model.grads(), compress);
-      optimizer.step(model.params(), model.grads());
-    } else {
-      // Apply step t-1's reduced gradients (one step late), then hand step t's to the comm thread.
-      drain();
-      model.swap_grads(spare);
-      comm_thread->start(spare.data(), compress);
-      pending = true;
-      if (log_now || last) drain();
-    }
-    if (log_now) {
-      const auto te = Clock::now();
-      const Sums tr = interval.global(comm);
-      const Sums va = evaluate(model, val, o.batch_size, rank, world, comm);
-      eval_seconds += seconds_since(te);
-      run.loss += interval.loss, run.correct += interval.correct, run.count += interval.count;
-      interval = {};
-      const double elapsed = seconds_since(t0);
-      if (log)
-        log->append(interval_entry(it + 1, per_epoch, global_batch, tr, va, elapsed, eval_seconds));
-    }
-  }
-  MPI_Barrier(comm);
-  const double elapsed = seconds_since(t0);
-  run.loss += interval.loss, run.correct += interval.correct, run.count += interval.count;
-  finish_run(o, log, run, total, per_epoch, global_batch, elapsed, eval_seconds, "", rank, world,
-             comm);
+  CpuBackend backend(o, communicator, setup->data.second);
+  DataIterator iterator(setup->data.first, o.batch_size, rank, world, o.iterator_workers,
+                        o.prefetch, o.augment, o.seed);
+  run_loop(o, comm, *setup, iterator, backend, "");
   return 0;
 }
 

@@ -1,4 +1,5 @@
-// The training driver: data, model, optimiser, gradient reduction and log, wired per Options.
+// The CPU training path: data, model, optimiser, update rule and log, wired per Options and run by
+// the loop every device shares (driver.h).
 //
 // Threads each rank starts (what the probes module predicts):
 //   - the main thread (data loading too when --iterator-workers 0);

@@ -16,6 +16,7 @@
 #include "tests/common/test_support.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
+#include "tuner/study_spec.h"
 #include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
@@ -293,6 +294,34 @@ TEST_F(TuneE2E, OptunaLoadsOurStudy) {
             std::get<std::int64_t>(
                 search::to_external(best->distributions.at("n"), best->params.at("n"))));
   EXPECT_TRUE(j["cmd"].is_array());
+}
+
+}  // namespace
+}  // namespace tune::tuner
+
+namespace tune::tuner {
+namespace {
+
+// The second shipped study (issue 16): tunes the gradient exchange over the shaped two-host link,
+// launched across the namespace hosts with a rankfile, scored by samples/s under an accuracy
+// constraint; its baseline is plain fp32 data parallelism. Running it needs the hosts up
+// (bench/trainer/two_hosts.sh runs the same settings); loading it needs nothing.
+TEST(ShippedStudies, TwoHostsStudyLoads) {
+  auto spec = load_study_spec(TUNE_SOURCE_DIR "/studies/two-hosts.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec->name, "two-hosts");
+  EXPECT_EQ(spec->direction, search::Direction::maximize);
+  EXPECT_EQ(spec->objective.key, "samples_per_sec");
+  ASSERT_EQ(spec->constraints.size(), 1u);
+  EXPECT_EQ(spec->launch.hostfile, "/tmp/tune-two-hosts/hostfile");
+  EXPECT_NE(std::find(spec->launch.extra.begin(), spec->launch.extra.end(), "--rankfile"),
+            spec->launch.extra.end());
+  std::set<std::string> names;
+  for (const auto& [name, distribution] : spec->space) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"exchange", "allreduce", "grad_dtype", "warm_start",
+                                          "bucket_mb", "block_steps"}));
+  ASSERT_EQ(spec->enqueue.size(), 1u);
+  EXPECT_EQ(spec->enqueue[0].at("grad_dtype"), search::ParamValue(std::string("fp32")));
 }
 
 }  // namespace

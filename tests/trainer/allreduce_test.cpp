@@ -118,7 +118,7 @@ TEST_P(Reduce, Fp16MatchesMpiAllreduceWithinHalfPrecision) {
 }
 
 // The 1-bit arithmetic, recomputed: v = g + residual; per bucket scale = mean |v| (summed in
-// double, element i of the bucket into lane i % 4, lanes added pairwise); this rank contributes
+// double, element i of the bucket into lane i % 16, lanes added pairwise); this rank contributes
 // scale * sign(v) (sign(0) = +); residual' = v - contribution.
 TEST_P(Reduce, OneBitIsSignTimesScaleWithErrorFeedback) {
   const Case c = GetParam();
@@ -133,10 +133,12 @@ TEST_P(Reduce, OneBitIsSignTimesScaleWithErrorFeedback) {
     std::vector<float> contribution(c.n), expected_residual(c.n);
     for (std::size_t off = 0; off < c.n; off += bucket) {
       const std::size_t len = std::min(bucket, c.n - off);
-      double lane[4] = {0.0, 0.0, 0.0, 0.0};
+      double lane[16] = {};
       for (std::size_t i = off; i < off + len; ++i)
-        lane[(i - off) % 4] += std::fabs(g[i] + residual[i]);
-      const double abs_sum = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+        lane[(i - off) % 16] += std::fabs(g[i] + residual[i]);
+      for (int width = 8; width >= 1; width /= 2)
+        for (int j = 0; j < width; ++j) lane[j] = lane[2 * j] + lane[2 * j + 1];
+      const double abs_sum = lane[0];
       const float scale = static_cast<float>(abs_sum / double(len));
       for (std::size_t i = off; i < off + len; ++i) {
         const float v = g[i] + residual[i];
@@ -163,6 +165,30 @@ TEST_P(Reduce, OneBitIsSignTimesScaleWithErrorFeedback) {
   for (std::size_t i = 0; i < c.n; ++i) bad += std::fabs(g[i] - ref[i]) > 1e-5;
   EXPECT_EQ(bad, 0u);
   EXPECT_EQ(reducer.residual(), residual);
+}
+
+// Polite waits (nonblocking calls, test and sleep) change how a rank waits, not what it computes:
+// the same bits as the blocking calls for the own algorithms and 1-bit; MPI's nonblocking
+// collectives (mpi, hierarchical's node reduce) may add in another order, so there the sums
+// agree within the fp32 and fp16 tolerances of the tests above.
+TEST_P(Reduce, PoliteWaitsGiveTheSameSums) {
+  const Case c = GetParam();
+  const bool own = c.algo == Algorithm::ring || c.algo == Algorithm::rabenseifner;
+  const double p = world_size();
+  for (GradDtype dtype : {GradDtype::fp32, GradDtype::fp16, GradDtype::one_bit}) {
+    Communicator blocking(MPI_COMM_WORLD), polite(MPI_COMM_WORLD);
+    polite.set_polite(true);
+    GradientReducer a(blocking, c.n, c.algo, dtype, c.bucket_mb);
+    GradientReducer b(polite, c.n, c.algo, dtype, c.bucket_mb);
+    std::vector<float> x = random_buffer(c.n, 40), y = x;
+    a.reduce(x.data());
+    b.reduce(y.data());
+    if (own || dtype == GradDtype::one_bit)
+      EXPECT_EQ(x, y) << "dtype " << int(dtype);
+    else
+      expect_close_and_same_on_every_rank(
+          y, x, dtype == GradDtype::fp32 ? 8 * p * p * 1.2e-7 : 2 * p * p * std::ldexp(1.0, -11));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, Reduce, k_cases, case_name);

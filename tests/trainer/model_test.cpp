@@ -80,7 +80,7 @@ TEST(Model, SizesAndFlopsOfTheDefaultMlp) {
   EXPECT_EQ(m.num_params(), 784u * 1000 + 1000 + 1000u * 1000 + 1000 + 1000u * 10 + 10);
   EXPECT_DOUBLE_EQ(m.flops_per_sample(), 6.0 * (784 * 1000 + 1000 * 1000 + 1000 * 10));
   std::vector<float> other(m.num_params(), 7.f);
-  m.swap_grads(other);
+  m.weights().grads.swap(other);
   EXPECT_EQ(m.grads()[0], 7.f);
 }
 
