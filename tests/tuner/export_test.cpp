@@ -119,7 +119,8 @@ std::string mpirun_command(const std::vector<std::string>& lines) {
     std::string l = *cmd;
     const bool more = l.ends_with(" \\");
     if (more) l.resize(l.size() - 2);
-    command += (command.empty() ? "" : " ") + l.substr(l.find_first_not_of(' '));
+    if (!command.empty()) command += ' ';
+    command.append(l, l.find_first_not_of(' '));
     if (!more) break;
   }
   return command;
