@@ -131,7 +131,7 @@ Result<int> cancel_slurm_steps(const std::string& step_name) {
       // Then the cancel itself, which ends a step whose tasks are gone. Their exit status is
       // not the verdict (the step may end between the two and the second then finds none);
       // whether Slurm still lists the step when the wait is over is.
-      for (const std::vector<std::string> how :
+      for (const std::vector<std::string>& how :
            {std::vector<std::string>{"--signal=KILL"}, std::vector<std::string>{}}) {
         std::vector<std::string> args = {"--quiet"};
         args.insert(args.end(), how.begin(), how.end());

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
+#include "tests/common/test_support.h"
 
 namespace tune::testing {
 
@@ -56,6 +56,11 @@ inline pg_fs::path postgres_bin_dir() {
   return found.back();
 }
 
+// Runs argv (no shell) with stdout/stderr appended to `log`; its exit status, -1 if not run.
+inline int run_argv(const std::vector<std::string>& argv, const pg_fs::path& log) {
+  return test_support::spawn_and_wait(argv, log);
+}
+
 // Why no server can be started here, or nullopt.
 inline std::optional<std::string> postgres_missing() {
   if (postgres_bin_dir().empty()) {
@@ -65,25 +70,6 @@ inline std::optional<std::string> postgres_missing() {
     return "running as root and there is no `postgres` user to run initdb as";
   }
   return std::nullopt;
-}
-
-// Runs argv (no shell) with stdout/stderr appended to `log`; its exit status, -1 if not run.
-inline int run_argv(const std::vector<std::string>& argv, const pg_fs::path& log) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // A port nobody listens on now (the kernel's choice for port 0).

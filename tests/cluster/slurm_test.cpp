@@ -115,7 +115,7 @@ TEST_F(SlurmEngine, TrialsRunAsJobStepsOfTheAllocation) {
     const auto command = t.user_attrs.at("command");
     EXPECT_EQ(command[0], "srun") << command.dump();
     const auto name = "tune-steps-" + std::to_string(t.number);
-    for (const std::string flag : std::vector<std::string>{
+    for (const std::string& flag : std::vector<std::string>{
              "--mpi=pmix", "--ntasks=2", "--cpus-per-task=1", "--job-name=" + name}) {
       EXPECT_NE(std::find(command.begin(), command.end(), flag), command.end())
           << flag << " in " << command.dump();

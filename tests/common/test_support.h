@@ -5,9 +5,13 @@
 // file. Header-only; the helpers hold no state (TempDirTest: one folder per fixture object).
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -22,6 +26,8 @@
 #include "search/trial.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
+
+extern char** environ;
 
 namespace tune::test_support {
 
@@ -123,6 +129,29 @@ inline bool wait_for_file(const fs::path& path, std::chrono::seconds limit,
     std::this_thread::yield();
   }
   return false;
+}
+
+// Runs `argv` (no shell) to its end as a plain child, not under tune's keeper: a fixture's own
+// commands (starting servers, namespace hosts) leave daemons running on purpose, which the
+// keeper would stop as it stops whatever a trial leaves behind. stdout and stderr are appended to
+// `log`. Its exit status; -1 if it could not start or a signal ended it.
+inline int spawn_and_wait(const std::vector<std::string>& argv, const fs::path& log) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace tune::test_support

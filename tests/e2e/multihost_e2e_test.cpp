@@ -15,10 +15,9 @@
 #include <fstream>
 #include <set>
 
+#include "tests/common/test_support.h"
 #include "tuner/launcher.h"
 #include "tuner/sqlite_storage.h"
-
-extern char** environ;
 
 namespace tune::tuner {
 namespace {
@@ -51,22 +50,7 @@ Ran run(const std::vector<std::string>& argv, const fs::path& dir, double timeou
 
 // The fixture's own commands run as plain children, not under run_process(): its keeper would
 // stop the sshds that `up` leaves running, as it stops whatever a trial leaves behind.
-int spawn_and_wait(const std::vector<std::string>& argv, const fs::path& log) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using test_support::spawn_and_wait;
 
 class MultiHost : public ::testing::Test {
  protected:
