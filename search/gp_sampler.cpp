@@ -262,10 +262,9 @@ std::expected<GpOptions, std::string> gp_options_from_json(const nlohmann::json&
         return std::unexpected("sampler.type: the GP options need type: gp");
       }
     } else if (key == "seed") {
-      if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
-        return std::unexpected("sampler.seed: must be an integer >= 0");
-      }
-      o.seed = value.get<std::uint64_t>();
+      auto parsed = seed_from_json(value);
+      if (!parsed) return std::unexpected(parsed.error());
+      o.seed = *parsed;
     } else if (key == "warp") {
       if (!value.is_string() || (value != "none" && value != "log" && value != "rank")) {
         return std::unexpected("sampler.warp: must be none, log or rank");

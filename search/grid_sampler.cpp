@@ -233,10 +233,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> make_grid_sampler(const nlo
   for (const auto& [key, value] : config.items()) {
     if (key == "type") continue;
     if (key == "seed") {
-      if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
-        return std::unexpected("sampler.seed: must be an integer >= 0");
-      }
-      seed = value.get<std::uint64_t>();
+      auto parsed = seed_from_json(value);
+      if (!parsed) return std::unexpected(parsed.error());
+      seed = *parsed;
     } else if (key == "search_space") {
       if (!value.is_object()) {
         return std::unexpected("sampler.search_space: must map parameter names to lists of values");

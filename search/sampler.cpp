@@ -9,6 +9,13 @@
 
 namespace tune::search {
 
+std::expected<std::uint64_t, std::string> seed_from_json(const nlohmann::json& value) {
+  if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
+    return std::unexpected("sampler.seed: must be an integer >= 0");
+  }
+  return value.get<std::uint64_t>();
+}
+
 std::map<std::string, double> suggest_all(Sampler& sampler, const StudyView& study,
                                           FrozenTrial& trial, const SearchSpace& space) {
   std::map<std::string, double> out;
@@ -66,10 +73,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> make_sampler(const nlohmann
         return std::unexpected(
             fmt::format("sampler.{}: unknown option for the random sampler (known: seed)", key));
       }
-      if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
-        return std::unexpected("sampler.seed: must be an integer >= 0");
-      }
-      seed = value.get<std::uint64_t>();
+      auto parsed = seed_from_json(value);
+      if (!parsed) return std::unexpected(parsed.error());
+      seed = *parsed;
     }
     return make_random_sampler(seed);
   }

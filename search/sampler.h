@@ -49,6 +49,9 @@ class Sampler {
 std::map<std::string, double> suggest_all(Sampler& sampler, const StudyView& study,
                                           FrozenTrial& trial, const SearchSpace& space);
 
+// The `sampler.seed` option of any sampler's section: an integer >= 0, else an error naming it.
+std::expected<std::uint64_t, std::string> seed_from_json(const nlohmann::json& value);
+
 // Builds a sampler from the study file's `sampler:` section given as JSON, e.g.
 // {"type": "tpe", "seed": 7, "n_startup_trials": 10}. Types: "gp" (the default, also for a
 // null or typeless config), "tpe", "random", "grid".

@@ -392,10 +392,9 @@ std::expected<TpeOptions, std::string> tpe_options_from_json(const nlohmann::jso
         return std::unexpected("sampler.type: the TPE options need type: tpe");
       }
     } else if (key == "seed") {
-      if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
-        return std::unexpected("sampler.seed: must be an integer >= 0");
-      }
-      o.seed = value.get<std::uint64_t>();
+      auto parsed = seed_from_json(value);
+      if (!parsed) return std::unexpected(parsed.error());
+      o.seed = *parsed;
     } else if (key == "prior_weight") {
       if (!value.is_number() || !(value.get<double>() > 0.0) ||
           !std::isfinite(value.get<double>())) {
