@@ -57,16 +57,6 @@ class SlurmEngine : public ::testing::Test {
     env.merge(s_slurm->env());
     return run(m_dir, std::move(argv), std::move(env), 240);
   }
-  // Waits (bounded) until a file has content: the condition, not a fixed delay, ends the wait.
-  static bool wait_for_file(const fs::path& p, std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      std::error_code ec;
-      if (fs::exists(p, ec) && fs::file_size(p, ec) > 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
   // The study's trials, from the SQLite default (out/study.db) or `url`.
   std::vector<search::FrozenTrial> trials(const std::string& name, const std::string& url = "") {
     auto storage = tuner::open_storage(url.empty() ? (m_dir / "out" / "study.db").string() : url);
