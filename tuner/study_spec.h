@@ -32,8 +32,10 @@
 namespace tune::tuner {
 
 struct ObjectiveSpec {
-  // Chainer LogReport JSON (array of entries) at `log`, or a regex over the trial's stdout.
+  // Chainer LogReport JSON (array of entries) at `log`, a regex over the trial's stdout, or the
+  // trial's wall time (launch to exit, as tune measured it) for a program that logs nothing.
   bool use_regex = false;
+  bool wall_time = false;  // objective: {wall_time: true}; minimize only; `log` for constraints
   std::string log = "{trial_dir}/log";  // template
   std::string key = "elapsed_time";     // key of the chosen entry
   std::string entry = "last";           // last | first | min | max (over all entries)

@@ -132,6 +132,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "invalid regular expression"},
         BadCase{"name: x\ncommand: [p]\nobjective: {entry: median}\n", "key 'objective.entry'"},
         BadCase{"name: x\ncommand: [p]\nobjective: {colour: red}\n", "key 'objective.colour'"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, key: elapsed_time}\n",
+                "s.yaml:3: key 'objective.key': makes no sense with wall_time: true"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, regex: 't=(.*)'}\n",
+                "key 'objective.regex': makes no sense with wall_time"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, intermediate: loss}\n",
+                "key 'objective.intermediate': makes no sense with wall_time"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: yes please}\n",
+                "key 'objective.wall_time': expected true or false"},
+        BadCase{"name: x\ncommand: [p]\ndirection: maximize\nobjective: {wall_time: true}\n",
+                "s.yaml:3: key 'direction': wall_time is minimized"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, log: '{trial_dir}/log'}\n",
+                "key 'objective.log': with wall_time: true the log is read only for "
+                "'constraints'"},
         BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {n: 2, bind: core}}\n",
                 "key 'launch.mpirun.bind': unknown key"},
         BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {n: '{ranks}'}}\n",
@@ -147,6 +160,21 @@ INSTANTIATE_TEST_SUITE_P(
                 "key 'probes.constrain': expected true or false"},
         BadCase{"name: x\ncommand: [p\n", "invalid YAML"},
         BadCase{"- just\n- a list\n", "must be a YAML mapping"}));
+
+TEST(StudySpec, WallTimeObjective) {
+  auto spec = parse_study_spec("name: x\ncommand: [p]\nobjective: {wall_time: true}\n", "s.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_TRUE(spec->objective.wall_time);
+  EXPECT_FALSE(spec->objective.use_regex);
+  // A log is allowed when constraints read it.
+  auto constrained = parse_study_spec(
+      "name: x\ncommand: [p]\nobjective: {wall_time: true, log: '{trial_dir}/m.json'}\n"
+      "constraints: [{key: acc, min: 0.8}]\n",
+      "s.yaml");
+  ASSERT_TRUE(constrained) << constrained.error();
+  EXPECT_EQ(constrained->objective.log, "{trial_dir}/m.json");
+  EXPECT_FALSE(parse_study_spec("name: x\ncommand: [p]\n", "s.yaml")->objective.wall_time);
+}
 
 TEST(Template, ExpandsParamsBuiltinsAndEscapes) {
   TemplateValues v{{"n", std::int64_t{4}},
