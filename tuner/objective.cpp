@@ -182,6 +182,11 @@ Result<void> log_objective(const ObjectiveSpec& objective, const nlohmann::json&
 
 }  // namespace
 
+std::string objective_label(const ObjectiveSpec& objective) {
+  if (objective.wall_time) return "wall_time";
+  return objective.use_regex ? "" : objective.key;
+}
+
 Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,

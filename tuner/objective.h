@@ -32,6 +32,9 @@ inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
 // Why `pattern` is not a valid objective regex (RE2 syntax), or nullopt when it is.
 std::optional<std::string> regex_error(const std::string& pattern);
 
+// What the reports call the objective: the log key, "wall_time", or "" for a regex (no name).
+std::string objective_label(const ObjectiveSpec& objective);
+
 // Reads a Chainer-style log: a JSON array of objects (at most 256 MiB).
 Result<nlohmann::json> read_log(const std::string& path);
 
