@@ -28,7 +28,8 @@ struct InitParam {
   // Its value in the "every library at its default" baseline: null where the domain has null,
   // else the catalog's default (a numeric range); nullopt = none known, no such baseline.
   std::optional<search::ParamValue> library_default = search::ParamValue{};
-  std::string comment;  // what it controls and what its default is
+  std::string comment;      // what it controls and what its default is
+  bool sizes_pool = false;  // the knob sizes a thread or process pool
 };
 
 struct InitPlan {

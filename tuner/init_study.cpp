@@ -206,6 +206,7 @@ Result<InitParam> Planner::make_param(const Knob& knob, const std::string& name,
   p.as_given = given;
   p.comment = fmt::format("{} ({}); unset: {}", knob.name, knob.controls, knob.default_text);
   const bool pool = m_catalog.pool(knob.controls) != nullptr;
+  p.sizes_pool = pool;
   // The user's value is a choice too: the baseline must be in the domain.
   auto add_given = [&] {
     if (!std::holds_alternative<std::monostate>(given) &&

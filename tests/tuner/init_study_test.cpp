@@ -91,11 +91,15 @@ TEST(InitStudy, TorchScriptUnderMpirunKeepsItsSettingsAsTheBaseline) {
   EXPECT_EQ(bind.front(), ParamValue{});
   // PyTorch sizes its own OpenMP team: no OMP/BLAS variables next to the threads flag.
   EXPECT_TRUE(spec.env.empty());
-  ASSERT_EQ(spec.enqueue.size(), 2u);
+  ASSERT_EQ(spec.enqueue.size(), 3u);
   EXPECT_EQ(spec.enqueue[0].at("threads"), ParamValue{std::int64_t{2}});
   EXPECT_EQ(spec.enqueue[0].at("workers"), ParamValue{std::int64_t{2}});
   EXPECT_EQ(spec.enqueue[0].at("bind_to"), ParamValue{std::string("none")});
   for (const auto& [name, value] : spec.enqueue[1]) EXPECT_EQ(value, ParamValue{}) << name;
+  // Then today's command with each pool at its smallest: the usual cure, measured early.
+  EXPECT_EQ(spec.enqueue[2].at("threads"), ParamValue{std::int64_t{1}});
+  EXPECT_EQ(spec.enqueue[2].at("workers"), ParamValue{std::int64_t{0}});
+  EXPECT_EQ(spec.enqueue[2].at("bind_to"), ParamValue{std::string("none")});
 }
 
 TEST(InitStudy, UnknownProgramGetsTheVariablesEveryLibraryReads) {
@@ -116,7 +120,11 @@ TEST(InitStudy, UnknownProgramGetsTheVariablesEveryLibraryReads) {
   const auto bind = choices(spec, "bind_to");
   EXPECT_NE(std::find(bind.begin(), bind.end(), ParamValue{std::string("hwthread")}), bind.end());
   EXPECT_EQ(spec.launch.n, "4");
-  ASSERT_EQ(spec.enqueue.size(), 1u);  // nothing set today: the defaults are the baseline
+  // Nothing set today: the defaults are the baseline, then every pool at 1.
+  ASSERT_EQ(spec.enqueue.size(), 2u);
+  EXPECT_EQ(spec.enqueue[0].at("omp_num_threads"), ParamValue{});
+  EXPECT_EQ(spec.enqueue[1].at("omp_num_threads"), ParamValue{std::int64_t{1}});
+  EXPECT_EQ(spec.enqueue[1].at("bind_to"), ParamValue{});
 }
 
 TEST(InitStudy, NamedFlagAbsentFromTheCommandIsAppended) {
@@ -149,7 +157,7 @@ TEST(InitStudy, BundledTrainerFlagsAndBracesInArguments) {
   }
   EXPECT_EQ(choices(spec, "double_buffering"),
             (std::vector<ParamValue>{std::monostate{}, std::string("--double-buffering")}));
-  ASSERT_EQ(spec.enqueue.size(), 2u);
+  ASSERT_EQ(spec.enqueue.size(), 3u);
   const auto& range = std::get<search::FloatDistribution>(*param(spec, "bucket_mb"));
   EXPECT_DOUBLE_EQ(*search::to_internal(range, spec.enqueue[0].at("bucket_mb")), 8.0);
   // The catalog's default.
