@@ -30,6 +30,9 @@ struct InitParam {
   std::optional<search::ParamValue> library_default = search::ParamValue{};
   std::string comment;      // what it controls and what its default is
   bool sizes_pool = false;  // the knob sizes a thread or process pool
+  // A flag of the user's own script (the catalog names no flag for the knob): the study's
+  // `knobs:` section must tell the probes which pool the parameter sizes.
+  bool declare = false;
 };
 
 struct InitPlan {

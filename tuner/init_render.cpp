@@ -173,6 +173,14 @@ std::string write_init_yaml(const InitPlan& plan) {
           << '\n';
     }
   }
+  // The script's own flags mean nothing to the probes until the study says what they size.
+  if (std::any_of(plan.params.begin(), plan.params.end(),
+                  [](const auto& p) { return p.declare; })) {
+    out << "knobs:   # what the program's own flags size, for the probes' prediction\n";
+    for (const auto& p : plan.params) {
+      if (p.declare) out << "  " << p.name << ": {knob: " << p.knob << "}\n";
+    }
+  }
   write_objective_and_baselines(out, plan);
   out << "probes: {enabled: true}   # predict and watch CPU oversubscription of every trial\n";
   for (const auto& note : plan.notes) out << comment("Not tuned: " + note, "");

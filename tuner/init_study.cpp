@@ -207,6 +207,7 @@ Result<InitParam> Planner::make_param(const Knob& knob, const std::string& name,
   p.comment = fmt::format("{} ({}); unset: {}", knob.name, knob.controls, knob.default_text);
   const bool pool = m_catalog.pool(knob.controls) != nullptr;
   p.sizes_pool = pool;
+  p.declare = knob.set_by == "flag" && knob.variable.empty();
   // The user's value is a choice too: the baseline must be in the domain.
   auto add_given = [&] {
     if (!std::holds_alternative<std::monostate>(given) &&

@@ -89,6 +89,11 @@ TEST(InitStudy, TorchScriptUnderMpirunKeepsItsSettingsAsTheBaseline) {
   const auto bind = choices(spec, "bind_to");
   EXPECT_EQ(std::count(bind.begin(), bind.end(), ParamValue{std::string("hwthread")}), 0);
   EXPECT_EQ(bind.front(), ParamValue{});
+  // The probes learn what the script's flags size.
+  ASSERT_EQ(spec.probes.knobs.size(), 2u);
+  EXPECT_EQ(spec.probes.knobs[0].param, "threads");
+  EXPECT_EQ(spec.probes.knobs[0].knob, "torch_intra_op_threads");
+  EXPECT_EQ(spec.probes.knobs[1].knob, "torch_dataloader_workers");
   // PyTorch sizes its own OpenMP team: no OMP/BLAS variables next to the threads flag.
   EXPECT_TRUE(spec.env.empty());
   ASSERT_EQ(spec.enqueue.size(), 3u);
