@@ -101,10 +101,12 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
                    "trial's wall time, minimized)");
   init->add_option("--knob", args->request.knob_flags,
                    "FLAG=KNOB: the program's flag that sets a catalog knob, e.g. "
-                   "threads=torch_intra_op_threads (repeatable)");
+                   "threads=torch_intra_op_threads (repeatable)")
+      ->allow_extra_args(false);
   init->add_option("--framework", args->request.frameworks,
                    "A framework the program uses when init cannot tell (torch, chainer, ...)")
-      ->check(CLI::IsMember(probes::knob_catalog().programs()));
+      ->check(CLI::IsMember(probes::knob_catalog().programs()))
+      ->allow_extra_args(false);
   init->add_option("--trial-timeout", args->request.trial_timeout,
                    "Per-trial timeout written into the study (default 1h)");
   init->add_flag("--no-input", args->no_input, "Ask nothing, even on a terminal");
