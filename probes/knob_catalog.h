@@ -124,6 +124,11 @@ class KnobCatalog {
 
   // The knob's range on `ctx`'s machine (an error when an expression cannot be evaluated).
   std::expected<KnobRange, std::string> resolve(const Knob& knob, const KnobContext& ctx) const;
+  // The same on `topo` with `ranks_per_node` ranks on it.
+  std::expected<KnobRange, std::string> resolve(const Knob& knob, const Topology& topo,
+                                                int ranks_per_node) const {
+    return resolve(knob, knob_context(topo, ranks_per_node));
+  }
   // The pool's size when nothing sets it, on `ctx` (cpuset_pus = the rank's cpuset).
   int pool_default(const KnobPool& pool, const KnobContext& ctx) const;
   // The knob's default as a number when it has one (a numeric word or `pool`), else nullopt.
