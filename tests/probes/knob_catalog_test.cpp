@@ -17,6 +17,7 @@ Topology machine(const std::string& desc) { return read_synthetic_topology(desc)
 TEST(KnobCatalog, EmbeddedCatalogLoadsAndEveryKnobIsWellFormed) {
   const KnobCatalog& c = knob_catalog();
   ASSERT_GE(c.knobs().size(), 30u);
+  EXPECT_TRUE(knob_catalog_text().starts_with("# The knob catalog")) << "embedded with comments";
   const KnobContext ctx = knob_context(machine("pack:2 core:4 pu:2"), 2);
   for (const Knob& k : c.knobs()) {
     SCOPED_TRACE(k.name);
