@@ -92,8 +92,8 @@ KnobContext knob_context(const Topology& topo, int ranks_per_node);
 std::expected<double, std::string> evaluate_knob_expression(std::string_view expr,
                                                             const KnobContext& ctx);
 
-// A knob's range on one machine: numeric bounds (low <= high, both at least the knob's own low)
-// or the choices that exist there.
+// A knob's range on one machine: numeric bounds (high is raised to low where the machine is
+// smaller than the range, e.g. one PU per rank: a one-value range) or the choices that exist there.
 struct KnobRange {
   std::string type;  // the knob's type
   double low = 0;
@@ -124,6 +124,11 @@ class KnobCatalog {
 
   // The knob's range on `ctx`'s machine (an error when an expression cannot be evaluated).
   std::expected<KnobRange, std::string> resolve(const Knob& knob, const KnobContext& ctx) const;
+  // The same on `topo` with `ranks_per_node` ranks on it.
+  std::expected<KnobRange, std::string> resolve(const Knob& knob, const Topology& topo,
+                                                int ranks_per_node) const {
+    return resolve(knob, knob_context(topo, ranks_per_node));
+  }
   // The pool's size when nothing sets it, on `ctx` (cpuset_pus = the rank's cpuset).
   int pool_default(const KnobPool& pool, const KnobContext& ctx) const;
   // The knob's default as a number when it has one (a numeric word or `pool`), else nullopt.
@@ -140,7 +145,7 @@ class KnobCatalog {
 // The catalog embedded at build time, parsed on first use. The file is checked by the build's
 // tests, so a parse failure here is a broken build: it aborts with the error.
 const KnobCatalog& knob_catalog();
-// The embedded text itself (for `tune knobs --yaml` and tests).
+// The embedded text itself, comments included (for a command that shows it, e.g. `tune init`).
 std::string_view knob_catalog_text();
 
 }  // namespace tune::probes
