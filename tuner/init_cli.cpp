@@ -56,7 +56,8 @@ int run_init(InitArgs& args) {
   ask_throughput(args);
   auto command = unwrap_input(split_init_command(args.request.command));
   command.program = absolute_paths(command.program);
-  const ProgramInfo program = inspect_program(command.program);
+  ProgramInfo program = inspect_program(command.program);
+  measure_pool_defaults(command.program, program);
   auto topo = probes::read_topology();
   if (!topo) throw std::runtime_error("init: reading the topology: " + topo.error());
   args.request.generated_by = "on " + this_host();

@@ -1,7 +1,10 @@
 #include "tuner/init_command.h"
 
 #include <fmt/format.h>
+
 #include <algorithm>
+#include <boost/process.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -9,6 +12,8 @@
 #include "probes/predict.h"
 
 namespace tune::tuner {
+
+namespace bp = boost::process;
 namespace {
 
 namespace fs = std::filesystem;
@@ -182,6 +187,37 @@ ProgramInfo inspect_program(const std::vector<std::string>& program) {
   info.stem = fs::path(script).stem().string();
   detect_imports(head_of_file(script, 1u << 20), info);
   return info;
+}
+
+void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo& info,
+                           double timeout_s) {
+  const bool torch =
+      std::find(info.frameworks.begin(), info.frameworks.end(), "torch") != info.frameworks.end();
+  if (program.empty() || !is_python(program[0]) || !torch) return;
+  const boost::filesystem::path python =
+      program[0].contains('/') ? boost::filesystem::path(program[0]) : bp::search_path(program[0]);
+  if (python.empty()) return;
+  try {
+    bp::environment env = boost::this_process::environment();
+    for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env.erase(name);
+    bp::ipstream out;
+    bp::child child(python, bp::args = {"-c", "import torch; print(torch.get_num_threads())"},
+                    bp::env = env, bp::std_in<bp::null, bp::std_out> out, bp::std_err > bp::null);
+    // The answer is one short line: it fits the pipe, so waiting first cannot block the child.
+    if (!child.wait_for(std::chrono::duration<double>(timeout_s))) {
+      child.terminate();
+      return;
+    }
+    std::string line;
+    std::getline(out, line);
+    const auto n = probes::parse_int(line);
+    if (child.exit_code() != 0 || !n || *n < 1) return;
+    info.pool_defaults["torch_intra_op"] = *n;
+    info.notes.push_back(fmt::format(
+        "torch_intra_op: torch.get_num_threads() = {} here with nothing set (measured)", *n));
+  } catch (const std::exception&) {
+    // No interpreter to run: the catalog's rule stays.
+  }
 }
 
 }  // namespace tune::tuner

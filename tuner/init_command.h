@@ -6,9 +6,10 @@
 // split_init_command() is a pure function of the argv. inspect_program() reads the script a
 // Python command runs (its first MiB) to see which frameworks it imports, and turns relative
 // paths that exist into absolute ones, since trials run in their own folders. Both return plain
-// values; thread-safe.
+// values; thread-safe. measure_pool_defaults() runs the program's interpreter once.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,11 +42,22 @@ struct ProgramInfo {
   std::string stem;                     // a study name from it: "train"
   std::vector<std::string> frameworks;  // of the catalog's programs: torch, chainer, ...
   std::vector<std::string> notes;       // how each was found, for the study's header
+  // Pool sizes the program takes here with nothing set, measured (measure_pool_defaults): the
+  // catalog's rule is what most machines do ("one intra-op thread per physical core"), but a
+  // build or a VM may differ (Debian's torch 1.13 starts 1 thread on a 2-core VM).
+  std::map<std::string, int> pool_defaults;
 };
 
 // What the program is. `program` is InitCommand::program, with relative paths already made
 // absolute (absolute_paths).
 ProgramInfo inspect_program(const std::vector<std::string>& program);
+
+// For a Python program that imports torch: runs the same interpreter once with nothing set
+// (OMP_NUM_THREADS and MKL_NUM_THREADS removed) and records torch.get_num_threads() as the
+// torch_intra_op pool's default, with a note. A failure (no torch, a timeout of `timeout_s`)
+// records nothing: the catalog's rule stays.
+void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo& info,
+                           double timeout_s = 60);
 
 // Each argument (or the value of a --flag=value) that names an existing file or folder relative
 // to the current folder, made absolute: trials run in their own folders.

@@ -33,6 +33,9 @@ struct InitParam {
   // A flag of the user's own script (the catalog names no flag for the knob): the study's
   // `knobs:` section must tell the probes which pool the parameter sizes.
   bool declare = false;
+  // The size the program's pool takes here when the parameter is null, as measured
+  // (ProgramInfo::pool_defaults); written as the declaration's `default:`.
+  std::optional<int> program_default;
 };
 
 struct InitPlan {

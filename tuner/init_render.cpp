@@ -178,7 +178,10 @@ std::string write_init_yaml(const InitPlan& plan) {
                   [](const auto& p) { return p.declare; })) {
     out << "knobs:   # what the program's own flags size, for the probes' prediction\n";
     for (const auto& p : plan.params) {
-      if (p.declare) out << "  " << p.name << ": {knob: " << p.knob << "}\n";
+      if (!p.declare) continue;
+      out << "  " << p.name << ": {knob: " << p.knob;
+      if (p.program_default) out << ", default: " << *p.program_default;
+      out << "}\n";
     }
   }
   write_objective_and_baselines(out, plan);

@@ -455,6 +455,13 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
   if (auto ok = choose_flags(planner, *flags, command, catalog); !ok)
     return std::unexpected(ok.error());
   if (auto ok = choose_launch_env(planner, catalog); !ok) return std::unexpected(ok.error());
+  for (InitParam& p : plan.params) {
+    const probes::Knob* knob = catalog.find(p.knob);
+    if (!p.declare || knob == nullptr) continue;
+    if (const auto it = program.pool_defaults.find(knob->controls);
+        it != program.pool_defaults.end())
+      p.program_default = it->second;
+  }
   plan.header = init_header(request, program, topo, *ranks, per_node, frameworks);
   return write_init_yaml(plan);
 }

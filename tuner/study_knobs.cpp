@@ -45,7 +45,7 @@ std::vector<std::string> pool_names() {
 StudyKnob parse_one(const YamlReader& reader, const std::string& param, const YAML::Node& decl,
                     const search::Distribution& dist) {
   const std::string key = "knobs." + param;
-  reader.check_keys(decl, key, {"pool", "knob"});
+  reader.check_keys(decl, key, {"pool", "knob", "default"});
   const probes::KnobCatalog& catalog = probes::knob_catalog();
   const YAML::Node pool = decl["pool"];
   const YAML::Node knob = decl["knob"];
@@ -74,6 +74,14 @@ StudyKnob parse_one(const YamlReader& reader, const std::string& param, const YA
     reader.fail(decl, key,
                 fmt::format("parameter '{}' sizes the {} pool: it must take integer values", param,
                             out.pool));
+  if (const YAML::Node def = decl["default"]) {
+    if (out.pool.empty())
+      reader.fail(def, key + ".default", "only a knob that sizes a pool takes a default");
+    const std::int64_t n = reader.integer(def, key + ".default");
+    if (n < 0 || n > 1 << 20)
+      reader.fail(def, key + ".default", "expected a pool size between 0 and 1048576");
+    out.program_default = static_cast<int>(n);
+  }
   return out;
 }
 
@@ -107,6 +115,7 @@ probes::ProgramModel study_program_model(probes::ProgramModel base,
       base.pools.back().pool = k.pool;
       found = std::prev(base.pools.end());
     }
+    if (k.program_default) found->program_default = k.program_default;
     const auto value = trial.params.find(k.param);
     const auto dist = trial.distributions.find(k.param);
     if (value == trial.params.end() || dist == trial.distributions.end()) continue;

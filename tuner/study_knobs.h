@@ -12,6 +12,7 @@
 // values into the probes' ProgramModel. Plain values and functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,13 @@ struct StudyKnob {
   // The catalog's program tag the declaration implies ("torch" for torch_intra_op), by which the
   // prediction judges which environment variables the program reads; "" = any.
   std::string program;
+  // `default: N`: the pool's size when the parameter is null, as this program on this machine
+  // takes it (e.g. measured by `tune init`), instead of the catalog's library default.
+  std::optional<int> program_default;
 };
 
-// The `knobs:` section at `node`: a mapping of parameter name to {pool: NAME} or {knob: NAME}.
+// The `knobs:` section at `node`: a mapping of parameter name to {pool: NAME} or {knob: NAME},
+// either with an optional `default: N` (the pool's size when the parameter is null).
 // Throws SpecError ("FILE:LINE: key 'knobs.threads.pool': unknown pool 'x' (pools: ...)") for an
 // unknown pool or knob, a key that names no parameter, or a pool sized by a parameter that can
 // take a non-integer value.
@@ -45,7 +50,8 @@ std::vector<StudyKnob> parse_study_knobs(const YamlReader& reader, const YAML::N
 
 // The program model the prediction uses for one trial: `base` (the bundled trainer's, or an
 // empty one for any other program) with each declared pool sized by the trial's value of its
-// parameter (a null or absent value leaves the pool at its default).
+// parameter (a null or absent value leaves the pool at its declared `default:`, else the
+// library's).
 probes::ProgramModel study_program_model(probes::ProgramModel base,
                                          const std::vector<StudyKnob>& knobs,
                                          const search::FrozenTrial& trial);

@@ -107,6 +107,22 @@ TEST(InitStudy, TorchScriptUnderMpirunKeepsItsSettingsAsTheBaseline) {
   EXPECT_EQ(spec.enqueue[2].at("bind_to"), ParamValue{std::string("none")});
 }
 
+// A pool default measured on this machine (torch.get_num_threads() with nothing set) is written
+// as the declaration's default, so a null `threads` is predicted at what torch really starts.
+TEST(InitStudy, MeasuredPoolDefaultIsTheDeclaredDefault) {
+  InitRequest r;
+  r.command = {"/usr/bin/python3", "/x/t.py", "--threads", "2"};
+  ProgramInfo program = torch_script();
+  program.pool_defaults["torch_intra_op"] = 1;
+  const auto spec = init_and_load(r, program);
+  ASSERT_FALSE(spec.probes.knobs.empty());
+  EXPECT_EQ(spec.probes.knobs[0].param, "threads");
+  EXPECT_EQ(spec.probes.knobs[0].program_default, 1);
+  const auto unmeasured = init_and_load(r, torch_script());
+  ASSERT_FALSE(unmeasured.probes.knobs.empty());
+  EXPECT_FALSE(unmeasured.probes.knobs[0].program_default.has_value());
+}
+
 TEST(InitStudy, UnknownProgramGetsTheVariablesEveryLibraryReads) {
   InitRequest r;
   r.command = {"/opt/app/solver", "--steps", "10"};

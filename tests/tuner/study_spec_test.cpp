@@ -1,6 +1,7 @@
 // Study-file parsing: the accepted form and every error path (file:line and key named).
 #include <gtest/gtest.h>
 
+#include "tuner/study_knobs.h"
 #include "tuner/study_spec.h"
 
 namespace tune::tuner {
@@ -91,6 +92,35 @@ TEST(StudySpec, KnobsSayWhichParameterSizesWhichPool) {
   EXPECT_EQ(knobs[2].program, "nccl");
   const auto none = parse_study_spec("name: x\ncommand: [p]\n", "s.yaml");
   EXPECT_TRUE(none && none->probes.knobs.empty());
+}
+
+// `default: N` is the pool's size when the parameter is null (what this program takes here),
+// and the prediction uses it instead of the catalog's library default.
+TEST(StudySpec, AKnobsDefaultSizesTheUnsetPool) {
+  const auto spec = parse_study_spec(
+      "name: x\ncommand: [python3, t.py, '--threads={threads}']\n"
+      "params:\n  threads: [null, 1, 2]\n"
+      "knobs:\n  threads: {knob: torch_intra_op_threads, default: 1}\n",
+      "s.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  ASSERT_EQ(spec->probes.knobs.size(), 1u);
+  EXPECT_EQ(spec->probes.knobs[0].program_default, 1);
+  search::FrozenTrial trial;  // threads left null: not among the trial's params
+  const auto model = study_program_model({}, spec->probes.knobs, trial);
+  ASSERT_EQ(model.pools.size(), 1u);
+  EXPECT_EQ(model.pools[0].pool, "torch_intra_op");
+  EXPECT_EQ(model.pools[0].program_default, 1);
+  for (const char* bad :
+       {"{knob: torch_intra_op_threads, default: -1}",
+        "{knob: torch_intra_op_threads, default: many}", "{knob: nccl_algo, default: 2}"}) {
+    const auto r = parse_study_spec(
+        std::string("name: x\ncommand: [p, '{threads}']\nparams:\n  threads: [null, 1]\n"
+                    "knobs:\n  threads: ") +
+            bad + "\n",
+        "s.yaml");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find("knobs.threads"), std::string::npos) << r.error();
+  }
 }
 
 TEST(StudySpec, DefaultsAreTheChainerLog) {
