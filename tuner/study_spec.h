@@ -80,8 +80,13 @@ struct StudySpec {
   std::string file;  // path as given
   std::string dir;   // absolute directory of the file ({study_dir})
   std::string name;
-  search::Direction direction = search::Direction::minimize;
-  ObjectiveSpec objective;
+  search::Direction direction = search::Direction::minimize;  // directions[0]
+  ObjectiveSpec objective;                                    // objectives[0]
+  // One direction and one objective per objective, in the file's order: `direction:` and an
+  // objective mapping give one of each; `directions: [...]` with an objective list several (a
+  // multi-objective study).
+  std::vector<search::Direction> directions = {search::Direction::minimize};
+  std::vector<ObjectiveSpec> objectives = {ObjectiveSpec{}};
   std::vector<ConstraintSpec> constraints;
   LaunchSpec launch;
   std::vector<std::string> command;                                // argv templates
