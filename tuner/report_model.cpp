@@ -216,6 +216,8 @@ void add_front(const SearchTrials& folded, ReportData& data) {
   data.top.clear();
   data.speedup.reset();
   data.speedup_note = "a multi-objective study has no single best trial to compare";
+  // fANOVA and the HTML's charts read one value per trial: the first objective's.
+  if (!data.importance.empty()) data.importance_note += "; of the first objective";
 }
 
 // The speedup of data.best over data.baseline, or data.speedup_note saying why there is none.

@@ -86,7 +86,7 @@ struct StudySpec {
   // objective mapping give one of each; `directions: [...]` with an objective list several (a
   // multi-objective study).
   std::vector<search::Direction> directions = {search::Direction::minimize};
-  std::vector<ObjectiveSpec> objectives = {ObjectiveSpec{}};
+  std::vector<ObjectiveSpec> objectives = std::vector<ObjectiveSpec>(1);
   std::vector<ConstraintSpec> constraints;
   LaunchSpec launch;
   std::vector<std::string> command;                                // argv templates
