@@ -2,10 +2,28 @@
 
 #include <fmt/format.h>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 
 namespace tune::tuner {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The file a SQLite storage URL or plain path names; nullopt for a server URL.
+std::optional<std::string> sqlite_file_of(const std::string& url) {
+  constexpr std::string_view k_sqlite = "sqlite:///";
+  if (url.starts_with(k_sqlite)) {
+    std::string path = url.substr(k_sqlite.size());
+    if (const auto q = path.find('?'); q != std::string::npos) path.resize(q);
+    return path;
+  }
+  if (url.contains("://")) return std::nullopt;
+  return url;
+}
+
+}  // namespace
 
 std::string storage_url_for(const StudySpec& spec, const std::string& override_url) {
   if (!override_url.empty()) return override_url;
@@ -27,7 +45,9 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
   } else if (url.empty()) {
     url = arg;
   }
-  if (!url.contains("://") && !fs::exists(url)) {
+  // An existing study is only read or added to: opening a missing SQLite file would create an
+  // empty database (a typo in --storage would leave a stray file and report "no study").
+  if (const auto file = sqlite_file_of(url); file && !fs::exists(*file)) {
     return std::unexpected(
         fmt::format("{}: no such database (run the study first, or pass --storage)", url));
   }

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "tests/tuner/storage_suite.h"
+#include "tuner/open_study.h"
 #include "tuner/sqlite_storage.h"
 
 namespace tune::tuner {
@@ -95,6 +96,18 @@ TEST_F(StorageTest, OpenStorageUrls) {
   auto bad = open_storage("postgresql://127.0.0.1:1/x?retry_for=soon");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("retry_for=soon"), std::string::npos) << bad.error();
+}
+
+// `tune best/report/confirm --storage sqlite:///typo.db` names no study: the error says so and no
+// empty database file is left behind (confirm opens read-write, to add its re-runs).
+TEST_F(StorageTest, OpeningAMissingStudyDatabaseCreatesNoFile) {
+  for (const std::string url :
+       {"sqlite:///" + m_path, "sqlite:///" + m_path + "?synchronous=full", m_path}) {
+    auto opened = open_existing_study(url, "", "absent", OpenMode::read_write);
+    ASSERT_FALSE(opened) << url;
+    EXPECT_NE(opened.error().find("no such database"), std::string::npos) << opened.error();
+    EXPECT_FALSE(fs::exists(m_path)) << url;
+  }
 }
 
 // Heartbeats are stored as Optuna stores them on SQLite: CURRENT_TIMESTAMP's UTC text in whole
