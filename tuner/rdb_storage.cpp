@@ -31,6 +31,13 @@ search::Direction parse_direction(const std::string& s) {
   return s == "MAXIMIZE" ? search::Direction::maximize : search::Direction::minimize;
 }
 
+// The study's directions as the messages name them: MINIMIZE, or [MINIMIZE, MAXIMIZE].
+std::string directions_text(const std::vector<search::Direction>& directions) {
+  std::vector<std::string> names;
+  for (auto d : directions) names.emplace_back(search::to_string(d));
+  return names.size() == 1 ? names[0] : fmt::format("[{}]", fmt::join(names, ", "));
+}
+
 std::unexpected<std::string> failed(std::string_view what, const std::string& error) {
   return std::unexpected(fmt::format("{}: {}", what, error));
 }
@@ -103,13 +110,6 @@ Result<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
   });
   if (!r) return std::unexpected(r.error());
   return out;
-}
-
-// The study's directions as the messages name them: MINIMIZE, or [MINIMIZE, MAXIMIZE].
-static std::string directions_text(const std::vector<search::Direction>& directions) {
-  std::vector<std::string> names;
-  for (auto d : directions) names.emplace_back(search::to_string(d));
-  return names.size() == 1 ? names[0] : fmt::format("[{}]", fmt::join(names, ", "));
 }
 
 Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,

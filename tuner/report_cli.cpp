@@ -94,11 +94,7 @@ Subcommand study_command(CLI::App& app, const std::string& name, const std::stri
 void name_objectives(const StudySpec& spec, ReportData& data) {
   if (!spec.objective.use_regex) data.objective = spec.objective.key;
   if (spec.objectives.size() < 2) return;
-  data.objectives.clear();
-  for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
-    const auto& o = spec.objectives[i];
-    data.objectives.push_back(o.use_regex ? fmt::format("objective {}", i) : o.key);
-  }
+  data.objectives = objective_names(spec);
   data.direction = objectives_text(data);  // "minimize elapsed_time, maximize accuracy"
   data.objective.clear();
 }

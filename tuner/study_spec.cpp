@@ -462,6 +462,15 @@ Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::stri
   }
 }
 
+std::vector<std::string> objective_names(const StudySpec& spec) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
+    const auto& o = spec.objectives[i];
+    names.push_back(o.use_regex ? fmt::format("objective {}", i) : o.key);
+  }
+  return names;
+}
+
 Result<StudySpec> load_study_spec(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))

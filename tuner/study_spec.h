@@ -106,6 +106,8 @@ struct StudySpec {
 };
 
 Result<StudySpec> load_study_spec(const std::string& path);
+// Each objective's name in messages and reports: its log key, "objective N" for a regex one.
+std::vector<std::string> objective_names(const StudySpec& spec);
 // Same, from YAML text (tests); `path` is used in messages and for {study_dir}.
 Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path);
 

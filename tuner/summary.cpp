@@ -117,13 +117,15 @@ std::string format_params(const FrozenTrial& trial) {
 }
 
 // `tune best` of a multi-objective study: every trial of the front, with its values.
-void print_front(std::ostream& out, const search::StudyView& study) {
+void print_front(std::ostream& out, const search::StudyView& study,
+                 const std::vector<std::string>& names) {
   const auto front = front_trials(study);
   if (front.empty()) {
     out << "best: no completed trial yet\n";
     return;
   }
-  out << fmt::format("Pareto front ({}): {} trials\n", describe_objectives(study), front.size());
+  out << fmt::format("Pareto front ({}): {} trials\n", describe_objectives(study, names),
+                     front.size());
   for (const auto* t : front) {
     out << fmt::format("  #{}  values: {}{}  {}\n", t->number,
                        format_values(search::objective_values(*t)),
@@ -131,8 +133,9 @@ void print_front(std::ostream& out, const search::StudyView& study) {
   }
 }
 
-void print_best(std::ostream& out, const search::StudyView& study) {
-  if (study.is_multi_objective()) return print_front(out, study);
+void print_best(std::ostream& out, const search::StudyView& study,
+                const std::vector<std::string>& objective_names) {
+  if (study.is_multi_objective()) return print_front(out, study, objective_names);
   const auto* best = best_trial(study);
   if (best == nullptr) {
     out << "best: no completed trial yet\n";
@@ -149,15 +152,15 @@ void print_best(std::ostream& out, const search::StudyView& study) {
   out << '\n';
 }
 
-void print_summary(std::ostream& out, const std::string& study_name,
-                   const search::StudyView& study) {
+void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
+                   const std::vector<std::string>& objective_names) {
   const auto c = count_states(study);
   out << fmt::format("study '{}': {} trials: {} complete, {} failed, {} pruned", study_name,
                      c.total(), c.complete, c.fail, c.pruned);
   if (c.running) out << fmt::format(", {} running", c.running);
   if (c.waiting) out << fmt::format(", {} waiting", c.waiting);
   out << '\n';
-  print_best(out, study);
+  print_best(out, study, objective_names);
 }
 
 void print_trials(std::ostream& out, const search::StudyView& study) {

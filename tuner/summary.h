@@ -37,9 +37,12 @@ std::string format_values(const std::vector<double>& values);  // "0.5, 12.3"
 std::string describe_objectives(const search::StudyView& study,
                                 const std::vector<std::string>& names = {});
 
-void print_summary(std::ostream& out, const std::string& study_name,
-                   const search::StudyView& study);
-void print_best(std::ostream& out, const search::StudyView& study);
+// `objective_names` name a multi-objective study's objectives (study_spec.h objective_names);
+// without them they are "objective N".
+void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
+                   const std::vector<std::string>& objective_names = {});
+void print_best(std::ostream& out, const search::StudyView& study,
+                const std::vector<std::string>& objective_names = {});
 void print_trials(std::ostream& out, const search::StudyView& study);
 
 }  // namespace tune::tuner

@@ -14,6 +14,7 @@
 
 #include "search/pareto.h"
 #include "tests/common/test_support.h"
+#include "tuner/study_spec.h"
 
 namespace tune::tuner {
 namespace {
@@ -117,6 +118,25 @@ TEST_F(MultiObjectiveE2E, OptunaReadsTheSameParetoFront) {
   EXPECT_NE(picked.out.find(fmt::format("trial #{}.", front.back())), std::string::npos)
       << picked.out;
   EXPECT_NE(picked.out.find("# Measured: objective 0 = "), std::string::npos) << picked.out;
+}
+
+// The ready study (studies/speed-vs-accuracy.yaml): the bundled trainer's time against its
+// validation accuracy over the gradient dtype and thread knobs. Running it takes minutes of
+// trainer runs; loading it takes nothing.
+TEST(ShippedStudies, SpeedVsAccuracyStudyLoads) {
+  auto spec = load_study_spec(TUNE_SOURCE_DIR "/studies/speed-vs-accuracy.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec->directions,
+            (std::vector{search::Direction::minimize, search::Direction::maximize}));
+  EXPECT_EQ(objective_names(*spec),
+            (std::vector<std::string>{"elapsed_time", "validation/main/accuracy"}));
+  EXPECT_TRUE(std::ranges::find(spec->command, "--benchmark") == spec->command.end())
+      << "the last log entry must hold the validation accuracy";
+  const auto dtype =
+      std::ranges::find_if(spec->space, [](const auto& p) { return p.first == "grad_dtype"; });
+  ASSERT_NE(dtype, spec->space.end());
+  EXPECT_EQ(std::get<search::CategoricalDistribution>(dtype->second).choices.size(), 3u);
+  EXPECT_EQ(spec->enqueue.size(), 1u) << "the fp32 framework-defaults baseline";
 }
 
 }  // namespace
