@@ -40,13 +40,18 @@ void default_weights(std::size_t n, std::vector<double>& out) {
 
 ParzenEstimator::ParzenEstimator(std::span<const Distribution* const> space,
                                  std::span<const std::span<const double>> observations,
-                                 const ParzenParameters& parameters)
+                                 const ParzenParameters& parameters,
+                                 std::span<const double> weights)
     : m_normalized(parameters.normalized_kernels) {
   const std::size_t n = observations.empty() ? 0 : observations[0].size();
   const bool consider_prior = parameters.consider_prior || n == 0;
   std::size_t n_comp = n + (consider_prior ? 1 : 0);
 
-  default_weights(n, m_weights);
+  if (weights.size() == n && n > 0) {
+    m_weights.assign(weights.begin(), weights.end());
+  } else {
+    default_weights(n, m_weights);
+  }
   if (consider_prior) m_weights.push_back(parameters.prior_weight);
   const double total = std::accumulate(m_weights.begin(), m_weights.end(), 0.0);
   m_log_weights.resize(n_comp);

@@ -44,10 +44,12 @@ void default_weights(std::size_t n, std::vector<double>& out);
 class ParzenEstimator {
  public:
   // observations[p][i] is parameter p's internal value in observation i (chronological order,
-  // oldest first), all within space[p]. Every span has the same length.
+  // oldest first), all within space[p]. Every span has the same length. `weights`, when given,
+  // is one weight per observation in place of default_weights (multi-objective TPE weighs the
+  // good trials by their hypervolume contribution).
   ParzenEstimator(std::span<const Distribution* const> space,
                   std::span<const std::span<const double>> observations,
-                  const ParzenParameters& parameters);
+                  const ParzenParameters& parameters, std::span<const double> weights = {});
 
   // `size` joint draws; out[p][j] is parameter p of draw j, internal representation.
   void sample(Rng& rng, std::size_t size, std::vector<std::vector<double>>& out) const;

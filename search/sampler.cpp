@@ -42,13 +42,16 @@ std::map<std::string, double> suggest_all(Sampler& sampler, const StudyView& stu
 }
 
 std::expected<std::unique_ptr<Sampler>, std::string> make_sampler(const nlohmann::json& config,
-                                                                  const SearchSpace& space) {
+                                                                  const SearchSpace& space,
+                                                                  std::size_t n_objectives) {
   if (!config.is_object() && !config.is_null()) {
     return std::unexpected("sampler: must be a mapping such as {type: tpe, seed: 1}");
   }
   const nlohmann::json cfg = config.is_null() ? nlohmann::json::object() : config;
-  // The default is the sampler bench/search measured best at 20 to 50 trials (README).
-  std::string type = "gp";
+  // The default is the sampler bench/search measured best at 20 to 50 trials (README); the GP
+  // models one objective, so a multi-objective study gets MOTPE.
+  const bool multi = n_objectives > 1;
+  std::string type = multi ? "tpe" : "gp";
   if (auto it = cfg.find("type"); it != cfg.end()) {
     if (!it->is_string())
       return std::unexpected("sampler.type: must be one of tpe, gp, random, grid");
@@ -58,6 +61,12 @@ std::expected<std::unique_ptr<Sampler>, std::string> make_sampler(const nlohmann
     auto options = tpe_options_from_json(cfg);
     if (!options) return std::unexpected(options.error());
     return make_tpe_sampler(*options);
+  }
+  if (type == "gp" && multi) {
+    return std::unexpected(fmt::format(
+        "sampler.type: gp models one objective and this study has {}; use tpe (the default for "
+        "several objectives: multi-objective TPE), random or grid",
+        n_objectives));
   }
   if (type == "gp") {
     auto options = gp_options_from_json(cfg);

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "search/motpe.h"
 #include "search/parzen_estimator.h"
 #include "search/random_sampler.h"
 #include "search/rng.h"
@@ -156,12 +157,37 @@ class TpeSampler final : public Sampler {
   }
 
  private:
+  // A single-objective trial's rank key, or nullopt for a trial TPE does not learn from.
+  std::optional<Score> score_of(const FrozenTrial& t, double sign) const {
+    switch (t.state) {
+      case TrialState::complete:
+        if (!t.value) return std::nullopt;
+        return Score{-k_inf, std::isnan(*t.value) ? k_inf : sign * *t.value};
+      case TrialState::pruned:
+        if (t.intermediate_values.empty()) return Score{1.0, 0.0};
+        {
+          const auto& [step, v] = *t.intermediate_values.rbegin();
+          return Score{-static_cast<double>(step), std::isnan(v) ? k_inf : sign * v};
+        }
+      case TrialState::running:
+        if (!m_options.constant_liar) return std::nullopt;
+        return Score{k_inf, k_inf};
+      default:
+        return std::nullopt;  // FAIL and WAITING trials teach nothing
+    }
+  }
+
   // Observations: the trials TPE learns from, in number order, with their rank keys.
+  // A multi-objective study learns from COMPLETE trials only (as Optuna 3.1's MOTPE: no
+  // pruning, no constant liar), ranked by their losses instead of a score.
   void collect(const StudyView& study) {
     const auto& trials = study.trials();
     const double sign = study.direction() == Direction::minimize ? 1.0 : -1.0;
+    const auto directions = study.directions();
+    const bool multi = directions.size() > 1;
     m_obs.clear();
     m_scores.clear();
+    m_losses.clear();
     m_violations.clear();
     m_n_finished = 0;
     bool any_constraints = false;
@@ -170,25 +196,13 @@ class TpeSampler final : public Sampler {
     for (const auto& t : trials) {
       if (t.system_attrs.contains(k_repeat_of_attr)) continue;
       Score score{};
-      switch (t.state) {
-        case TrialState::complete:
-          if (!t.value) continue;
-          score = {-k_inf, std::isnan(*t.value) ? k_inf : sign * *t.value};
-          break;
-        case TrialState::pruned:
-          if (!t.intermediate_values.empty()) {
-            const auto& [step, v] = *t.intermediate_values.rbegin();
-            score = {-static_cast<double>(step), std::isnan(v) ? k_inf : sign * v};
-          } else {
-            score = {1.0, 0.0};
-          }
-          break;
-        case TrialState::running:
-          if (!m_options.constant_liar) continue;
-          score = {k_inf, k_inf};
-          break;
-        default:
-          continue;  // FAIL and WAITING trials teach nothing
+      if (multi) {
+        if (t.state != TrialState::complete || t.values.size() != directions.size()) continue;
+        m_losses.push_back(to_losses(t.values, directions));
+      } else if (auto single = score_of(t, sign)) {
+        score = *single;
+      } else {
+        continue;
       }
       if (t.state != TrialState::running) {
         ++m_n_finished;
@@ -218,9 +232,17 @@ class TpeSampler final : public Sampler {
       }
       mix(0xC0FFEE);
     }
+    if (multi) mix(0x30U);
     if (signature != m_split_signature) {
       m_split_signature = signature;
-      split_observations(m_scores, default_gamma(m_n_finished), m_violations, m_below, m_above);
+      if (multi) {
+        detail::split_multi_objective(m_losses, default_gamma(m_n_finished), m_violations, m_below,
+                                      m_above);
+        m_below_weights = detail::below_weights(m_losses, m_below, m_violations);
+      } else {
+        split_observations(m_scores, default_gamma(m_n_finished), m_violations, m_below, m_above);
+        m_below_weights.clear();
+      }
     }
   }
 
@@ -262,10 +284,14 @@ class TpeSampler final : public Sampler {
     // One cache look-up per parameter, not per trial and parameter.
     std::vector<ValueCache*> caches(n_params);
     for (std::size_t p = 0; p < n_params; ++p) caches[p] = &m_value_cache[space[p].first];
-    auto gather = [&](const std::vector<std::size_t>& idx, std::vector<std::vector<double>>& cols) {
+    // Multi-objective: the good side's weights, kept for the observations gathered.
+    std::vector<double> weights;
+    auto gather = [&](const std::vector<std::size_t>& idx, std::vector<std::vector<double>>& cols,
+                      bool weigh) {
       cols.assign(n_params, {});
       for (auto& c : cols) c.reserve(idx.size());
-      for (std::size_t i : idx) {
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        const std::size_t i = idx[k];
         bool all = true;
         for (std::size_t p = 0; p < n_params && all; ++p) {
           m_values[p] = value_of(space[p].first, space[p].second, *caches[p], i);
@@ -273,13 +299,14 @@ class TpeSampler final : public Sampler {
         }
         if (!all) continue;  // the parameter did not exist in this trial
         for (std::size_t p = 0; p < n_params; ++p) cols[p].push_back(m_values[p]);
+        if (weigh) weights.push_back(m_below_weights[k]);
       }
     };
-    gather(m_below, m_below_cols);
-    gather(m_above, m_above_cols);
+    gather(m_below, m_below_cols, !m_below_weights.empty());
+    gather(m_above, m_above_cols, false);
     std::vector<std::span<const double>> below_spans(m_below_cols.begin(), m_below_cols.end());
     std::vector<std::span<const double>> above_spans(m_above_cols.begin(), m_above_cols.end());
-    const detail::ParzenEstimator l(dists, below_spans, m_parzen);
+    const detail::ParzenEstimator l(dists, below_spans, m_parzen, weights);
     const detail::ParzenEstimator g(dists, above_spans, m_parzen);
     const auto n_candidates = static_cast<std::size_t>(std::max(m_options.n_ei_candidates, 1));
     std::string key;
@@ -348,6 +375,8 @@ class TpeSampler final : public Sampler {
   // Per-suggestion scan of the history (collect()).
   std::vector<const FrozenTrial*> m_obs;
   std::vector<Score> m_scores;
+  Losses m_losses;                      // multi-objective: per observation
+  std::vector<double> m_below_weights;  // multi-objective: per m_below entry
   std::vector<double> m_violations;
   std::size_t m_n_finished = 0;
   std::uint64_t m_split_signature = 0;

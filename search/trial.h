@@ -1,8 +1,9 @@
 // Trials and the read-only view of a study that samplers and pruners work from.
 //
-// FrozenTrial mirrors Optuna's FrozenTrial for single-objective studies: a finished trial is
-// frozen (never changed again); a RUNNING trial is a snapshot. The study view is owned by the
-// caller (the tuner keeps it in step with storage); samplers must not keep references to it
+// FrozenTrial mirrors Optuna's FrozenTrial: a finished trial is frozen (never changed again); a
+// RUNNING trial is a snapshot. A study has one direction per objective (Optuna's `directions`);
+// single-objective code reads `value`, multi-objective code `values`. The study view is owned by
+// the caller (the tuner keeps it in step with storage); samplers must not keep references to it
 // beyond one call. Nothing here is thread-safe by itself.
 #pragma once
 
@@ -42,8 +43,11 @@ struct FrozenTrial {
   int number = -1;             // 0-based, unique within the study
   std::int64_t trial_id = -1;  // storage key
   TrialState state = TrialState::running;
-  std::optional<double> value;           // objective; set for COMPLETE (and PRUNED when reported)
-  std::map<std::string, double> params;  // internal representation
+  std::optional<double> value;  // objective; set for COMPLETE (and PRUNED when reported)
+  // Every objective's value, in objective order, when the trial has more than one (Optuna's
+  // `values`); then value == values[0]. Empty for single-objective trials.
+  std::vector<double> values;
+  std::map<std::string, double> params;                // internal representation
   std::map<std::string, Distribution> distributions;   // one per param
   std::map<std::int64_t, double> intermediate_values;  // step -> value (pruning)
   std::vector<double> constraints;                     // c <= 0 is feasible; empty = unconstrained
@@ -69,20 +73,27 @@ struct FrozenTrial {
 class StudyView {
  public:
   virtual ~StudyView() = default;
+  // The first objective's direction (the only one of a single-objective study).
   virtual Direction direction() const = 0;
+  // One per objective; more than one makes the study multi-objective.
+  virtual std::vector<Direction> directions() const { return {direction()}; }
+  bool is_multi_objective() const { return directions().size() > 1; }
   virtual const std::vector<FrozenTrial>& trials() const = 0;
 };
 
 // A StudyView over a vector the caller owns; handy for tests and benchmarks.
 class VectorStudyView final : public StudyView {
  public:
-  explicit VectorStudyView(Direction direction) : m_direction(direction) {}
-  Direction direction() const override { return m_direction; }
+  explicit VectorStudyView(Direction direction) : m_directions{direction} {}
+  explicit VectorStudyView(std::vector<Direction> directions)
+      : m_directions(std::move(directions)) {}
+  Direction direction() const override { return m_directions.front(); }
+  std::vector<Direction> directions() const override { return m_directions; }
   const std::vector<FrozenTrial>& trials() const override { return m_trials; }
   std::vector<FrozenTrial>& mutable_trials() { return m_trials; }
 
  private:
-  Direction m_direction;
+  std::vector<Direction> m_directions;  // never empty
   std::vector<FrozenTrial> m_trials;
 };
 

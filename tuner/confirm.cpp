@@ -163,6 +163,10 @@ void print_confirmed(std::ostream& out, StudyRunner& runner, const ConfirmPlan& 
 }  // namespace
 
 Result<RunTotals> run_confirm(StudySpec spec, const ConfirmOptions& options, std::ostream& out) {
+  if (spec.directions.size() > 1)  // its top trials by one objective would hide the trade-off
+    return std::unexpected(
+        fmt::format("{}: tune confirm ranks trials by one objective; this study has {}", spec.file,
+                    spec.directions.size()));
   const std::string url = storage_url_for(spec, options.storage_override);
   auto opened = open_existing_study(url, "", spec.name, OpenMode::read_write);  // adds trials
   if (!opened) return std::unexpected(opened.error());

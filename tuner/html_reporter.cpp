@@ -62,6 +62,111 @@ std::string script_safe(std::string_view s) {
 
 const auto e = html_escape;
 
+// Linear map of [low, high] onto the pixels [from, to]; a single value sits in the middle.
+struct Scale {
+  double low, high, from, to;
+  double operator()(double v) const {
+    return high > low ? from + (v - low) / (high - low) * (to - from) : (from + to) / 2;
+  }
+};
+
+// An axis of the Pareto scatter: its line, five ticks with values, and its title.
+void svg_axis(std::ostringstream& svg, const Scale& s, bool horizontal, double at,
+              const std::string& title) {
+  const auto [x1, y1, x2, y2] =
+      horizontal ? std::array{s.from, at, s.to, at} : std::array{at, s.from, at, s.to};
+  svg << fmt::format(
+      "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+      "stroke=\"#444\"/>\n",
+      x1, y1, x2, y2);
+  for (int i = 0; i <= 4; ++i) {
+    const double v = s.low + (s.high - s.low) * i / 4, p = s(v);
+    svg << (horizontal ? fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}"
+                                     "</text>\n",
+                                     p, at + 16, format_value(v))
+                       : fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}"
+                                     "</text>\n",
+                                     at - 6, p + 4, format_value(v)));
+  }
+  svg << (horizontal ? fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}"
+                                   "</text>\n",
+                                   (s.from + s.to) / 2, at + 36, e(title))
+                     : fmt::format("<text transform=\"translate(14 {:.1f}) rotate(-90)\" "
+                                   "text-anchor=\"middle\">{}</text>\n",
+                                   (s.from + s.to) / 2, e(title)));
+}
+
+// The Pareto scatter: every completed search trial on the first two objectives, the front's
+// points filled, numbered and joined. Inline SVG, so it draws without JavaScript or Chart.js.
+std::string pareto_svg(const ReportData& d) {
+  std::vector<const ReportTrial*> points;
+  for (const auto& r : d.trials) {
+    if (r.state == search::TrialState::complete && r.values.size() >= 2 && !r.confirm_of)
+      points.push_back(&r);
+  }
+  if (points.empty()) return "";
+  auto bounds = [&](std::size_t k) {
+    const auto [lo, hi] =
+        std::ranges::minmax_element(points, {}, [&](const ReportTrial* r) { return r->values[k]; });
+    return std::pair{(*lo)->values[k], (*hi)->values[k]};
+  };
+  constexpr double k_width = 640, k_height = 420, k_left = 80, k_bottom = 50, k_margin = 20;
+  const Scale sx{bounds(0).first, bounds(0).second, k_left, k_width - k_margin};
+  const Scale sy{bounds(1).first, bounds(1).second, k_height - k_bottom, k_margin};
+  std::ostringstream svg;
+  svg << fmt::format(
+      "<svg id=\"pareto-scatter\" xmlns=\"http://www.w3.org/2000/svg\" "
+      "viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" "
+      "font-size=\"11\" aria-label=\"Pareto front\">\n",
+      k_width, k_height);
+  svg_axis(svg, sx, true, k_height - k_bottom, d.objectives[0] + " (" + d.directions[0] + ")");
+  svg_axis(svg, sy, false, k_left, d.objectives[1] + " (" + d.directions[1] + ")");
+  std::vector<const ReportTrial*> front;
+  for (const auto& r : d.front) {
+    if (r.values.size() >= 2) front.push_back(&r);
+  }
+  std::ranges::sort(front, {}, [](const ReportTrial* r) { return r->values[0]; });
+  svg << "<polyline fill=\"none\" stroke=\"#d62728\" stroke-dasharray=\"4 3\" points=\"";
+  for (const auto* r : front)
+    svg << fmt::format("{:.1f},{:.1f} ", sx(r->values[0]), sy(r->values[1]));
+  svg << "\"/>\n";
+  for (const auto* r : points) {
+    const bool on =
+        std::ranges::any_of(front, [&](const ReportTrial* f) { return f->number == r->number; });
+    const double x = sx(r->values[0]), y = sy(r->values[1]);
+    svg << fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"{}><title>#{}: "
+        "{}</title></circle>\n",
+        x, y, on ? 5 : 3, on ? "#d62728" : "#9e9e9e", on ? " class=\"front\"" : "", r->number,
+        e(values_text(d, *r)));
+    if (on)
+      svg << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">#{}</text>\n", x + 7, y - 6, r->number);
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+// A multi-objective study: the front's table and scatter, in place of best trial and speedup.
+void write_front(std::ostream& out, const ReportData& d) {
+  out << "<h2>Pareto front</h2>\n<p class=\"note\">" << e(objectives_text(d)) << ": "
+      << d.front.size() << " trials no other trial beats in every objective"
+      << (d.objectives.size() > 2 ? "; the scatter shows the first two objectives" : "")
+      << "</p>\n<div class=\"pareto\">" << pareto_svg(d)
+      << "</div>\n<table id=\"front\">\n<tr><th>trial</th>";
+  for (const auto& name : d.objectives) out << "<th>" << e(name) << "</th>";
+  out << "<th>wall_s</th>";
+  for (const auto& a : d.axes) out << "<th>" << e(a.name) << "</th>";
+  out << "</tr>\n";
+  for (const auto& r : d.front) {
+    out << "<tr><td>#" << r.number << (r.feasible ? "" : " (infeasible)") << "</td>";
+    for (double v : r.values) out << "<td class=\"num\">" << format_value(v) << "</td>";
+    out << "<td class=\"num\">" << wall_cell(r) << "</td>";
+    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << e(cell) << "</td>";
+    out << "</tr>\n";
+  }
+  out << "</table>\n";
+}
+
 void write_head_and_summary(std::ostream& out, const ReportData& d) {
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out << "<title>tune report: " << e(d.study) << "</title>\n<style>\n"
@@ -72,6 +177,7 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
                      d.counts.fail, d.counts.pruned, d.confirm_runs);
   if (!d.storage.empty()) out << "; storage <code>" << e(d.storage) << "</code>";
   out << "</p>\n";
+  if (d.multi_objective()) return write_front(out, d);
 
   out << "<h2>Best trial</h2>\n";
   if (d.best) {
@@ -110,7 +216,7 @@ void write_chart_canvases(std::ostream& out, const ReportData& d) {
       << "px\"><canvas id=\"chart-timeline\"></canvas></div>\n";
 }
 
-void write_tables(std::ostream& out, const ReportData& d) {
+void write_top_table(std::ostream& out, const ReportData& d) {
   out << "<h2>Top " << d.top.size()
       << " trials</h2>\n<table id=\"top\">\n<tr><th>rank</th><th>trial</th>"
          "<th>value</th><th>confirmed</th><th>wall_s</th><th>probe</th>";
@@ -125,7 +231,12 @@ void write_tables(std::ostream& out, const ReportData& d) {
     for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << e(cell) << "</td>";
     out << "</tr>\n";
   }
-  out << "</table>\n<h2>Probe verdicts</h2>\n<table "
+  out << "</table>\n";
+}
+
+void write_tables(std::ostream& out, const ReportData& d) {
+  if (!d.multi_objective()) write_top_table(out, d);
+  out << "<h2>Probe verdicts</h2>\n<table "
          "id=\"probes\">\n<tr><th>trial</th><th>verdict</th></tr>\n";
   for (const auto& r : d.trials)
     if (!r.probe.empty())

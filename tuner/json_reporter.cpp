@@ -21,6 +21,7 @@ json trial_json(const ReportTrial& r) {
   return {{"number", r.number},
           {"state", search::to_string(r.state)},
           {"value", opt(r.value)},
+          {"values", r.values},
           {"repeats", r.repeats},
           {"repeats_failed", r.repeats_failed},
           {"median", opt(r.median)},
@@ -97,6 +98,11 @@ json report_to_json(const ReportData& d) {
         {{"reason", f.reason}, {"count", f.trials.size()}, {"trials", f.trials}});
   j["params"] = json::array();
   for (const auto& a : d.axes) j["params"].push_back(axis_json(a));
+  // Multi-objective studies: one direction and name per objective, and the Pareto front.
+  j["directions"] = d.directions;
+  j["objectives"] = d.objectives;
+  j["pareto_front"] = json::array();
+  for (const auto& r : d.front) j["pareto_front"].push_back(trial_json(r));
   return j;
 }
 

@@ -36,6 +36,22 @@ std::string md_row(const std::vector<std::string>& cells) {
   return out;
 }
 
+// A multi-objective study's front, in place of the best trial and the top table.
+void write_front(std::ostream& out, const ReportData& d) {
+  out << fmt::format("\n## Pareto front\n\n{}: {} trials\n\n", objectives_text(d), d.front.size());
+  std::vector<std::string> head = {"trial"};
+  head.insert(head.end(), d.objectives.begin(), d.objectives.end());
+  head.insert(head.end(), {"wall_s", "params"});
+  out << md_row(head) << md_row(std::vector<std::string>(head.size(), "---"));
+  for (const auto& r : d.front) {
+    std::vector<std::string> row = {fmt::format("#{}", r.number)};
+    for (double v : r.values) row.push_back(format_value(v));
+    row.push_back(wall_cell(r));
+    row.push_back(r.params_text() + (r.feasible ? "" : " [infeasible]"));
+    out << md_row(row);
+  }
+}
+
 void write_header_and_best(std::ostream& out, const ReportData& d) {
   out << "# Study report: " << d.study << "\n\n";
   out << fmt::format("- direction: {}{}\n", d.direction,
@@ -43,6 +59,7 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   if (!d.storage.empty()) out << "- storage: `" << d.storage << "`\n";
   out << fmt::format("- trials: {} complete, {} failed, {} pruned, {} confirm re-runs\n",
                      d.counts.complete, d.counts.fail, d.counts.pruned, d.confirm_runs);
+  if (d.multi_objective()) return write_front(out, d);
   out << "\n## Best trial\n\n";
   if (d.best) {
     out << fmt::format("Trial **#{}**: {} (chosen by: {})\n\n", d.best->number,
@@ -61,6 +78,7 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
 }
 
 void write_top(std::ostream& out, const ReportData& d) {
+  if (d.multi_objective()) return;  // the front (write_front) is the ranking
   out << fmt::format("\n## Top {} trials\n\n", d.top.size());
   std::vector<std::string> header = {"rank", "trial", "value", "confirmed", "wall_s", "probe"};
   for (const auto& a : d.axes) header.push_back(a.name);

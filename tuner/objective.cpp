@@ -224,6 +224,25 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
   return reading;
 }
 
+Result<ObjectiveReading> read_objectives(const std::vector<ObjectiveSpec>& objectives,
+                                         const std::vector<ConstraintSpec>& constraints,
+                                         const std::string& log_path,
+                                         const std::string& stdout_path,
+                                         const std::string& stderr_path, double wall_s) {
+  if (objectives.size() == 1) {
+    return read_objective(objectives[0], constraints, log_path, stdout_path, stderr_path, wall_s);
+  }
+  ObjectiveReading all;
+  for (std::size_t i = 0; i < objectives.size(); ++i) {
+    auto one = read_objective(objectives[i], i == 0 ? constraints : std::vector<ConstraintSpec>{},
+                              log_path, stdout_path, stderr_path, wall_s);
+    if (!one) return std::unexpected(fmt::format("objective[{}]: {}", i, one.error()));
+    all.values.push_back(one->value);
+    if (i == 0) all = {one->value, std::move(all.values), one->constraints, one->entry};
+  }
+  return all;
+}
+
 std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,
                                                                  const nlohmann::json& entries) {
   std::vector<std::pair<std::int64_t, double>> points;

@@ -21,7 +21,8 @@
 namespace tune::tuner {
 
 struct ObjectiveReading {
-  double value = 0;
+  double value = 0;                 // the first objective's
+  std::vector<double> values;       // every objective's, when there are several (else empty)
   std::vector<double> constraints;  // one per ConstraintSpec, c <= 0 feasible
   nlohmann::json entry;             // the log entry the value came from (null for regex)
 };
@@ -44,6 +45,15 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,
                                         const std::string& stderr_path, double wall_s = 0);
+
+// Every objective of a study (StudySpec::objectives) from one trial: one objective is
+// read_objective(); several give `values` in order, the constraints read with the first, and an
+// error names the objective at fault (objective[1]: ...).
+Result<ObjectiveReading> read_objectives(const std::vector<ObjectiveSpec>& objectives,
+                                         const std::vector<ConstraintSpec>& constraints,
+                                         const std::string& log_path,
+                                         const std::string& stdout_path,
+                                         const std::string& stderr_path, double wall_s = 0);
 
 // (step, value) pairs for pruning from the entries of a log that is still being written.
 std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,

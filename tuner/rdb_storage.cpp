@@ -31,37 +31,11 @@ search::Direction parse_direction(const std::string& s) {
   return s == "MAXIMIZE" ? search::Direction::maximize : search::Direction::minimize;
 }
 
-// Optuna's value_type column: FINITE, INF_POS, INF_NEG (and NAN for intermediate values). The
-// value column holds only finite numbers.
-SqlValue finite_or_null(double v) { return std::isfinite(v) ? SqlValue(v) : SqlValue(); }
-std::string value_type(double v) {
-  if (std::isnan(v)) return "NAN";
-  if (std::isinf(v)) return v > 0 ? "INF_POS" : "INF_NEG";
-  return "FINITE";
-}
-
-double value_from_row(const SqlRow& row, std::size_t value_col, std::size_t type_col) {
-  const std::string type = row.text(type_col);
-  if (type == "INF_POS") return HUGE_VAL;
-  if (type == "INF_NEG") return -HUGE_VAL;
-  if (type == "NAN" || row.is_null(value_col)) return std::nan("");
-  return row.real(value_col);
-}
-
-// Optuna's DATETIME columns hold naive datetimes, "YYYY-MM-DD HH:MM:SS[.ffffff]"; tune's are UTC
-// (storage.h), so the text is read as UTC.
-std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::string& s) {
-  std::tm tm{};
-  const char* rest = strptime(s.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
-  if (rest == nullptr) return std::nullopt;
-  const std::time_t secs = timegm(&tm);
-  long micros = 0;
-  if (*rest == '.') {
-    std::string frac = std::string(rest + 1).substr(0, 6);
-    frac.resize(6, '0');
-    micros = std::strtol(frac.c_str(), nullptr, 10);
-  }
-  return std::chrono::system_clock::from_time_t(secs) + std::chrono::microseconds(micros);
+// The study's directions as the messages name them: MINIMIZE, or [MINIMIZE, MAXIMIZE].
+std::string directions_text(const std::vector<search::Direction>& directions) {
+  std::vector<std::string> names;
+  for (auto d : directions) names.emplace_back(search::to_string(d));
+  return names.size() == 1 ? names[0] : fmt::format("[{}]", fmt::join(names, ", "));
 }
 
 std::unexpected<std::string> failed(std::string_view what, const std::string& error) {
@@ -85,15 +59,32 @@ Result<void> RdbStorage::check_version_rows(const SqlRows& rows) {
   return {};
 }
 
-Result<std::optional<StudyInfo>> RdbStorage::find_study(const std::string& name) {
+// The studies matching `where` (a condition on `s`, the studies table), each with one direction
+// per objective, in objective order (Optuna's study_directions rows).
+Result<std::vector<StudyInfo>> RdbStorage::read_studies(const std::string& where,
+                                                        const std::vector<SqlValue>& params) {
   auto rows = query(
-      "SELECT s.study_id, d.direction FROM studies s LEFT JOIN study_directions d "
-      "ON d.study_id = s.study_id AND d.objective = 0 WHERE s.study_name = ?",
-      {name});
-  if (!rows) return failed("get_study", rows.error());
-  if (rows->empty()) return std::optional<StudyInfo>();
-  const auto& row = rows->front();
-  return StudyInfo{row.int64(0), name, parse_direction(row.text(1))};
+      "SELECT s.study_id, s.study_name, d.direction FROM studies s LEFT JOIN study_directions d "
+      "ON d.study_id = s.study_id WHERE " +
+          where + " ORDER BY s.study_id, d.objective",
+      params);
+  if (!rows) return failed("read studies", rows.error());
+  std::vector<StudyInfo> out;
+  for (const auto& row : *rows) {
+    const auto direction = parse_direction(row.text(2));
+    if (out.empty() || out.back().study_id != row.int64(0)) {
+      out.push_back({row.int64(0), row.text(1), direction, {}});
+    }
+    out.back().directions.push_back(direction);
+  }
+  return out;
+}
+
+Result<std::optional<StudyInfo>> RdbStorage::find_study(const std::string& name) {
+  auto studies = read_studies("s.study_name = ?", {name});
+  if (!studies) return std::unexpected(studies.error());
+  if (studies->empty()) return std::optional<StudyInfo>();
+  return studies->front();
 }
 
 Result<StudyInfo> RdbStorage::get_study(const std::string& name) {
@@ -112,15 +103,9 @@ Result<StudyInfo> RdbStorage::get_study(const std::string& name) {
 Result<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
   std::vector<StudyInfo> out;
   auto r = transact(TxnKind::statement, [&]() -> Result<void> {
-    auto rows = query(
-        "SELECT s.study_id, s.study_name, d.direction FROM studies s LEFT JOIN study_directions "
-        "d ON d.study_id = s.study_id AND d.objective = 0 ORDER BY s.study_id",
-        {});
-    if (!rows) return failed("get_all_studies", rows.error());
-    out.clear();
-    for (const auto& row : *rows) {
-      out.push_back({row.int64(0), row.text(1), parse_direction(row.text(2))});
-    }
+    auto studies = read_studies("1 = 1", {});
+    if (!studies) return std::unexpected(studies.error());
+    out = std::move(*studies);
     return {};
   });
   if (!r) return std::unexpected(r.error());
@@ -128,8 +113,10 @@ Result<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
 }
 
 Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
-                                                  search::Direction direction, bool* created) {
-  StudyInfo info{-1, name, direction};
+                                                  const std::vector<search::Direction>& directions,
+                                                  bool* created) {
+  if (directions.empty()) return std::unexpected("create study: no direction given");
+  StudyInfo info{-1, name, directions.front(), directions};
   bool made = false;
   auto r = transact(
       m_options.synchronous_full ? TxnKind::write_flush : TxnKind::write, [&]() -> Result<void> {
@@ -147,20 +134,22 @@ Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
         auto ins = query("INSERT INTO studies (study_name) VALUES (?) RETURNING study_id", {name});
         if (!ins) return failed("create study", ins.error());
         info.study_id = ins->at(0).int64(0);
-        auto dir = query(
-            "INSERT INTO study_directions (direction, study_id, objective) "
-            "VALUES (?, ?, 0)",
-            {std::string(search::to_string(direction)), info.study_id});
-        if (!dir) return failed("create study direction", dir.error());
+        for (std::size_t i = 0; i < directions.size(); ++i) {
+          auto dir = query(
+              "INSERT INTO study_directions (direction, study_id, objective) VALUES (?, ?, ?)",
+              {std::string(search::to_string(directions[i])), info.study_id,
+               static_cast<std::int64_t>(i)});
+          if (!dir) return failed("create study direction", dir.error());
+        }
         made = true;
         return {};
       });
   if (!r) return std::unexpected(r.error());
   if (created) *created = made;
-  if (info.direction != direction) {
+  if (info.directions != directions) {
     return std::unexpected(
         fmt::format("study '{}' in {} was created with direction {}; the study file says {}", name,
-                    m_name, search::to_string(info.direction), search::to_string(direction)));
+                    m_name, directions_text(info.directions), directions_text(directions)));
   }
   return info;
 }
@@ -291,7 +280,7 @@ Result<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::strin
 }
 
 Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialState state,
-                                                std::optional<double> value) {
+                                                const TrialValues& values) {
   bool changed = false;
   // A finished trial is what a power loss must not take; the writes before it go along.
   const auto kind =
@@ -304,7 +293,7 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
     if (!sel) return failed("set trial state", sel.error());
     if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
     if (const auto old = parse_state(sel->at(0).text(0)); old && is_finished(*old)) return {};
-    if (auto f = finish_trial(trial_id, state, value); !f) return f;
+    if (auto f = finish_trial(trial_id, state, values); !f) return f;
     changed = true;
     return {};
   });
@@ -314,13 +303,14 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
 
 // set_trial_state_values() once the trial is known to be unfinished (and held).
 Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
-                                      std::optional<double> value) {
-  if (value) {
+                                      const TrialValues& values) {
+  for (std::size_t i = 0; i < values.values.size(); ++i) {
+    const double value = values.values[i];
     auto val = query(
-        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, ?) "
+        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
         "value_type = excluded.value_type",
-        {trial_id, finite_or_null(*value), value_type(*value)});
+        {trial_id, static_cast<std::int64_t>(i), finite_or_null(value), value_type(value)});
     if (!val) return failed("set trial value", val.error());
   }
   const std::string sql =
@@ -430,8 +420,8 @@ Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
   const std::string sql = fmt::format(
       "SELECT 0, trial_id, param_name, param_value, distribution_json FROM trial_params "
       "WHERE {0} UNION ALL "
-      "SELECT 1, trial_id, NULL, value, CAST(value_type AS VARCHAR) FROM trial_values "
-      "WHERE objective = 0 AND {0} UNION ALL "
+      "SELECT 1, trial_id, CAST(objective AS VARCHAR), value, CAST(value_type AS VARCHAR) FROM "
+      "trial_values WHERE {0} UNION ALL "
       "SELECT 2, trial_id, CAST(step AS VARCHAR), intermediate_value, "
       "CAST(intermediate_value_type AS VARCHAR) FROM trial_intermediate_values WHERE {0} "
       "UNION ALL SELECT 3, trial_id, \"key\", NULL, value_json FROM trial_user_attributes "
@@ -456,9 +446,12 @@ Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
           t.distributions.emplace(row.text(2), std::move(*dist));
         }
         break;
-      case value:
-        t.value = value_from_row(row, 3, 4);
+      case value: {  // one row per objective, in any order
+        const auto objective = static_cast<std::size_t>(std::max<std::int64_t>(row.int64(2), 0));
+        if (t.values.size() <= objective) t.values.resize(objective + 1, std::nan(""));
+        t.values[objective] = value_from_row(row, 3, 4);
         break;
+      }
       case intermediate:
         t.intermediate_values[row.int64(2)] = value_from_row(row, 3, 4);
         break;
@@ -468,6 +461,9 @@ Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
     }
   }
   for (auto& t : trials) {
+    // A single-objective trial is read through `value` alone (search/trial.h).
+    if (!t.values.empty()) t.value = t.values.front();
+    if (t.values.size() == 1) t.values.clear();
     // Optuna keeps constraints as the system attribute "constraints".
     if (auto it = t.system_attrs.find("constraints");
         it != t.system_attrs.end() && it->is_array()) {

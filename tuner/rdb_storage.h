@@ -14,7 +14,9 @@
 // An object owns one connection (its backend's) and is used by one thread at a time.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -41,6 +43,15 @@ class SqlRow {
 };
 using SqlRows = std::vector<SqlRow>;
 
+// Optuna's value columns: the value column holds only finite numbers, its value_type column
+// FINITE, INF_POS, INF_NEG (or NAN, intermediate values only). sql_row.cpp.
+SqlValue finite_or_null(double v);
+std::string value_type(double v);
+double value_from_row(const SqlRow& row, std::size_t value_col, std::size_t type_col);
+// Optuna's DATETIME columns hold naive datetimes, "YYYY-MM-DD HH:MM:SS[.ffffff]"; tune's are UTC
+// (storage.h), so the text is read as UTC.
+std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::string& s);
+
 enum class TxnKind {
   statement,    // one statement, atomic by itself: no BEGIN/COMMIT around it (one round trip)
   read,         // one snapshot for several reads
@@ -62,9 +73,10 @@ struct SqlDialect {
 
 class RdbStorage : public Storage {
  public:
-  [[nodiscard]] Result<StudyInfo> get_or_create_study(const std::string& name,
-                                                      search::Direction direction,
-                                                      bool* created) final;
+  using Storage::get_or_create_study;
+  [[nodiscard]] Result<StudyInfo> get_or_create_study(
+      const std::string& name, const std::vector<search::Direction>& directions,
+      bool* created) final;
   [[nodiscard]] Result<StudyInfo> get_study(const std::string& name) final;
   [[nodiscard]] Result<std::vector<StudyInfo>> get_all_studies() final;
   [[nodiscard]] Result<void> set_study_user_attr(std::int64_t study_id, const std::string& key,
@@ -77,7 +89,7 @@ class RdbStorage : public Storage {
                                              double internal,
                                              const search::Distribution& dist) final;
   [[nodiscard]] Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
-                                                    std::optional<double> value) final;
+                                                    const TrialValues& values) final;
   [[nodiscard]] Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
                                                           double value) final;
   [[nodiscard]] Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
@@ -116,12 +128,14 @@ class RdbStorage : public Storage {
 
  private:
   [[nodiscard]] Result<std::optional<StudyInfo>> find_study(const std::string& name);
+  [[nodiscard]] Result<std::vector<StudyInfo>> read_studies(const std::string& where,
+                                                            const std::vector<SqlValue>& params);
   [[nodiscard]] Result<void> set_attr(const char* table, const char* owner_column,
                                       std::int64_t owner_id, const std::string& key,
                                       const nlohmann::json& value);
   [[nodiscard]] Result<void> insert_heartbeat(std::int64_t trial_id);
   [[nodiscard]] Result<void> finish_trial(std::int64_t trial_id, search::TrialState state,
-                                          std::optional<double> value);
+                                          const TrialValues& values);
   // The trials matching `where` (a condition on `trials` with `?`s for `params`) in number
   // order, each whole, read in one snapshot.
   [[nodiscard]] Result<std::vector<search::FrozenTrial>> load_trials(

@@ -16,6 +16,23 @@ std::string measured_text(const ReportTrial& trial) {
   return trial.value ? format_value(*trial.value) + " (one run)" : "-";
 }
 
+std::string values_text(const ReportData& data, const ReportTrial& trial) {
+  std::string out;
+  for (std::size_t i = 0; i < trial.values.size(); ++i) {
+    const auto name = i < data.objectives.size() ? data.objectives[i] : fmt::format("#{}", i);
+    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name, format_value(trial.values[i]));
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string objectives_text(const ReportData& data) {
+  std::string out;
+  for (std::size_t i = 0; i < data.directions.size() && i < data.objectives.size(); ++i) {
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", data.directions[i], data.objectives[i]);
+  }
+  return out;
+}
+
 std::string speedup_text(const SpeedupEstimate& s) {
   std::string out = fmt::format("{:.3f}x", s.ratio);
   if (s.ci_low) out += fmt::format("  95% CI [{:.3f}x, {:.3f}x]", *s.ci_low, *s.ci_high);

@@ -19,6 +19,11 @@ std::string value_or_dash(const std::optional<double>& value);
 std::string measured_text(const ReportTrial& trial);
 // "3.333x  95% CI [2.9x, 3.8x] (medians of 3 + 3 confirm re-runs, bootstrap ...); note".
 std::string speedup_text(const SpeedupEstimate& speedup);
+// A multi-objective trial's values with the objectives' names: "elapsed_time = 1.2, accuracy =
+// 0.85" (the names from data.objectives), or "-".
+std::string values_text(const ReportData& data, const ReportTrial& trial);
+// The header of the report's Pareto front section: "minimize elapsed_time, maximize accuracy".
+std::string objectives_text(const ReportData& data);
 // "#4, #5, ... (3 more)": at most `limit` numbers.
 std::string numbers_text(const std::vector<int>& numbers, std::size_t limit = 12);
 

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -90,8 +91,18 @@ Subcommand study_command(CLI::App& app, const std::string& name, const std::stri
   return {sub, [args, run]() { return run(*args); }};
 }
 
+// The objectives' names in the report: log keys (a regex objective has none: "objective N").
+void name_objectives(const StudySpec& spec, ReportData& data) {
+  data.objective = objective_label(spec.objective);
+  if (spec.objectives.size() < 2) return;
+  data.objectives = objective_names(spec);
+  data.direction = objectives_text(data);  // "minimize elapsed_time, maximize accuracy"
+  data.objective.clear();
+}
+
 // The export header's "Measured:" line: the report's measured text with the objective's name.
 std::string export_measured_text(const ReportData& data, const ReportTrial& t) {
+  if (!t.values.empty()) return values_text(data, t) + " (one run)";
   if (!t.median && !t.value) return fmt::format("no value ({})", search::to_string(t.state));
   return fmt::format("{} = {}", data.objective.empty() ? "value" : data.objective,
                      measured_text(t));
@@ -121,7 +132,7 @@ int run_report(const ReportArgs& args) {
   auto data = build_report(*opened.cache, opened.cache->study().name,
                            spec ? spec->space : search::SearchSpace{}, options);
   data.storage = opened.url;
-  if (spec) data.objective = objective_label(spec->objective);
+  if (spec) name_objectives(*spec, data);
   auto reporter = unwrap_input(make_reporter(args.format));
   std::ostringstream text;
   reporter->write(text, data);
@@ -218,6 +229,14 @@ std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
                                  data.study, data.trials.size()));
     return {trial, export_measured_text(data, *it)};
   }
+  if (data.multi_objective() && !data.front.empty()) {
+    std::vector<std::string> numbers;
+    for (const auto& t : data.front) numbers.push_back(fmt::format("{}", t.number));
+    throw BadInput(fmt::format(
+        "study '{}' has {} objectives and no single best trial: pick one of its Pareto front "
+        "with --trial N (front: {})",
+        data.study, data.directions.size(), fmt::join(numbers, ", ")));
+  }
   if (!data.best)
     throw std::runtime_error(
         fmt::format("study '{}' has no completed trial to export yet", data.study));
@@ -236,7 +255,7 @@ int run_export(const ExportArgs& args) {
   ReportOptions options;
   options.importance = false;
   auto data = build_report(*opened.cache, opened.cache->study().name, spec.space, options);
-  data.objective = objective_label(spec.objective);
+  name_objectives(spec, data);
   const auto [number, measured] = export_choice(data, args.trial);
   const auto& trials = opened.cache->trials();
   const auto trial = std::find_if(trials.begin(), trials.end(),

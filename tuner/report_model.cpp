@@ -6,6 +6,7 @@
 #include <map>
 
 #include "search/importance.h"
+#include "tuner/report_cells.h"
 #include "tuner/report_stats.h"
 #include "tuner/trial_attrs.h"
 
@@ -78,6 +79,7 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
   r.number = t.number;
   r.state = t.state;
   r.value = t.value;
+  r.values = t.values;
   r.feasible = t.is_feasible();
   if (auto it = t.system_attrs.find(k_attr_confirm_of);
       it != t.system_attrs.end() && it->is_number_integer()) {
@@ -123,7 +125,7 @@ search::SearchSpace effective_space(const search::StudyView& study,
 // The search trials (confirm re-runs left out) and their report rows with the re-runs folded
 // in as repeats, by trial number.
 struct SearchTrials {
-  explicit SearchTrials(search::Direction direction) : view(direction) {}
+  explicit SearchTrials(std::vector<search::Direction> directions) : view(std::move(directions)) {}
   search::VectorStudyView view;
   std::map<int, ReportTrial> by_number;
 };
@@ -136,7 +138,7 @@ SearchTrials fold_confirm_runs(const search::StudyView& study, const search::Sea
   for (const auto& t : study.trials()) {
     if (t.datetime_start && (!origin || *t.datetime_start < *origin)) origin = t.datetime_start;
   }
-  SearchTrials folded(study.direction());
+  SearchTrials folded(study.directions());
   for (const auto& t : study.trials()) {
     auto r = make_trial(t, space, origin);
     data.trials.push_back(r);
@@ -192,6 +194,30 @@ void choose_best(const std::vector<const FrozenTrial*>& ranked, const SearchTria
     data.best = *best;
     data.best->baseline = data.baseline && data.baseline->number == best->number;
   }
+}
+
+// A multi-objective study: the Pareto front of the search trials in place of a best trial (one
+// objective's ranking would hide the trade-off the user asked to see).
+void add_front(const SearchTrials& folded, ReportData& data) {
+  const auto directions = folded.view.directions();
+  data.directions.clear();
+  for (std::size_t i = 0; i < directions.size(); ++i) {
+    data.directions.emplace_back(directions[i] == search::Direction::maximize ? "maximize"
+                                                                              : "minimize");
+    if (data.objectives.size() <= i) data.objectives.push_back(fmt::format("objective {}", i));
+  }
+  // The header's one line: "minimize objective 0, maximize objective 1".
+  data.direction = objectives_text(data);
+  data.objective.clear();
+  for (const auto* t : front_trials(folded.view))
+    data.front.push_back(folded.by_number.at(t->number));
+  data.best.reset();
+  data.best_basis = "none: a multi-objective study has a Pareto front, not one best trial";
+  data.top.clear();
+  data.speedup.reset();
+  data.speedup_note = "a multi-objective study has no single best trial to compare";
+  // fANOVA and the HTML's charts read one value per trial: the first objective's.
+  if (!data.importance.empty()) data.importance_note += "; of the first objective";
 }
 
 // The speedup of data.best over data.baseline, or data.speedup_note saying why there is none.
@@ -347,6 +373,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   estimate_speedup(direction, options, data);
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
+  if (study.is_multi_objective()) add_front(folded, data);
   return data;
 }
 

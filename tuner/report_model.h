@@ -40,6 +40,7 @@ struct ReportTrial {
   int number = -1;
   search::TrialState state = search::TrialState::running;
   std::optional<double> value;   // of this run
+  std::vector<double> values;    // every objective's, in a multi-objective study (else empty)
   std::vector<double> repeats;   // values of its COMPLETE confirm re-runs, in run order
   int repeats_failed = 0;        // confirm re-runs that did not complete
   std::optional<double> median;  // of `repeats`, when any
@@ -81,7 +82,7 @@ struct ParamAxis {
 struct ReportData {
   int schema_version = k_report_schema_version;
   std::string study;
-  std::string direction;  // "minimize" | "maximize"
+  std::string direction;  // "minimize" | "maximize" (several objectives: "minimize a, maximize b")
   std::string objective;  // the objective's log key, when the study file is known
   std::string storage;
   StateCounts counts;  // search trials only; confirm re-runs are counted apart
@@ -97,6 +98,13 @@ struct ReportData {
   std::string importance_note;         // what it was computed over, or why it is missing
   std::vector<FailureGroup> failures;  // most frequent first
   std::vector<ParamAxis> axes;         // the search space
+  // A multi-objective study (two or more directions) has no single best trial: best, top and
+  // speedup stay empty and the writers show the Pareto front instead.
+  std::vector<std::string> directions;  // one per objective: "minimize" | "maximize"
+  std::vector<std::string> objectives;  // their names: log keys, else "objective N"
+  std::vector<ReportTrial> front;       // the Pareto front (summary.h front_trials), number order
+
+  bool multi_objective() const { return directions.size() > 1; }
 };
 
 struct ReportOptions {

@@ -134,7 +134,7 @@ Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const Run
   auto storage = open_storage(url);
   if (!storage) return std::unexpected(storage.error());
   runner->m_storage = std::move(*storage);
-  auto sampler = search::make_sampler(spec.sampler, spec.space);
+  auto sampler = search::make_sampler(spec.sampler, spec.space, spec.directions.size());
   if (!sampler) return std::unexpected(fmt::format("{}: {}", spec.file, sampler.error()));
   runner->m_sampler = std::move(*sampler);
   if (options.prune && !spec.pruner.empty()) {
@@ -143,7 +143,7 @@ Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const Run
     runner->m_pruner = std::move(*pruner);
   }
   bool created = false;
-  auto study = runner->m_storage->get_or_create_study(spec.name, spec.direction, &created);
+  auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created);
   if (!study) return std::unexpected(study.error());
   runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
   runner->m_spec = std::move(spec);
@@ -411,8 +411,8 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   }
   ctx.stderr_path = p.request.stderr_path;
   ran.outcome = classify_outcome(res, ctx, [&] {
-    return read_objective(m_spec.objective, m_spec.constraints, p.log_path, p.request.stdout_path,
-                          p.request.stderr_path, res.wall_s);
+    return read_objectives(m_spec.objectives, m_spec.constraints, p.log_path, p.request.stdout_path,
+                           p.request.stderr_path, res.wall_s);
   });
   if (auto r = errors.result(); !r) return std::unexpected(r.error());
   return ran;
@@ -440,7 +440,9 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
   for (const auto& [key, value] : system) {
     if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) return r;
   }
-  auto set = m_storage->set_trial_state_values(trial.trial_id, outcome.state, outcome.value);
+  auto set = m_storage->set_trial_state_values(
+      trial.trial_id, outcome.state,
+      outcome.values.empty() ? TrialValues(outcome.value) : TrialValues(outcome.values));
   if (!set) return std::unexpected(set.error());
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
   for (const auto& t : m_cache->trials()) {
@@ -458,7 +460,6 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
   const std::optional<double>& value = ran.outcome.value;
   const std::string& reason = ran.outcome.reason;
   const LaunchResult& res = ran.launch;
-  const auto* best = best_trial(*m_cache);
   const double elapsed = std::chrono::duration<double>(Clock::now() - m_started).count();
   const int done = index + 1;
   const double eta = elapsed / done * (m_options.trials - done);
@@ -469,11 +470,12 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
       it != trial.system_attrs.end() && it->is_number_integer()) {
     line += fmt::format(" (re-run of #{})", it->get<int>());
   }
-  if (value) line += " value=" + format_value(*value);
+  if (!ran.outcome.values.empty()) line += " values=" + format_values(ran.outcome.values);
+  if (value && ran.outcome.values.empty()) line += " value=" + format_value(*value);
   if (res.started) line += fmt::format(" ({:.2f}s)", res.wall_s);
   line += "  " + format_params(trial);
   if (!reason.empty()) line += "  # " + reason;
-  if (best) line += fmt::format("  | best #{} = {}", best->number, format_value(*best->value));
+  line += best_so_far(*m_cache);
   if (done < m_options.trials) line += "  eta " + format_duration(eta);
   const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
   if (terminal) out << "\r\033[K";  // clear the progress bar drawn after the last line

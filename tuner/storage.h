@@ -1,4 +1,4 @@
-// Storage: where studies and trials live (Optuna's BaseStorage, single objective).
+// Storage: where studies and trials live (Optuna's BaseStorage).
 //
 // The tuner talks to storage only through this interface: SQLite (sqlite_storage.h) for one
 // host, PostgreSQL (postgres_storage.h) for studies shared across nodes, both over the SQL in
@@ -27,7 +27,22 @@ namespace tune::tuner {
 struct StudyInfo {
   std::int64_t study_id = -1;
   std::string name;
-  search::Direction direction = search::Direction::minimize;
+  search::Direction direction = search::Direction::minimize;  // the first objective's
+  // One per objective, as Optuna's study_directions rows (objective 0, 1, ...); never empty.
+  std::vector<search::Direction> directions = {search::Direction::minimize};
+};
+
+// A trial's objective values as set_trial_state_values() stores them: none, one, or one per
+// objective of a multi-objective study (Optuna's trial_values rows, objective = position).
+struct TrialValues {
+  std::vector<double> values;
+  TrialValues() = default;
+  TrialValues(std::nullopt_t) {}
+  TrialValues(double value) : values{value} {}
+  TrialValues(std::optional<double> value) {
+    if (value) values.push_back(*value);
+  }
+  TrialValues(std::vector<double> all) : values(std::move(all)) {}
 };
 
 struct NewTrial {
@@ -74,11 +89,15 @@ class Storage {
  public:
   virtual ~Storage() = default;
 
-  // Returns the study, creating it when absent; `created` says which happened. An existing
-  // study with another direction is an error.
-  [[nodiscard]] virtual Result<StudyInfo> get_or_create_study(const std::string& name,
-                                                              search::Direction direction,
-                                                              bool* created) = 0;
+  // Returns the study, creating it when absent with one direction per objective; `created` says
+  // which happened. An existing study with other directions is an error.
+  [[nodiscard]] virtual Result<StudyInfo> get_or_create_study(
+      const std::string& name, const std::vector<search::Direction>& directions, bool* created) = 0;
+  // The same for a single-objective study.
+  [[nodiscard]] Result<StudyInfo> get_or_create_study(const std::string& name,
+                                                      search::Direction direction, bool* created) {
+    return get_or_create_study(name, std::vector<search::Direction>{direction}, created);
+  }
   [[nodiscard]] virtual Result<StudyInfo> get_study(const std::string& name) = 0;
   [[nodiscard]] virtual Result<std::vector<StudyInfo>> get_all_studies() = 0;
   [[nodiscard]] virtual Result<void> set_study_user_attr(std::int64_t study_id,
@@ -97,11 +116,11 @@ class Storage {
   [[nodiscard]] virtual Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
                                                      double internal,
                                                      const search::Distribution& dist) = 0;
-  // Moves a trial to `state` (with its value when given). Returns false, changing nothing, when
+  // Moves a trial to `state` (with its values when given). Returns false, changing nothing, when
   // the trial had already finished.
   [[nodiscard]] virtual Result<bool> set_trial_state_values(std::int64_t trial_id,
                                                             search::TrialState state,
-                                                            std::optional<double> value) = 0;
+                                                            const TrialValues& values) = 0;
   [[nodiscard]] virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id,
                                                                   std::int64_t step,
                                                                   double value) = 0;
@@ -145,6 +164,7 @@ class StudyCache final : public search::StudyView {
   StudyCache(Storage& storage, StudyInfo study) : m_storage(storage), m_study(std::move(study)) {}
   [[nodiscard]] Result<void> sync();
   search::Direction direction() const override { return m_study.direction; }
+  std::vector<search::Direction> directions() const override { return m_study.directions; }
   const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
   const StudyInfo& study() const { return m_study; }
 

@@ -62,10 +62,10 @@ class Parser : private YamlReader {
   StudySpec parse(const YAML::Node& root) {
     StudySpec spec;
     if (!root.IsMap()) fail(root, "(top level)", "the study file must be a YAML mapping");
-    check_keys(
-        root, "",
-        {"name", "direction", "objective", "constraints", "launch", "command", "env", "timeout",
-         "params", "sampler", "pruner", "enqueue", "output", "storage", "probes", "knobs"});
+    check_keys(root, "",
+               {"name", "direction", "directions", "objective", "constraints", "launch", "command",
+                "env", "timeout", "params", "sampler", "pruner", "enqueue", "output", "storage",
+                "probes", "knobs"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
@@ -77,7 +77,7 @@ class Parser : private YamlReader {
       if (!d) fail(t, "timeout", d.error());
       spec.timeout_s = *d;
     }
-    if (const auto& o = root["objective"]) parse_objective(o, spec);
+    parse_objectives(root, spec);
     if (const auto& c = root["constraints"]) parse_constraints(c, spec);
     if (const auto& l = root["launch"]) parse_launch(l, spec);
     parse_sampler_pruner(root, spec);
@@ -96,16 +96,65 @@ class Parser : private YamlReader {
            fmt::format("'{}' {}: the name is one folder of the output (tune-out/NAME)",
                        escape_controls(spec.name), *why));
     }
-    if (root["direction"]) {
-      const auto d = string(root["direction"], "direction");
-      if (d == "minimize") {
-        spec.direction = search::Direction::minimize;
-      } else if (d == "maximize") {
-        spec.direction = search::Direction::maximize;
-      } else {
-        fail(root["direction"], "direction", "expected minimize or maximize");
-      }
+    if (root["direction"] && root["directions"]) {
+      fail(root["directions"], "directions",
+           "give either 'direction' (one objective) or 'directions' (a list), not both");
     }
+    if (root["direction"]) spec.direction = direction(root["direction"], "direction");
+    spec.directions = {spec.direction};
+    if (const auto& list = root["directions"]) {
+      if (!list.IsSequence() || list.size() == 0) {
+        fail(list, "directions", "expected a list such as [minimize, maximize]");
+      }
+      spec.directions.clear();
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        spec.directions.push_back(direction(list[i], fmt::format("directions[{}]", i)));
+      }
+      spec.direction = spec.directions.front();
+    }
+  }
+
+  search::Direction direction(const YAML::Node& n, const std::string& key) const {
+    const auto d = string(n, key);
+    if (d == "maximize") return search::Direction::maximize;
+    if (d != "minimize") fail(n, key, "expected minimize or maximize");
+    return search::Direction::minimize;
+  }
+
+  // `objective:` is one mapping, or a list of them with one entry per `directions` entry.
+  void parse_objectives(const YAML::Node& root, StudySpec& spec) {
+    const auto& o = root["objective"];
+    const std::size_t n = spec.directions.size();
+    if (o && o.IsSequence()) {
+      if (!root["directions"]) {
+        fail(o, "objective",
+             "a list of objectives needs 'directions: [...]' with one direction for each");
+      }
+      if (o.size() != n) {
+        fail(o, "objective",
+             fmt::format("{} objectives for {} directions; give one objective per direction",
+                         o.size(), n));
+      }
+      spec.objectives.assign(n, ObjectiveSpec{});
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto key = fmt::format("objective[{}]", i);
+        parse_objective(o[i], key, spec, spec.objectives[i]);
+        if (i > 0 && o[i]["log"] && spec.objectives[i].log != spec.objectives[0].log) {
+          fail(o[i]["log"], key + ".log", "every objective reads the first objective's log");
+        }
+        if (i > 0) spec.objectives[i].log = spec.objectives[0].log;
+      }
+    } else {
+      if (n > 1) {
+        fail(o ? o : root, "objective",
+             fmt::format("'directions' has {} entries: give a list of {} objectives, e.g. "
+                         "[{{key: elapsed_time}}, {{key: validation/main/accuracy}}]",
+                         n, n));
+      }
+      spec.objectives.assign(1, ObjectiveSpec{});
+      if (o) parse_objective(o, "objective", spec, spec.objectives[0]);
+    }
+    spec.objective = spec.objectives.front();
   }
 
   void parse_params(const YAML::Node& params, StudySpec& spec) {
@@ -164,12 +213,18 @@ class Parser : private YamlReader {
       spec.sampler = to_json(s, "sampler");
       // Built once here so that a bad option is a study-file error with its line, not a
       // failure after the database was opened.
-      if (auto sampler = search::make_sampler(spec.sampler, spec.space); !sampler)
+      if (auto sampler = search::make_sampler(spec.sampler, spec.space, spec.directions.size());
+          !sampler)
         fail_in(root, "sampler", sampler.error());
     }
     if (const auto& p = root["pruner"]) {
       if (!p.IsMap()) fail(p, "pruner", "expected a mapping (type: median|percentile|...)");
       spec.pruner = to_json(p, "pruner");
+      // Optuna prunes single-objective studies only (Trial.report refuses several objectives).
+      if (spec.directions.size() > 1 && spec.pruner.value("type", "") != "none") {
+        fail(p, "pruner",
+             "pruning judges one objective; leave it out of a multi-objective study (directions)");
+      }
       if (auto pruner = search::make_pruner(spec.pruner); !pruner)
         fail_in(root, "pruner", pruner.error());
     }
@@ -199,51 +254,51 @@ class Parser : private YamlReader {
     }
   }
 
-  void parse_objective(const YAML::Node& o, StudySpec& spec) {
-    check_keys(o, "objective",
+  void parse_objective(const YAML::Node& o, const std::string& where, const StudySpec& spec,
+                       ObjectiveSpec& obj) {
+    check_keys(o, where,
                {"log", "key", "entry", "regex", "stream", "intermediate", "step_key", "wall_time"});
-    auto& obj = spec.objective;
-    if (o["wall_time"]) parse_wall_time(o, spec);
+    const auto k = [&](const char* name) { return where + "." + name; };
+    if (o["wall_time"]) parse_wall_time(o, where, obj);
     if (o["regex"]) {
       obj.use_regex = true;
-      obj.regex = string(o["regex"], "objective.regex");
+      obj.regex = string(o["regex"], k("regex"));
       // Checked by the engine that will run it (RE2), so what loads is what runs.
       if (auto error = regex_error(obj.regex)) {
-        fail(o["regex"], "objective.regex",
+        fail(o["regex"], k("regex"),
              fmt::format("invalid regular expression (RE2 syntax): {}", *error));
       }
-      if (o["log"]) fail(o["log"], "objective.log", "use either 'regex' or 'log', not both");
+      if (o["log"]) fail(o["log"], k("log"), "use either 'regex' or 'log', not both");
     }
     if (o["log"]) {
-      obj.log = string(o["log"], "objective.log");
-      check_template(o["log"], "objective.log", obj.log, spec);
+      obj.log = string(o["log"], k("log"));
+      check_template(o["log"], k("log"), obj.log, spec);
     }
-    if (o["key"]) obj.key = string(o["key"], "objective.key");
+    if (o["key"]) obj.key = string(o["key"], k("key"));
     if (o["entry"]) {
-      obj.entry = string(o["entry"], "objective.entry");
+      obj.entry = string(o["entry"], k("entry"));
       if (obj.entry != "last" && obj.entry != "first" && obj.entry != "min" && obj.entry != "max") {
-        fail(o["entry"], "objective.entry", "expected last, first, min or max");
+        fail(o["entry"], k("entry"), "expected last, first, min or max");
       }
     }
     if (o["stream"]) {
-      obj.stream = string(o["stream"], "objective.stream");
+      obj.stream = string(o["stream"], k("stream"));
       if (obj.stream != "stdout" && obj.stream != "stderr") {
-        fail(o["stream"], "objective.stream", "expected stdout or stderr");
+        fail(o["stream"], k("stream"), "expected stdout or stderr");
       }
     }
-    if (o["intermediate"])
-      obj.intermediate_key = string(o["intermediate"], "objective.intermediate");
-    if (o["step_key"]) obj.step_key = string(o["step_key"], "objective.step_key");
+    if (o["intermediate"]) obj.intermediate_key = string(o["intermediate"], k("intermediate"));
+    if (o["step_key"]) obj.step_key = string(o["step_key"], k("step_key"));
   }
 
   // objective.wall_time: the value is the trial's wall time, so nothing is read from a log or a
   // stream; keys that would say where to read it are contradictions, not silently ignored.
-  void parse_wall_time(const YAML::Node& o, StudySpec& spec) {
-    spec.objective.wall_time = boolean(o["wall_time"], "objective.wall_time");
-    if (!spec.objective.wall_time) return;
+  void parse_wall_time(const YAML::Node& o, const std::string& where, ObjectiveSpec& obj) {
+    obj.wall_time = boolean(o["wall_time"], where + ".wall_time");
+    if (!obj.wall_time) return;
     for (const char* key : {"key", "entry", "regex", "stream", "intermediate", "step_key"}) {
       if (o[key]) {
-        fail(o[key], std::string("objective.") + key,
+        fail(o[key], where + "." + key,
              "makes no sense with wall_time: true (the value is the trial's wall time, read "
              "from no log or stream); remove one of them");
       }
@@ -252,9 +307,13 @@ class Parser : private YamlReader {
 
   // Checks across sections, once everything is read.
   void check_wall_time(const YAML::Node& root, const StudySpec& spec) const {
+    for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
+      if (spec.objectives[i].wall_time && spec.directions[i] != search::Direction::minimize) {
+        const char* key = root["directions"] ? "directions" : "direction";
+        fail(root[key], key, "wall_time is minimized; use minimize for it");
+      }
+    }
     if (!spec.objective.wall_time) return;
-    if (spec.direction != search::Direction::minimize)
-      fail(root["direction"], "direction", "wall_time is minimized; use direction: minimize");
     if (root["objective"]["log"] && spec.constraints.empty()) {
       fail(root["objective"]["log"], "objective.log",
            "with wall_time: true the log is read only for 'constraints', and there are none");
@@ -433,6 +492,16 @@ Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::stri
   } catch (const YAML::Exception& e) {
     return std::unexpected(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
   }
+}
+
+std::vector<std::string> objective_names(const StudySpec& spec) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
+    const auto& o = spec.objectives[i];
+    names.push_back(o.wall_time ? std::string("wall_time")
+                                : (o.use_regex ? fmt::format("objective {}", i) : o.key));
+  }
+  return names;
 }
 
 Result<StudySpec> load_study_spec(const std::string& path) {

@@ -86,8 +86,13 @@ struct StudySpec {
   std::string file;  // path as given
   std::string dir;   // absolute directory of the file ({study_dir})
   std::string name;
-  search::Direction direction = search::Direction::minimize;
-  ObjectiveSpec objective;
+  search::Direction direction = search::Direction::minimize;  // directions[0]
+  ObjectiveSpec objective;                                    // objectives[0]
+  // One direction and one objective per objective, in the file's order: `direction:` and an
+  // objective mapping give one of each; `directions: [...]` with an objective list several (a
+  // multi-objective study).
+  std::vector<search::Direction> directions = {search::Direction::minimize};
+  std::vector<ObjectiveSpec> objectives = std::vector<ObjectiveSpec>(1);
   std::vector<ConstraintSpec> constraints;
   LaunchSpec launch;
   std::vector<std::string> command;                                // argv templates
@@ -103,6 +108,8 @@ struct StudySpec {
 };
 
 Result<StudySpec> load_study_spec(const std::string& path);
+// Each objective's name in messages and reports: its log key, "objective N" for a regex one.
+std::vector<std::string> objective_names(const StudySpec& spec);
 // Same, from YAML text (tests); `path` is used in messages and for {study_dir}.
 Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path);
 

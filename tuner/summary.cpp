@@ -1,5 +1,6 @@
 #include "tuner/summary.h"
 
+#include "search/pareto.h"
 #include "tuner/trial_attrs.h"
 
 #include <fmt/format.h>
@@ -55,7 +56,50 @@ const FrozenTrial* best_trial(const search::StudyView& study) {
   return best;
 }
 
+std::vector<const FrozenTrial*> front_trials(const search::StudyView& study) {
+  std::vector<const FrozenTrial*> complete;
+  bool any_feasible = false;
+  for (const auto& t : study.trials()) {
+    if (t.state != TrialState::complete || t.system_attrs.contains(k_attr_confirm_of)) continue;
+    complete.push_back(&t);
+    any_feasible = any_feasible || t.is_feasible();
+  }
+  if (any_feasible) std::erase_if(complete, [](const FrozenTrial* t) { return !t->is_feasible(); });
+  const auto directions = study.directions();
+  return search::pareto_front(complete, directions);
+}
+
+std::string best_so_far(const search::StudyView& study) {
+  if (study.is_multi_objective()) {
+    const auto front = front_trials(study);
+    if (front.empty()) return "";
+    std::string out = "  | front";
+    for (const auto* t : front) out += fmt::format(" #{}", t->number);
+    return out;
+  }
+  const auto* best = best_trial(study);
+  return best ? fmt::format("  | best #{} = {}", best->number, format_value(*best->value)) : "";
+}
+
 std::string format_value(double value) { return fmt::format("{:.6g}", value); }
+
+std::string format_values(const std::vector<double>& values) {
+  std::string out;
+  for (double v : values) out += (out.empty() ? "" : ", ") + format_value(v);
+  return out;
+}
+
+std::string describe_objectives(const search::StudyView& study,
+                                const std::vector<std::string>& names) {
+  const auto directions = study.directions();
+  std::string out;
+  for (std::size_t i = 0; i < directions.size(); ++i) {
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ",
+                       directions[i] == search::Direction::maximize ? "maximize" : "minimize",
+                       i < names.size() ? names[i] : fmt::format("objective {}", i));
+  }
+  return out;
+}
 
 std::string format_params(const FrozenTrial& trial) {
   std::string out;
@@ -72,7 +116,26 @@ std::string format_params(const FrozenTrial& trial) {
   return out;
 }
 
-void print_best(std::ostream& out, const search::StudyView& study) {
+// `tune best` of a multi-objective study: every trial of the front, with its values.
+void print_front(std::ostream& out, const search::StudyView& study,
+                 const std::vector<std::string>& names) {
+  const auto front = front_trials(study);
+  if (front.empty()) {
+    out << "best: no completed trial yet\n";
+    return;
+  }
+  out << fmt::format("Pareto front ({}): {} trials\n", describe_objectives(study, names),
+                     front.size());
+  for (const auto* t : front) {
+    out << fmt::format("  #{}  values: {}{}  {}\n", t->number,
+                       format_values(search::objective_values(*t)),
+                       t->is_feasible() ? "" : "  (infeasible)", format_params(*t));
+  }
+}
+
+void print_best(std::ostream& out, const search::StudyView& study,
+                const std::vector<std::string>& objective_names) {
+  if (study.is_multi_objective()) return print_front(out, study, objective_names);
   const auto* best = best_trial(study);
   if (best == nullptr) {
     out << "best: no completed trial yet\n";
@@ -89,15 +152,15 @@ void print_best(std::ostream& out, const search::StudyView& study) {
   out << '\n';
 }
 
-void print_summary(std::ostream& out, const std::string& study_name,
-                   const search::StudyView& study) {
+void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
+                   const std::vector<std::string>& objective_names) {
   const auto c = count_states(study);
   out << fmt::format("study '{}': {} trials: {} complete, {} failed, {} pruned", study_name,
                      c.total(), c.complete, c.fail, c.pruned);
   if (c.running) out << fmt::format(", {} running", c.running);
   if (c.waiting) out << fmt::format(", {} waiting", c.waiting);
   out << '\n';
-  print_best(out, study);
+  print_best(out, study, objective_names);
 }
 
 void print_trials(std::ostream& out, const search::StudyView& study) {
@@ -115,7 +178,10 @@ void print_trials(std::ostream& out, const search::StudyView& study) {
       note = "  # " + it->get<std::string>();
     }
     out << fmt::format("{:>6}  {:<8}  {:>12}  {:>9}  {}{}\n", t.number, search::to_string(t.state),
-                       t.value ? format_value(*t.value) : "-", wall, format_params(t), note);
+                       !t.values.empty() ? format_values(t.values)
+                       : t.value         ? format_value(*t.value)
+                                         : "-",
+                       wall, format_params(t), note);
   }
 }
 

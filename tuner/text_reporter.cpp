@@ -49,7 +49,28 @@ void write_header(std::ostream& out, const ReportData& d) {
   out << '\n';
 }
 
+// A multi-objective study's front, in place of the best trial and the top table.
+void write_front(std::ostream& out, const ReportData& d) {
+  out << fmt::format("\nPareto front ({}): {} trials\n", objectives_text(d), d.front.size());
+  if (d.front.empty()) out << "  no completed trial yet\n";
+  std::vector<std::vector<std::string>> rows = {{"trial"}};
+  for (const auto& name : d.objectives) rows[0].push_back(name);
+  rows[0].insert(rows[0].end(), {"wall_s", "params"});
+  for (const auto& r : d.front) {
+    std::vector<std::string> row = {fmt::format("#{}", r.number)};
+    for (double v : r.values) row.push_back(format_value(v));
+    row.push_back(wall_cell(r));
+    row.push_back(r.params_text() + (r.feasible ? "" : "  [infeasible]"));
+    rows.push_back(std::move(row));
+  }
+  std::vector<bool> right(rows[0].size(), true);
+  right.back() = false;
+  out << aligned_table(rows, right);
+  out << "  export one: tune export STUDY --trial N\n";
+}
+
 void write_best_and_speedup(std::ostream& out, const ReportData& d) {
+  if (d.multi_objective()) return write_front(out, d);
   out << "\nBest trial\n";
   if (!d.best) {
     out << "  no completed trial yet\n";
@@ -71,6 +92,7 @@ void write_best_and_speedup(std::ostream& out, const ReportData& d) {
 }
 
 void write_top(std::ostream& out, const ReportData& d) {
+  if (d.multi_objective()) return;  // the front (write_front) is the ranking
   out << fmt::format("\nTop {} trials\n", d.top.size());
   std::vector<std::vector<std::string>> rows = {
       {"rank", "trial", "value", "confirmed", "wall_s", "probe", "params"}};

@@ -49,6 +49,7 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
   } else if (auto reading = read(); reading) {
     o.state = TrialState::complete;
     o.value = reading->value;
+    o.values = reading->values;
     o.constraints = reading->constraints;
   } else {
     o.reason = reading.error();

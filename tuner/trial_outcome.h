@@ -21,6 +21,7 @@ namespace tune::tuner {
 struct TrialOutcome {
   search::TrialState state = search::TrialState::fail;
   std::optional<double> value;
+  std::vector<double> values;       // multi-objective: every objective's (value = values[0])
   std::string reason;               // empty for COMPLETE; printable, at most ~1000 bytes
   std::vector<double> constraints;  // c <= 0 feasible, one per constraint
   bool stop_study = false;          // an interrupt: no further trial

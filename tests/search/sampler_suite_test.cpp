@@ -1,4 +1,5 @@
-// The suite every sampler passes (random, grid, TPE independent / multivariate / group, GP):
+// The suite every sampler passes (random, grid, TPE independent / multivariate / group, GP; and
+// random, grid and multi-objective TPE on a study with two objectives):
 // domains, types, steps, log ranges, categorical choices, determinism by seed (a suggestion is a
 // function of seed, history and trial number, so resumes and workers go on exploring), histories
 // with FAIL / RUNNING / WAITING trials, single-value distributions.
@@ -26,7 +27,8 @@ using testing::tell;
 struct SamplerCase {
   std::string name;
   std::function<std::unique_ptr<Sampler>(std::uint64_t seed, const SearchSpace& space)> make;
-  bool log_uniform = true;  // draws log ranges log-uniformly (the grid enumerates values)
+  bool log_uniform = true;     // draws log ranges log-uniformly (the grid enumerates values)
+  std::size_t objectives = 1;  // 2: every study of the case has two objectives (tell's values)
 };
 
 // GoogleTest would print the case as raw bytes (and ctest would list those in every name).
@@ -74,6 +76,12 @@ const std::vector<SamplerCase>& cases() {
          o.seed = s;
          return make_gp_sampler(o);
        }},
+      {"motpe", [](std::uint64_t s, const SearchSpace&) { return tpe(s, false, false); }, true, 2},
+      {"motpe_multivariate",
+       [](std::uint64_t s, const SearchSpace&) { return tpe(s, true, false); }, true, 2},
+      {"random_two_objectives",
+       [](std::uint64_t s, const SearchSpace&) { return make_random_sampler(s); }, true, 2},
+      {"grid_two_objectives", grid, false, 2},
   };
   return all;
 }
@@ -99,12 +107,18 @@ double mixed_objective(const std::map<std::string, double>& p) {
          algo_cost[static_cast<int>(p.at("algo"))];
 }
 
-class SamplerSuite : public ::testing::TestWithParam<SamplerCase> {};
+class SamplerSuite : public ::testing::TestWithParam<SamplerCase> {
+ protected:
+  // A study with the case's number of objectives, every one in `direction`.
+  static VectorStudyView new_study(Direction direction) {
+    return VectorStudyView(std::vector<Direction>(GetParam().objectives, direction));
+  }
+};
 
 TEST_P(SamplerSuite, EverySuggestionLiesInItsDomain) {
   const SearchSpace space = mixed_space();
   auto sampler = GetParam().make(1, space);
-  VectorStudyView study(Direction::minimize);
+  auto study = new_study(Direction::minimize);
   run_study(*sampler, study, space, mixed_objective, 60);
   std::set<int> algos;
   for (const auto& t : study.trials()) {
@@ -137,7 +151,7 @@ TEST_P(SamplerSuite, SameSeedSameSuggestionsOtherSeedOthers) {
   const SearchSpace space = mixed_space();
   auto run = [&](std::uint64_t seed) {
     auto sampler = GetParam().make(seed, space);
-    VectorStudyView study(Direction::minimize);
+    auto study = new_study(Direction::minimize);
     run_study(*sampler, study, space, mixed_objective, 30);
     std::vector<std::map<std::string, double>> params;
     for (const auto& t : study.trials()) params.push_back(t.params);
@@ -155,7 +169,7 @@ TEST_P(SamplerSuite, SameSeedHistoryAndTrialNumberSameSuggestion) {
   const SearchSpace space = mixed_space();
   for (int history : {4, 20}) {  // TPE's startup trials, then its own suggestions
     auto used = GetParam().make(42, space);
-    VectorStudyView study(Direction::minimize);
+    auto study = new_study(Direction::minimize);
     run_study(*used, study, space, mixed_objective, history);
     auto suggest = [&](Sampler& sampler, int number) {
       FrozenTrial trial;
@@ -176,7 +190,7 @@ TEST_P(SamplerSuite, SameSeedHistoryAndTrialNumberSameSuggestion) {
 TEST_P(SamplerSuite, ResumedStudyMatchesTheUninterruptedOne) {
   const SearchSpace space = mixed_space();
   auto whole = GetParam().make(8, space);
-  VectorStudyView uninterrupted(Direction::minimize), resumed(Direction::minimize);
+  auto uninterrupted = new_study(Direction::minimize), resumed = new_study(Direction::minimize);
   run_study(*whole, uninterrupted, space, mixed_objective, 30);
   for (int session = 0; session < 10; ++session) {  // a new process, same seed, every 3 trials
     auto sampler = GetParam().make(8, space);
@@ -192,7 +206,7 @@ TEST_P(SamplerSuite, LogRangesAreCovered) {
   const SearchSpace space = {{"workers", IntDistribution{1, 64, true, 1}},
                              {"lr", FloatDistribution{1e-4, 1.0, true, std::nullopt}}};
   auto sampler = GetParam().make(3, space);
-  VectorStudyView study(Direction::minimize);
+  auto study = new_study(Direction::minimize);
   // A flat objective: nothing to exploit, so the draws show the sampler's spread.
   run_study(
       *sampler, study, space, [](const auto&) { return 1.0; }, 60);
@@ -213,7 +227,7 @@ TEST_P(SamplerSuite, LogRangesAreCovered) {
 TEST_P(SamplerSuite, HistoryWithFailedRunningAndWaitingTrials) {
   const SearchSpace space = mixed_space();
   auto sampler = GetParam().make(5, space);
-  VectorStudyView study(Direction::maximize);
+  auto study = new_study(Direction::maximize);
   run_study(*sampler, study, space, mixed_objective, 12);
   auto& trials = study.mutable_trials();
   // FAIL trials with and without values, RUNNING ones with some parameters, WAITING ones with
@@ -243,7 +257,7 @@ TEST_P(SamplerSuite, SingleValueDistributionsGiveTheirValue) {
                              {"only", CategoricalDistribution{{std::string("only")}}},
                              {"x", IntDistribution{0, 10, false, 1}}};
   auto sampler = GetParam().make(9, space);
-  VectorStudyView study(Direction::minimize);
+  auto study = new_study(Direction::minimize);
   run_study(
       *sampler, study, space, [](const auto& p) { return p.at("x"); }, 20);
   for (const auto& t : study.trials()) {
@@ -257,7 +271,7 @@ TEST_P(SamplerSuite, SingleValueDistributionsGiveTheirValue) {
 TEST_P(SamplerSuite, EnqueuedParametersAreKept) {
   const SearchSpace space = mixed_space();
   auto sampler = GetParam().make(11, space);
-  VectorStudyView study(Direction::minimize);
+  auto study = new_study(Direction::minimize);
   run_study(*sampler, study, space, mixed_objective, 15);
   FrozenTrial trial;
   trial.number = 15;

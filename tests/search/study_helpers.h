@@ -25,11 +25,20 @@ inline std::size_t ask(Sampler& sampler, VectorStudyView& study, const SearchSpa
   return study.trials().size() - 1;
 }
 
+// Finishes a trial. In a study of several objectives, `value` is the first one's and objective k
+// pulls against it, -k * value: every trial is on the front (a pure trade-off, which leaves the
+// split to hypervolume selection), and a flat objective stays flat.
 inline void tell(Sampler& sampler, VectorStudyView& study, std::size_t index, TrialState state,
                  std::optional<double> value) {
   FrozenTrial& t = study.mutable_trials()[index];
   t.state = state;
   t.value = value;
+  t.values.clear();
+  if (value && study.is_multi_objective()) {
+    t.values.push_back(*value);
+    for (std::size_t k = 1; k < study.directions().size(); ++k)
+      t.values.push_back(-*value * static_cast<double>(k));
+  }
   sampler.after_trial(study, t);
 }
 

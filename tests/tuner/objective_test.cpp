@@ -32,6 +32,33 @@ TEST_F(ObjectiveTest, LastEntryOfChainerLog) {
   EXPECT_EQ(r->entry["iteration"], 20);
 }
 
+TEST_F(ObjectiveTest, SeveralObjectivesFromOneLogAndAStream) {
+  const auto log = write("log", R"([{"elapsed_time": 3.5, "acc": 0.8, "val/acc": 0.75},
+                                    {"elapsed_time": 4.25, "acc": 0.9, "val/acc": 0.86}])");
+  const auto out = write("stdout", "gain=1.5\ngain=2.5\n");
+  std::vector<ObjectiveSpec> specs(3);
+  specs[1].key = "val/acc";
+  specs[2].use_regex = true;
+  specs[2].regex = "gain=([0-9.]+)";
+  ConstraintSpec c;
+  c.key = "acc";
+  c.min = 0.95;
+  auto r = read_objectives(specs, {c}, log, out, "");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->values, (std::vector{4.25, 0.86, 2.5}));
+  EXPECT_EQ(r->value, 4.25);
+  ASSERT_EQ(r->constraints.size(), 1u);
+  EXPECT_NEAR(r->constraints[0], 0.05, 1e-12) << "read from the first objective's entry";
+
+  specs[1].key = "missing";
+  auto bad = read_objectives(specs, {}, log, out, "");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().rfind("objective[1]: ", 0), 0u) << bad.error();
+  auto one = read_objectives({ObjectiveSpec{}}, {}, log, out, "");
+  ASSERT_TRUE(one) << one.error();
+  EXPECT_TRUE(one->values.empty()) << "one objective: the single-objective reading";
+}
+
 TEST_F(ObjectiveTest, MinAndMaxEntries) {
   const auto log = write("log", R"([{"sps": 5}, {"sps": 9}, {"sps": 7}])");
   ObjectiveSpec spec;

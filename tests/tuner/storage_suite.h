@@ -1,9 +1,10 @@
 // The storage suite every Storage backend passes (as Optuna's testing/ suites): trial life
 // cycle, frozen finished trials, WAITING trials popped once each, the cache's delta, unique
-// numbers under concurrent writers, UTC timestamps, first heartbeats. A backend joins by
-// instantiating StorageSuite with a StorageBackend (SQLite: tests/tuner/storage_test.cpp;
-// PostgreSQL on a throwaway server: tests/cluster/postgres_storage_test.cpp). Header only: each
-// test binary that includes it runs the suite against its own backends.
+// numbers under concurrent writers, UTC timestamps, first heartbeats, multi-objective studies. A
+// backend joins by instantiating StorageSuite with a StorageBackend (SQLite:
+// tests/tuner/storage_test.cpp; PostgreSQL on a throwaway server:
+// tests/cluster/postgres_storage_test.cpp). Header only: each test binary that includes it runs the
+// suite against its own backends.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -120,6 +121,48 @@ TEST_P(StorageSuite, TrialLifeCycle) {
   EXPECT_EQ(studies->front().direction, search::Direction::maximize);
   ASSERT_TRUE(s->set_study_user_attr(study->study_id, "file", "a.yaml"));
   EXPECT_EQ((*s->get_study_user_attrs(study->study_id))["file"], "a.yaml");
+}
+
+// A multi-objective study as Optuna stores one: a study_directions row per objective and a
+// trial_values row per objective, read back in objective order through the cache's delta too.
+TEST_P(StorageSuite, MultiObjectiveDirectionsAndValues) {
+  auto s = open();
+  const std::vector<search::Direction> dirs = {search::Direction::minimize,
+                                               search::Direction::maximize};
+  bool created = false;
+  auto study = s->get_or_create_study("mo", dirs, &created);
+  ASSERT_TRUE(study) << study.error();
+  EXPECT_TRUE(created);
+  EXPECT_EQ(study->directions, dirs);
+  auto again = s->get_study("mo");
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(again->directions, dirs);
+  EXPECT_EQ(again->direction, search::Direction::minimize);
+  auto other = s->get_or_create_study("mo", search::Direction::minimize, nullptr);
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().find("[MINIMIZE, MAXIMIZE]"), std::string::npos) << other.error();
+  EXPECT_FALSE(s->get_or_create_study("mo", {search::Direction::maximize, dirs[1]}, nullptr));
+  ASSERT_TRUE(s->get_or_create_study("single", search::Direction::maximize, nullptr));
+  auto studies = s->get_all_studies();
+  ASSERT_TRUE(studies && studies->size() == 2u);
+  EXPECT_EQ(studies->at(0).directions, dirs);
+  EXPECT_EQ(studies->at(1).directions, std::vector{search::Direction::maximize});
+
+  StudyCache cache(*s, *study);
+  ASSERT_TRUE(cache.sync());
+  EXPECT_TRUE(cache.is_multi_objective());
+  auto t = s->create_trial(study->study_id, search::TrialState::running, {});
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(cache.sync());
+  ASSERT_TRUE(s->set_trial_state_values(t->trial_id, search::TrialState::complete,
+                                        std::vector{12.5, 0.875}));
+  ASSERT_TRUE(cache.sync());
+  ASSERT_EQ(cache.trials().size(), 1u);
+  EXPECT_EQ(cache.trials()[0].values, (std::vector{12.5, 0.875}));
+  EXPECT_EQ(*cache.trials()[0].value, 12.5);
+  auto back = s->get_trial(t->trial_id);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->values, (std::vector{12.5, 0.875}));
 }
 
 TEST_P(StorageSuite, ValuesRoundTripExactly) {

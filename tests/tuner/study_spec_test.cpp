@@ -134,6 +134,25 @@ TEST(StudySpec, DefaultsAreTheChainerLog) {
   EXPECT_FALSE(spec->timeout_s.has_value());
 }
 
+TEST(StudySpec, TwoObjectivesGiveADirectionAndAnObjectiveEach) {
+  auto spec = parse_study_spec(
+      "name: x\ncommand: [prog]\ndirections: [minimize, maximize]\nobjective:\n"
+      "  - {key: elapsed_time}\n  - {key: validation/main/accuracy, entry: max}\n",
+      "x.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec->directions,
+            (std::vector{search::Direction::minimize, search::Direction::maximize}));
+  ASSERT_EQ(spec->objectives.size(), 2u);
+  EXPECT_EQ(spec->objectives[1].key, "validation/main/accuracy");
+  EXPECT_EQ(spec->objectives[1].entry, "max");
+  EXPECT_EQ(spec->objective.key, "elapsed_time");
+  EXPECT_EQ(spec->direction, search::Direction::minimize);
+  auto single = parse_study_spec("name: x\ncommand: [prog]\ndirection: maximize\n", "x.yaml");
+  ASSERT_TRUE(single) << single.error();
+  EXPECT_EQ(single->directions, std::vector{search::Direction::maximize});
+  EXPECT_EQ(single->objectives.size(), 1u);
+}
+
 struct BadCase {
   const char* yaml;
   const char* expect;  // substring of the one-line error
@@ -224,7 +243,32 @@ INSTANTIATE_TEST_SUITE_P(
                 "knobs: {t: {pool: openmp}}\n",
                 "key 'knobs.t': parameter 't' sizes the openmp pool: it must take integer values"},
         BadCase{"name: x\ncommand: [p\n", "invalid YAML"},
-        BadCase{"- just\n- a list\n", "must be a YAML mapping"}));
+        BadCase{"- just\n- a list\n", "must be a YAML mapping"},
+        BadCase{"name: x\ncommand: [p]\ndirection: minimize\ndirections: [minimize]\n",
+                "s.yaml:4: key 'directions': give either 'direction'"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, up]\n",
+                "key 'directions[1]': expected minimize or maximize"},
+        BadCase{"name: x\ncommand: [p]\ndirections: []\n", "key 'directions': expected a list"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\n",
+                "key 'objective': 'directions' has 2 entries: give a list of 2 objectives"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\nobjective: {key: a}\n",
+                "s.yaml:4: key 'objective': 'directions' has 2 entries"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\nobjective: [{key: a}]\n",
+                "key 'objective': 1 objectives for 2 directions"},
+        BadCase{"name: x\ncommand: [p]\nobjective: [{key: a}, {key: b}]\n",
+                "key 'objective': a list of objectives needs 'directions"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\n"
+                "objective: [{key: a}, {colour: red}]\n",
+                "key 'objective[1].colour': unknown key"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\n"
+                "objective: [{key: a}, {key: b, log: other}]\n",
+                "key 'objective[1].log': every objective reads the first objective's log"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\n"
+                "objective: [{key: a}, {key: b}]\npruner: {type: median}\n",
+                "key 'pruner': pruning judges one objective"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\n"
+                "objective: [{key: a}, {key: b}]\nsampler: {type: gp}\n",
+                "gp models one objective"}));
 
 TEST(StudySpec, WallTimeObjective) {
   auto spec = parse_study_spec("name: x\ncommand: [p]\nobjective: {wall_time: true}\n", "s.yaml");
