@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -74,6 +75,41 @@ std::vector<int> pus_of_cores(const Topology& topo, const std::vector<int>& core
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+// The chance that more than `limit` of the members' threads are runnable at one instant, each
+// thread runnable independently with its group's duty (load / threads; a group of threads the
+// model does not count, ceil(load) threads). Compared with 0.5 it predicts what the observed
+// verdict judges: whether the median of sampled runnable threads exceeds the limit.
+double probability_over(const std::vector<const RankPrediction*>& members, double limit) {
+  std::vector<double> dist = {1.0};  // dist[k]: P(k threads runnable)
+  for (const RankPrediction* r : members) {
+    for (const ThreadGroup& g : r->groups) {
+      if (g.load <= 0) continue;
+      const int n = g.threads > 0 ? g.threads : static_cast<int>(std::ceil(g.load));
+      const double p = std::clamp(g.load / n, 0.0, 1.0);
+      for (int t = 0; t < n; ++t) {
+        dist.push_back(0.0);
+        for (std::size_t k = dist.size() - 1; k > 0; --k)
+          dist[k] = dist[k] * (1 - p) + dist[k - 1] * p;
+        dist[0] *= 1 - p;
+      }
+    }
+  }
+  double over = 0;
+  for (std::size_t k = 0; k < dist.size(); ++k)
+    if (static_cast<double>(k) > limit + 1e-9) over += dist[k];
+  return over;
+}
+
+// Whole numbers as such ("6"), measured loads with one decimal ("2.4").
+std::string threads_text(double load) {
+  if (std::abs(load - std::round(load)) < 1e-9) return std::to_string(std::lround(load));
+  std::ostringstream s;
+  s.setf(std::ios::fixed);
+  s.precision(1);
+  s << load;
+  return s.str();
 }
 
 std::string plural(int n, const std::string& word) {
@@ -267,14 +303,30 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     const FlagValue comm = find_flag(argv, model.comm_thread_flag);
     if (comm.present) add("comm", 1, 1, "flag", model.comm_thread_flag);
 
-    for (const ThreadGroup& g : rp.groups) {
+    for (ThreadGroup& g : rp.groups) {
+      g.load = g.busy;
       rp.threads_alive += g.threads;
       rp.busy_threads += g.busy;
     }
-    out.busy_threads += rp.busy_threads;
     out.ranks.push_back(std::move(rp));
   }
+  summarize_prediction(topo, out);
+  return out;
+}
 
+void summarize_prediction(const Topology& topo, Prediction& out) {
+  const int np = static_cast<int>(out.ranks.size());
+  out.busy_threads = 0;
+  out.load = 0;
+  out.oversubscribed = false;
+  out.cpusets.clear();
+  out.idle_cores.clear();
+  for (RankPrediction& r : out.ranks) {
+    r.load = 0;
+    for (const ThreadGroup& g : r.groups) r.load += g.load;
+    out.busy_threads += r.busy_threads;
+    out.load += r.load;
+  }
   // 4. Busy threads per distinct cpuset (ranks whose cpuset lies inside it).
   std::set<std::vector<int>> distinct;
   for (const RankPrediction& r : out.ranks) distinct.insert(r.cpuset);
@@ -288,9 +340,20 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
       if (std::includes(s.begin(), s.end(), r.cpuset.begin(), r.cpuset.end())) {
         load.ranks.push_back(r.rank);
         load.busy_threads += r.busy_threads;
+        load.load += r.load;
       }
     }
-    load.oversubscribed = load.busy_threads > static_cast<int>(s.size());
+    const double limit = out.oversubscribed_ratio * static_cast<double>(s.size());
+    if (out.basis.empty()) {
+      load.oversubscribed = load.load > limit;
+    } else {
+      std::vector<const RankPrediction*> members;
+      for (const RankPrediction& r : out.ranks)
+        if (std::includes(s.begin(), s.end(), r.cpuset.begin(), r.cpuset.end()))
+          members.push_back(&r);
+      load.over_probability = probability_over(members, limit);
+      load.oversubscribed = load.over_probability > 0.5;
+    }
     out.oversubscribed = out.oversubscribed || load.oversubscribed;
     out.cpusets.push_back(std::move(load));
   }
@@ -307,29 +370,30 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     for (const CpusetLoad& o : out.cpusets)
       if (o.pus != c.pus && std::includes(o.pus.begin(), o.pus.end(), c.pus.begin(), c.pus.end()))
         maximal = false;
-    if (maximal) out.idle_core_count += std::max(0, c.cores - c.busy_threads);
+    if (maximal)
+      out.idle_core_count += std::max(0, c.cores - static_cast<int>(std::lround(c.load)));
   }
 
   // 6. One line: the verdict, the worst cpuset, and the defaults that led there.
   std::ostringstream s;
   const CpusetLoad* worst = nullptr;
   for (const CpusetLoad& c : out.cpusets)
-    if (worst == nullptr || c.busy_threads * static_cast<long>(worst->pus.size()) >
-                                worst->busy_threads * static_cast<long>(c.pus.size()))
+    if (worst == nullptr || c.load * static_cast<double>(worst->pus.size()) >
+                                worst->load * static_cast<double>(c.pus.size()))
       worst = &c;
   s << (out.oversubscribed ? "oversubscribed: " : "ok: ") << plural(np, "rank") << ", "
-    << out.busy_threads << " busy threads on " << plural(out.pus, "PU") << " (bind " << out.bind_to
-    << ")";
+    << threads_text(out.load) << " busy threads on " << plural(out.pus, "PU") << " (bind "
+    << out.bind_to << ")";
   if (worst != nullptr && out.oversubscribed) {
-    s << "; " << worst->busy_threads << " busy on cpuset " << format_cpu_list(worst->pus) << " ("
-      << plural(static_cast<int>(worst->pus.size()), "PU") << ")";
+    s << "; " << threads_text(worst->load) << " busy on cpuset " << format_cpu_list(worst->pus)
+      << " (" << plural(static_cast<int>(worst->pus.size()), "PU") << ")";
     const std::string causes = prediction_causes(out, worst->ranks.front());
     if (!causes.empty()) s << "; rank " << worst->ranks.front() << ": " << causes;
   } else if (out.idle_core_count > 0) {
     s << "; " << plural(out.idle_core_count, "core") << " idle";
   }
+  if (!out.basis.empty()) s << "; " << out.basis;
   out.summary = s.str();
-  return out;
 }
 
 std::string prediction_causes(const Prediction& p, int rank) {
@@ -339,7 +403,7 @@ std::string prediction_causes(const Prediction& p, int rank) {
   if (r == nullptr) return {};
   std::string defaults, set;
   for (const ThreadGroup& g : r->groups) {
-    if (g.busy <= 0 || g.name == "main") continue;
+    if (g.load < 0.5 || g.name == "main") continue;  // half a thread busy or more
     const bool pool = g.name == "openmp" || g.name == "blas" || g.name == "opencv";
     std::string& out =
         (g.source == "library default" || g.source == "program default") ? defaults : set;
@@ -356,11 +420,14 @@ std::string prediction_causes(const Prediction& p, int rank) {
 
 double prediction_constraint(const Prediction& p) {
   double worst = 0;
+  if (!p.basis.empty()) {  // learned: the chance of being over the limit, against one half
+    double chance = 0;
+    for (const CpusetLoad& c : p.cpusets) chance = std::max(chance, c.over_probability);
+    return chance - 0.5;
+  }
   for (const CpusetLoad& c : p.cpusets)
-    if (!c.pus.empty())
-      worst =
-          std::max(worst, static_cast<double>(c.busy_threads) / static_cast<double>(c.pus.size()));
-  return worst - 1.0;
+    if (!c.pus.empty()) worst = std::max(worst, c.load / static_cast<double>(c.pus.size()));
+  return worst - p.oversubscribed_ratio;
 }
 
 nlohmann::json Prediction::to_json() const {
@@ -372,6 +439,9 @@ nlohmann::json Prediction::to_json() const {
   j["notes"] = notes;
   j["oversubscribed"] = oversubscribed;
   j["busy_threads"] = busy_threads;
+  j["load"] = std::round(load * 100) / 100;
+  j["oversubscribed_ratio"] = oversubscribed_ratio;
+  j["basis"] = basis;
   j["pus"] = pus;
   j["idle_cores"] = idle_cores;
   j["idle_core_count"] = idle_core_count;
@@ -382,12 +452,14 @@ nlohmann::json Prediction::to_json() const {
     json jr = {{"rank", r.rank},
                {"cpuset", format_cpu_list(r.cpuset)},
                {"threads_alive", r.threads_alive},
-               {"busy_threads", r.busy_threads}};
+               {"busy_threads", r.busy_threads},
+               {"load", std::round(r.load * 100) / 100}};
     jr["groups"] = json::array();
     for (const ThreadGroup& g : r.groups)
       jr["groups"].push_back({{"name", g.name},
                               {"threads", g.threads},
                               {"busy", g.busy},
+                              {"load", std::round(g.load * 1000) / 1000},
                               {"source", g.source},
                               {"detail", g.detail}});
     j["ranks"].push_back(std::move(jr));
@@ -399,6 +471,8 @@ nlohmann::json Prediction::to_json() const {
                             {"cores", c.cores},
                             {"ranks", c.ranks},
                             {"busy_threads", c.busy_threads},
+                            {"load", std::round(c.load * 100) / 100},
+                            {"over_probability", std::round(c.over_probability * 1000) / 1000},
                             {"oversubscribed", c.oversubscribed}});
   return j;
 }

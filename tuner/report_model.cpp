@@ -347,6 +347,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   estimate_speedup(direction, options, data);
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
+  data.prediction = prediction_quality(study.trials());
   return data;
 }
 

@@ -354,6 +354,7 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
     }
   }
 
+  if (m_hooks.study_history) m_hooks.study_history(m_cache->trials());
   if (m_hooks.before_launch) {
     const auto attrs = m_hooks.before_launch(trial, *rendered);
     for (const auto& [key, value] : attrs.items()) {
