@@ -65,10 +65,11 @@ class Parser : private YamlReader {
     check_keys(
         root, "",
         {"name", "direction", "objective", "constraints", "launch", "command", "env", "timeout",
-         "params", "sampler", "pruner", "enqueue", "output", "storage", "probes"});
+         "params", "sampler", "pruner", "enqueue", "output", "storage", "probes", "knobs"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
+    if (const auto& k = root["knobs"]) spec.probes.knobs = parse_study_knobs(*this, k, spec.space);
     parse_command(root, spec);
     if (const auto& env = root["env"]) parse_env(env, spec);
     if (const auto& t = root["timeout"]) {

@@ -27,6 +27,7 @@
 #include "search/trial.h"
 #include "tuner/result.h"
 #include "tuner/slurm_launch.h"
+#include "tuner/study_knobs.h"
 #include "tuner/templates.h"  // TemplateValues, expand_template: part of this interface
 
 namespace tune::tuner {
@@ -74,6 +75,9 @@ struct ProbeSpec {
   bool enabled = true;      // predict before and monitor during each trial
   bool constrain = false;   // predicted-oversubscribed trials are constrained out, not run
   double interval_s = 0.2;  // /proc sampling interval
+  // The study's top-level `knobs:` section (tuner/study_knobs.h): which parameter sizes which
+  // pool of the program. Kept here because the prediction is its one reader. Default: none.
+  std::vector<StudyKnob> knobs;
 };
 
 struct StudySpec {

@@ -16,9 +16,7 @@ Prediction unbound_defaults() {
   plan.ranks_per_node = 2;
   plan.bind_to = "none";
   plan.program_argv = {"tune-trainer"};
-  ProgramModel model;
-  model.opencv_reads_env = true;
-  return predict(two_pus(), plan, model);
+  return predict(two_pus(), plan, trainer_program_model());
 }
 
 DutyCycle duty(double threads, double runnable) { return DutyCycle{threads, runnable, runnable}; }

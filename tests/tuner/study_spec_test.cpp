@@ -71,6 +71,28 @@ TEST(StudySpec, ParsesEverySection) {
   EXPECT_EQ(spec->output, "tune-out/demo");
 }
 
+TEST(StudySpec, KnobsSayWhichParameterSizesWhichPool) {
+  const auto spec = parse_study_spec(
+      "name: x\ncommand: [python3, train.py, --threads, '{threads}', --workers, '{workers}']\n"
+      "params:\n  threads: {type: int, low: 1, high: 2}\n  workers: [null, 0, 2]\n"
+      "  algo: [Ring, Tree]\n"
+      "knobs:\n  threads: {pool: torch_intra_op}\n  workers: {knob: torch_dataloader_workers}\n"
+      "  algo: {knob: nccl_algo}\n",
+      "s.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  const auto& knobs = spec->probes.knobs;
+  ASSERT_EQ(knobs.size(), 3u);
+  EXPECT_EQ(knobs[0].param, "threads");
+  EXPECT_EQ(knobs[0].pool, "torch_intra_op");
+  EXPECT_EQ(knobs[0].program, "torch");
+  EXPECT_EQ(knobs[1].knob, "torch_dataloader_workers");
+  EXPECT_EQ(knobs[1].pool, "dataloader_workers");
+  EXPECT_EQ(knobs[2].pool, "") << "NCCL_ALGO sizes no pool; a string parameter is fine";
+  EXPECT_EQ(knobs[2].program, "nccl");
+  const auto none = parse_study_spec("name: x\ncommand: [p]\n", "s.yaml");
+  EXPECT_TRUE(none && none->probes.knobs.empty());
+}
+
 TEST(StudySpec, DefaultsAreTheChainerLog) {
   auto spec = parse_study_spec("name: x\ncommand: [prog]\n", "x.yaml");
   ASSERT_TRUE(spec) << spec.error();
@@ -145,6 +167,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"name: x\ncommand: [p]\nconstraints: [{key: acc}]\n", "needs 'min' or 'max'"},
         BadCase{"name: x\ncommand: [p]\nprobes: {constrain: maybe}\n",
                 "key 'probes.constrain': expected true or false"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {pool: gpu}}\n",
+                "s.yaml:4: key 'knobs.t.pool': unknown pool 'gpu' (pools: openmp, blas"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {knob: omp_threads}}\n",
+                "s.yaml:4: key 'knobs.t.knob': unknown knob 'omp_threads'"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {w: {pool: openmp}}\n",
+                "s.yaml:4: key 'knobs.w': names no parameter of 'params'"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {pool: openmp, knob: x}}\n",
+                "key 'knobs.t': give one of pool: NAME or knob: NAME"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {pool: openmp, flag: x}}\n",
+                "key 'knobs.t.flag': unknown key"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: {type: float, low: 1, high: 2}}\n"
+                "knobs: {t: {pool: openmp}}\n",
+                "key 'knobs.t': parameter 't' sizes the openmp pool: it must take integer values"},
         BadCase{"name: x\ncommand: [p\n", "invalid YAML"},
         BadCase{"- just\n- a list\n", "must be a YAML mapping"}));
 
