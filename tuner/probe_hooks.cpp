@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -179,7 +180,10 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     const double constraint = probes::nodes_prediction_constraint(state->nodes);
     const bool constrains =
         state->spec.constrain && state->learned.trials() >= k_trials_before_constraining;
-    if (constrains) attrs[k_hook_constraint] = constraint;
+    // While learning, the trial runs and is recorded at the feasible boundary (0): constrained
+    // TPE ranks a trial without a constraint value after every trial that has one.
+    if (state->spec.constrain)
+      attrs[k_hook_constraint] = constrains ? constraint : std::min(constraint, 0.0);
     state->samplers = std::make_unique<NodeSamplers>();  // stops any a skipped trial left
     const bool runs = !constrains || constraint <= 0;
     if (runs && !state->tag.empty()) {

@@ -9,8 +9,13 @@ reused, so an interrupted measurement continues):
   run1       the study as it is (probes on, constrain off), --trials trials;
   run2       the same settings again, in the same order: run1's trials enqueued into a fresh
              study (the prediction learns from scratch again);
-  constrain  the study with probes {enabled: true, constrain: true}, --trials trials;
-  then `tune confirm --repeats R` on run1 and on constrain.
+  constrain  the study with probes {enabled: true, constrain: true}, until --trials trials have
+             run (a trial the probes rule out costs nothing, so both studies get the same
+             number of real runs; at most 10 x --trials asked);
+  then `tune confirm --repeats R` on run1 and on constrain;
+  headtohead the two confirmed bests re-run alternately, --head-to-head times each, in one fresh
+             study (probes off): on a shared machine the two confirms ran at different times
+             under different loads, so only runs interleaved like these compare fairly.
 
 Prints:
   (a) verdict stability: of the settings run more than once (run1 vs run2, and confirm re-runs),
@@ -18,7 +23,7 @@ Prints:
   (b) precision and recall of the prediction's "oversubscribed" against the observed verdict,
       per run and pooled (tune report's prediction_quality);
   (c) the best trial after confirm with constrain: true against constrain: false (ratio of
-      their confirmed medians, minimize).
+      their confirmed medians, minimize), and the same two settings head to head.
 Trials are real training runs: on a shared machine the timings in (c) move with the load.
 """
 import argparse
@@ -26,6 +31,7 @@ import copy
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 
@@ -46,6 +52,23 @@ def trial_count(db):
         return 0
     with sqlite3.connect(db) as c:
         return c.execute("select count(*) from trials").fetchone()[0]
+
+
+def runs_done(db):
+    """Trials that ran (have an observed verdict); skipped ones have none."""
+    if not os.path.exists(db):
+        return 0
+    with sqlite3.connect(db) as c:
+        return c.execute("select count(*) from trial_system_attributes "
+                         "where key = 'probe_verdict'").fetchone()[0]
+
+
+def run_until(tune, folder, spec, runs):
+    path = run_study(tune, folder, spec, 0)
+    db = database(folder, spec["name"])
+    while runs_done(db) < runs and trial_count(db) < 10 * runs:
+        run([tune, "--trials", str(runs - runs_done(db)), "study.yaml"], folder, "run.log")
+    return path
 
 
 def run_study(tune, folder, spec, trials):
@@ -119,6 +142,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="tune confirm --repeats")
     ap.add_argument("--out", default="tune-out/verdict_quality")
     ap.add_argument("--no-constrain", action="store_true", help="skip (c)")
+    ap.add_argument("--head-to-head", type=int, default=5, help="interleaved runs of each best")
     a = ap.parse_args()
     tune = os.path.abspath(a.tune)
     with open(a.study) as f:
@@ -142,7 +166,7 @@ def main():
         constrained = copy.deepcopy(spec)
         constrained["probes"] = {"enabled": True, "constrain": True}
         runs["constrain"] = os.path.join(a.out, "constrain")
-        run_study(tune, runs["constrain"], constrained, a.trials)
+        run_until(tune, runs["constrain"], constrained, a.trials)
         for key in ("run1", "constrain"):
             marker = os.path.join(runs[key], "confirmed")
             if not os.path.exists(marker):
@@ -151,6 +175,20 @@ def main():
                 open(marker, "w").close()
 
     reports = {k: report(tune, f) for k, f in runs.items()}
+    duel = None
+    if not a.no_constrain:
+        bests = [reports[k]["best"]["params"] for k in ("run1", "constrain")]
+        h2h = copy.deepcopy(spec)
+        h2h["name"] = name + "-h2h"
+        h2h["probes"] = {"enabled": False}
+        h2h["enqueue"] = bests * a.head_to_head
+        folder = os.path.join(a.out, "headtohead")
+        run_study(tune, folder, h2h, 2 * a.head_to_head)
+        values = [[], []]
+        for t in report(tune, folder)["trials"]:
+            if t["value"] is not None:
+                values[t["number"] % 2].append(t["value"])
+        duel = [statistics.median(v) if v else None for v in values] + [values]
     obs = {k: observed(f, name) for k, f in runs.items()}
     same, settings, agree, pairs = stability([(reports[k], obs[k]) for k in runs])
     print(f"study {a.study}, {a.trials} trials per run, output {a.out}")
@@ -175,6 +213,10 @@ def main():
         print(f"(c) best after confirm: constrain false #{fb.get('number')} {free:.4g}, "
               f"constrain true #{hb.get('number')} {held:.4g}: constrained/unconstrained = "
               f"{held / free:.3f} ({100 * (held / free - 1):+.1f}%)")
+        if duel and duel[0] and duel[1]:
+            print(f"    head to head, {a.head_to_head} interleaved runs each: unconstrained best "
+                  f"median {duel[0]:.4g}, constrained best median {duel[1]:.4g}: "
+                  f"{duel[1] / duel[0]:.3f} ({100 * (duel[1] / duel[0] - 1):+.1f}%)")
     return 0
 
 

@@ -178,8 +178,9 @@ TEST(ProbeHooks, ConstraintOnlyWhenConstrainingAndLearned) {
   // Before three trials have measured anything, the prior does not skip trials: they run and
   // teach the prediction (a study constrained by the prior alone would never learn).
   constraining.study_history(history(2, 3, 3.0));
-  EXPECT_FALSE(constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"))
-                   .contains(k_hook_constraint));
+  const auto learning = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
+  ASSERT_TRUE(learning.contains(k_hook_constraint));
+  EXPECT_DOUBLE_EQ(learning[k_hook_constraint].get<double>(), 0.0) << "runs, at the boundary";
   constraining.study_history(history(3, 3, 3.0));  // OpenMP's 3 extra threads measured busy
   const auto busy = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
   const auto calm = constraining.before_launch(search::FrozenTrial{}, launch("prog", "1"));
