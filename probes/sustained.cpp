@@ -76,7 +76,10 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
     load.waiting_share = std::max(0.0, 1.0 - load.cpu_rate / load.mean_runnable);
   // Without CPU deltas (a single sample) the slowdown cannot be checked: the count decides.
   const bool slowed = wall <= 0 || load.waiting_share >= o.min_waiting_share;
-  load.oversubscribed = load.median_runnable / pu_count > o.ratio && slowed;
+  // More than half of the window over the limit: a median that lands on the limit between two
+  // samples (2.5 threads on 2 PUs, half the samples at 2 and half at 3) is a tie, not a verdict.
+  load.oversubscribed =
+      load.median_runnable / pu_count > o.ratio && load.over_fraction > 0.5 && slowed;
   return load;
 }
 

@@ -7,7 +7,8 @@
 // threads that say nothing about the settings being tuned, and a mean over a 3 s trial lets one
 // such burst decide the verdict. The window drops the first `skip_start` and the last `skip_end`
 // of the sampled time; within it a cpuset is oversubscribed when the median of its runnable
-// threads exceeds `ratio` x its PUs (more than half of the window was oversubscribed), and the
+// threads exceeds `ratio` x its PUs and more than half of the window's samples do (a median that
+// falls between two samples on the limit is a tie, not a verdict), and the
 // slowdown that claims is there: the runnable threads were not all running (the share of
 // runnable thread-time that got no CPU, 1 - CPU rate / mean runnable, is at least
 // `min_waiting_share`). Runnable counts sampled at the wrong moments with idle CPUs fail that test.

@@ -94,6 +94,19 @@ TEST(Sustained, ASustainedTwofoldLoadIsOversubscribed) {
   EXPECT_EQ(j["sustained"]["loads"][0]["median_runnable"], 4.0);
 }
 
+TEST(Sustained, HalfTheWindowOverTheLimitIsATieNotAVerdict) {
+  // Every other step one extra thread per rank: 2 and 4 runnable on 2 PUs in turn, so the median
+  // of an even window lands between them, over the limit, with only half the samples over it.
+  Trial t(1);
+  std::vector<int> busy;
+  for (int i = 0; i < 20; ++i) busy.push_back(i % 2);
+  const Verdict v = run(t, busy);
+  const SustainedLoad& whole = v.sustained.loads.front();
+  EXPECT_GT(whole.median_runnable / 2, 1.2);
+  EXPECT_DOUBLE_EQ(whole.over_fraction, 0.5);
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+}
+
 TEST(Sustained, RunnableThreadsThatAllRanAreNoSlowdown) {
   // 4 threads per sample in state R but each got a full PU's time: the counts caught threads
   // waking, not waiting, so no slowdown backs the count.
