@@ -30,6 +30,7 @@ class FakeSource : public SystemSource {
     m_procs.at(pid).environ = std::move(environ);
   }
   void remove_thread(pid_t pid, pid_t tid);
+  void set_thread_name(pid_t tid, std::string comm);
   // Moving time: each call adds to a thread's counters; state/processor are what the next read
   // shows.
   void run_thread(pid_t tid, double cpu_s, char state, int processor,

@@ -70,9 +70,14 @@ void TrialMonitor::start() {
     m_stopping = false;
   }
   m_thread = std::thread([this] {
-    const auto period = std::chrono::duration<double>(std::max(0.001, m_options.interval_s));
+    const double started = m_source.now_s();
     std::unique_lock lock(m_wake_mutex);
     while (!m_stopping) {
+      // Short trials need samples for a median: the first seconds are sampled faster.
+      const bool early = m_source.now_s() - started < m_options.early_s;
+      const auto period = std::chrono::duration<double>(
+          std::max(0.001, early ? std::min(m_options.interval_s, m_options.early_interval_s)
+                                : m_options.interval_s));
       lock.unlock();
       sample_once();
       double cost = 0;
@@ -171,6 +176,9 @@ void TrialMonitor::sample_once(bool full) {
   // A rank's allowed PUs are those of its latest sample: the first sample may catch a rank
   // between mpirun's fork and its binding, still on mpirun's cpuset.
   std::set<pid_t> allowed_fresh;
+  SampleRecord record;
+  record.t = now;
+  record.dt = dt;
   for (const auto& [pid, p] : procs) {
     const pid_t rank = owner_rank(pid);
     auto prev = m_prev_proc.find(pid);
@@ -208,6 +216,13 @@ void TrialMonitor::sample_once(bool full) {
       }
       next_thread[t.tid] = next;
       if (acc) {
+        RankTally& tally = record.ranks[rank];
+        GroupTally& g = tally.groups[static_cast<std::size_t>(
+            thread_group_of(t.comm, pid == rank && t.tid == pid))];
+        g.threads += 1;
+        g.runnable += is_r ? 1 : 0;
+        g.cpu_s += std::max(0.0, dcpu);
+        tally.runnable += is_r ? 1 : 0;
         rank_threads[rank] += 1;
         rank_runnable[rank] += is_r ? 1 : 0;
         if (t.has_status) {
@@ -227,6 +242,7 @@ void TrialMonitor::sample_once(bool full) {
     acc.samples += 1;
     acc.runnable_sum += rank_runnable[rank];
     acc.max_threads = std::max(acc.max_threads, rank_threads[rank]);
+    record.ranks[rank].cpu_s = rank_cpu[rank];
     if (rank_has_delta[rank]) {
       acc.cpu_s += rank_cpu[rank];
       acc.wall_s += dt;
@@ -248,6 +264,10 @@ void TrialMonitor::sample_once(bool full) {
     m_last_s = now;
     m_runnable_sum += runnable;
     m_peak_runnable = std::max(m_peak_runnable, runnable);
+    record.runnable = runnable;
+    record.cpu_s = total_cpu;
+    m_records.push_back(std::move(record));
+    thin_records(m_records, m_options.max_records);
   }
   m_prev_proc = std::move(next_proc);
   m_prev_thread = std::move(next_thread);
@@ -365,34 +385,27 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
     }
   }
 
-  // Observed oversubscription: runnable threads against PUs, for the whole trial and for each
-  // group of ranks sharing a cpuset.
-  const double ratio = m_options.oversubscribed_ratio;
+  // Observed oversubscription: the sustained runnable threads against PUs, for the whole trial
+  // and for each group of ranks sharing a cpuset (probes/sustained.h).
+  std::map<pid_t, std::vector<int>> rank_cpusets;
+  for (const RankVerdict& r : v.ranks) rank_cpusets[r.pid] = r.allowed_pus;
+  SustainedOptions so;
+  so.skip_start = m_options.skip_start;
+  so.skip_end = m_options.skip_end;
+  so.ratio = m_options.oversubscribed_ratio;
+  so.min_waiting_share = m_options.min_waiting_share;
+  v.sustained = judge_sustained(m_records, rank_cpusets, v.pus, so);
+  v.observed_oversubscribed = v.sustained.oversubscribed;
   std::string worst_text;
-  double worst = 0;
-  if (v.pus > 0 && v.mean_runnable / v.pus > ratio) {
-    worst = v.mean_runnable / v.pus;
-    worst_text = fixed1(v.mean_runnable) + " runnable threads on " + std::to_string(v.pus) +
-                 (v.pus == 1 ? " PU (" : " PUs (") + fixed1(worst) + "x)";
+  if (const SustainedLoad* w = v.sustained.worst(); w != nullptr && v.observed_oversubscribed) {
+    const double x = w->median_runnable / w->pu_count;
+    worst_text =
+        fixed1(w->median_runnable) + " runnable threads on " +
+        (w->pus.empty() ? std::to_string(w->pu_count) + (w->pu_count == 1 ? " PU (" : " PUs (")
+                        : "cpuset " + format_cpu_list(w->pus) + " (" + std::to_string(w->pu_count) +
+                              (w->pu_count == 1 ? " PU, " : " PUs, ")) +
+        fixed1(x) + "x, " + pct(100 * w->waiting_share) + " waiting)";
   }
-  std::set<std::vector<int>> cpusets;
-  for (const RankVerdict& r : v.ranks)
-    if (!r.allowed_pus.empty()) cpusets.insert(r.allowed_pus);
-  for (const std::vector<int>& s : cpusets) {
-    double run = 0;
-    for (const RankVerdict& r : v.ranks)
-      if (!r.allowed_pus.empty() &&
-          std::includes(s.begin(), s.end(), r.allowed_pus.begin(), r.allowed_pus.end()))
-        run += r.mean_runnable;
-    const double x = run / static_cast<double>(s.size());
-    if (x > ratio && x > worst) {
-      worst = x;
-      worst_text = fixed1(run) + " runnable threads on cpuset " + format_cpu_list(s) + " (" +
-                   std::to_string(s.size()) + " PU" + (s.size() == 1 ? "" : "s") + ", " +
-                   fixed1(x) + "x)";
-    }
-  }
-  v.observed_oversubscribed = worst > ratio;
 
   // The rank furthest above its useful maximum names the symptom, as `top` would.
   const RankVerdict* hot = nullptr;
@@ -418,7 +431,9 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
     }
     d << " CPU";
     if (!v.ranks.empty()) d << " (useful " << pct(v.ranks.front().useful_cpu_pct) << " each)";
-    d << "; " << fixed1(v.mean_runnable) << " runnable threads on " << v.pus
+    const double sustained =
+        v.sustained.loads.empty() ? v.mean_runnable : v.sustained.loads.front().median_runnable;
+    d << "; " << fixed1(sustained) << " runnable threads on " << v.pus
       << (v.pus == 1 ? " PU" : " PUs");
   }
   d << "; " << static_cast<long>(std::lround(v.nonvoluntary_per_s)) << " involuntary switches/s";
@@ -447,42 +462,6 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   if (v.samples < 2) d << " (too few samples: " << v.samples << ")";
   v.diagnosis = d.str();
   return v;
-}
-
-nlohmann::json Verdict::to_json() const {
-  using nlohmann::json;
-  auto r1 = [](double x) { return std::round(x * 10) / 10; };
-  json j;
-  j["schema_version"] = k_verdict_schema_version;
-  j["samples"] = samples;
-  j["duration_s"] = std::round(duration_s * 1000) / 1000;
-  j["pus"] = pus;
-  j["total_mean_cpu_pct"] = r1(total_mean_cpu_pct);
-  j["total_peak_cpu_pct"] = r1(total_peak_cpu_pct);
-  j["mean_runnable"] = r1(mean_runnable);
-  j["peak_runnable"] = peak_runnable;
-  j["nonvoluntary_per_s"] = r1(nonvoluntary_per_s);
-  j["observed_oversubscribed"] = observed_oversubscribed;
-  j["predicted_oversubscribed"] =
-      predicted_oversubscribed ? json(*predicted_oversubscribed) : json(nullptr);
-  j["prediction_summary"] = prediction_summary;
-  j["binding_issues"] = binding_issues;
-  j["sampler_cpu_pct"] = std::round(sampler_cpu_pct * 1000) / 1000;
-  j["diagnosis"] = diagnosis;
-  j["ranks"] = json::array();
-  for (const RankVerdict& r : ranks)
-    j["ranks"].push_back({{"rank", r.rank},
-                          {"pid", r.pid},
-                          {"comm", r.comm},
-                          {"mean_cpu_pct", r1(r.mean_cpu_pct)},
-                          {"peak_cpu_pct", r1(r.peak_cpu_pct)},
-                          {"useful_cpu_pct", r1(r.useful_cpu_pct)},
-                          {"max_threads", r.max_threads},
-                          {"mean_runnable", r1(r.mean_runnable)},
-                          {"nonvoluntary_per_s", r1(r.nonvoluntary_per_s)},
-                          {"allowed_pus", format_cpu_list(r.allowed_pus)},
-                          {"ran_on_pus", format_cpu_list(r.ran_on_pus)}});
-  return j;
 }
 
 }  // namespace tune::probes

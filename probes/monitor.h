@@ -3,7 +3,11 @@
 // rank against the useful maximum (what `top` shows), involuntary context switches per second,
 // runnable threads against PUs per cpuset, the binding check (ranks sharing a core, a rank
 // allowed on or running on PUs outside its predicted cpuset), observed against predicted
-// oversubscription, and a one-line diagnosis.
+// oversubscription, and a one-line diagnosis. The observed verdict is the sustained one
+// (probes/sustained.h): the median of runnable threads per cpuset over the measured window,
+// checked against the slowdown it claims; means and peaks over the whole run are kept as figures.
+// Each sample also tallies every rank's threads by group (named threads, probes/sustained.h), so
+// the verdict carries each group's duty cycle for later predictions to learn from.
 //
 // Ranks are the first processes below a launcher (mpirun, mpiexec, orterun, orted, prted,
 // hydra_pmi_proxy) that are not launchers themselves, nor the agent a launcher starts to reach
@@ -31,20 +35,33 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/predict.h"
+#include "probes/sustained.h"
 #include "probes/system_source.h"
 
 namespace tune::probes {
 
-inline constexpr int k_verdict_schema_version = 1;
+// 2: observed_oversubscribed is the sustained verdict (was: mean runnable over the whole run);
+// "sustained" and "duty_cycles" added.
+inline constexpr int k_verdict_schema_version = 2;
 
 struct MonitorOptions {
   double interval_s = 0.2;  // sampling period of start()'s thread
+  // For the first early_s seconds the period is at most early_interval_s: a trial of one second
+  // still gets a measured window of a dozen samples (about 0.4 ms of CPU each).
+  double early_s = 3.0;
+  double early_interval_s = 0.05;
   // The most CPU one rank can use well, in cores (1.0 = 100%). Unset: the rank's fair share of
   // the PUs it is allowed on (its cpuset's PUs divided among the ranks that share them).
   std::optional<double> useful_cpu_per_rank;
   // Runnable threads per PU above this mean oversubscription (1.2 tolerates the odd helper
   // thread waking up).
   double oversubscribed_ratio = 1.2;
+  // The measured window and the slowdown check (probes/sustained.h; its ratio is the one above).
+  double skip_start = 0.2;
+  double skip_end = 0.1;
+  double min_waiting_share = 0.1;
+  // Per-sample records kept; beyond it neighbours are merged (a long trial stays bounded).
+  std::size_t max_records = 4096;
   // Threads' status files (involuntary switches, Cpus_allowed_list) are read at most this often,
   // and always for processes seen for the first time and on the last sample; 0 = every sample.
   double status_interval_s = 1.0;
@@ -78,7 +95,8 @@ struct Verdict {
   int peak_runnable = 0;
   double nonvoluntary_per_s = 0;
   std::vector<std::string> binding_issues;
-  bool observed_oversubscribed = false;
+  bool observed_oversubscribed = false;          // sustained.oversubscribed
+  SustainedVerdict sustained;                    // window, loads per cpuset, duty cycles per group
   std::optional<bool> predicted_oversubscribed;  // when a prediction was given
   std::string prediction_summary;
   double sampler_cpu_s = 0;    // CPU time spent in sample_once()
@@ -161,6 +179,7 @@ class TrialMonitor {
   double m_sampler_cpu_s = 0;
   double m_last_sample_cpu_s = 0;
   int m_machine_pus = 0;
+  std::vector<SampleRecord> m_records;
   std::vector<int> m_root_allowed;  // what the launcher may use: a rank allowed less is bound
 
   std::thread m_thread;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -326,68 +327,14 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     ctx.cpuset_pus = visible;
     add_pool_groups(rp.groups, plan, model, ctx);
 
-    for (const ThreadGroup& g : rp.groups) {
+    for (ThreadGroup& g : rp.groups) {
+      g.load = g.busy;
       rp.threads_alive += g.threads;
       rp.busy_threads += g.busy;
     }
-    out.busy_threads += rp.busy_threads;
     out.ranks.push_back(std::move(rp));
   }
-
-  // 4. Busy threads per distinct cpuset (ranks whose cpuset lies inside it).
-  std::set<std::vector<int>> distinct;
-  for (const RankPrediction& r : out.ranks) distinct.insert(r.cpuset);
-  for (const std::vector<int>& s : distinct) {
-    CpusetLoad load;
-    load.pus = s;
-    std::set<int> cores;
-    for (int pu : s) cores.insert(topo.core_of_pu(pu));
-    load.cores = static_cast<int>(cores.size());
-    for (const RankPrediction& r : out.ranks) {
-      if (std::includes(s.begin(), s.end(), r.cpuset.begin(), r.cpuset.end())) {
-        load.ranks.push_back(r.rank);
-        load.busy_threads += r.busy_threads;
-      }
-    }
-    load.oversubscribed = load.busy_threads > static_cast<int>(s.size());
-    out.oversubscribed = out.oversubscribed || load.oversubscribed;
-    out.cpusets.push_back(std::move(load));
-  }
-
-  // 5. Idle cores: cores no cpuset covers, plus the unfilled share of each widest cpuset.
-  std::set<int> covered;
-  for (const CpusetLoad& c : out.cpusets)
-    for (int pu : c.pus) covered.insert(topo.core_of_pu(pu));
-  for (int c = 0; c < topo.core_count(); ++c)
-    if (!covered.contains(c)) out.idle_cores.push_back(c);
-  out.idle_core_count = static_cast<int>(out.idle_cores.size());
-  for (const CpusetLoad& c : out.cpusets) {
-    bool maximal = true;
-    for (const CpusetLoad& o : out.cpusets)
-      if (o.pus != c.pus && std::includes(o.pus.begin(), o.pus.end(), c.pus.begin(), c.pus.end()))
-        maximal = false;
-    if (maximal) out.idle_core_count += std::max(0, c.cores - c.busy_threads);
-  }
-
-  // 6. One line: the verdict, the worst cpuset, and the defaults that led there.
-  std::ostringstream s;
-  const CpusetLoad* worst = nullptr;
-  for (const CpusetLoad& c : out.cpusets)
-    if (worst == nullptr || c.busy_threads * static_cast<long>(worst->pus.size()) >
-                                worst->busy_threads * static_cast<long>(c.pus.size()))
-      worst = &c;
-  s << (out.oversubscribed ? "oversubscribed: " : "ok: ") << plural(np, "rank") << ", "
-    << out.busy_threads << " busy threads on " << plural(out.pus, "PU") << " (bind " << out.bind_to
-    << ")";
-  if (worst != nullptr && out.oversubscribed) {
-    s << "; " << worst->busy_threads << " busy on cpuset " << format_cpu_list(worst->pus) << " ("
-      << plural(static_cast<int>(worst->pus.size()), "PU") << ")";
-    const std::string causes = prediction_causes(out, worst->ranks.front());
-    if (!causes.empty()) s << "; rank " << worst->ranks.front() << ": " << causes;
-  } else if (out.idle_core_count > 0) {
-    s << "; " << plural(out.idle_core_count, "core") << " idle";
-  }
-  out.summary = s.str();
+  summarize_prediction(topo, out);
   return out;
 }
 
@@ -398,7 +345,7 @@ std::string prediction_causes(const Prediction& p, int rank) {
   if (r == nullptr) return {};
   std::string defaults, set;
   for (const ThreadGroup& g : r->groups) {
-    if (g.busy <= 0 || g.name == "main") continue;
+    if (g.load < 0.5 || g.name == "main") continue;  // half a thread busy or more
     const KnobPool* kp = knob_catalog().pool(g.name);
     const bool pool = kp != nullptr && kp->counts_caller;  // its size counts the main thread
     std::string& out =
@@ -416,11 +363,14 @@ std::string prediction_causes(const Prediction& p, int rank) {
 
 double prediction_constraint(const Prediction& p) {
   double worst = 0;
+  if (!p.basis.empty()) {  // learned: the chance of being over the limit, against one half
+    double chance = 0;
+    for (const CpusetLoad& c : p.cpusets) chance = std::max(chance, c.over_probability);
+    return chance - 0.5;
+  }
   for (const CpusetLoad& c : p.cpusets)
-    if (!c.pus.empty())
-      worst =
-          std::max(worst, static_cast<double>(c.busy_threads) / static_cast<double>(c.pus.size()));
-  return worst - 1.0;
+    if (!c.pus.empty()) worst = std::max(worst, c.load / static_cast<double>(c.pus.size()));
+  return worst - p.oversubscribed_ratio;
 }
 
 nlohmann::json Prediction::to_json() const {
@@ -432,6 +382,9 @@ nlohmann::json Prediction::to_json() const {
   j["notes"] = notes;
   j["oversubscribed"] = oversubscribed;
   j["busy_threads"] = busy_threads;
+  j["load"] = std::round(load * 100) / 100;
+  j["oversubscribed_ratio"] = oversubscribed_ratio;
+  j["basis"] = basis;
   j["pus"] = pus;
   j["idle_cores"] = idle_cores;
   j["idle_core_count"] = idle_core_count;
@@ -442,12 +395,14 @@ nlohmann::json Prediction::to_json() const {
     json jr = {{"rank", r.rank},
                {"cpuset", format_cpu_list(r.cpuset)},
                {"threads_alive", r.threads_alive},
-               {"busy_threads", r.busy_threads}};
+               {"busy_threads", r.busy_threads},
+               {"load", std::round(r.load * 100) / 100}};
     jr["groups"] = json::array();
     for (const ThreadGroup& g : r.groups)
       jr["groups"].push_back({{"name", g.name},
                               {"threads", g.threads},
                               {"busy", g.busy},
+                              {"load", std::round(g.load * 1000) / 1000},
                               {"source", g.source},
                               {"detail", g.detail}});
     j["ranks"].push_back(std::move(jr));
@@ -459,6 +414,8 @@ nlohmann::json Prediction::to_json() const {
                             {"cores", c.cores},
                             {"ranks", c.ranks},
                             {"busy_threads", c.busy_threads},
+                            {"load", std::round(c.load * 100) / 100},
+                            {"over_probability", std::round(c.over_probability * 1000) / 1000},
                             {"oversubscribed", c.oversubscribed}});
   return j;
 }

@@ -139,9 +139,12 @@ LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
 struct ThreadGroup {
   std::string name;  // main, or a catalog pool: iterator_workers | openmp | blas | opencv | comm..
   int threads = 0;   // threads it adds (a pool of n adds n - 1: the caller is the main thread)
-  int busy = 0;      // how many of them the prediction counts as busy at the same time
+  int busy = 0;      // how many of them the prior rules count as busy at the same time
   std::string source;  // flag | env | library default | program default | fixed
   std::string detail;  // "OPENBLAS_NUM_THREADS=4", "unset -> one per PU of a 2-PU cpuset"
+  // Busy threads the prediction counts: `busy` by the prior rules, or what earlier trials of the
+  // study measured for this many threads (threads x duty cycle, probes/learned_duty.h).
+  double load = 0;
 };
 
 struct RankPrediction {
@@ -149,7 +152,8 @@ struct RankPrediction {
   std::vector<int> cpuset;  // os indices of the PUs it may run on
   std::vector<ThreadGroup> groups;
   int threads_alive = 0;  // distinct threads it starts
-  int busy_threads = 0;   // threads runnable at the same time
+  int busy_threads = 0;   // threads runnable at the same time (prior rules)
+  double load = 0;        // the groups' loads summed
 };
 
 struct CpusetLoad {
@@ -157,7 +161,13 @@ struct CpusetLoad {
   std::vector<int> ranks;  // ranks bound inside this cpuset
   int busy_threads = 0;
   int cores = 0;
-  bool oversubscribed = false;  // busy_threads > pus.size()
+  double load = 0;  // the ranks' loads summed
+  // Learned loads only: the chance that more than oversubscribed_ratio x PUs threads are runnable
+  // at one instant (each thread runnable independently with its group's duty cycle).
+  double over_probability = 0;
+  // Prior: load > oversubscribed_ratio x pus.size(); learned: over_probability > 0.5, which is
+  // what the observed verdict judges (the median of sampled runnable threads over the limit).
+  bool oversubscribed = false;
 };
 
 struct Prediction {
@@ -167,7 +177,12 @@ struct Prediction {
   std::vector<RankPrediction> ranks;
   std::vector<CpusetLoad> cpusets;
   bool oversubscribed = false;
-  int busy_threads = 0;         // all ranks of the node
+  int busy_threads = 0;  // all ranks of the node, prior rules
+  double load = 0;       // all ranks of the node, as counted (prior or learned)
+  // A cpuset is oversubscribed when its load exceeds this many threads per PU: 1 for the prior's
+  // whole threads; the observed verdict's ratio once loads are measured ones (learned_duty.h).
+  double oversubscribed_ratio = 1.0;
+  std::string basis;            // "" (prior rules) or "duty cycles of N earlier trials"
   int pus = 0;                  // of the node
   std::vector<int> idle_cores;  // indices into Topology::cores no busy thread is expected on
   int idle_core_count = 0;      // cores left idle, counting unfilled shares of wide cpusets
@@ -180,8 +195,13 @@ struct Prediction {
 Prediction predict(const Topology& topo, const LaunchPlan& plan,
                    const ProgramModel& model = trainer_program_model());
 
+// Steps after the ranks' groups are known: loads per rank and cpuset, the verdict, idle cores
+// and the summary line. predict() ends with it; apply_learned_duty calls it again.
+void summarize_prediction(const Topology& topo, Prediction& prediction);
+
 // A constraint value for the sampler (Optuna's convention: <= 0 feasible): the worst cpuset's
-// busy threads per PU, minus one. 0.5 means 50% more busy threads than PUs.
+// load per PU, minus oversubscribed_ratio (0.5 means 50% more busy threads than PUs); once
+// learned, the worst cpuset's over_probability minus 0.5.
 double prediction_constraint(const Prediction& p);
 
 // What makes a rank busy beyond its main thread, defaults named first:

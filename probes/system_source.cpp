@@ -181,6 +181,7 @@ class LiveSource : public SystemSource {
       std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
       StatFields tf;
       if (!read_small(path, &text) || !parse_stat(text, &tf)) continue;  // thread exited
+      t.comm = std::move(tf.comm);
       t.state = tf.state;
       t.processor = tf.processor;
       t.cpu_s = tf.cpu_s;
@@ -340,6 +341,7 @@ void FakeSource::add_process(pid_t pid, pid_t ppid, std::string comm, std::vecto
   p.environ = std::move(environ);
   ThreadSample main;
   main.tid = pid;
+  main.comm = p.sample.comm;
   main.has_status = true;
   main.state = 'S';
   main.cpus_allowed = std::move(cpus_allowed);
@@ -351,6 +353,7 @@ void FakeSource::add_thread(pid_t pid, pid_t tid, std::vector<int> cpus_allowed)
   Proc& p = m_procs.at(pid);
   ThreadSample t;
   t.tid = tid;
+  t.comm = p.sample.comm;
   t.has_status = true;
   t.state = 'S';
   t.cpus_allowed = cpus_allowed.empty() ? p.sample.threads.front().cpus_allowed : cpus_allowed;
@@ -358,6 +361,12 @@ void FakeSource::add_thread(pid_t pid, pid_t tid, std::vector<int> cpus_allowed)
 }
 
 void FakeSource::remove_process(pid_t pid) { m_procs.erase(pid); }
+
+void FakeSource::set_thread_name(pid_t tid, std::string comm) {
+  if (Proc* p = owner_of(tid))
+    for (ThreadSample& t : p->sample.threads)
+      if (t.tid == tid) t.comm = comm;
+}
 
 void FakeSource::remove_thread(pid_t pid, pid_t tid) {
   Proc& p = m_procs.at(pid);

@@ -23,9 +23,10 @@ namespace tune::probes {
 // One thread, from /proc/<pid>/task/<tid>/stat and .../status.
 struct ThreadSample {
   pid_t tid = 0;
-  char state = '?';         // R running/runnable, S sleeping, D disk wait, ...
-  int processor = -1;       // CPU it last ran on (stat field 39)
-  double cpu_s = 0;         // utime + stime, seconds
+  std::string comm;    // the thread's name (15 characters; a new thread inherits its creator's)
+  char state = '?';    // R running/runnable, S sleeping, D disk wait, ...
+  int processor = -1;  // CPU it last ran on (stat field 39)
+  double cpu_s = 0;    // utime + stime, seconds
   bool has_status = false;  // the three fields below were read (status is read less often)
   std::uint64_t voluntary_switches = 0;
   std::uint64_t nonvoluntary_switches = 0;

@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 
+#include "trainer/thread_names.h"
+
 namespace tune::trainer {
 namespace {
 
@@ -236,6 +238,7 @@ void DataIterator::build(std::int64_t batch_number, Batch& out) {
 }
 
 void DataIterator::worker_loop(int worker) {
+  name_this_thread("tt-iter");
   const auto slots = static_cast<std::int64_t>(m_slots.size());
   for (std::int64_t n = worker;; n += m_workers) {
     Slot* slot = &m_slots[std::size_t(n % slots)];

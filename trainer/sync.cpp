@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "trainer/thread_names.h"
+
 namespace tune::trainer {
 namespace {
 
@@ -61,6 +63,7 @@ class CommThread {
 
  private:
   void loop() {
+    name_this_thread("tt-comm");
     std::unique_lock lock(m_mutex);
     for (;;) {
       m_cv.wait(lock, [&] { return m_stop || m_job != nullptr; });

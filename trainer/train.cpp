@@ -16,6 +16,7 @@
 #include "trainer/model.h"
 #include "trainer/run_common.h"
 #include "trainer/sync.h"
+#include "trainer/thread_names.h"
 
 namespace tune::trainer {
 namespace {
@@ -91,6 +92,9 @@ void apply_thread_settings(const Options& options) {
   const int cv_threads =
       options.opencv_threads >= 0 ? options.opencv_threads : env_int("OPENCV_FOR_THREADS_NUM");
   if (cv_threads >= 0) cv::setNumThreads(cv_threads);
+  // Before any thread of the trainer's own and before MPI's: the probes tell the pools apart by
+  // these names (trainer/thread_names.h).
+  name_library_pools(options.augment != Augment::none);
 }
 
 int run_training(const Options& o, MPI_Comm comm) {

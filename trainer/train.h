@@ -12,6 +12,7 @@
 //     one per online CPU (only started once a parallel OpenCV call needs it);
 //   - 1 comm thread with --double-buffering;
 //   - Open MPI's own progress threads (not counted by the trainer).
+// Each pool's threads carry a name the probes attribute them by (trainer/thread_names.h).
 // With no flag and no variable every library sizes itself to the machine, so 2 ranks on 2 cores
 // run 2 x (OpenMP + OpenBLAS) threads: the oversubscribed baseline a tuner must beat.
 #pragma once

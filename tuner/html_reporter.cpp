@@ -241,7 +241,10 @@ void write_tables(std::ostream& out, const ReportData& d) {
   for (const auto& r : d.trials)
     if (!r.probe.empty())
       out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe) << "</td></tr>\n";
-  out << "</table>\n<h2>Failure reasons</h2>\n<table "
+  out << "</table>\n";
+  if (const auto q = prediction_quality_text(d.prediction); !q.empty())
+    out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
+  out << "<h2>Failure reasons</h2>\n<table "
          "id=\"failures\">\n<tr><th>count</th><th>reason</th><th>trials</th></tr>\n";
   for (const auto& f : d.failures)
     out << "<tr><td class=\"num\">" << f.trials.size() << "</td><td>" << e(f.reason) << "</td><td>"

@@ -96,6 +96,7 @@ json report_to_json(const ReportData& d) {
   for (const auto& f : d.failures)
     j["failures"].push_back(
         {{"reason", f.reason}, {"count", f.trials.size()}, {"trials", f.trials}});
+  j["prediction_quality"] = prediction_quality_json(d.prediction);
   j["params"] = json::array();
   for (const auto& a : d.axes) j["params"].push_back(axis_json(a));
   // Multi-objective studies: one direction and name per objective, and the Pareto front.

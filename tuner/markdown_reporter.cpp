@@ -110,6 +110,8 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
     out << md_row({fmt::format("#{}", r.number), r.probe});
   }
   if (!any) out << "None recorded.\n";
+  if (const auto q = prediction_quality_text(d.prediction); !q.empty())
+    out << "\nPrediction: " << q << ".\n";
   out << "\n## Failure reasons\n\n";
   if (d.failures.empty())
     out << "None.\n";

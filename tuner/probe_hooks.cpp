@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
+#include "probes/learned_duty.h"
 #include "probes/monitor.h"
 #include "probes/node_watch.h"
 #include "probes/nodes.h"
@@ -54,7 +56,22 @@ struct ProbeState {
   // the trial's process tree would see srun alone and judge it as the one rank. Such a trial
   // keeps its prediction and gets no verdict (the report then shows the prediction).
   bool ranks_outside_tree = false;
+  probes::LearnedDuty learned;  // the duty cycles earlier trials of the study measured
 };
+
+// A predicted oversubscription skips a trial (constrain: true) only once this many trials have
+// measured their duty cycles: the prior rules count every pool as busy, and a study that skipped
+// on them would never run the trials that teach it otherwise.
+constexpr int k_trials_before_constraining = 3;
+
+// This node's prediction (the only one, or the local node's of a multi-host trial).
+const probes::Prediction* local_prediction(const ProbeState& state) {
+  if (state.nodes.empty()) return nullptr;
+  if (!state.local) return &state.nodes.front().prediction;
+  for (const auto& n : state.nodes)
+    if (n.host == state.local->host) return &n.prediction;
+  return nullptr;
+}
 
 std::string this_hostname() {
   char name[256] = {};
@@ -142,19 +159,33 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     state->tag = fmt::format("{}.{}.{}", this_hostname(), ::getpid(), trial.number);
     launch.env_set[probes::k_probe_tag_env] = state->tag;
   };
+  hooks.study_history = [state](const std::vector<search::FrozenTrial>& trials) {
+    state->learned = probes::LearnedDuty{};
+    for (const auto& t : trials)
+      if (auto it = t.system_attrs.find(k_attr_probe_duty); it != t.system_attrs.end())
+        state->learned.add(*it);
+  };
   hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
     const auto env = rank_environment(launch);
     const auto plan = launch.probe_plan(env);
     state->nodes =
         probes::predict_nodes(state->topology, plan, program_model(plan, state->spec, trial));
+    for (auto& node : state->nodes)
+      probes::apply_learned_duty(state->topology, node.prediction, state->learned,
+                                 probes::MonitorOptions{}.oversubscribed_ratio);
     state->local.reset();
     for (const auto& node : plan.layout)
       if (!node.ranks.empty() && !state->local && is_this_host(node.host)) state->local = node;
     nlohmann::json attrs = {{k_attr_probe_prediction, probes::nodes_prediction_json(state->nodes)}};
     const double constraint = probes::nodes_prediction_constraint(state->nodes);
-    if (state->spec.constrain) attrs[k_hook_constraint] = constraint;
+    const bool constrains =
+        state->spec.constrain && state->learned.trials() >= k_trials_before_constraining;
+    // While learning, the trial runs and is recorded at the feasible boundary (0): constrained
+    // TPE ranks a trial without a constraint value after every trial that has one.
+    if (state->spec.constrain)
+      attrs[k_hook_constraint] = constrains ? constraint : std::min(constraint, 0.0);
     state->samplers = std::make_unique<NodeSamplers>();  // stops any a skipped trial left
-    const bool runs = !state->spec.constrain || constraint <= 0;
+    const bool runs = !constrains || constraint <= 0;
     if (runs && !state->tag.empty()) {
       std::error_code ec;
       const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -177,6 +208,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     if (state->monitor) {
       state->monitor->stop();
       attrs[k_attr_probe_verdict] = node_verdicts(*state);
+      const probes::Prediction* predicted = local_prediction(*state);
+      attrs[k_attr_probe_duty] =
+          probes::duty_record(predicted, state->monitor->verdict(predicted).sustained.duty);
       state->monitor.reset();
     }
     state->samplers.reset();

@@ -374,6 +374,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
   if (study.is_multi_objective()) add_front(folded, data);
+  data.prediction = prediction_quality(study.trials());
   return data;
 }
 

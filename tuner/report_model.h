@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/trial.h"
+#include "tuner/prediction_quality.h"
 #include "tuner/summary.h"
 #include "tuner/trial_attrs.h"
 
@@ -97,6 +98,7 @@ struct ReportData {
   std::vector<std::pair<std::string, double>> importance;  // largest share first
   std::string importance_note;         // what it was computed over, or why it is missing
   std::vector<FailureGroup> failures;  // most frequent first
+  PredictionQuality prediction;        // the probes' prediction against observed verdicts
   std::vector<ParamAxis> axes;         // the search space
   // A multi-objective study (two or more directions) has no single best trial: best, top and
   // speedup stay empty and the writers show the Pareto front instead.

@@ -228,7 +228,11 @@ struct StudyRunner::Prepared {
   std::string log_path;
   bool study_deadline_bites = false;      // the study's --timeout set the trial's limit
   std::optional<double> skip_constraint;  // the probes predict oversubscription: not run
-  std::string slurm_step;                 // launch.slurm: the step's name, to cancel it by
+  // The probes' constraint of a trial that runs (<= 0). Stored with it like a skipped trial's:
+  // constrained TPE ranks trials without constraint values after every trial with them, so
+  // without it the skipped (infeasible) trials would rank above the feasible ones that ran.
+  std::optional<double> run_constraint;
+  std::string slurm_step;  // launch.slurm: the step's name, to cancel it by
 };
 
 // How a trial ended.
@@ -355,11 +359,13 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
     }
   }
 
+  if (m_hooks.study_history) m_hooks.study_history(m_cache->trials());
   if (m_hooks.before_launch) {
     const auto attrs = m_hooks.before_launch(trial, *rendered);
     for (const auto& [key, value] : attrs.items()) {
       if (key == k_hook_constraint) {
         if (value.is_number() && value.get<double>() > 0) p.skip_constraint = value.get<double>();
+        if (value.is_number() && value.get<double>() <= 0) p.run_constraint = value.get<double>();
         continue;
       }
       if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) {
@@ -414,6 +420,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     return read_objectives(m_spec.objectives, m_spec.constraints, p.log_path, p.request.stdout_path,
                            p.request.stderr_path, res.wall_s);
   });
+  if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
   if (auto r = errors.result(); !r) return std::unexpected(r.error());
   return ran;
 }

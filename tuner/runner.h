@@ -44,6 +44,9 @@ struct TrialHooks {
   // Right after the trial's launch is rendered, before anything of it is stored or run: may add
   // variables the launch carries to every rank (the probes tag a trial that spans hosts).
   std::function<void(const search::FrozenTrial&, RenderedLaunch& launch)> tag_launch;
+  // Before before_launch: the study's trials as stored now (finished ones carry what the probes
+  // measured), so a prediction can learn from the trials before it.
+  std::function<void(const std::vector<search::FrozenTrial>&)> study_history;
   // Before launch, with the trial's structured launch (its argv is exactly what will run): may
   // return system attrs to store and a constraint value (> 0 = skip).
   std::function<nlohmann::json(const search::FrozenTrial&, const RenderedLaunch& launch)>

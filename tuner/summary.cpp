@@ -1,6 +1,7 @@
 #include "tuner/summary.h"
 
 #include "search/pareto.h"
+#include "tuner/prediction_quality.h"
 #include "tuner/trial_attrs.h"
 
 #include <fmt/format.h>
@@ -161,6 +162,8 @@ void print_summary(std::ostream& out, const std::string& study_name, const searc
   if (c.waiting) out << fmt::format(", {} waiting", c.waiting);
   out << '\n';
   print_best(out, study, objective_names);
+  if (const auto q = prediction_quality_text(prediction_quality(study.trials())); !q.empty())
+    out << "probes: " << q << '\n';
 }
 
 void print_trials(std::ostream& out, const search::StudyView& study) {

@@ -131,6 +131,7 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
   } else {
     out << fmt::format("  {} of {} trials oversubscribed the CPUs\n", over, shown);
   }
+  if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
   out << "\nFailure reasons\n";
   if (d.failures.empty()) out << "  none\n";
   for (const auto& f : d.failures)

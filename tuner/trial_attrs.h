@@ -29,6 +29,10 @@ inline constexpr const char* k_attr_slurm_step = "slurm_step";
 inline constexpr const char* k_attr_probe_prediction = "probe_prediction";
 // probe hooks: probes::Verdict JSON, after the run.
 inline constexpr const char* k_attr_probe_verdict = "probe_verdict";
+// probe hooks: what the trial's monitor measured per thread group, with the threads the
+// prediction gave each (probes::duty_record JSON: {"schema_version", "groups": {name:
+// {"predicted_threads", "threads", "runnable", "cpu", "load"}}}); later predictions learn from it.
+inline constexpr const char* k_attr_probe_duty = "probe_duty_cycles";
 // confirm: the number of the trial a re-run re-measures (int); samplers read it too.
 inline constexpr const char* k_attr_confirm_of = search::k_repeat_of_attr;
 // confirm: 0-based round of a re-run (int).

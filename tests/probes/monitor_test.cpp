@@ -67,7 +67,8 @@ TEST(Monitor, OversubscribedTreeIsFlaggedWithExactFigures) {
   EXPECT_EQ(v.peak_runnable, 6);
   EXPECT_NEAR(v.total_mean_cpu_pct, 200.0, 1e-9);
   EXPECT_TRUE(v.observed_oversubscribed);
-  EXPECT_EQ(v.diagnosis.substr(0, 52), "oversubscribed: 6.0 runnable threads on 2 PUs (3.0x)");
+  EXPECT_EQ(v.diagnosis.substr(0, 65),
+            "oversubscribed: 6.0 runnable threads on 2 PUs (3.0x, 67% waiting)");
   EXPECT_NE(
       v.diagnosis.find("rank 0: 100% CPU (peak 100%, useful 100%) on a 2-PU cpuset, 3 threads"),
       std::string::npos)
@@ -139,7 +140,7 @@ TEST(Monitor, RanksSharingACoreAndBindingOutsideThePrediction) {
   EXPECT_EQ(v.binding_issues[1], "rank 1 is allowed on PUs 0, predicted 1");
   EXPECT_TRUE(v.observed_oversubscribed);  // 2 runnable threads on a 1-PU cpuset
   EXPECT_EQ(v.predicted_oversubscribed, false);
-  EXPECT_NE(v.diagnosis.find("oversubscribed: 2.0 runnable threads on 1 PU (2.0x)"),
+  EXPECT_NE(v.diagnosis.find("oversubscribed: 2.0 runnable threads on 1 PU (2.0x, 50% waiting)"),
             std::string::npos)
       << v.diagnosis;
   EXPECT_NE(v.diagnosis.find("; not predicted"), std::string::npos) << v.diagnosis;

@@ -1,7 +1,8 @@
 // The probe hooks on an invented machine (probes::FakeSource, two cores): the prediction is made
 // from the trial's structured launch and environment (its variables over the parent's), a raw
 // mpirun command predicts as the same launch.mpirun settings do, the
-// constraint is stored only with `probes: {constrain: true}`, the monitor watches the started pid
+// constraint is stored only with `probes: {constrain: true}` and once trials have measured duty
+// cycles, predictions learn from earlier trials' duty cycles, the monitor watches the started pid
 // and its verdict carries the trial's own prediction, and nothing leaks into the next trial.
 #include <gtest/gtest.h>
 
@@ -152,18 +153,65 @@ TEST(ProbeHooks, DeclaredKnobsPredictAnExternalScriptFromTheTrialsValues) {
   EXPECT_EQ(opaque["ranks"][0]["groups"].size(), 1u) << opaque.dump();
 }
 
-TEST(ProbeHooks, ConstraintOnlyWhenConstraining) {
+// Earlier trials as the runner hands them to study_history: `n` trials whose monitors measured
+// each rank's main thread busy and `omp_load` runnable OpenMP threads for a pool of `omp` threads.
+std::vector<search::FrozenTrial> history(int n, int omp_threads, double omp_load) {
+  std::vector<search::FrozenTrial> trials(static_cast<std::size_t>(n));
+  for (auto& t : trials)
+    t.system_attrs[k_attr_probe_duty] = {
+        {"schema_version", 1},
+        {"pus", 1},
+        {"groups",
+         {{"main", {{"predicted_threads", 1}, {"load", 1.0}}},
+          {"openmp", {{"predicted_threads", omp_threads}, {"load", omp_load}}}}}};
+  return trials;
+}
+
+TEST(ProbeHooks, ConstraintOnlyWhenConstrainingAndLearned) {
   auto plain = hooks_for();
+  plain.study_history(history(3, 3, 3.0));
   EXPECT_FALSE(
       plain.before_launch(search::FrozenTrial{}, launch("prog", "4")).contains(k_hook_constraint));
   ProbeSpec spec;
   spec.constrain = true;
   auto constraining = hooks_for(spec);
+  // Before three trials have measured anything, the prior does not skip trials: they run and
+  // teach the prediction (a study constrained by the prior alone would never learn).
+  constraining.study_history(history(2, 3, 3.0));
+  const auto learning = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
+  ASSERT_TRUE(learning.contains(k_hook_constraint));
+  EXPECT_DOUBLE_EQ(learning[k_hook_constraint].get<double>(), 0.0) << "runs, at the boundary";
+  constraining.study_history(history(3, 3, 3.0));  // OpenMP's 3 extra threads measured busy
   const auto busy = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
   const auto calm = constraining.before_launch(search::FrozenTrial{}, launch("prog", "1"));
   ASSERT_TRUE(busy.contains(k_hook_constraint) && calm.contains(k_hook_constraint));
   EXPECT_GT(busy[k_hook_constraint].get<double>(), 0.0) << "> 0: infeasible, not run";
   EXPECT_LE(calm[k_hook_constraint].get<double>(), 0.0);
+}
+
+TEST(ProbeHooks, PredictionsLearnFromEarlierTrialsDutyCycles) {
+  auto hooks = hooks_for();
+  const auto prior = prediction(hooks, launch("prog", "4"));
+  EXPECT_TRUE(prior["oversubscribed"].get<bool>()) << prior.dump();
+  hooks.study_history(history(3, 3, 0.1));  // the pool of 4 was found idle on 1-PU cpusets
+  const auto learned = prediction(hooks, launch("prog", "4"));
+  EXPECT_FALSE(learned["oversubscribed"].get<bool>()) << learned.dump();
+  EXPECT_EQ(learned["basis"], "duty cycles of 3 earlier trials");
+  hooks.study_history({});  // another study, or a fresh one: the prior again
+  EXPECT_EQ(prediction(hooks, launch("prog", "4")), prior);
+}
+
+TEST(ProbeHooks, TheTrialsDutyCyclesAreStored) {
+  auto hooks = hooks_for();
+  prediction(hooks, launch("prog", "4"));
+  hooks.on_start(k_rank_pid);
+  const auto attrs = hooks.on_end();
+  ASSERT_TRUE(attrs.contains(k_attr_probe_duty)) << attrs.dump();
+  const auto& record = attrs[k_attr_probe_duty];
+  EXPECT_EQ(record["schema_version"], 1);
+  EXPECT_EQ(record["pus"], 1);  // rank 0's predicted cpuset
+  EXPECT_TRUE(record["groups"].contains("main")) << record.dump();
+  EXPECT_EQ(record["groups"]["main"]["predicted_threads"], 1);
 }
 
 TEST(ProbeHooks, TheVerdictWatchesTheStartedPidAndCarriesThisTrialsPrediction) {

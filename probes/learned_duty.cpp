@@ -1,0 +1,110 @@
+#include "probes/learned_duty.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tune::probes {
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double round3(double x) { return std::round(x * 1000) / 1000; }
+
+}  // namespace
+
+nlohmann::json duty_record(const Prediction* predicted,
+                           const std::map<std::string, DutyCycle>& measured) {
+  std::map<std::string, int> counts;
+  int pus = 0;
+  if (predicted != nullptr && !predicted->ranks.empty()) {
+    pus = static_cast<int>(predicted->ranks.front().cpuset.size());
+    for (const ThreadGroup& g : predicted->ranks.front().groups) counts[g.name] += g.threads;
+  }
+  nlohmann::json groups = nlohmann::json::object();
+  for (const auto& [name, d] : measured) {
+    const auto it = counts.find(name);
+    groups[name] = {{"predicted_threads", it == counts.end() ? 0 : it->second},
+                    {"threads", round3(d.threads)},
+                    {"runnable", round3(d.runnable)},
+                    {"cpu", round3(d.cpu)},
+                    {"load", round3(d.threads * d.runnable)}};
+  }
+  return {{"schema_version", k_duty_record_schema_version},
+          {"pus", pus},
+          {"groups", std::move(groups)}};
+}
+
+bool LearnedDuty::add(const nlohmann::json& record) {
+  if (!record.is_object() || record.value("schema_version", 0) != k_duty_record_schema_version)
+    return false;
+  const auto groups = record.find("groups");
+  if (groups == record.end() || !groups->is_object() || groups->empty()) return false;
+  const auto pus_it = record.find("pus");
+  const int pus = pus_it != record.end() && pus_it->is_number_integer() ? pus_it->get<int>() : 0;
+  for (const auto& [name, g] : groups->items()) {
+    if (!g.is_object()) continue;
+    const auto n = g.find("predicted_threads");
+    const auto load = g.find("load");
+    if (n == g.end() || load == g.end() || !n->is_number_integer() || !load->is_number()) continue;
+    m_loads[name][{pus, n->get<int>()}].push_back(std::max(0.0, load->get<double>()));
+  }
+  m_trials += 1;
+  return true;
+}
+
+std::optional<double> LearnedDuty::load(const std::string& group, int threads, int pus) const {
+  const auto it = m_loads.find(group);
+  if (it == m_loads.end()) return std::nullopt;
+  // Pass 0 looks at this cpuset size only, pass 1 at any.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<double> same, per_thread;
+    for (const auto& [key, loads] : it->second) {
+      if (pass == 0 && key.first != pus) continue;
+      if (key.second == threads) same.insert(same.end(), loads.begin(), loads.end());
+      if (key.second > 0)
+        for (double l : loads) per_thread.push_back(l / key.second);
+    }
+    if (!same.empty()) return median_of(same);
+    if (threads > 0 && !per_thread.empty()) return threads * median_of(per_thread);
+  }
+  if (threads <= 0) return 0.0;
+  return std::nullopt;
+}
+
+std::vector<std::string> LearnedDuty::groups() const {
+  std::vector<std::string> out;
+  for (const auto& [name, counts] : m_loads) out.push_back(name);
+  return out;
+}
+
+void apply_learned_duty(const Topology& topo, Prediction& prediction, const LearnedDuty& learned,
+                        double ratio) {
+  if (learned.trials() == 0) return;
+  for (RankPrediction& r : prediction.ranks) {
+    const int pus = static_cast<int>(r.cpuset.size());
+    std::set<std::string> named;
+    for (ThreadGroup& g : r.groups) {
+      named.insert(g.name);
+      if (auto l = learned.load(g.name, g.threads, pus)) g.load = *l;
+    }
+    // Groups the model does not predict here (threads it does not name, a pool it counts as
+    // none) at what they measured when the model predicted none of them.
+    for (const std::string& name : learned.groups()) {
+      if (named.contains(name)) continue;
+      const auto l = learned.load(name, 0, pus);
+      if (!l || *l <= 0) continue;
+      r.groups.push_back(ThreadGroup{name, 0, 0, "measured",
+                                     "threads the model does not predict, as measured", *l});
+    }
+  }
+  prediction.oversubscribed_ratio = ratio;
+  prediction.basis = "duty cycles of " + std::to_string(learned.trials()) + " earlier trial" +
+                     (learned.trials() == 1 ? "" : "s");
+  summarize_prediction(topo, prediction);
+}
+
+}  // namespace tune::probes

@@ -1,0 +1,229 @@
+#include "probes/sustained.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "probes/topology.h"
+
+namespace tune::probes {
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double round_to(double x, double unit) { return std::round(x / unit) * unit; }
+
+// The records inside the measured window, [first, last). Too few left (a short trial): all.
+std::pair<std::size_t, std::size_t> window_of(const std::vector<SampleRecord>& records,
+                                              const SustainedOptions& o) {
+  if (records.size() < 2) return {0, records.size()};
+  const double t0 = records.front().t;
+  const double span = records.back().t - t0;
+  const double from = t0 + o.skip_start * span;
+  const double to = records.back().t - o.skip_end * span;
+  std::size_t first = records.size(), last = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    // A record covers (t - dt, t]: inside when it ends in the window.
+    if (records[i].t > from + 1e-9 && records[i].t <= to + 1e-9) {
+      first = std::min(first, i);
+      last = i + 1;
+    }
+  }
+  if (first >= last || last - first < 3) return {0, records.size()};
+  return {first, last};
+}
+
+SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t first,
+                         std::size_t last, const std::vector<pid_t>* ranks, int pu_count,
+                         const SustainedOptions& o) {
+  SustainedLoad load;
+  load.pu_count = pu_count;
+  std::vector<double> runnable;
+  double cpu = 0, wall = 0, over = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    const SampleRecord& r = records[i];
+    double run = 0, c = 0;
+    if (ranks == nullptr) {
+      run = r.runnable;
+      c = r.cpu_s;
+    } else {
+      for (pid_t pid : *ranks) {
+        if (auto it = r.ranks.find(pid); it != r.ranks.end()) {
+          run += it->second.runnable;
+          c += it->second.cpu_s;
+        }
+      }
+    }
+    runnable.push_back(run);
+    if (r.dt > 0) {
+      cpu += c;
+      wall += r.dt;
+    }
+    if (pu_count > 0 && run / pu_count > o.ratio) over += 1;
+  }
+  if (runnable.empty() || pu_count <= 0) return load;
+  load.median_runnable = median_of(runnable);
+  double sum = 0;
+  for (double x : runnable) sum += x;
+  load.mean_runnable = sum / static_cast<double>(runnable.size());
+  load.over_fraction = over / static_cast<double>(runnable.size());
+  if (wall > 0) load.cpu_rate = cpu / wall;
+  if (load.mean_runnable > 0)
+    load.waiting_share = std::max(0.0, 1.0 - load.cpu_rate / load.mean_runnable);
+  // Without CPU deltas (a single sample) the slowdown cannot be checked: the count decides.
+  const bool slowed = wall <= 0 || load.waiting_share >= o.min_waiting_share;
+  // More than half of the window over the limit: a median that lands on the limit between two
+  // samples (2.5 threads on 2 PUs, half the samples at 2 and half at 3) is a tie, not a verdict.
+  load.oversubscribed =
+      load.median_runnable / pu_count > o.ratio && load.over_fraction > 0.5 && slowed;
+  return load;
+}
+
+std::map<std::string, DutyCycle> duty_of(const std::vector<SampleRecord>& records,
+                                         std::size_t first, std::size_t last) {
+  struct Sum {
+    double threads = 0, runnable = 0, cpu = 0, thread_wall = 0, rank_samples = 0;
+  };
+  std::array<Sum, k_group_count> sums{};
+  for (std::size_t i = first; i < last; ++i) {
+    const SampleRecord& r = records[i];
+    for (const auto& [pid, rank] : r.ranks) {
+      for (std::size_t g = 0; g < k_group_count; ++g) {
+        const GroupTally& t = rank.groups[g];
+        Sum& s = sums[g];
+        s.rank_samples += 1;
+        s.threads += t.threads;
+        s.runnable += t.runnable;
+        if (r.dt > 0) {
+          s.cpu += t.cpu_s;
+          s.thread_wall += r.dt * t.threads;
+        }
+      }
+    }
+  }
+  std::map<std::string, DutyCycle> out;
+  for (std::size_t g = 0; g < k_group_count; ++g) {
+    const Sum& s = sums[g];
+    if (s.threads <= 0) continue;
+    DutyCycle d;
+    d.threads = s.threads / s.rank_samples;
+    d.runnable = s.runnable / s.threads;
+    if (s.thread_wall > 0) d.cpu = std::min(1.0, s.cpu / s.thread_wall);
+    out[k_group_names[g]] = d;
+  }
+  return out;
+}
+
+}  // namespace
+
+GroupId thread_group_of(const std::string& comm, bool rank_main) {
+  if (rank_main) return GroupId::main;
+  static const std::pair<const char*, GroupId> k_prefixes[] = {
+      {"tt-iter", GroupId::iterator_workers},
+      {"tt-omp", GroupId::openmp},
+      {"tt-blas", GroupId::blas},
+      {"tt-cv", GroupId::opencv},
+      {"tt-comm", GroupId::comm}};
+  for (const auto& [prefix, id] : k_prefixes)
+    if (comm.starts_with(prefix)) return id;
+  return GroupId::other;
+}
+
+void thin_records(std::vector<SampleRecord>& records, std::size_t limit) {
+  if (records.size() <= limit || records.size() < 2) return;
+  std::vector<SampleRecord> out;
+  out.reserve(records.size() / 2 + 1);
+  for (std::size_t i = 0; i < records.size(); i += 2) {
+    if (i + 1 == records.size()) {
+      out.push_back(std::move(records[i]));
+      break;
+    }
+    SampleRecord merged = std::move(records[i + 1]);
+    const SampleRecord& a = records[i];
+    merged.dt += a.dt;
+    merged.cpu_s += a.cpu_s;
+    for (auto& [pid, rank] : merged.ranks) {
+      const auto it = a.ranks.find(pid);
+      if (it == a.ranks.end()) continue;
+      rank.cpu_s += it->second.cpu_s;
+      for (std::size_t g = 0; g < k_group_count; ++g)
+        rank.groups[g].cpu_s += it->second.groups[g].cpu_s;
+    }
+    out.push_back(std::move(merged));
+  }
+  records = std::move(out);
+}
+
+const SustainedLoad* SustainedVerdict::worst() const {
+  const SustainedLoad* w = nullptr;
+  for (const SustainedLoad& l : loads) {
+    if (l.pu_count <= 0) continue;
+    const double x = l.median_runnable / l.pu_count;
+    if (w == nullptr || (l.oversubscribed && !w->oversubscribed) ||
+        (l.oversubscribed == w->oversubscribed && x > w->median_runnable / w->pu_count))
+      w = &l;
+  }
+  return w;
+}
+
+SustainedVerdict judge_sustained(const std::vector<SampleRecord>& records,
+                                 const std::map<pid_t, std::vector<int>>& rank_cpusets, int pus,
+                                 const SustainedOptions& options) {
+  SustainedVerdict v;
+  const auto [first, last] = window_of(records, options);
+  v.window_samples = static_cast<int>(last - first);
+  if (first < last) {
+    v.window_from_s = records[first].t - records[first].dt - records.front().t;
+    v.window_from_s = std::max(0.0, v.window_from_s);
+    v.window_to_s = records[last - 1].t - records.front().t;
+  }
+  v.loads.push_back(judge_load(records, first, last, nullptr, pus, options));
+  std::map<std::vector<int>, std::vector<pid_t>> by_cpuset;
+  for (const auto& [pid, cpus] : rank_cpusets)
+    if (!cpus.empty()) by_cpuset[cpus];
+  for (auto& [cpus, members] : by_cpuset)
+    for (const auto& [pid, own] : rank_cpusets)
+      if (!own.empty() && std::includes(cpus.begin(), cpus.end(), own.begin(), own.end()))
+        members.push_back(pid);
+  for (const auto& [cpus, members] : by_cpuset) {
+    SustainedLoad l =
+        judge_load(records, first, last, &members, static_cast<int>(cpus.size()), options);
+    l.pus = cpus;
+    v.loads.push_back(std::move(l));
+  }
+  for (const SustainedLoad& l : v.loads) v.oversubscribed = v.oversubscribed || l.oversubscribed;
+  v.duty = duty_of(records, first, last);
+  return v;
+}
+
+nlohmann::json duty_cycles_json(const std::map<std::string, DutyCycle>& duty) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, d] : duty)
+    j[name] = {{"threads", round_to(d.threads, 0.01)},
+               {"cpu", round_to(d.cpu, 0.001)},
+               {"runnable", round_to(d.runnable, 0.001)}};
+  return j;
+}
+
+nlohmann::json SustainedVerdict::to_json() const {
+  nlohmann::json j;
+  j["samples"] = window_samples;
+  j["window_s"] = {round_to(window_from_s, 0.001), round_to(window_to_s, 0.001)};
+  j["loads"] = nlohmann::json::array();
+  for (const SustainedLoad& l : loads)
+    j["loads"].push_back({{"pus", l.pus.empty() ? "all" : format_cpu_list(l.pus)},
+                          {"pu_count", l.pu_count},
+                          {"median_runnable", round_to(l.median_runnable, 0.1)},
+                          {"mean_runnable", round_to(l.mean_runnable, 0.01)},
+                          {"over_fraction", round_to(l.over_fraction, 0.01)},
+                          {"cpu_rate", round_to(l.cpu_rate, 0.01)},
+                          {"waiting_share", round_to(l.waiting_share, 0.01)},
+                          {"oversubscribed", l.oversubscribed}});
+  return j;
+}
+
+}  // namespace tune::probes

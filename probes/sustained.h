@@ -1,0 +1,124 @@
+// What a trial's load was while it did its real work, from the monitor's per-sample records:
+// the measured window, the sustained runnable threads per cpuset (the observed verdict), and each
+// thread group's duty cycle (what later predictions learn from, probes/predict.h).
+//
+// Why a window and a median: a trial's start-up (MPI wiring, imports, data decoding, every pool
+// spinning up at once) and its end (final evaluation, teardown) are short bursts of runnable
+// threads that say nothing about the settings being tuned, and a mean over a 3 s trial lets one
+// such burst decide the verdict. The window drops the first `skip_start` and the last `skip_end`
+// of the sampled time; within it a cpuset is oversubscribed when the median of its runnable
+// threads exceeds `ratio` x its PUs and more than half of the window's samples do (a median that
+// falls between two samples on the limit is a tie, not a verdict), and the
+// slowdown that claims is there: the runnable threads were not all running (the share of
+// runnable thread-time that got no CPU, 1 - CPU rate / mean runnable, is at least
+// `min_waiting_share`). Runnable counts sampled at the wrong moments with idle CPUs fail that test.
+//
+// Thread groups. A thread is attributed by its name (the kernel's comm, 15 characters), which a
+// program may set (pthread_setname_np): "tt-iter*" iterator workers, "tt-omp*" the OpenMP pool,
+// "tt-blas*" the BLAS pool, "tt-cv*" the OpenCV pool, "tt-comm*" a communication thread. The
+// bundled trainer names its own threads and, before MPI starts, the libraries' pools (libgomp,
+// OpenBLAS and TBB do not name theirs; a thread inherits its creator's name, so the trainer
+// renames the threads OpenBLAS started at load and starts the OpenMP and OpenCV pools under a
+// borrowed name: trainer/thread_names.h). A rank's own thread (tid == pid) is "main" whatever its
+// name; everything else (MPI's progress threads, an unnamed pool of another program) is "other".
+// Names, not creation order: order changes with the library versions and with what is lazy.
+//
+// Duty cycles, per group over the window: `cpu`, CPU seconds per thread-second alive, and
+// `runnable`, the fraction of sampled thread-instants in state R (running or waiting for a CPU).
+// The prediction uses `runnable`: it is the demand that oversubscribes, and a CPU share measured
+// under oversubscription understates it (6 spinning threads on 2 PUs get 1/3 each).
+//
+// Pure functions of their arguments: thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tune::probes {
+
+enum class GroupId { main, iterator_workers, openmp, blas, opencv, comm, other };
+inline constexpr std::size_t k_group_count = 7;
+inline constexpr std::array<const char*, k_group_count> k_group_names = {
+    "main", "iterator_workers", "openmp", "blas", "opencv", "comm", "other"};
+
+// The group of a thread named `comm`; `rank_main` when it is a rank's own thread (tid == pid).
+GroupId thread_group_of(const std::string& comm, bool rank_main);
+
+// One group of one rank in one sample.
+struct GroupTally {
+  int threads = 0;
+  int runnable = 0;
+  double cpu_s = 0;  // CPU time since the previous sample
+};
+
+struct RankTally {
+  int runnable = 0;
+  double cpu_s = 0;
+  std::array<GroupTally, k_group_count> groups{};
+};
+
+// One sample of the trial's tree.
+struct SampleRecord {
+  double t = 0;                      // source clock
+  double dt = 0;                     // since the previous sample (0 for the first)
+  int runnable = 0;                  // whole tree, launcher included
+  double cpu_s = 0;                  // whole tree, since the previous sample
+  std::map<pid_t, RankTally> ranks;  // by the rank's pid
+};
+
+// Keeps long trials' records bounded: when over `limit`, neighbours are merged (time and CPU
+// summed, the later one's counts kept), halving the count.
+void thin_records(std::vector<SampleRecord>& records, std::size_t limit);
+
+struct SustainedOptions {
+  double skip_start = 0.2;  // fraction of the sampled time left out at each end
+  double skip_end = 0.1;
+  double ratio = 1.2;  // runnable threads per PU above this are oversubscribed
+  double min_waiting_share = 0.1;
+};
+
+// The sustained load of one cpuset (or of the whole tree on every PU the ranks may use).
+struct SustainedLoad {
+  std::vector<int> pus;  // empty: the whole tree
+  int pu_count = 0;
+  double median_runnable = 0;
+  double mean_runnable = 0;
+  double over_fraction = 0;  // of the window's samples over ratio x PUs
+  double cpu_rate = 0;       // CPUs' worth used over the window
+  double waiting_share = 0;  // 1 - cpu_rate / mean_runnable, >= 0
+  bool oversubscribed = false;
+};
+
+struct DutyCycle {
+  double threads = 0;   // mean threads per rank
+  double cpu = 0;       // 0..1
+  double runnable = 0;  // 0..1
+};
+
+struct SustainedVerdict {
+  int window_samples = 0;
+  double window_from_s = 0;  // from the first sample
+  double window_to_s = 0;
+  std::vector<SustainedLoad> loads;    // the whole tree first, then each cpuset
+  const SustainedLoad* worst() const;  // oversubscribed first, then the highest per PU
+  bool oversubscribed = false;
+  std::map<std::string, DutyCycle> duty;  // groups seen in the window
+
+  nlohmann::json to_json() const;  // {"window_s", "samples", "loads": [...]}
+};
+
+// `rank_cpusets`: each rank's pid and allowed PUs; `pus`: the PUs the ranks may use together.
+SustainedVerdict judge_sustained(const std::vector<SampleRecord>& records,
+                                 const std::map<pid_t, std::vector<int>>& rank_cpusets, int pus,
+                                 const SustainedOptions& options);
+
+// {"iterator_workers": {"threads": 2, "cpu": 0.31, "runnable": 0.42}, ...}
+nlohmann::json duty_cycles_json(const std::map<std::string, DutyCycle>& duty);
+
+}  // namespace tune::probes

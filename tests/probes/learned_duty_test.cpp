@@ -1,0 +1,112 @@
+// Predictions that learn: what earlier trials measured per thread group re-counts a prediction,
+// so an idle pool stops counting as busy and a spinning one keeps counting.
+#include <gtest/gtest.h>
+
+#include "probes/learned_duty.h"
+
+namespace tune::probes {
+namespace {
+
+Topology two_pus() { return *read_synthetic_topology("pack:1 core:2 pu:1"); }
+
+// The quickstart's unbound defaults: 2 iterator workers, OpenMP, OpenBLAS and OpenCV one per PU.
+Prediction unbound_defaults() {
+  LaunchPlan plan;
+  plan.uses_mpirun = true;
+  plan.ranks_per_node = 2;
+  plan.bind_to = "none";
+  plan.program_argv = {"tune-trainer"};
+  return predict(two_pus(), plan, trainer_program_model());
+}
+
+DutyCycle duty(double threads, double runnable) { return DutyCycle{threads, runnable, runnable}; }
+
+TEST(LearnedDuty, IdlePoolsStopCountingAsBusy) {
+  const Prediction prior = unbound_defaults();
+  ASSERT_TRUE(prior.oversubscribed) << prior.summary;  // the prior counts every pool as busy
+  // Two earlier trials measured the same settings: the main thread busy, OpenMP and the iterator
+  // workers mostly idle, OpenBLAS's thread idle (its work was done by the caller).
+  LearnedDuty learned;
+  const std::map<std::string, DutyCycle> measured = {{"main", duty(1, 0.95)},
+                                                     {"openmp", duty(1, 0.05)},
+                                                     {"blas", duty(1, 0.0)},
+                                                     {"opencv", duty(1, 0.0)},
+                                                     {"iterator_workers", duty(2, 0.02)}};
+  EXPECT_TRUE(learned.add(duty_record(&prior, measured)));
+  EXPECT_TRUE(learned.add(duty_record(&prior, measured)));
+  Prediction p = prior;
+  apply_learned_duty(two_pus(), p, learned, 1.2);
+  EXPECT_FALSE(p.oversubscribed) << p.summary;
+  EXPECT_NEAR(p.load, 2 * (0.95 + 0.05 + 0.04), 1e-9);
+  EXPECT_LT(prediction_constraint(p), 0);
+  EXPECT_NE(p.summary.find("duty cycles of 2 earlier trials"), std::string::npos) << p.summary;
+  EXPECT_EQ(p.to_json()["basis"], "duty cycles of 2 earlier trials");
+}
+
+TEST(LearnedDuty, SpinningPoolsKeepCountingAsBusy) {
+  const Prediction prior = unbound_defaults();
+  LearnedDuty learned;
+  learned.add(duty_record(&prior, {{"main", duty(1, 1.0)},
+                                   {"blas", duty(1, 0.9)},
+                                   {"openmp", duty(1, 0.6)},
+                                   {"iterator_workers", duty(2, 0.02)}}));
+  Prediction p = prior;
+  apply_learned_duty(two_pus(), p, learned, 1.2);
+  EXPECT_TRUE(p.oversubscribed) << p.summary;
+  ASSERT_EQ(p.cpusets.size(), 1u);
+  EXPECT_GT(p.cpusets[0].over_probability, 0.5);
+  EXPECT_GT(prediction_constraint(p), 0);
+}
+
+TEST(LearnedDuty, NothingLearnedKeepsThePrior) {
+  const Prediction prior = unbound_defaults();
+  Prediction p = prior;
+  apply_learned_duty(two_pus(), p, LearnedDuty{}, 1.2);
+  EXPECT_EQ(p.summary, prior.summary);
+  EXPECT_EQ(p.oversubscribed, prior.oversubscribed);
+  EXPECT_DOUBLE_EQ(p.load, prior.busy_threads);
+}
+
+TEST(LearnedDuty, LoadsAreKeyedByThreadsAndCpuset) {
+  LearnedDuty l;
+  auto record = [](int pus, int threads, double load) {
+    return nlohmann::json{
+        {"schema_version", 1},
+        {"pus", pus},
+        {"groups", {{"openmp", {{"predicted_threads", threads}, {"load", load}}}}}};
+  };
+  EXPECT_TRUE(l.add(record(2, 1, 0.6)));
+  EXPECT_TRUE(l.add(record(2, 1, 0.8)));
+  EXPECT_TRUE(l.add(record(1, 1, 0.0)));
+  EXPECT_TRUE(l.add(record(2, 3, 1.5)));
+  EXPECT_EQ(l.trials(), 4);
+  EXPECT_DOUBLE_EQ(*l.load("openmp", 1, 2), 0.7);  // median at (2 PUs, 1 thread)
+  EXPECT_DOUBLE_EQ(*l.load("openmp", 1, 1), 0.0);  // libgomp throttled on 1 PU
+  EXPECT_DOUBLE_EQ(*l.load("openmp", 2, 1), 0.0);  // per-thread duty on 1 PU
+  EXPECT_DOUBLE_EQ(*l.load("openmp", 2, 2), 1.2);  // 2 x median(0.6, 0.8, 0.5)
+  EXPECT_DOUBLE_EQ(*l.load("openmp", 3, 4), 1.5);  // any cpuset at 3 threads
+  EXPECT_DOUBLE_EQ(*l.load("openmp", 0, 4), 0.0);
+  EXPECT_FALSE(l.load("blas", 1, 2).has_value());  // never measured: the prior stays
+  EXPECT_FALSE(l.add(nlohmann::json{{"schema_version", 99}, {"groups", {{"x", 1}}}}));
+  EXPECT_FALSE(l.add(nlohmann::json::array()));
+  EXPECT_EQ(l.trials(), 4);
+}
+
+TEST(LearnedDuty, ThreadsTheModelDoesNotNameAreAddedAsMeasured) {
+  const Prediction prior = unbound_defaults();
+  LearnedDuty learned;
+  learned.add(duty_record(&prior, {{"main", duty(1, 1.0)}, {"other", duty(2, 0.5)}}));
+  Prediction p = prior;
+  apply_learned_duty(two_pus(), p, learned, 1.2);
+  bool found = false;
+  for (const ThreadGroup& g : p.ranks[0].groups)
+    if (g.name == "other") {
+      found = true;
+      EXPECT_DOUBLE_EQ(g.load, 1.0);
+      EXPECT_EQ(g.source, "measured");
+    }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace tune::probes

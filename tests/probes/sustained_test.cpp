@@ -1,0 +1,190 @@
+// The sustained verdict and the duty cycles, on invented trials driven sample by sample: bursts at
+// the start and the end of a run do not make a verdict, a load held through the run does, and
+// each named thread group's busy share is measured as it was.
+#include <gtest/gtest.h>
+
+#include "probes/fake_source.h"
+#include "probes/monitor.h"
+
+namespace tune::probes {
+namespace {
+
+// mpirun (100) with two unbound ranks (101, 102) on 2 PUs; each rank has `extra` more threads
+// (tids 1000*(r+1)+k, k = 1..extra), named `name`.
+struct Trial {
+  FakeSource src{*read_synthetic_topology("pack:1 core:2 pu:1")};
+  int extra = 0;
+
+  explicit Trial(int extra_threads, const std::string& name = "tune-trainer")
+      : extra(extra_threads) {
+    src.add_process(100, 1, "mpirun", {0, 1});
+    for (int r = 0; r < 2; ++r) {
+      src.add_process(101 + r, 100, "tune-trainer", {0, 1},
+                      {{"OMPI_COMM_WORLD_RANK", std::to_string(r)}});
+      for (int k = 1; k <= extra; ++k) {
+        src.add_thread(101 + r, tid(r, k));
+        src.set_thread_name(tid(r, k), name);
+      }
+    }
+  }
+  static pid_t tid(int r, int k) { return k == 0 ? 101 + r : 1000 * (r + 1) + k; }
+  // One 0.2 s step: in each rank the main thread and the first `busy_extra` extra threads are
+  // runnable, sharing the 2 PUs evenly; the rest sleep.
+  void step(int busy_extra) {
+    src.advance(0.2);
+    const int runnable = 2 * (1 + busy_extra);
+    const double share = 0.2 * std::min(1.0, 2.0 / runnable);
+    for (int r = 0; r < 2; ++r)
+      for (int k = 0; k <= extra; ++k) {
+        const bool busy = k <= busy_extra;
+        src.run_thread(tid(r, k), busy ? share : 0.0, busy ? 'R' : 'S', r, busy ? 3 : 0);
+      }
+  }
+};
+
+Verdict run(Trial& t, const std::vector<int>& busy_per_step) {
+  TrialMonitor m(t.src, 100);
+  m.sample_once();
+  for (int b : busy_per_step) {
+    t.step(b);
+    m.sample_once();
+  }
+  return m.verdict();
+}
+
+TEST(Sustained, AStartUpBurstDoesNotMakeOversubscribed) {
+  // Every pool spins up at once for the first 0.6 s (8 runnable threads on 2 PUs), then one
+  // thread per rank for 3.4 s. The mean over the run is 2.75 runnable threads (1.4x) -- what the
+  // old verdict judged -- but the sustained load is 2 threads on 2 PUs.
+  Trial t(3);
+  std::vector<int> busy(20, 0);
+  busy[0] = busy[1] = busy[2] = 3;
+  const Verdict v = run(t, busy);
+  EXPECT_GT(v.mean_runnable / v.pus, 1.2);
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+  ASSERT_FALSE(v.sustained.loads.empty());
+  EXPECT_DOUBLE_EQ(v.sustained.loads.front().median_runnable, 2.0);
+  EXPECT_EQ(v.diagnosis.substr(0, 4), "ok: ");
+}
+
+TEST(Sustained, AFinalBurstDoesNotMakeOversubscribedEither) {
+  Trial t(3);
+  std::vector<int> busy(20, 0);
+  busy[18] = busy[19] = 3;  // the final evaluation starts every pool
+  EXPECT_FALSE(run(t, busy).observed_oversubscribed);
+}
+
+TEST(Sustained, ASustainedTwofoldLoadIsOversubscribed) {
+  Trial t(1);  // 2 threads per rank busy throughout: 4 on 2 PUs, each getting half a PU
+  const Verdict v = run(t, std::vector<int>(20, 1));
+  EXPECT_TRUE(v.observed_oversubscribed);
+  const SustainedLoad* w = v.sustained.worst();
+  ASSERT_NE(w, nullptr);
+  EXPECT_DOUBLE_EQ(w->median_runnable, 4.0);
+  EXPECT_NEAR(w->waiting_share, 0.5, 1e-9);
+  EXPECT_NEAR(w->over_fraction, 1.0, 1e-9);
+  EXPECT_NE(v.diagnosis.find("oversubscribed: 4.0 runnable threads on 2 PUs (2.0x, 50% waiting)"),
+            std::string::npos)
+      << v.diagnosis;
+  // The window leaves out the first 20% and the last 10% of the 4 s sampled.
+  EXPECT_NEAR(v.sustained.window_from_s, 0.8, 1e-9);
+  EXPECT_NEAR(v.sustained.window_to_s, 3.6, 1e-9);
+  const auto j = v.to_json();
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["sustained"]["loads"][0]["median_runnable"], 4.0);
+}
+
+TEST(Sustained, HalfTheWindowOverTheLimitIsATieNotAVerdict) {
+  // Every other step one extra thread per rank: 2 and 4 runnable on 2 PUs in turn, so the median
+  // of an even window lands between them, over the limit, with only half the samples over it.
+  Trial t(1);
+  std::vector<int> busy;
+  for (int i = 0; i < 20; ++i) busy.push_back(i % 2);
+  const Verdict v = run(t, busy);
+  const SustainedLoad& whole = v.sustained.loads.front();
+  EXPECT_GT(whole.median_runnable / 2, 1.2);
+  EXPECT_DOUBLE_EQ(whole.over_fraction, 0.5);
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+}
+
+TEST(Sustained, RunnableThreadsThatAllRanAreNoSlowdown) {
+  // 4 threads per sample in state R but each got a full PU's time: the counts caught threads
+  // waking, not waiting, so no slowdown backs the count.
+  Trial t(1);
+  TrialMonitor m(t.src, 100);
+  m.sample_once();
+  for (int i = 0; i < 20; ++i) {
+    t.src.advance(0.2);
+    for (int r = 0; r < 2; ++r)
+      for (int k = 0; k <= 1; ++k) t.src.run_thread(Trial::tid(r, k), 0.2, 'R', r);
+    m.sample_once();
+  }
+  const Verdict v = m.verdict();
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+  EXPECT_NEAR(v.sustained.loads.front().waiting_share, 0.0, 1e-9);
+}
+
+TEST(Sustained, DutyCyclesOfNamedGroups) {
+  // Two iterator workers per rank, one of them runnable in a quarter of the samples, the other
+  // never: the group's runnable duty is 1/8; the main thread's is 1.
+  Trial t(2, "tt-iter");
+  TrialMonitor m(t.src, 100);
+  m.sample_once();
+  for (int i = 0; i < 40; ++i) {
+    t.src.advance(0.2);
+    for (int r = 0; r < 2; ++r) {
+      t.src.run_thread(Trial::tid(r, 0), 0.2, 'R', r);
+      const bool on = i % 4 == 0;
+      t.src.run_thread(Trial::tid(r, 1), on ? 0.1 : 0.0, on ? 'R' : 'S', r);
+    }
+    m.sample_once();
+  }
+  const Verdict v = m.verdict();
+  ASSERT_TRUE(v.sustained.duty.contains("iterator_workers"));
+  const DutyCycle& it = v.sustained.duty.at("iterator_workers");
+  EXPECT_DOUBLE_EQ(it.threads, 2.0);
+  EXPECT_NEAR(it.runnable, 0.125, 0.03);  // the window holds whole periods of 4 only roughly
+  EXPECT_NEAR(it.cpu, 0.0625, 0.02);      // 0.1 s of CPU in one 0.2 s step of 4, of 2 threads
+  const DutyCycle& main = v.sustained.duty.at("main");
+  EXPECT_DOUBLE_EQ(main.threads, 1.0);
+  EXPECT_DOUBLE_EQ(main.runnable, 1.0);
+  EXPECT_NEAR(main.cpu, 1.0, 1e-9);
+  EXPECT_FALSE(v.sustained.duty.contains("openmp"));
+  EXPECT_EQ(v.to_json()["duty_cycles"]["iterator_workers"]["threads"], 2.0);
+}
+
+TEST(Sustained, ThreadsAreGroupedByName) {
+  EXPECT_EQ(thread_group_of("tune-trainer", true), GroupId::main);
+  EXPECT_EQ(thread_group_of("tt-iter", true), GroupId::main);  // a rank's own thread
+  EXPECT_EQ(thread_group_of("tt-iter", false), GroupId::iterator_workers);
+  EXPECT_EQ(thread_group_of("tt-omp", false), GroupId::openmp);
+  EXPECT_EQ(thread_group_of("tt-blas", false), GroupId::blas);
+  EXPECT_EQ(thread_group_of("tt-cv", false), GroupId::opencv);
+  EXPECT_EQ(thread_group_of("tt-comm", false), GroupId::comm);
+  EXPECT_EQ(thread_group_of("tune-trainer", false), GroupId::other);
+}
+
+TEST(Sustained, LongRunsAreThinnedKeepingTimeAndCpu) {
+  std::vector<SampleRecord> records(9);
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    records[i].t = static_cast<double>(i);
+    records[i].dt = i == 0 ? 0 : 1;
+    records[i].cpu_s = 0.5;
+    records[i].ranks[7].groups[0].cpu_s = 0.25;
+  }
+  thin_records(records, 8);
+  ASSERT_EQ(records.size(), 5u);
+  double dt = 0, cpu = 0, group = 0;
+  for (const SampleRecord& r : records) {
+    dt += r.dt;
+    cpu += r.cpu_s;
+    group += r.ranks.at(7).groups[0].cpu_s;
+  }
+  EXPECT_DOUBLE_EQ(dt, 8.0);
+  EXPECT_DOUBLE_EQ(cpu, 4.5);
+  EXPECT_DOUBLE_EQ(group, 2.25);
+  EXPECT_DOUBLE_EQ(records.back().t, 8.0);
+}
+
+}  // namespace
+}  // namespace tune::probes

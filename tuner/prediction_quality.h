@@ -1,0 +1,36 @@
+// How right the probes' prediction of "oversubscribed" was: over every trial that has both a
+// prediction (system attr probe_prediction) and an observed verdict (probe_verdict), the counts
+// of the confusion matrix, precision (of the trials predicted oversubscribed, how many were) and
+// recall (of the trials observed oversubscribed, how many were predicted). Trials skipped by
+// `constrain: true` have no observed verdict and are not counted; neither are srun trials.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+
+namespace tune::tuner {
+
+struct PredictionQuality {
+  int trials = 0;  // with both a prediction and an observed verdict
+  int true_positive = 0, false_positive = 0, false_negative = 0, true_negative = 0;
+  std::optional<double> precision;  // none when nothing was predicted oversubscribed
+  std::optional<double> recall;     // none when nothing was observed oversubscribed
+};
+
+PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials);
+
+// "predicted vs observed oversubscription over 48 trials: precision 95% (19 of 20 predicted),
+// recall 90% (19 of 21 observed)"; "" when no trial has both.
+std::string prediction_quality_text(const PredictionQuality& q);
+
+// {"trials", "true_positive", "false_positive", "false_negative", "true_negative", "precision",
+// "recall"} (null where undefined).
+nlohmann::json prediction_quality_json(const PredictionQuality& q);
+
+}  // namespace tune::tuner
