@@ -312,6 +312,29 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
   return changed;
 }
 
+Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value) {
+  bool changed = false;
+  auto r = transact(TxnKind::write, [&]() -> Result<void> {
+    changed = false;
+    auto sel =
+        query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
+              {trial_id});
+    if (!sel) return failed("set complete trial value", sel.error());
+    if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+    if (parse_state(sel->at(0).text(0)) != TrialState::complete) return {};
+    auto val = query(
+        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, ?) "
+        "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
+        "value_type = excluded.value_type",
+        {trial_id, finite_or_null(value), value_type(value)});
+    if (!val) return failed("set complete trial value", val.error());
+    changed = true;
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return changed;
+}
+
 // set_trial_state_values() once the trial is known to be unfinished (and held).
 Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
                                       std::optional<double> value) {

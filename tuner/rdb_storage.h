@@ -78,6 +78,7 @@ class RdbStorage : public Storage {
                                              const search::Distribution& dist) final;
   [[nodiscard]] Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
                                                     std::optional<double> value) final;
+  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value) final;
   [[nodiscard]] Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
                                                           double value) final;
   [[nodiscard]] Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,

@@ -62,10 +62,10 @@ class Parser : private YamlReader {
   StudySpec parse(const YAML::Node& root) {
     StudySpec spec;
     if (!root.IsMap()) fail(root, "(top level)", "the study file must be a YAML mapping");
-    check_keys(
-        root, "",
-        {"name", "direction", "objective", "constraints", "launch", "command", "env", "timeout",
-         "params", "sampler", "pruner", "enqueue", "output", "storage", "probes"});
+    check_keys(root, "",
+               {"name", "direction", "objective", "constraints", "launch", "command", "env",
+                "timeout", "params", "sampler", "pruner", "enqueue", "output", "storage", "probes",
+                "incumbent_repeats"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
@@ -80,6 +80,11 @@ class Parser : private YamlReader {
     if (const auto& c = root["constraints"]) parse_constraints(c, spec);
     if (const auto& l = root["launch"]) parse_launch(l, spec);
     parse_sampler_pruner(root, spec);
+    if (const auto& k = root["incumbent_repeats"]) {
+      const auto repeats = integer(k, "incumbent_repeats");
+      if (repeats < 0 || repeats > 100) fail(k, "incumbent_repeats", "expected 0 to 100");
+      spec.incumbent_repeats = static_cast<int>(repeats);
+    }
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
     parse_output_storage(root, spec);
     if (const auto& p = root["probes"]) parse_probes(p, spec);
