@@ -18,7 +18,8 @@ study with the default sampler (no sampler type, `sampler: {seed: S}`) for --tri
 whose command is grid_replay.py: it prints one of that point's measured repeats, chosen from
 the seed and the trial number, so the sampler sees real measurement noise. `tune` runs its real
 sampler and storage. Our TPE and python3-optuna's default TPE go through the same replay as
-peer rows. Prints the grid's best (median of 3) and, per seed, the best found judged by its
+peer rows, and the default with `incumbent_repeats: 2` (its re-runs count in the 30 trials; its
+best is the believed one, the median of its re-runs). Prints the grid's best (median of 3) and, per seed, the best found judged by its
 median (its true quality) and whether it is within 5% of the grid's best.
 """
 import argparse
@@ -202,6 +203,9 @@ def cmd_replay(a):
     print(f"median spread of a point's 3 repeats (max/min - 1): {100 * spread:.1f}%")
     rows = [("default (gp)", lambda s: run_ours(a, "default", "sampler: {{seed: {seed}}}\n",
                                                  table_path, s)),
+            ("default, incumbent_repeats: 2",
+             lambda s: run_ours(a, "default_ir2", "sampler: {{seed: {seed}}}\nincumbent_repeats: 2\n",
+                                table_path, s)),
             ("our tpe", lambda s: run_ours(a, "tpe", "sampler: {{type: tpe, seed: {seed}}}\n",
                                            table_path, s)),
             ("optuna tpe", lambda s: run_optuna_tpe(a, table, s))]
@@ -214,7 +218,7 @@ def cmd_replay(a):
             ok = m <= 1.05 * best
             hits += ok
             cells.append(f"{m / best:.3f}{'' if ok else '*'}")
-        print(f"{label:>13}: {hits}/{a.seeds} within 5%   (best found / grid best: "
+        print(f"{label:>29}: {hits}/{a.seeds} within 5%   (best found / grid best: "
               f"{' '.join(cells)}; * = outside)", flush=True)
 
 
