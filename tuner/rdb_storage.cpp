@@ -298,12 +298,9 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
       m_options.synchronous_full && is_finished(state) ? TxnKind::write_flush : TxnKind::write;
   auto r = transact(kind, [&]() -> Result<void> {
     changed = false;
-    auto sel =
-        query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
-              {trial_id});
-    if (!sel) return failed("set trial state", sel.error());
-    if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
-    if (const auto old = parse_state(sel->at(0).text(0)); old && is_finished(*old)) return {};
+    auto old = locked_state(trial_id, "set trial state");
+    if (!old) return std::unexpected(old.error());
+    if (*old && is_finished(**old)) return {};
     if (auto f = finish_trial(trial_id, state, value); !f) return f;
     changed = true;
     return {};
@@ -312,22 +309,36 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
   return changed;
 }
 
+// Inside a write transaction: the trial's state, its row locked where the dialect can.
+Result<std::optional<TrialState>> RdbStorage::locked_state(std::int64_t trial_id,
+                                                           std::string_view what) {
+  auto sel =
+      query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
+            {trial_id});
+  if (!sel) return failed(what, sel.error());
+  if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+  return parse_state(sel->at(0).text(0));
+}
+
+// Inside a write transaction: the trial's (single) objective value, inserted or replaced.
+Result<void> RdbStorage::write_value(std::int64_t trial_id, double value) {
+  auto val = query(
+      "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, ?) "
+      "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
+      "value_type = excluded.value_type",
+      {trial_id, finite_or_null(value), value_type(value)});
+  if (!val) return failed("set trial value", val.error());
+  return {};
+}
+
 Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value) {
   bool changed = false;
   auto r = transact(TxnKind::write, [&]() -> Result<void> {
     changed = false;
-    auto sel =
-        query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
-              {trial_id});
-    if (!sel) return failed("set complete trial value", sel.error());
-    if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
-    if (parse_state(sel->at(0).text(0)) != TrialState::complete) return {};
-    auto val = query(
-        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, ?) "
-        "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
-        "value_type = excluded.value_type",
-        {trial_id, finite_or_null(value), value_type(value)});
-    if (!val) return failed("set complete trial value", val.error());
+    auto old = locked_state(trial_id, "set complete trial value");
+    if (!old) return std::unexpected(old.error());
+    if (*old != TrialState::complete) return {};
+    if (auto w = write_value(trial_id, value); !w) return w;
     changed = true;
     return {};
   });
@@ -339,12 +350,7 @@ Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double 
 Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
                                       std::optional<double> value) {
   if (value) {
-    auto val = query(
-        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, 0, ?, ?) "
-        "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
-        "value_type = excluded.value_type",
-        {trial_id, finite_or_null(*value), value_type(*value)});
-    if (!val) return failed("set trial value", val.error());
+    if (auto w = write_value(trial_id, *value); !w) return w;
   }
   const std::string sql =
       is_finished(state)

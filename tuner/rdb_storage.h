@@ -121,6 +121,9 @@ class RdbStorage : public Storage {
                                       std::int64_t owner_id, const std::string& key,
                                       const nlohmann::json& value);
   [[nodiscard]] Result<void> insert_heartbeat(std::int64_t trial_id);
+  [[nodiscard]] Result<std::optional<search::TrialState>> locked_state(std::int64_t trial_id,
+                                                                       std::string_view what);
+  [[nodiscard]] Result<void> write_value(std::int64_t trial_id, double value);
   [[nodiscard]] Result<void> finish_trial(std::int64_t trial_id, search::TrialState state,
                                           std::optional<double> value);
   // The trials matching `where` (a condition on `trials` with `?`s for `params`) in number

@@ -438,26 +438,19 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
   }
   if (!outcome.constraints.empty()) system.emplace_back(k_attr_constraints, outcome.constraints);
   if (!outcome.reason.empty()) system.emplace_back(k_attr_fail_reason, outcome.reason);
-  // A completed re-run is stored as PRUNED with its value in an attr, so that Optuna never ranks
-  // a lucky repeat; its original's value becomes the believed one (rerun.h).
-  TrialState stored_state = outcome.state;
-  std::optional<double> stored_value = outcome.value;
-  const bool rerun = rerun_of(trial) && stored_state == TrialState::complete && stored_value;
-  if (rerun) {
-    user.emplace_back(k_attr_rerun_value, *stored_value);
-    stored_state = TrialState::pruned;
-    stored_value.reset();
-  }
+  // A completed re-run is stored so that Optuna never ranks a lucky repeat (rerun.h).
+  const auto stored = stored_outcome(trial, outcome.state, outcome.value);
+  if (stored.rerun_value) user.emplace_back(k_attr_rerun_value, *stored.rerun_value);
   for (const auto& [key, value] : user) {
     if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) return r;
   }
   for (const auto& [key, value] : system) {
     if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) return r;
   }
-  auto set = m_storage->set_trial_state_values(trial.trial_id, stored_state, stored_value);
+  auto set = m_storage->set_trial_state_values(trial.trial_id, stored.state, stored.value);
   if (!set) return std::unexpected(set.error());
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
-  if (rerun && *set) {
+  if (stored.rerun_value && *set) {
     if (auto r = believe_reruns(*m_storage, *m_cache, trial); !r) return r;
   }
   for (const auto& t : m_cache->trials()) {
