@@ -50,7 +50,7 @@ struct NodePrediction {
 // One prediction per node that runs ranks (plan.layout), each with its MPI rank numbers; a plan
 // without hosts gives one, exactly predict(topo, plan, model).
 std::vector<NodePrediction> predict_nodes(const Topology& topo, const LaunchPlan& plan,
-                                          const ProgramModel& model = {});
+                                          const ProgramModel& model = trainer_program_model());
 
 // The prediction JSON a trial stores: one node's Prediction::to_json() unchanged; for several,
 // the first oversubscribed node's (else the first's) with its "host", plus "nodes" (host, ranks,

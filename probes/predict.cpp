@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "probes/knob_catalog.h"
+
 namespace tune::probes {
 namespace {
 
@@ -80,6 +82,108 @@ std::string plural(int n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+// The pools a rank of `model` starts: the model's own, then (in catalog order) each pool whose
+// controlling variable the environment sets, where that knob applies to the program; less the
+// pools another listed pool includes (the same threads, predicted once).
+std::vector<PoolModel> effective_pools(const ProgramModel& model,
+                                       const std::map<std::string, std::string>& env) {
+  const KnobCatalog& catalog = knob_catalog();
+  std::vector<PoolModel> pools = model.pools;
+  auto listed = [&](const std::string& name) {
+    return std::any_of(pools.begin(), pools.end(),
+                       [&](const PoolModel& p) { return p.pool == name; });
+  };
+  for (const KnobPool& pool : catalog.pools()) {
+    if (listed(pool.name)) continue;
+    for (const std::string& var : pool.env) {
+      const Knob* k = catalog.find_variable(var);
+      if (env.contains(var) && k && k->controls == pool.name && k->applies_to(model.program)) {
+        PoolModel added;
+        added.pool = pool.name;
+        pools.push_back(std::move(added));
+        break;
+      }
+    }
+  }
+  std::set<std::string> included;
+  for (const PoolModel& p : pools)
+    if (const KnobPool* kp = catalog.pool(p.pool))
+      included.insert(kp->includes.begin(), kp->includes.end());
+  std::erase_if(pools, [&](const PoolModel& p) { return included.contains(p.pool); });
+  return pools;
+}
+
+// One pool's size and where it came from: the program's flag, the study's parameter, the
+// environment (the pool's variables that apply to the program, first set wins), the program's
+// default, the library's default. Busy is filled in by the caller.
+ThreadGroup size_pool(const PoolModel& pm, const KnobPool& kp, const LaunchPlan& plan,
+                      const std::string& program, const KnobContext& ctx) {
+  const KnobCatalog& catalog = knob_catalog();
+  const int least = kp.counts_caller ? 1 : 0;  // a pool that includes the caller has 1 at least
+  const int visible = ctx.cpuset_pus;
+  if (!pm.flag.empty()) {
+    const FlagValue f = find_flag(plan.program_argv, pm.flag);
+    if (pm.flag_is_switch && f.present) return ThreadGroup{pm.pool, 1, 0, "flag", pm.flag};
+    if (!pm.flag_is_switch && f.value && *f.value >= least)
+      return ThreadGroup{pm.pool, *f.value, 0, "flag", pm.flag + " " + std::to_string(*f.value)};
+  }
+  if (pm.value && *pm.value >= least)
+    return ThreadGroup{pm.pool, *pm.value, 0, "study", pm.value_detail};
+  std::string ignored;
+  for (const std::string& key : kp.env) {
+    const Knob* k = catalog.find_variable(key);
+    if (!plan.env.contains(key)) continue;
+    if (k == nullptr || !k->applies_to(program)) {
+      ignored = key + "=" + plan.env.at(key) + " not read by this program (" + (k ? k->name : key) +
+                " applies to " + (k ? k->programs.front() : "none") + ")";
+      continue;
+    }
+    if (auto v = env_int(plan.env, key)) {
+      int n = *v;
+      std::string detail = key + "=" + plan.env.at(key);
+      if (kp.env_capped && n > visible) {
+        detail += " (capped at " + std::to_string(visible) + " PUs)";
+        n = visible;
+      }
+      return ThreadGroup{pm.pool, n, 0, "env", detail};
+    }
+  }
+  if (pm.program_default)
+    return ThreadGroup{pm.pool, *pm.program_default, 0, "program default",
+                       "unset -> program default " + std::to_string(*pm.program_default)};
+  const int n = catalog.pool_default(kp, ctx);
+  std::string detail = kp.default_expr == "cpuset_pus"
+                           ? "one per PU of the " + std::to_string(visible) + "-PU cpuset"
+                           : std::to_string(n) + ": " + kp.default_text;
+  return ThreadGroup{pm.pool, n, 0, "library default",
+                     (ignored.empty() ? "unset" : ignored) + " -> " + detail};
+}
+
+// Appends the groups of the program's pools, counting busy threads as the catalog's busy model
+// says: all/spin pools every thread they add, idle none, and of the `turns` pools (they take turns
+// on the main thread) only the largest, the first of equals.
+void add_pool_groups(std::vector<ThreadGroup>& groups, const LaunchPlan& plan,
+                     const ProgramModel& model, const KnobContext& ctx) {
+  const KnobCatalog& catalog = knob_catalog();
+  std::vector<std::pair<ThreadGroup, const KnobPool*>> sized;
+  for (const PoolModel& pm : effective_pools(model, plan.env)) {
+    const KnobPool* kp = catalog.pool(pm.pool);
+    if (kp == nullptr) continue;  // the study's parse checked every pool name
+    ThreadGroup g = size_pool(pm, *kp, plan, model.program, ctx);
+    if (kp->counts_caller) g.threads -= 1;  // the caller is the main thread, counted once
+    sized.emplace_back(std::move(g), kp);
+  }
+  ThreadGroup* turn = nullptr;
+  for (auto& [g, kp] : sized) {
+    if (kp->busy == PoolBusy::all || kp->busy == PoolBusy::spin) g.busy = g.threads;
+    if (kp->busy == PoolBusy::turns && (turn == nullptr || g.threads > turn->threads)) turn = &g;
+  }
+  if (turn != nullptr) turn->busy = turn->threads;
+  for (auto& [g, kp] : sized)
+    if (g.threads > 0 || (kp->counts_caller && g.source != "library default"))
+      groups.push_back(std::move(g));
+}
+
 }  // namespace
 
 std::optional<int> parse_int(std::string_view s) {
@@ -87,6 +191,30 @@ std::optional<int> parse_int(std::string_view s) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+const ProgramModel& trainer_program_model() {
+  static const ProgramModel model = [] {
+    const KnobCatalog& catalog = knob_catalog();
+    const KnobContext any_machine;
+    ProgramModel m;
+    m.program = "tune-trainer";
+    for (const Knob* k : catalog.for_program("tune-trainer")) {
+      if (k->set_by != "flag" || k->variable.empty() || catalog.pool(k->controls) == nullptr)
+        continue;
+      PoolModel p;
+      p.pool = k->controls;
+      p.flag = k->variable;
+      p.flag_is_switch = k->type == "bool";
+      const auto low = evaluate_knob_expression(k->low, any_machine);
+      const auto def = catalog.default_number(*k, any_machine);
+      if (k->type == "int" && low && def && *def >= *low)
+        p.program_default = static_cast<int>(*def);
+      m.pools.push_back(std::move(p));
+    }
+    return m;
+  }();
+  return model;
 }
 
 Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramModel& model) {
@@ -191,81 +319,12 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     if (rp.cpuset.empty()) rp.cpuset = all;
     const int visible = static_cast<int>(rp.cpuset.size());
 
-    // 3. Threads of each kind.
-    const std::string per_pu =
-        "unset -> one per PU of the " + std::to_string(visible) + "-PU cpuset";
-    auto add = [&](std::string name, int threads, int busy, std::string source,
-                   std::string detail) {
-      rp.groups.push_back(
-          ThreadGroup{std::move(name), threads, busy, std::move(source), std::move(detail)});
-    };
-    add("main", 1, 1, "fixed", "the rank's own thread");
+    // 3. Threads of each kind: the main thread, then the program's pools (knob catalog).
+    rp.groups.push_back(ThreadGroup{"main", 1, 1, "fixed", "the rank's own thread"});
 
-    const auto& argv = plan.program_argv;
-    {
-      const FlagValue f = find_flag(argv, model.iterator_workers_flag);
-      int n;
-      std::string source, detail;
-      if (f.value && *f.value >= 0) {
-        n = *f.value;
-        source = "flag";
-        detail = model.iterator_workers_flag + " " + std::to_string(n);
-      } else if (model.iterator_workers_default >= 0) {
-        n = model.iterator_workers_default;
-        source = "program default";
-        detail = "unset -> program default " + std::to_string(n);
-      } else {
-        n = visible;
-        source = "library default";
-        detail = per_pu;
-      }
-      if (n > 0) add("iterator_workers", n, n, source, detail);
-    }
-    // Pools of n threads include the caller (the main thread), so they add n - 1.
-    auto pool = [&](const std::string& name, const std::string& flag,
-                    const std::vector<std::string>& env_keys, bool cap_env) {
-      const FlagValue f = find_flag(argv, flag);
-      if (f.value && *f.value > 0)
-        return ThreadGroup{name, *f.value, 0, "flag", flag + " " + std::to_string(*f.value)};
-      for (const std::string& key : env_keys) {
-        if (auto v = env_int(plan.env, key)) {
-          int n = *v;
-          std::string detail = key + "=" + plan.env.at(key);
-          if (cap_env && n > visible) {
-            detail += " (capped at " + std::to_string(visible) + " PUs)";
-            n = visible;
-          }
-          return ThreadGroup{name, n, 0, "env", detail};
-        }
-      }
-      return ThreadGroup{name, visible, 0, "library default", per_pu};
-    };
-    ThreadGroup omp = pool("openmp", model.omp_threads_flag, {"OMP_NUM_THREADS"}, false);
-    ThreadGroup blas = pool("blas", model.blas_threads_flag,
-                            {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}, true);
-    ThreadGroup cv =
-        pool("opencv", model.opencv_threads_flag,
-             model.opencv_reads_env ? std::vector<std::string>{"OPENCV_FOR_THREADS_NUM"}
-                                    : std::vector<std::string>{},
-             false);
-    if (!model.opencv_reads_env && cv.source == "library default" &&
-        plan.env.contains("OPENCV_FOR_THREADS_NUM"))
-      cv.detail = "OPENCV_FOR_THREADS_NUM=" + plan.env.at("OPENCV_FOR_THREADS_NUM") +
-                  " ignored by OpenCV's TBB backend -> one per PU of the " +
-                  std::to_string(visible) + "-PU cpuset";
-    // OpenBLAS's pthread workers spin (sched_yield) for a long while after each call, so in a
-    // training loop they stay runnable next to whatever runs after the GEMM; libgomp's and
-    // OpenCV's pools spin only briefly, so they take turns with each other on the main thread.
-    blas.busy = blas.threads - 1;
-    const int turn = std::max(omp.threads - 1, cv.threads - 1);
-    omp.busy = omp.threads - 1 >= cv.threads - 1 ? turn : 0;
-    cv.busy = omp.busy == 0 ? turn : 0;
-    for (ThreadGroup* g : {&omp, &blas, &cv}) {
-      g->threads -= 1;  // the caller is the main thread, counted once
-      if (g->threads > 0 || g->source != "library default") rp.groups.push_back(*g);
-    }
-    const FlagValue comm = find_flag(argv, model.comm_thread_flag);
-    if (comm.present) add("comm", 1, 1, "flag", model.comm_thread_flag);
+    KnobContext ctx = knob_context(topo, np);
+    ctx.cpuset_pus = visible;
+    add_pool_groups(rp.groups, plan, model, ctx);
 
     for (const ThreadGroup& g : rp.groups) {
       rp.threads_alive += g.threads;
@@ -340,7 +399,8 @@ std::string prediction_causes(const Prediction& p, int rank) {
   std::string defaults, set;
   for (const ThreadGroup& g : r->groups) {
     if (g.busy <= 0 || g.name == "main") continue;
-    const bool pool = g.name == "openmp" || g.name == "blas" || g.name == "opencv";
+    const KnobPool* kp = knob_catalog().pool(g.name);
+    const bool pool = kp != nullptr && kp->counts_caller;  // its size counts the main thread
     std::string& out =
         (g.source == "library default" || g.source == "program default") ? defaults : set;
     if (!out.empty()) out += ", ";

@@ -10,12 +10,11 @@
 // socket when np > 2. An explicit --bind-to core with more ranks than cores is refused by
 // mpirun unless ":overload-allowed"; the prediction wraps ranks round the cores and says so.
 //
-// Libraries' defaults are predicted as the libraries choose them: libgomp, OpenBLAS and OpenCV
-// all start one thread per logical CPU of the affinity mask they see (the rank's bound cpuset).
-// OpenBLAS (pthread build) reads OPENBLAS_NUM_THREADS, then GOTO_NUM_THREADS, then
-// OMP_NUM_THREADS, and caps a value from the environment at that CPU count; a value set by the
-// program (openblas_set_num_threads) is not capped. (Measured with OpenBLAS 0.3.21 on 2 PUs:
-// OPENBLAS_NUM_THREADS=8 gives 2, and 1 under taskset -c 0 with nothing set.)
+// Which pools a rank starts, what sizes them (flag, study parameter, environment, in that order)
+// and their defaults when unset all come from the knob catalog (probes/knobs.yaml): libgomp,
+// OpenBLAS and OpenCV start one thread per logical CPU of the affinity mask they see (the rank's
+// bound cpuset), PyTorch one per physical core of the machine, and so on; a value from the
+// environment is capped where the library caps it (OpenBLAS); a value the program sets is not.
 //
 // Pure functions of their arguments: thread-safe.
 #pragma once
@@ -104,20 +103,31 @@ LaunchPlan launch_plan_from_mpirun(const MpirunOptions& options,
                                    std::vector<std::string> program_argv,
                                    std::map<std::string, std::string> env);
 
-// The program's thread flags and its own defaults (the bundled tune-trainer's by default).
-struct ProgramModel {
-  std::string iterator_workers_flag = "--iterator-workers";  // worker threads; 0 = main loads
-  int iterator_workers_default = 2;  // trainer default; -1 = one per PU (Chainer's iterator)
-  std::string omp_threads_flag = "--omp-threads";
-  std::string blas_threads_flag = "--blas-threads";
-  std::string opencv_threads_flag = "--opencv-threads";
-  // Debian 12's OpenCV 4.6 runs parallel_for_ on TBB and ignores OPENCV_FOR_THREADS_NUM (measured:
-  // 1 and 4 both gave one thread per PU); only cv::setNumThreads (the flag) changes it. Set true
-  // for an OpenCV built on its own pthreads/OpenMP pool, which reads the variable, or for a
-  // program that applies the variable itself (the bundled trainer does).
-  bool opencv_reads_env = false;
-  std::string comm_thread_flag = "--double-buffering";  // present = one communication thread
+// One pool a program starts and what sizes it, for the prediction. Built from the knob catalog
+// (probes/knob_catalog.h), never written by hand: trainer_program_model() for the bundled
+// trainer, the tuner's probe hooks from a study's `knobs:` section for any other program.
+struct PoolModel {
+  std::string pool;                    // a catalog pool: openmp, blas, torch_intra_op, comm, ...
+  std::string flag;                    // the program's flag that sizes it; "" = none
+  bool flag_is_switch = false;         // a flag without a value: present = one thread (comm)
+  std::optional<int> value;            // set for this trial by the study (a parameter's value)
+  std::string value_detail;            // how, for people: "{threads} = 1 (study knob)"
+  std::optional<int> program_default;  // the program's own default; nullopt = the library's
 };
+
+// The pools of a program, in the order the prediction lists them. `program` is the catalog's
+// program tag the environment's knobs are judged for ("any", "torch", "tune-trainer"): a pool's
+// variable takes effect only where its knob applies to the program (OPENCV_FOR_THREADS_NUM only
+// in programs that apply it themselves), and a catalog variable set in the rank's environment
+// adds the pool it controls even when `pools` lacks it (OMP_NUM_THREADS=4: an OpenMP team).
+struct ProgramModel {
+  std::string program = "any";
+  std::vector<PoolModel> pools;
+};
+
+// The bundled tune-trainer: every catalog knob of `tune-trainer` that is a flag sizing a pool
+// (a default below the knob's `low` means "unset": the pool's library default applies).
+const ProgramModel& trainer_program_model();
 
 // For a command line the user wrote: an argv that may start with mpirun/mpiexec/orterun/prterun
 // (read_mpirun_options, then launch_plan_from_mpirun), otherwise a one-rank plan. `env` is the
@@ -127,9 +137,9 @@ LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env);
 
 struct ThreadGroup {
-  std::string name;    // main | iterator_workers | openmp | blas | opencv | comm
-  int threads = 0;     // threads it adds (a pool of n adds n - 1: the caller is the main thread)
-  int busy = 0;        // how many of them the prediction counts as busy at the same time
+  std::string name;  // main, or a catalog pool: iterator_workers | openmp | blas | opencv | comm..
+  int threads = 0;   // threads it adds (a pool of n adds n - 1: the caller is the main thread)
+  int busy = 0;      // how many of them the prediction counts as busy at the same time
   std::string source;  // flag | env | library default | program default | fixed
   std::string detail;  // "OPENBLAS_NUM_THREADS=4", "unset -> one per PU of a 2-PU cpuset"
 };
@@ -166,7 +176,9 @@ struct Prediction {
   nlohmann::json to_json() const;
 };
 
-Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramModel& model = {});
+// `model` says which pools each rank starts (the bundled trainer's by default).
+Prediction predict(const Topology& topo, const LaunchPlan& plan,
+                   const ProgramModel& model = trainer_program_model());
 
 // A constraint value for the sampler (Optuna's convention: <= 0 feasible): the worst cpuset's
 // busy threads per PU, minus one. 0.5 means 50% more busy threads than PUs.

@@ -33,9 +33,11 @@ build=(
 # tune's database; sqlite3 and hwloc are the command-line tools the tests and their failure
 # messages use. openssh-server + iproute2: scripts/netns-hosts.sh (hosts as network namespaces,
 # each with its own sshd; never started as a service) for the multi-host test and bench.
+# python3-torch + python3-numpy: the PyTorch DDP example (examples/pytorch_ddp) that the
+# `tune init` end-to-end test tunes.
 test=(
   libgtest-dev libgmock-dev
-  python3-optuna python3-psycopg2 sqlite3 hwloc
+  python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy
   chromium slurm-wlm munge postgresql
   openssh-server iproute2
 )

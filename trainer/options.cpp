@@ -3,6 +3,7 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <sstream>
 
 namespace tune::trainer {
 namespace {
@@ -194,17 +195,26 @@ std::expected<Options, std::string> parse_options(const std::vector<std::string>
 }
 
 std::string usage() {
+  // The thread/communication defaults shown are the knob catalog's (trainer/knob_defaults.h).
+  std::ostringstream bucket;
+  bucket << knob_defaults::k_bucket_mb;
   return "usage: tune-trainer --out DIR (--data-dir DIR | --synthetic N) [--model mlp|cnn]\n"
          "  [--hidden 1000,1000] [--batch-size 100] [--lr 0.05] "
          "[--optimizer momentum|adam]\n"
          "  [--momentum 0.9 (0.5 with 1bit)] [--epochs 1] [--max-iterations N] [--train-samples N] "
          "[--val-samples N]\n"
-         "  [--log-interval 100] [--benchmark] [--iterator-workers 2] [--prefetch N]\n"
+         "  [--log-interval 100] [--benchmark] [--iterator-workers " +
+         std::to_string(knob_defaults::k_iterator_workers) +
+         "] [--prefetch N]\n"
          "  [--augment none|light|heavy] [--omp-threads N] [--blas-threads N] [--opencv-threads "
          "N]\n"
          "  [--allreduce mpi|ring|rabenseifner|hierarchical|nccl] [--grad-dtype fp32|fp16|1bit]\n"
-         "  [--warm-start N] [--bucket-mb 4] [--double-buffering] [--device cpu|cuda] [--seed 1]\n"
-         "  [--sync sgd|block] [--block-steps 8] [--block-momentum 1-1/ranks]\n"
+         "  [--warm-start N] [--bucket-mb " +
+         bucket.str() +
+         "] [--double-buffering] [--device cpu|cuda] [--seed 1]\n"
+         "  [--sync sgd|block] [--block-steps " +
+         std::to_string(knob_defaults::k_block_steps) +
+         "] [--block-momentum 1-1/ranks]\n"
          "  [--block-lr 1-block_momentum]\n"
          "  [--block-nesterov]\n";
 }

@@ -8,11 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "trainer/knob_defaults.h"  // generated from probes/knobs.yaml at build time
+
 namespace tune::trainer {
 
 enum class ModelKind { mlp, cnn };
 enum class OptimizerKind { momentum, adam };
 enum class Augment { none, light, heavy };
+// Algorithm, GradDtype and SyncKind list their values in the knob catalog's choice order, so the
+// catalog's default index names the enum value (tests/trainer/knob_defaults_test.cpp checks).
 enum class Algorithm { mpi, ring, rabenseifner, hierarchical, nccl };
 enum class GradDtype { fp32, fp16, one_bit };
 enum class Device { cpu, cuda };
@@ -34,24 +38,26 @@ struct Options {
   std::int64_t val_samples = 0;                       // --val-samples, 0 = whole test set
   std::int64_t log_interval = 100;                    // --log-interval (iterations)
   bool benchmark = false;                             // --benchmark: no evaluation, one final entry
-  int iterator_workers = 2;                           // --iterator-workers, 0 = main thread loads
-  int prefetch = 0;                                   // --prefetch batches queued, 0 = 2 per worker
-  Augment augment = Augment::none;                    // --augment
-  int omp_threads = 0;                   // --omp-threads, 0 = OMP_NUM_THREADS or default
-  int blas_threads = 0;                  // --blas-threads, 0 = OPENBLAS_NUM_THREADS or default
-  int opencv_threads = -1;               // --opencv-threads, -1 = OPENCV_FOR_THREADS_NUM or default
-  Algorithm allreduce = Algorithm::mpi;  // --allreduce
-  GradDtype grad_dtype = GradDtype::fp32;  // --grad-dtype
-  std::int64_t warm_start = 0;             // --warm-start: samples trained before 1-bit starts
-  double bucket_mb = 4.0;                  // --bucket-mb: gradient fusion size
-  bool double_buffering = false;           // --double-buffering
-  SyncKind sync = SyncKind::sgd;           // --sync: gradients every step, or block momentum
-  int block_steps = 8;                     // --block-steps: local steps per block (--sync block)
-  float block_momentum = -1.f;             // --block-momentum, < 0 = 1 - 1/ranks (Chen & Huo)
-  float block_lr = -1.f;                   // --block-lr, < 0 = 1 - block momentum (unit gain)
-  bool block_nesterov = false;             // --block-nesterov: next block starts from lookahead
-  Device device = Device::cpu;             // --device
-  std::uint64_t seed = 1;                  // --seed
+  // The thread and communication flags below take their defaults from the knob catalog
+  // (probes/knobs.yaml, which says why each is what it is).
+  int iterator_workers = knob_defaults::k_iterator_workers;  // --iterator-workers, 0 = main loads
+  int prefetch = knob_defaults::k_prefetch;        // --prefetch batches queued, 0 = 2 per worker
+  Augment augment = Augment::none;                 // --augment
+  int omp_threads = knob_defaults::k_omp_threads;  // --omp-threads, 0 = OMP_NUM_THREADS or default
+  int blas_threads = knob_defaults::k_blas_threads;  // --blas-threads, 0 = OPENBLAS_NUM_THREADS..
+  int opencv_threads = knob_defaults::k_opencv_threads;  // --opencv-threads, -1 = env or default
+  Algorithm allreduce = static_cast<Algorithm>(knob_defaults::k_allreduce_index);    // --allreduce
+  GradDtype grad_dtype = static_cast<GradDtype>(knob_defaults::k_grad_dtype_index);  // --grad-dtype
+  std::int64_t warm_start = knob_defaults::k_warm_start;  // --warm-start: samples before 1-bit
+  double bucket_mb = knob_defaults::k_bucket_mb;          // --bucket-mb: gradient fusion size (MB)
+  bool double_buffering = knob_defaults::k_double_buffering;           // --double-buffering
+  SyncKind sync = static_cast<SyncKind>(knob_defaults::k_sync_index);  // --sync: sgd | block
+  int block_steps = knob_defaults::k_block_steps;  // --block-steps: local steps per block
+  float block_momentum = -1.f;  // --block-momentum, < 0 = 1 - 1/ranks (Chen & Huo)
+  float block_lr = -1.f;        // --block-lr, < 0 = 1 - block momentum (unit gain)
+  bool block_nesterov = false;  // --block-nesterov: next block starts from lookahead
+  Device device = Device::cpu;  // --device
+  std::uint64_t seed = 1;       // --seed
 };
 
 // Parses argv[1..]; accepts "--flag value" and "--flag=value".

@@ -145,6 +145,7 @@ int run_cli(int argc, char** argv) {
   add_study_args(trials, study_args);
   std::vector<Subcommand> more = add_report_commands(app);
   for (auto& s : add_probe_commands(app)) more.push_back(std::move(s));
+  for (auto& s : add_init_commands(app)) more.push_back(std::move(s));
   app.require_subcommand(0, 1);
   app.footer(
       "Exit status: 0 done; 1 the input was fine but running it failed (the database, the "

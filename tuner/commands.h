@@ -1,5 +1,5 @@
-// Subcommands that live outside cli.cpp (report, export, confirm, probe): each module adds its
-// subcommands to the CLI11 app and returns what to run when one of them was chosen. A handler
+// Subcommands that live outside cli.cpp (report, export, confirm, probe, init): each module adds
+// its subcommands to the CLI11 app and returns what to run when one of them was chosen. A handler
 // returns the exit status; errors are thrown, BadInput for what the user must fix (exit 2) and
 // std::runtime_error for a command that could not be carried out (exit 1), and printed by
 // run_cli's one top-level catch as "tune: error: ...".
@@ -68,5 +68,7 @@ struct Subcommand {
 std::vector<Subcommand> add_report_commands(CLI::App& app);
 // tuner/probe_cli.cpp: `tune probe`.
 std::vector<Subcommand> add_probe_commands(CLI::App& app);
+// tuner/init_cli.cpp: `tune init`.
+std::vector<Subcommand> add_init_commands(CLI::App& app);
 
 }  // namespace tune::tuner

@@ -182,20 +182,30 @@ Result<void> log_objective(const ObjectiveSpec& objective, const nlohmann::json&
 
 }  // namespace
 
+std::string objective_label(const ObjectiveSpec& objective) {
+  if (objective.wall_time) return "wall_time";
+  return objective.use_regex ? "" : objective.key;
+}
+
 Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,
-                                        const std::string& stderr_path) {
+                                        const std::string& stderr_path, double wall_s) {
   ObjectiveReading reading;
   nlohmann::json entries;
-  const bool need_log = !objective.use_regex || !constraints.empty();
+  const bool need_log = (!objective.use_regex && !objective.wall_time) || !constraints.empty();
   if (need_log) {
     auto log = read_log(log_path);
     if (!log) return std::unexpected(log.error());
     entries = std::move(*log);
     if (entries.empty()) return std::unexpected(fmt::format("log {} has no entries", log_path));
   }
-  if (objective.use_regex) {
+  if (objective.wall_time) {
+    if (!std::isfinite(wall_s) || wall_s <= 0)
+      return std::unexpected(fmt::format("no wall time was measured ({})", wall_s));
+    reading.value = wall_s;
+    if (!entries.is_null()) reading.entry = entries.back();
+  } else if (objective.use_regex) {
     auto v = regex_objective(objective, stdout_path, stderr_path);
     if (!v) return std::unexpected(v.error());
     reading.value = *v;

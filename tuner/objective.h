@@ -32,13 +32,18 @@ inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
 // Why `pattern` is not a valid objective regex (RE2 syntax), or nullopt when it is.
 std::optional<std::string> regex_error(const std::string& pattern);
 
+// What the reports call the objective: the log key, "wall_time", or "" for a regex (no name).
+std::string objective_label(const ObjectiveSpec& objective);
+
 // Reads a Chainer-style log: a JSON array of objects (at most 256 MiB).
 Result<nlohmann::json> read_log(const std::string& path);
 
+// `wall_s` is the trial's wall time as the runner measured it (launch to exit): the value of a
+// `wall_time` objective, which then reads the log only for constraints.
 Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,
-                                        const std::string& stderr_path);
+                                        const std::string& stderr_path, double wall_s = 0);
 
 // (step, value) pairs for pruning from the entries of a log that is still being written.
 std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,

@@ -83,19 +83,16 @@ std::map<std::string, std::string> rank_environment(const RenderedLaunch& launch
   return env;
 }
 
-// The thread model of the bundled trainer; any other program is assumed to start no iterator
-// workers of its own (its OpenMP/BLAS pools are still predicted from the env).
-probes::ProgramModel program_model(const probes::LaunchPlan& plan) {
-  probes::ProgramModel model;
+// What the prediction knows of the trial's program: the bundled trainer's thread model (from
+// the knob catalog) when it runs tune-trainer, else only what the study's `knobs:` declare and
+// the catalog's variables in the ranks' environment; either way, each declared pool sized by the
+// trial's value of its parameter.
+probes::ProgramModel program_model(const probes::LaunchPlan& plan, const ProbeSpec& spec,
+                                   const search::FrozenTrial& trial) {
   const auto& program = plan.program_argv.empty() ? std::string() : plan.program_argv.front();
-  if (program.ends_with("tune-trainer")) {
-    // The trainer applies OPENCV_FOR_THREADS_NUM itself (cv::setNumThreads), which Debian's
-    // TBB-based OpenCV would otherwise ignore.
-    model.opencv_reads_env = true;
-  } else {
-    model.iterator_workers_default = 0;
-  }
-  return model;
+  return study_program_model(
+      program.ends_with("tune-trainer") ? probes::trainer_program_model() : probes::ProgramModel{},
+      spec.knobs, trial);
 }
 
 // The trial's verdict: this node's monitor, merged with the other nodes' samplers when the
@@ -145,10 +142,11 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     state->tag = fmt::format("{}.{}.{}", this_hostname(), ::getpid(), trial.number);
     launch.env_set[probes::k_probe_tag_env] = state->tag;
   };
-  hooks.before_launch = [state](const search::FrozenTrial&, const RenderedLaunch& launch) {
+  hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
     const auto env = rank_environment(launch);
     const auto plan = launch.probe_plan(env);
-    state->nodes = probes::predict_nodes(state->topology, plan, program_model(plan));
+    state->nodes =
+        probes::predict_nodes(state->topology, plan, program_model(plan, state->spec, trial));
     state->local.reset();
     for (const auto& node : plan.layout)
       if (!node.ranks.empty() && !state->local && is_this_host(node.host)) state->local = node;

@@ -21,6 +21,7 @@
 #include "tuner/confirm.h"
 #include "tuner/export.h"
 #include "tuner/install_layout.h"
+#include "tuner/objective.h"
 #include "tuner/report.h"
 #include "tuner/report_cells.h"
 #include "tuner/runner.h"
@@ -120,7 +121,7 @@ int run_report(const ReportArgs& args) {
   auto data = build_report(*opened.cache, opened.cache->study().name,
                            spec ? spec->space : search::SearchSpace{}, options);
   data.storage = opened.url;
-  if (spec && !spec->objective.use_regex) data.objective = spec->objective.key;
+  if (spec) data.objective = objective_label(spec->objective);
   auto reporter = unwrap_input(make_reporter(args.format));
   std::ostringstream text;
   reporter->write(text, data);
@@ -235,7 +236,7 @@ int run_export(const ExportArgs& args) {
   ReportOptions options;
   options.importance = false;
   auto data = build_report(*opened.cache, opened.cache->study().name, spec.space, options);
-  if (!spec.objective.use_regex) data.objective = spec.objective.key;
+  data.objective = objective_label(spec.objective);
   const auto [number, measured] = export_choice(data, args.trial);
   const auto& trials = opened.cache->trials();
   const auto trial = std::find_if(trials.begin(), trials.end(),

@@ -85,6 +85,7 @@ class LogFollower {
   // holds (called once more after the trial ended, so even fast trials leave full curves).
   std::string tick(bool prune = true) {
     m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
+    if (m_objective.wall_time) return "";  // no log to follow: the value is known at the end
     std::error_code ec;
     const auto mtime = fs::last_write_time(m_log_path, ec);
     if (ec || mtime == m_last_mtime) return "";
@@ -416,7 +417,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   ctx.stderr_path = p.request.stderr_path;
   ran.outcome = classify_outcome(res, ctx, [&] {
     return read_objective(m_spec.objective, m_spec.constraints, p.log_path, p.request.stdout_path,
-                          p.request.stderr_path);
+                          p.request.stderr_path, res.wall_s);
   });
   if (auto r = errors.result(); !r) return std::unexpected(r.error());
   return ran;

@@ -65,10 +65,11 @@ class Parser : private YamlReader {
     check_keys(root, "",
                {"name", "direction", "objective", "constraints", "launch", "command", "env",
                 "timeout", "params", "sampler", "pruner", "enqueue", "output", "storage", "probes",
-                "incumbent_repeats"});
+                "knobs", "incumbent_repeats"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
+    if (const auto& k = root["knobs"]) spec.probes.knobs = parse_study_knobs(*this, k, spec.space);
     parse_command(root, spec);
     if (const auto& env = root["env"]) parse_env(env, spec);
     if (const auto& t = root["timeout"]) {
@@ -88,6 +89,7 @@ class Parser : private YamlReader {
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
     parse_output_storage(root, spec);
     if (const auto& p = root["probes"]) parse_probes(p, spec);
+    check_wall_time(root, spec);
     return spec;
   }
 
@@ -204,8 +206,9 @@ class Parser : private YamlReader {
 
   void parse_objective(const YAML::Node& o, StudySpec& spec) {
     check_keys(o, "objective",
-               {"log", "key", "entry", "regex", "stream", "intermediate", "step_key"});
+               {"log", "key", "entry", "regex", "stream", "intermediate", "step_key", "wall_time"});
     auto& obj = spec.objective;
+    if (o["wall_time"]) parse_wall_time(o, spec);
     if (o["regex"]) {
       obj.use_regex = true;
       obj.regex = string(o["regex"], "objective.regex");
@@ -236,6 +239,31 @@ class Parser : private YamlReader {
     if (o["intermediate"])
       obj.intermediate_key = string(o["intermediate"], "objective.intermediate");
     if (o["step_key"]) obj.step_key = string(o["step_key"], "objective.step_key");
+  }
+
+  // objective.wall_time: the value is the trial's wall time, so nothing is read from a log or a
+  // stream; keys that would say where to read it are contradictions, not silently ignored.
+  void parse_wall_time(const YAML::Node& o, StudySpec& spec) {
+    spec.objective.wall_time = boolean(o["wall_time"], "objective.wall_time");
+    if (!spec.objective.wall_time) return;
+    for (const char* key : {"key", "entry", "regex", "stream", "intermediate", "step_key"}) {
+      if (o[key]) {
+        fail(o[key], std::string("objective.") + key,
+             "makes no sense with wall_time: true (the value is the trial's wall time, read "
+             "from no log or stream); remove one of them");
+      }
+    }
+  }
+
+  // Checks across sections, once everything is read.
+  void check_wall_time(const YAML::Node& root, const StudySpec& spec) const {
+    if (!spec.objective.wall_time) return;
+    if (spec.direction != search::Direction::minimize)
+      fail(root["direction"], "direction", "wall_time is minimized; use direction: minimize");
+    if (root["objective"]["log"] && spec.constraints.empty()) {
+      fail(root["objective"]["log"], "objective.log",
+           "with wall_time: true the log is read only for 'constraints', and there are none");
+    }
   }
 
   void parse_constraints(const YAML::Node& c, StudySpec& spec) {

@@ -27,13 +27,16 @@
 #include "search/trial.h"
 #include "tuner/result.h"
 #include "tuner/slurm_launch.h"
+#include "tuner/study_knobs.h"
 #include "tuner/templates.h"  // TemplateValues, expand_template: part of this interface
 
 namespace tune::tuner {
 
 struct ObjectiveSpec {
-  // Chainer LogReport JSON (array of entries) at `log`, or a regex over the trial's stdout.
+  // Chainer LogReport JSON (array of entries) at `log`, a regex over the trial's stdout, or the
+  // trial's wall time (launch to exit, as tune measured it) for a program that logs nothing.
   bool use_regex = false;
+  bool wall_time = false;  // objective: {wall_time: true}; minimize only; `log` for constraints
   std::string log = "{trial_dir}/log";  // template
   std::string key = "elapsed_time";     // key of the chosen entry
   std::string entry = "last";           // last | first | min | max (over all entries)
@@ -74,6 +77,9 @@ struct ProbeSpec {
   bool enabled = true;      // predict before and monitor during each trial
   bool constrain = false;   // predicted-oversubscribed trials are constrained out, not run
   double interval_s = 0.2;  // /proc sampling interval
+  // The study's top-level `knobs:` section (tuner/study_knobs.h): which parameter sizes which
+  // pool of the program. Kept here because the prediction is its one reader. Default: none.
+  std::vector<StudyKnob> knobs;
 };
 
 struct StudySpec {

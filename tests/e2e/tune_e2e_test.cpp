@@ -105,6 +105,32 @@ TEST_F(TuneE2E, RerunningContinuesTheStudy) {
   EXPECT_NE(o.out.find("5 trials: 5 complete"), std::string::npos) << o.out;
 }
 
+// objective: {wall_time: true}: the value is the trial's wall time as tune measured it, whatever
+// the program logs (the fake trial's log says 1000), and a failed exit still fails the trial.
+TEST_F(TuneE2E, WallTimeObjectiveScoresTheRunItself) {
+  const auto study = write_study(
+      study_head() + "command: ['" FAKE_TRIAL
+                     "', --out, '{trial_dir}', --value, '1000', --step-ms, '{ms}', --mode, "
+                     "'{mode}']\n"
+                     "objective: {wall_time: true}\n"
+                     "sampler: {type: random, seed: 1}\n"
+                     "params:\n  ms: [20, 600]\n  mode: [ok, crash]\n"
+                     "enqueue: [{ms: 600, mode: ok}, {ms: 20, mode: ok}, {ms: 20, mode: crash}]\n");
+  auto o = run_tune({"--trials", "3", study});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  auto ts = trials();
+  ASSERT_EQ(ts.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(ts[i].state, TrialState::complete) << reason(ts[i]);
+    EXPECT_DOUBLE_EQ(*ts[i].value, ts[i].user_attrs.at(k_attr_wall_time).get<double>());
+  }
+  EXPECT_GE(*ts[0].value, 0.6);
+  EXPECT_LT(*ts[0].value, 100.0);  // not the logged 1000
+  EXPECT_LT(*ts[1].value, *ts[0].value);
+  EXPECT_EQ(ts[2].state, TrialState::fail);
+  EXPECT_NE(reason(ts[2]).find("exit code 3"), std::string::npos) << reason(ts[2]);
+}
+
 TEST_F(TuneE2E, KillNineMidTrialThenResume) {
   const auto hang_flag = m_dir / "hang";
   const auto started = m_dir / "started";

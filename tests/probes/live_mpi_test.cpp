@@ -32,8 +32,10 @@ Watched run_and_watch(const std::string& bind, int threads, double seconds) {
   auto source = make_live_source();
   auto topo = source->topology();
   EXPECT_TRUE(topo) << topo.error();
-  ProgramModel spin;
-  spin.iterator_workers_default = 0;
+  ProgramModel spin;  // probes_spin: one OpenMP team, sized by its flag
+  spin.pools.emplace_back();
+  spin.pools.back().pool = "openmp";
+  spin.pools.back().flag = "--omp-threads";
   w.prediction = predict(*topo, launch_plan_from_argv(argv, {}), spin);
 
   std::vector<char*> cargv;

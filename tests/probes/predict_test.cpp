@@ -24,6 +24,13 @@ LaunchPlan mpirun(int np, std::string bind, std::vector<std::string> program,
   return p;
 }
 
+PoolModel pool_model(std::string pool, std::string flag) {
+  PoolModel p;
+  p.pool = std::move(pool);
+  p.flag = std::move(flag);
+  return p;
+}
+
 const ThreadGroup* group(const RankPrediction& r, const std::string& name) {
   for (const ThreadGroup& g : r.groups)
     if (g.name == name) return &g;
@@ -83,10 +90,11 @@ TEST(Predict, TrainerDefaultsAreFlaggedOnTheSmallMachine) {
   const Prediction p = predict(machine("pack:1 core:2 pu:1"), mpirun(2, "", {"tune-trainer"}));
   EXPECT_TRUE(p.oversubscribed);
   EXPECT_EQ(group(p.ranks[0], "iterator_workers")->source, "program default");
-  ProgramModel chainer;
-  chainer.iterator_workers_default = -1;  // one per PU, like Chainer's MultiProcessIterator
+  ProgramModel chainer;  // a study's `workers: {pool: iterator_workers}`, left unset
+  chainer.pools.push_back(pool_model("iterator_workers", "--loaderjob"));
   const Prediction q =
       predict(machine("pack:1 core:2 pu:1"), mpirun(2, "none", {"trainer"}), chainer);
+  // Chainer's MultiprocessIterator default: one per PU of the machine.
   EXPECT_EQ(group(q.ranks[0], "iterator_workers")->threads, 2);
   EXPECT_EQ(group(q.ranks[0], "iterator_workers")->source, "library default");
 }
@@ -141,24 +149,69 @@ TEST(Predict, FlagsWinOverEnvironmentAndEnvIsCappedForOpenBlas) {
   EXPECT_FALSE(q.oversubscribed);
 }
 
-TEST(Predict, OpenCvEnvironmentIsIgnoredByTheTbbBuildUnlessTheModelSaysSo) {
+TEST(Predict, OpenCvEnvironmentIsIgnoredByTheTbbBuildUnlessTheProgramAppliesIt) {
   const Topology t = machine("pack:1 core:4 pu:1");
   const LaunchPlan plan = mpirun(
       1, "none", {"x", "--iterator-workers", "0", "--omp-threads", "1", "--blas-threads", "1"},
       {{"OPENCV_FOR_THREADS_NUM", "1"}});
-  const Prediction tbb = predict(t, plan);
+  // Any program but the trainer: Debian's OpenCV (TBB) ignores the variable.
+  ProgramModel tbb_program = trainer_program_model();
+  tbb_program.program = "any";
+  const Prediction tbb = predict(t, plan, tbb_program);
   const ThreadGroup* cv = group(tbb.ranks[0], "opencv");
   ASSERT_NE(cv, nullptr);
   EXPECT_EQ(cv->source, "library default");
   EXPECT_EQ(cv->threads, 3);
   EXPECT_EQ(cv->detail,
-            "OPENCV_FOR_THREADS_NUM=1 ignored by OpenCV's TBB backend -> one per PU of the 4-PU "
-            "cpuset");
-  ProgramModel own_pool;
-  own_pool.opencv_reads_env = true;
-  const Prediction p = predict(t, plan, own_pool);
+            "OPENCV_FOR_THREADS_NUM=1 not read by this program (opencv_for_threads_num applies to "
+            "tune-trainer) -> one per PU of the 4-PU cpuset");
+  const Prediction p = predict(t, plan);  // the trainer calls cv::setNumThreads with it
   EXPECT_EQ(group(p.ranks[0], "opencv")->source, "env");
   EXPECT_EQ(p.ranks[0].busy_threads, 1);
+}
+
+// An opaque program (a PyTorch DDP script) is predicted from the pools the study declares, not
+// from its name: `threads: {pool: torch_intra_op}` and `--threads {threads}` on 2 PUs, 2 ranks.
+TEST(Predict, AnExternalProgramsDeclaredPoolIsSizedByItsFlagOrItsLibraryDefault) {
+  const Topology t = machine("pack:1 core:2 pu:1");
+  ProgramModel torch;
+  torch.program = "torch";
+  torch.pools.push_back(pool_model("torch_intra_op", "--threads"));
+  const Prediction one =
+      predict(t, mpirun(2, "", {"python3", "train.py", "--threads", "1"}), torch);
+  EXPECT_FALSE(one.oversubscribed) << one.summary;
+  EXPECT_EQ(one.busy_threads, 2);  // each rank's main thread is its one intra-op thread
+  EXPECT_EQ(group(one.ranks[0], "torch_intra_op")->source, "flag");
+  // Unset: PyTorch's default, one per physical core of the machine whatever the binding.
+  const Prediction unset = predict(t, mpirun(2, "", {"python3", "train.py"}), torch);
+  const ThreadGroup* intra = group(unset.ranks[0], "torch_intra_op");
+  ASSERT_NE(intra, nullptr);
+  EXPECT_EQ(intra->source, "library default");
+  EXPECT_EQ(intra->threads, 1);  // 2 cores: the main thread and one more
+  EXPECT_TRUE(unset.oversubscribed) << unset.summary;
+  // OMP_NUM_THREADS sizes the same team (PyTorch's intra-op pool is its OpenMP pool): predicted
+  // once, as torch_intra_op.
+  const Prediction env =
+      predict(t, mpirun(2, "", {"python3", "train.py"}, {{"OMP_NUM_THREADS", "1"}}), torch);
+  EXPECT_EQ(group(env.ranks[0], "openmp"), nullptr);
+  EXPECT_EQ(group(env.ranks[0], "torch_intra_op")->detail, "OMP_NUM_THREADS=1");
+  EXPECT_FALSE(env.oversubscribed) << env.summary;
+}
+
+TEST(Predict, AnUndeclaredProgramStartsOnlyThePoolsItsEnvironmentSets) {
+  const Topology t = machine("pack:1 core:2 pu:1");
+  const ProgramModel opaque;  // no knobs declared, not the trainer
+  const Prediction bare =
+      predict(t, mpirun(2, "none", {"python3", "train.py", "--threads", "4"}), opaque);
+  EXPECT_EQ(bare.ranks[0].groups.size(), 1u) << "main only: --threads means nothing undeclared";
+  EXPECT_FALSE(bare.oversubscribed);
+  const Prediction omp =
+      predict(t, mpirun(2, "none", {"python3", "train.py"}, {{"OMP_NUM_THREADS", "2"}}), opaque);
+  ASSERT_NE(group(omp.ranks[0], "openmp"), nullptr);
+  EXPECT_EQ(group(omp.ranks[0], "openmp")->busy, 1);
+  EXPECT_EQ(group(omp.ranks[0], "blas"), nullptr)
+      << "OMP_NUM_THREADS adds only the pool it controls";
+  EXPECT_TRUE(omp.oversubscribed);  // unbound: 2 ranks x 2 busy threads on the 2 PUs
 }
 
 TEST(Predict, CommThreadAndIteratorWorkersAdd) {

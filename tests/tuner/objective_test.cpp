@@ -110,6 +110,23 @@ TEST_F(ObjectiveTest, ConstraintsFromTheSameEntry) {
   EXPECT_NEAR(r->constraints[1], -0.2, 1e-12);  // 0.3 - 0.5 <= 0: feasible
 }
 
+TEST_F(ObjectiveTest, WallTimeIsTheValueAndTheLogOnlyFeedsConstraints) {
+  ObjectiveSpec spec;
+  spec.wall_time = true;
+  // No log, no stdout: the measured wall time alone is the value.
+  auto r = read_objective(spec, {}, path("nope"), "", "", 2.5);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_DOUBLE_EQ(r->value, 2.5);
+  EXPECT_FALSE(read_objective(spec, {}, "", "", "", 0));  // nothing measured
+  const auto log = write("log", R"([{"elapsed_time": 9, "acc": 0.9}])");
+  ConstraintSpec min_acc{"acc", 0.8, std::nullopt, 1};
+  auto c = read_objective(spec, {min_acc}, log, "", "", 1.25);
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_DOUBLE_EQ(c->value, 1.25);  // not the log's elapsed_time
+  ASSERT_EQ(c->constraints.size(), 1u);
+  EXPECT_NEAR(c->constraints[0], -0.1, 1e-12);
+}
+
 TEST(IntermediatePoints, StepAndValuePerEntry) {
   ObjectiveSpec spec;
   auto entries = nlohmann::json::parse(

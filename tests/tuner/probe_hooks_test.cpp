@@ -110,6 +110,48 @@ TEST(ProbeHooks, TheBundledTrainersThreadsAreModelled) {
       << other.dump();
 }
 
+// A PyTorch DDP script whose intra-op pool is its `--threads` flag: the study says so
+// (`threads: {pool: torch_intra_op}`) and the prediction follows the trial's value of {threads}.
+TEST(ProbeHooks, DeclaredKnobsPredictAnExternalScriptFromTheTrialsValues) {
+  RenderedLaunch l;
+  l.mpirun.emplace();
+  l.mpirun->n = "2";  // 2 ranks on 2 PUs, Open MPI's default binding (core)
+  // Whatever tune's own environment holds, the ranks get no thread variables.
+  l.env_unset = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS"};
+  auto trial_with = [&](std::optional<std::int64_t> threads) {
+    search::FrozenTrial t;
+    l.command = {"python3", "train.py"};
+    if (threads) {
+      t.distributions["threads"] = search::IntDistribution{1, 2};
+      t.params["threads"] = static_cast<double>(*threads);
+      l.command.insert(l.command.end(), {"--threads", std::to_string(*threads)});
+    }
+    return t;
+  };
+  ProbeSpec spec;
+  spec.knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch"}};
+  auto declared = hooks_for(spec);
+  auto predict = [&](TrialHooks& hooks, std::optional<std::int64_t> threads) {
+    const auto trial = trial_with(threads);
+    return hooks.before_launch(trial, l).value(k_attr_probe_prediction, nlohmann::json::object());
+  };
+  const auto one = predict(declared, 1);
+  EXPECT_FALSE(one["oversubscribed"].get<bool>()) << one.dump();
+  EXPECT_EQ(one["busy_threads"], 2) << one.dump();
+  const auto two = predict(declared, 2);
+  EXPECT_TRUE(two["oversubscribed"].get<bool>()) << two.dump();
+  EXPECT_EQ(two["ranks"][0]["groups"][1]["source"], "study") << two.dump();
+  // No value (the flag left out): PyTorch's library default, one thread per core of the machine.
+  const auto unset = predict(declared, std::nullopt);
+  EXPECT_EQ(unset["ranks"][0]["groups"][1]["source"], "library default") << unset.dump();
+  EXPECT_TRUE(unset["oversubscribed"].get<bool>()) << unset.dump();
+  // Undeclared, the script's flags mean nothing to the prediction: the main threads only.
+  auto bare = hooks_for();
+  const auto opaque = predict(bare, 2);
+  EXPECT_EQ(opaque["busy_threads"], 2) << opaque.dump();
+  EXPECT_EQ(opaque["ranks"][0]["groups"].size(), 1u) << opaque.dump();
+}
+
 TEST(ProbeHooks, ConstraintOnlyWhenConstraining) {
   auto plain = hooks_for();
   EXPECT_FALSE(

@@ -1,6 +1,7 @@
 // Study-file parsing: the accepted form and every error path (file:line and key named).
 #include <gtest/gtest.h>
 
+#include "tuner/study_knobs.h"
 #include "tuner/study_spec.h"
 
 namespace tune::tuner {
@@ -71,6 +72,57 @@ TEST(StudySpec, ParsesEverySection) {
   EXPECT_EQ(spec->output, "tune-out/demo");
 }
 
+TEST(StudySpec, KnobsSayWhichParameterSizesWhichPool) {
+  const auto spec = parse_study_spec(
+      "name: x\ncommand: [python3, train.py, --threads, '{threads}', --workers, '{workers}']\n"
+      "params:\n  threads: {type: int, low: 1, high: 2}\n  workers: [null, 0, 2]\n"
+      "  algo: [Ring, Tree]\n"
+      "knobs:\n  threads: {pool: torch_intra_op}\n  workers: {knob: torch_dataloader_workers}\n"
+      "  algo: {knob: nccl_algo}\n",
+      "s.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  const auto& knobs = spec->probes.knobs;
+  ASSERT_EQ(knobs.size(), 3u);
+  EXPECT_EQ(knobs[0].param, "threads");
+  EXPECT_EQ(knobs[0].pool, "torch_intra_op");
+  EXPECT_EQ(knobs[0].program, "torch");
+  EXPECT_EQ(knobs[1].knob, "torch_dataloader_workers");
+  EXPECT_EQ(knobs[1].pool, "dataloader_workers");
+  EXPECT_EQ(knobs[2].pool, "") << "NCCL_ALGO sizes no pool; a string parameter is fine";
+  EXPECT_EQ(knobs[2].program, "nccl");
+  const auto none = parse_study_spec("name: x\ncommand: [p]\n", "s.yaml");
+  EXPECT_TRUE(none && none->probes.knobs.empty());
+}
+
+// `default: N` is the pool's size when the parameter is null (what this program takes here),
+// and the prediction uses it instead of the catalog's library default.
+TEST(StudySpec, AKnobsDefaultSizesTheUnsetPool) {
+  const auto spec = parse_study_spec(
+      "name: x\ncommand: [python3, t.py, '--threads={threads}']\n"
+      "params:\n  threads: [null, 1, 2]\n"
+      "knobs:\n  threads: {knob: torch_intra_op_threads, default: 1}\n",
+      "s.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  ASSERT_EQ(spec->probes.knobs.size(), 1u);
+  EXPECT_EQ(spec->probes.knobs[0].program_default, 1);
+  search::FrozenTrial trial;  // threads left null: not among the trial's params
+  const auto model = study_program_model({}, spec->probes.knobs, trial);
+  ASSERT_EQ(model.pools.size(), 1u);
+  EXPECT_EQ(model.pools[0].pool, "torch_intra_op");
+  EXPECT_EQ(model.pools[0].program_default, 1);
+  for (const char* bad :
+       {"{knob: torch_intra_op_threads, default: -1}",
+        "{knob: torch_intra_op_threads, default: many}", "{knob: nccl_algo, default: 2}"}) {
+    const auto r = parse_study_spec(
+        std::string("name: x\ncommand: [p, '{threads}']\nparams:\n  threads: [null, 1]\n"
+                    "knobs:\n  threads: ") +
+            bad + "\n",
+        "s.yaml");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().find("knobs.threads"), std::string::npos) << r.error();
+  }
+}
+
 TEST(StudySpec, DefaultsAreTheChainerLog) {
   auto spec = parse_study_spec("name: x\ncommand: [prog]\n", "x.yaml");
   ASSERT_TRUE(spec) << spec.error();
@@ -134,6 +186,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "invalid regular expression"},
         BadCase{"name: x\ncommand: [p]\nobjective: {entry: median}\n", "key 'objective.entry'"},
         BadCase{"name: x\ncommand: [p]\nobjective: {colour: red}\n", "key 'objective.colour'"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, key: elapsed_time}\n",
+                "s.yaml:3: key 'objective.key': makes no sense with wall_time: true"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, regex: 't=(.*)'}\n",
+                "key 'objective.regex': makes no sense with wall_time"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, intermediate: loss}\n",
+                "key 'objective.intermediate': makes no sense with wall_time"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: yes please}\n",
+                "key 'objective.wall_time': expected true or false"},
+        BadCase{"name: x\ncommand: [p]\ndirection: maximize\nobjective: {wall_time: true}\n",
+                "s.yaml:3: key 'direction': wall_time is minimized"},
+        BadCase{"name: x\ncommand: [p]\nobjective: {wall_time: true, log: '{trial_dir}/log'}\n",
+                "key 'objective.log': with wall_time: true the log is read only for "
+                "'constraints'"},
         BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {n: 2, bind: core}}\n",
                 "key 'launch.mpirun.bind': unknown key"},
         BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {n: '{ranks}'}}\n",
@@ -147,8 +212,36 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"name: x\ncommand: [p]\nconstraints: [{key: acc}]\n", "needs 'min' or 'max'"},
         BadCase{"name: x\ncommand: [p]\nprobes: {constrain: maybe}\n",
                 "key 'probes.constrain': expected true or false"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {pool: gpu}}\n",
+                "s.yaml:4: key 'knobs.t.pool': unknown pool 'gpu' (pools: openmp, blas"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {knob: omp_threads}}\n",
+                "s.yaml:4: key 'knobs.t.knob': unknown knob 'omp_threads'"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {w: {pool: openmp}}\n",
+                "s.yaml:4: key 'knobs.w': names no parameter of 'params'"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {pool: openmp, knob: x}}\n",
+                "key 'knobs.t': give one of pool: NAME or knob: NAME"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: [1, 2]}\nknobs: {t: {pool: openmp, flag: x}}\n",
+                "key 'knobs.t.flag': unknown key"},
+        BadCase{"name: x\ncommand: [p]\nparams: {t: {type: float, low: 1, high: 2}}\n"
+                "knobs: {t: {pool: openmp}}\n",
+                "key 'knobs.t': parameter 't' sizes the openmp pool: it must take integer values"},
         BadCase{"name: x\ncommand: [p\n", "invalid YAML"},
         BadCase{"- just\n- a list\n", "must be a YAML mapping"}));
+
+TEST(StudySpec, WallTimeObjective) {
+  auto spec = parse_study_spec("name: x\ncommand: [p]\nobjective: {wall_time: true}\n", "s.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_TRUE(spec->objective.wall_time);
+  EXPECT_FALSE(spec->objective.use_regex);
+  // A log is allowed when constraints read it.
+  auto constrained = parse_study_spec(
+      "name: x\ncommand: [p]\nobjective: {wall_time: true, log: '{trial_dir}/m.json'}\n"
+      "constraints: [{key: acc, min: 0.8}]\n",
+      "s.yaml");
+  ASSERT_TRUE(constrained) << constrained.error();
+  EXPECT_EQ(constrained->objective.log, "{trial_dir}/m.json");
+  EXPECT_FALSE(parse_study_spec("name: x\ncommand: [p]\n", "s.yaml")->objective.wall_time);
+}
 
 TEST(Template, ExpandsParamsBuiltinsAndEscapes) {
   TemplateValues v{{"n", std::int64_t{4}},
