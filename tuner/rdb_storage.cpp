@@ -287,13 +287,47 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
       m_options.synchronous_full && is_finished(state) ? TxnKind::write_flush : TxnKind::write;
   auto r = transact(kind, [&]() -> Result<void> {
     changed = false;
-    auto sel =
-        query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
-              {trial_id});
-    if (!sel) return failed("set trial state", sel.error());
-    if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
-    if (const auto old = parse_state(sel->at(0).text(0)); old && is_finished(*old)) return {};
+    auto old = locked_state(trial_id, "set trial state");
+    if (!old) return std::unexpected(old.error());
+    if (*old && is_finished(**old)) return {};
     if (auto f = finish_trial(trial_id, state, values); !f) return f;
+    changed = true;
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  return changed;
+}
+
+// Inside a write transaction: the trial's state, its row locked where the dialect can.
+Result<std::optional<TrialState>> RdbStorage::locked_state(std::int64_t trial_id,
+                                                           std::string_view what) {
+  auto sel =
+      query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
+            {trial_id});
+  if (!sel) return failed(what, sel.error());
+  if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+  return parse_state(sel->at(0).text(0));
+}
+
+// Inside a write transaction: the trial's value of objective `objective`, inserted or replaced.
+Result<void> RdbStorage::write_value(std::int64_t trial_id, std::int64_t objective, double value) {
+  auto val = query(
+      "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?) "
+      "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
+      "value_type = excluded.value_type",
+      {trial_id, objective, finite_or_null(value), value_type(value)});
+  if (!val) return failed("set trial value", val.error());
+  return {};
+}
+
+Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value) {
+  bool changed = false;
+  auto r = transact(TxnKind::write, [&]() -> Result<void> {
+    changed = false;
+    auto old = locked_state(trial_id, "set complete trial value");
+    if (!old) return std::unexpected(old.error());
+    if (*old != TrialState::complete) return {};
+    if (auto w = write_value(trial_id, 0, value); !w) return w;
     changed = true;
     return {};
   });
@@ -305,13 +339,8 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
 Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
                                       const TrialValues& values) {
   for (std::size_t i = 0; i < values.values.size(); ++i) {
-    const double value = values.values[i];
-    auto val = query(
-        "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
-        "value_type = excluded.value_type",
-        {trial_id, static_cast<std::int64_t>(i), finite_or_null(value), value_type(value)});
-    if (!val) return failed("set trial value", val.error());
+    if (auto w = write_value(trial_id, static_cast<std::int64_t>(i), values.values[i]); !w)
+      return w;
   }
   const std::string sql =
       is_finished(state)

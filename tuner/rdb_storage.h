@@ -90,6 +90,7 @@ class RdbStorage : public Storage {
                                              const search::Distribution& dist) final;
   [[nodiscard]] Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
                                                     const TrialValues& values) final;
+  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value) final;
   [[nodiscard]] Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
                                                           double value) final;
   [[nodiscard]] Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
@@ -134,6 +135,10 @@ class RdbStorage : public Storage {
                                       std::int64_t owner_id, const std::string& key,
                                       const nlohmann::json& value);
   [[nodiscard]] Result<void> insert_heartbeat(std::int64_t trial_id);
+  [[nodiscard]] Result<std::optional<search::TrialState>> locked_state(std::int64_t trial_id,
+                                                                       std::string_view what);
+  [[nodiscard]] Result<void> write_value(std::int64_t trial_id, std::int64_t objective,
+                                         double value);
   [[nodiscard]] Result<void> finish_trial(std::int64_t trial_id, search::TrialState state,
                                           const TrialValues& values);
   // The trials matching `where` (a condition on `trials` with `?`s for `params`) in number

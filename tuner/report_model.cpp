@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "search/importance.h"
 #include "tuner/report_cells.h"
 #include "tuner/report_stats.h"
+#include "tuner/rerun.h"
 #include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
@@ -78,12 +80,17 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
   ReportTrial r;
   r.number = t.number;
   r.state = t.state;
-  r.value = t.value;
+  // A re-measured trial shows its own run (its stored value is the believed one); a re-run,
+  // stored as PRUNED so that Optuna does not rank it, shows as the measurement it is (rerun.h).
+  r.value = search_value(t);
   r.values = t.values;
   r.feasible = t.is_feasible();
-  if (auto it = t.system_attrs.find(k_attr_confirm_of);
-      it != t.system_attrs.end() && it->is_number_integer()) {
-    r.confirm_of = it->get<int>();
+  r.confirm_of = rerun_of(t);
+  if (r.confirm_of) {
+    if (const auto v = rerun_value(t)) {
+      r.state = TrialState::complete;
+      r.value = v;
+    }
   }
   for (const auto& [name, dist] : space) {
     const auto p = t.params.find(name);
@@ -185,7 +192,12 @@ void choose_best(const std::vector<const FrozenTrial*>& ranked, const SearchTria
     }
   }
   if (best != nullptr) {
+    const auto [lo, hi] = std::minmax_element(best->repeats.begin(), best->repeats.end());
     data.best_basis = fmt::format("best median of {} confirm re-runs", best->repeats.size());
+    // How far apart its re-measurements lie, relative to their median: how far to trust it.
+    if (best->repeats.size() > 1 && *best->median != 0)
+      data.best_basis +=
+          fmt::format(" (spread {:.1f}%)", 100 * (*hi - *lo) / std::abs(*best->median));
   } else if (!ranked.empty()) {
     best = &folded.by_number.at(ranked.front()->number);
     data.best_basis = "best single run";
@@ -337,9 +349,10 @@ std::vector<const FrozenTrial*> ranked_trials(const search::StudyView& study) {
     if (t.state == TrialState::complete && t.value && !is_confirm_run(t)) out.push_back(&t);
   }
   const auto direction = study.direction();
+  // By each trial's own run, as before re-measured trials stored their believed value.
   std::stable_sort(out.begin(), out.end(), [&](const FrozenTrial* a, const FrozenTrial* b) {
     if (a->is_feasible() != b->is_feasible()) return a->is_feasible();
-    return better(direction, *a->value, *b->value);
+    return better(direction, *search_value(*a), *search_value(*b));
   });
   return out;
 }

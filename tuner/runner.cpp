@@ -11,6 +11,7 @@
 
 #include "tuner/launcher.h"
 #include "tuner/objective.h"
+#include "tuner/rerun.h"
 #include "tuner/summary.h"
 #include "tuner/text.h"
 #include "tuner/trial_attrs.h"
@@ -253,6 +254,10 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   if (!ran) return std::unexpected(ran.error());
   *stop = ran->outcome.stop_study;
   if (auto r = record_outcome(*trial, *ran); !r) return r;
+  // incumbent_repeats: a new best is re-measured (the next trials) before it is believed.
+  auto reruns =
+      enqueue_incumbent_reruns(*m_storage, *m_cache, m_spec.space, m_spec.incumbent_repeats);
+  if (!reruns) return std::unexpected(reruns.error());
   if (!m_options.quiet) print_progress(out, index, *trial, *ran);
   return {};
 }
@@ -441,6 +446,9 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
   }
   if (!outcome.constraints.empty()) system.emplace_back(k_attr_constraints, outcome.constraints);
   if (!outcome.reason.empty()) system.emplace_back(k_attr_fail_reason, outcome.reason);
+  // A completed re-run is stored so that Optuna never ranks a lucky repeat (rerun.h).
+  const auto stored = stored_outcome(trial, outcome.state, outcome.value);
+  if (stored.rerun_value) user.emplace_back(k_attr_rerun_value, *stored.rerun_value);
   for (const auto& [key, value] : user) {
     if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) return r;
   }
@@ -448,10 +456,13 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
     if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) return r;
   }
   auto set = m_storage->set_trial_state_values(
-      trial.trial_id, outcome.state,
-      outcome.values.empty() ? TrialValues(outcome.value) : TrialValues(outcome.values));
+      trial.trial_id, stored.state,
+      outcome.values.empty() ? TrialValues(stored.value) : TrialValues(outcome.values));
   if (!set) return std::unexpected(set.error());
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  if (stored.rerun_value && *set) {
+    if (auto r = believe_reruns(*m_storage, *m_cache, trial); !r) return r;
+  }
   for (const auto& t : m_cache->trials()) {
     if (t.trial_id == trial.trial_id) {
       m_sampler->after_trial(*m_cache, t);

@@ -104,12 +104,16 @@ Result<std::unique_ptr<Storage>> open_storage(const std::string& url, OpenMode m
 }
 
 Result<void> StudyCache::sync() {
-  std::vector<std::int64_t> refresh;
+  std::vector<std::int64_t> refresh = std::move(m_stale);
+  m_stale.clear();
   for (const auto& t : m_trials) {
     if (!t.is_finished()) refresh.push_back(t.trial_id);
   }
   auto delta = m_storage.get_trials_since(m_study.study_id, m_max_trial_id, refresh);
-  if (!delta) return std::unexpected(delta.error());
+  if (!delta) {
+    m_stale = std::move(refresh);  // a later sync tries them again
+    return std::unexpected(delta.error());
+  }
   for (auto& t : *delta) {
     m_max_trial_id = std::max(m_max_trial_id, t.trial_id);
     auto it = std::lower_bound(m_trials.begin(), m_trials.end(), t.number,

@@ -121,6 +121,10 @@ class Storage {
   [[nodiscard]] virtual Result<bool> set_trial_state_values(std::int64_t trial_id,
                                                             search::TrialState state,
                                                             const TrialValues& values) = 0;
+  // Replaces a COMPLETE trial's value: a re-measured trial's believed value (tuner/rerun.h).
+  // Returns false, changing nothing, when the trial is not COMPLETE.
+  [[nodiscard]] virtual Result<bool> set_complete_trial_value(std::int64_t trial_id,
+                                                              double value) = 0;
   [[nodiscard]] virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id,
                                                                   std::int64_t step,
                                                                   double value) = 0;
@@ -163,6 +167,8 @@ class StudyCache final : public search::StudyView {
  public:
   StudyCache(Storage& storage, StudyInfo study) : m_storage(storage), m_study(std::move(study)) {}
   [[nodiscard]] Result<void> sync();
+  // The next sync() re-reads this finished trial too (this process changed its value).
+  void mark_stale(std::int64_t trial_id) { m_stale.push_back(trial_id); }
   search::Direction direction() const override { return m_study.direction; }
   std::vector<search::Direction> directions() const override { return m_study.directions; }
   const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
@@ -173,6 +179,7 @@ class StudyCache final : public search::StudyView {
   StudyInfo m_study;
   std::vector<search::FrozenTrial> m_trials;  // number order
   std::int64_t m_max_trial_id = 0;
+  std::vector<std::int64_t> m_stale;  // finished trials to re-read at the next sync()
 };
 
 }  // namespace tune::tuner

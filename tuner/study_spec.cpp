@@ -65,7 +65,7 @@ class Parser : private YamlReader {
     check_keys(root, "",
                {"name", "direction", "directions", "objective", "constraints", "launch", "command",
                 "env", "timeout", "params", "sampler", "pruner", "enqueue", "output", "storage",
-                "probes", "knobs"});
+                "probes", "knobs", "incumbent_repeats"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
@@ -81,6 +81,14 @@ class Parser : private YamlReader {
     if (const auto& c = root["constraints"]) parse_constraints(c, spec);
     if (const auto& l = root["launch"]) parse_launch(l, spec);
     parse_sampler_pruner(root, spec);
+    if (const auto& k = root["incumbent_repeats"]) {
+      const auto repeats = integer(k, "incumbent_repeats");
+      if (repeats < 0 || repeats > 100) fail(k, "incumbent_repeats", "expected 0 to 100");
+      if (repeats > 0 && spec.directions.size() > 1)
+        fail(k, "incumbent_repeats",
+             "re-measures the one best trial; a multi-objective study has a front (directions)");
+      spec.incumbent_repeats = static_cast<int>(repeats);
+    }
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
     parse_output_storage(root, spec);
     if (const auto& p = root["probes"]) parse_probes(p, spec);

@@ -95,12 +95,13 @@ struct StudySpec {
   std::vector<ObjectiveSpec> objectives = std::vector<ObjectiveSpec>(1);
   std::vector<ConstraintSpec> constraints;
   LaunchSpec launch;
-  std::vector<std::string> command;                                // argv templates
-  std::vector<std::pair<std::string, std::string>> env;            // env templates, file order
-  std::optional<double> timeout_s;                                 // per trial; none = no limit
-  search::SearchSpace space;                                       // file order
-  nlohmann::json sampler = nlohmann::json::object();               // passed to search::make_sampler
-  nlohmann::json pruner = nlohmann::json::object();                // passed to search::make_pruner
+  std::vector<std::string> command;                      // argv templates
+  std::vector<std::pair<std::string, std::string>> env;  // env templates, file order
+  std::optional<double> timeout_s;                       // per trial; none = no limit
+  search::SearchSpace space;                             // file order
+  nlohmann::json sampler = nlohmann::json::object();     // passed to search::make_sampler
+  nlohmann::json pruner = nlohmann::json::object();      // passed to search::make_pruner
+  int incumbent_repeats = 0;  // re-runs of each new best before it is believed (rerun.h)
   std::vector<std::map<std::string, search::ParamValue>> enqueue;  // run first, in order
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db

@@ -245,7 +245,7 @@ TEST(ReportText, LinesAndAlignedTopTable) {
   EXPECT_EQ(lines[1], "trials: 4 complete, 2 failed, 1 pruned; 9 confirm re-runs");
   EXPECT_TRUE(has("Best trial"));
   EXPECT_TRUE(has("  #2  3 (median of 3 confirm re-runs; its search run: 3)"));
-  EXPECT_TRUE(has("  chosen by: best median of 3 confirm re-runs"));
+  EXPECT_TRUE(has("  chosen by: best median of 3 confirm re-runs (spread 6.7%)"));
   EXPECT_TRUE(has("  x = 3"));
   EXPECT_TRUE(has("  label = a"));
   EXPECT_TRUE(has("  #0  10 (median of 3 confirm re-runs; its search run: 10)  x=9 label=a"));

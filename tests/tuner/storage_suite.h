@@ -220,6 +220,32 @@ TEST_P(StorageSuite, CacheReadsOnlyWhatChanged) {
   EXPECT_EQ(cache.trials()[1].number, 1);
 }
 
+// A re-measured trial's believed value replaces a COMPLETE trial's value (tuner/rerun.h); any
+// other trial is left alone; the cache re-reads it once marked stale.
+TEST_P(StorageSuite, CompleteTrialValueIsReplacedAndReRead) {
+  auto s = open();
+  auto study = s->get_or_create_study("v", search::Direction::minimize, nullptr);
+  StudyCache cache(*s, *study);
+  auto a = s->create_trial(study->study_id, search::TrialState::running, {});
+  auto b = s->create_trial(study->study_id, search::TrialState::running, {});
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(s->set_trial_state_values(a->trial_id, search::TrialState::complete, 2.0));
+  ASSERT_TRUE(cache.sync());
+  auto set = s->set_complete_trial_value(a->trial_id, 3.5);
+  ASSERT_TRUE(set) << set.error();
+  EXPECT_TRUE(*set);
+  auto refused = s->set_complete_trial_value(b->trial_id, 1.0);  // still RUNNING
+  ASSERT_TRUE(refused) << refused.error();
+  EXPECT_FALSE(*refused);
+  EXPECT_FALSE(s->set_complete_trial_value(999999, 1.0));
+  ASSERT_TRUE(cache.sync());
+  EXPECT_EQ(*cache.trials()[0].value, 2.0);  // a finished trial is not re-read unasked
+  cache.mark_stale(a->trial_id);
+  ASSERT_TRUE(cache.sync());
+  EXPECT_EQ(*cache.trials()[0].value, 3.5);
+  EXPECT_FALSE(cache.trials()[1].value.has_value());
+}
+
 // Writers on their own connections, as separate processes or hosts would be: every number once,
 // every WAITING trial popped by exactly one of them.
 TEST_P(StorageSuite, ConcurrentWritersGetDistinctNumbersAndPops) {

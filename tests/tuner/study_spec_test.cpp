@@ -171,6 +171,11 @@ INSTANTIATE_TEST_SUITE_P(
     AllPaths, StudySpecErrors,
     ::testing::Values(
         BadCase{"name: x\ncommand: [p]\nbogus: 1\n", "s.yaml:3: key 'bogus': unknown key"},
+        BadCase{"name: x\ncommand: [p]\nincumbent_repeats: -1\n",
+                "s.yaml:3: key 'incumbent_repeats': expected 0 to 100"},
+        BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\n"
+                "objective: [{key: a}, {key: b}]\nincumbent_repeats: 2\n",
+                "s.yaml:5: key 'incumbent_repeats': re-measures the one best trial"},
         BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {hosts: a}}\n",
                 "s.yaml:3: key 'launch.mpirun.hosts': expected a list of host names"},
         BadCase{"name: x\ncommand: [p]\nlaunch: {mpirun: {host: a, hosts: [b]}}\n",
