@@ -14,6 +14,21 @@ double median_of(std::vector<double> v) {
 
 double round3(double x) { return std::round(x * 1000) / 1000; }
 
+// Whether the monitor can tell this group's threads apart by name (probes/sustained.h). The
+// threads of any other predicted pool (an opaque program's torch intra-op team, its DataLoader
+// processes) land in the monitor's "other" group.
+bool named_by_monitor(const std::string& group) {
+  return std::find(k_group_names.begin(), k_group_names.end(), group) != k_group_names.end();
+}
+
+// The threads a prediction gives the pools the monitor cannot name: the key of "other".
+int unnamed_threads(const std::vector<ThreadGroup>& groups) {
+  int n = 0;
+  for (const ThreadGroup& g : groups)
+    if (!named_by_monitor(g.name)) n += g.threads;
+  return n;
+}
+
 }  // namespace
 
 nlohmann::json duty_record(const Prediction* predicted,
@@ -23,6 +38,7 @@ nlohmann::json duty_record(const Prediction* predicted,
   if (predicted != nullptr && !predicted->ranks.empty()) {
     pus = static_cast<int>(predicted->ranks.front().cpuset.size());
     for (const ThreadGroup& g : predicted->ranks.front().groups) counts[g.name] += g.threads;
+    counts["other"] = unnamed_threads(predicted->ranks.front().groups);
   }
   nlohmann::json groups = nlohmann::json::object();
   for (const auto& [name, d] : measured) {
@@ -86,16 +102,24 @@ void apply_learned_duty(const Topology& topo, Prediction& prediction, const Lear
   if (learned.trials() == 0) return;
   for (RankPrediction& r : prediction.ranks) {
     const int pus = static_cast<int>(r.cpuset.size());
+    // The pools the monitor cannot name are measured together as "other", keyed by how many
+    // threads the prediction gave them: once that is learned it replaces their prior counts.
+    const int unnamed = unnamed_threads(r.groups);
+    const auto other = learned.load("other", unnamed, pus);
     std::set<std::string> named;
     for (ThreadGroup& g : r.groups) {
       named.insert(g.name);
-      if (auto l = learned.load(g.name, g.threads, pus)) g.load = *l;
+      if (!named_by_monitor(g.name)) {
+        if (other) g.load = 0;
+      } else if (auto l = learned.load(g.name, g.threads, pus)) {
+        g.load = *l;
+      }
     }
     // Groups the model does not predict here (threads it does not name, a pool it counts as
-    // none) at what they measured when the model predicted none of them.
+    // none) at what they measured when the model predicted as many unnamed threads.
     for (const std::string& name : learned.groups()) {
       if (named.contains(name)) continue;
-      const auto l = learned.load(name, 0, pus);
+      const auto l = name == "other" ? other : learned.load(name, 0, pus);
       if (!l || *l <= 0) continue;
       r.groups.push_back(ThreadGroup{name, 0, 0, "measured",
                                      "threads the model does not predict, as measured", *l});

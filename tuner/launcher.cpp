@@ -378,6 +378,13 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   const std::string out_path = request.stdout_path.empty() ? "/dev/null" : request.stdout_path;
   const std::string err_path = request.stderr_path.empty() ? "/dev/null" : request.stderr_path;
   const std::string workdir = request.workdir.empty() ? "." : request.workdir;
+  // Boost.Process opens `std_out > path` without O_TRUNC: a file left by an earlier run would keep
+  // its tail past what this run writes, and the objective's regex reads that tail.
+  for (const auto& path : {request.stdout_path, request.stderr_path}) {
+    std::error_code absent;  // nothing to cut: the file is created by the open
+    if (!path.empty() && std::filesystem::is_regular_file(path, absent))
+      std::filesystem::resize_file(path, 0, absent);
+  }
 
   // Strays of a trial are re-parented to us rather than to init, so sweep_strays() finds them.
   static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;

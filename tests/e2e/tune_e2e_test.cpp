@@ -247,7 +247,7 @@ TEST_F(TuneE2E, BestAndTrialsCommands) {
   ASSERT_EQ(t.exit_code, 0);
   int lines = 0;
   for (char c : t.out) lines += c == '\n';
-  EXPECT_EQ(lines, 5);  // header + 4 trials
+  EXPECT_EQ(lines, 5) << t.out;  // header + 4 trials
 }
 
 TEST_F(TuneE2E, BadInputIsOneLineAndNonZero) {

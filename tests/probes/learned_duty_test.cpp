@@ -108,5 +108,39 @@ TEST(LearnedDuty, ThreadsTheModelDoesNotNameAreAddedAsMeasured) {
   EXPECT_TRUE(found);
 }
 
+// An opaque torch script, unbound on 2 PUs: `threads` intra-op threads per rank as the study's
+// knob says (the monitor sees the extra ones as "other": torch does not name them).
+Prediction torch_script(int threads) {
+  LaunchPlan plan;
+  plan.uses_mpirun = true;
+  plan.ranks_per_node = 2;
+  plan.bind_to = "none";
+  plan.program_argv = {"python3", "train.py"};
+  ProgramModel model;
+  model.program = "torch";
+  model.pools.push_back(PoolModel{"torch_intra_op", "", false, threads, "", std::nullopt});
+  return predict(two_pus(), plan, model);
+}
+
+// What a 2-thread trial measured in "other" (its spinning intra-op thread) says nothing about a
+// 1-thread trial, whose "other" holds only MPI's helpers: "other" is keyed by the threads the
+// prediction gave the pools the monitor cannot name.
+TEST(LearnedDuty, OtherIsKeyedByThePoolsTheMonitorCannotName) {
+  const Prediction two = torch_script(2);
+  const Prediction one = torch_script(1);
+  ASSERT_TRUE(two.oversubscribed);
+  ASSERT_FALSE(one.oversubscribed);
+  LearnedDuty learned;
+  learned.add(duty_record(&two, {{"main", duty(1, 0.9)}, {"other", duty(3, 0.6)}}));
+  learned.add(duty_record(&one, {{"main", duty(1, 0.9)}, {"other", duty(2, 0.02)}}));
+  learned.add(duty_record(&two, {{"main", duty(1, 0.9)}, {"other", duty(3, 0.7)}}));
+  Prediction p1 = one;
+  apply_learned_duty(two_pus(), p1, learned, 1.2);
+  EXPECT_FALSE(p1.oversubscribed) << p1.summary;
+  Prediction p2 = two;
+  apply_learned_duty(two_pus(), p2, learned, 1.2);
+  EXPECT_TRUE(p2.oversubscribed) << p2.summary;
+}
+
 }  // namespace
 }  // namespace tune::probes

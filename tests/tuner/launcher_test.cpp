@@ -40,6 +40,16 @@ TEST_F(LauncherTest, RunsArgvWithoutAShell) {
   EXPECT_GT(r.wall_s, 0);
 }
 
+// A second run into the same files replaces what the first wrote (Boost.Process alone would keep
+// the longer first output's tail after the second's).
+TEST_F(LauncherTest, OutputFilesHoldOnlyTheLatestRun) {
+  ASSERT_TRUE(run_process(request({"printf", "a much longer first output"})).started);
+  auto r = run_process(request({"printf", "short"}));
+  ASSERT_TRUE(r.started) << r.error;
+  EXPECT_EQ(read("out"), "short");
+  EXPECT_EQ(read("err"), "");
+}
+
 TEST_F(LauncherTest, EnvironmentIsParentPlusTemplate) {
   setenv("TUNE_TEST_INHERITED", "yes", 1);
   setenv("TUNE_TEST_REMOVED", "still here", 1);
