@@ -48,9 +48,9 @@ bool names_no_study(const std::string& target, const std::string& storage_url,
     url = target;
   }
   if (storage_url_problem(url)) return true;
-  const std::string path = url.starts_with("sqlite:///") ? url.substr(10) : url;
+  const auto path = sqlite_file_of(url);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec) || is_not_sqlite(path)) return true;
+  if (!path || !fs::is_regular_file(*path, ec) || is_not_sqlite(*path)) return true;
   auto storage = open_storage(url);
   if (!storage) return false;
   auto studies = (*storage)->get_all_studies();

@@ -2,28 +2,10 @@
 
 #include <fmt/format.h>
 #include <filesystem>
-#include <optional>
-#include <string_view>
 
 namespace tune::tuner {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// The file a SQLite storage URL or plain path names; nullopt for a server URL.
-std::optional<std::string> sqlite_file_of(const std::string& url) {
-  constexpr std::string_view k_sqlite = "sqlite:///";
-  if (url.starts_with(k_sqlite)) {
-    std::string path = url.substr(k_sqlite.size());
-    if (const auto q = path.find('?'); q != std::string::npos) path.resize(q);
-    return path;
-  }
-  if (url.contains("://")) return std::nullopt;
-  return url;
-}
-
-}  // namespace
 
 std::string storage_url_for(const StudySpec& spec, const std::string& override_url) {
   if (!override_url.empty()) return override_url;

@@ -69,6 +69,10 @@ Result<std::unique_ptr<Storage>> open_postgres(const std::string& url, StorageOp
   return std::unique_ptr<Storage>(std::move(*storage));
 }
 
+constexpr std::string_view k_sqlite = "sqlite:///";
+
+}  // namespace
+
 bool is_postgres_url(const std::string& url) {
   for (const char* scheme : {"postgresql://", "postgres://", "postgresql+"}) {
     if (url.starts_with(scheme)) return true;
@@ -76,10 +80,17 @@ bool is_postgres_url(const std::string& url) {
   return false;
 }
 
-}  // namespace
+std::optional<std::string> sqlite_file_of(const std::string& url) {
+  if (!url.starts_with(k_sqlite)) {
+    if (url.contains("://")) return std::nullopt;
+    return url;
+  }
+  std::string path = url.substr(k_sqlite.size());
+  if (const auto q = path.find('?'); q != std::string::npos) path.resize(q);
+  return path;
+}
 
 Result<std::unique_ptr<Storage>> open_storage(const std::string& url, OpenMode mode) {
-  constexpr std::string_view k_sqlite = "sqlite:///";
   StorageOptions options;
   options.mode = mode;
   std::string path = url;

@@ -161,6 +161,13 @@ class Storage {
 [[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
                                                             OpenMode mode = OpenMode::read_write);
 
+// Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
+bool is_postgres_url(const std::string& url);
+
+// The database file a SQLite URL ("sqlite:///x.db?synchronous=full": its options dropped) or a
+// plain path names; nullopt for any other URL (a server).
+std::optional<std::string> sqlite_file_of(const std::string& url);
+
 // A cache of a study's trials that re-reads only what may have changed since the last sync, so
 // the per-trial cost of looking at the history stays flat as the study grows.
 class StudyCache final : public search::StudyView {

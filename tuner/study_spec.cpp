@@ -15,6 +15,7 @@
 #include "search/sampler.h"
 #include "tuner/launch_plan.h"
 #include "tuner/objective.h"
+#include "tuner/storage.h"
 #include "tuner/text.h"
 #include "tuner/yaml_document_check.h"
 #include "tuner/yaml_reader.h"
@@ -443,9 +444,7 @@ class Parser : private YamlReader {
 std::optional<std::string> storage_url_problem(const std::string& url) {
   constexpr std::string_view k_sqlite = "sqlite:///";
   if (has_control_char(url)) return "holds a control character";
-  const bool postgres = url.starts_with("postgresql://") || url.starts_with("postgres://") ||
-                        url.starts_with("postgresql+");
-  if (url.contains("://") && !url.starts_with(k_sqlite) && !postgres)
+  if (url.contains("://") && !url.starts_with(k_sqlite) && !is_postgres_url(url))
     return "expected sqlite:///path.db, a file path or postgresql://user@host:port/db";
   if (url == k_sqlite) return "names no database file (sqlite:///path.db)";
   return std::nullopt;
