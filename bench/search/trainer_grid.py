@@ -5,7 +5,7 @@
   trainer_grid.py replay  [--out DIR] [--seeds 10] [--trials 30]
 
 `measure` writes three study files (rep0..rep2) with `sampler: {type: grid}` over the same
-128-point grid of studies/quickstart.yaml (opencv_threads=1, bucket_mb=4 fixed) and the same
+192-point grid of studies/quickstart.yaml (opencv_threads=1, bucket_mb=4 fixed) and the same
 grid seed, so each point runs once per study, in the same order, and runs them with `tune` in
 turns of --chunk trials: at any moment the first points have all three repeats. Each trial
 launches the bundled trainer exactly as the quickstart does (mpirun -n 2, the same mca and
@@ -17,8 +17,8 @@ Everything is stored in DIR/study.db, so an interrupted run resumes where it sto
 study with the default sampler (no sampler type, `sampler: {seed: S}`) for --trials trials
 whose command is grid_replay.py: it prints one of that point's measured repeats, chosen from
 the seed and the trial number, so the sampler sees real measurement noise. `tune` runs its real
-sampler and storage. Our TPE and python3-optuna's default TPE go through the same replay as
-peer rows, and the default with `incumbent_repeats: 2` (its re-runs count in the 30 trials; its
+sampler and storage. Our TPE, python3-optuna's default TPE and random search go through the same replay
+as peer rows, and the default with `incumbent_repeats: 2` (its re-runs count in the 30 trials; its
 best is the believed one, the median of its re-runs). Prints the grid's best (median of 3) and, per seed, the best found judged by its
 median (its true quality) and whether it is within 5% of the grid's best.
 """
@@ -40,7 +40,7 @@ GRID = [  # (name, choices); null leaves the setting to the library (the quickst
     ("omp_threads", [None, 1]),
     ("blas_threads", [None, 1]),
     ("bind_to", ["none", "core"]),
-    ("allreduce", ["mpi", "ring"]),
+    ("allreduce", ["mpi", "ring", "rabenseifner"]),
     ("grad_dtype", ["fp32", "fp16"]),
 ]
 REPS = 3
@@ -101,6 +101,20 @@ def completed(db, study):
         return {}
     return {grid_replay.key(t.params): t.value for t in s.trials
             if t.state == optuna.trial.TrialState.COMPLETE}
+
+
+def finished(db, study):
+    """A study's finished trials (COMPLETE, and PRUNED re-runs) by number; none if not there."""
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    if not os.path.exists(db):
+        return []
+    try:
+        s = optuna.load_study(study_name=study, storage=f"sqlite:///{db}")
+    except KeyError:
+        return []
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    return sorted((t for t in s.trials if t.state in states), key=lambda t: t.number)
 
 
 def cmd_measure(a):
@@ -167,15 +181,14 @@ def run_ours(a, label, sampler_yaml, table_path, seed):
     with open(path, "w") as f:
         f.write(replay_study(name, sampler_yaml.format(seed=seed), table_path,
                              os.path.join(a.out, "replay", name), db))
-    have = len(completed(db, name))
+    have = len(finished(db, name))
     if have < a.trials:
         subprocess.run([os.path.join(a.build, "bin", "tune"), "--trials", str(a.trials - have),
                         "--quiet", path], check=True, stdout=subprocess.DEVNULL)
     import optuna
-    s = optuna.load_study(study_name=name, storage=f"sqlite:///{db}")
-    done = sorted((t for t in s.trials if t.state == optuna.trial.TrialState.COMPLETE),
-                  key=lambda t: t.number)[:a.trials]
-    return min(done, key=lambda t: t.value).params
+    done = finished(db, name)[:a.trials]  # re-runs (PRUNED) count: they cost a trial each
+    return min((t for t in done if t.state == optuna.trial.TrialState.COMPLETE),
+               key=lambda t: t.value).params
 
 
 def run_optuna_tpe(a, table, seed):
@@ -208,17 +221,21 @@ def cmd_replay(a):
                                 table_path, s)),
             ("our tpe", lambda s: run_ours(a, "tpe", "sampler: {{type: tpe, seed: {seed}}}\n",
                                            table_path, s)),
-            ("optuna tpe", lambda s: run_optuna_tpe(a, table, s))]
+            ("optuna tpe", lambda s: run_optuna_tpe(a, table, s)),
+            ("random", lambda s: run_ours(a, "random", "sampler: {{type: random, seed: {seed}}}\n",
+                                          table_path, s))]
     print(f"\n{a.trials} trials per seed; a seed counts when the best found's median is within "
           f"5% of the grid's best ({1.05 * best:.4f} s)")
     for label, run in rows:
-        cells, hits = [], 0
+        cells, hits, ratios = [], 0, []
         for seed in range(a.seeds):
             m = medians[grid_replay.key(run(seed))]
             ok = m <= 1.05 * best
             hits += ok
+            ratios.append(m / best)
             cells.append(f"{m / best:.3f}{'' if ok else '*'}")
-        print(f"{label:>29}: {hits}/{a.seeds} within 5%   (best found / grid best: "
+        print(f"{label:>29}: {hits}/{a.seeds} within 5%, median {statistics.median(ratios):.3f}"
+              f"   (best found / grid best: "
               f"{' '.join(cells)}; * = outside)", flush=True)
 
 
