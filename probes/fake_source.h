@@ -35,6 +35,8 @@ class FakeSource : public SystemSource {
   // shows.
   void run_thread(pid_t tid, double cpu_s, char state, int processor,
                   std::uint64_t nonvoluntary = 0, std::uint64_t voluntary = 0);
+  // Adds run-queue delay (schedstat); a thread given none reads as a kernel without schedstat.
+  void wait_thread(pid_t tid, double wait_s);
   void advance(double seconds) { m_now += seconds; }
 
   int reads() const { return m_reads; }

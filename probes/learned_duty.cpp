@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "probes/knob_catalog.h"
+
 namespace tune::probes {
 namespace {
 
@@ -75,8 +77,12 @@ bool LearnedDuty::add(const nlohmann::json& record) {
 std::optional<double> LearnedDuty::load(const std::string& group, int threads, int pus) const {
   const auto it = m_loads.find(group);
   if (it == m_loads.end()) return std::nullopt;
-  // Pass 0 looks at this cpuset size only, pass 1 at any.
-  for (int pass = 0; pass < 2; ++pass) {
+  // Pass 0 looks at this cpuset size only, pass 1 at any; a team's (the OpenMP, BLAS, OpenCV or
+  // torch intra-op pool) duty is never carried to another cpuset size: libgomp spins at its
+  // barriers only while the team fits its PUs, so 60% runnable on 2 PUs says nothing of 1.
+  const KnobPool* kp = knob_catalog().pool(group);
+  const bool team = kp != nullptr && (kp->busy == PoolBusy::turns || kp->busy == PoolBusy::spin);
+  for (int pass = 0; pass < (team ? 1 : 2); ++pass) {
     std::vector<double> same, per_thread;
     for (const auto& [key, loads] : it->second) {
       if (pass == 0 && key.first != pus) continue;

@@ -198,10 +198,11 @@ void TrialMonitor::sample_once(bool full) {
       const bool is_r = t.state == 'R';
       runnable += is_r ? 1 : 0;
       auto tp = m_prev_thread.find(t.tid);
-      double dcpu = 0;
-      ThreadPrev next{t.cpu_s, t.nonvoluntary_switches, t.has_status};
+      double dcpu = 0, dwait = 0;
+      ThreadPrev next{t.cpu_s, t.nonvoluntary_switches, t.has_status, t.wait_s, t.has_wait};
       if (tp != m_prev_thread.end()) {
         dcpu = t.cpu_s - tp->second.cpu_s;
+        if (t.has_wait && tp->second.has_wait) dwait = std::max(0.0, t.wait_s - tp->second.wait_s);
         if (t.has_status && tp->second.has_status && status_due) {
           const std::uint64_t dnv = t.nonvoluntary_switches >= tp->second.nonvoluntary
                                         ? t.nonvoluntary_switches - tp->second.nonvoluntary
@@ -215,6 +216,8 @@ void TrialMonitor::sample_once(bool full) {
         }
       }
       next_thread[t.tid] = next;
+      record.has_wait = record.has_wait || t.has_wait;
+      record.wait_s += dwait;
       if (acc) {
         RankTally& tally = record.ranks[rank];
         GroupTally& g = tally.groups[static_cast<std::size_t>(
@@ -223,6 +226,7 @@ void TrialMonitor::sample_once(bool full) {
         g.runnable += is_r ? 1 : 0;
         g.cpu_s += std::max(0.0, dcpu);
         tally.runnable += is_r ? 1 : 0;
+        tally.wait_s += dwait;
         rank_threads[rank] += 1;
         rank_runnable[rank] += is_r ? 1 : 0;
         if (t.has_status) {
@@ -404,7 +408,10 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
         (w->pus.empty() ? std::to_string(w->pu_count) + (w->pu_count == 1 ? " PU (" : " PUs (")
                         : "cpuset " + format_cpu_list(w->pus) + " (" + std::to_string(w->pu_count) +
                               (w->pu_count == 1 ? " PU, " : " PUs, ")) +
-        fixed1(x) + "x, " + pct(100 * w->waiting_share) + " waiting)";
+        fixed1(x) + "x, " +
+        (w->wait_measured ? pct(100 * w->measured_wait_share) + " waiting, " +
+                                fixed1(w->waiting_threads) + " queued for a CPU on average)"
+                          : pct(100 * w->waiting_share) + " waiting)");
   }
 
   // The rank furthest above its useful maximum names the symptom, as `top` would.

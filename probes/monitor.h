@@ -135,6 +135,8 @@ class TrialMonitor {
     double cpu_s = 0;
     std::uint64_t nonvoluntary = 0;
     bool has_status = false;
+    double wait_s = 0;
+    bool has_wait = false;
   };
   struct RankAcc {
     int rank = -1;

@@ -179,7 +179,14 @@ void add_pool_groups(std::vector<ThreadGroup>& groups, const LaunchPlan& plan,
     if (kp->busy == PoolBusy::all || kp->busy == PoolBusy::spin) g.busy = g.threads;
     if (kp->busy == PoolBusy::turns && (turn == nullptr || g.threads > turn->threads)) turn = &g;
   }
-  if (turn != nullptr) turn->busy = turn->threads;
+  // A team that outnumbers its cpuset's PUs (OMP_NUM_THREADS=2 on a core) takes turns on them:
+  // libgomp then spins only briefly at a barrier (its throttled spin count), so the team adds at
+  // most the PUs beside the main thread (measured: 2 OpenMP or torch intra-op threads per rank
+  // bound to one core each run as fast as 1; unbound on 2 PUs, 8x slower).
+  if (turn != nullptr)
+    turn->busy = ctx.cpuset_pus > 0 && turn->threads + 1 > ctx.cpuset_pus
+                     ? std::min(turn->threads, ctx.cpuset_pus - 1)
+                     : turn->threads;
   for (auto& [g, kp] : sized)
     if (g.threads > 0 || (kp->counts_caller && g.source != "library default"))
       groups.push_back(std::move(g));
@@ -363,6 +370,7 @@ std::string prediction_causes(const Prediction& p, int rank) {
 
 double prediction_constraint(const Prediction& p) {
   double worst = 0;
+  if (p.remembered) return *p.remembered ? 0.5 : -0.5;  // observed, not estimated
   if (!p.basis.empty()) {  // learned: the chance of being over the limit, against one half
     double chance = 0;
     for (const CpusetLoad& c : p.cpusets) chance = std::max(chance, c.over_probability);
@@ -385,6 +393,7 @@ nlohmann::json Prediction::to_json() const {
   j["load"] = std::round(load * 100) / 100;
   j["oversubscribed_ratio"] = oversubscribed_ratio;
   j["basis"] = basis;
+  if (remembered) j["remembered"] = *remembered;
   j["pus"] = pus;
   j["idle_cores"] = idle_cores;
   j["idle_core_count"] = idle_core_count;

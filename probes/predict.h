@@ -183,6 +183,9 @@ struct Prediction {
   // whole threads; the observed verdict's ratio once loads are measured ones (learned_duty.h).
   double oversubscribed_ratio = 1.0;
   std::string basis;            // "" (prior rules) or "duty cycles of N earlier trials"
+  // Set when earlier trials with the same threads and cpusets were observed and decide the
+  // verdict (probes/verdict_memory.h): their majority verdict.
+  std::optional<bool> remembered;
   int pus = 0;                  // of the node
   std::vector<int> idle_cores;  // indices into Topology::cores no busy thread is expected on
   int idle_core_count = 0;      // cores left idle, counting unfilled shares of wide cpusets

@@ -43,18 +43,21 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
   SustainedLoad load;
   load.pu_count = pu_count;
   std::vector<double> runnable;
-  double cpu = 0, wall = 0, over = 0;
+  double cpu = 0, wall = 0, over = 0, wait = 0;
+  bool wait_measured = true;
   for (std::size_t i = first; i < last; ++i) {
     const SampleRecord& r = records[i];
-    double run = 0, c = 0;
+    double run = 0, c = 0, w = 0;
     if (ranks == nullptr) {
       run = r.runnable;
       c = r.cpu_s;
+      w = r.wait_s;
     } else {
       for (pid_t pid : *ranks) {
         if (auto it = r.ranks.find(pid); it != r.ranks.end()) {
           run += it->second.runnable;
           c += it->second.cpu_s;
+          w += it->second.wait_s;
         }
       }
     }
@@ -62,6 +65,8 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
     if (r.dt > 0) {
       cpu += c;
       wall += r.dt;
+      wait += w;
+      wait_measured = wait_measured && r.has_wait;
     }
     if (pu_count > 0 && run / pu_count > o.ratio) over += 1;
   }
@@ -74,12 +79,29 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
   if (wall > 0) load.cpu_rate = cpu / wall;
   if (load.mean_runnable > 0)
     load.waiting_share = std::max(0.0, 1.0 - load.cpu_rate / load.mean_runnable);
+  if (wall > 0 && wait_measured) {
+    load.wait_measured = true;
+    load.waiting_threads = wait / wall;
+    if (wait + cpu > 0) load.measured_wait_share = wait / (wait + cpu);
+  }
   // Without CPU deltas (a single sample) the slowdown cannot be checked: the count decides.
-  const bool slowed = wall <= 0 || load.waiting_share >= o.min_waiting_share;
+  // Measured, the queue must also be as deep as the counts claim: runnable threads above `ratio`
+  // x PUs leave at least (ratio - 1) x PUs of them waiting. A few samples of a short trial that
+  // caught a launcher's threads awake are not that (3 of 2 PUs in 3 samples, 0.15 queued per PU).
+  const bool slowed =
+      wall <= 0 ||
+      (load.wait_measured ? load.measured_wait_share >= o.min_waiting_share &&
+                                load.waiting_threads / pu_count >= o.ratio - 1
+                          : load.waiting_share >= o.min_waiting_share);
   // More than half of the window over the limit: a median that lands on the limit between two
   // samples (2.5 threads on 2 PUs, half the samples at 2 and half at 3) is a tie, not a verdict.
-  load.oversubscribed =
+  const bool crowded =
       load.median_runnable / pu_count > o.ratio && load.over_fraction > 0.5 && slowed;
+  // Bursts that add up: each rank's thread team oversubscribes the PUs only inside its parallel
+  // regions, which sampling mostly misses (the median stays at the PUs), yet its threads queue
+  // for a CPU at every barrier. The measured queue decides then.
+  const bool queued = load.wait_measured && load.waiting_threads / pu_count >= o.queued_per_pu;
+  load.oversubscribed = crowded || queued;
   return load;
 }
 
@@ -146,10 +168,13 @@ void thin_records(std::vector<SampleRecord>& records, std::size_t limit) {
     const SampleRecord& a = records[i];
     merged.dt += a.dt;
     merged.cpu_s += a.cpu_s;
+    merged.wait_s += a.wait_s;
+    merged.has_wait = merged.has_wait && a.has_wait;
     for (auto& [pid, rank] : merged.ranks) {
       const auto it = a.ranks.find(pid);
       if (it == a.ranks.end()) continue;
       rank.cpu_s += it->second.cpu_s;
+      rank.wait_s += it->second.wait_s;
       for (std::size_t g = 0; g < k_group_count; ++g)
         rank.groups[g].cpu_s += it->second.groups[g].cpu_s;
     }
@@ -222,6 +247,12 @@ nlohmann::json SustainedVerdict::to_json() const {
                           {"over_fraction", round_to(l.over_fraction, 0.01)},
                           {"cpu_rate", round_to(l.cpu_rate, 0.01)},
                           {"waiting_share", round_to(l.waiting_share, 0.01)},
+                          {"waiting_threads",
+                           l.wait_measured ? nlohmann::json(round_to(l.waiting_threads, 0.001))
+                                           : nlohmann::json()},
+                          {"measured_wait_share",
+                           l.wait_measured ? nlohmann::json(round_to(l.measured_wait_share, 0.001))
+                                           : nlohmann::json()},
                           {"oversubscribed", l.oversubscribed}});
   return j;
 }

@@ -10,8 +10,14 @@
 // threads exceeds `ratio` x its PUs and more than half of the window's samples do (a median that
 // falls between two samples on the limit is a tie, not a verdict), and the
 // slowdown that claims is there: the runnable threads were not all running (the share of
-// runnable thread-time that got no CPU, 1 - CPU rate / mean runnable, is at least
-// `min_waiting_share`). Runnable counts sampled at the wrong moments with idle CPUs fail that test.
+// runnable thread-time that got no CPU is at least `min_waiting_share`; measured from the
+// threads' run-queue delays where the source reads /proc/.../schedstat, else estimated as
+// 1 - CPU rate / mean runnable). Runnable counts sampled at the wrong moments with idle CPUs fail
+// that test. A cpuset is also oversubscribed when its threads' measured run-queue delay comes to
+// `queued_per_pu` or more threads waiting per PU over the window: a team per rank that
+// oversubscribes only inside short parallel regions leaves the sampled median at the PUs while
+// its threads queue at every barrier (a PyTorch script with 2 intra-op threads per rank on 2
+// PUs runs 4x slower, with a median of 2 runnable threads and 1 queued per PU).
 //
 // Thread groups. A thread is attributed by its name (the kernel's comm, 15 characters), which a
 // program may set (pthread_setname_np): "tt-iter*" iterator workers, "tt-omp*" the OpenMP pool,
@@ -60,6 +66,7 @@ struct GroupTally {
 struct RankTally {
   int runnable = 0;
   double cpu_s = 0;
+  double wait_s = 0;  // run-queue delay of its threads since the previous sample
   std::array<GroupTally, k_group_count> groups{};
 };
 
@@ -69,6 +76,8 @@ struct SampleRecord {
   double dt = 0;                     // since the previous sample (0 for the first)
   int runnable = 0;                  // whole tree, launcher included
   double cpu_s = 0;                  // whole tree, since the previous sample
+  double wait_s = 0;                 // whole tree's run-queue delay, since the previous sample
+  bool has_wait = false;             // the source gave run-queue delays (schedstat)
   std::map<pid_t, RankTally> ranks;  // by the rank's pid
 };
 
@@ -81,6 +90,12 @@ struct SustainedOptions {
   double skip_end = 0.1;
   double ratio = 1.2;  // runnable threads per PU above this are oversubscribed
   double min_waiting_share = 0.1;
+  // Measured run-queue delay (where the source has it) at or above this many waiting threads per
+  // PU, on average over the window, is oversubscription whatever the sampled counts say: a
+  // queue that deep stalls whatever runs there. Measured on this project's 2-PU machine, the
+  // trials that are not oversubscribed stay under 0.6 (the quickstart's under 0.25, a PyTorch
+  // DDP script's gloo and loader threads up to 0.55), the oversubscribed ones from 0.95 up.
+  double queued_per_pu = 0.75;
 };
 
 // The sustained load of one cpuset (or of the whole tree on every PU the ranks may use).
@@ -92,6 +107,10 @@ struct SustainedLoad {
   double over_fraction = 0;  // of the window's samples over ratio x PUs
   double cpu_rate = 0;       // CPUs' worth used over the window
   double waiting_share = 0;  // 1 - cpu_rate / mean_runnable, >= 0
+  // Measured from run-queue delays where the source has them (every sample of the window):
+  bool wait_measured = false;
+  double waiting_threads = 0;     // mean threads waiting for a CPU: delay / wall
+  double measured_wait_share = 0;  // delay / (delay + CPU time): runnable time that got no CPU
   bool oversubscribed = false;
 };
 

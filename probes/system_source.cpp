@@ -112,6 +112,14 @@ bool parse_stat(const std::string& text, StatFields* f) {
   return k >= 12;
 }
 
+// /proc/<pid>/task/<tid>/schedstat: "<ns on a CPU> <ns waiting on a run queue> <timeslices>".
+void read_schedstat(const std::string& text, ThreadSample* t) {
+  unsigned long long on_cpu = 0, waiting = 0;
+  if (std::sscanf(text.c_str(), "%llu %llu", &on_cpu, &waiting) != 2) return;
+  t->has_wait = true;
+  t->wait_s = static_cast<double>(waiting) * 1e-9;
+}
+
 // The three lines of /proc/<pid>/task/<tid>/status the monitor needs.
 void parse_status(const std::string& text, ThreadSample* t) {
   auto value_of = [&](std::string_view key) -> std::string_view {
@@ -185,6 +193,8 @@ class LiveSource : public SystemSource {
       t.state = tf.state;
       t.processor = tf.processor;
       t.cpu_s = tf.cpu_s;
+      std::snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
+      if (read_small(path, &text)) read_schedstat(text, &t);
       std::snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
       if (with_status && read_small(path, &text)) {
         parse_status(text, &t);
@@ -398,6 +408,16 @@ void FakeSource::run_thread(pid_t tid, double cpu_s, char state, int processor,
     t.processor = processor;
     t.nonvoluntary_switches += nonvoluntary;
     t.voluntary_switches += voluntary;
+  }
+}
+
+void FakeSource::wait_thread(pid_t tid, double wait_s) {
+  Proc* p = owner_of(tid);
+  if (p == nullptr) return;
+  for (ThreadSample& t : p->sample.threads) {
+    if (t.tid != tid) continue;
+    t.has_wait = true;
+    t.wait_s += wait_s;
   }
 }
 

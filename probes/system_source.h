@@ -31,6 +31,11 @@ struct ThreadSample {
   std::uint64_t voluntary_switches = 0;
   std::uint64_t nonvoluntary_switches = 0;
   std::vector<int> cpus_allowed;  // Cpus_allowed_list
+  // Run-queue delay: time spent runnable but waiting for a CPU, from /proc/.../schedstat (its
+  // second field; present on kernels with CONFIG_SCHED_INFO, nearly all). The direct measure of
+  // what oversubscription costs, where sampled thread states only estimate it.
+  bool has_wait = false;
+  double wait_s = 0;
 };
 
 // One process, from /proc/<pid>/stat, with its threads when asked for.

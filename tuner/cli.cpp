@@ -65,7 +65,12 @@ int run_study(const std::string& study_file, const RunOptions& options) {
   if (auto why = storage_url_problem(options.storage_override))
     throw BadInput(fmt::format("--storage '{}': {}", options.storage_override, *why));
   const std::string name = spec.name;
-  const ProbeSpec probe_spec = spec.probes;
+  ProbeSpec probe_spec = spec.probes;
+  const auto measured = probe_spec.enabled
+                            ? measure_missing_pool_defaults(probe_spec.knobs, spec.command)
+                            : std::vector<std::string>{};
+  for (const auto& note : options.quiet ? std::vector<std::string>{} : measured)
+    std::cout << "probes: " << note << '\n';
   auto runner = unwrap(StudyRunner::open(std::move(spec), options));
   if (probe_spec.enabled) {
     auto hooks = make_probe_hooks(probe_spec);

@@ -123,7 +123,8 @@ Result<std::unique_ptr<StudyRunner>> open_rerun_runner(StudySpec spec,
   run_options.storage_override = options.storage_override;
   run_options.quiet = options.quiet;
   run_options.prune = false;  // a re-measurement runs whole, or its median means nothing
-  const ProbeSpec probe_spec = spec.probes;
+  ProbeSpec probe_spec = spec.probes;
+  if (probe_spec.enabled) measure_missing_pool_defaults(probe_spec.knobs, spec.command);
   auto runner = StudyRunner::open(std::move(spec), run_options);
   if (!runner) return std::unexpected(runner.error());
   if (probe_spec.enabled) {

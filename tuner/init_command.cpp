@@ -201,20 +201,28 @@ void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo&
     bp::environment env = boost::this_process::environment();
     for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) env.erase(name);
     bp::ipstream out;
-    bp::child child(python, bp::args = {"-c", "import torch; print(torch.get_num_threads())"},
+    bp::child child(python,
+                    bp::args = {"-c",
+                                "import torch; print(torch.get_num_threads(), "
+                                "torch.get_num_interop_threads())"},
                     bp::env = env, bp::std_in<bp::null, bp::std_out> out, bp::std_err > bp::null);
     // The answer is one short line: it fits the pipe, so waiting first cannot block the child.
     if (!child.wait_for(std::chrono::duration<double>(timeout_s))) {
       child.terminate();
       return;
     }
-    std::string line;
-    std::getline(out, line);
-    const auto n = probes::parse_int(line);
+    std::string intra, inter;
+    out >> intra >> inter;
+    const auto n = probes::parse_int(intra);
     if (child.exit_code() != 0 || !n || *n < 1) return;
     info.pool_defaults["torch_intra_op"] = *n;
     info.notes.push_back(fmt::format(
         "torch_intra_op: torch.get_num_threads() = {} here with nothing set (measured)", *n));
+    if (const auto m = probes::parse_int(inter); m && *m >= 1) {
+      info.pool_defaults["torch_inter_op"] = *m;
+      info.notes.push_back(fmt::format(
+          "torch_inter_op: torch.get_num_interop_threads() = {} here (measured)", *m));
+    }
   } catch (const std::exception&) {
     // No interpreter to run: the catalog's rule stays.
   }

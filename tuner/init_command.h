@@ -53,8 +53,9 @@ struct ProgramInfo {
 ProgramInfo inspect_program(const std::vector<std::string>& program);
 
 // For a Python program that imports torch: runs the same interpreter once with nothing set
-// (OMP_NUM_THREADS and MKL_NUM_THREADS removed) and records torch.get_num_threads() as the
-// torch_intra_op pool's default, with a note. A failure (no torch, a timeout of `timeout_s`)
+// (OMP_NUM_THREADS and MKL_NUM_THREADS removed) and records torch.get_num_threads() and
+// torch.get_num_interop_threads() as the torch_intra_op and torch_inter_op pools' defaults, with
+// a note each. A failure (no torch, a timeout of `timeout_s`)
 // records nothing: the catalog's rule stays.
 void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo& info,
                            double timeout_s = 60);

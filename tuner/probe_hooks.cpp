@@ -13,6 +13,7 @@
 #include "probes/nodes.h"
 #include "probes/predict.h"
 #include "probes/system_source.h"
+#include "probes/verdict_memory.h"
 #include "tuner/node_samplers.h"
 #include "tuner/trial_attrs.h"
 
@@ -57,6 +58,7 @@ struct ProbeState {
   // keeps its prediction and gets no verdict (the report then shows the prediction).
   bool ranks_outside_tree = false;
   probes::LearnedDuty learned;  // the duty cycles earlier trials of the study measured
+  probes::VerdictMemory memory;  // the verdicts earlier trials of the same layout got
 };
 
 // A predicted oversubscription skips a trial (constrain: true) only once this many trials have
@@ -161,18 +163,26 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   };
   hooks.study_history = [state](const std::vector<search::FrozenTrial>& trials) {
     state->learned = probes::LearnedDuty{};
-    for (const auto& t : trials)
+    state->memory = probes::VerdictMemory{};
+    for (const auto& t : trials) {
       if (auto it = t.system_attrs.find(k_attr_probe_duty); it != t.system_attrs.end())
         state->learned.add(*it);
+      const auto predicted = t.system_attrs.find(k_attr_probe_prediction);
+      const auto observed = t.system_attrs.find(k_attr_probe_verdict);
+      if (predicted != t.system_attrs.end() && observed != t.system_attrs.end())
+        state->memory.add(*predicted, *observed);
+    }
   };
   hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
     const auto env = rank_environment(launch);
     const auto plan = launch.probe_plan(env);
     state->nodes =
         probes::predict_nodes(state->topology, plan, program_model(plan, state->spec, trial));
-    for (auto& node : state->nodes)
+    for (auto& node : state->nodes) {
       probes::apply_learned_duty(state->topology, node.prediction, state->learned,
                                  probes::MonitorOptions{}.oversubscribed_ratio);
+      probes::apply_verdict_memory(node.prediction, state->memory);
+    }
     state->local.reset();
     for (const auto& node : plan.layout)
       if (!node.ranks.empty() && !state->local && is_this_host(node.host)) state->local = node;

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "probes/knob_catalog.h"
+#include "tuner/init_command.h"
 #include "tuner/yaml_reader.h"
 
 namespace tune::tuner {
@@ -126,6 +127,28 @@ probes::ProgramModel study_program_model(probes::ProgramModel base,
     }
   }
   return base;
+}
+
+std::vector<std::string> measure_missing_pool_defaults(std::vector<StudyKnob>& knobs,
+                                                       const std::vector<std::string>& command) {
+  const auto unsized = [](const StudyKnob& k) {
+    return k.program == "torch" && !k.pool.empty() && !k.program_default;
+  };
+  if (command.empty() || command[0].contains('{') ||
+      std::none_of(knobs.begin(), knobs.end(), unsized))
+    return {};
+  ProgramInfo info;
+  info.frameworks = {"torch"};
+  measure_pool_defaults({command[0]}, info);
+  std::vector<std::string> notes;
+  for (StudyKnob& k : knobs) {
+    const auto it = info.pool_defaults.find(k.pool);
+    if (!unsized(k) || it == info.pool_defaults.end()) continue;
+    k.program_default = it->second;
+    notes.push_back(fmt::format("knobs.{}: {} pool defaults to {} here (measured with {})",
+                                k.param, k.pool, it->second, command[0]));
+  }
+  return notes;
 }
 
 }  // namespace tune::tuner

@@ -56,4 +56,13 @@ probes::ProgramModel study_program_model(probes::ProgramModel base,
                                          const std::vector<StudyKnob>& knobs,
                                          const search::FrozenTrial& trial);
 
+// A study whose program is a Python interpreter (`command[0]`) and whose `knobs:` leave a torch
+// pool without a `default:`: that pool's size as torch takes it on this machine, measured once
+// with that interpreter (measure_pool_defaults, tuner/init_command.h), set as the knob's
+// default, so a trial that leaves the parameter null is predicted as it runs, as in a study
+// `tune init` wrote. Returns one note per measured pool; a failed measurement changes nothing
+// (the catalog's rule stays). Runs a process (about a second): once per study.
+std::vector<std::string> measure_missing_pool_defaults(std::vector<StudyKnob>& knobs,
+                                                       const std::vector<std::string>& command);
+
 }  // namespace tune::tuner

@@ -84,12 +84,20 @@ TEST(LearnedDuty, LoadsAreKeyedByThreadsAndCpuset) {
   EXPECT_DOUBLE_EQ(*l.load("openmp", 1, 1), 0.0);  // libgomp throttled on 1 PU
   EXPECT_DOUBLE_EQ(*l.load("openmp", 2, 1), 0.0);  // per-thread duty on 1 PU
   EXPECT_DOUBLE_EQ(*l.load("openmp", 2, 2), 1.2);  // 2 x median(0.6, 0.8, 0.5)
-  EXPECT_DOUBLE_EQ(*l.load("openmp", 3, 4), 1.5);  // any cpuset at 3 threads
+  // A team's duty is not carried to another cpuset size (libgomp spins only while the team fits
+  // its PUs): nothing learned for 4 PUs, the prior stays.
+  EXPECT_FALSE(l.load("openmp", 3, 4).has_value());
+  // Workers that loop on their own work are: any cpuset at that count.
+  EXPECT_TRUE(l.add(nlohmann::json{
+      {"schema_version", 1},
+      {"pus", 2},
+      {"groups", {{"iterator_workers", {{"predicted_threads", 3}, {"load", 0.4}}}}}}));
+  EXPECT_DOUBLE_EQ(*l.load("iterator_workers", 3, 4), 0.4);
   EXPECT_DOUBLE_EQ(*l.load("openmp", 0, 4), 0.0);
   EXPECT_FALSE(l.load("blas", 1, 2).has_value());  // never measured: the prior stays
   EXPECT_FALSE(l.add(nlohmann::json{{"schema_version", 99}, {"groups", {{"x", 1}}}}));
   EXPECT_FALSE(l.add(nlohmann::json::array()));
-  EXPECT_EQ(l.trials(), 4);
+  EXPECT_EQ(l.trials(), 5);
 }
 
 TEST(LearnedDuty, ThreadsTheModelDoesNotNameAreAddedAsMeasured) {

@@ -183,12 +183,18 @@ TEST(Predict, AnExternalProgramsDeclaredPoolIsSizedByItsFlagOrItsLibraryDefault)
   EXPECT_EQ(one.busy_threads, 2);  // each rank's main thread is its one intra-op thread
   EXPECT_EQ(group(one.ranks[0], "torch_intra_op")->source, "flag");
   // Unset: PyTorch's default, one per physical core of the machine whatever the binding.
-  const Prediction unset = predict(t, mpirun(2, "", {"python3", "train.py"}), torch);
+  const Prediction unset = predict(t, mpirun(2, "none", {"python3", "train.py"}), torch);
   const ThreadGroup* intra = group(unset.ranks[0], "torch_intra_op");
   ASSERT_NE(intra, nullptr);
   EXPECT_EQ(intra->source, "library default");
   EXPECT_EQ(intra->threads, 1);  // 2 cores: the main thread and one more
   EXPECT_TRUE(unset.oversubscribed) << unset.summary;
+  // Bound to a core each (Open MPI's default for 2 ranks), the team of 2 outnumbers its one PU
+  // and takes turns on it (libgomp's throttled spin): not busy beside the main thread.
+  const Prediction bound = predict(t, mpirun(2, "", {"python3", "train.py"}), torch);
+  EXPECT_EQ(group(bound.ranks[0], "torch_intra_op")->threads, 1);
+  EXPECT_EQ(group(bound.ranks[0], "torch_intra_op")->busy, 0);
+  EXPECT_FALSE(bound.oversubscribed) << bound.summary;
   // OMP_NUM_THREADS sizes the same team (PyTorch's intra-op pool is its OpenMP pool): predicted
   // once, as torch_intra_op.
   const Prediction env =

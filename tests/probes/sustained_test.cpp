@@ -124,6 +124,58 @@ TEST(Sustained, RunnableThreadsThatAllRanAreNoSlowdown) {
   EXPECT_NEAR(v.sustained.loads.front().waiting_share, 0.0, 1e-9);
 }
 
+// Steps of 0.2 s in which all 4 threads (2 per rank) share the 2 PUs, each `cpu` seconds, and
+// wait `wait` seconds on a run queue (schedstat); `runnable_extra`: whether the samples catch the
+// extra threads in state R.
+Verdict run_measured(double cpu, double wait, bool runnable_extra) {
+  Trial t(1);
+  TrialMonitor m(t.src, 100);
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k <= 1; ++k) t.src.wait_thread(Trial::tid(r, k), 0.0);
+  m.sample_once();
+  for (int i = 0; i < 20; ++i) {
+    t.src.advance(0.2);
+    for (int r = 0; r < 2; ++r)
+      for (int k = 0; k <= 1; ++k) {
+        t.src.run_thread(Trial::tid(r, k), cpu, k == 0 || runnable_extra ? 'R' : 'S', r);
+        t.src.wait_thread(Trial::tid(r, k), wait);
+      }
+    m.sample_once();
+  }
+  return m.verdict();
+}
+
+TEST(Sustained, AMeasuredQueueIsOversubscribedWhenTheSamplesMissIt) {
+  // A team per rank that meets at barriers: the samples catch only the main threads runnable (2
+  // on 2 PUs), yet each of the 4 threads waited half of every step for a CPU: 2 threads queued on
+  // 2 PUs all along (a PyTorch DDP script with 2 intra-op threads per rank, unbound).
+  const Verdict v = run_measured(0.1, 0.1, false);
+  const SustainedLoad& whole = v.sustained.loads.front();
+  EXPECT_DOUBLE_EQ(whole.median_runnable, 2.0);
+  ASSERT_TRUE(whole.wait_measured);
+  EXPECT_NEAR(whole.waiting_threads, 2.0, 1e-9);
+  EXPECT_NEAR(whole.measured_wait_share, 0.5, 1e-9);
+  EXPECT_TRUE(v.observed_oversubscribed) << v.diagnosis;
+  EXPECT_NE(v.diagnosis.find("50% waiting, 2.0 queued for a CPU on average"), std::string::npos)
+      << v.diagnosis;
+  EXPECT_EQ(v.to_json()["sustained"]["loads"][0]["waiting_threads"], 2.0);
+}
+
+TEST(Sustained, CountsOverTheLimitWithoutTheQueueTheyClaimAreNoVerdict) {
+  // 4 threads in state R in every sample, but the kernel says they hardly waited (0.1 threads
+  // queued per PU): the samples caught threads waking, not a queue; the estimate from CPU time
+  // alone would have called it.
+  const Verdict v = run_measured(0.1, 0.01, true);
+  const SustainedLoad& whole = v.sustained.loads.front();
+  EXPECT_DOUBLE_EQ(whole.median_runnable, 4.0);
+  EXPECT_NEAR(whole.waiting_share, 0.5, 1e-9);
+  EXPECT_NEAR(whole.waiting_threads, 0.2, 1e-9);
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+  // Without schedstat the same counts decide as before.
+  Trial t(1);
+  EXPECT_TRUE(run(t, std::vector<int>(20, 1)).observed_oversubscribed);
+}
+
 TEST(Sustained, DutyCyclesOfNamedGroups) {
   // Two iterator workers per rank, one of them runnable in a quarter of the samples, the other
   // never: the group's runnable duty is 1/8; the main thread's is 1.

@@ -36,12 +36,13 @@ TrialHooks hooks_for(ProbeSpec spec = {}) {
   return hooks ? std::move(*hooks) : TrialHooks{};
 }
 
-// Two ranks bound to a core each (launch.mpirun), running `program` with `omp` OpenMP threads.
+// Two unbound ranks on 2 PUs (launch.mpirun), running `program` with `omp` OpenMP threads (a
+// team bound to a core each would take turns on it: probes/predict.cpp).
 RenderedLaunch launch(const std::string& program, const std::string& omp) {
   RenderedLaunch l;
   l.mpirun.emplace();
   l.mpirun->n = "2";
-  l.mpirun->bind_to = "core";
+  l.mpirun->bind_to = "none";
   l.command = {program};
   l.env_set = {{"OMP_NUM_THREADS", omp}, {"OPENBLAS_NUM_THREADS", "1"}};
   return l;
@@ -50,7 +51,7 @@ RenderedLaunch launch(const std::string& program, const std::string& omp) {
 // The same launch as a command line the user wrote (no launch.mpirun section).
 RenderedLaunch raw_launch(const std::string& program, const std::string& omp) {
   RenderedLaunch l;
-  l.command = {"mpirun", "-n", "2", "--bind-to", "core", program};
+  l.command = {"mpirun", "-n", "2", "--bind-to", "none", program};
   l.env_set = {{"OMP_NUM_THREADS", omp}, {"OPENBLAS_NUM_THREADS", "1"}};
   return l;
 }
@@ -76,7 +77,7 @@ TEST(ProbeHooks, ARawMpirunCommandPredictsAsTheSameLaunchSettings) {
     const auto structured = prediction(hooks, launch("/opt/tune/bin/tune-trainer", omp));
     const auto raw = prediction(hooks, raw_launch("/opt/tune/bin/tune-trainer", omp));
     EXPECT_EQ(structured, raw);
-    EXPECT_EQ(raw["bind_to"], "core") << raw.dump();
+    EXPECT_EQ(raw["bind_to"], "none") << raw.dump();
     EXPECT_EQ(raw["ranks"].size(), 2u) << raw.dump();
   }
   // A plain command is one rank, not bound by a launcher.
@@ -116,7 +117,8 @@ TEST(ProbeHooks, TheBundledTrainersThreadsAreModelled) {
 TEST(ProbeHooks, DeclaredKnobsPredictAnExternalScriptFromTheTrialsValues) {
   RenderedLaunch l;
   l.mpirun.emplace();
-  l.mpirun->n = "2";  // 2 ranks on 2 PUs, Open MPI's default binding (core)
+  l.mpirun->n = "2";  // 2 unbound ranks on 2 PUs
+  l.mpirun->bind_to = "none";
   // Whatever tune's own environment holds, the ranks get no thread variables.
   l.env_unset = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS"};
   auto trial_with = [&](std::optional<std::int64_t> threads) {
@@ -160,7 +162,7 @@ std::vector<search::FrozenTrial> history(int n, int omp_threads, double omp_load
   for (auto& t : trials)
     t.system_attrs[k_attr_probe_duty] = {
         {"schema_version", 1},
-        {"pus", 1},
+        {"pus", 2},
         {"groups",
          {{"main", {{"predicted_threads", 1}, {"load", 1.0}}},
           {"openmp", {{"predicted_threads", omp_threads}, {"load", omp_load}}}}}};
@@ -193,7 +195,7 @@ TEST(ProbeHooks, PredictionsLearnFromEarlierTrialsDutyCycles) {
   auto hooks = hooks_for();
   const auto prior = prediction(hooks, launch("prog", "4"));
   EXPECT_TRUE(prior["oversubscribed"].get<bool>()) << prior.dump();
-  hooks.study_history(history(3, 3, 0.1));  // the pool of 4 was found idle on 1-PU cpusets
+  hooks.study_history(history(3, 3, 0.1));  // the pool of 4 was found idle on 2-PU cpusets
   const auto learned = prediction(hooks, launch("prog", "4"));
   EXPECT_FALSE(learned["oversubscribed"].get<bool>()) << learned.dump();
   EXPECT_EQ(learned["basis"], "duty cycles of 3 earlier trials");
@@ -209,7 +211,7 @@ TEST(ProbeHooks, TheTrialsDutyCyclesAreStored) {
   ASSERT_TRUE(attrs.contains(k_attr_probe_duty)) << attrs.dump();
   const auto& record = attrs[k_attr_probe_duty];
   EXPECT_EQ(record["schema_version"], 1);
-  EXPECT_EQ(record["pus"], 1);  // rank 0's predicted cpuset
+  EXPECT_EQ(record["pus"], 2);  // rank 0's predicted cpuset
   EXPECT_TRUE(record["groups"].contains("main")) << record.dump();
   EXPECT_EQ(record["groups"]["main"]["predicted_threads"], 1);
 }

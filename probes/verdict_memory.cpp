@@ -1,0 +1,67 @@
+#include "probes/verdict_memory.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace tune::probes {
+
+std::string layout_signature(const nlohmann::json& prediction) {
+  if (!prediction.is_object() || prediction.contains("nodes")) return {};
+  const auto ranks = prediction.find("ranks");
+  if (ranks == prediction.end() || !ranks->is_array() || ranks->empty()) return {};
+  std::vector<std::pair<int, std::string>> parts;
+  for (const auto& r : *ranks) {
+    if (!r.is_object() || !r.contains("rank") || !r["rank"].is_number_integer()) return {};
+    std::vector<std::string> groups;
+    for (const auto& g : r.value("groups", nlohmann::json::array())) {
+      if (!g.is_object() || !g.contains("name") || !g["name"].is_string()) return {};
+      const std::string name = g["name"].get<std::string>();
+      if (name == "other") continue;  // measured, not asked
+      groups.push_back(name + "=" + std::to_string(g.value("threads", 0)));
+    }
+    std::sort(groups.begin(), groups.end());
+    std::string text = std::to_string(r["rank"].get<int>()) + ":" + r.value("cpuset", "") + "[";
+    for (std::size_t i = 0; i < groups.size(); ++i) text += (i ? "," : "") + groups[i];
+    parts.emplace_back(r["rank"].get<int>(), text + "]");
+  }
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (const auto& [rank, text] : parts) out += (out.empty() ? "" : " ") + text;
+  return out;
+}
+
+bool VerdictMemory::add(const nlohmann::json& prediction, const nlohmann::json& verdict) {
+  if (!verdict.is_object()) return false;
+  const auto observed = verdict.find("observed_oversubscribed");
+  if (observed == verdict.end() || !observed->is_boolean()) return false;
+  const std::string signature = layout_signature(prediction);
+  if (signature.empty()) return false;
+  auto& [over, all] = m_seen[signature];
+  over += observed->get<bool>() ? 1 : 0;
+  all += 1;
+  return true;
+}
+
+std::pair<int, int> VerdictMemory::seen(const std::string& signature) const {
+  const auto it = m_seen.find(signature);
+  return it == m_seen.end() ? std::pair{0, 0} : it->second;
+}
+
+void apply_verdict_memory(Prediction& prediction, const VerdictMemory& memory) {
+  const auto [over, all] = memory.seen(layout_signature(prediction.to_json()));
+  if (all == 0 || 2 * over == all) return;
+  const bool verdict = 2 * over > all;
+  prediction.remembered = verdict;
+  prediction.oversubscribed = verdict;
+  std::string rest = prediction.summary;
+  for (const char* word : {"oversubscribed: ", "ok: "})
+    if (rest.starts_with(word)) rest = rest.substr(std::string_view(word).size());
+  const std::string basis = "observed " + std::string(verdict ? "oversubscribed" : "ok") +
+                            " in " + std::to_string(verdict ? over : all - over) + " of " +
+                            std::to_string(all) + " earlier trial" + (all == 1 ? "" : "s") +
+                            " with these threads and cpusets";
+  prediction.summary = (verdict ? "oversubscribed: " : "ok: ") + rest + "; " + basis;
+  prediction.basis = prediction.basis.empty() ? basis : prediction.basis + "; " + basis;
+}
+
+}  // namespace tune::probes

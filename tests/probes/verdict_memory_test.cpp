@@ -1,0 +1,85 @@
+// Predictions that remember: a layout already observed is predicted as it was observed; a new
+// layout, a tie or another node's record leaves the model's prediction alone.
+#include <gtest/gtest.h>
+
+#include "probes/predict.h"
+#include "probes/verdict_memory.h"
+#include "probes/topology.h"
+
+namespace tune::probes {
+namespace {
+
+LaunchPlan two_ranks(std::string bind, std::string threads) {
+  LaunchPlan p;
+  p.uses_mpirun = true;
+  p.ranks_per_node = 2;
+  p.bind_to = std::move(bind);
+  p.program_argv = {"python3", "train.py", "--threads", std::move(threads)};
+  return p;
+}
+
+ProgramModel torch_model() {
+  ProgramModel m;
+  m.program = "torch";
+  PoolModel intra;
+  intra.pool = "torch_intra_op";
+  intra.flag = "--threads";
+  m.pools.push_back(intra);
+  return m;
+}
+
+nlohmann::json verdict(bool over) { return {{"observed_oversubscribed", over}}; }
+
+TEST(VerdictMemory, AnObservedLayoutIsPredictedAsItWasObserved) {
+  const Topology t = *read_synthetic_topology("pack:1 core:2 pu:1");
+  const Prediction one = predict(t, two_ranks("none", "1"), torch_model());
+  const Prediction two = predict(t, two_ranks("none", "2"), torch_model());
+  EXPECT_NE(layout_signature(one.to_json()), layout_signature(two.to_json()));
+  EXPECT_FALSE(one.oversubscribed) << one.summary;
+
+  VerdictMemory memory;
+  EXPECT_TRUE(memory.add(one.to_json(), verdict(true)));
+  EXPECT_TRUE(memory.add(one.to_json(), verdict(true)));
+  EXPECT_TRUE(memory.add(one.to_json(), verdict(false)));
+  Prediction again = predict(t, two_ranks("none", "1"), torch_model());
+  apply_verdict_memory(again, memory);
+  ASSERT_TRUE(again.remembered.has_value());
+  EXPECT_TRUE(again.oversubscribed);
+  EXPECT_TRUE(again.summary.starts_with("oversubscribed: ")) << again.summary;
+  EXPECT_NE(again.summary.find("observed oversubscribed in 2 of 3 earlier trials with these "
+                               "threads and cpusets"),
+            std::string::npos)
+      << again.summary;
+  EXPECT_DOUBLE_EQ(prediction_constraint(again), 0.5);
+  EXPECT_EQ(again.to_json()["remembered"], true);
+
+  // Another layout: the model's own answer.
+  Prediction other = predict(t, two_ranks("none", "2"), torch_model());
+  const bool model = other.oversubscribed;
+  apply_verdict_memory(other, memory);
+  EXPECT_FALSE(other.remembered.has_value());
+  EXPECT_EQ(other.oversubscribed, model);
+}
+
+TEST(VerdictMemory, ATieOrARecordItCannotReadChangesNothing) {
+  const Topology t = *read_synthetic_topology("pack:1 core:2 pu:1");
+  const Prediction p = predict(t, two_ranks("core", "1"), torch_model());
+  VerdictMemory memory;
+  EXPECT_TRUE(memory.add(p.to_json(), verdict(true)));
+  EXPECT_TRUE(memory.add(p.to_json(), verdict(false)));
+  Prediction tie = p;
+  apply_verdict_memory(tie, memory);
+  EXPECT_FALSE(tie.remembered.has_value());
+  EXPECT_EQ(tie.summary, p.summary);
+  // A trial with no observed verdict, a multi-node record, junk: not added.
+  EXPECT_FALSE(memory.add(p.to_json(), nlohmann::json::object()));
+  nlohmann::json multi = p.to_json();
+  multi["nodes"] = nlohmann::json::array();
+  EXPECT_FALSE(memory.add(multi, verdict(true)));
+  EXPECT_FALSE(memory.add(nlohmann::json::array(), verdict(true)));
+  EXPECT_FALSE(memory.add({{"ranks", {{{"rank", "x"}}}}}, verdict(true)));
+  EXPECT_EQ(memory.seen(layout_signature(p.to_json())), (std::pair<int, int>{1, 2}));
+}
+
+}  // namespace
+}  // namespace tune::probes
