@@ -80,6 +80,20 @@ std::optional<double> LearnedDuty::load(const std::string& group, int threads, i
   // Pass 0 looks at this cpuset size only, pass 1 at any; a team's (the OpenMP, BLAS, OpenCV or
   // torch intra-op pool) duty is never carried to another cpuset size: libgomp spins at its
   // barriers only while the team fits its PUs, so 60% runnable on 2 PUs says nothing of 1.
+  // "other" mixes what the monitor cannot name (a script's intra-op team, its communication and
+  // helper threads, MPI's), so the count the prediction gave it (often an idle inter-op pool)
+  // does not scale it: the same count on the same cpuset size, else the median of what was
+  // measured on that size, never another size (its spinning depends on the PUs as a team's does).
+  if (group == "other") {
+    std::vector<double> on_size;
+    for (const auto& [key, loads] : it->second) {
+      if (key.first != pus) continue;
+      if (key.second == threads) return median_of(loads);
+      on_size.insert(on_size.end(), loads.begin(), loads.end());
+    }
+    if (on_size.empty()) return std::nullopt;
+    return median_of(on_size);
+  }
   const KnobPool* kp = knob_catalog().pool(group);
   const bool team = kp != nullptr && (kp->busy == PoolBusy::turns || kp->busy == PoolBusy::spin);
   for (int pass = 0; pass < (team ? 1 : 2); ++pass) {

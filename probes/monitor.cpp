@@ -221,10 +221,11 @@ void TrialMonitor::sample_once(bool full) {
       if (acc) {
         RankTally& tally = record.ranks[rank];
         GroupTally& g = tally.groups[static_cast<std::size_t>(
-            thread_group_of(t.comm, pid == rank && t.tid == pid))];
+            thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank))];
         g.threads += 1;
         g.runnable += is_r ? 1 : 0;
         g.cpu_s += std::max(0.0, dcpu);
+        g.wait_s += dwait;
         tally.runnable += is_r ? 1 : 0;
         tally.wait_s += dwait;
         rank_threads[rank] += 1;

@@ -4,8 +4,9 @@
 // runnable threads against PUs per cpuset, the binding check (ranks sharing a core, a rank
 // allowed on or running on PUs outside its predicted cpuset), observed against predicted
 // oversubscription, and a one-line diagnosis. The observed verdict is the sustained one
-// (probes/sustained.h): the median of runnable threads per cpuset over the measured window,
-// checked against the slowdown it claims; means and peaks over the whole run are kept as figures.
+// (probes/sustained.h): the threads' measured run-queue delay per cpuset over the measured window
+// (else the median of sampled runnable threads, checked against the slowdown it claims); means
+// and peaks over the whole run are kept as figures.
 // Each sample also tallies every rank's threads by group (named threads, probes/sustained.h), so
 // the verdict carries each group's duty cycle for later predictions to learn from.
 //

@@ -182,7 +182,7 @@ struct Prediction {
   // A cpuset is oversubscribed when its load exceeds this many threads per PU: 1 for the prior's
   // whole threads; the observed verdict's ratio once loads are measured ones (learned_duty.h).
   double oversubscribed_ratio = 1.0;
-  std::string basis;            // "" (prior rules) or "duty cycles of N earlier trials"
+  std::string basis;  // "" (prior rules) or "duty cycles of N earlier trials"
   // Set when earlier trials with the same threads and cpusets were observed and decide the
   // verdict (probes/verdict_memory.h): their majority verdict.
   std::optional<bool> remembered;

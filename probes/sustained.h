@@ -6,18 +6,24 @@
 // spinning up at once) and its end (final evaluation, teardown) are short bursts of runnable
 // threads that say nothing about the settings being tuned, and a mean over a 3 s trial lets one
 // such burst decide the verdict. The window drops the first `skip_start` and the last `skip_end`
-// of the sampled time; within it a cpuset is oversubscribed when the median of its runnable
-// threads exceeds `ratio` x its PUs and more than half of the window's samples do (a median that
-// falls between two samples on the limit is a tie, not a verdict), and the
-// slowdown that claims is there: the runnable threads were not all running (the share of
-// runnable thread-time that got no CPU is at least `min_waiting_share`; measured from the
-// threads' run-queue delays where the source reads /proc/.../schedstat, else estimated as
-// 1 - CPU rate / mean runnable). Runnable counts sampled at the wrong moments with idle CPUs fail
-// that test. A cpuset is also oversubscribed when its threads' measured run-queue delay comes to
-// `queued_per_pu` or more threads waiting per PU over the window: a team per rank that
+// of the sampled time, and starts no earlier than the first sample in which the ranks run all the
+// threads they will run (a script's imports hold one thread per rank for seconds; its pools,
+// communication threads and loader workers start with the training), unless that leaves less
+// than a quarter of the sampled time. Within it a cpuset is oversubscribed when the median of its
+// runnable threads exceeds `ratio` x its PUs and more than half of the window's samples do (a
+// median that falls between two samples on the limit is a tie, not a verdict), and the slowdown
+// that claims is there: the runnable threads were not all running (the share of runnable
+// thread-time that got no CPU, estimated as 1 - CPU rate / mean runnable, is at least
+// `min_waiting_share`). Runnable counts sampled at the wrong moments with idle CPUs fail that
+// test. That is the estimate. Where the source reads each thread's run-queue delay
+// (/proc/.../schedstat, nearly every kernel) the queue is measured instead, and it decides: a
+// cpuset is oversubscribed when its threads waited for a CPU `queued_per_pu` or more threads per
+// PU on average over the window. Sampled counts mislead both ways: a team per rank that
 // oversubscribes only inside short parallel regions leaves the sampled median at the PUs while
-// its threads queue at every barrier (a PyTorch script with 2 intra-op threads per rank on 2
-// PUs runs 4x slower, with a median of 2 runnable threads and 1 queued per PU).
+// its threads queue at every barrier (a PyTorch script with 2 intra-op threads per rank on 2 PUs
+// runs 4-8x slower, 2 runnable threads in most samples, 1 queued per PU), and a rank bound to its
+// core whose helper threads wake beside it shows 2 runnable on 1 PU with 0.5 queued and runs
+// fastest of all.
 //
 // Thread groups. A thread is attributed by its name (the kernel's comm, 15 characters), which a
 // program may set (pthread_setname_np): "tt-iter*" iterator workers, "tt-omp*" the OpenMP pool,
@@ -26,7 +32,9 @@
 // OpenBLAS and TBB do not name theirs; a thread inherits its creator's name, so the trainer
 // renames the threads OpenBLAS started at load and starts the OpenMP and OpenCV pools under a
 // borrowed name: trainer/thread_names.h). A rank's own thread (tid == pid) is "main" whatever its
-// name; everything else (MPI's progress threads, an unnamed pool of another program) is "other".
+// name; every thread of a process a rank started is "dataloader_workers" (torch's DataLoader
+// workers, Python multiprocessing pools: the catalog's process pool); everything else (MPI's
+// progress threads, an unnamed pool of another program) is "other".
 // Names, not creation order: order changes with the library versions and with what is lazy.
 //
 // Duty cycles, per group over the window: `cpu`, CPU seconds per thread-second alive, and
@@ -48,19 +56,31 @@
 
 namespace tune::probes {
 
-enum class GroupId { main, iterator_workers, openmp, blas, opencv, comm, other };
-inline constexpr std::size_t k_group_count = 7;
+enum class GroupId {
+  main,
+  iterator_workers,
+  openmp,
+  blas,
+  opencv,
+  comm,
+  dataloader_workers,
+  other
+};
+inline constexpr std::size_t k_group_count = 8;
 inline constexpr std::array<const char*, k_group_count> k_group_names = {
-    "main", "iterator_workers", "openmp", "blas", "opencv", "comm", "other"};
+    "main", "iterator_workers", "openmp", "blas", "opencv", "comm", "dataloader_workers", "other"};
 
-// The group of a thread named `comm`; `rank_main` when it is a rank's own thread (tid == pid).
-GroupId thread_group_of(const std::string& comm, bool rank_main);
+// The group of a thread named `comm`; `rank_main` when it is a rank's own thread (tid == pid);
+// `child_process` when it belongs to a process the rank started (a DataLoader or
+// multiprocessing worker: the catalog's process pool, whatever the process calls itself).
+GroupId thread_group_of(const std::string& comm, bool rank_main, bool child_process = false);
 
 // One group of one rank in one sample.
 struct GroupTally {
   int threads = 0;
   int runnable = 0;
-  double cpu_s = 0;  // CPU time since the previous sample
+  double cpu_s = 0;   // CPU time since the previous sample
+  double wait_s = 0;  // run-queue delay since the previous sample (schedstat)
 };
 
 struct RankTally {
@@ -90,12 +110,13 @@ struct SustainedOptions {
   double skip_end = 0.1;
   double ratio = 1.2;  // runnable threads per PU above this are oversubscribed
   double min_waiting_share = 0.1;
-  // Measured run-queue delay (where the source has it) at or above this many waiting threads per
-  // PU, on average over the window, is oversubscription whatever the sampled counts say: a
-  // queue that deep stalls whatever runs there. Measured on this project's 2-PU machine, the
-  // trials that are not oversubscribed stay under 0.6 (the quickstart's under 0.25, a PyTorch
-  // DDP script's gloo and loader threads up to 0.55), the oversubscribed ones from 0.95 up.
-  double queued_per_pu = 0.75;
+  // Where run-queue delays are measured, the verdict: at or above this many threads waiting per
+  // PU on average over the window (two for every three PUs). Measured on this project's 2-PU
+  // machine, the trials that are not oversubscribed stay at or under 0.61 (the quickstart's under
+  // 0.25, a PyTorch DDP script's gloo and helper threads 0.4-0.6), the slowed ones from 0.73 up
+  // (a DataLoader worker beside its rank on one core 0.73-0.94, unbound ranks 1.1, 2 intra-op
+  // threads per rank 1.5-2).
+  double queued_per_pu = 0.67;
 };
 
 // The sustained load of one cpuset (or of the whole tree on every PU the ranks may use).
@@ -109,7 +130,7 @@ struct SustainedLoad {
   double waiting_share = 0;  // 1 - cpu_rate / mean_runnable, >= 0
   // Measured from run-queue delays where the source has them (every sample of the window):
   bool wait_measured = false;
-  double waiting_threads = 0;     // mean threads waiting for a CPU: delay / wall
+  double waiting_threads = 0;      // mean threads waiting for a CPU: delay / wall
   double measured_wait_share = 0;  // delay / (delay + CPU time): runnable time that got no CPU
   bool oversubscribed = false;
 };
@@ -124,7 +145,8 @@ struct SustainedVerdict {
   int window_samples = 0;
   double window_from_s = 0;  // from the first sample
   double window_to_s = 0;
-  std::vector<SustainedLoad> loads;    // the whole tree first, then each cpuset
+  // The whole tree first (it decides only when no rank's cpuset is known), then each cpuset.
+  std::vector<SustainedLoad> loads;
   const SustainedLoad* worst() const;  // oversubscribed first, then the highest per PU
   bool oversubscribed = false;
   std::map<std::string, DutyCycle> duty;  // groups seen in the window

@@ -56,8 +56,8 @@ void apply_verdict_memory(Prediction& prediction, const VerdictMemory& memory) {
   std::string rest = prediction.summary;
   for (const char* word : {"oversubscribed: ", "ok: "})
     if (rest.starts_with(word)) rest = rest.substr(std::string_view(word).size());
-  const std::string basis = "observed " + std::string(verdict ? "oversubscribed" : "ok") +
-                            " in " + std::to_string(verdict ? over : all - over) + " of " +
+  const std::string basis = "observed " + std::string(verdict ? "oversubscribed" : "ok") + " in " +
+                            std::to_string(verdict ? over : all - over) + " of " +
                             std::to_string(all) + " earlier trial" + (all == 1 ? "" : "s") +
                             " with these threads and cpusets";
   prediction.summary = (verdict ? "oversubscribed: " : "ok: ") + rest + "; " + basis;

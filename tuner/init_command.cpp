@@ -220,8 +220,8 @@ void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo&
         "torch_intra_op: torch.get_num_threads() = {} here with nothing set (measured)", *n));
     if (const auto m = probes::parse_int(inter); m && *m >= 1) {
       info.pool_defaults["torch_inter_op"] = *m;
-      info.notes.push_back(fmt::format(
-          "torch_inter_op: torch.get_num_interop_threads() = {} here (measured)", *m));
+      info.notes.push_back(
+          fmt::format("torch_inter_op: torch.get_num_interop_threads() = {} here (measured)", *m));
     }
   } catch (const std::exception&) {
     // No interpreter to run: the catalog's rule stays.

@@ -57,7 +57,7 @@ struct ProbeState {
   // the trial's process tree would see srun alone and judge it as the one rank. Such a trial
   // keeps its prediction and gets no verdict (the report then shows the prediction).
   bool ranks_outside_tree = false;
-  probes::LearnedDuty learned;  // the duty cycles earlier trials of the study measured
+  probes::LearnedDuty learned;   // the duty cycles earlier trials of the study measured
   probes::VerdictMemory memory;  // the verdicts earlier trials of the same layout got
 };
 

@@ -145,8 +145,8 @@ std::vector<std::string> measure_missing_pool_defaults(std::vector<StudyKnob>& k
     const auto it = info.pool_defaults.find(k.pool);
     if (!unsized(k) || it == info.pool_defaults.end()) continue;
     k.program_default = it->second;
-    notes.push_back(fmt::format("knobs.{}: {} pool defaults to {} here (measured with {})",
-                                k.param, k.pool, it->second, command[0]));
+    notes.push_back(fmt::format("knobs.{}: {} pool defaults to {} here (measured with {})", k.param,
+                                k.pool, it->second, command[0]));
   }
   return notes;
 }

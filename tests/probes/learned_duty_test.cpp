@@ -93,11 +93,20 @@ TEST(LearnedDuty, LoadsAreKeyedByThreadsAndCpuset) {
       {"pus", 2},
       {"groups", {{"iterator_workers", {{"predicted_threads", 3}, {"load", 0.4}}}}}}));
   EXPECT_DOUBLE_EQ(*l.load("iterator_workers", 3, 4), 0.4);
+  // "other" (what the monitor cannot name: a script's helper threads, its team) is not scaled by
+  // the count the prediction gave it, nor carried to another cpuset size.
+  EXPECT_TRUE(
+      l.add(nlohmann::json{{"schema_version", 1},
+                           {"pus", 2},
+                           {"groups", {{"other", {{"predicted_threads", 2}, {"load", 1.8}}}}}}));
+  EXPECT_DOUBLE_EQ(*l.load("other", 2, 2), 1.8);
+  EXPECT_DOUBLE_EQ(*l.load("other", 1, 2), 1.8);  // what 2 PUs measured, unscaled
+  EXPECT_FALSE(l.load("other", 2, 1).has_value());
   EXPECT_DOUBLE_EQ(*l.load("openmp", 0, 4), 0.0);
   EXPECT_FALSE(l.load("blas", 1, 2).has_value());  // never measured: the prior stays
   EXPECT_FALSE(l.add(nlohmann::json{{"schema_version", 99}, {"groups", {{"x", 1}}}}));
   EXPECT_FALSE(l.add(nlohmann::json::array()));
-  EXPECT_EQ(l.trials(), 5);
+  EXPECT_EQ(l.trials(), 6);
 }
 
 TEST(LearnedDuty, ThreadsTheModelDoesNotNameAreAddedAsMeasured) {

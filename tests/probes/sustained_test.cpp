@@ -176,6 +176,32 @@ TEST(Sustained, CountsOverTheLimitWithoutTheQueueTheyClaimAreNoVerdict) {
   EXPECT_TRUE(run(t, std::vector<int>(20, 1)).observed_oversubscribed);
 }
 
+TEST(Sustained, TheWindowStartsWhenTheRanksHaveStartedTheirThreads) {
+  // A script that imports for 2.2 s on its main thread alone (one runnable thread per rank), then
+  // starts 2 more threads per rank that keep all 6 runnable for 1.8 s. The fixed window (0.8 to
+  // 3.6 s) would be half import, half samples at 2 runnable threads and half at 6: a tie, ok.
+  // From the moment the threads exist it is 6 on 2 PUs.
+  Trial t(0);
+  TrialMonitor m(t.src, 100);
+  m.sample_once();
+  for (int i = 0; i < 20; ++i) {
+    if (i == 11)
+      for (int r = 0; r < 2; ++r)
+        for (int k = 1; k <= 2; ++k) t.src.add_thread(101 + r, Trial::tid(r, k));
+    t.src.advance(0.2);
+    const int per_rank = i < 11 ? 1 : 3;
+    for (int r = 0; r < 2; ++r)
+      for (int k = 0; k < per_rank; ++k)
+        t.src.run_thread(Trial::tid(r, k), 0.2 * 2.0 / (2 * per_rank), 'R', r);
+    m.sample_once();
+  }
+  const Verdict v = m.verdict();
+  EXPECT_NEAR(v.sustained.window_from_s, 2.4, 1e-9);  // the first sample with the threads
+  EXPECT_NEAR(v.sustained.window_to_s, 3.6, 1e-9);
+  EXPECT_DOUBLE_EQ(v.sustained.loads.front().median_runnable, 6.0);
+  EXPECT_TRUE(v.observed_oversubscribed) << v.diagnosis;
+}
+
 TEST(Sustained, DutyCyclesOfNamedGroups) {
   // Two iterator workers per rank, one of them runnable in a quarter of the samples, the other
   // never: the group's runnable duty is 1/8; the main thread's is 1.
@@ -213,6 +239,7 @@ TEST(Sustained, ThreadsAreGroupedByName) {
   EXPECT_EQ(thread_group_of("tt-blas", false), GroupId::blas);
   EXPECT_EQ(thread_group_of("tt-cv", false), GroupId::opencv);
   EXPECT_EQ(thread_group_of("tt-comm", false), GroupId::comm);
+  EXPECT_EQ(thread_group_of("python3", false, true), GroupId::dataloader_workers);  // a worker
   EXPECT_EQ(thread_group_of("tune-trainer", false), GroupId::other);
 }
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "probes/predict.h"
-#include "probes/verdict_memory.h"
 #include "probes/topology.h"
+#include "probes/verdict_memory.h"
 
 namespace tune::probes {
 namespace {

@@ -1,5 +1,9 @@
 // Study-file parsing: the accepted form and every error path (file:line and key named).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "tuner/study_knobs.h"
 #include "tuner/study_spec.h"
@@ -121,6 +125,37 @@ TEST(StudySpec, AKnobsDefaultSizesTheUnsetPool) {
     ASSERT_FALSE(r) << bad;
     EXPECT_NE(r.error().find("knobs.threads"), std::string::npos) << r.error();
   }
+}
+
+// A study that leaves a torch pool without `default:` gets torch's own choice on this machine,
+// measured once with the study's interpreter (here a stand-in that answers as torch would).
+TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("tune-measure-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto python = dir / "python3";
+  {
+    std::ofstream f(python);
+    f << "#!/bin/sh\necho 3 2\n";
+  }
+  std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+  std::vector<StudyKnob> knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch"},
+                                  StudyKnob{"interop", "", "torch_inter_op", "torch"},
+                                  StudyKnob{"workers", "", "dataloader_workers", "torch"}};
+  knobs[1].program_default = 5;  // declared: kept
+  const auto notes = measure_missing_pool_defaults(knobs, {python.string(), "train.py"});
+  EXPECT_EQ(knobs[0].program_default, 3);
+  EXPECT_EQ(knobs[1].program_default, 5);
+  EXPECT_FALSE(knobs[2].program_default.has_value());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "knobs.threads: torch_intra_op pool defaults to 3 here (measured with " +
+                          python.string() + ")");
+  // Not a Python interpreter, or a templated program: nothing is run, nothing changes.
+  std::vector<StudyKnob> other = {StudyKnob{"threads", "", "torch_intra_op", "torch"}};
+  EXPECT_TRUE(measure_missing_pool_defaults(other, {"/bin/false"}).empty());
+  EXPECT_TRUE(measure_missing_pool_defaults(other, {"{python}", "train.py"}).empty());
+  EXPECT_FALSE(other[0].program_default.has_value());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StudySpec, DefaultsAreTheChainerLog) {
