@@ -116,8 +116,13 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
   // its core shows 2 runnable threads in most samples and 0.5 queued, its helper threads waking
   // beside it, and runs fastest of all; one whose team oversubscribes only inside parallel
   // regions shows the PUs' count in most samples and 1 queued per PU, and runs 8x slower.
+  // And the queue must be of the ranks' own making: their threads asked for more than `ratio` x
+  // PUs (CPU time plus queue). Another job on those CPUs (or another namespace "host" sharing
+  // them) makes threads queue without the settings asking for more than the PUs.
   if (load.wait_measured) {
-    load.oversubscribed = load.waiting_threads / pu_count >= o.queued_per_pu;
+    const double demand = load.cpu_rate + load.waiting_threads;
+    load.oversubscribed =
+        load.waiting_threads / pu_count >= o.queued_per_pu && demand >= o.ratio * pu_count;
     return load;
   }
   // Estimated: the sampled median over the limit in more than half of the window (a median that

@@ -18,7 +18,8 @@
 // test. That is the estimate. Where the source reads each thread's run-queue delay
 // (/proc/.../schedstat, nearly every kernel) the queue is measured instead, and it decides: a
 // cpuset is oversubscribed when its threads waited for a CPU `queued_per_pu` or more threads per
-// PU on average over the window. Sampled counts mislead both ways: a team per rank that
+// PU on average over the window, and asked for more than `ratio` x its PUs (CPU time plus that
+// queue: a queue made by another job on the same CPUs is not the settings'). Sampled counts mislead both ways: a team per rank that
 // oversubscribes only inside short parallel regions leaves the sampled median at the PUs while
 // its threads queue at every barrier (a PyTorch script with 2 intra-op threads per rank on 2 PUs
 // runs 4-8x slower, 2 runnable threads in most samples, 1 queued per PU), and a rank bound to its

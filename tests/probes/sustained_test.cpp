@@ -161,6 +161,16 @@ TEST(Sustained, AMeasuredQueueIsOversubscribedWhenTheSamplesMissIt) {
   EXPECT_EQ(v.to_json()["sustained"]["loads"][0]["waiting_threads"], 2.0);
 }
 
+TEST(Sustained, AQueueAnotherJobMakesIsNotTheSettings) {
+  // The 4 threads wait 0.7 per PU, but between them they asked for 0.8 CPUs plus that queue, 2.2
+  // threads on 2 PUs: something else holds the CPUs (another job, another namespace "host").
+  const Verdict v = run_measured(0.04, 0.07, false);
+  const SustainedLoad& whole = v.sustained.loads.front();
+  EXPECT_NEAR(whole.waiting_threads / 2, 0.7, 1e-9);
+  EXPECT_NEAR(whole.cpu_rate + whole.waiting_threads, 2.2, 1e-9);
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+}
+
 TEST(Sustained, CountsOverTheLimitWithoutTheQueueTheyClaimAreNoVerdict) {
   // 4 threads in state R in every sample, but the kernel says they hardly waited (0.1 threads
   // queued per PU): the samples caught threads waking, not a queue; the estimate from CPU time
