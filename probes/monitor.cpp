@@ -104,178 +104,192 @@ void TrialMonitor::stop() {
   sample_once(/*full=*/true);  // the stretch since the last tick
 }
 
-void TrialMonitor::sample_once(bool full) {
-  const double cpu0 = thread_cpu_s();
-  const double now = m_source.now_s();
+TrialMonitor::TreeRead TrialMonitor::read_tree(double now, bool full) {
+  TreeRead read;
   const std::vector<pid_t> tree = m_source.process_tree(m_root);
-  bool status_due = full;
   std::set<pid_t> known;
   {
     std::lock_guard lock(m_mutex);
-    status_due = status_due || m_last_status_s < 0 ||
-                 now - m_last_status_s >= m_options.status_interval_s - 1e-9;
+    read.status_due =
+        full || m_last_status_s < 0 || now - m_last_status_s >= m_options.status_interval_s - 1e-9;
     for (const auto& [pid, prev] : m_prev_proc) known.insert(pid);
   }
-  std::map<pid_t, ProcessSample> procs;
   for (pid_t pid : tree) {
-    const bool with_status = status_due || !known.contains(pid);
-    if (auto p = m_source.read_process_threads(pid, with_status)) procs.emplace(pid, std::move(*p));
+    const bool with_status = read.status_due || !known.contains(pid);
+    if (auto p = m_source.read_process_threads(pid, with_status))
+      read.procs.emplace(pid, std::move(*p));
   }
-
-  // Which processes are ranks, and to which rank each process belongs.
+  // Which processes are ranks: the first below a launcher, or the root without one.
   bool any_launcher = false;
-  for (const auto& [pid, p] : procs) any_launcher = any_launcher || is_launcher(p.comm);
-  std::set<pid_t> rank_pids;
-  for (const auto& [pid, p] : procs) {
+  for (const auto& [pid, p] : read.procs) any_launcher = any_launcher || is_launcher(p.comm);
+  for (const auto& [pid, p] : read.procs) {
     if (is_launcher(p.comm) || is_remote_agent(p.comm)) continue;
     if (!any_launcher) {
-      if (pid == m_root) rank_pids.insert(pid);
-    } else if (auto parent = procs.find(p.ppid);
-               parent != procs.end() && is_launcher(parent->second.comm)) {
-      rank_pids.insert(pid);
+      if (pid == m_root) read.rank_pids.insert(pid);
+    } else if (auto parent = read.procs.find(p.ppid);
+               parent != read.procs.end() && is_launcher(parent->second.comm)) {
+      read.rank_pids.insert(pid);
     }
   }
-  auto owner_rank = [&](pid_t pid) -> pid_t {
-    for (int depth = 0; depth < 64; ++depth) {
-      if (rank_pids.contains(pid)) return pid;
-      auto it = procs.find(pid);
-      if (it == procs.end() || pid == m_root) return 0;
-      pid = it->second.ppid;
-    }
-    return 0;
-  };
+  return read;
+}
+
+pid_t TrialMonitor::owner_rank(const TreeRead& read, pid_t pid) const {
+  for (int depth = 0; depth < 64; ++depth) {
+    if (read.rank_pids.contains(pid)) return pid;
+    auto it = read.procs.find(pid);
+    if (it == read.procs.end() || pid == m_root) return 0;
+    pid = it->second.ppid;
+  }
+  return 0;
+}
+
+void TrialMonitor::number_new_ranks(const TreeRead& read) {
   // Ranks get their number outside the lock (reading /proc/<pid>/environ). A rank caught while
   // its launcher still sets it up may not show the variable yet: asked again on later samples.
-  std::map<pid_t, std::optional<int>> new_rank_numbers;
+  std::map<pid_t, std::optional<int>> numbers;
   {
     std::lock_guard lock(m_mutex);
-    for (pid_t pid : rank_pids) {
+    for (pid_t pid : read.rank_pids) {
       const auto it = m_ranks.find(pid);
       if (it == m_ranks.end() || (it->second.rank < 0 && it->second.number_reads < k_number_reads))
-        new_rank_numbers[pid];
+        numbers[pid];
     }
   }
-  for (auto& [pid, number] : new_rank_numbers) number = rank_from_env(m_source, pid);
-
+  for (auto& [pid, number] : numbers) number = rank_from_env(m_source, pid);
   std::lock_guard lock(m_mutex);
-  for (const auto& [pid, number] : new_rank_numbers) {
+  for (const auto& [pid, number] : numbers) {
     RankAcc& acc = m_ranks[pid];
     acc.pid = pid;
-    acc.comm = procs.at(pid).comm;
+    acc.comm = read.procs.at(pid).comm;
     acc.rank = number ? *number : -1;
     acc.number_reads += 1;
   }
-  const double dt = m_samples > 0 ? now - m_last_s : 0;
-  std::map<pid_t, double> rank_cpu;
-  std::map<pid_t, bool> rank_has_delta;
-  std::map<pid_t, int> rank_threads, rank_runnable;
-  double total_cpu = 0;
-  int runnable = 0;
-  std::map<pid_t, ProcPrev> next_proc;
-  std::map<pid_t, ThreadPrev> next_thread;
-  // A rank's allowed PUs are those of its latest sample: the first sample may catch a rank
-  // between mpirun's fork and its binding, still on mpirun's cpuset.
-  std::set<pid_t> allowed_fresh;
-  SampleRecord record;
-  record.t = now;
-  record.dt = dt;
-  for (const auto& [pid, p] : procs) {
-    const pid_t rank = owner_rank(pid);
-    auto prev = m_prev_proc.find(pid);
-    if (prev != m_prev_proc.end() && prev->second.start_ticks == p.start_ticks && dt > 0) {
-      const double d = std::max(0.0, p.cpu_s - prev->second.cpu_s);
-      total_cpu += d;
-      if (rank != 0) {
-        rank_cpu[rank] += d;
-        rank_has_delta[rank] = true;
-      }
+}
+
+void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bool status_due,
+                                SampleSums& sums) {
+  const bool is_r = t.state == 'R';
+  sums.runnable += is_r ? 1 : 0;
+  RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
+  const auto tp = m_prev_thread.find(t.tid);
+  double dcpu = 0, dwait = 0;
+  ThreadPrev next{t.cpu_s, t.nonvoluntary_switches, t.has_status, t.wait_s, t.has_wait};
+  if (tp != m_prev_thread.end()) {
+    dcpu = t.cpu_s - tp->second.cpu_s;
+    if (t.has_wait && tp->second.has_wait) dwait = std::max(0.0, t.wait_s - tp->second.wait_s);
+    if (t.has_status && tp->second.has_status && status_due) {
+      const std::uint64_t dnv = t.nonvoluntary_switches >= tp->second.nonvoluntary
+                                    ? t.nonvoluntary_switches - tp->second.nonvoluntary
+                                    : 0;
+      m_nonvoluntary += dnv;
+      if (acc) acc->nonvoluntary += dnv;
     }
-    next_proc[pid] = ProcPrev{p.start_ticks, p.cpu_s};
-    if (pid == m_root && !p.threads.empty() && p.threads.front().has_status)
-      m_root_allowed = p.threads.front().cpus_allowed;
-    RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
-    for (const ThreadSample& t : p.threads) {
-      const bool is_r = t.state == 'R';
-      runnable += is_r ? 1 : 0;
-      auto tp = m_prev_thread.find(t.tid);
-      double dcpu = 0, dwait = 0;
-      ThreadPrev next{t.cpu_s, t.nonvoluntary_switches, t.has_status, t.wait_s, t.has_wait};
-      if (tp != m_prev_thread.end()) {
-        dcpu = t.cpu_s - tp->second.cpu_s;
-        if (t.has_wait && tp->second.has_wait) dwait = std::max(0.0, t.wait_s - tp->second.wait_s);
-        if (t.has_status && tp->second.has_status && status_due) {
-          const std::uint64_t dnv = t.nonvoluntary_switches >= tp->second.nonvoluntary
-                                        ? t.nonvoluntary_switches - tp->second.nonvoluntary
-                                        : 0;
-          m_nonvoluntary += dnv;
-          if (acc) acc->nonvoluntary += dnv;
-        }
-        if (!t.has_status) {  // keep the last status read for the next delta
-          next.nonvoluntary = tp->second.nonvoluntary;
-          next.has_status = tp->second.has_status;
-        }
-      }
-      next_thread[t.tid] = next;
-      record.has_wait = record.has_wait || t.has_wait;
-      record.wait_s += dwait;
-      if (acc) {
-        RankTally& tally = record.ranks[rank];
-        GroupTally& g = tally.groups[static_cast<std::size_t>(
-            thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank))];
-        g.threads += 1;
-        g.runnable += is_r ? 1 : 0;
-        g.cpu_s += std::max(0.0, dcpu);
-        g.wait_s += dwait;
-        tally.runnable += is_r ? 1 : 0;
-        tally.wait_s += dwait;
-        rank_threads[rank] += 1;
-        rank_runnable[rank] += is_r ? 1 : 0;
-        if (t.has_status) {
-          if (allowed_fresh.insert(rank).second) acc->allowed.clear();
-          acc->allowed.insert(t.cpus_allowed.begin(), t.cpus_allowed.end());
-        }
-        if ((dcpu > 0 || is_r) && t.processor >= 0) acc->ran_on.insert(t.processor);
-      }
+    if (!t.has_status) {  // keep the last status read for the next delta
+      next.nonvoluntary = tp->second.nonvoluntary;
+      next.has_status = tp->second.has_status;
     }
   }
-  for (pid_t rank : rank_pids) {
+  sums.next_thread[t.tid] = next;
+  sums.record.has_wait = sums.record.has_wait || t.has_wait;
+  sums.record.wait_s += dwait;
+  if (acc == nullptr) return;
+  RankTally& tally = sums.record.ranks[rank];
+  GroupTally& g = tally.groups[static_cast<std::size_t>(
+      thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank))];
+  g.threads += 1;
+  g.runnable += is_r ? 1 : 0;
+  g.cpu_s += std::max(0.0, dcpu);
+  g.wait_s += dwait;
+  tally.runnable += is_r ? 1 : 0;
+  tally.wait_s += dwait;
+  sums.rank_threads[rank] += 1;
+  sums.rank_runnable[rank] += is_r ? 1 : 0;
+  // A rank's allowed PUs are those of its latest sample: the first sample may catch a rank
+  // between mpirun's fork and its binding, still on mpirun's cpuset.
+  if (t.has_status) {
+    if (sums.allowed_fresh.insert(rank).second) acc->allowed.clear();
+    acc->allowed.insert(t.cpus_allowed.begin(), t.cpus_allowed.end());
+  }
+  if ((dcpu > 0 || is_r) && t.processor >= 0) acc->ran_on.insert(t.processor);
+}
+
+void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
+  const double dt = sums.record.dt;
+  for (const auto& [pid, p] : read.procs) {
+    const pid_t rank = owner_rank(read, pid);
+    const auto prev = m_prev_proc.find(pid);
+    if (prev != m_prev_proc.end() && prev->second.start_ticks == p.start_ticks && dt > 0) {
+      const double d = std::max(0.0, p.cpu_s - prev->second.cpu_s);
+      sums.total_cpu += d;
+      if (rank != 0) {
+        sums.rank_cpu[rank] += d;
+        sums.rank_has_delta[rank] = true;
+      }
+    }
+    sums.next_proc[pid] = ProcPrev{p.start_ticks, p.cpu_s};
+    if (pid == m_root && !p.threads.empty() && p.threads.front().has_status)
+      m_root_allowed = p.threads.front().cpus_allowed;
+    for (const ThreadSample& t : p.threads) count_thread(t, pid, rank, read.status_due, sums);
+  }
+}
+
+void TrialMonitor::account_ranks(const TreeRead& read, double now, SampleSums& sums) {
+  const double dt = sums.record.dt;
+  for (pid_t rank : read.rank_pids) {
     RankAcc& acc = m_ranks.at(rank);
-    if (status_due) {
+    if (read.status_due) {
       if (acc.last_status_s >= 0) acc.status_wall_s += now - acc.last_status_s;
       acc.last_status_s = now;
     }
     acc.samples += 1;
-    acc.runnable_sum += rank_runnable[rank];
-    acc.max_threads = std::max(acc.max_threads, rank_threads[rank]);
-    record.ranks[rank].cpu_s = rank_cpu[rank];
-    if (rank_has_delta[rank]) {
-      acc.cpu_s += rank_cpu[rank];
+    acc.runnable_sum += sums.rank_runnable[rank];
+    acc.max_threads = std::max(acc.max_threads, sums.rank_threads[rank]);
+    sums.record.ranks[rank].cpu_s = sums.rank_cpu[rank];
+    if (sums.rank_has_delta[rank]) {
+      acc.cpu_s += sums.rank_cpu[rank];
       acc.wall_s += dt;
-      acc.peak_pct = std::max(acc.peak_pct, 100.0 * rank_cpu[rank] / dt);
+      acc.peak_pct = std::max(acc.peak_pct, 100.0 * sums.rank_cpu[rank] / dt);
     }
   }
-  if (dt > 0 && !procs.empty()) {
-    m_total_cpu_s += total_cpu;
+}
+
+void TrialMonitor::sample_once(bool full) {
+  const double cpu0 = thread_cpu_s();
+  const double now = m_source.now_s();
+  const TreeRead read = read_tree(now, full);
+  number_new_ranks(read);
+
+  std::lock_guard lock(m_mutex);
+  SampleSums sums;
+  sums.record.t = now;
+  sums.record.dt = m_samples > 0 ? now - m_last_s : 0;
+  const double dt = sums.record.dt;
+  count_processes(read, sums);
+  account_ranks(read, now, sums);
+  const bool any = !read.procs.empty();
+  if (dt > 0 && any) {
+    m_total_cpu_s += sums.total_cpu;
     m_total_wall_s += dt;
-    m_total_peak_pct = std::max(m_total_peak_pct, 100.0 * total_cpu / dt);
+    m_total_peak_pct = std::max(m_total_peak_pct, 100.0 * sums.total_cpu / dt);
   }
-  if (status_due && !procs.empty()) {
+  if (read.status_due && any) {
     if (m_last_status_s >= 0) m_status_wall_s += now - m_last_status_s;
     m_last_status_s = now;
   }
-  if (!procs.empty()) {
+  if (any) {
     if (m_samples == 0) m_first_s = now;
     m_samples += 1;
     m_last_s = now;
-    m_runnable_sum += runnable;
-    m_peak_runnable = std::max(m_peak_runnable, runnable);
-    record.runnable = runnable;
-    record.cpu_s = total_cpu;
-    m_records.push_back(std::move(record));
+    m_runnable_sum += sums.runnable;
+    m_peak_runnable = std::max(m_peak_runnable, sums.runnable);
+    sums.record.runnable = sums.runnable;
+    sums.record.cpu_s = sums.total_cpu;
+    m_records.push_back(std::move(sums.record));
     thin_records(m_records, m_options.max_records);
   }
-  m_prev_proc = std::move(next_proc);
-  m_prev_thread = std::move(next_thread);
+  m_prev_proc = std::move(sums.next_proc);
+  m_prev_thread = std::move(sums.next_thread);
   m_last_sample_cpu_s = std::max(0.0, thread_cpu_s() - cpu0);
   m_sampler_cpu_s += m_last_sample_cpu_s;
 }

@@ -159,6 +159,34 @@ class TrialMonitor {
   // How many samples may look for a rank's number (a plain command has none).
   static constexpr int k_number_reads = 10;
 
+  // One sample's reading of the tree: its processes and which of them are ranks.
+  struct TreeRead {
+    std::map<pid_t, ProcessSample> procs;
+    std::set<pid_t> rank_pids;
+    bool status_due = false;  // the threads' status files were read this time
+  };
+  // What one sample adds up before the accumulators take it.
+  struct SampleSums {
+    SampleRecord record;
+    std::map<pid_t, double> rank_cpu;
+    std::map<pid_t, bool> rank_has_delta;
+    std::map<pid_t, int> rank_threads, rank_runnable;
+    std::set<pid_t> allowed_fresh;  // ranks whose allowed PUs this sample has started over
+    double total_cpu = 0;
+    int runnable = 0;
+    std::map<pid_t, ProcPrev> next_proc;
+    std::map<pid_t, ThreadPrev> next_thread;
+  };
+  // The steps of sample_once(): the first two outside the lock (they read /proc), the rest under
+  // m_mutex.
+  TreeRead read_tree(double now, bool full);
+  void number_new_ranks(const TreeRead& read);
+  pid_t owner_rank(const TreeRead& read, pid_t pid) const;  // 0 when no rank owns it
+  void count_processes(const TreeRead& read, SampleSums& sums);
+  void count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bool status_due,
+                    SampleSums& sums);
+  void account_ranks(const TreeRead& read, double now, SampleSums& sums);
+
   SystemSource& m_source;
   pid_t m_root;
   MonitorOptions m_options;
