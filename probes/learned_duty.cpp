@@ -57,7 +57,10 @@ nlohmann::json duty_record(const Prediction* predicted,
 }
 
 bool LearnedDuty::add(const nlohmann::json& record) {
-  if (!record.is_object() || record.value("schema_version", 0) != k_duty_record_schema_version)
+  if (!record.is_object()) return false;
+  const auto version = record.find("schema_version");
+  if (version == record.end() || !version->is_number_integer() ||
+      version->get<int>() != k_duty_record_schema_version)
     return false;
   const auto groups = record.find("groups");
   if (groups == record.end() || !groups->is_object() || groups->empty()) return false;

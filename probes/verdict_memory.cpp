@@ -11,13 +11,17 @@ std::string layout_signature(const nlohmann::json& prediction) {
   if (ranks == prediction.end() || !ranks->is_array() || ranks->empty()) return {};
   std::vector<std::pair<int, std::string>> parts;
   for (const auto& r : *ranks) {
+    // A record someone else wrote (a shared database) may hold anything: unreadable, no layout.
     if (!r.is_object() || !r.contains("rank") || !r["rank"].is_number_integer()) return {};
+    if (r.contains("cpuset") && !r["cpuset"].is_string()) return {};
     std::vector<std::string> groups;
+    if (r.contains("groups") && !r["groups"].is_array()) return {};
     for (const auto& g : r.value("groups", nlohmann::json::array())) {
       if (!g.is_object() || !g.contains("name") || !g["name"].is_string()) return {};
       const std::string name = g["name"].get<std::string>();
       if (name == "other") continue;  // measured, not asked
-      groups.push_back(name + "=" + std::to_string(g.value("threads", 0)));
+      if (!g.contains("threads") || !g["threads"].is_number_integer()) return {};
+      groups.push_back(name + "=" + std::to_string(g["threads"].get<int>()));
     }
     std::sort(groups.begin(), groups.end());
     std::string text = std::to_string(r["rank"].get<int>()) + ":" + r.value("cpuset", "") + "[";

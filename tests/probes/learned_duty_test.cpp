@@ -106,6 +106,7 @@ TEST(LearnedDuty, LoadsAreKeyedByThreadsAndCpuset) {
   EXPECT_FALSE(l.load("blas", 1, 2).has_value());  // never measured: the prior stays
   EXPECT_FALSE(l.add(nlohmann::json{{"schema_version", 99}, {"groups", {{"x", 1}}}}));
   EXPECT_FALSE(l.add(nlohmann::json::array()));
+  EXPECT_FALSE(l.add(nlohmann::json{{"schema_version", "1"}, {"groups", {{"x", 1}}}}));
   EXPECT_EQ(l.trials(), 6);
 }
 

@@ -78,6 +78,11 @@ TEST(VerdictMemory, ATieOrARecordItCannotReadChangesNothing) {
   EXPECT_FALSE(memory.add(multi, verdict(true)));
   EXPECT_FALSE(memory.add(nlohmann::json::array(), verdict(true)));
   EXPECT_FALSE(memory.add({{"ranks", {{{"rank", "x"}}}}}, verdict(true)));
+  EXPECT_FALSE(memory.add({{"ranks", {{{"rank", 0}, {"cpuset", 7}}}}}, verdict(true)));
+  EXPECT_FALSE(memory.add({{"ranks", {{{"rank", 0}, {"groups", "main"}}}}}, verdict(true)));
+  EXPECT_FALSE(
+      memory.add({{"ranks", {{{"rank", 0}, {"groups", {{{"name", "main"}, {"threads", "1"}}}}}}}},
+                 verdict(true)));
   EXPECT_EQ(memory.seen(layout_signature(p.to_json())), (std::pair<int, int>{1, 2}));
 }
 
