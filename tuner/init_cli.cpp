@@ -53,6 +53,10 @@ int run_init(InitArgs& args) {
   }
   if (auto d = parse_duration(args.request.trial_timeout); !d)
     throw BadInput("--trial-timeout: " + d.error());
+  if (!args.request.name.empty()) {
+    if (auto why = study_name_problem(args.request.name))
+      throw BadInput("--name " + *why + ": the name is one folder of the output (tune-out/NAME)");
+  }
   ask_throughput(args);
   auto command = unwrap_input(split_init_command(args.request.command));
   command.program = absolute_paths(command.program);

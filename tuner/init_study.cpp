@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -13,6 +14,21 @@
 
 namespace tune::tuner {
 namespace {
+
+// A study name from the script's file name: its letters, digits, '.', '_' and '-' (anything else
+// becomes '_'), at most 64 of them; "study" when nothing is left. The name is a folder of the
+// output and a key in a shared database: a script called anything must still give a valid one.
+std::string study_name_from(const std::string& stem) {
+  std::string out;
+  for (const char c : stem) {
+    if (out.size() >= 64) break;
+    const bool plain =
+        std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+    out += plain && static_cast<unsigned char>(c) < 0x80 ? c : '_';
+  }
+  if (out.empty() || out.find_first_not_of('.') == std::string::npos) return "study";
+  return out;
+}
 
 using probes::Knob;
 using search::ParamValue;
@@ -451,7 +467,7 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
   plan.launch.env.clear();
   plan.regex = request.throughput_regex;
   plan.timeout = request.trial_timeout;
-  plan.name = request.name.empty() ? program.stem : request.name;
+  plan.name = request.name.empty() ? study_name_from(program.stem) : request.name;
   if (auto ok = choose_flags(planner, *flags, command, catalog); !ok)
     return std::unexpected(ok.error());
   if (auto ok = choose_launch_env(planner, catalog); !ok) return std::unexpected(ok.error());

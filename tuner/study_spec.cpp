@@ -26,16 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using search::ParamValue;
 
-// Why `name` cannot be one component of a path, if it cannot.
-std::optional<std::string> bad_path_component(const std::string& name) {
-  if (name.empty()) return "is empty";
-  if (name == "." || name == "..") return "is not a folder name";
-  if (name.find('/') != std::string::npos) return "holds a '/'";
-  if (has_control_char(name)) return "holds a control character";
-  if (name.size() > 255) return "is longer than 255 bytes";
-  return std::nullopt;
-}
-
 // The study file's sections, each read into the StudySpec; every read goes through YamlReader,
 // so any problem stops the parse as a SpecError naming the file, line and key.
 class Parser : private YamlReader {
@@ -100,7 +90,7 @@ class Parser : private YamlReader {
   void parse_name_direction(const YAML::Node& root, StudySpec& spec) {
     if (!root["name"]) fail(root, "name", "missing (the study's name)");
     spec.name = string(root["name"], "name");
-    if (auto why = bad_path_component(spec.name)) {
+    if (auto why = study_name_problem(spec.name)) {
       fail(root["name"], "name",
            fmt::format("'{}' {}: the name is one folder of the output (tune-out/NAME)",
                        escape_controls(spec.name), *why));
@@ -440,6 +430,15 @@ class Parser : private YamlReader {
 };
 
 }  // namespace
+
+std::optional<std::string> study_name_problem(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is not a folder name";
+  if (name.find('/') != std::string::npos) return "holds a '/'";
+  if (has_control_char(name)) return "holds a control character";
+  if (name.size() > 255) return "is longer than 255 bytes";
+  return std::nullopt;
+}
 
 std::optional<std::string> storage_url_problem(const std::string& url) {
   constexpr std::string_view k_sqlite = "sqlite:///";

@@ -114,6 +114,10 @@ std::vector<std::string> objective_names(const StudySpec& spec);
 // Same, from YAML text (tests); `path` is used in messages and for {study_dir}.
 Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path);
 
+// Why `name` cannot be a study's name (it is one folder of the output: tune-out/NAME), if it
+// cannot: "is empty", "holds a '/'", ...
+std::optional<std::string> study_name_problem(const std::string& name);
+
 // Why `url` names no storage this build can open (only SQLite: a path or sqlite:///path), if it
 // does not. For the study file's `storage:` and the --storage flag, so both fail as bad input
 // before anything is opened.

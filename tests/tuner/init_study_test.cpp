@@ -164,6 +164,20 @@ TEST(InitStudy, NamedFlagAbsentFromTheCommandIsAppended) {
   EXPECT_EQ(spec.direction, search::Direction::maximize);
 }
 
+// A script called anything gives a study name that loads: the file name's plain characters,
+// at most 64 of them.
+TEST(InitStudy, TheStudyNameFromAnyScriptNameIsAValidOne) {
+  InitRequest r;
+  r.command = {"python3", "/x/t.py"};
+  r.ranks = 2;
+  ProgramInfo long_name{"t.py", std::string(5000, 'a'), {}, {}};
+  EXPECT_EQ(init_and_load(r, long_name).name, std::string(64, 'a'));
+  ProgramInfo odd{"t.py", "tr\xc3\xa9in ing/\x01x", {}, {}};
+  EXPECT_EQ(init_and_load(r, odd).name, "tr__in_ing__x");
+  ProgramInfo dots{"t.py", "..", {}, {}};
+  EXPECT_EQ(init_and_load(r, dots).name, "study");
+}
+
 TEST(InitStudy, BundledTrainerFlagsAndBracesInArguments) {
   InitRequest r;
   r.command = {"{tune_trainer}", "--out={trial_dir}", "--bucket-mb=8", "--double-buffering"};
