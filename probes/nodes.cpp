@@ -17,13 +17,6 @@ void add_host(std::vector<HostSlots>& hosts, const std::string& name, int slots)
   hosts.push_back(HostSlots{name, slots});
 }
 
-std::string strip_verdict_word(const std::string& line) {
-  for (const char* word : {"oversubscribed: ", "ok: "}) {
-    if (line.starts_with(word)) return line.substr(std::string_view(word).size());
-  }
-  return line;
-}
-
 // "h2 (10.99.0.2, ranks 2-3)": the node's own name first when it has one of its own.
 std::string node_label(const NodeObservation& node) {
   std::string inside;

@@ -368,6 +368,13 @@ std::string prediction_causes(const Prediction& p, int rank) {
   return defaults.empty() ? set : defaults;
 }
 
+std::string strip_verdict_word(const std::string& line) {
+  for (const char* word : {"oversubscribed: ", "ok: "}) {
+    if (line.starts_with(word)) return line.substr(std::string_view(word).size());
+  }
+  return line;
+}
+
 double prediction_constraint(const Prediction& p) {
   double worst = 0;
   if (p.remembered) return *p.remembered ? 0.5 : -0.5;  // observed, not estimated

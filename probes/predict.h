@@ -211,4 +211,7 @@ double prediction_constraint(const Prediction& p);
 // "blas threads unset -> defaulted to 4, opencv OPENCV_FOR_THREADS_NUM=2". Empty when nothing.
 std::string prediction_causes(const Prediction& p, int rank);
 
+// A summary or diagnosis line without its leading verdict word ("oversubscribed: " or "ok: ").
+std::string strip_verdict_word(const std::string& line);
+
 }  // namespace tune::probes

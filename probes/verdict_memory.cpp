@@ -57,9 +57,7 @@ void apply_verdict_memory(Prediction& prediction, const VerdictMemory& memory) {
   const bool verdict = 2 * over > all;
   prediction.remembered = verdict;
   prediction.oversubscribed = verdict;
-  std::string rest = prediction.summary;
-  for (const char* word : {"oversubscribed: ", "ok: "})
-    if (rest.starts_with(word)) rest = rest.substr(std::string_view(word).size());
+  const std::string rest = strip_verdict_word(prediction.summary);
   const std::string basis = "observed " + std::string(verdict ? "oversubscribed" : "ok") + " in " +
                             std::to_string(verdict ? over : all - over) + " of " +
                             std::to_string(all) + " earlier trial" + (all == 1 ? "" : "s") +

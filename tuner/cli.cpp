@@ -66,11 +66,11 @@ int run_study(const std::string& study_file, const RunOptions& options) {
     throw BadInput(fmt::format("--storage '{}': {}", options.storage_override, *why));
   const std::string name = spec.name;
   ProbeSpec probe_spec = spec.probes;
-  const auto measured = probe_spec.enabled
-                            ? measure_missing_pool_defaults(probe_spec.knobs, spec.command)
-                            : std::vector<std::string>{};
-  for (const auto& note : options.quiet ? std::vector<std::string>{} : measured)
-    std::cout << "probes: " << note << '\n';
+  if (probe_spec.enabled) {
+    const auto notes = measure_missing_pool_defaults(probe_spec.knobs, spec.command);
+    if (!options.quiet)
+      for (const auto& note : notes) std::cout << "probes: " << note << '\n';
+  }
   auto runner = unwrap(StudyRunner::open(std::move(spec), options));
   if (probe_spec.enabled) {
     auto hooks = make_probe_hooks(probe_spec);

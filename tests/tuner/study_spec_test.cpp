@@ -1,10 +1,9 @@
 // Study-file parsing: the accepted form and every error path (file:line and key named).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 
+#include "tests/common/test_support.h"
 #include "tuner/study_knobs.h"
 #include "tuner/study_spec.h"
 
@@ -130,14 +129,9 @@ TEST(StudySpec, AKnobsDefaultSizesTheUnsetPool) {
 // A study that leaves a torch pool without `default:` gets torch's own choice on this machine,
 // measured once with the study's interpreter (here a stand-in that answers as torch would).
 TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("tune-measure-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto python = dir / "python3";
-  {
-    std::ofstream f(python);
-    f << "#!/bin/sh\necho 3 2\n";
-  }
+  const auto dir = test_support::fresh_test_dir("tune-");
+  const std::filesystem::path python =
+      test_support::write_file(dir / "python3", "#!/bin/sh\necho 3 2\n");
   std::filesystem::permissions(python, std::filesystem::perms::owner_all);
   std::vector<StudyKnob> knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch"},
                                   StudyKnob{"interop", "", "torch_inter_op", "torch"},
