@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "tuner/launch_plan.h"
+#include "tuner/text.h"
 
 namespace tune::tuner {
 namespace {
@@ -179,12 +180,7 @@ std::string command_line(const std::vector<std::string>& argv, const std::string
 }
 
 std::string job_name(const std::string& study, std::size_t limit) {
-  std::string name = "tune-" + study;
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  }
-  if (name.size() > limit) name.resize(limit);
-  return name;
+  return plain_name("tune-" + study, limit);
 }
 
 // The body shared by the bash, Slurm and PBS scripts.

@@ -11,6 +11,7 @@
 #include "tuner/init_plan.h"
 #include "tuner/objective.h"
 #include "tuner/templates.h"
+#include "tuner/text.h"
 
 namespace tune::tuner {
 namespace {
@@ -19,13 +20,7 @@ namespace {
 // becomes '_'), at most 64 of them; "study" when nothing is left. The name is a folder of the
 // output and a key in a shared database: a script called anything must still give a valid one.
 std::string study_name_from(const std::string& stem) {
-  std::string out;
-  for (const char c : stem) {
-    if (out.size() >= 64) break;
-    const bool plain =
-        std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
-    out += plain && static_cast<unsigned char>(c) < 0x80 ? c : '_';
-  }
+  const std::string out = plain_name(stem, 64);
   if (out.empty() || out.find_first_not_of('.') == std::string::npos) return "study";
   return out;
 }

@@ -73,6 +73,15 @@ bool is_control(char c) {
 }
 }  // namespace
 
+std::string plain_name(std::string_view text, std::size_t max_bytes) {
+  std::string out(text.substr(0, max_bytes));
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80 || (!std::isalnum(u) && c != '-' && c != '_' && c != '.')) c = '_';
+  }
+  return out;
+}
+
 std::string escape_controls(std::string_view text) {
   std::string out;
   for (const char c : text) {

@@ -18,6 +18,11 @@ namespace tune::tuner {
 // when anything was cut.
 std::string printable(std::string_view bytes, std::size_t max_bytes = std::string::npos);
 
+// `text` as a name any scheduler, file system or database takes: every byte other than an ASCII
+// letter, digit, '.', '_' or '-' becomes '_', then cut to at most `max_bytes` (job names, a study
+// name taken from a script's file name).
+std::string plain_name(std::string_view text, std::size_t max_bytes);
+
 // `text` with every control character (tab and newline included) written as \xNN and all other
 // bytes kept as they are: for a name or value from the study file echoed in a one-line message.
 std::string escape_controls(std::string_view text);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "tuner/export.h"
+#include "tuner/text.h"
 
 namespace tune::tuner {
 namespace {
@@ -47,11 +48,7 @@ WorkerShape worker_shape(const LaunchSpec& launch) {
 }
 
 std::string array_job_name(const std::string& study) {
-  std::string name = "tune-" + study + "-workers";
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  }
-  return name.substr(0, 64);
+  return plain_name("tune-" + study + "-workers", 64);
 }
 
 std::string one_line(std::string text) {
