@@ -83,19 +83,9 @@ std::optional<double> LearnedDuty::load(const std::string& group, int threads, i
   // Pass 0 looks at this cpuset size only, pass 1 at any; a team's (the OpenMP, BLAS, OpenCV or
   // torch intra-op pool) duty is never carried to another cpuset size: libgomp spins at its
   // barriers only while the team fits its PUs, so 60% runnable on 2 PUs says nothing of 1.
-  // "other" mixes what the monitor cannot name (a script's intra-op team, its communication and
-  // helper threads, MPI's), so the count the prediction gave it (often an idle inter-op pool)
-  // does not scale it: the same count on the same cpuset size, else the median of what was
-  // measured on that size, never another size (its spinning depends on the PUs as a team's does).
   if (group == "other") {
-    std::vector<double> on_size;
-    for (const auto& [key, loads] : it->second) {
-      if (key.first != pus) continue;
-      if (key.second == threads) return median_of(loads);
-      on_size.insert(on_size.end(), loads.begin(), loads.end());
-    }
-    if (on_size.empty()) return std::nullopt;
-    return median_of(on_size);
+    const auto o = other(threads, pus);
+    return o ? std::optional<double>(o->load) : std::nullopt;
   }
   const KnobPool* kp = knob_catalog().pool(group);
   const bool team = kp != nullptr && (kp->busy == PoolBusy::turns || kp->busy == PoolBusy::spin);
@@ -114,6 +104,36 @@ std::optional<double> LearnedDuty::load(const std::string& group, int threads, i
   return std::nullopt;
 }
 
+std::optional<LearnedDuty::Other> LearnedDuty::other(int threads, int pus) const {
+  const auto it = m_loads.find("other");
+  if (it == m_loads.end()) return std::nullopt;
+  // "other" mixes what the monitor cannot name (a script's intra-op team, its communication and
+  // helper threads, MPI's), so the count the prediction gave it does not scale it, and another
+  // cpuset size says nothing (its spinning depends on the PUs as a team's does). On this size:
+  // the same count; else the most below it, the threads beyond keeping their prior count; else
+  // the fewest above it, less one runnable thread for each thread too many (the most that
+  // thread can have been: what is left is the helpers' share, which the extra threads' queue
+  // inflated; measured on a torch script: 1.8 per rank beside a second intra-op thread, 1.3
+  // without it).
+  const std::vector<double>* below = nullptr;
+  const std::vector<double>* above = nullptr;
+  int below_n = -1, above_n = 0;
+  for (const auto& [key, loads] : it->second) {
+    if (key.first != pus) continue;
+    if (key.second <= threads && key.second > below_n) {
+      below = &loads;
+      below_n = key.second;
+    } else if (key.second > threads && (above == nullptr || key.second < above_n)) {
+      above = &loads;
+      above_n = key.second;
+    }
+  }
+  if (below != nullptr) return Other{median_of(*below), below_n};
+  if (above != nullptr)
+    return Other{std::max(0.0, median_of(*above) - (above_n - threads)), threads};
+  return std::nullopt;
+}
+
 std::vector<std::string> LearnedDuty::groups() const {
   std::vector<std::string> out;
   for (const auto& [name, counts] : m_loads) out.push_back(name);
@@ -127,13 +147,17 @@ void apply_learned_duty(const Topology& topo, Prediction& prediction, const Lear
     const int pus = static_cast<int>(r.cpuset.size());
     // The pools the monitor cannot name are measured together as "other", keyed by how many
     // threads the prediction gave them: once that is learned it replaces their prior counts.
+    // Measured with fewer, the threads beyond keep their prior share.
     const int unnamed = unnamed_threads(r.groups);
-    const auto other = learned.load("other", unnamed, pus);
+    const auto measured = learned.other(unnamed, pus);
+    const auto other = measured ? std::optional<double>(measured->load) : std::optional<double>();
+    const double beyond =
+        measured && unnamed > 0 ? static_cast<double>(unnamed - measured->threads) / unnamed : 1.0;
     std::set<std::string> named;
     for (ThreadGroup& g : r.groups) {
       named.insert(g.name);
       if (!named_by_monitor(g.name)) {
-        if (other) g.load = 0;
+        if (measured) g.load *= beyond;
       } else if (auto l = learned.load(g.name, g.threads, pus)) {
         g.load = *l;
       }

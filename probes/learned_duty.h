@@ -12,9 +12,11 @@
 // its team has more threads than the PUs it may use (measured: an OpenMP pool of 2 on a 1-PU
 // cpuset is runnable 0% of the time, on 2 PUs 60%). Threads the model does not name
 // (MPI's progress threads, a pool the model did not predict) are added at their median measured
-// load. Keyed by the predicted count, not the measured one: OpenBLAS starts its threads at load
-// and a later openblas_set_num_threads(1) leaves them idle, so "1 thread alive, predicted 0" is
-// the case the key must keep apart.
+// load on that cpuset size with as many unnamed threads predicted, else with the most below that
+// (the threads beyond keep their prior count), else with the fewest above, less one runnable
+// thread per thread too many. Keyed by the predicted count, not the measured one: OpenBLAS starts
+// its threads at load and a later openblas_set_num_threads(1) leaves them idle, so "1 thread alive,
+// predicted 0" is the case the key must keep apart.
 //
 // Once learned, a cpuset is predicted oversubscribed as the observed verdict judges it: load
 // above `ratio` x PUs (the monitor's oversubscribed_ratio), so prediction and observation
@@ -52,6 +54,14 @@ class LearnedDuty {
   // What was measured for `threads` threads of `group` on a `pus`-PU cpuset (the order of
   // fallbacks above); nullopt when the group was never measured.
   std::optional<double> load(const std::string& group, int threads, int pus) const;
+  // "other" (the threads the monitor cannot name) for `threads` unnamed threads on a `pus`-PU
+  // cpuset, and how many of them it covers (the rest keep the prior's count); nullopt when
+  // nothing was measured on that size.
+  struct Other {
+    double load = 0;
+    int threads = 0;
+  };
+  std::optional<Other> other(int threads, int pus) const;
   // Groups measured at all.
   std::vector<std::string> groups() const;
 

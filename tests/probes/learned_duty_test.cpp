@@ -94,13 +94,17 @@ TEST(LearnedDuty, LoadsAreKeyedByThreadsAndCpuset) {
       {"groups", {{"iterator_workers", {{"predicted_threads", 3}, {"load", 0.4}}}}}}));
   EXPECT_DOUBLE_EQ(*l.load("iterator_workers", 3, 4), 0.4);
   // "other" (what the monitor cannot name: a script's helper threads, its team) is not scaled by
-  // the count the prediction gave it, nor carried to another cpuset size.
+  // the count the prediction gave it, nor carried to another cpuset size or to fewer threads.
   EXPECT_TRUE(
       l.add(nlohmann::json{{"schema_version", 1},
                            {"pus", 2},
                            {"groups", {{"other", {{"predicted_threads", 2}, {"load", 1.8}}}}}}));
   EXPECT_DOUBLE_EQ(*l.load("other", 2, 2), 1.8);
-  EXPECT_DOUBLE_EQ(*l.load("other", 1, 2), 1.8);  // what 2 PUs measured, unscaled
+  EXPECT_DOUBLE_EQ(*l.load("other", 3, 2), 1.8);    // what 2 threads measured, unscaled
+  EXPECT_EQ(l.other(3, 2)->threads, 2);             // the third keeps its prior count
+  EXPECT_NEAR(*l.load("other", 1, 2), 0.8, 1e-12);  // less the thread too many
+  EXPECT_DOUBLE_EQ(*l.load("other", 0, 2), 0.0);
+  EXPECT_EQ(l.other(1, 2)->threads, 1);
   EXPECT_FALSE(l.load("other", 2, 1).has_value());
   EXPECT_DOUBLE_EQ(*l.load("openmp", 0, 4), 0.0);
   EXPECT_FALSE(l.load("blas", 1, 2).has_value());  // never measured: the prior stays
@@ -158,6 +162,39 @@ TEST(LearnedDuty, OtherIsKeyedByThePoolsTheMonitorCannotName) {
   Prediction p2 = two;
   apply_learned_duty(two_pus(), p2, learned, 1.2);
   EXPECT_TRUE(p2.oversubscribed) << p2.summary;
+}
+
+// Measured on `tune init`'s PyTorch example (2 ranks, unbound, 2 PUs): the baseline with 2
+// intra-op threads per rank queues every thread, "other" at 1.77 runnable per rank beside 0.75 of
+// the main thread; with 1 thread, "other" (torch's and gloo's helpers) still measured 1.29, and
+// the cpuset oversubscribed (1.2 threads queued per PU). The first 1-thread trial is predicted
+// from the baseline's "other" less the intra-op thread it no longer has.
+TEST(LearnedDuty, OtherMeasuredBesideMoreThreadsLosesTheirShare) {
+  const Prediction two = torch_script(2);
+  LearnedDuty learned;
+  learned.add(duty_record(&two, {{"main", duty(1, 0.75)}, {"other", duty(9.5, 1.77 / 9.5)}}));
+  Prediction p1 = torch_script(1);
+  apply_learned_duty(two_pus(), p1, learned, 1.2);
+  EXPECT_TRUE(p1.oversubscribed) << p1.summary;
+  double main = 0, helpers = 0;
+  for (const ThreadGroup& g : p1.ranks[0].groups) {
+    if (g.name == "other") helpers = g.load;
+    if (g.name == "main") main = g.load;
+  }
+  EXPECT_NEAR(helpers, 0.77, 1e-9);
+  EXPECT_DOUBLE_EQ(main, 0.75);
+  // With 3 intra-op threads (2 unnamed) the one measured keeps its load, the second its prior.
+  Prediction p3 = torch_script(3);
+  const double prior_unnamed = p3.ranks[0].load - 1.0;  // all but the main thread
+  apply_learned_duty(two_pus(), p3, learned, 1.2);
+  double unnamed = 0, other = 0;
+  for (const ThreadGroup& g : p3.ranks[0].groups) {
+    if (g.name == "torch_intra_op") unnamed += g.load;
+    if (g.name == "other") other = g.load;
+  }
+  EXPECT_NEAR(other, 1.77, 1e-9);
+  EXPECT_DOUBLE_EQ(unnamed, prior_unnamed / 2);
+  EXPECT_TRUE(p3.oversubscribed) << p3.summary;
 }
 
 }  // namespace
