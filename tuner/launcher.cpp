@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "tuner/keeper.h"
+#include "tuner/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -220,7 +221,8 @@ class TrialWait {
       if (interrupted()) stop(StopReason::interrupted, "interrupted");
       const auto now = Clock::now();
       if (now >= deadline) {
-        stop(StopReason::timeout, fmt::format("timed out after {:.1f}s", *m_request.timeout_s));
+        stop(StopReason::timeout,
+             fmt::format("{} {:.1f}s", k_timed_out_reason, *m_request.timeout_s));
       }
       if (m_kill_at && now >= *m_kill_at) kill_tree();
       if (watcher && now >= next_tick && m_result.stopped == StopReason::none) {

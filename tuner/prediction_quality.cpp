@@ -22,9 +22,19 @@ std::string share_text(const std::optional<double>& share, int hits, int of, con
 
 }  // namespace
 
+bool verdict_counts(const search::FrozenTrial& trial) {
+  using search::TrialState;
+  if (trial.state == TrialState::complete || trial.state == TrialState::pruned) return true;
+  if (trial.state != TrialState::fail) return false;
+  const auto reason = trial.system_attrs.find(k_attr_fail_reason);
+  return reason != trial.system_attrs.end() && reason->is_string() &&
+         reason->get<std::string>().starts_with(k_timed_out_reason);
+}
+
 PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials) {
   PredictionQuality q;
   for (const auto& t : trials) {
+    if (!verdict_counts(t)) continue;
     const auto predicted = flag(t, k_attr_probe_prediction, "oversubscribed");
     const auto observed = flag(t, k_attr_probe_verdict, "observed_oversubscribed");
     if (!predicted || !observed) continue;

@@ -1,9 +1,9 @@
-// How right the probes' prediction of "oversubscribed" was: over every trial that has both a
-// prediction (system attr probe_prediction) and an observed verdict (probe_verdict), the counts
-// of the confusion matrix, precision (of the trials predicted oversubscribed, how many were) and
-// recall (of the trials observed oversubscribed, how many were predicted). Trials skipped by
-// `constrain: true` have no observed verdict and are not counted; neither are srun trials.
-// Pure functions; thread-safe.
+// How right the probes' prediction of "oversubscribed" was: over every trial that ran its work
+// (verdict_counts below) and has both a prediction (system attr probe_prediction) and an
+// observed verdict (probe_verdict), the counts of the confusion matrix, precision (of the trials
+// predicted oversubscribed, how many were) and recall (of the trials observed oversubscribed, how
+// many were predicted). Trials skipped by `constrain: true` have no observed verdict and are not
+// counted; neither are srun trials. Pure functions; thread-safe.
 #pragma once
 
 #include <optional>
@@ -23,6 +23,14 @@ struct PredictionQuality {
   std::optional<double> recall;     // none when nothing was observed oversubscribed
 };
 
+// Whether a trial's observed verdict and duty cycles say something of its settings: it ran to its
+// end (complete), or until the pruner stopped it (pruned; re-runs are stored so too), or until its
+// time limit (an oversubscribed run is often the one that times out). A trial that failed
+// otherwise (a wrong path in its command, a crash at start) ran a second of start-up, and its
+// "ok" would count against the prediction and teach the next ones.
+bool verdict_counts(const search::FrozenTrial& trial);
+
+// Over the trials whose verdict counts.
 PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials);
 
 // "predicted vs observed oversubscription over 48 trials: precision 95% (19 of 20 predicted),

@@ -15,6 +15,7 @@
 #include "probes/system_source.h"
 #include "probes/verdict_memory.h"
 #include "tuner/node_samplers.h"
+#include "tuner/prediction_quality.h"
 #include "tuner/trial_attrs.h"
 
 extern char** environ;
@@ -165,6 +166,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     state->learned = probes::LearnedDuty{};
     state->memory = probes::VerdictMemory{};
     for (const auto& t : trials) {
+      if (!verdict_counts(t)) continue;  // a second of start-up teaches nothing
       if (auto it = t.system_attrs.find(k_attr_probe_duty); it != t.system_attrs.end())
         state->learned.add(*it);
       const auto predicted = t.system_attrs.find(k_attr_probe_prediction);

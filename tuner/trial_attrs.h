@@ -16,6 +16,8 @@ inline constexpr const char* k_attr_fixed_params = search::k_fixed_params_attr;
 inline constexpr const char* k_attr_owner = "tune:owner";
 // runner (trial_outcome): one printable line, why the trial is FAIL or PRUNED.
 inline constexpr const char* k_attr_fail_reason = "fail_reason";
+// How the fail_reason of a trial stopped at its time limit begins ("timed out after 120.0s").
+inline constexpr const char* k_timed_out_reason = "timed out after";
 // runner (Optuna's): [float], one per constraint, <= 0 feasible.
 inline constexpr const char* k_attr_constraints = "constraints";
 // runner (launcher): "keeper" | "subreaper" | "process group", how its processes were contained.

@@ -99,8 +99,9 @@ TEST_F(InitE2E, InitThenTwelveTrialsBeatTheBaselineAndPredictTheThreadsKnob) {
       ++one_thread;
       EXPECT_EQ(predicted_oversubscribed(t), observed_oversubscribed(t))
           << "trial " << t.number << " " << t.system_attrs.dump();
-      if (value_of(t, "bind_to") != ParamValue{std::string("none")})
+      if (value_of(t, "bind_to") != ParamValue{std::string("none")}) {
         EXPECT_FALSE(predicted_oversubscribed(t)) << "trial " << t.number;
+      }
     }
   }
   EXPECT_TRUE(predicted_oversubscribed(baseline));

@@ -51,6 +51,30 @@ TEST(PredictionQuality, CountsPrecisionAndRecall) {
             "predicted), recall 60% (3 of 5 observed)");
 }
 
+// A trial that failed at start (a wrong path in its command) ran a second of start-up: its "ok"
+// says nothing of its settings. One stopped at its time limit, by the pruner, or re-run counts.
+TEST(PredictionQuality, OnlyTrialsThatRanTheirWorkCount) {
+  auto failed = trial(0, true, false);
+  failed.state = search::TrialState::fail;
+  failed.system_attrs[k_attr_fail_reason] = "exit code 2: can't open file 'train.py'";
+  auto timed_out = trial(1, true, true);
+  timed_out.state = search::TrialState::fail;
+  timed_out.system_attrs[k_attr_fail_reason] = std::string(k_timed_out_reason) + " 120.0s";
+  auto pruned = trial(2, false, false);
+  pruned.state = search::TrialState::pruned;
+  auto running = trial(3, true, false);
+  running.state = search::TrialState::running;
+  EXPECT_FALSE(verdict_counts(failed));
+  EXPECT_TRUE(verdict_counts(timed_out));
+  EXPECT_TRUE(verdict_counts(pruned));
+  EXPECT_FALSE(verdict_counts(running));
+  const auto q = prediction_quality({failed, timed_out, pruned, running});
+  EXPECT_EQ(q.trials, 2);
+  EXPECT_EQ(q.true_positive, 1);
+  EXPECT_EQ(q.false_positive, 0);
+  EXPECT_EQ(q.true_negative, 1);
+}
+
 TEST(PredictionQuality, UndefinedSharesAreSaidNotInvented) {
   const auto q = prediction_quality({trial(0, false, false)});
   EXPECT_FALSE(q.precision.has_value());

@@ -132,7 +132,7 @@ TEST(ProbeHooks, DeclaredKnobsPredictAnExternalScriptFromTheTrialsValues) {
     return t;
   };
   ProbeSpec spec;
-  spec.knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch"}};
+  spec.knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch", std::nullopt}};
   auto declared = hooks_for(spec);
   auto predict = [&](TrialHooks& hooks, std::optional<std::int64_t> threads) {
     const auto trial = trial_with(threads);
@@ -157,15 +157,18 @@ TEST(ProbeHooks, DeclaredKnobsPredictAnExternalScriptFromTheTrialsValues) {
 
 // Earlier trials as the runner hands them to study_history: `n` trials whose monitors measured
 // each rank's main thread busy and `omp_load` runnable OpenMP threads for a pool of `omp` threads.
-std::vector<search::FrozenTrial> history(int n, int omp_threads, double omp_load) {
+std::vector<search::FrozenTrial> history(int n, int omp_threads, double omp_load,
+                                         search::TrialState state = search::TrialState::complete) {
   std::vector<search::FrozenTrial> trials(static_cast<std::size_t>(n));
-  for (auto& t : trials)
+  for (auto& t : trials) {
+    t.state = state;
     t.system_attrs[k_attr_probe_duty] = {
         {"schema_version", 1},
         {"pus", 2},
         {"groups",
          {{"main", {{"predicted_threads", 1}, {"load", 1.0}}},
           {"openmp", {{"predicted_threads", omp_threads}, {"load", omp_load}}}}}};
+  }
   return trials;
 }
 
@@ -200,6 +203,9 @@ TEST(ProbeHooks, PredictionsLearnFromEarlierTrialsDutyCycles) {
   EXPECT_FALSE(learned["oversubscribed"].get<bool>()) << learned.dump();
   EXPECT_EQ(learned["basis"], "duty cycles of 3 earlier trials");
   hooks.study_history({});  // another study, or a fresh one: the prior again
+  EXPECT_EQ(prediction(hooks, launch("prog", "4")), prior);
+  // Trials that failed at start (a second of start-up, the pool never busy) teach nothing.
+  hooks.study_history(history(3, 3, 0.1, search::TrialState::fail));
   EXPECT_EQ(prediction(hooks, launch("prog", "4")), prior);
 }
 

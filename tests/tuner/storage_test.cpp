@@ -101,7 +101,7 @@ TEST_F(StorageTest, OpenStorageUrls) {
 // `tune best/report/confirm --storage sqlite:///typo.db` names no study: the error says so and no
 // empty database file is left behind (confirm opens read-write, to add its re-runs).
 TEST_F(StorageTest, OpeningAMissingStudyDatabaseCreatesNoFile) {
-  for (const std::string url :
+  for (const std::string& url :
        {"sqlite:///" + m_path, "sqlite:///" + m_path + "?synchronous=full", m_path}) {
     auto opened = open_existing_study(url, "", "absent", OpenMode::read_write);
     ASSERT_FALSE(opened) << url;
