@@ -172,8 +172,9 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
   out << "<title>tune report: " << e(d.study) << "</title>\n<style>\n"
       << embedded::k_report_css << "</style>\n</head>\n<body>\n";
   out << "<h1>Study report: " << e(d.study) << "</h1>\n";
-  out << "<p class=\"note\">" << e(d.direction) << ' ' << e(d.objective) << "; "
-      << fmt::format("{} complete, {} failed, {} pruned, {} confirm re-runs", d.counts.complete,
+  out << "<p class=\"note\">" << e(d.direction) << (d.objective.empty() ? "" : " " + e(d.objective))
+      << "; "
+      << fmt::format("{} complete, {} failed, {} pruned, {} re-runs", d.counts.complete,
                      d.counts.fail, d.counts.pruned, d.confirm_runs);
   if (!d.storage.empty()) out << "; storage <code>" << e(d.storage) << "</code>";
   out << "</p>\n";

@@ -57,7 +57,7 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   out << fmt::format("- direction: {}{}\n", d.direction,
                      d.objective.empty() ? "" : " `" + d.objective + "`");
   if (!d.storage.empty()) out << "- storage: `" << d.storage << "`\n";
-  out << fmt::format("- trials: {} complete, {} failed, {} pruned, {} confirm re-runs\n",
+  out << fmt::format("- trials: {} complete, {} failed, {} pruned, {} re-runs\n",
                      d.counts.complete, d.counts.fail, d.counts.pruned, d.confirm_runs);
   if (d.multi_objective()) return write_front(out, d);
   out << "\n## Best trial\n\n";

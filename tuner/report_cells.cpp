@@ -10,7 +10,7 @@ std::string value_or_dash(const std::optional<double>& value) {
 
 std::string measured_text(const ReportTrial& trial) {
   if (trial.median)
-    return fmt::format("{} (median of {} confirm re-runs; its search run: {})",
+    return fmt::format("{} (median of {} re-runs; its search run: {})",
                        format_value(*trial.median), trial.repeats.size(),
                        value_or_dash(trial.value));
   return trial.value ? format_value(*trial.value) + " (one run)" : "-";

@@ -129,7 +129,7 @@ search::SearchSpace effective_space(const search::StudyView& study,
   return space;
 }
 
-// The search trials (confirm re-runs left out) and their report rows with the re-runs folded
+// The search trials (re-runs left out) and their report rows with the re-runs folded
 // in as repeats, by trial number.
 struct SearchTrials {
   explicit SearchTrials(std::vector<search::Direction> directions) : view(std::move(directions)) {}
@@ -193,7 +193,7 @@ void choose_best(const std::vector<const FrozenTrial*>& ranked, const SearchTria
   }
   if (best != nullptr) {
     const auto [lo, hi] = std::minmax_element(best->repeats.begin(), best->repeats.end());
-    data.best_basis = fmt::format("best median of {} confirm re-runs", best->repeats.size());
+    data.best_basis = fmt::format("best median of {} re-runs", best->repeats.size());
     // How far apart its re-measurements lie, relative to their median: how far to trust it.
     if (best->repeats.size() > 1 && *best->median != 0)
       data.best_basis +=
@@ -268,7 +268,7 @@ void estimate_speedup(search::Direction direction, const ReportOptions& options,
   s.n_best = static_cast<int>(best_runs.size());
   s.n_baseline = static_cast<int>(base_runs.size());
   if (both_repeated) {
-    s.basis = fmt::format("medians of {} + {} confirm re-runs", s.n_best, s.n_baseline);
+    s.basis = fmt::format("medians of {} + {} re-runs", s.n_best, s.n_baseline);
     if (auto ci = bootstrap_ratio_ci(num, den, options.bootstrap_samples, options.seed)) {
       s.ci_low = ci->first;
       s.ci_high = ci->second;
@@ -306,7 +306,7 @@ void add_importance(const search::StudyView& search_view, const search::SearchSp
   }
 }
 
-// Failure reasons, most frequent first (confirm re-runs included: they fail for the same
+// Failure reasons, most frequent first (re-runs included: they fail for the same
 // reasons).
 std::vector<FailureGroup> group_failures(const std::vector<ReportTrial>& trials) {
   std::map<std::string, std::vector<int>> reasons;

@@ -2,6 +2,7 @@
 
 #include "search/pareto.h"
 #include "tuner/prediction_quality.h"
+#include "tuner/rerun.h"
 #include "tuner/trial_attrs.h"
 
 #include <fmt/format.h>
@@ -175,16 +176,26 @@ void print_trials(std::ostream& out, const search::StudyView& study) {
         it != t.user_attrs.end() && it->is_number()) {
       wall = fmt::format("{:.2f}", it->get<double>());
     }
-    std::string note;
+    std::vector<std::string> notes;
+    // A finished re-run is stored PRUNED without a value (tuner/rerun.h): shown as what it is.
+    std::string state = search::to_string(t.state);
+    std::string value = !t.values.empty() ? format_values(t.values)
+                        : t.value         ? format_value(*t.value)
+                                          : "-";
+    if (const auto of = rerun_of(t)) {
+      notes.push_back(fmt::format("re-run of #{}", *of));
+      if (const auto v = rerun_value(t)) {
+        state = "RERUN";
+        value = format_value(*v);
+      }
+    }
     if (auto it = t.system_attrs.find(k_attr_fail_reason);
         it != t.system_attrs.end() && it->is_string()) {
-      note = "  # " + it->get<std::string>();
+      notes.push_back(it->get<std::string>());
     }
-    out << fmt::format("{:>6}  {:<8}  {:>12}  {:>9}  {}{}\n", t.number, search::to_string(t.state),
-                       !t.values.empty() ? format_values(t.values)
-                       : t.value         ? format_value(*t.value)
-                                         : "-",
-                       wall, format_params(t), note);
+    const std::string note = notes.empty() ? "" : fmt::format("  # {}", fmt::join(notes, "; "));
+    out << fmt::format("{:>6}  {:<8}  {:>12}  {:>9}  {}{}\n", t.number, state, value, wall,
+                       format_params(t), note);
   }
 }
 

@@ -45,7 +45,7 @@ void write_header(std::ostream& out, const ReportData& d) {
                      d.counts.pruned);
   if (d.counts.running) out << fmt::format(", {} running", d.counts.running);
   if (d.counts.waiting) out << fmt::format(", {} waiting", d.counts.waiting);
-  if (d.confirm_runs) out << fmt::format("; {} confirm re-runs", d.confirm_runs);
+  if (d.confirm_runs) out << fmt::format("; {} re-runs", d.confirm_runs);
   out << '\n';
 }
 

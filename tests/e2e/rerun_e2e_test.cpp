@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "tests/common/test_support.h"
@@ -82,7 +83,7 @@ TEST_F(RerunE2E, OptunasBestAfterConfirmIsTunesBest) {
   ASSERT_EQ(tune({"--trials", "4", "--quiet", study}).exit_code, 0);
   const auto confirm = tune({"confirm", study, "--repeats", "3", "--top", "2", "--quiet"});
   ASSERT_EQ(confirm.exit_code, 0) << confirm.err;
-  EXPECT_NE(confirm.out.find("best: #1 (best median of 3 confirm re-runs (spread 4.4%))"),
+  EXPECT_NE(confirm.out.find("best: #1 (best median of 3 re-runs (spread 4.4%))"),
             std::string::npos)
       << confirm.out;
   const auto best = tune({"best", study});
@@ -108,6 +109,16 @@ TEST_F(RerunE2E, OptunasBestAfterConfirmIsTunesBest) {
   EXPECT_EQ(j["trials"][2]["value"], 4.0);
   EXPECT_EQ(j["trials"][8]["value"], 3.0);
   EXPECT_EQ(j["trials"][8]["state"], "COMPLETE");
+  // `tune trials` lists a re-run as one, with what it measured (stored PRUNED, no value).
+  const auto listed = tune({"trials", study});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  std::istringstream lines(listed.out);
+  std::string line, eighth;
+  while (std::getline(lines, line))
+    if (line.starts_with("     8  ")) eighth = line;
+  EXPECT_NE(eighth.find("RERUN"), std::string::npos) << listed.out;
+  EXPECT_NE(eighth.find("  3  "), std::string::npos) << listed.out;
+  EXPECT_NE(eighth.find("# re-run of #2"), std::string::npos) << listed.out;
 }
 
 TEST_F(RerunE2E, IncumbentRepeatsReMeasureEachNewBest) {
@@ -133,8 +144,7 @@ TEST_F(RerunE2E, IncumbentRepeatsReMeasureEachNewBest) {
   EXPECT_NE(best.out.find("best trial: #7 "), std::string::npos) << best.out;
   // The report says the best was re-measured: how often, and how far apart.
   const auto report = tune({"report", study});
-  EXPECT_NE(report.out.find("chosen by: best median of 2 confirm re-runs (spread 1.6%)"),
-            std::string::npos)
+  EXPECT_NE(report.out.find("chosen by: best median of 2 re-runs (spread 1.6%)"), std::string::npos)
       << report.out;
 }
 

@@ -52,7 +52,7 @@ nlohmann::json confirm_of(int n, int round) {
 }
 
 // #0 baseline (10), #1 lucky single run (2) that re-measures at ~5.5, #2 (3) steady at ~3,
-// #3 infeasible (1), #4 failed, #5 failed the same way, #6 pruned, then 9 confirm re-runs.
+// #3 infeasible (1), #4 failed, #5 failed the same way, #6 pruned, then 9 re-runs.
 search::VectorStudyView confirmed_study(Direction direction = Direction::minimize) {
   search::VectorStudyView v(direction);
   auto& ts = v.mutable_trials();
@@ -242,19 +242,19 @@ TEST(ReportText, LinesAndAlignedTopTable) {
   };
   ASSERT_GE(lines.size(), 20u);
   EXPECT_EQ(lines[0], "study 'demo' (minimize elapsed_time)");
-  EXPECT_EQ(lines[1], "trials: 4 complete, 2 failed, 1 pruned; 9 confirm re-runs");
+  EXPECT_EQ(lines[1], "trials: 4 complete, 2 failed, 1 pruned; 9 re-runs");
   EXPECT_TRUE(has("Best trial"));
-  EXPECT_TRUE(has("  #2  3 (median of 3 confirm re-runs; its search run: 3)"));
-  EXPECT_TRUE(has("  chosen by: best median of 3 confirm re-runs (spread 6.7%)"));
+  EXPECT_TRUE(has("  #2  3 (median of 3 re-runs; its search run: 3)"));
+  EXPECT_TRUE(has("  chosen by: best median of 3 re-runs (spread 6.7%)"));
   EXPECT_TRUE(has("  x = 3"));
   EXPECT_TRUE(has("  label = a"));
-  EXPECT_TRUE(has("  #0  10 (median of 3 confirm re-runs; its search run: 10)  x=9 label=a"));
+  EXPECT_TRUE(has("  #0  10 (median of 3 re-runs; its search run: 10)  x=9 label=a"));
   const auto speed = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
     return l.starts_with("Speedup over baseline: 3.333x  95% CI [");
   });
   ASSERT_NE(speed, lines.end());
   EXPECT_TRUE(
-      speed->ends_with("(medians of 3 + 3 confirm re-runs, bootstrap of the ratio of "
+      speed->ends_with("(medians of 3 + 3 re-runs, bootstrap of the ratio of "
                        "medians)"));
   EXPECT_TRUE(has("    1x  pruned at step 2  (#6)"));
   EXPECT_TRUE(has("    2x  exit code 1: </script><b>boom</b>  (#4, #5)"));
