@@ -294,127 +294,82 @@ void TrialMonitor::sample_once(bool full) {
   m_sampler_cpu_s += m_last_sample_cpu_s;
 }
 
-Verdict TrialMonitor::verdict(const Prediction* predicted) const {
-  std::lock_guard lock(m_mutex);
-  Verdict v;
-  v.samples = m_samples;
-  v.duration_s = m_last_s - m_first_s;
-  v.sampler_cpu_s = m_sampler_cpu_s;
-  if (v.duration_s > 0) v.sampler_cpu_pct = 100.0 * m_sampler_cpu_s / v.duration_s;
-  if (m_total_wall_s > 0) {
-    v.total_mean_cpu_pct = 100.0 * m_total_cpu_s / m_total_wall_s;
-  }
-  if (m_status_wall_s > 0)
-    v.nonvoluntary_per_s = static_cast<double>(m_nonvoluntary) / m_status_wall_s;
-  v.total_peak_cpu_pct = m_total_peak_pct;
-  if (m_samples > 0) v.mean_runnable = m_runnable_sum / m_samples;
-  v.peak_runnable = m_peak_runnable;
+namespace {
 
-  // Ranks in rank order; those without a number follow in pid order.
-  std::vector<const RankAcc*> accs;
-  for (const auto& [pid, acc] : m_ranks) accs.push_back(&acc);
-  std::stable_sort(accs.begin(), accs.end(), [](const RankAcc* a, const RankAcc* b) {
-    if ((a->rank < 0) != (b->rank < 0)) return a->rank >= 0;
-    return a->rank < b->rank;
-  });
-  std::set<int> union_pus;
-  int next = 0;
-  for (const RankAcc* a : accs) {
-    RankVerdict r;
-    r.rank = a->rank >= 0 ? a->rank : next;
-    next = std::max(next, r.rank + 1);
-    r.pid = a->pid;
-    r.comm = a->comm;
-    if (a->wall_s > 0) r.mean_cpu_pct = 100.0 * a->cpu_s / a->wall_s;
-    if (a->status_wall_s > 0)
-      r.nonvoluntary_per_s = static_cast<double>(a->nonvoluntary) / a->status_wall_s;
-    r.peak_cpu_pct = a->peak_pct;
-    r.max_threads = a->max_threads;
-    if (a->samples > 0) r.mean_runnable = a->runnable_sum / a->samples;
-    r.allowed_pus.assign(a->allowed.begin(), a->allowed.end());
-    r.ran_on_pus.assign(a->ran_on.begin(), a->ran_on.end());
-    union_pus.insert(a->allowed.begin(), a->allowed.end());
-    v.ranks.push_back(std::move(r));
-  }
-  v.pus = union_pus.empty() ? m_machine_pus : static_cast<int>(union_pus.size());
+bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<int> c;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(c));
+  return !c.empty();
+}
 
-  // Useful maximum: the option, else each rank's share of the PUs it may use.
-  auto overlaps = [](const std::vector<int>& a, const std::vector<int>& b) {
-    std::vector<int> c;
-    std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(c));
-    return !c.empty();
-  };
-  for (RankVerdict& r : v.ranks) {
-    if (m_options.useful_cpu_per_rank) {
-      r.useful_cpu_pct = 100.0 * *m_options.useful_cpu_per_rank;
+// Each rank's useful maximum: `per_rank` when given, else its share of the PUs it may use.
+void set_useful_cpu(std::vector<RankVerdict>& ranks, int pus_seen,
+                    const std::optional<double>& per_rank) {
+  for (RankVerdict& r : ranks) {
+    if (per_rank) {
+      r.useful_cpu_pct = 100.0 * *per_rank;
       continue;
     }
     const int pus =
-        r.allowed_pus.empty() ? std::max(1, v.pus) : static_cast<int>(r.allowed_pus.size());
+        r.allowed_pus.empty() ? std::max(1, pus_seen) : static_cast<int>(r.allowed_pus.size());
     int sharing = 0;
-    for (const RankVerdict& o : v.ranks)
+    for (const RankVerdict& o : ranks)
       if (o.allowed_pus.empty() || r.allowed_pus.empty() || overlaps(o.allowed_pus, r.allowed_pus))
         ++sharing;
     r.useful_cpu_pct = 100.0 * pus / std::max(1, sharing);
   }
+}
 
-  // Binding check.
-  // A rank is bound when it may use less than its launcher (a container's cpuset is no binding).
-  std::vector<int> machine;
-  for (int i = 0; i < m_machine_pus; ++i) machine.push_back(i);
-  const std::vector<int>* all = m_root_allowed.empty() ? &machine : &m_root_allowed;
+// Bound ranks that share PUs, and ranks allowed or run outside their predicted cpuset. A rank
+// is bound when it may use less than `all`, its launcher's PUs (a container's cpuset is no
+// binding).
+std::vector<std::string> binding_issues(const std::vector<RankVerdict>& ranks,
+                                        const std::vector<int>& all, const Prediction* predicted) {
+  std::vector<std::string> issues;
   auto bound = [&](const RankVerdict& r) {
     return !r.allowed_pus.empty() &&
-           static_cast<int>(r.allowed_pus.size()) < static_cast<int>(all->size());
+           static_cast<int>(r.allowed_pus.size()) < static_cast<int>(all.size());
   };
-  for (std::size_t i = 0; i < v.ranks.size(); ++i) {
-    for (std::size_t j = i + 1; j < v.ranks.size(); ++j) {
-      const RankVerdict& a = v.ranks[i];
-      const RankVerdict& b = v.ranks[j];
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    for (std::size_t j = i + 1; j < ranks.size(); ++j) {
+      const RankVerdict& a = ranks[i];
+      const RankVerdict& b = ranks[j];
       if (bound(a) && bound(b) && overlaps(a.allowed_pus, b.allowed_pus)) {
         std::vector<int> c;
         std::set_intersection(a.allowed_pus.begin(), a.allowed_pus.end(), b.allowed_pus.begin(),
                               b.allowed_pus.end(), std::back_inserter(c));
-        v.binding_issues.push_back("ranks " + std::to_string(a.rank) + " and " +
-                                   std::to_string(b.rank) + " are both bound to PUs " +
-                                   format_cpu_list(c));
+        issues.push_back("ranks " + std::to_string(a.rank) + " and " + std::to_string(b.rank) +
+                         " are both bound to PUs " + format_cpu_list(c));
       }
     }
   }
-  if (predicted != nullptr) {
-    for (const RankVerdict& r : v.ranks) {
-      const RankPrediction* p = nullptr;
-      for (const RankPrediction& pr : predicted->ranks)
-        if (pr.rank == r.rank) p = &pr;
-      if (p == nullptr || r.allowed_pus.empty()) continue;
-      std::vector<int> outside;
-      std::set_difference(r.allowed_pus.begin(), r.allowed_pus.end(), p->cpuset.begin(),
-                          p->cpuset.end(), std::back_inserter(outside));
-      if (!outside.empty())
-        v.binding_issues.push_back("rank " + std::to_string(r.rank) + " is allowed on PUs " +
-                                   format_cpu_list(r.allowed_pus) + ", predicted " +
-                                   format_cpu_list(p->cpuset));
-      std::vector<int> ran_outside;
-      std::set_difference(r.ran_on_pus.begin(), r.ran_on_pus.end(), p->cpuset.begin(),
-                          p->cpuset.end(), std::back_inserter(ran_outside));
-      if (!ran_outside.empty() && outside.empty())
-        v.binding_issues.push_back("rank " + std::to_string(r.rank) + " ran on PUs " +
-                                   format_cpu_list(ran_outside) + " outside its cpuset " +
-                                   format_cpu_list(p->cpuset));
-    }
+  if (predicted == nullptr) return issues;
+  for (const RankVerdict& r : ranks) {
+    const RankPrediction* p = nullptr;
+    for (const RankPrediction& pr : predicted->ranks)
+      if (pr.rank == r.rank) p = &pr;
+    if (p == nullptr || r.allowed_pus.empty()) continue;
+    std::vector<int> outside;
+    std::set_difference(r.allowed_pus.begin(), r.allowed_pus.end(), p->cpuset.begin(),
+                        p->cpuset.end(), std::back_inserter(outside));
+    if (!outside.empty())
+      issues.push_back("rank " + std::to_string(r.rank) + " is allowed on PUs " +
+                       format_cpu_list(r.allowed_pus) + ", predicted " +
+                       format_cpu_list(p->cpuset));
+    std::vector<int> ran_outside;
+    std::set_difference(r.ran_on_pus.begin(), r.ran_on_pus.end(), p->cpuset.begin(),
+                        p->cpuset.end(), std::back_inserter(ran_outside));
+    if (!ran_outside.empty() && outside.empty())
+      issues.push_back("rank " + std::to_string(r.rank) + " ran on PUs " +
+                       format_cpu_list(ran_outside) + " outside its cpuset " +
+                       format_cpu_list(p->cpuset));
   }
+  return issues;
+}
 
-  // Observed oversubscription: the sustained runnable threads against PUs, for the whole trial
-  // and for each group of ranks sharing a cpuset (probes/sustained.h).
-  std::map<pid_t, std::vector<int>> rank_cpusets;
-  for (const RankVerdict& r : v.ranks) rank_cpusets[r.pid] = r.allowed_pus;
-  SustainedOptions so;
-  so.skip_start = m_options.skip_start;
-  so.skip_end = m_options.skip_end;
-  so.ratio = m_options.oversubscribed_ratio;
-  so.min_waiting_share = m_options.min_waiting_share;
-  v.sustained = judge_sustained(m_records, rank_cpusets, v.pus, so);
-  v.observed_oversubscribed = v.sustained.oversubscribed;
+// The one-line diagnosis of a judged verdict: what was observed, the rank that shows it as `top`
+// would, and how the prediction compares.
+std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
   std::string worst_text;
   if (const SustainedLoad* w = v.sustained.worst(); w != nullptr && v.observed_oversubscribed) {
     const double x = w->median_runnable / w->pu_count;
@@ -467,8 +422,6 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   }
   if (!v.binding_issues.empty()) d << "; " << v.binding_issues.front();
   if (predicted != nullptr) {
-    v.predicted_oversubscribed = predicted->oversubscribed;
-    v.prediction_summary = predicted->summary;
     if (predicted->oversubscribed == v.observed_oversubscribed) {
       if (v.observed_oversubscribed) {
         const std::string causes = prediction_causes(*predicted, hot != nullptr ? hot->rank : 0);
@@ -482,7 +435,78 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
     }
   }
   if (v.samples < 2) d << " (too few samples: " << v.samples << ")";
-  v.diagnosis = d.str();
+  return d.str();
+}
+
+}  // namespace
+
+Verdict TrialMonitor::verdict(const Prediction* predicted) const {
+  std::lock_guard lock(m_mutex);
+  Verdict v;
+  v.samples = m_samples;
+  v.duration_s = m_last_s - m_first_s;
+  v.sampler_cpu_s = m_sampler_cpu_s;
+  if (v.duration_s > 0) v.sampler_cpu_pct = 100.0 * m_sampler_cpu_s / v.duration_s;
+  if (m_total_wall_s > 0) {
+    v.total_mean_cpu_pct = 100.0 * m_total_cpu_s / m_total_wall_s;
+  }
+  if (m_status_wall_s > 0)
+    v.nonvoluntary_per_s = static_cast<double>(m_nonvoluntary) / m_status_wall_s;
+  v.total_peak_cpu_pct = m_total_peak_pct;
+  if (m_samples > 0) v.mean_runnable = m_runnable_sum / m_samples;
+  v.peak_runnable = m_peak_runnable;
+
+  // Ranks in rank order; those without a number follow in pid order.
+  std::vector<const RankAcc*> accs;
+  for (const auto& [pid, acc] : m_ranks) accs.push_back(&acc);
+  std::stable_sort(accs.begin(), accs.end(), [](const RankAcc* a, const RankAcc* b) {
+    if ((a->rank < 0) != (b->rank < 0)) return a->rank >= 0;
+    return a->rank < b->rank;
+  });
+  std::set<int> union_pus;
+  int next = 0;
+  for (const RankAcc* a : accs) {
+    RankVerdict r;
+    r.rank = a->rank >= 0 ? a->rank : next;
+    next = std::max(next, r.rank + 1);
+    r.pid = a->pid;
+    r.comm = a->comm;
+    if (a->wall_s > 0) r.mean_cpu_pct = 100.0 * a->cpu_s / a->wall_s;
+    if (a->status_wall_s > 0)
+      r.nonvoluntary_per_s = static_cast<double>(a->nonvoluntary) / a->status_wall_s;
+    r.peak_cpu_pct = a->peak_pct;
+    r.max_threads = a->max_threads;
+    if (a->samples > 0) r.mean_runnable = a->runnable_sum / a->samples;
+    r.allowed_pus.assign(a->allowed.begin(), a->allowed.end());
+    r.ran_on_pus.assign(a->ran_on.begin(), a->ran_on.end());
+    union_pus.insert(a->allowed.begin(), a->allowed.end());
+    v.ranks.push_back(std::move(r));
+  }
+  v.pus = union_pus.empty() ? m_machine_pus : static_cast<int>(union_pus.size());
+
+  set_useful_cpu(v.ranks, v.pus, m_options.useful_cpu_per_rank);
+
+  std::vector<int> machine;
+  for (int i = 0; i < m_machine_pus; ++i) machine.push_back(i);
+  v.binding_issues =
+      binding_issues(v.ranks, m_root_allowed.empty() ? machine : m_root_allowed, predicted);
+
+  // Observed oversubscription: the sustained runnable threads against PUs, for the whole trial
+  // and for each group of ranks sharing a cpuset (probes/sustained.h).
+  std::map<pid_t, std::vector<int>> rank_cpusets;
+  for (const RankVerdict& r : v.ranks) rank_cpusets[r.pid] = r.allowed_pus;
+  SustainedOptions so;
+  so.skip_start = m_options.skip_start;
+  so.skip_end = m_options.skip_end;
+  so.ratio = m_options.oversubscribed_ratio;
+  so.min_waiting_share = m_options.min_waiting_share;
+  v.sustained = judge_sustained(m_records, rank_cpusets, v.pus, so);
+  v.observed_oversubscribed = v.sustained.oversubscribed;
+  if (predicted != nullptr) {
+    v.predicted_oversubscribed = predicted->oversubscribed;
+    v.prediction_summary = predicted->summary;
+  }
+  v.diagnosis = diagnosis_of(v, predicted);
   return v;
 }
 

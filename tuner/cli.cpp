@@ -65,21 +65,12 @@ int run_study(const std::string& study_file, const RunOptions& options) {
   if (auto why = storage_url_problem(options.storage_override))
     throw BadInput(fmt::format("--storage '{}': {}", options.storage_override, *why));
   const std::string name = spec.name;
-  ProbeSpec probe_spec = spec.probes;
-  if (probe_spec.enabled) {
-    const auto notes = measure_missing_pool_defaults(probe_spec.knobs, spec.command);
-    if (!options.quiet)
-      for (const auto& note : notes) std::cout << "probes: " << note << '\n';
-  }
   auto runner = unwrap(StudyRunner::open(std::move(spec), options));
-  if (probe_spec.enabled) {
-    auto hooks = make_probe_hooks(probe_spec);
-    if (!hooks) {
-      std::cerr << "tune: warning: " << hooks.error() << "; trials run without probes\n";
-    } else {
-      runner->set_hooks(std::move(*hooks));
-    }
-  }
+  const auto probes = attach_probes(*runner);
+  if (!options.quiet)
+    for (const auto& note : probes.notes) std::cout << "probes: " << note << '\n';
+  if (probes.warning)
+    std::cerr << "tune: warning: " << *probes.warning << "; trials run without probes\n";
   install_interrupt_handlers();
   std::cout << fmt::format("study '{}': running {} trial(s); storage {}\n", name, options.trials,
                            storage_url_for(runner->spec(), options.storage_override));

@@ -123,17 +123,10 @@ Result<std::unique_ptr<StudyRunner>> open_rerun_runner(StudySpec spec,
   run_options.storage_override = options.storage_override;
   run_options.quiet = options.quiet;
   run_options.prune = false;  // a re-measurement runs whole, or its median means nothing
-  ProbeSpec probe_spec = spec.probes;
-  if (probe_spec.enabled) measure_missing_pool_defaults(probe_spec.knobs, spec.command);
   auto runner = StudyRunner::open(std::move(spec), run_options);
   if (!runner) return std::unexpected(runner.error());
-  if (probe_spec.enabled) {
-    auto hooks = make_probe_hooks(probe_spec);
-    if (hooks)
-      (*runner)->set_hooks(std::move(*hooks));
-    else
-      out << "warning: " << hooks.error() << "; re-runs go without probes\n";
-  }
+  if (const auto probes = attach_probes(**runner); probes.warning)
+    out << "warning: " << *probes.warning << "; re-runs go without probes\n";
   return runner;
 }
 

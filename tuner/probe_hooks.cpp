@@ -233,4 +233,17 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   return hooks;
 }
 
+AttachedProbes attach_probes(StudyRunner& runner) {
+  AttachedProbes out;
+  ProbeSpec spec = runner.spec().probes;
+  if (!spec.enabled) return out;
+  out.notes = measure_missing_pool_defaults(spec.knobs, runner.spec().command);
+  auto hooks = make_probe_hooks(spec);
+  if (hooks)
+    runner.set_hooks(std::move(*hooks));
+  else
+    out.warning = hooks.error();
+  return out;
+}
+
 }  // namespace tune::tuner
