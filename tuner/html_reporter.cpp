@@ -172,8 +172,9 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
   out << "<title>tune report: " << e(d.study) << "</title>\n<style>\n"
       << embedded::k_report_css << "</style>\n</head>\n<body>\n";
   out << "<h1>Study report: " << e(d.study) << "</h1>\n";
-  out << "<p class=\"note\">" << e(d.direction) << (d.objective.empty() ? "" : " " + e(d.objective))
-      << "; "
+  out << "<p class=\"note\">" << e(d.direction);
+  if (!d.objective.empty()) out << ' ' << e(d.objective);
+  out << "; "
       << fmt::format("{} complete, {} failed, {} pruned, {} re-runs", d.counts.complete,
                      d.counts.fail, d.counts.pruned, d.confirm_runs);
   if (!d.storage.empty()) out << "; storage <code>" << e(d.storage) << "</code>";
@@ -207,6 +208,29 @@ void write_chart_canvases(std::ostream& out, const ReportData& d) {
   out << "<h2>Parameter importance</h2>\n<p class=\"note\">" << e(d.importance_note) << "</p>\n";
   if (!d.importance.empty())
     out << "<div class=\"chart\"><canvas id=\"chart-importance\"></canvas></div>\n";
+  // A multi-objective study: each objective's shares side by side, one column per objective.
+  if (!d.importance_by_objective.empty()) {
+    std::vector<std::string> params;
+    for (const auto& o : d.importance_by_objective)
+      for (const auto& [name, share] : o.shares)
+        if (std::find(params.begin(), params.end(), name) == params.end()) params.push_back(name);
+    out << "<table id=\"importance-by-objective\">\n<tr><th>param</th>";
+    for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i)
+      out << "<th>" << e(d.objectives.at(i)) << "</th>";
+    out << "</tr>\n";
+    for (const auto& param : params) {
+      out << "<tr><td>" << e(param) << "</td>";
+      for (const auto& o : d.importance_by_objective) {
+        const auto it = std::find_if(o.shares.begin(), o.shares.end(),
+                                     [&](const auto& s) { return s.first == param; });
+        out << "<td class=\"num\">"
+            << (it == o.shares.end() ? std::string("-") : fmt::format("{:.3f}", it->second))
+            << "</td>";
+      }
+      out << "</tr>\n";
+    }
+    out << "</table>\n";
+  }
   out << "<h2>Slice plots</h2>\n<div class=\"slices\">\n";
   for (std::size_t i = 0; i < d.axes.size(); ++i)
     out << "<div class=\"chart\"><canvas id=\"chart-slice-" << i << "\"></canvas></div>\n";

@@ -92,6 +92,16 @@ json report_to_json(const ReportData& d) {
   for (const auto& [name, share] : d.importance)
     j["importance"].push_back({{"param", name}, {"share", share}});
   j["importance_note"] = d.importance_note;
+  // A multi-objective study: each objective's, in the order of "objectives".
+  j["importance_by_objective"] = json::array();
+  for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
+    const auto& o = d.importance_by_objective[i];
+    json shares = json::array();
+    for (const auto& [name, share] : o.shares)
+      shares.push_back({{"param", name}, {"share", share}});
+    j["importance_by_objective"].push_back(
+        {{"objective", d.objectives.at(i)}, {"importance", shares}, {"note", o.note}});
+  }
   j["failures"] = json::array();
   for (const auto& f : d.failures)
     j["failures"].push_back(

@@ -57,8 +57,8 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   out << fmt::format("- direction: {}{}\n", d.direction,
                      d.objective.empty() ? "" : " `" + d.objective + "`");
   if (!d.storage.empty()) out << "- storage: `" << d.storage << "`\n";
-  out << fmt::format("- trials: {} complete, {} failed, {} pruned, {} re-runs\n",
-                     d.counts.complete, d.counts.fail, d.counts.pruned, d.confirm_runs);
+  out << fmt::format("- trials: {} complete, {} failed, {} pruned, {} re-runs\n", d.counts.complete,
+                     d.counts.fail, d.counts.pruned, d.confirm_runs);
   if (d.multi_objective()) return write_front(out, d);
   out << "\n## Best trial\n\n";
   if (d.best) {
@@ -94,12 +94,22 @@ void write_top(std::ostream& out, const ReportData& d) {
   }
 }
 
+void write_shares(std::ostream& out, const std::vector<std::pair<std::string, double>>& shares) {
+  if (shares.empty()) return;
+  out << md_row({"param", "share"}) << md_row({"---", "---:"});
+  for (const auto& [name, share] : shares) out << md_row({name, fmt::format("{:.3f}", share)});
+}
+
 void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
-  out << "\n## Parameter importance\n\n" << d.importance_note << "\n\n";
-  if (!d.importance.empty()) {
-    out << md_row({"param", "share"}) << md_row({"---", "---:"});
-    for (const auto& [name, share] : d.importance)
-      out << md_row({name, fmt::format("{:.3f}", share)});
+  if (d.importance_by_objective.empty()) {
+    out << "\n## Parameter importance\n\n" << d.importance_note << "\n\n";
+    write_shares(out, d.importance);
+  }
+  for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
+    const auto& o = d.importance_by_objective[i];
+    out << "\n## Parameter importance for " << md_cell(d.objectives.at(i)) << "\n\n"
+        << o.note << "\n\n";
+    write_shares(out, o.shares);
   }
   out << "\n## Probe verdicts\n\n";
   bool any = false;

@@ -228,7 +228,8 @@ void add_front(const SearchTrials& folded, ReportData& data) {
   data.top.clear();
   data.speedup.reset();
   data.speedup_note = "a multi-objective study has no single best trial to compare";
-  // fANOVA and the HTML's charts read one value per trial: the first objective's.
+  // The HTML's charts read one value per trial: the first objective's (each objective's
+  // importance is in importance_by_objective).
   if (!data.importance.empty()) data.importance_note += "; of the first objective";
 }
 
@@ -282,27 +283,40 @@ void estimate_speedup(search::Direction direction, const ReportOptions& options,
   data.speedup = s;
 }
 
-// fANOVA parameter importance over the completed search trials.
+// fANOVA parameter importance over the completed search trials, of objective `objective` (its
+// value in each trial's values; none: the single objective). Shares and how they were computed,
+// or empty shares and why not.
+std::pair<std::vector<std::pair<std::string, double>>, std::string> importance_of(
+    const search::StudyView& search_view, const search::SearchSpace& space,
+    std::optional<std::size_t> objective) {
+  if (space.empty()) return {{}, "unavailable: the study has no parameters"};
+  std::vector<FrozenTrial> complete;
+  for (const auto& t : search_view.trials()) {
+    if (t.state != TrialState::complete || !t.value) continue;
+    complete.push_back(t);
+    if (!objective) continue;
+    if (*objective >= t.values.size()) {
+      complete.pop_back();
+      continue;
+    }
+    complete.back().value = t.values[*objective];
+  }
+  auto imp = search::fanova_importance(complete, space);
+  if (!imp) return {{}, "unavailable: " + imp.error()};
+  return {std::move(*imp), fmt::format("fANOVA over {} completed trials", complete.size())};
+}
+
 void add_importance(const search::StudyView& search_view, const search::SearchSpace& space,
                     const ReportOptions& options, ReportData& data) {
   if (!options.importance) {
     data.importance_note = "not computed";
     return;
   }
-  if (space.empty()) {
-    data.importance_note = "unavailable: the study has no parameters";
-    return;
-  }
-  std::vector<FrozenTrial> complete;
-  for (const auto& t : search_view.trials()) {
-    if (t.state == TrialState::complete && t.value) complete.push_back(t);
-  }
-  auto imp = search::fanova_importance(complete, space);
-  if (imp) {
-    data.importance = std::move(*imp);
-    data.importance_note = fmt::format("fANOVA over {} completed trials", complete.size());
-  } else {
-    data.importance_note = "unavailable: " + imp.error();
+  std::tie(data.importance, data.importance_note) = importance_of(search_view, space, std::nullopt);
+  if (!search_view.is_multi_objective()) return;
+  for (std::size_t i = 0; i < search_view.directions().size(); ++i) {
+    auto [shares, note] = importance_of(search_view, space, i);
+    data.importance_by_objective.push_back({std::move(shares), std::move(note)});
   }
 }
 

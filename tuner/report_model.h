@@ -105,6 +105,13 @@ struct ReportData {
   std::vector<std::string> directions;  // one per objective: "minimize" | "maximize"
   std::vector<std::string> objectives;  // their names: log keys, else "objective N"
   std::vector<ReportTrial> front;       // the Pareto front (summary.h front_trials), number order
+  // And each parameter's importance for each objective, in the order of `objectives`
+  // (importance and importance_note above are the first objective's, which the HTML chart draws).
+  struct ObjectiveImportance {
+    std::vector<std::pair<std::string, double>> shares;  // largest share first
+    std::string note;
+  };
+  std::vector<ObjectiveImportance> importance_by_objective;
 
   bool multi_objective() const { return directions.size() > 1; }
 };

@@ -107,13 +107,24 @@ void write_top(std::ostream& out, const ReportData& d) {
   out << aligned_table(rows, {true, true, true, true, true, false, false});
 }
 
-void write_importance(std::ostream& out, const ReportData& d) {
-  out << "\nParameter importance (" << d.importance_note << ")\n";
+void write_shares(std::ostream& out, const std::vector<std::pair<std::string, double>>& shares) {
   std::size_t w = 0;
-  for (const auto& [name, s] : d.importance) w = std::max(w, name.size());
-  for (const auto& [name, share] : d.importance) {
+  for (const auto& [name, s] : shares) w = std::max(w, name.size());
+  for (const auto& [name, share] : shares) {
     const int bar = static_cast<int>(std::lround(share * 40));
     out << fmt::format("  {:<{}}  {:5.3f}  {}\n", name, w, share, std::string(bar, '#'));
+  }
+}
+
+void write_importance(std::ostream& out, const ReportData& d) {
+  if (d.importance_by_objective.empty()) {
+    out << "\nParameter importance (" << d.importance_note << ")\n";
+    return write_shares(out, d.importance);
+  }
+  for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
+    const auto& o = d.importance_by_objective[i];
+    out << "\nParameter importance for " << d.objectives.at(i) << " (" << o.note << ")\n";
+    write_shares(out, o.shares);
   }
 }
 

@@ -104,6 +104,49 @@ TEST(ReportFront, TheFrontReplacesTheBestTrial) {
   EXPECT_EQ(html.find("<h2>Best trial</h2>"), std::string::npos);
 }
 
+// Each objective has its own drivers: here time depends on `threads` only and accuracy on
+// `dtype` only. One importance over the first objective would tell the user nothing of accuracy.
+TEST(ReportFront, ImportanceIsGivenPerObjective) {
+  const search::SearchSpace space = {
+      {"threads", search::IntDistribution{1, 8}},
+      {"dtype", search::CategoricalDistribution{{std::string("fp32"), std::string("1bit")}}}};
+  search::VectorStudyView v({Direction::minimize, Direction::maximize});
+  for (int i = 0; i < 32; ++i) {
+    const int threads = 1 + i % 8;
+    const int dtype = (i / 8) % 2;
+    FrozenTrial t = make(i, TrialState::complete,
+                         {10.0 / threads, dtype == 0 ? 0.86 : 0.80 + 0.001 * (i % 3)}, dtype);
+    t.distributions["threads"] = space[0].second;
+    t.params["threads"] = threads;
+    v.mutable_trials().push_back(std::move(t));
+  }
+  auto data = build_report(v, "mo", space, {});
+  data.objectives = {"elapsed_time", "accuracy"};
+  ASSERT_EQ(data.importance_by_objective.size(), 2u);
+  ASSERT_FALSE(data.importance_by_objective[0].shares.empty())
+      << data.importance_by_objective[0].note;
+  EXPECT_EQ(data.importance_by_objective[0].shares.front().first, "threads");
+  EXPECT_EQ(data.importance_by_objective[1].shares.front().first, "dtype");
+  EXPECT_GT(data.importance_by_objective[1].shares.front().second, 0.9);
+
+  const auto text = write("text", data);
+  EXPECT_NE(text.find("Parameter importance for elapsed_time (fANOVA over 32 completed trials)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Parameter importance for accuracy ("), std::string::npos) << text;
+  const auto md = write("markdown", data);
+  EXPECT_NE(md.find("## Parameter importance for accuracy"), std::string::npos) << md;
+  const auto j = nlohmann::json::parse(write("json", data));
+  ASSERT_EQ(j["importance_by_objective"].size(), 2u);
+  EXPECT_EQ(j["importance_by_objective"][1]["objective"], "accuracy");
+  EXPECT_EQ(j["importance_by_objective"][1]["importance"][0]["param"], "dtype");
+  const auto html = write("html", data);
+  EXPECT_NE(html.find("<table id=\"importance-by-objective\">\n<tr><th>param</th><th>"
+                      "elapsed_time</th><th>accuracy</th></tr>"),
+            std::string::npos)
+      << html;
+}
+
 TEST(ReportFront, BestAndProgressNameTheFront) {
   const auto v = study();
   std::ostringstream best;
