@@ -293,13 +293,9 @@ std::pair<std::vector<std::pair<std::string, double>>, std::string> importance_o
   std::vector<FrozenTrial> complete;
   for (const auto& t : search_view.trials()) {
     if (t.state != TrialState::complete || !t.value) continue;
+    if (objective && *objective >= t.values.size()) continue;
     complete.push_back(t);
-    if (!objective) continue;
-    if (*objective >= t.values.size()) {
-      complete.pop_back();
-      continue;
-    }
-    complete.back().value = t.values[*objective];
+    if (objective) complete.back().value = t.values[*objective];
   }
   auto imp = search::fanova_importance(complete, space);
   if (!imp) return {{}, "unavailable: " + imp.error()};
@@ -312,12 +308,18 @@ void add_importance(const search::StudyView& search_view, const search::SearchSp
     data.importance_note = "not computed";
     return;
   }
-  std::tie(data.importance, data.importance_note) = importance_of(search_view, space, std::nullopt);
-  if (!search_view.is_multi_objective()) return;
+  if (!search_view.is_multi_objective()) {
+    std::tie(data.importance, data.importance_note) =
+        importance_of(search_view, space, std::nullopt);
+    return;
+  }
   for (std::size_t i = 0; i < search_view.directions().size(); ++i) {
     auto [shares, note] = importance_of(search_view, space, i);
     data.importance_by_objective.push_back({std::move(shares), std::move(note)});
   }
+  // The first objective's again for the HTML chart: the forest is not fitted twice.
+  data.importance = data.importance_by_objective.front().shares;
+  data.importance_note = data.importance_by_objective.front().note;
 }
 
 // Failure reasons, most frequent first (re-runs included: they fail for the same
