@@ -1,6 +1,6 @@
 # The install tree, its mirror in the build tree, and the Debian package.
 #
-# `cmake --install build --prefix PREFIX` lays tune out as tuner/install_layout.h describes:
+# `cmake --install build --prefix PREFIX` lays tune out as tuner/base/install_layout.h describes:
 # PREFIX/bin/{tune,tune-keeper,tune-trainer}, PREFIX/lib/tune/libtune_trainer_gpu.so (when built),
 # PREFIX/share/tune/{studies/*.yaml,chart.min.js}. Every file is found from the running binary, so
 # the prefix may be mounted anywhere (a shared folder on every node). The build tree holds the

@@ -1,4 +1,4 @@
-// The sampler of one node of a multi-host trial: finds the trial's ranks on this node and
+// The watcher of one node of a multi-host trial: finds the trial's ranks on this node and
 // watches them with a TrialMonitor, so that every node of the trial reports its own verdict.
 //
 // The tuner gives each trial that spans hosts a tag, TUNE_PROBE_TAG=<tag> in the ranks'

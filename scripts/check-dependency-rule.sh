@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The dependency rule between the module folders (ARCHITECTURE.md, "Modules and who may depend
-# on whom"), checked on every #include: every module exports the repository root as its include
-# path, so a forbidden include would otherwise compile. Run by the build (before any module
-# library compiles) and by ctest (architecture.dependency_rule).
+# The dependency rules (ARCHITECTURE.md), checked on every #include, because every module exports
+# the repository root as its include path and a forbidden include would otherwise compile:
+#
+#   1. between the module folders: tuner/ may include search/ and probes/; search/, probes/ and
+#      trainer/ include no other module;
+#   2. between the rooms inside tuner/ (one subfolder per idea), in one order, each room including
+#      only itself and the rooms below it:
+#        base < storage < study < launch < run < {probing, report, export, init} < cli
+#      (the four rooms of one level do not include each other); no source sits in tuner/ itself;
+#   3. each third-party library's headers in its one room: SQLite and libpq in storage/, yaml-cpp
+#      and RE2 in study/, Boost.Process in launch/, CLI11 in cli/.
+#
+# Run by the build (before any module library compiles) and by ctest (architecture.dependency_rule).
 #
 #   scripts/check-dependency-rule.sh [ROOT]    ROOT: the repository (default: this script's)
 #
@@ -18,8 +27,42 @@ declare -A may_include=(
   [tuner]="search probes"
 )
 
-include_re='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](\.\./)*(search|probes|trainer|tuner)/'
+# The rooms of tuner/, bottom first, and which rooms each may include (its own is always allowed).
+tuner_rooms=(base storage study launch run probing report export init cli)
+declare -A room_may_include=(
+  [base]=""
+  [storage]="base"
+  [study]="base storage"
+  [launch]="base storage study"
+  [run]="base storage study launch"
+  [probing]="base storage study launch run"
+  [report]="base storage study launch run"
+  [export]="base storage study launch run"
+  [init]="base storage study launch run"
+  [cli]="base storage study launch run probing report export init"
+)
+
+# Third-party headers (an #include path prefix) and the one room each belongs to.
+declare -A library_room=(
+  ["sqlite3.h"]=storage
+  ["libpq-fe.h"]=storage
+  ["yaml-cpp/"]=study
+  ["re2/"]=study
+  ["boost/process"]=launch
+  ["CLI/"]=cli
+)
+
+sources=(--include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cc' --include='*.cu'
+         --include='*.cuh')
 violations=0
+report() {
+  echo "$1"
+  violations=$((violations + 1))
+}
+trimmed() { echo "${1#"${1%%[![:space:]]*}"}"; }
+
+# 1. Modules.
+include_re='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](\.\./)*(search|probes|trainer|tuner)/'
 for module in search probes trainer tuner; do
   [[ -d "$root/$module" ]] || continue
   while IFS= read -r hit; do
@@ -35,12 +78,64 @@ for module in search probes trainer tuner; do
     else
       allowed="$module/ includes no other module"
     fi
-    echo "${file#"$root"/}:$line: $module/ may not include $target/" \
-      "(${text#"${text%%[![:space:]]*}"}): $allowed (ARCHITECTURE.md)"
-    violations=$((violations + 1))
-  done < <(grep -rnE --include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cc' \
-             --include='*.cu' --include='*.cuh' "$include_re" "$root/$module" || true)
+    report "${file#"$root"/}:$line: $module/ may not include $target/ ($(trimmed "$text")):" \
+      "$allowed (ARCHITECTURE.md)"
+  done < <(grep -rnE "${sources[@]}" "$include_re" "$root/$module" || true)
 done
+
+# 2. Rooms inside tuner/.
+if [[ -d "$root/tuner" ]]; then
+  while IFS= read -r file; do
+    report "${file#"$root"/}:1: a source directly in tuner/: each belongs to one room" \
+      "(${tuner_rooms[*]}; ARCHITECTURE.md, \"Rooms inside tuner/\")"
+  done < <(find "$root/tuner" -maxdepth 1 -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
+  room_re='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](\.\./)*tuner/([A-Za-z0-9_]+)/'
+  flat_re='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"](\.\./)*tuner/[A-Za-z0-9_]+\.(h|hpp)[">]'
+  # An include from outside tuner/ (tests, bench) may name any room, but not a flat tuner/ file.
+  for room in "${tuner_rooms[@]}"; do
+    [[ -d "$root/tuner/$room" ]] || continue
+    while IFS= read -r hit; do
+      file=${hit%%:*}
+      rest=${hit#*:}
+      line=${rest%%:*}
+      text=${rest#*:}
+      [[ $text =~ $room_re ]]
+      target=${BASH_REMATCH[2]}
+      [[ $target == "$room" || " ${room_may_include[$room]} " == *" $target "* ]] && continue
+      if [[ -n ${room_may_include[$room]} ]]; then
+        allowed="tuner/$room/ may include only ${room_may_include[$room]// //, }/ besides itself"
+      else
+        allowed="tuner/$room/ includes no other room"
+      fi
+      report "${file#"$root"/}:$line: tuner/$room/ may not include tuner/$target/" \
+        "($(trimmed "$text")): $allowed (order: base < storage < study < launch < run <" \
+        "{probing, report, export, init} < cli; ARCHITECTURE.md)"
+    done < <(grep -rnE "${sources[@]}" "$room_re" "$root/tuner/$room" || true)
+  done
+  while IFS= read -r hit; do
+    file=${hit%%:*}
+    rest=${hit#*:}
+    report "${file#"$root"/}:${rest%%:*}: includes a tuner/ header outside any room" \
+      "($(trimmed "${rest#*:}")): name it by its room, tuner/ROOM/NAME.h"
+  done < <(grep -rnE "${sources[@]}" "$flat_re" "$root/tuner" || true)
+
+  # 3. Third-party libraries in their rooms.
+  for header in "${!library_room[@]}"; do
+    home=${library_room[$header]}
+    while IFS= read -r hit; do
+      file=${hit%%:*}
+      rest=${hit#*:}
+      rel=${file#"$root"/tuner/}
+      here=${rel%%/*}
+      [[ $here == "$home" ]] && continue
+      report "${file#"$root"/}:${rest%%:*}: <$header...> belongs to tuner/$home/ only" \
+        "($(trimmed "${rest#*:}")): call that room's interface instead (ARCHITECTURE.md)"
+    done < <(grep -rnE "${sources[@]}" \
+               "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]${header//./\\.}" \
+               "$root/tuner" || true)
+  done
+fi
+
 if ((violations > 0)); then
   echo "dependency rule: $violations forbidden include(s)" >&2
   exit 1

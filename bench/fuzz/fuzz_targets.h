@@ -23,8 +23,8 @@
 
 #include "search/pruner.h"
 #include "search/sampler.h"
-#include "tuner/objective.h"
-#include "tuner/study_spec.h"
+#include "tuner/study/objective.h"
+#include "tuner/study/study_spec.h"
 
 namespace tune::fuzz {
 

@@ -156,7 +156,7 @@ def main():
     run_study(tune, run1, spec, a.trials)
     rep1 = report(tune, run1)
     again = copy.deepcopy(spec)
-    first = [t for t in rep1["trials"] if t.get("confirm_of") is None][: a.trials]
+    first = [t for t in rep1["trials"] if t.get("rerun_of") is None][: a.trials]
     again["enqueue"] = [t["params"] for t in first]
     run2 = os.path.join(a.out, "run2")
     run_study(tune, run2, again, len(first))

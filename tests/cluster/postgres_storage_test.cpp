@@ -9,7 +9,7 @@
 
 #include "tests/cluster/postgres_fixture.h"
 #include "tests/tuner/storage_suite.h"
-#include "tuner/postgres_storage.h"
+#include "tuner/storage/postgres_storage.h"
 
 namespace tune::tuner {
 namespace {

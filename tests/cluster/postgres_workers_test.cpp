@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "tests/cluster/postgres_fixture.h"
-#include "tuner/storage.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/storage/storage.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {

@@ -17,8 +17,8 @@
 #include "tests/cluster/postgres_fixture.h"
 #include "tests/cluster/run_command.h"
 #include "tests/cluster/slurm_fixture.h"
-#include "tuner/slurm_launch.h"
-#include "tuner/storage.h"
+#include "tuner/launch/slurm_launch.h"
+#include "tuner/storage/storage.h"
 
 namespace tune::test_support {
 namespace {

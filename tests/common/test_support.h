@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "search/trial.h"
-#include "tuner/launcher.h"
-#include "tuner/sqlite_storage.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/storage/sqlite_storage.h"
 
 extern char** environ;
 

@@ -14,7 +14,8 @@
 
 #include "search/pareto.h"
 #include "tests/common/test_support.h"
-#include "tuner/study_spec.h"
+#include "tuner/run/ranking.h"
+#include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
 namespace {

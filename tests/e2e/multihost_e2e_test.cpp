@@ -16,8 +16,8 @@
 #include <set>
 
 #include "tests/common/test_support.h"
-#include "tuner/launcher.h"
-#include "tuner/sqlite_storage.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/storage/sqlite_storage.h"
 
 namespace tune::tuner {
 namespace {

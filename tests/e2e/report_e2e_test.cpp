@@ -14,8 +14,9 @@
 
 #include "tests/cluster/run_command.h"
 #include "tests/cluster/slurm_fixture.h"
-#include "tuner/sqlite_storage.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/report/report_model.h"
+#include "tuner/storage/sqlite_storage.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -83,13 +84,13 @@ TEST_F(ReportE2E, ConfirmPrintsMediansAndTheReportUsesThem) {
             std::string::npos)
       << s_setup.out;
   const auto j = report_json();
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], k_report_schema_version);
   EXPECT_EQ(j["counts"]["complete"], 5);
-  EXPECT_EQ(j["counts"]["confirm_runs"], 6);
+  EXPECT_EQ(j["counts"]["reruns"], 6);
   ASSERT_TRUE(j["best"].is_object());
-  EXPECT_EQ(j["best"]["repeats"].size(), 3u);
+  EXPECT_EQ(j["best"]["rerun_values"].size(), 3u);
   EXPECT_EQ(j["baseline"]["number"], 0);
-  EXPECT_EQ(j["baseline"]["repeats"].size(), 3u);
+  EXPECT_EQ(j["baseline"]["rerun_values"].size(), 3u);
   // fake_trial logs exactly its --value: the repeats equal the original value, so the CI is
   // the degenerate interval at the ratio.
   const double base = j["baseline"]["params"]["x"], best = j["best"]["params"]["x"];
@@ -99,7 +100,7 @@ TEST_F(ReportE2E, ConfirmPrintsMediansAndTheReportUsesThem) {
   // Interleaved round robin: baseline, top, baseline, top, ...
   std::vector<int> order;
   for (const auto& t : j["trials"])
-    if (!t["confirm_of"].is_null()) order.push_back(t["confirm_of"]);
+    if (!t["rerun_of"].is_null()) order.push_back(t["rerun_of"]);
   const int top = j["best"]["number"];
   EXPECT_EQ(order, (std::vector<int>{0, top, 0, top, 0, top}));
 }
@@ -190,7 +191,7 @@ TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
     const auto mpirun = std::find(words.begin(), words.end(), "mpirun");
     ASSERT_NE(mpirun, words.end());
     // Word for word, --allow-run-as-root included when the trials ran as root (so does export).
-    const std::vector<std::string> launched = t.user_attrs.at(k_attr_command);
+    const std::vector<std::string> launched = t.user_attrs.at(k_attr_launched_argv);
     EXPECT_EQ(std::vector<std::string>(mpirun, words.end()), launched) << "trial " << number;
     const auto env = t.user_attrs.at(k_attr_env);
     for (const auto& [key, value] : env.items())

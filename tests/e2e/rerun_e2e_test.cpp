@@ -1,4 +1,4 @@
-// Re-runs end to end (tuner/rerun.h): after `tune confirm`, python3-optuna's best_trial (what its
+// Re-runs end to end (tuner/run/rerun.h): after `tune confirm`, python3-optuna's best_trial (what its
 // CLI and dashboard show) is the trial tune believes best, not a lucky re-run; and
 // `incumbent_repeats:` re-measures each new best as the next trials. The trial command is `cat`
 // of a file the test wrote for that trial number, so the noisy values are known in advance.
@@ -12,8 +12,9 @@
 #include <string>
 
 #include "tests/common/test_support.h"
-#include "tuner/rerun.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/run/ranking.h"
+#include "tuner/run/rerun.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -105,10 +106,10 @@ TEST_F(RerunE2E, OptunasBestAfterConfirmIsTunesBest) {
   ASSERT_EQ(report.exit_code, 0) << report.err;
   const auto j = nlohmann::json::parse(report.out);
   EXPECT_EQ(j["best"]["number"], 1);
-  EXPECT_EQ(j["counts"]["confirm_runs"], 9);
+  EXPECT_EQ(j["counts"]["reruns"], 9);
   EXPECT_EQ(j["trials"][2]["value"], 4.0);
   EXPECT_EQ(j["trials"][8]["value"], 3.0);
-  EXPECT_EQ(j["trials"][8]["state"], "COMPLETE");
+  EXPECT_EQ(j["trials"][8]["state"], "RERUN");
   // `tune trials` lists a re-run as one, with what it measured (stored PRUNED, no value).
   const auto listed = tune({"trials", study});
   ASSERT_EQ(listed.exit_code, 0) << listed.err;

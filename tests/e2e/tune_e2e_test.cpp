@@ -14,10 +14,11 @@
 #include <thread>
 
 #include "tests/common/test_support.h"
-#include "tuner/launcher.h"
-#include "tuner/sqlite_storage.h"
-#include "tuner/study_spec.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/run/ranking.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/storage/sqlite_storage.h"
+#include "tuner/study/study_spec.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -85,7 +86,7 @@ TEST_F(TuneE2E, EveryFailureModeIsRecordedAndTheStudyGoesOn) {
   EXPECT_NE(reason(ts[5]).find("not finite"), std::string::npos) << reason(ts[5]);
   EXPECT_NE(reason(ts[6]).find("SIGSEGV"), std::string::npos) << reason(ts[6]);
   EXPECT_EQ(ts[1].user_attrs[k_attr_exit_code], 3);
-  EXPECT_TRUE(ts[0].user_attrs[k_attr_command].is_array());
+  EXPECT_TRUE(ts[0].user_attrs[k_attr_launched_argv].is_array());
   EXPECT_NE(o.out.find("1 complete, 6 failed, 0 pruned"), std::string::npos) << o.out;
 }
 
@@ -377,7 +378,7 @@ TEST_F(TuneE2E, QuickstartStudyRunsTheBundledTrainer) {
     if (t.state == TrialState::complete) {
       ++complete;
       EXPECT_GT(*t.value, 0.0);
-      const auto cmd = t.user_attrs[k_attr_command];
+      const auto cmd = t.user_attrs[k_attr_launched_argv];
       EXPECT_NE(cmd[0].get<std::string>().find("mpirun"), std::string::npos);
     } else {
       ADD_FAILURE() << "trial " << t.number << ": " << reason(t);

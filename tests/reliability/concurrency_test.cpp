@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tuner/sqlite_storage.h"
+#include "tuner/storage/sqlite_storage.h"
 
 namespace tune::tuner {
 namespace {

@@ -17,8 +17,8 @@
 #include "search/tpe.h"
 #include "tests/common/test_support.h"
 #include "tests/search/study_helpers.h"
-#include "tuner/launcher.h"
-#include "tuner/sqlite_storage.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/storage/sqlite_storage.h"
 
 namespace tune::search {
 namespace {

@@ -23,8 +23,8 @@
 
 #include "search/trial.h"
 #include "tests/common/test_support.h"
-#include "tuner/export.h"
-#include "tuner/study_spec.h"
+#include "tuner/export/export.h"
+#include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
 namespace {

@@ -1,6 +1,6 @@
 // The GP sampler and its parts: the model (fit, posterior), the optimiser, the encoding, the
 // acquisition; then the sampler's own behaviour: startup, exploitation ahead of TPE on a smooth
-// function, constant liar, constraints, confirm re-runs, options.
+// function, constant liar, constraints, re-runs, options.
 #include <algorithm>
 #include <cmath>
 #include <functional>

@@ -1,12 +1,12 @@
 // `tune confirm`'s plan and parameters on hand-made studies: the baseline first, then the best
-// search trials (confirm re-runs never count as candidates), interleaved round-robin; notes and
+// search trials (re-runs never count as candidates), interleaved round-robin; notes and
 // errors when there is no baseline, an unfinished one, or nothing to confirm; and the fixed
 // params of a re-run, external values that the study file's space must still accept.
 #include <gtest/gtest.h>
 
-#include "tuner/confirm.h"
-#include "tuner/report_model.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/cli/confirm.h"
+#include "tuner/report/report_model.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -36,7 +36,7 @@ FrozenTrial trial(int number, TrialState state, std::optional<double> value,
 
 const nlohmann::json k_enqueued = {{k_attr_fixed_params, nlohmann::json::object()}};
 
-// #0 the baseline (10), then #1..#4 with 4, 2, 3, 5, a failed #5 and a confirm re-run of #4
+// #0 the baseline (10), then #1..#4 with 4, 2, 3, 5, a failed #5 and a re-run of #4
 // that measured 1 (it must not make #4 a candidate of its own).
 search::VectorStudyView study(Direction direction = Direction::minimize) {
   search::VectorStudyView v(direction);
@@ -46,7 +46,7 @@ search::VectorStudyView study(Direction direction = Direction::minimize) {
     ts.push_back(trial(static_cast<int>(ts.size()), TrialState::complete, value));
   ts.push_back(trial(5, TrialState::fail, std::nullopt));
   ts.push_back(trial(6, TrialState::complete, 1.0,
-                     {{k_attr_fixed_params, nlohmann::json::object()}, {k_attr_confirm_of, 4}}));
+                     {{k_attr_fixed_params, nlohmann::json::object()}, {k_attr_rerun_of, 4}}));
   return v;
 }
 

@@ -10,9 +10,10 @@
 
 #include "tests/common/test_support.h"
 #include "tests/tuner/text_lines.h"
-#include "tuner/export.h"
-#include "tuner/launcher.h"
-#include "tuner/runner.h"
+#include "tuner/base/text.h"
+#include "tuner/export/export.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/run/runner.h"
 
 namespace tune::tuner {
 namespace {

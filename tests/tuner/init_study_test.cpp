@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "probes/knob_catalog.h"
-#include "tuner/init_study.h"
-#include "tuner/study_spec.h"
+#include "tuner/init/init_study.h"
+#include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
 namespace {

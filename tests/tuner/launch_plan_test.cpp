@@ -1,4 +1,4 @@
-// The structured launch (tuner/launch_plan.h): the argv the runner launches and the plan the
+// The structured launch (tuner/launch/rendered_launch.h): the argv the runner launches and the plan the
 // probes predict from both come from one RenderedLaunch. For a set of launch.mpirun sections the
 // plan built from the settings equals what reading the rendered argv back gives (the way the
 // probes used to get it), and a command the user wrote as an mpirun line is still read as one.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "probes/predict.h"
-#include "tuner/launch_plan.h"
+#include "tuner/launch/rendered_launch.h"
 
 namespace tune::tuner {
 namespace {

@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "tests/common/test_support.h"
-#include "tuner/launcher.h"
+#include "tuner/launch/launcher.h"
 
 namespace tune::tuner {
 namespace {

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "tests/common/test_support.h"
-#include "tuner/objective.h"
+#include "tuner/study/objective.h"
 
 namespace tune::tuner {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <sstream>
 
-#include "tuner/prediction_quality.h"
-#include "tuner/report.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/run/prediction_quality.h"
+#include "tuner/report/report.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {

@@ -1,14 +1,14 @@
 // A multi-objective study in the report and the summaries: the Pareto front (feasible trials,
-// confirm re-runs left out) replaces best trial, top table and speedup in every format; the HTML
+// re-runs left out) replaces best trial, top table and speedup in every format; the HTML
 // draws it as an inline SVG scatter; `tune best` and the progress line name the front.
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <sstream>
 
-#include "tuner/report.h"
-#include "tuner/summary.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/report/report.h"
+#include "tuner/run/summary.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -35,7 +35,7 @@ FrozenTrial make(int number, TrialState state, std::vector<double> values, int d
 }
 
 // Seconds (minimize) against accuracy (maximize): #0 slow and accurate, #1 fast and less so,
-// #2 beaten by #0, #3 fastest and best but infeasible, #4 a lucky confirm re-run of #1, #5 failed.
+// #2 beaten by #0, #3 fastest and best but infeasible, #4 a lucky re-run of #1, #5 failed.
 search::VectorStudyView study() {
   search::VectorStudyView v({Direction::minimize, Direction::maximize});
   auto& ts = v.mutable_trials();
@@ -44,7 +44,7 @@ search::VectorStudyView study() {
   ts.push_back(make(2, TrialState::complete, {12.0, 0.85}, 0));
   ts.push_back(make(3, TrialState::complete, {1.0, 0.99}, 1, {{k_attr_constraints, {2.0}}}));
   ts.back().constraints = {2.0};
-  ts.push_back(make(4, TrialState::complete, {0.5, 0.99}, 1, {{k_attr_confirm_of, 1}}));
+  ts.push_back(make(4, TrialState::complete, {0.5, 0.99}, 1, {{k_attr_rerun_of, 1}}));
   ts.push_back(make(5, TrialState::fail, {}, 0));
   return v;
 }

@@ -1,4 +1,4 @@
-// The study report: ReportData built from hand-made trials (baseline, confirm re-runs folded
+// The study report: ReportData built from hand-made trials (baseline, re-runs folded
 // into medians, speedup and its interval, ranking, failures), then every reporter's output
 // checked line by line or by structure.
 #include <gtest/gtest.h>
@@ -12,8 +12,9 @@
 #include <sstream>
 
 #include "tests/tuner/text_lines.h"
-#include "tuner/report.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/run/ranking.h"
+#include "tuner/report/report.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -47,8 +48,8 @@ FrozenTrial make(int number, TrialState state, std::optional<double> value, doub
 
 nlohmann::json confirm_of(int n, int round) {
   return {{k_attr_fixed_params, nlohmann::json::object()},
-          {k_attr_confirm_of, n},
-          {k_attr_confirm_round, round}};
+          {k_attr_rerun_of, n},
+          {k_attr_rerun_round, round}};
 }
 
 // #0 baseline (10), #1 lucky single run (2) that re-measures at ~5.5, #2 (3) steady at ~3,
@@ -120,13 +121,13 @@ TEST(Report, RankingPutsFeasibleFirstAndSkipsConfirmRuns) {
 TEST(Report, ConfirmRunsFoldIntoMediansAndTheSteadyTrialWins) {
   auto v = confirmed_study();
   const auto d = build_report(v, "demo", k_space, quick());
-  EXPECT_EQ(d.confirm_runs, 9);
+  EXPECT_EQ(d.reruns, 9);
   EXPECT_EQ(d.counts.complete, 4);
   EXPECT_EQ(d.counts.fail, 2);
   EXPECT_EQ(d.counts.pruned, 1);
   ASSERT_TRUE(d.best);
   EXPECT_EQ(d.best->number, 2) << "the lucky single run #1 must not win over re-measured #2";
-  EXPECT_EQ(d.best->repeats, (std::vector<double>{3.0, 3.1, 2.9}));
+  EXPECT_EQ(d.best->rerun_values, (std::vector<double>{3.0, 3.1, 2.9}));
   EXPECT_DOUBLE_EQ(*d.best->median, 3.0);
   ASSERT_TRUE(d.baseline);
   EXPECT_EQ(d.baseline->number, 0);
@@ -290,17 +291,17 @@ TEST(ReportJson, CarriesSchemaVersionAndEveryPart) {
   EXPECT_EQ(j["counts"]["complete"], 4);
   EXPECT_EQ(j["counts"]["failed"], 2);
   EXPECT_EQ(j["counts"]["pruned"], 1);
-  EXPECT_EQ(j["counts"]["confirm_runs"], 9);
+  EXPECT_EQ(j["counts"]["reruns"], 9);
   EXPECT_EQ(j["best"]["number"], 2);
   EXPECT_EQ(j["best"]["params"]["label"], "a");
-  EXPECT_EQ(j["best"]["repeats"].size(), 3u);
+  EXPECT_EQ(j["best"]["rerun_values"].size(), 3u);
   EXPECT_EQ(j["baseline"]["number"], 0);
   EXPECT_TRUE(j["baseline"]["baseline"].get<bool>());
   EXPECT_EQ(j["speedup"]["ci95"].size(), 2u);
   EXPECT_EQ(j["top"].size(), 4u);
   EXPECT_EQ(j["trials"].size(), 16u);
-  EXPECT_EQ(j["trials"][7]["confirm_of"], 0);
-  EXPECT_TRUE(j["trials"][0]["confirm_of"].is_null());
+  EXPECT_EQ(j["trials"][7]["rerun_of"], 0);
+  EXPECT_TRUE(j["trials"][0]["rerun_of"].is_null());
   EXPECT_EQ(j["failures"][0]["count"], 2);
   EXPECT_EQ(j["params"][1]["choices"], nlohmann::json({"a", "b|c"}));
   EXPECT_EQ(j["params"][0]["kind"], "float");

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <set>
 
-#include "tuner/launch_plan.h"
-#include "tuner/study_spec.h"
+#include "tuner/launch/rendered_launch.h"
+#include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
 namespace {

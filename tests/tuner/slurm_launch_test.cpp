@@ -1,13 +1,13 @@
-// launch.slurm (tuner/slurm_launch.h): the study file's section, the srun argv a trial runs, the
+// launch.slurm (tuner/launch/slurm_launch.h): the study file's section, the srun argv a trial runs, the
 // probes' plan from the same settings, and the slurm-array export of tune workers
-// (tuner/worker_array.h). The real thing, under a local Slurm, is tests/cluster/slurm_test.cpp.
+// (tuner/export/worker_array.h). The real thing, under a local Slurm, is tests/cluster/slurm_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "tuner/launch_plan.h"
-#include "tuner/worker_array.h"
+#include "tuner/launch/rendered_launch.h"
+#include "tuner/export/worker_array.h"
 
 namespace tune::tuner {
 namespace {
@@ -131,8 +131,8 @@ TEST(WorkerArray, SizesFromMpirunAndWarnsAboutSqlite) {
             std::string::npos)
       << *script;
   EXPECT_NE(script->find("WARNING"), std::string::npos) << *script;
-  EXPECT_FALSE(storage_is_shared(options.storage));
-  EXPECT_TRUE(storage_is_shared("postgresql://h/db"));
+  EXPECT_FALSE(is_postgres_url(options.storage));
+  EXPECT_TRUE(is_postgres_url("postgresql://h/db"));
 }
 
 TEST(WorkerArray, TemplatedSizesAreLeftToTheNodes) {

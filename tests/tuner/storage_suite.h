@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "tuner/storage.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/storage/storage.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 
@@ -86,7 +86,7 @@ TEST_P(StorageSuite, TrialLifeCycle) {
   const search::Distribution dist = search::IntDistribution{1, 8, false, 1};
   ASSERT_TRUE(s->set_trial_param(t0->trial_id, "threads", 4.0, dist));
   ASSERT_TRUE(s->set_trial_intermediate_value(t0->trial_id, 10, 0.5));
-  ASSERT_TRUE(s->set_trial_user_attr(t0->trial_id, k_attr_command, {"mpirun", "-n", "2"}));
+  ASSERT_TRUE(s->set_trial_user_attr(t0->trial_id, k_attr_launched_argv, {"mpirun", "-n", "2"}));
   ASSERT_TRUE(s->set_trial_system_attr(t0->trial_id, k_attr_constraints, {-0.5}));
   auto done = s->set_trial_state_values(t0->trial_id, search::TrialState::complete, 123.5);
   ASSERT_TRUE(done);
@@ -103,7 +103,7 @@ TEST_P(StorageSuite, TrialLifeCycle) {
   EXPECT_EQ(t->params.at("threads"), 4.0);
   EXPECT_EQ(std::get<search::IntDistribution>(t->distributions.at("threads")).high, 8);
   EXPECT_EQ(t->intermediate_values.at(10), 0.5);
-  EXPECT_EQ(t->user_attrs[k_attr_command][2], "2");
+  EXPECT_EQ(t->user_attrs[k_attr_launched_argv][2], "2");
   EXPECT_EQ(t->system_attrs["k"], 1);
   ASSERT_EQ(t->constraints.size(), 1u);
   EXPECT_TRUE(t->is_feasible());
@@ -220,7 +220,7 @@ TEST_P(StorageSuite, CacheReadsOnlyWhatChanged) {
   EXPECT_EQ(cache.trials()[1].number, 1);
 }
 
-// A re-measured trial's believed value replaces a COMPLETE trial's value (tuner/rerun.h); any
+// A re-measured trial's believed value replaces a COMPLETE trial's value (tuner/run/rerun.h); any
 // other trial is left alone; the cache re-reads it once marked stale.
 TEST_P(StorageSuite, CompleteTrialValueIsReplacedAndReRead) {
   auto s = open();

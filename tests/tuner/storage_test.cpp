@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "tests/tuner/storage_suite.h"
-#include "tuner/open_study.h"
-#include "tuner/sqlite_storage.h"
+#include "tuner/study/open_study.h"
+#include "tuner/storage/sqlite_storage.h"
 
 namespace tune::tuner {
 namespace {

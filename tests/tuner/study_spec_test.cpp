@@ -4,8 +4,11 @@
 #include <filesystem>
 
 #include "tests/common/test_support.h"
-#include "tuner/study_knobs.h"
-#include "tuner/study_spec.h"
+#include "tuner/base/text.h"
+#include "tuner/launch/pool_defaults.h"
+#include "tuner/storage/storage.h"
+#include "tuner/study/study_knobs.h"
+#include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
 namespace {

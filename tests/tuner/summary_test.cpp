@@ -4,8 +4,9 @@
 
 #include <sstream>
 
-#include "tuner/summary.h"
-#include "tuner/trial_attrs.h"
+#include "tuner/run/ranking.h"
+#include "tuner/run/summary.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -31,7 +32,7 @@ TEST(Summary, BestSkipsConfirmReRunsAndPrefersFeasibleTrials) {
   ts.back().constraints = {0.5};  // infeasible, however fast
   ts.push_back(complete(2, 3.0));
   ts.push_back(complete(3, 2.0));
-  ts.back().system_attrs[k_attr_confirm_of] = 2;  // a lucky repeat of #2
+  ts.back().system_attrs[k_attr_rerun_of] = 2;  // a lucky repeat of #2
   FrozenTrial failed;
   failed.number = 4;
   failed.state = TrialState::fail;

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tuner/trial_outcome.h"
+#include "tuner/run/trial_outcome.h"
 
 namespace tune::tuner {
 namespace {

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <map>
 
-#include "tuner/runner.h"
-#include "tuner/trial_attrs.h"
-#include "tuner/trial_owner.h"
+#include "tuner/run/runner.h"
+#include "tuner/base/trial_attrs.h"
+#include "tuner/storage/trial_owner.h"
 
 namespace tune::tuner {
 namespace {

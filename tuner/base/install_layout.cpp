@@ -1,0 +1,29 @@
+#include "tuner/base/install_layout.h"
+
+namespace tune::tuner {
+
+namespace fs = std::filesystem;
+
+fs::path executable_dir() {
+  std::error_code ec;
+  const auto self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path{} : self.parent_path();
+}
+
+fs::path data_dir() {
+  const auto bin = executable_dir();
+  return bin.empty() ? fs::path{} : bin.parent_path() / "share" / "tune";
+}
+
+std::string resolve_study_file(const std::string& argument) {
+  std::error_code ec;
+  if (argument.empty() || argument.find('/') != std::string::npos || fs::exists(argument, ec))
+    return argument;
+  const auto share = data_dir();
+  if (share.empty()) return argument;
+  const bool has_suffix = argument.ends_with(".yaml") || argument.ends_with(".yml");
+  const auto ready = share / "studies" / (has_suffix ? argument : argument + ".yaml");
+  return fs::is_regular_file(ready, ec) ? ready.string() : argument;
+}
+
+}  // namespace tune::tuner

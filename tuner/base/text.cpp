@@ -1,0 +1,248 @@
+#include "tuner/base/text.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <vector>
+
+namespace tune::tuner {
+namespace {
+
+// Length of the valid UTF-8 sequence at `s`, or 0 (RFC 3629: no overlongs, no surrogates,
+// nothing above U+10FFFF).
+std::size_t utf8_sequence(std::string_view s) {
+  const auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < len) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t i = 2; i < len; ++i) {
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+std::string printable(std::string_view bytes, std::size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(bytes.size(), max_bytes));
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::string piece;
+    const std::size_t len = utf8_sequence(bytes.substr(i));
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (len == 0) {
+      piece = "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      i += 1;
+    } else if (len == 1 && (c < 0x20 || c == 0x7F) && c != '\t') {
+      piece = fmt::format("\\x{:02x}", c);
+      i += 1;
+    } else {
+      piece = std::string(bytes.substr(i, len));
+      i += len;
+    }
+    if (out.size() + piece.size() > max_bytes) return out + "...";
+    out += piece;
+  }
+  return out;
+}
+
+namespace {
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+}  // namespace
+
+std::string plain_name(std::string_view text, std::size_t max_bytes) {
+  std::string out(text.substr(0, max_bytes));
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80 || (!std::isalnum(u) && c != '-' && c != '_' && c != '.')) c = '_';
+  }
+  return out;
+}
+
+std::string escape_controls(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (is_control(c)) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool has_control_char(std::string_view text) { return std::ranges::any_of(text, is_control); }
+
+std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return {};
+  const auto take = std::min<std::streamoff>(size, static_cast<std::streamoff>(max_bytes));
+  in.seekg(size - take);
+  std::string out(static_cast<std::size_t>(take), '\0');
+  in.read(out.data(), take);
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return out;
+}
+
+std::string last_line_of_file(const std::string& path, std::size_t max_bytes) {
+  const std::string tail = tail_of_file(path, 64 * 1024);
+  std::size_t end = tail.size();
+  while (end > 0) {
+    const std::size_t nl = tail.rfind('\n', end - 1);
+    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
+    std::string_view line(tail.data() + begin, end - begin);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty()) return printable(line, max_bytes);
+    if (nl == std::string::npos) break;
+    end = nl;
+  }
+  return {};
+}
+
+namespace {
+
+bool has_alnum(std::string_view line) {
+  return std::any_of(line.begin(), line.end(),
+                     [](unsigned char c) { return std::isalnum(c) != 0; });
+}
+
+bool explains(std::string_view line) {
+  static constexpr std::string_view k_words[] = {
+      "error",     "fail",    "unable",    "cannot",    "can't",      "could not",
+      "not found", "denied",  "refused",   "no such",   "fatal",      "abort",
+      "killed",    "invalid", "timed out", "exception", "terminated", "segmentation"};
+  std::string lower(line);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::any_of(std::begin(k_words), std::end(k_words),
+                     [&](std::string_view w) { return lower.find(w) != std::string::npos; });
+}
+
+}  // namespace
+
+std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes) {
+  return explaining_lines(tail_of_file(path, 64 * 1024), max_bytes);
+}
+
+std::string explaining_lines(std::string_view tail, std::size_t max_bytes) {
+  std::vector<std::string_view> meaningful, explaining;
+  std::size_t begin = 0;
+  while (begin < tail.size()) {
+    std::size_t end = tail.find('\n', begin);
+    if (end == std::string_view::npos) end = tail.size();
+    std::string_view line(tail.data() + begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (has_alnum(line)) {
+      meaningful.push_back(line);
+      if (explains(line)) explaining.push_back(line);
+    }
+    begin = end + 1;
+  }
+  if (explaining.empty()) {
+    return meaningful.empty() ? std::string() : printable(meaningful.back(), max_bytes);
+  }
+  if (explaining.size() > 3) explaining.erase(explaining.begin() + 2, explaining.end() - 1);
+  std::string out;
+  for (const auto line : explaining) out += (out.empty() ? "" : " | ") + std::string(line);
+  return printable(out, max_bytes);
+}
+
+std::string shell_quote(std::string_view text, bool force) {
+  const bool safe = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) || std::string_view("_@+=:,./-").find(c) != std::string_view::npos;
+  });
+  if (safe && !force) return std::string(text);
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+bool is_env_var_name(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  return std::ranges::all_of(name, [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+std::string flag_name(const std::string& arg) {
+  if (!arg.starts_with("-") || arg == "-" || arg == "--") return "";
+  return arg.substr(0, arg.find('='));
+}
+
+Result<double> parse_duration(const std::string& text) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (...) {
+    return std::unexpected(fmt::format("'{}' is not a duration (e.g. 90, 90s, 5m, 2h)", text));
+  }
+  const auto unit = text.substr(pos);
+  double scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1;
+  } else if (unit == "ms") {
+    scale = 1e-3;
+  } else if (unit == "m" || unit == "min") {
+    scale = 60;
+  } else if (unit == "h") {
+    scale = 3600;
+  } else {
+    return std::unexpected(fmt::format("'{}' has an unknown unit (use s, ms, m or h)", text));
+  }
+  if (!std::isfinite(v) || v <= 0)
+    return std::unexpected(fmt::format("'{}' must be positive", text));
+  return v * scale;
+}
+
+std::string one_line(std::string_view text) {
+  std::string s(text);
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+std::optional<int> positive_int(std::string_view text) {
+  int v = 0;
+  const auto* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end || v <= 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,75 @@
+// Text that came from a trial: any bytes, any size, made safe to store and print.
+//
+// A trial's stderr line or regex match may hold invalid UTF-8 (nlohmann::json throws when it
+// dumps that), a UTF-8 character cut in half by a length limit, or terminal control sequences.
+// printable() repairs all three, so what reaches the database, JSON output or a terminal is
+// valid UTF-8 on one line. tail_of_file() reads a bounded tail, so a trial that wrote gigabytes
+// costs a bounded amount of memory. Stateless; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tuner/base/result.h"
+
+namespace tune::tuner {
+
+// Valid UTF-8 kept; each invalid byte becomes U+FFFD; control characters (newline included)
+// become \xNN; cut to at most `max_bytes` bytes on a character boundary, with "..." appended
+// when anything was cut.
+std::string printable(std::string_view bytes, std::size_t max_bytes = std::string::npos);
+
+// `text` as a name any scheduler, file system or database takes: every byte other than an ASCII
+// letter, digit, '.', '_' or '-' becomes '_', then cut to at most `max_bytes` (job names, a study
+// name taken from a script's file name).
+std::string plain_name(std::string_view text, std::size_t max_bytes);
+
+// `text` with every control character (tab and newline included) written as \xNN and all other
+// bytes kept as they are: for a name or value from the study file echoed in a one-line message.
+std::string escape_controls(std::string_view text);
+
+// Whether `text` holds a control character (below 0x20, or 0x7f).
+bool has_control_char(std::string_view text);
+
+// The last `max_bytes` bytes of a file (all of it when smaller); empty when unreadable.
+std::string tail_of_file(const std::string& path, std::size_t max_bytes);
+
+// The last non-empty line within the file's last 64 KiB, through printable(max_bytes).
+std::string last_line_of_file(const std::string& path, std::size_t max_bytes);
+
+// Why a program failed, from the last 64 KiB of its stderr: the lines that say so (error, failed,
+// unable, refused, ...; the first two and the last when there are more than three), joined by
+// " | ", through printable(max_bytes). Launchers print the cause first and a banner after it
+// (Open MPI: "Host key verification failed." then a box of dashes), so the last line alone
+// would hide it. Lines with no letter or digit (banners, rules) never count. Without such a
+// line: the last line that has a letter or digit.
+std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes);
+// The same over text already read (e.g. what a node's sampler printed).
+std::string explaining_lines(std::string_view text, std::size_t max_bytes);
+
+// `text` as one POSIX shell word: kept as it is when it is made of safe characters
+// ([A-Za-z0-9_@+=:,./-]) and `force` is false, else single-quoted with each ' written '\''.
+// Every value an exported script or a remote shell gets goes through it.
+std::string shell_quote(std::string_view text, bool force = false);
+
+// POSIX's portable environment variable name ([A-Za-z_][A-Za-z0-9_]*): the only names a shell
+// can export or unset, so the study file (env:) and `tune export` accept no other.
+bool is_env_var_name(std::string_view name);
+
+// The flag an argument sets: "--threads" for "--threads" and "--threads=2"; "" for a value.
+std::string flag_name(const std::string& arg);
+
+// `text` on one line: each newline or carriage return becomes a space, trailing spaces are
+// dropped (a library's error message, a path written into a script's comment).
+std::string one_line(std::string_view text);
+
+// `text` when it is a plain positive decimal integer ("4"); nullopt for anything else ("",
+// "0", "-2", "4x", "{ranks}": a value known only once a trial's template is expanded).
+std::optional<int> positive_int(std::string_view text);
+
+// "90", "90s", "1.5m", "2h", "250ms" -> seconds; an error naming the text otherwise.
+Result<double> parse_duration(const std::string& text);
+
+}  // namespace tune::tuner

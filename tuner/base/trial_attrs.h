@@ -1,0 +1,72 @@
+// The trial and study attributes tune stores: every key once, with who writes it and its JSON
+// shape. Readers (report, summary, confirm, python3-optuna users) and writers name them only
+// through these constants. Optuna's own keys keep Optuna's spelling ("fixed_params",
+// "constraints"), so Optuna reads the same study. Constants only; thread-safe.
+#pragma once
+
+#include "search/trial.h"
+
+namespace tune::tuner {
+
+// --- system attrs ------------------------------------------------------------------------
+// runner, confirm (Optuna's enqueue_trial): {param: external value} the next ask() must use.
+// Samplers read it too (search::k_fixed_params_attr).
+inline constexpr const char* k_attr_fixed_params = search::k_fixed_params_attr;
+// runner: the process running the trial, {"host": str, "pid": int, "start": int (ticks)}.
+inline constexpr const char* k_attr_owner = "tune:owner";
+// runner (trial_outcome): one printable line, why the trial is FAIL or PRUNED.
+inline constexpr const char* k_attr_fail_reason = "fail_reason";
+// How the fail_reason of a trial stopped at its time limit begins ("timed out after 120.0s").
+inline constexpr const char* k_timed_out_reason = "timed out after";
+// runner (Optuna's): [float], one per constraint, <= 0 feasible.
+inline constexpr const char* k_attr_constraints = "constraints";
+// runner (launcher): "keeper" | "subreaper" | "process group", how its processes were contained.
+inline constexpr const char* k_attr_containment = "containment";
+// runner (keeper): {"stdout"|"stderr": bytes cut from the middle of that stream}.
+inline constexpr const char* k_attr_output_cut = "output_cut";
+// runner (launch.slurm): {"name": the step's --job-name, "cancelled": steps scancel ended after
+// the trial was stopped, "cancel_error": why they could not be (only when so)}.
+inline constexpr const char* k_attr_slurm_step = "slurm_step";
+// probe hooks: probes::Prediction JSON (schema_version inside), before launch.
+inline constexpr const char* k_attr_probe_prediction = "probe_prediction";
+// probe hooks: probes::Verdict JSON, after the run.
+inline constexpr const char* k_attr_probe_verdict = "probe_verdict";
+// probe hooks: what the trial's monitor measured per thread group, with the threads the
+// prediction gave each (probes::duty_record JSON: {"schema_version", "groups": {name:
+// {"predicted_threads", "threads", "runnable", "cpu", "load"}}}); later predictions learn from it.
+inline constexpr const char* k_attr_probe_duty = "probe_duty_cycles";
+// re-runs (`tune confirm`, incumbent_repeats; tuner/run/rerun.h): the number of the trial a
+// re-run re-measures (int); samplers read it too. Stored as "confirm_of", the key studies have
+// always carried, so older studies and python3-optuna scripts read the same.
+inline constexpr const char* k_attr_rerun_of = search::k_repeat_of_attr;
+// re-runs: 0-based round of a re-run (int); stored as "confirm_round" for the same reason.
+inline constexpr const char* k_attr_rerun_round = "confirm_round";
+
+// --- user attrs (what a person looks at) ---------------------------------------------------
+// runner: the argv launched ([str]), the variables set ({name: value}) and unset ([name]).
+// re-runs: a completed re-run's measured value (float); the re-run itself is stored PRUNED
+// without a value, so that nothing ranks a lucky repeat.
+inline constexpr const char* k_attr_rerun_value = "rerun_value";
+// re-runs: on a re-measured trial, the value of its own (search) run (float); its stored value is
+// then the median of its re-runs.
+inline constexpr const char* k_attr_search_value = "search_value";
+inline constexpr const char* k_attr_launched_argv = "command";
+inline constexpr const char* k_attr_env = "env";
+inline constexpr const char* k_attr_env_unset = "env_unset";
+// runner: the trial's output folder (str, absolute).
+inline constexpr const char* k_attr_trial_dir = "trial_dir";
+// runner: seconds from spawn to reap (float); exit code (int, null when a signal ended it);
+// the signal (int, only when one did).
+inline constexpr const char* k_attr_wall_time = "wall_time";
+inline constexpr const char* k_attr_exit_code = "exit_code";
+inline constexpr const char* k_attr_signal = "signal";
+
+// --- study user attrs ----------------------------------------------------------------------
+// runner: the study file's absolute path, so confirm/export find it from the database alone.
+inline constexpr const char* k_attr_study_file = "tune:study_file";
+
+// --- not stored ----------------------------------------------------------------------------
+// probe hooks -> runner: a constraint value (> 0 = predicted oversubscribed: do not run).
+inline constexpr const char* k_hook_constraint = "constraint";
+
+}  // namespace tune::tuner

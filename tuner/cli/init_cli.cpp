@@ -1,0 +1,122 @@
+// `tune init [OPTIONS] -- COMMAND...`: the subcommand's flags, the one optional question asked
+// on a terminal, and writing the file; what goes into the study is tuner/init/init_study.h's.
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <fmt/format.h>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "probes/knob_catalog.h"
+#include "probes/topology.h"
+#include "tuner/base/text.h"
+#include "tuner/cli/subcommands.h"
+#include "tuner/init/init_study.h"
+#include "tuner/study/study_spec.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct InitArgs {
+  InitRequest request;
+  std::string output;  // "" = stdout
+  bool force = false;
+  bool no_input = false;
+};
+
+// On a terminal, and only there, init offers to score a throughput line instead of wall time.
+void ask_throughput(InitArgs& args) {
+  if (args.no_input || !args.request.throughput_regex.empty() || !isatty(STDIN_FILENO) ||
+      !isatty(STDERR_FILENO))
+    return;
+  std::cerr << "Does the program print its throughput? A regex whose first group is the number\n"
+               "(e.g. samples/s: ([0-9.]+)), or Enter to score the run's wall time: "
+            << std::flush;
+  std::string line;
+  if (std::getline(std::cin, line)) args.request.throughput_regex = line;
+}
+
+std::string this_host() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+int run_init(InitArgs& args) {
+  if (!args.output.empty() && args.output != "-" && !args.force) {
+    std::error_code ec;
+    if (fs::exists(args.output, ec))
+      throw BadInput(fmt::format("{} exists; pass --force to overwrite it", args.output));
+  }
+  if (auto d = parse_duration(args.request.trial_timeout); !d)
+    throw BadInput("--trial-timeout: " + d.error());
+  if (!args.request.name.empty()) {
+    if (auto why = study_name_problem(args.request.name))
+      throw BadInput("--name " + *why + ": the name is one folder of the output (tune-out/NAME)");
+  }
+  ask_throughput(args);
+  auto command = unwrap_input(split_init_command(args.request.command));
+  command.program = absolute_paths(command.program);
+  ProgramInfo program = inspect_program(command.program);
+  measure_pool_defaults(command.program, program);
+  auto topo = probes::read_topology();
+  if (!topo) throw std::runtime_error("init: reading the topology: " + topo.error());
+  args.request.generated_by = "on " + this_host();
+  const std::string text = unwrap_input(
+      render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+  const bool to_stdout = args.output.empty() || args.output == "-";
+  // What init writes must load as any study does; a failure here is init's own bug.
+  if (auto check = parse_study_spec(text, to_stdout ? "<init>" : args.output); !check)
+    throw std::runtime_error("init wrote a study that does not load: " + check.error());
+  if (to_stdout) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(args.output, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", args.output));
+  std::cerr << fmt::format("tune init: wrote {}; run it with: tune --trials 30 {}\n", args.output,
+                           args.output);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Subcommand> add_init_commands(CLI::App& app) {
+  auto args = std::make_shared<InitArgs>();
+  auto* init = app.add_subcommand(
+      "init",
+      "Write a ready study for your own command: tune init --ranks 2 -o study.yaml -- python3 "
+      "train.py --epochs 1");
+  init->add_option("command", args->request.command,
+                   "The command one trial runs, after `--` (it may start with mpirun)")
+      ->required();
+  init->add_option("-o,--output", args->output, "Study file to write (default: stdout)");
+  init->add_flag("--force", args->force, "Overwrite the output file");
+  init->add_option("--ranks", args->request.ranks,
+                   "MPI ranks of one trial (default: the command's mpirun -n, else 1)")
+      ->check(CLI::Range(1, 1 << 20));
+  init->add_option("--name", args->request.name, "Study name (default: the program's name)");
+  init->add_option("--throughput-regex", args->request.throughput_regex,
+                   "Score the first group of the last match in stdout, maximized (default: the "
+                   "trial's wall time, minimized)");
+  init->add_option("--knob", args->request.knob_flags,
+                   "FLAG=KNOB: the program's flag that sets a catalog knob, e.g. "
+                   "threads=torch_intra_op_threads (repeatable)")
+      ->allow_extra_args(false);
+  init->add_option("--framework", args->request.frameworks,
+                   "A framework the program uses when init cannot tell (torch, chainer, ...)")
+      ->check(CLI::IsMember(probes::knob_catalog().programs()))
+      ->allow_extra_args(false);
+  init->add_option("--trial-timeout", args->request.trial_timeout,
+                   "Per-trial timeout written into the study (default 1h)");
+  init->add_flag("--no-input", args->no_input, "Ask nothing, even on a terminal");
+  return {{init, [args]() { return run_init(*args); }}};
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,296 @@
+// `tune report`, `tune confirm` and `tune export`: thin CLI11 wiring over report.h, confirm.h
+// and export.h. STUDY is resolved as for `tune best` (open_existing_study); commands that need
+// the study file (confirm, export) find it through the database's "tune:study_file" attr when
+// given a database.
+#include <CLI/CLI.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "tuner/cli/subcommands.h"
+#include "tuner/cli/confirm.h"
+#include "tuner/export/export.h"
+#include "tuner/base/install_layout.h"
+#include "tuner/study/objective.h"
+#include "tuner/report/report.h"
+#include "tuner/report/report_cells.h"
+#include "tuner/run/runner.h"
+#include "tuner/base/trial_attrs.h"
+#include "tuner/export/worker_array.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The study file of an opened study: the one given, else the one the database remembers. The
+// error says why there is none to use (bad input); a database that cannot be read throws.
+Result<StudySpec> spec_of(const OpenedStudy& opened) {
+  if (opened.spec) return *opened.spec;
+  auto attrs = unwrap(opened.storage->get_study_user_attrs(opened.cache->study().study_id));
+  const auto file = attrs.value(k_attr_study_file, std::string());
+  if (file.empty())
+    return std::unexpected(
+        fmt::format("study '{}' in {} names no study file; pass the study file (*.yaml) instead",
+                    opened.cache->study().name, opened.url));
+  auto spec = load_study_spec(file);
+  if (!spec)
+    return std::unexpected(spec.error() +
+                           " (the study file this database was created from; "
+                           "pass the study file explicitly if it moved)");
+  return spec;
+}
+
+void write_output(const std::string& path, const std::string& text, bool executable) {
+  if (path.empty() || path == "-") {
+    std::cout << text << std::flush;
+    return;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(fmt::format("-o {}: cannot write the file", path));
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("-o {}: write failed", path));
+  if (executable) {
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add, ec);
+  }
+}
+
+// --format (one of `names`) and -o, for the commands that write a document (report, export).
+void add_format_and_output(CLI::App* sub, std::string& format, std::string& output,
+                           const std::string& format_help, const std::vector<std::string>& names) {
+  sub->add_option("--format,-f", format, format_help)->check(CLI::IsMember(names));
+  sub->add_option("-o,--output", output, "Write to FILE instead of stdout");
+}
+
+// A whole-number option's check: `low` or more.
+CLI::Range at_least(int low) { return CLI::Range(low, std::numeric_limits<int>::max()); }
+
+// A subcommand over an existing study: `Args` holds the parsed arguments (its `study` member the
+// STUDY/--storage/--study ones); `add_options` adds the command's own; `run` runs it.
+template <typename Args>
+Subcommand study_command(CLI::App& app, const std::string& name, const std::string& help,
+                         void (*add_options)(CLI::App*, Args&), int (*run)(const Args&)) {
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand(name, help);
+  add_study_args(sub, args->study);
+  add_options(sub, *args);
+  return {sub, [args, run]() { return run(*args); }};
+}
+
+// The objectives' names in the report: log keys (a regex objective has none: "objective N").
+void name_objectives(const StudySpec& spec, ReportData& data) {
+  data.objective = objective_label(spec.objective);
+  if (spec.objectives.size() < 2) return;
+  data.objectives = objective_names(spec);
+  data.direction = objectives_text(data);  // "minimize elapsed_time, maximize accuracy"
+  data.objective.clear();
+}
+
+// The export header's "Measured:" line: the report's measured text with the objective's name.
+std::string export_measured_text(const ReportData& data, const ReportTrial& t) {
+  if (!t.values.empty()) return values_text(data, t) + " (one run)";
+  if (!t.median && !t.value) return fmt::format("no value ({})", search::to_string(t.state));
+  return fmt::format("{} = {}", data.objective.empty() ? "value" : data.objective,
+                     measured_text(t));
+}
+
+struct ReportArgs {
+  StudyArgs study;
+  std::string format = "text", output;
+  int top = 10;
+  bool no_importance = false;
+};
+
+void add_report_options(CLI::App* sub, ReportArgs& args) {
+  add_format_and_output(sub, args.format, args.output, "text (default), json, markdown or html",
+                        report_format_names());
+  sub->add_option("--top", args.top, "Rows of the top-trials table (default 10)")
+      ->check(at_least(1));
+  sub->add_flag("--no-importance", args.no_importance, "Skip the fANOVA importance");
+}
+
+int run_report(const ReportArgs& args) {
+  auto opened = open_study_or_throw(args.study);
+  auto spec = spec_of(opened);  // optional here: gives order and key names
+  ReportOptions options;
+  options.top_n = args.top;
+  options.importance = !args.no_importance;
+  auto data = build_report(*opened.cache, opened.cache->study().name,
+                           spec ? spec->space : search::SearchSpace{}, options);
+  data.storage = opened.url;
+  if (spec) name_objectives(*spec, data);
+  auto reporter = unwrap_input(make_reporter(args.format));
+  std::ostringstream text;
+  reporter->write(text, data);
+  write_output(args.output, text.str(), false);
+  return 0;
+}
+
+struct ConfirmArgs {
+  StudyArgs study;
+  ConfirmOptions options;
+};
+
+void add_confirm_options(CLI::App* sub, ConfirmArgs& args) {
+  sub->add_option("--repeats,-r", args.options.repeats, "Re-runs of each trial (default 5)")
+      ->check(at_least(1));
+  sub->add_option("--top,-k", args.options.top,
+                  "Best trials re-run besides the baseline (default 3)")
+      ->check(at_least(0));
+  sub->add_flag("--quiet,-q", args.options.quiet, "No line per trial");
+}
+
+int run_confirm_command(const ConfirmArgs& args) {
+  auto opened = open_study_or_throw(args.study);
+  auto spec = unwrap_input(spec_of(opened));
+  ConfirmOptions options = args.options;
+  options.storage_override = opened.url;
+  opened = {};  // the runner opens its own connection
+  auto totals = unwrap(run_confirm(std::move(spec), options, std::cout));
+  if (totals.interrupted) {
+    std::cerr << "tune: interrupted; the re-runs not yet started stay queued and run with the "
+                 "study's next `tune` command.\n";
+    return k_exit_interrupted;
+  }
+  return 0;
+}
+
+struct ExportArgs {
+  StudyArgs study;
+  std::string format = "bash", output;
+  int trial = -1;
+  std::optional<int> workers;            // slurm-array only
+  std::optional<int> trials_per_worker;  // slurm-array only; default 10
+};
+
+// --format slurm-array: needs the study file (given, or the one a database names), not a trial.
+int run_export_workers(const ExportArgs& args) {
+  const auto& target = args.study.target;
+  WorkerArrayOptions options;
+  StudySpec spec;
+  if (target.ends_with(".yaml") || target.ends_with(".yml")) {
+    spec = unwrap_input(load_study_spec(target));
+    if (auto why = storage_url_problem(args.study.storage))
+      throw BadInput(fmt::format("--storage '{}': {}", args.study.storage, *why));
+    options.storage = storage_url_for(spec, args.study.storage);
+  } else {
+    auto opened = open_study_or_throw(args.study);
+    spec = unwrap_input(spec_of(opened));
+    options.storage = opened.url;
+  }
+  options.workers = args.workers.value_or(0);
+  options.trials_per_worker = args.trials_per_worker.value_or(10);
+  options.tune_program = (executable_dir() / "tune").string();
+  options.study_file = fs::absolute(spec.file).lexically_normal().string();
+  options.workdir = fs::current_path().string();
+  const auto text = unwrap_input(render_worker_array(spec, options));
+  if (!is_postgres_url(options.storage))
+    std::cerr << "tune: warning: " << options.storage
+              << " is an SQLite file, which workers on different nodes cannot share at once; "
+                 "use storage: postgresql://...\n";
+  write_output(args.output, text, /*executable=*/true);
+  return 0;
+}
+
+void add_export_options(CLI::App* sub, ExportArgs& args) {
+  add_format_and_output(sub, args.format, args.output,
+                        "bash (default), slurm, pbs, env, mpirun or slurm-array",
+                        export_format_names());
+  sub->add_option("--trial", args.trial, "Export this trial number instead of the best")
+      ->check(at_least(0));
+  sub->add_option("--workers", args.workers, "slurm-array: array tasks, one tune worker each")
+      ->check(CLI::Range(1, 10000));
+  sub->add_option("--trials", args.trials_per_worker,
+                  "slurm-array: trials each worker runs (default 10)")
+      ->check(at_least(1));
+}
+
+// The trial to export (--trial, else the best) and the header's "Measured:" text for it.
+std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
+  if (trial >= 0) {
+    const auto it = std::find_if(data.trials.begin(), data.trials.end(),
+                                 [&](const ReportTrial& t) { return t.number == trial; });
+    if (it == data.trials.end())
+      throw BadInput(fmt::format("--trial {}: no such trial in study '{}' ({} trials)", trial,
+                                 data.study, data.trials.size()));
+    return {trial, export_measured_text(data, *it)};
+  }
+  if (data.multi_objective() && !data.front.empty()) {
+    std::vector<std::string> numbers;
+    for (const auto& t : data.front) numbers.push_back(fmt::format("{}", t.number));
+    throw BadInput(fmt::format(
+        "study '{}' has {} objectives and no single best trial: pick one of its Pareto front "
+        "with --trial N (front: {})",
+        data.study, data.directions.size(), fmt::join(numbers, ", ")));
+  }
+  if (!data.best)
+    throw std::runtime_error(
+        fmt::format("study '{}' has no completed trial to export yet", data.study));
+  std::string measured = export_measured_text(data, *data.best);
+  if (!data.best->median) measured += "; the best single run";
+  return {data.best->number, measured};
+}
+
+int run_export(const ExportArgs& args) {
+  const auto format = unwrap_input(parse_export_format(args.format));
+  if (format == ExportFormat::slurm_array) return run_export_workers(args);
+  if (args.workers || args.trials_per_worker)
+    throw BadInput("--workers and --trials go with --format slurm-array (--trial N picks a trial)");
+  auto opened = open_study_or_throw(args.study);
+  const auto spec = unwrap_input(spec_of(opened));
+  ReportOptions options;
+  options.importance = false;
+  auto data = build_report(*opened.cache, opened.cache->study().name, spec.space, options);
+  name_objectives(spec, data);
+  const auto [number, measured] = export_choice(data, args.trial);
+  const auto& trials = opened.cache->trials();
+  const auto trial = std::find_if(trials.begin(), trials.end(),
+                                  [&](const search::FrozenTrial& t) { return t.number == number; });
+  ExportOptions export_options;
+  export_options.measured = measured;
+  export_options.storage = opened.url;
+  export_options.allow_run_as_root = running_as_root();  // as the trials ran
+  // What fails here is the study file (a template, a variable name) or the trial chosen (a
+  // parameter the study file no longer has): bad input.
+  const auto text = unwrap_input(render_export(spec, *trial, format, export_options));
+  const bool script =
+      format == ExportFormat::bash || format == ExportFormat::slurm || format == ExportFormat::pbs;
+  write_output(args.output, text, script);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Subcommand> add_report_commands(CLI::App& app) {
+  return {
+      study_command<ReportArgs>(app, "report",
+                                "Report an existing study: best trial, speedup over the baseline, "
+                                "top trials, importance, probe verdicts, failures",
+                                add_report_options, run_report),
+      study_command<ConfirmArgs>(app, "confirm",
+                                 "Re-run the baseline and the top trials several times, "
+                                 "interleaved, so the report can use medians",
+                                 add_confirm_options, run_confirm_command),
+      study_command<ExportArgs>(app, "export",
+                                "Write the winning settings as a bash, Slurm or PBS script, an "
+                                "env file or an mpirun command line; or (slurm-array) a Slurm "
+                                "job array of tune workers on the study",
+                                add_export_options, run_export),
+  };
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,364 @@
+#include "tuner/export/export.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include "tuner/launch/rendered_launch.h"
+#include "tuner/base/text.h"
+
+namespace tune::tuner {
+namespace {
+
+// Stand-ins put into the template values, then turned into shell expansions by shell_word().
+// The unit separator cannot appear in a study file's YAML strings by accident.
+constexpr std::string_view k_out_mark = "\x1ftune-out\x1f";
+constexpr std::string_view k_nproc_mark = "\x1ftune-nproc\x1f";
+
+// The one list of export formats, in the order --help and the error name them.
+constexpr std::array<std::pair<std::string_view, ExportFormat>, 6> k_export_formats = {{
+    {"bash", ExportFormat::bash},
+    {"slurm", ExportFormat::slurm},
+    {"pbs", ExportFormat::pbs},
+    {"env", ExportFormat::env},
+    {"mpirun", ExportFormat::mpirun},
+    {"slurm-array", ExportFormat::slurm_array},
+}};
+
+bool is_ascii_alnum(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+
+// One shell word for an expanded template: literal pieces quoted, the marks replaced by
+// `out_expr` (the output folder) and "$(nproc)".
+std::string shell_word(const std::string& text, const std::string& out_expr,
+                       bool first_word = false) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto a = text.find(k_out_mark, pos);
+    const auto b = text.find(k_nproc_mark, pos);
+    const auto next = std::min(a, b);
+    const std::string literal =
+        text.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (!literal.empty()) {
+      // A first word holding '=' would be read as an assignment: quote it regardless.
+      const bool force = first_word && out.empty() && literal.find('=') != std::string::npos;
+      out += shell_quote(literal, force);
+    }
+    if (next == std::string::npos) break;
+    if (next == a) {
+      out += out_expr;
+      pos = a + k_out_mark.size();
+    } else {
+      out += "\"$(nproc)\"";
+      pos = b + k_nproc_mark.size();
+    }
+  }
+  return out.empty() ? "''" : out;
+}
+
+bool mentions_out(const std::string& text) { return text.find(k_out_mark) != std::string::npos; }
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// The trial's external parameter values, every parameter of the study's space required.
+Result<std::map<std::string, search::ParamValue>> trial_params(const StudySpec& spec,
+                                                               const search::FrozenTrial& trial) {
+  std::map<std::string, search::ParamValue> params;
+  for (const auto& [name, dist] : spec.space) {
+    const auto p = trial.params.find(name);
+    if (p == trial.params.end()) {
+      return std::unexpected(fmt::format(
+          "trial #{} has no value for parameter '{}' of {} (was the study file changed after "
+          "the trial ran?); pick another with --trial",
+          trial.number, name, spec.file));
+    }
+    const auto d = trial.distributions.find(name);
+    params[name] =
+        search::to_external(d != trial.distributions.end() ? d->second : dist, p->second);
+  }
+  return params;
+}
+
+// The trial's launch, rendered once: the script's command and environment and the job's shape
+// both come from it.
+struct Rendered {
+  RenderedLaunch launch;
+  LaunchRequest request;  // launch.request(): argv, env_set, env_unset with the marks in place
+};
+
+Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial& trial,
+                                const ExportOptions& options, bool allow_run_as_root) {
+  auto params = trial_params(spec, trial);
+  if (!params) return std::unexpected(params.error());
+  const std::string trainer = options.trainer.empty() ? bundled_trainer_path() : options.trainer;
+  auto values =
+      trial_template_values(spec, *params, std::string(k_out_mark), trial.number, trainer);
+  values["nproc"] = std::string(k_nproc_mark);
+  // Scripts get no --allow-run-as-root: they set Open MPI's variables for that only when run as
+  // root. The one-line mpirun format has no such place: it carries the flag when asked.
+  // The study file already refuses other names; checked again because a name is written into
+  // `export NAME=`, `unset NAME` and comment lines, where quoting cannot make it harmless.
+  for (const auto& [name, text] : spec.env) {
+    if (!is_env_var_name(name))
+      return std::unexpected(fmt::format("{}: env.{}: not a valid environment variable name",
+                                         spec.file, one_line(name)));
+  }
+  auto launch = render_launch(spec, values, allow_run_as_root);
+  if (!launch) return std::unexpected(launch.error());
+  Rendered r{std::move(*launch), {}};
+  r.request = r.launch.request();
+  return r;
+}
+
+std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
+                   const ExportOptions& options) {
+  std::string params;
+  for (const auto& [name, dist] : spec.space) {
+    const auto p = trial.params.find(name);
+    if (p == trial.params.end()) continue;
+    if (!params.empty()) params += ' ';
+    params += name + '=' + search::param_value_to_string(search::to_external(dist, p->second));
+  }
+  std::string h = fmt::format("# Exported by `tune export` from study '{}', trial #{}.\n",
+                              one_line(spec.name), trial.number);
+  if (!options.measured.empty()) h += "# Measured: " + one_line(options.measured) + "\n";
+  if (!params.empty()) h += "# Parameters: " + one_line(params) + "\n";
+  if (!spec.file.empty())
+    h += "# Study file: " + one_line(std::filesystem::absolute(spec.file).string()) + "\n";
+  if (!options.storage.empty()) h += "# Database: " + one_line(options.storage) + "\n";
+  return h;
+}
+
+// A command line, continued over several lines once it gets long.
+std::string command_line(const std::vector<std::string>& argv, const std::string& out_expr,
+                         const std::string& indent) {
+  std::string out, line;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string word = shell_word(argv[i], out_expr, i == 0);
+    if (!line.empty() && line.size() + word.size() > 88) {
+      out += line + " \\\n";
+      line = indent;
+    } else if (!line.empty()) {
+      line += ' ';
+    }
+    line += word;
+  }
+  return out + line;
+}
+
+std::string job_name(const std::string& study, std::size_t limit) {
+  return plain_name("tune-" + study, limit);
+}
+
+// The body shared by the bash, Slurm and PBS scripts.
+std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOptions& options) {
+  std::string s = "set -euo pipefail\n\n";
+  s += "# The run's output folder (the study's {trial_dir}); set TUNE_OUT to choose another.\n";
+  s += "if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=" + shell_quote(options.default_out) + "; fi\n";
+  s += "mkdir -p -- \"$TUNE_OUT\"\nTUNE_OUT=$(cd -- \"$TUNE_OUT\" && pwd)\nexport TUNE_OUT\n";
+  if (spec.launch.mpirun) {
+    s += "\n# Open MPI refuses to start as root unless told twice.\n";
+    s += "if [ \"$(id -u)\" -eq 0 ]; then\n"
+         "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\nfi\n";
+  }
+  if (!r.request.env_set.empty() || !r.request.env_unset.empty()) {
+    s += "\n# The winning trial's environment.\n";
+    for (const auto& [name, value] : spec.env) {
+      if (auto it = r.request.env_set.find(name); it != r.request.env_set.end()) {
+        s += "export " + name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
+      } else if (std::find(r.request.env_unset.begin(), r.request.env_unset.end(), name) !=
+                 r.request.env_unset.end()) {
+        s += "unset " + name + "  # null in this trial: the library keeps its own default\n";
+      }
+    }
+  }
+  s += "\n# Trials run in their output folder; so does this.\ncd -- \"$TUNE_OUT\"\n";
+  s += command_line(r.request.argv, "\"$TUNE_OUT\"", "    ") + "\n";
+  return s;
+}
+
+// --format mpirun: one command line, self-contained: the environment goes in front through
+// env(1).
+Result<std::string> mpirun_line(const StudySpec& spec, const Rendered& r,
+                                const ExportOptions& options) {
+  std::vector<std::string> argv;
+  if (!r.request.env_set.empty() || !r.request.env_unset.empty()) {
+    // env(1) takes every NAME=VALUE word before the program for a variable, `--` or not.
+    if (!r.request.argv.empty() && r.request.argv.front().contains('='))
+      return std::unexpected(
+          fmt::format("{}: the program '{}' holds '=', which env(1) would take for a variable; use "
+                      "--format bash instead",
+                      spec.file, one_line(r.request.argv.front())));
+    argv.push_back("env");
+    for (const auto& name : r.request.env_unset) argv.insert(argv.end(), {"-u", name});
+    for (const auto& [name, value] : r.request.env_set) argv.push_back(name + "=" + value);
+  }
+  argv.insert(argv.end(), r.request.argv.begin(), r.request.argv.end());
+  std::string line;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (i) line += ' ';
+    line += shell_word(argv[i], "\"${TUNE_OUT:-" + options.default_out + "}\"", i == 0);
+  }
+  return line + "\n";
+}
+
+// --format env: KEY=VALUE lines, the command as a comment.
+std::string env_file(const StudySpec& spec, const Rendered& r, const ExportOptions& options,
+                     const std::string& head) {
+  std::string s = head;
+  s += "# KEY=VALUE lines for the winning trial's environment. To export them all:\n"
+       "#   set -a; . THIS_FILE; set +a\n";
+  bool needs_out = false;
+  for (const auto& [name, value] : r.request.env_set) needs_out |= mentions_out(value);
+  if (needs_out) s += "TUNE_OUT=${TUNE_OUT:-" + options.default_out + "}\n";
+  for (const auto& [name, text] : spec.env) {
+    if (auto it = r.request.env_set.find(name); it != r.request.env_set.end()) {
+      s += name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
+    } else {
+      s += "# " + name + " is left unset (null in this trial: the library's own default)\n";
+    }
+  }
+  std::string command;
+  for (std::size_t i = 0; i < r.request.argv.size(); ++i) {
+    if (i) command += ' ';
+    command += shell_word(r.request.argv[i], "\"$TUNE_OUT\"", i == 0);
+  }
+  s += "# Command: " + one_line(command) + "\n";
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& export_format_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, format] : k_export_formats) v.emplace_back(name);
+    return v;
+  }();
+  return names;
+}
+
+Result<ExportFormat> parse_export_format(const std::string& text) {
+  for (const auto& [name, format] : k_export_formats) {
+    if (name == text) return format;
+  }
+  return std::unexpected(fmt::format("--format: unknown export format '{}' (known: {})", text,
+                                     fmt::join(export_format_names(), ", ")));
+}
+
+JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
+                      std::optional<int> tasks_per_node) {
+  JobShape shape;
+  shape.nodes = nodes ? *nodes : (tasks && tasks_per_node ? ceil_div(*tasks, *tasks_per_node) : 1);
+  if (tasks_per_node) {
+    shape.tasks_per_node = *tasks_per_node;
+  } else if (tasks) {
+    shape.tasks_per_node = ceil_div(*tasks, shape.nodes);
+  }
+  shape.total_tasks = tasks.value_or(tasks_per_node.value_or(1) * shape.nodes);
+  return shape;
+}
+
+namespace {
+
+// The shape of a trial's job, from its rendered launch: srun's --nodes / --ntasks /
+// --ntasks-per-node; mpirun's hosts when they can be read, else -n and --npernode; one task
+// without a launcher. A count that is no plain number ("$(nproc)") is left to the scheduler.
+JobShape shape_of(const RenderedLaunch& launch) {
+  const auto count = [](const std::optional<std::string>& text) {
+    return text ? positive_int(*text) : std::nullopt;
+  };
+  if (launch.srun) {
+    const RenderedSrun& s = *launch.srun;
+    return job_shape_of(count(s.nodes), count(s.ntasks), count(s.ntasks_per_node));
+  }
+  if (!launch.mpirun) {
+    JobShape shape;
+    shape.tasks_per_node = 1;
+    return shape;
+  }
+  const RenderedMpirun& m = *launch.mpirun;
+  if (m.hostfile || m.host) {
+    const auto plan = launch.probe_plan({});
+    if (!plan.layout.empty()) {  // the hosts could be read: they size the job
+      JobShape shape;
+      shape.nodes = plan.nodes;
+      shape.tasks_per_node = plan.ranks_per_node;
+      shape.total_tasks = plan.n;
+      return shape;
+    }
+  }
+  return job_shape_of(std::nullopt, count(m.n), count(m.npernode));
+}
+
+}  // namespace
+
+Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial) {
+  auto r = render_request(spec, trial, ExportOptions{}, /*allow_run_as_root=*/false);
+  if (!r) return std::unexpected(r.error());
+  return shape_of(r->launch);
+}
+
+Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
+                                  ExportFormat format, const ExportOptions& options) {
+  if (shell_quote(options.default_out) != options.default_out)
+    return std::unexpected("export: the default output folder must be a plain path");
+  auto r = render_request(spec, trial, options,
+                          format == ExportFormat::mpirun && options.allow_run_as_root);
+  if (!r) return std::unexpected(r.error());
+  const std::string head = header(spec, trial, options);
+
+  switch (format) {
+    case ExportFormat::slurm_array:
+      return std::unexpected("export: slurm-array exports the study, not a trial (worker_array.h)");
+    case ExportFormat::mpirun:
+      return mpirun_line(spec, *r, options);
+    case ExportFormat::env:
+      return env_file(spec, *r, options, head);
+    case ExportFormat::bash:
+      return "#!/usr/bin/env bash\n" + head +
+             "# Run: bash THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
+             ")\n\n" + script_body(spec, *r, options);
+    case ExportFormat::slurm: {
+      const JobShape shape = shape_of(r->launch);
+      std::string s = "#!/usr/bin/env bash\n";
+      s += "#SBATCH --job-name=" + job_name(spec.name, 64) + "\n";
+      s += fmt::format("#SBATCH --nodes={}\n", shape.nodes);
+      if (shape.tasks_per_node)
+        s += fmt::format("#SBATCH --ntasks-per-node={}\n", *shape.tasks_per_node);
+      s += head;
+      s += "# Submit: sbatch THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
+           " under the submit folder)\n";
+      if (!spec.launch.host.empty() || !spec.launch.hosts.empty() || !spec.launch.hostfile.empty())
+        s += "# The study's --host/--hostfile stay in the command: check they match the "
+             "allocation.\n";
+      return s + "\n" + script_body(spec, *r, options);
+    }
+    case ExportFormat::pbs: {
+      const JobShape shape = shape_of(r->launch);
+      const int per_node = shape.tasks_per_node.value_or(1);
+      std::string s = "#!/usr/bin/env bash\n";
+      s += "#PBS -N " + job_name(spec.name, 15) + "\n";
+      s +=
+          fmt::format("#PBS -l select={}:ncpus={}:mpiprocs={}\n", shape.nodes, per_node, per_node);
+      s += "#PBS -j oe\n";
+      s += head;
+      s += "# Submit: qsub THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
+           " under the submit folder)\n\n";
+      s += "cd -- \"${PBS_O_WORKDIR:-.}\"\n";
+      return s + script_body(spec, *r, options);
+    }
+  }
+  return std::unexpected("export: unknown format");
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,66 @@
+// Job-script export (`tune export`): the winning trial's environment and full launch command
+// line, rendered through the study's templates exactly as the runner launches a trial
+// (expand_launch in launch_plan.h), written in the conventions of a bash script, a Slurm or PBS
+// batch script, a KEY=VALUE environment file, or a bare mpirun command line.
+//
+// Every value that reaches the shell goes through shell_quote(); the two placeholders that must
+// stay live in the shell are written as shell expansions: {trial_dir} becomes the job's output
+// folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)" of the machine the
+// script runs on. Pure functions of their arguments; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "search/trial.h"
+#include "tuner/base/result.h"
+#include "tuner/study/study_spec.h"
+
+namespace tune::tuner {
+
+// slurm_array is a job array of tune workers for the whole study (tuner/export/worker_array.h), not a
+// trial's script: render_export() refuses it.
+enum class ExportFormat { bash, slurm, pbs, env, mpirun, slurm_array };
+
+// The format names parse_export_format() takes: "bash", "slurm", "pbs", "env", "mpirun",
+// "slurm-array".
+const std::vector<std::string>& export_format_names();
+Result<ExportFormat> parse_export_format(const std::string& text);
+
+
+struct ExportOptions {
+  std::string trainer;                     // {tune_trainer}; empty = bundled_trainer_path()
+  std::string default_out = "./tune-run";  // $TUNE_OUT when the user sets none
+  std::string measured;                    // header text: "elapsed_time = 1.23 (median of 5 runs)"
+  std::string storage;                     // header text: the database it came from
+  // --format mpirun: --allow-run-as-root in the line, as the trials had it (tune export sets it
+  // when run as root; the scripts set Open MPI's variables for that themselves).
+  bool allow_run_as_root = false;
+};
+
+// The nodes and ranks per node a batch script asks for, from the launch spec expanded with the
+// trial's values: with launch.slurm, the step's --nodes, --ntasks, --ntasks-per-node; with hosts
+// (hostfile, host), the hosts that run ranks and the most ranks on one
+// (probes::map_ranks_to_nodes, as the probes see it); else -n and --npernode. Without either:
+// one node, one task.
+struct JobShape {
+  int nodes = 1;
+  std::optional<int> tasks_per_node;  // none: let the scheduler's default stand
+  int total_tasks = 1;
+};
+
+// The script (or line, or file) for `trial` of `spec`. Errors name the template that failed.
+Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
+                                  ExportFormat format, const ExportOptions& options = {});
+
+Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial);
+// The counting rule behind every shape (a trial's job, a worker array's allocation): `nodes`
+// when given, else enough for `tasks` at `tasks_per_node`, else 1; tasks per node given, or the
+// tasks spread over the nodes; total tasks given, or one row of tasks per node. nullopt = not
+// known (not given, or not a plain number).
+JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
+                      std::optional<int> tasks_per_node);
+
+}  // namespace tune::tuner

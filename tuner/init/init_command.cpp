@@ -1,0 +1,199 @@
+#include "tuner/init/init_command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "probes/predict.h"
+#include "tuner/base/text.h"
+#include "tuner/launch/pool_defaults.h"
+
+namespace tune::tuner {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_mpirun(const std::string& arg0) {
+  static const std::set<std::string> k_names = {"mpirun",  "mpiexec",        "orterun",
+                                                "prterun", "mpirun.openmpi", "mpiexec.openmpi"};
+  return k_names.contains(fs::path(arg0).filename().string());
+}
+
+// The study-file field an mpirun option fills, or nullptr when it goes to `extra`.
+std::string* mpirun_field(InitMpirun& m, const std::string& key) {
+  if (key == "-n" || key == "-np" || key == "--np" || key == "--n" || key == "-c") return &m.n;
+  if (key == "-N" || key == "--npernode" || key == "-npernode") return &m.npernode;
+  if (key == "--bind-to" || key == "-bind-to") return &m.bind_to;
+  if (key == "--map-by" || key == "-map-by") return &m.map_by;
+  if (key == "-H" || key == "--host" || key == "-host") return &m.host;
+  if (key == "--hostfile" || key == "-hostfile" || key == "--machinefile" || key == "-machinefile")
+    return &m.hostfile;
+  return nullptr;
+}
+
+// Sorts mpirun's options args[begin, end) into `m`. The option table of
+// probes::read_mpirun_options found `end`; options it does not know go to `extra` verbatim, a
+// value right after its option.
+void read_mpirun(const std::vector<std::string>& args, std::size_t begin, std::size_t end,
+                 InitMpirun& m) {
+  for (std::size_t i = begin; i < end; ++i) {
+    const std::string& a = args[i];
+    if (a == "--" || a == "--allow-run-as-root" || a == "-allow-run-as-root") continue;
+    if (a == "--oversubscribe" || a == "-oversubscribe") {
+      m.oversubscribe = true;
+      continue;
+    }
+    std::string key = a, value;
+    const bool inline_value = a.starts_with("--") && a.contains('=');
+    if (inline_value) {
+      key = a.substr(0, a.find('='));
+      value = a.substr(a.find('=') + 1);
+    }
+    if ((key == "--mca" || key == "-mca") && !inline_value && i + 2 < end) {
+      m.mca.emplace_back(args[i + 1], args[i + 2]);
+      i += 2;
+      continue;
+    }
+    std::string* field = mpirun_field(m, key);
+    if (field == nullptr && key != "-x") {
+      m.extra.push_back(a);
+      continue;
+    }
+    if (!inline_value) {
+      if (i + 1 >= end) break;
+      value = args[++i];
+    }
+    if (field != nullptr) {
+      *field = value;
+    } else if (const auto eq = value.find('='); eq != std::string::npos) {
+      m.env.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    } else {
+      m.extra.insert(m.extra.end(), {"-x", value});  // exports tune's own value: keep it
+    }
+  }
+}
+
+bool is_python(const std::string& arg0) {
+  return fs::path(arg0).filename().string().starts_with("python");
+}
+
+// The script a Python command runs: the first argument that is not an interpreter option.
+std::string python_script(const std::vector<std::string>& program) {
+  for (std::size_t i = 1; i < program.size(); ++i) {
+    const auto& a = program[i];
+    if (a == "-m" || a == "-c") return "";  // a module or inline code: no file to read
+    if (!a.starts_with("-")) return a;
+  }
+  return "";
+}
+
+std::string head_of_file(const std::string& path, std::size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text(bytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(bytes));
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return text;
+}
+
+// Frameworks a script imports, by the import lines a person would grep for.
+void detect_imports(const std::string& text, ProgramInfo& info) {
+  const std::pair<const char*, const char*> k_imports[] = {
+      {"torch", "import torch"},   {"torch", "from torch"},      {"chainer", "import chainer"},
+      {"chainer", "from chainer"}, {"nccl", "backend=\"nccl\""}, {"nccl", "backend='nccl'"}};
+  for (const auto& [framework, needle] : k_imports) {
+    if (!text.contains(needle)) continue;
+    if (std::find(info.frameworks.begin(), info.frameworks.end(), framework) !=
+        info.frameworks.end())
+      continue;
+    info.frameworks.emplace_back(framework);
+    info.notes.push_back(fmt::format("{}: the script has '{}'", framework, needle));
+  }
+}
+
+}  // namespace
+
+
+Result<InitCommand> split_init_command(const std::vector<std::string>& argv) {
+  if (argv.empty())
+    return std::unexpected("no command given: tune init [OPTIONS] -- COMMAND [ARGS...]");
+  InitCommand cmd;
+  if (!is_mpirun(argv[0])) {
+    cmd.program = argv;
+    return cmd;
+  }
+  cmd.has_mpirun = true;
+  cmd.mpirun.program = argv[0];
+  const std::vector<std::string> args(argv.begin() + 1, argv.end());
+  probes::MpirunOptions options;
+  const std::size_t program = read_mpirun_options(args, options);
+  if (program >= args.size())
+    return std::unexpected(fmt::format("{} is given no program to run", argv[0]));
+  read_mpirun(args, 0, program, cmd.mpirun);
+  cmd.program.assign(args.begin() + static_cast<std::ptrdiff_t>(program), args.end());
+  return cmd;
+}
+
+std::vector<std::string> absolute_paths(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    const bool is_flag = a.starts_with("-");
+    const auto eq = a.find('=');
+    const std::string prefix = is_flag && eq != std::string::npos ? a.substr(0, eq + 1) : "";
+    const std::string value = is_flag ? (prefix.empty() ? "" : a.substr(eq + 1)) : a;
+    std::error_code ec;
+    // The program itself (argv[0]) is looked up on PATH unless it names a file here.
+    const bool path_like = i > 0 || value.contains('/');
+    if (!value.empty() && path_like && fs::path(value).is_relative() && fs::exists(value, ec)) {
+      out.push_back(prefix + fs::absolute(value, ec).lexically_normal().string());
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+ProgramInfo inspect_program(const std::vector<std::string>& program) {
+  ProgramInfo info;
+  const std::string exe = fs::path(program.at(0)).filename().string();
+  info.display = exe;
+  info.stem = exe;
+  if (exe == "tune-trainer" || program[0] == "{tune_trainer}") {
+    info.display = "tune-trainer";
+    info.frameworks = {"tune-trainer"};
+    info.notes.emplace_back("tune-trainer: the bundled trainer");
+    for (const auto& a : program) {
+      if (a == "--allreduce=nccl" || a == "--device=cuda") {
+        info.frameworks.emplace_back("nccl");
+        info.notes.push_back(fmt::format("nccl: the trainer is given {}", a));
+        break;
+      }
+    }
+    return info;
+  }
+  if (!is_python(exe)) return info;
+  const std::string script = python_script(program);
+  if (script.empty()) return info;
+  info.display = fs::path(script).filename().string();
+  info.stem = fs::path(script).stem().string();
+  detect_imports(head_of_file(script, 1u << 20), info);
+  return info;
+}
+
+
+void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo& info,
+                           double timeout_s) {
+  const bool torch =
+      std::find(info.frameworks.begin(), info.frameworks.end(), "torch") != info.frameworks.end();
+  if (program.empty() || !is_python(program[0]) || !torch) return;
+  MeasuredPools pools = measure_torch_pools(program[0], timeout_s);
+  info.pool_defaults.insert(pools.defaults.begin(), pools.defaults.end());
+  info.notes.insert(info.notes.end(), pools.notes.begin(), pools.notes.end());
+}
+
+}  // namespace tune::tuner

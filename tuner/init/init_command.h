@@ -1,0 +1,68 @@
+// The command `tune init` was given, taken apart: an optional mpirun prefix (its options sorted
+// into what a study's `launch.mpirun` says and what it passes through), the program and its
+// arguments, and what the program is (a Python script that imports torch, the bundled trainer,
+// an unknown binary), so that init can pick the knobs that apply.
+//
+// split_init_command() is a pure function of the argv. inspect_program() reads the script a
+// Python command runs (its first MiB) to see which frameworks it imports, and turns relative
+// paths that exist into absolute ones, since trials run in their own folders. Both return plain
+// values; thread-safe. measure_pool_defaults() runs the program's interpreter once
+// (measure_torch_pools, tuner/launch/pool_defaults.h).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tuner/base/result.h"
+
+namespace tune::tuner {
+
+struct InitMpirun {
+  std::string program = "mpirun";                            // as given (mpirun, mpiexec, a path)
+  std::string n, npernode, bind_to, map_by, host, hostfile;  // "" = not given
+  bool oversubscribe = false;
+  std::vector<std::pair<std::string, std::string>> mca;  // --mca NAME VALUE, in order
+  std::vector<std::pair<std::string, std::string>> env;  // -x NAME=VALUE, in order
+  std::vector<std::string> extra;                        // every other option, verbatim
+};
+
+struct InitCommand {
+  bool has_mpirun = false;
+  InitMpirun mpirun;
+  std::vector<std::string> program;  // argv of one rank
+};
+
+// Splits `argv` (what followed `--`). An error for an empty command or an mpirun with no
+// program after its options.
+Result<InitCommand> split_init_command(const std::vector<std::string>& argv);
+
+struct ProgramInfo {
+  std::string display;                  // "train.py", "tune-trainer", the binary's name
+  std::string stem;                     // a study name from it: "train"
+  std::vector<std::string> frameworks;  // of the catalog's programs: torch, chainer, ...
+  std::vector<std::string> notes;       // how each was found, for the study's header
+  // Pool sizes the program takes here with nothing set, measured (measure_pool_defaults): the
+  // catalog's rule is what most machines do ("one intra-op thread per physical core"), but a
+  // build or a VM may differ (Debian's torch 1.13 starts 1 thread on a 2-core VM).
+  std::map<std::string, int> pool_defaults;
+};
+
+// What the program is. `program` is InitCommand::program, with relative paths already made
+// absolute (absolute_paths).
+ProgramInfo inspect_program(const std::vector<std::string>& program);
+
+// For a Python program that imports torch: runs the same interpreter once with nothing set
+// (OMP_NUM_THREADS and MKL_NUM_THREADS removed) and records torch.get_num_threads() and
+// torch.get_num_interop_threads() as the torch_intra_op and torch_inter_op pools' defaults, with
+// a note each. A failure (no torch, a timeout of `timeout_s`)
+// records nothing: the catalog's rule stays.
+void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo& info,
+                           double timeout_s = 60);
+
+// Each argument (or the value of a --flag=value) that names an existing file or folder relative
+// to the current folder, made absolute: trials run in their own folders.
+std::vector<std::string> absolute_paths(const std::vector<std::string>& args);
+
+}  // namespace tune::tuner

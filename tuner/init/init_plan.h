@@ -1,0 +1,60 @@
+// What `tune init` decided, before it is written out: the study's parameters (one per knob that
+// applies), the command and environment with placeholders in place, the launch, the baselines
+// and the comments that explain each choice. plan_init_study (tuner/init/init_study.cpp) fills it;
+// write_init_yaml (tuner/init/init_render.cpp) renders it. Plain values; internal to `tune init`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "search/distribution.h"
+#include "tuner/init/init_command.h"
+
+namespace tune::tuner {
+
+struct InitParam {
+  std::string name;   // the study's parameter name
+  std::string knob;   // the catalog knob it sets
+  std::string where;  // "flag --threads", "env OMP_NUM_THREADS", "mpirun --bind-to", ...
+  // Domain: categorical `choices` (null first when the knob may be left to its default), or a
+  // numeric range when `range_type` is "int" or "float".
+  std::vector<search::ParamValue> choices;
+  std::string range_type;
+  double low = 0, high = 0;
+  bool log = false;
+  search::ParamValue as_given;  // its value in the user's command; monostate = not set there
+  // Its value in the "every library at its default" baseline: null where the domain has null,
+  // else the catalog's default (a numeric range); nullopt = none known, no such baseline.
+  std::optional<search::ParamValue> library_default = search::ParamValue{};
+  std::string comment;      // what it controls and what its default is
+  bool sizes_pool = false;  // the knob sizes a thread or process pool
+  // A flag of the user's own script (the catalog names no flag for the knob): the study's
+  // `knobs:` section must tell the probes which pool the parameter sizes.
+  bool declare = false;
+  // The size the program's pool takes here when the parameter is null, as measured
+  // (ProgramInfo::pool_defaults); written as the declaration's `default:`.
+  std::optional<int> program_default;
+};
+
+struct InitPlan {
+  std::string name;
+  std::vector<std::string> header;  // comment lines at the top (without "# ")
+  bool mpirun = false;
+  InitMpirun launch;                 // templates; bind_to/map_by may be placeholders
+  std::vector<std::string> command;  // templates
+  std::vector<std::pair<std::string, std::string>> env;  // templates
+  std::vector<InitParam> params;
+  std::string regex;  // "" = wall time
+  std::string timeout;
+  std::vector<std::string> notes;  // knobs not used and why, for the end of the file
+};
+
+// `text` as a template that expands to itself: braces doubled.
+std::string escape_braces(const std::string& text);
+
+// The YAML text of `plan`.
+std::string write_init_yaml(const InitPlan& plan);
+
+}  // namespace tune::tuner

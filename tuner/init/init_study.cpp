@@ -1,0 +1,480 @@
+#include "tuner/init/init_study.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "probes/predict.h"
+#include "tuner/init/init_plan.h"
+#include "tuner/study/objective.h"
+#include "tuner/study/templates.h"
+#include "tuner/base/text.h"
+
+namespace tune::tuner {
+namespace {
+
+// A study name from the script's file name: its letters, digits, '.', '_' and '-' (anything else
+// becomes '_'), at most 64 of them; "study" when nothing is left. The name is a folder of the
+// output and a key in a shared database: a script called anything must still give a valid one.
+std::string study_name_from(const std::string& stem) {
+  const std::string out = plain_name(stem, 64);
+  if (out.empty() || out.find_first_not_of('.') == std::string::npos) return "study";
+  return out;
+}
+
+using probes::Knob;
+using search::ParamValue;
+
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// Flags a user's script commonly gives each of the catalog's script-flag knobs (besides the
+// catalog's own `example`), so that `--threads 2` in the command is recognised without --knob.
+std::vector<std::string> usual_flags(const Knob& knob) {
+  static const std::map<std::string, std::vector<std::string>> k_usual = {
+      {"torch_intra_op_threads",
+       {"--threads", "--num-threads", "--nthreads", "--intra-op-threads", "--torch-threads"}},
+      {"torch_inter_op_threads",
+       {"--interop-threads", "--inter-op-threads", "--num-interop-threads"}},
+      {"torch_dataloader_workers",
+       {"--workers", "--num-workers", "--dataloader-workers", "--loader-workers"}},
+      {"chainer_iterator_workers", {"--loaderjob", "--loader-job", "--workers"}},
+  };
+  std::vector<std::string> out;
+  if (!knob.example.empty()) out.push_back(knob.example);
+  if (auto it = k_usual.find(knob.name); it != k_usual.end()) {
+    for (const auto& f : it->second) {
+      if (!contains(out, f)) out.push_back(f);
+    }
+  }
+  return out;
+}
+
+// "12" -> 12, "0.5" -> 0.5, else the text itself: a value as the user's command gave it.
+ParamValue typed_value(const std::string& text) {
+  if (auto i = probes::parse_int(text)) return std::int64_t{*i};
+  try {
+    std::size_t pos = 0;
+    const double d = std::stod(text, &pos);
+    if (pos == text.size() && std::isfinite(d)) return d;
+  } catch (...) {
+  }
+  return text;
+}
+
+// 1, 2, 4, ... within [low, high], with both ends and `extra` (the user's value) included.
+std::vector<ParamValue> int_ladder(std::int64_t low, std::int64_t high, const ParamValue& extra) {
+  std::set<std::int64_t> values = {low, high};
+  for (std::int64_t v = std::max<std::int64_t>(low, 1); v < high; v *= 2) values.insert(v);
+  if (const auto* e = std::get_if<std::int64_t>(&extra)) values.insert(*e);
+  std::vector<ParamValue> out = {std::monostate{}};
+  for (auto v : values) out.emplace_back(v);
+  return out;
+}
+
+// Builds the plan knob by knob; each add_* rewrites the command, env or launch it touches.
+class Planner {
+ public:
+  Planner(const probes::KnobCatalog& catalog, probes::KnobContext ctx,
+          std::vector<std::string> frameworks)
+      : m_catalog(catalog), m_ctx(ctx), m_frameworks(std::move(frameworks)) {}
+
+  InitPlan& plan() { return m_plan; }
+
+  bool applies(const Knob& knob) const {
+    for (const auto& f : m_frameworks) {
+      if (contains(knob.programs, f)) return true;
+    }
+    return false;
+  }
+
+  // A pool one of the chosen knobs already sizes (itself, or a pool it includes).
+  bool covered(const std::string& pool) const { return m_covered.contains(pool); }
+
+  bool has_framework(const std::string& f) const { return contains(m_frameworks, f); }
+
+  // Whether `pool` is PyTorch's intra-op team or one it includes (the same threads).
+  bool torch_team(const std::string& pool) const {
+    const auto* intra = m_catalog.pool("torch_intra_op");
+    return intra && (pool == intra->name || contains(intra->includes, pool));
+  }
+
+  Result<void> add_flag(const Knob& knob, const std::string& flag) {
+    // Replace every spelling of the flag in the program's arguments by one placeholder.
+    ParamValue given;
+    std::vector<std::string> args;
+    auto& cmd = m_plan.command;
+    bool found = false;
+    for (std::size_t i = 0; i < cmd.size(); ++i) {
+      if (i == 0 || flag_name(cmd[i]) != flag) {
+        args.push_back(cmd[i]);
+        continue;
+      }
+      found = true;
+      if (knob.type == "bool") {
+        given = flag;
+      } else if (cmd[i].contains('=')) {
+        given = typed_value(cmd[i].substr(cmd[i].find('=') + 1));
+      } else if (i + 1 < cmd.size()) {
+        given = typed_value(cmd[++i]);
+      }
+    }
+    auto param = make_param(knob, unique_name(param_name(flag)), "flag " + flag, given);
+    if (!param) return std::unexpected(param.error());
+    // `--flag={p}`: one element, so a null value drops the flag whole.
+    args.push_back(knob.type == "bool" ? "{" + param->name + "}"
+                                       : fmt::format("{}={{{}}}", flag, param->name));
+    cmd = std::move(args);
+    add(std::move(*param));
+    return {};
+  }
+
+  Result<void> add_env(const Knob& knob, const std::string& given_text) {
+    const ParamValue given =
+        given_text.empty() ? ParamValue{} : ParamValue{typed_value(given_text)};
+    auto param = make_param(knob, unique_name(lower(knob.variable)), "env " + knob.variable, given);
+    if (!param) return std::unexpected(param.error());
+    std::erase_if(m_plan.env, [&](const auto& e) { return e.first == knob.variable; });
+    m_plan.env.emplace_back(knob.variable, "{" + param->name + "}");
+    add(std::move(*param));
+    return {};
+  }
+
+  // An mpirun option (bind_to, map_by) or an MCA parameter given in the command.
+  Result<void> add_launch(const Knob& knob, std::string& field, const std::string& name,
+                          const std::string& where) {
+    const ParamValue given = field.empty() ? ParamValue{} : ParamValue{typed_value(field)};
+    auto param = make_param(knob, unique_name(name), where, given);
+    if (!param) return std::unexpected(param.error());
+    field = "{" + param->name + "}";
+    add(std::move(*param));
+    return {};
+  }
+
+ private:
+  static std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+
+  // "--interop-threads" -> "interop_threads", unique among the plan's parameters.
+  std::string param_name(const std::string& flag) const {
+    std::string name;
+    for (char c : flag.substr(flag.find_first_not_of('-'))) {
+      name +=
+          std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '_';
+    }
+    return name;
+  }
+
+  // `base`, or base_2, base_3... when a parameter or a built-in has the name already.
+  std::string unique_name(const std::string& base) const {
+    std::string name = base;
+    for (int k = 2; is_builtin_placeholder(name) || m_names.contains(name); ++k)
+      name = fmt::format("{}_{}", base, k);
+    return name;
+  }
+
+  void add(InitParam param) {
+    m_names.insert(param.name);
+    const auto* knob = m_catalog.find(param.knob);
+    if (const auto* pool = m_catalog.pool(knob->controls)) cover(*pool);
+    m_plan.params.push_back(std::move(param));
+  }
+
+  // A pool and the pools that are the same threads (either side of an `includes`).
+  void cover(const probes::KnobPool& pool) {
+    m_covered.insert(pool.name);
+    m_covered.insert(pool.includes.begin(), pool.includes.end());
+    for (const auto& other : m_catalog.pools()) {
+      if (contains(other.includes, pool.name)) m_covered.insert(other.name);
+    }
+  }
+
+  Result<InitParam> make_param(const Knob& knob, const std::string& name, const std::string& where,
+                               const ParamValue& given) const;
+
+  const probes::KnobCatalog& m_catalog;
+  probes::KnobContext m_ctx;
+  std::vector<std::string> m_frameworks;
+  InitPlan m_plan;
+  std::set<std::string> m_names;
+  std::set<std::string> m_covered;
+};
+
+Result<InitParam> Planner::make_param(const Knob& knob, const std::string& name,
+                                      const std::string& where, const ParamValue& given) const {
+  auto range = m_catalog.resolve(knob, m_ctx);
+  if (!range) return std::unexpected(fmt::format("knob {}: {}", knob.name, range.error()));
+  InitParam p;
+  p.name = name;
+  p.knob = knob.name;
+  p.where = where;
+  p.as_given = given;
+  p.comment = fmt::format("{} ({}); unset: {}", knob.name, knob.controls, knob.default_text);
+  const bool pool = m_catalog.pool(knob.controls) != nullptr;
+  p.sizes_pool = pool;
+  p.declare = knob.set_by == "flag" && knob.variable.empty();
+  // The user's value is a choice too: the baseline must be in the domain.
+  auto add_given = [&] {
+    if (!std::holds_alternative<std::monostate>(given) &&
+        std::find(p.choices.begin(), p.choices.end(), given) == p.choices.end())
+      p.choices.push_back(given);
+  };
+  if (knob.set_by == "mpirun" && knob.controls == "binding") {
+    // Binding to a package or NUMA node of a machine that has one of each binds to every PU:
+    // the same as none, a second name for one setting.
+    p.choices.emplace_back(std::monostate{});
+    for (const auto& c : range->choices) {
+      if ((c == "socket" || c == "package") && m_ctx.packages <= 1) continue;
+      if (c == "numa" && m_ctx.numa_nodes <= 1) continue;
+      p.choices.emplace_back(c);
+    }
+    add_given();
+  } else if (knob.type == "bool" && knob.set_by == "flag") {
+    p.choices = {std::monostate{}, knob.variable.empty() ? where.substr(5) : knob.variable};
+  } else if (knob.type == "choice" || knob.type == "bool") {
+    p.choices.emplace_back(std::monostate{});
+    for (const auto& c : range->choices) p.choices.push_back(typed_value(c));
+    add_given();
+  } else if ((knob.type == "int" || knob.type == "bytes") &&
+             (pool || range->high - range->low <= 64)) {
+    p.choices = int_ladder(static_cast<std::int64_t>(range->low),
+                           static_cast<std::int64_t>(range->high), given);
+  } else {
+    // A wide numeric range: sampled, with the user's value inside it (the baseline must be).
+    p.range_type = knob.type == "float" ? "float" : "int";
+    p.low = range->low;
+    p.high = range->high;
+    p.log = range->log && range->low > 0;
+    p.library_default = std::nullopt;
+    if (auto d = m_catalog.default_number(knob, m_ctx); d && *d >= p.low && *d <= p.high) {
+      p.library_default =
+          p.range_type == "float" ? ParamValue{*d} : ParamValue{static_cast<std::int64_t>(*d)};
+    }
+    if (const auto* i = std::get_if<std::int64_t>(&given)) {
+      p.low = std::min(p.low, static_cast<double>(*i));
+      p.high = std::max(p.high, static_cast<double>(*i));
+    } else if (const auto* d = std::get_if<double>(&given)) {
+      p.low = std::min(p.low, *d);
+      p.high = std::max(p.high, *d);
+    }
+  }
+  return p;
+}
+
+// --knob FLAG=KNOB: the flag of the user's program that sets a catalog knob.
+Result<std::vector<std::pair<std::string, const Knob*>>> named_flags(
+    const InitRequest& request, const probes::KnobCatalog& catalog) {
+  std::vector<std::pair<std::string, const Knob*>> out;
+  for (const auto& spec : request.knob_flags) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return std::unexpected(fmt::format(
+          "--knob '{}': expected FLAG=KNOB, e.g. --knob threads=torch_intra_op_threads", spec));
+    std::string flag = spec.substr(0, eq);
+    if (!flag.starts_with("-")) flag = "--" + flag;
+    const auto* knob = catalog.find(spec.substr(eq + 1));
+    if (knob == nullptr || knob->set_by != "flag") {
+      std::vector<std::string> names;
+      for (const auto& k : catalog.knobs()) {
+        if (k.set_by == "flag" && k.variable.empty()) names.push_back(k.name);
+      }
+      return std::unexpected(fmt::format("--knob '{}': '{}' is no knob a program flag sets ({})",
+                                         spec, spec.substr(eq + 1), fmt::join(names, ", ")));
+    }
+    out.emplace_back(flag, knob);
+  }
+  return out;
+}
+
+Result<int> total_ranks(const InitRequest& request, const InitCommand& command) {
+  int from_command = 0;
+  if (command.has_mpirun && !command.mpirun.n.empty()) {
+    auto n = probes::parse_int(command.mpirun.n);
+    if (!n || *n < 1)
+      return std::unexpected(fmt::format("mpirun -n '{}': not a rank count", command.mpirun.n));
+    from_command = *n;
+  }
+  if (request.ranks > 0 && from_command > 0 && request.ranks != from_command)
+    return std::unexpected(
+        fmt::format("--ranks {} and the command's mpirun -n {} differ: give the ranks once",
+                    request.ranks, from_command));
+  return request.ranks > 0 ? request.ranks : std::max(from_command, 1);
+}
+
+bool in_program(const std::vector<std::string>& program, const std::string& flag) {
+  for (std::size_t i = 1; i < program.size(); ++i) {
+    if (flag_name(program[i]) == flag) return true;
+  }
+  return false;
+}
+
+// Flags of the program: named by --knob, recognised by their usual names (a script's own
+// flags), or the program's catalog flags (the bundled trainer's): those that size a pool no
+// chosen knob sizes yet, and any the command sets.
+Result<void> choose_flags(Planner& planner,
+                          const std::vector<std::pair<std::string, const Knob*>>& named,
+                          const InitCommand& command, const probes::KnobCatalog& catalog) {
+  std::set<std::string> chosen;
+  for (const auto& [flag, knob] : named) {
+    if (auto ok = planner.add_flag(*knob, flag); !ok) return ok;
+    chosen.insert(knob->name);
+  }
+  for (const auto& knob : catalog.knobs()) {
+    if (knob.set_by != "flag" || chosen.contains(knob.name) || !planner.applies(knob)) continue;
+    if (knob.variable.empty()) {
+      bool found = false;
+      for (const auto& flag : usual_flags(knob)) {
+        if (found || !in_program(command.program, flag)) continue;
+        if (auto ok = planner.add_flag(knob, flag); !ok) return ok;
+        found = true;
+      }
+      if (!found) {
+        planner.plan().notes.push_back(
+            fmt::format("{} ({}): no flag of the command sets it; if the program has one, name it: "
+                        "tune init --knob FLAG={} ...",
+                        knob.name, knob.controls, knob.name));
+      }
+      continue;
+    }
+    const bool sizes_new_pool = catalog.pool(knob.controls) && !planner.covered(knob.controls);
+    if (in_program(command.program, knob.variable) || sizes_new_pool) {
+      if (auto ok = planner.add_flag(knob, knob.variable); !ok) return ok;
+    }
+  }
+  return {};
+}
+
+// mpirun's binding (always, under mpirun), its mapping and MCA parameters (when the command
+// gives them), and environment variables: those the command sets, NCCL's for NCCL programs, and
+// those sizing a pool no chosen knob sizes. A PyTorch program's CPU math runs on its intra-op
+// pool (the OpenMP team): the `any` variables of other pools (BLAS, OpenCV) are left alone.
+Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& catalog) {
+  InitPlan& plan = planner.plan();
+  if (plan.mpirun) {
+    if (const auto* bind = catalog.find_variable("--bind-to", "openmpi")) {
+      if (auto ok = planner.add_launch(*bind, plan.launch.bind_to, "bind_to", "mpirun --bind-to");
+          !ok)
+        return ok;
+    }
+    const auto* map = catalog.find_variable("--map-by", "openmpi");
+    if (map && !plan.launch.map_by.empty()) {
+      if (auto ok = planner.add_launch(*map, plan.launch.map_by, "map_by", "mpirun --map-by"); !ok)
+        return ok;
+    }
+    for (auto& [name, value] : plan.launch.mca) {
+      const auto* knob = catalog.find_variable(name, "openmpi");
+      if (knob == nullptr || knob->set_by != "mca") continue;
+      if (auto ok = planner.add_launch(*knob, value, name, "mpirun --mca " + name); !ok) return ok;
+    }
+  }
+  const bool torch = planner.has_framework("torch");
+  for (const auto& knob : catalog.knobs()) {
+    if (knob.set_by != "env") continue;
+    std::string given;
+    for (const auto& [name, value] : plan.env) {
+      if (name == knob.variable) given = value;
+    }
+    const auto* pool = catalog.pool(knob.controls);
+    const bool any_only = knob.programs == std::vector<std::string>{"any"};
+    const bool wanted = !given.empty() || (planner.applies(knob) && !pool) ||
+                        (planner.applies(knob) && pool && !planner.covered(pool->name) &&
+                         !(torch && any_only && !planner.torch_team(pool->name)));
+    if (!wanted) continue;
+    if (auto ok = planner.add_env(knob, given); !ok) return ok;
+  }
+  return {};
+}
+
+std::vector<std::string> init_header(const InitRequest& request, const ProgramInfo& program,
+                                     const probes::Topology& topo, int ranks, int per_node,
+                                     const std::vector<std::string>& frameworks) {
+  std::vector<std::string> h;
+  h.push_back("Written by `tune init`" +
+              (request.generated_by.empty() ? "" : " (" + request.generated_by + ")") + " for:");
+  h.push_back("  " + fmt::format("{}", fmt::join(request.command, " ")));
+  const int per_rank = std::max(1, topo.pu_count() / std::max(per_node, 1));
+  h.push_back(fmt::format(
+      "Machine (hwloc): {} PUs, {} cores, {} package(s); {} rank(s), {} per "
+      "node: {} PU(s) per rank.",
+      topo.pu_count(), topo.core_count(), topo.packages.size(), ranks, per_node, per_rank));
+  std::vector<std::string> shown;
+  for (const auto& f : frameworks) {
+    if (f != "any") shown.push_back(f);
+  }
+  h.push_back(fmt::format("Program: {}; knobs of: {}", program.display,
+                          shown.empty() ? "any program (no framework recognised)"
+                                        : fmt::format("{}", fmt::join(shown, ", "))));
+  for (const auto& n : program.notes) h.push_back("  " + n);
+  return h;
+}
+
+}  // namespace
+
+Result<std::string> render_init_study(const InitRequest& request, const InitCommand& command,
+                                      const ProgramInfo& program, const probes::Topology& topo,
+                                      const probes::KnobCatalog& catalog) {
+  auto ranks = total_ranks(request, command);
+  if (!ranks) return std::unexpected(ranks.error());
+  if (!request.throughput_regex.empty()) {
+    if (auto why = regex_error(request.throughput_regex))
+      return std::unexpected(fmt::format("--throughput-regex: {} (RE2 syntax)", *why));
+  }
+  auto flags = named_flags(request, catalog);
+  if (!flags) return std::unexpected(flags.error());
+  const bool spans_hosts = !command.mpirun.host.empty() || !command.mpirun.hostfile.empty();
+  int per_node = *ranks;
+  if (auto n = probes::parse_int(command.mpirun.npernode); n && *n > 0) {
+    per_node = *n;
+  } else if (spans_hosts) {
+    per_node = 1;  // unknown: the hostfile is read at launch; ranges stay wide
+  }
+  std::vector<std::string> frameworks = program.frameworks;
+  for (const auto& f : request.frameworks) {
+    if (!contains(frameworks, f)) frameworks.push_back(f);
+  }
+  for (const auto& [flag, knob] : *flags) {
+    for (const auto& p : knob->programs) {
+      if (p != "any" && !contains(frameworks, p)) frameworks.push_back(p);
+    }
+  }
+  const bool launch_mpirun = command.has_mpirun || *ranks > 1;
+  if (launch_mpirun) frameworks.emplace_back("openmpi");
+  frameworks.emplace_back("any");
+
+  Planner planner(catalog, probes::knob_context(topo, per_node), frameworks);
+  InitPlan& plan = planner.plan();
+  plan.command.clear();
+  for (const auto& a : command.program) plan.command.push_back(escape_braces(a));
+  plan.mpirun = launch_mpirun;
+  plan.launch = command.mpirun;
+  plan.launch.n = std::to_string(*ranks);
+  for (auto& [name, value] : plan.launch.env) value = escape_braces(value);
+  for (auto& [name, value] : plan.launch.mca) value = escape_braces(value);
+  for (auto& e : plan.launch.extra) e = escape_braces(e);
+  if (launch_mpirun && per_node > topo.core_count()) plan.launch.oversubscribe = true;
+  plan.env = plan.launch.env;
+  plan.launch.env.clear();
+  plan.regex = request.throughput_regex;
+  plan.timeout = request.trial_timeout;
+  plan.name = request.name.empty() ? study_name_from(program.stem) : request.name;
+  if (auto ok = choose_flags(planner, *flags, command, catalog); !ok)
+    return std::unexpected(ok.error());
+  if (auto ok = choose_launch_env(planner, catalog); !ok) return std::unexpected(ok.error());
+  for (InitParam& p : plan.params) {
+    const probes::Knob* knob = catalog.find(p.knob);
+    if (!p.declare || knob == nullptr) continue;
+    if (const auto it = program.pool_defaults.find(knob->controls);
+        it != program.pool_defaults.end())
+      p.program_default = it->second;
+  }
+  plan.header = init_header(request, program, topo, *ranks, per_node, frameworks);
+  return write_init_yaml(plan);
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,44 @@
+// `tune init`: a commented, ready study file for the user's own command.
+//
+// From the command (tuner/init/init_command.h: an optional mpirun prefix, the program and its
+// arguments), the machine (hwloc topology) and the knob catalog (probes/knob_catalog.h), it
+// picks the knobs that apply to the program, turns each into a parameter whose range fits the
+// machine (thread pools 1..PUs per rank, the binding choices that exist here), rewrites the
+// command so each knob is a placeholder, and enqueues two baselines: the command as the user
+// runs it today, then every library at its own default (when that differs). The objective is
+// the trial's wall time, or the throughput regex the user names.
+//
+// render_init_study() is a pure function of its arguments (the caller reads the topology and
+// inspects the program), so tests give it invented machines and programs. The text it returns
+// loads with load_study_spec. Thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "probes/knob_catalog.h"
+#include "probes/topology.h"
+#include "tuner/init/init_command.h"
+#include "tuner/base/result.h"
+
+namespace tune::tuner {
+
+struct InitRequest {
+  std::vector<std::string> command;     // what followed `--`; may start with mpirun
+  int ranks = 0;                        // --ranks; 0 = the command's mpirun -n, else 1
+  std::string name;                     // --name; "" = the program's file stem
+  std::string throughput_regex;         // --throughput-regex; "" = objective wall_time
+  std::vector<std::string> knob_flags;  // --knob FLAG=KNOB: a flag of the program, its knob
+  std::vector<std::string> frameworks;  // --framework: added to those inspect_program found
+  std::string trial_timeout = "1h";     // --trial-timeout: the study's per-trial timeout
+  std::string generated_by;             // the header's "written by" line (command, host, date)
+};
+
+// The study text. `command` is split_init_command(request.command) with absolute paths in its
+// program; `program` what inspect_program found. Errors are bad input (a --knob that names no
+// knob, ranks given twice and different, a regex RE2 refuses).
+Result<std::string> render_init_study(const InitRequest& request, const InitCommand& command,
+                                      const ProgramInfo& program, const probes::Topology& topo,
+                                      const probes::KnobCatalog& catalog);
+
+}  // namespace tune::tuner

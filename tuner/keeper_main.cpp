@@ -1,3 +1,0 @@
-#include "tuner/keeper.h"
-
-int main(int argc, char** argv) { return tune::tuner::run_keeper(argc, argv); }

@@ -1,0 +1,367 @@
+#include "tuner/launch/keeper.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <boost/process/search_path.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/launch/launcher.h"
+
+namespace tune::tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the trial's file is gone or full: drop, the trial goes on
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+void send_line(int fd, const std::string& line) {
+  // MSG_NOSIGNAL: a tune that is gone must not take the keeper down with SIGPIPE.
+  [[maybe_unused]] auto n = send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+}
+
+// One captured stream: the head is written as it comes, the tail is kept in memory and written
+// at the end after a marker line, so the file holds at most `cap` bytes plus the marker.
+class Capture {
+ public:
+  Capture(const char* name, int sink, std::size_t cap)
+      : m_name(name), m_sink(sink), m_head_left(cap / 2), m_tail_cap(cap - cap / 2) {}
+
+  void feed(const char* data, std::size_t size) {
+    const std::size_t head = std::min(size, m_head_left);
+    write_all(m_sink, data, head);
+    m_head_left -= head;
+    m_tail.append(data + head, size - head);
+    // Trim only when the buffer is twice the tail, so trimming costs O(1) per byte.
+    if (m_tail.size() > 2 * m_tail_cap) {
+      m_cut += m_tail.size() - m_tail_cap;
+      m_tail.erase(0, m_tail.size() - m_tail_cap);
+    }
+  }
+
+  // Writes the kept tail; returns the bytes dropped from the middle.
+  std::size_t finish() {
+    if (m_tail.size() > m_tail_cap) {
+      m_cut += m_tail.size() - m_tail_cap;
+      m_tail.erase(0, m_tail.size() - m_tail_cap);
+    }
+    if (m_cut > 0) {
+      const auto marker = fmt::format(
+          "\n[tune-keeper: {} bytes of {} cut here; the first and last {} bytes are kept]\n", m_cut,
+          m_name, m_tail_cap);
+      write_all(m_sink, marker.data(), marker.size());
+    }
+    write_all(m_sink, m_tail.data(), m_tail.size());
+    m_tail.clear();
+    return m_cut;
+  }
+
+  const char* name() const { return m_name; }
+
+ private:
+  const char* m_name;
+  int m_sink;
+  std::size_t m_head_left;
+  std::size_t m_tail_cap;
+  std::string m_tail;
+  std::size_t m_cut = 0;
+};
+
+struct KeeperArgs {
+  int control = -1;
+  double grace_s = 3.0;
+  std::size_t cap = 0;  // 0: the trial writes its files directly, uncapped
+  std::vector<std::string> command;
+};
+
+std::optional<KeeperArgs> parse_args(int argc, char** argv) {
+  KeeperArgs a;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--") {
+      ++i;
+      break;
+    }
+    if (i + 1 >= argc) return std::nullopt;
+    const std::string value = argv[++i];
+    char* end = nullptr;
+    if (flag == "--control") {
+      a.control = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (flag == "--grace") {
+      a.grace_s = std::strtod(value.c_str(), &end);
+    } else if (flag == "--cap") {
+      a.cap = static_cast<std::size_t>(std::strtoull(value.c_str(), &end, 10));
+    } else {
+      return std::nullopt;
+    }
+    if (end == value.c_str() || *end != '\0') return std::nullopt;
+  }
+  for (; i < argc; ++i) a.command.emplace_back(argv[i]);
+  if (a.control < 0 || a.command.empty()) return std::nullopt;
+  return a;
+}
+
+void signal_descendants(int sig) {
+  for (pid_t p : descendants(getpid())) kill(p, sig);
+}
+
+// Ends like the trial did: the same exit code, or the same signal (without a core file).
+[[noreturn]] void exit_like(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    sigaddset(&unblock, sig);
+    sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+    kill(getpid(), sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+// The keeper's state from the trial's start to its own exit: the trial's pid and status, the
+// capture pipes still open, and how far stopping the tree has gone. One per keeper process.
+class Keeper {
+ public:
+  explicit Keeper(const KeeperArgs& args)
+      : m_args(args),
+        m_control(args.control),
+        m_grace(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(args.grace_s))) {}
+
+  // Takes the signals, becomes the subreaper and starts the trial; false when that failed or
+  // tune is already gone (nothing was started then).
+  bool start() {
+    fcntl(m_control, F_SETFD, FD_CLOEXEC);  // the trial must not hold tune's lifeline
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    sigset_t handled;
+    sigemptyset(&handled);
+    for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&handled, sig);
+    sigprocmask(SIG_BLOCK, &handled, &m_old_mask);
+    m_sigfd = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    // tune may already be gone (killed between starting us and now): then start nothing.
+    pollfd first{m_control, POLLIN, 0};
+    if (poll(&first, 1, 0) > 0 && (first.revents & (POLLHUP | POLLERR))) return false;
+
+    int pipes[2][2] = {{-1, -1}, {-1, -1}};
+    if (m_args.cap > 0) {
+      for (auto& p : pipes) {
+        if (pipe2(p, O_CLOEXEC) != 0) return false;
+      }
+      m_captures.emplace_back("stdout", STDOUT_FILENO, m_args.cap);
+      m_captures.emplace_back("stderr", STDERR_FILENO, m_args.cap);
+    }
+    if (!fork_trial(pipes)) return false;
+    for (std::size_t i = 0; i < m_captures.size(); ++i) {
+      close(pipes[i][1]);
+      fcntl(pipes[i][0], F_SETFL, O_NONBLOCK);
+      m_readers.push_back(pipes[i][0]);
+    }
+    return true;
+  }
+
+  // Until no descendant is left and every capture pipe is drained: reaps, stops the tree when
+  // told to or when tune is gone, and copies the trial's output.
+  void supervise() {
+    std::vector<char> buf(64 * 1024);
+    while (true) {
+      const bool any_child = reap();
+      if (m_status && !m_swept) {
+        m_swept = true;
+        if (any_child) stop_tree();  // what the trial left behind (e.g. `sleep 30 &`)
+      }
+      const bool drained = std::ranges::all_of(m_readers, [](int fd) { return fd < 0; });
+      if (!any_child && drained) return;
+      if (m_kill_at && Clock::now() >= *m_kill_at) m_killing = true;
+      if (m_killing) signal_descendants(SIGKILL);
+
+      std::vector<pollfd> fds;
+      fds.push_back({m_sigfd, POLLIN, 0});
+      fds.push_back({m_orphaned ? -1 : m_control, POLLIN, 0});
+      for (int fd : m_readers) fds.push_back({fd, POLLIN, 0});
+      if (poll(fds.data(), fds.size(), poll_timeout_ms()) < 0 && errno != EINTR) return;
+
+      if (fds[0].revents & POLLIN) on_signals();
+      if (!m_orphaned && fds[1].revents) on_control();
+      for (std::size_t i = 0; i < m_readers.size(); ++i) {
+        if (m_readers[i] >= 0 && fds[2 + i].revents) on_output(i, buf);
+      }
+    }
+  }
+
+  // Writes the kept tails, reports what was cut and ends as the trial ended.
+  [[noreturn]] void finish() {
+    for (auto& c : m_captures) {
+      if (const auto cut = c.finish(); cut > 0) {
+        send_line(m_control, fmt::format("cut {} {}\n", c.name(), cut));
+      }
+    }
+    close(m_control);
+    if (!m_status) _exit(m_orphaned ? 1 : 0);
+    exit_like(*m_status);
+  }
+
+ private:
+  // Forks and execs the trial with its output on the capture pipes (when capped); reports
+  // "pid N" once the exec has happened.
+  bool fork_trial(const int (&pipes)[2][2]) {
+    std::vector<char*> child_argv;
+    for (const auto& s : m_args.command) child_argv.push_back(const_cast<char*>(s.c_str()));
+    child_argv.push_back(nullptr);
+    // Closed by a successful exec: "pid N" goes out only once the trial is the program it runs,
+    // so a probe never samples the forked keeper copy as if it were the trial.
+    int exec_pipe[2];
+    if (pipe2(exec_pipe, O_CLOEXEC) != 0) return false;
+    m_child = fork();
+    if (m_child < 0) {
+      std::fprintf(stderr, "tune-keeper: fork: %s\n", std::strerror(errno));
+      return false;
+    }
+    if (m_child == 0) {
+      sigprocmask(SIG_SETMASK, &m_old_mask, nullptr);
+      if (m_args.cap > 0) {
+        dup2(pipes[0][1], STDOUT_FILENO);
+        dup2(pipes[1][1], STDERR_FILENO);
+      }
+      execv(child_argv[0], child_argv.data());
+      const int error = errno;
+      std::fprintf(stderr, "tune-keeper: cannot run %s: %s\n", child_argv[0], std::strerror(error));
+      [[maybe_unused]] auto n = write(exec_pipe[1], &error, sizeof error);
+      _exit(127);
+    }
+    close(exec_pipe[1]);
+    int exec_error = 0;
+    while (read(exec_pipe[0], &exec_error, sizeof exec_error) < 0 && errno == EINTR) {
+    }
+    close(exec_pipe[0]);
+    send_line(m_control, fmt::format("pid {}\n", m_child));
+    return true;
+  }
+
+  // Reaps every descendant that ended (keeping the trial's status); whether any is left.
+  bool reap() {
+    while (true) {
+      int st = 0;
+      const pid_t p = waitpid(-1, &st, WNOHANG);
+      if (p <= 0) return p == 0;  // -1 with ECHILD: no descendant is left at all
+      if (p == m_child) m_status = st;
+    }
+  }
+
+  int poll_timeout_ms() const {
+    if (m_killing) return 10;  // until the last SIGKILLed process is reaped
+    if (!m_kill_at) return -1;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*m_kill_at - Clock::now());
+    return static_cast<int>(std::max<long long>(1, left.count() + 1));
+  }
+
+  void stop_tree() {
+    signal_descendants(SIGTERM);
+    if (!m_kill_at) m_kill_at = Clock::now() + m_grace;
+  }
+
+  void on_signals() {
+    signalfd_siginfo info{};
+    while (read(m_sigfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      if (info.ssi_signo != SIGCHLD && !m_orphaned) {
+        m_orphaned = true;
+        stop_tree();
+      }
+    }
+  }
+
+  void on_control() {
+    char cmd[16];
+    const ssize_t n = read(m_control, cmd, sizeof cmd);
+    if (n <= 0) {
+      m_orphaned = true;  // tune is gone: nobody else will stop this tree
+      stop_tree();
+      return;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      if (cmd[i] == 't') stop_tree();
+      if (cmd[i] == 'k') m_killing = true;
+    }
+  }
+
+  void on_output(std::size_t i, std::vector<char>& buf) {
+    const ssize_t n = read(m_readers[i], buf.data(), buf.size());
+    if (n > 0) {
+      m_captures[i].feed(buf.data(), static_cast<std::size_t>(n));
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      close(m_readers[i]);
+      m_readers[i] = -1;
+    }
+  }
+
+  const KeeperArgs& m_args;
+  const int m_control;
+  const Clock::duration m_grace;
+  sigset_t m_old_mask{};
+  int m_sigfd = -1;
+  pid_t m_child = -1;
+  std::vector<Capture> m_captures;
+  std::vector<int> m_readers;   // read ends still open (-1 once closed), aligned with m_captures
+  std::optional<int> m_status;  // the trial's wait status once it ended
+  bool m_orphaned = false;      // tune is gone, or we were told to stop by a signal
+  bool m_swept = false;         // leftovers of a finished trial were sent SIGTERM
+  bool m_killing = false;       // the grace is over: SIGKILL whatever is still there
+  std::optional<Clock::time_point> m_kill_at;
+};
+
+}  // namespace
+
+std::string keeper_path() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto candidate = self.parent_path() / "tune-keeper";
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return boost::process::search_path("tune-keeper").string();
+}
+
+int run_keeper(int argc, char** argv) {
+  const auto args = parse_args(argc, argv);
+  if (!args) {
+    std::fprintf(stderr,
+                 "usage: tune-keeper --control FD [--grace S] [--cap BYTES] -- PROGRAM ARGS...\n"
+                 "(started by tune for each trial; not meant to be run by hand)\n");
+    return 2;
+  }
+  Keeper keeper(*args);
+  if (!keeper.start()) return 1;
+  keeper.supervise();
+  keeper.finish();
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,434 @@
+#include "tuner/launch/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <atomic>
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tuner/launch/keeper.h"
+#include "tuner/base/trial_attrs.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace bp = boost::process;
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_interrupt_signal{0};
+int g_wake_pipe[2] = {-1, -1};
+
+extern "C" void on_interrupt(int sig) {
+  g_interrupt_signal.store(sig);
+  g_interrupted.store(true);
+  if (g_wake_pipe[1] >= 0) {
+    const char c = 1;
+    [[maybe_unused]] auto n = write(g_wake_pipe[1], &c, 1);
+  }
+}
+
+// Runs in the child between fork and exec: lead a new process group, and either hand the keeper
+// its end of the control socket (CLOEXEC cleared in the child only) or, with no keeper, die
+// with tune.
+struct ChildSetup : bp::extend::handler {
+  int keeper_fd = -1;
+  template <typename Exec>
+  void on_exec_setup(Exec&) const {
+    if (keeper_fd >= 0) {
+      fcntl(keeper_fd, F_SETFD, 0);
+    } else {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+    }
+    signal(SIGPIPE, SIG_DFL);  // tune ignores it; the trial must not inherit that
+    setpgid(0, 0);
+  }
+};
+
+void signal_tree(pid_t pid, const std::vector<pid_t>& tree, int sig) {
+  kill(-pid, sig);  // the process group the child leads
+  for (pid_t p : tree) kill(p, sig);
+}
+
+// This process's direct children (strays of a dead keeper are re-parented to us: subreaper).
+// Every thread's list: a child belongs to the thread that forked it, or that adopted it.
+std::set<pid_t> own_children() {
+  std::set<pid_t> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t p; in >> p;) out.insert(p);
+  }
+  return out;
+}
+
+// Kills and reaps the children that appeared since `before` (none unless a keeper died or there
+// is no keeper), so that nothing of a finished trial goes on running.
+void sweep_strays(const std::set<pid_t>& before) {
+  for (int round = 0; round < 100; ++round) {
+    std::vector<pid_t> strays;
+    for (pid_t p : own_children()) {
+      if (!before.contains(p)) strays.push_back(p);
+    }
+    if (strays.empty()) return;
+    for (pid_t p : strays) {
+      for (pid_t d : descendants(p)) kill(d, SIGKILL);
+      kill(p, SIGKILL);
+    }
+    for (pid_t p : strays) waitpid(p, nullptr, 0);
+  }
+}
+
+void send_command(int fd, char c) {
+  if (fd >= 0) [[maybe_unused]]
+    auto n = send(fd, &c, 1, MSG_NOSIGNAL);
+}
+
+// Reads "pid N" / "cut STREAM N" lines from the keeper until `until_pid` is seen (bounded wait)
+// or, with until_pid false, everything left (the keeper has exited, so this ends at EOF).
+void read_keeper_lines(int fd, bool until_pid, LaunchResult& result, std::string& pending) {
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  char buf[256];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return;
+    pending.append(buf, static_cast<std::size_t>(n));
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
+      std::istringstream line(pending.substr(0, nl));
+      pending.erase(0, nl + 1);
+      std::string word;
+      line >> word;
+      if (word == "pid") {
+        line >> result.pid;
+        if (until_pid) return;
+      } else if (word == "cut") {
+        std::string stream;
+        std::uint64_t bytes = 0;
+        if (line >> stream >> bytes) result.output_cut[stream] = bytes;
+      }
+    }
+  }
+}
+
+void drain_wake_pipe() {
+  char buf[64];
+  while (g_wake_pipe[0] >= 0 && read(g_wake_pipe[0], buf, sizeof buf) > 0) {
+  }
+}
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// argv[0] as a path: as written when it holds a '/', else looked up in PATH (empty: not found).
+boost::filesystem::path find_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  return bp::search_path(name);
+}
+
+// What is started: the keeper with the command after its own options, holding `keeper_fd`, the
+// other end of our `control` socket; or, with no keeper, the command itself.
+struct Spawn {
+  boost::filesystem::path program;
+  std::vector<std::string> args;
+  int control = -1;    // ours; closed when the Spawn goes
+  int keeper_fd = -1;  // the keeper's; closed once the keeper has started (or failed to)
+  std::string containment;
+
+  Spawn() = default;
+  Spawn(const Spawn&) = delete;
+  Spawn& operator=(const Spawn&) = delete;
+  ~Spawn() {
+    if (control >= 0) close(control);
+    close_keeper_end();
+  }
+  void close_keeper_end() {
+    if (keeper_fd >= 0) close(keeper_fd);
+    keeper_fd = -1;
+  }
+};
+
+void plan_spawn(const LaunchRequest& request, const boost::filesystem::path& exe, bool subreaper,
+                Spawn& spawn) {
+  std::string keeper = keeper_path();
+  int sv[2] = {-1, -1};
+  if (!keeper.empty() && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    keeper.clear();
+  }
+  spawn.control = sv[0];
+  spawn.keeper_fd = sv[1];
+  spawn.program = exe;
+  if (!keeper.empty()) {
+    spawn.program = keeper;
+    spawn.args = {"--control", std::to_string(sv[1]),
+                  "--grace",   fmt::format("{}", request.kill_grace_s),
+                  "--cap",     std::to_string(request.output_cap_bytes),
+                  "--",        exe.string()};
+    spawn.containment = "keeper";
+  } else {
+    spawn.containment = subreaper ? "subreaper" : "process group";
+  }
+  spawn.args.insert(spawn.args.end(), request.argv.begin() + 1, request.argv.end());
+}
+
+// Waits for a started trial to end, stopping it on timeout, interrupt or the watcher's word:
+// SIGTERM first (through the keeper when there is one, else to its group and descendants),
+// SIGKILL once the grace is over. One per trial; the calling thread only.
+class TrialWait {
+ public:
+  TrialWait(const LaunchRequest& request, bp::child& child, int control, LaunchResult& result)
+      : m_request(request),
+        m_child(child),
+        m_pid(child.id()),
+        m_control(control),
+        m_result(result),
+        m_pidfd(static_cast<int>(syscall(SYS_pidfd_open, m_pid, 0))) {}
+  ~TrialWait() {
+    if (m_pidfd >= 0) close(m_pidfd);
+  }
+  TrialWait(const TrialWait&) = delete;
+  TrialWait& operator=(const TrialWait&) = delete;
+
+  // Returns once the child has exited (not yet reaped). The watcher gets result.pid: the
+  // command's own pid, below the keeper.
+  void run(const Watcher& watcher, Clock::time_point start) {
+    if (watcher) {
+      if (auto why = watcher(m_result.pid); !why.empty()) stop(StopReason::watcher, why);
+    }
+    auto next_tick = start + seconds(m_request.tick_s);
+    const Clock::time_point deadline =
+        m_request.timeout_s ? start + seconds(*m_request.timeout_s) : Clock::time_point::max();
+    while (true) {
+      if (interrupted()) stop(StopReason::interrupted, "interrupted");
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        stop(StopReason::timeout,
+             fmt::format("{} {:.1f}s", k_timed_out_reason, *m_request.timeout_s));
+      }
+      if (m_kill_at && now >= *m_kill_at) kill_tree();
+      if (watcher && now >= next_tick && m_result.stopped == StopReason::none) {
+        if (auto why = watcher(m_result.pid); !why.empty()) stop(StopReason::watcher, why);
+        next_tick = now + seconds(m_request.tick_s);
+      }
+      auto wake = std::min(next_tick, deadline);
+      if (m_kill_at) wake = std::min(wake, *m_kill_at);
+      if (ended_by(wake)) return;
+    }
+  }
+
+  // The descendants signalled without a keeper (for the final SIGKILL).
+  const std::vector<pid_t>& tree() const { return m_tree; }
+
+ private:
+  void stop(StopReason why, std::string detail) {
+    if (m_result.stopped != StopReason::none) return;
+    m_result.stopped = why;
+    m_result.stop_detail = std::move(detail);
+    if (m_control >= 0) {
+      send_command(m_control, 't');
+    } else {
+      m_tree = descendants(m_pid);
+      signal_tree(m_pid, m_tree, SIGTERM);
+    }
+    m_kill_at = Clock::now() + seconds(m_request.kill_grace_s);
+  }
+
+  // Grace is over: take everything, including ranks that were reparented meanwhile.
+  void kill_tree() {
+    if (m_control >= 0) {
+      send_command(m_control, 'k');
+    } else {
+      auto more = descendants(m_pid);
+      m_tree.insert(m_tree.end(), more.begin(), more.end());
+      signal_tree(m_pid, m_tree, SIGKILL);
+    }
+    m_kill_at.reset();
+  }
+
+  // Sleeps until `wake` at the most (a second at the most; an interrupt wakes it at once);
+  // whether the child has exited.
+  bool ended_by(Clock::time_point wake) {
+    const auto wait_ms = std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count() + 1);
+    pollfd fds[2] = {{m_pidfd, POLLIN, 0}, {g_wake_pipe[0], POLLIN, 0}};
+    const int nfds = g_wake_pipe[0] >= 0 ? 2 : 1;
+    if (m_pidfd < 0) {
+      // No pidfd (old kernel): check often.
+      if (!m_child.running()) return true;
+      poll(fds + 1, nfds - 1, 10);
+      return false;
+    }
+    const int r = poll(fds, nfds, static_cast<int>(std::min<long long>(wait_ms, 1000)));
+    if (r > 0 && (fds[0].revents & POLLIN)) return true;
+    if (nfds == 2 && (fds[1].revents & POLLIN)) drain_wake_pipe();
+    return false;
+  }
+
+  const LaunchRequest& m_request;
+  bp::child& m_child;
+  const pid_t m_pid;  // the child's: the keeper, or the command itself without one
+  const int m_control;
+  LaunchResult& m_result;
+  const int m_pidfd;
+  std::optional<Clock::time_point> m_kill_at;
+  std::vector<pid_t> m_tree;
+};
+
+// Reaps the exited child and records how it ended.
+void record_exit(bp::child& child, Clock::time_point start, LaunchResult& result) {
+  std::error_code ec;
+  child.wait(ec);
+  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const int status = child.native_exit_code();
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  }
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  if (g_wake_pipe[0] < 0 && pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    g_wake_pipe[0] = g_wake_pipe[1] = -1;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // a closed terminal or ssh session: stop cleanly, not die
+  signal(SIGPIPE, SIG_IGN);         // a closed stdout: writes fail, the study's data stays safe
+}
+
+bool interrupted() { return g_interrupted.load(); }
+int interrupt_signal() { return g_interrupt_signal.load(); }
+
+void clear_interrupted() {
+  g_interrupted.store(false);
+  g_interrupt_signal.store(0);
+  drain_wake_pipe();
+}
+
+bool running_as_root() { return geteuid() == 0; }
+
+std::vector<pid_t> descendants(pid_t root) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    children[ppid].push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children[p]) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
+  LaunchResult result;
+  if (request.argv.empty()) {
+    result.error = "empty command";
+    return result;
+  }
+  const boost::filesystem::path exe = find_executable(request.argv[0]);
+  if (exe.empty()) {
+    result.error = fmt::format("'{}' was not found in PATH", request.argv[0]);
+    return result;
+  }
+  bp::environment env = boost::this_process::environment();
+  for (const auto& name : request.env_unset) env.erase(name);
+  for (const auto& [k, v] : request.env_set) env[k] = v;
+  const std::string out_path = request.stdout_path.empty() ? "/dev/null" : request.stdout_path;
+  const std::string err_path = request.stderr_path.empty() ? "/dev/null" : request.stderr_path;
+  const std::string workdir = request.workdir.empty() ? "." : request.workdir;
+  // Boost.Process opens `std_out > path` without O_TRUNC: a file left by an earlier run would keep
+  // its tail past what this run writes, and the objective's regex reads that tail.
+  for (const auto& path : {request.stdout_path, request.stderr_path}) {
+    std::error_code absent;  // nothing to cut: the file is created by the open
+    if (!path.empty() && std::filesystem::is_regular_file(path, absent))
+      std::filesystem::resize_file(path, 0, absent);
+  }
+
+  // Strays of a trial are re-parented to us rather than to init, so sweep_strays() finds them.
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  const auto children_before = own_children();
+  Spawn spawn;  // the keeper runs the command; spawn.control is our end of its lifeline
+  plan_spawn(request, exe, subreaper, spawn);
+  result.containment = spawn.containment;
+  const int control = spawn.control;
+
+  const auto start = Clock::now();
+  ChildSetup setup;
+  setup.keeper_fd = spawn.keeper_fd;
+  bp::child child;
+  try {
+    child = bp::child(bp::exe = spawn.program, bp::args = spawn.args, bp::env = env,
+                      bp::std_in<bp::null, bp::std_out> out_path, bp::std_err > err_path,
+                      bp::start_dir = workdir, setup);
+  } catch (const std::exception& e) {
+    result.error = fmt::format("cannot run '{}': {}", request.argv[0], e.what());
+    return result;
+  }
+  spawn.close_keeper_end();
+  result.started = true;
+  const pid_t pid = child.id();
+  result.pid = pid;
+  setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
+  std::string pending;
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, result, pending);
+
+  TrialWait wait(request, child, control, result);
+  wait.run(watcher, start);
+  record_exit(child, start, result);
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, result, pending);
+  // The keeper ends only when the tree is gone. Without one (or if it was killed), whatever is
+  // left must not outlive the trial: kill it and reap it, so the next trial starts on an idle
+  // machine.
+  if (control < 0) {
+    kill(-pid, SIGKILL);
+    for (pid_t p : wait.tree()) kill(p, SIGKILL);
+  }
+  sweep_strays(children_before);
+  return result;
+}
+
+}  // namespace tune::tuner

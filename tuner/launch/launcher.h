@@ -1,0 +1,82 @@
+// Launcher: runs one trial's command as a child process and waits for it.
+//
+// The command is an argv vector (never a shell string), run with the parent's environment plus
+// the trial's variables, stdout/stderr going to files in the trial directory.
+//
+// Containment: the command runs under a tune-keeper process (tuner/launch/keeper.h), a subreaper that
+// every process of the trial stays below (double-forked and setsid() ones too) and that ends
+// only when none is left; it also stops the whole tree when `tune` dies, SIGKILL included. So
+// when run_process() returns, no process of the trial is alive, and none survives `tune`. A
+// timeout, a pruning decision or Ctrl-C asks the keeper to SIGTERM the tree, then SIGKILL after
+// a grace period. Without a keeper binary (LaunchResult::containment says so), the command is
+// the direct child, leads its own process group and gets PR_SET_PDEATHSIG; `tune` itself is a
+// subreaper and sweeps what is left after each trial, which covers everything but a SIGKILL of
+// `tune`. The wait is a poll() on a pidfd, so a trial's end is seen at once; a watcher callback
+// runs every tick for log following, heartbeats and pruning.
+//
+// run_process() blocks the calling thread; one trial at a time per process. The interrupt flag
+// is process-wide (SIGINT/SIGTERM/SIGHUP handlers installed by install_interrupt_handlers(),
+// which also ignores SIGPIPE so that a closed terminal or pipe cannot kill `tune` mid-trial).
+#pragma once
+
+#include <sys/types.h>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tune::tuner {
+
+struct LaunchRequest {
+  std::vector<std::string> argv;               // argv[0] is looked up in PATH when it has no '/'
+  std::map<std::string, std::string> env_set;  // added to / replacing the parent's environment
+  std::vector<std::string> env_unset;          // removed from the parent's environment
+  std::string workdir;                         // working directory; empty = inherit
+  std::string stdout_path;                     // empty = /dev/null
+  std::string stderr_path;                     // empty = /dev/null
+  std::optional<double> timeout_s;             // wall-clock limit; none = no limit
+  double kill_grace_s = 3.0;                   // SIGTERM -> SIGKILL delay
+  double tick_s = 1.0;                         // watcher period
+  // Bytes kept of each of stdout and stderr (the first and last half; the middle is cut with a
+  // marker line). 0 = unlimited. Needs the keeper.
+  std::size_t output_cap_bytes = 0;
+};
+
+enum class StopReason { none, timeout, interrupted, watcher };
+
+struct LaunchResult {
+  bool started = false;
+  std::string error;   // why the command could not start
+  int exit_code = -1;  // when it exited normally
+  int signal = 0;      // when a signal ended it
+  StopReason stopped = StopReason::none;
+  std::string stop_detail;  // watcher's reason
+  double wall_s = 0;        // spawn to reap
+  pid_t pid = -1;           // the command's own pid (below the keeper when there is one)
+  // How the trial's processes were contained: "keeper" or "subreaper" (see the top of this file).
+  std::string containment;
+  std::map<std::string, std::uint64_t> output_cut;  // stream -> bytes cut from its middle
+};
+
+// Called every tick while the child runs, and once right after it has started (with the pid):
+// returning a non-empty string stops the trial with that reason.
+using Watcher = std::function<std::string(pid_t pid)>;
+
+LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher = {});
+
+// SIGINT/SIGTERM/SIGHUP set a process-wide flag that run_process() reacts to at once.
+void install_interrupt_handlers();
+bool interrupted();
+int interrupt_signal();    // the signal that set the flag (0 when none)
+void clear_interrupted();  // tests
+
+// True when this process runs as root (mpirun then needs --allow-run-as-root).
+bool running_as_root();
+
+// Every descendant pid of `root` (children, grandchildren, ...), read from /proc.
+std::vector<pid_t> descendants(pid_t root);
+
+}  // namespace tune::tuner

@@ -1,0 +1,69 @@
+#include "tuner/launch/pool_defaults.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "probes/predict.h"
+#include "tuner/base/text.h"
+#include "tuner/launch/launcher.h"
+
+namespace tune::tuner {
+
+namespace fs = std::filesystem;
+
+MeasuredPools measure_torch_pools(const std::string& python, double timeout_s) {
+  MeasuredPools pools;
+  // Its one line of output goes to a file of its own; the whole tree is stopped at the limit.
+  std::error_code ec;
+  const auto dir = fs::temp_directory_path(ec) / fmt::format("tune-pools-{}", ::getpid());
+  if (ec || (!fs::create_directories(dir, ec) && ec)) return pools;
+  LaunchRequest request;
+  request.argv = {python, "-c",
+                  "import torch; print(torch.get_num_threads(), torch.get_num_interop_threads())"};
+  request.env_unset = {"OMP_NUM_THREADS", "MKL_NUM_THREADS"};
+  request.stdout_path = (dir / "stdout").string();
+  request.timeout_s = timeout_s;
+  const LaunchResult result = run_process(request);
+  std::istringstream out(tail_of_file(request.stdout_path, 4096));
+  fs::remove_all(dir, ec);
+  std::string intra, inter;
+  out >> intra >> inter;
+  const auto n = probes::parse_int(intra);
+  if (!result.started || result.exit_code != 0 || !n || *n < 1) return pools;
+  pools.defaults["torch_intra_op"] = *n;
+  pools.notes.push_back(fmt::format(
+      "torch_intra_op: torch.get_num_threads() = {} here with nothing set (measured)", *n));
+  if (const auto m = probes::parse_int(inter); m && *m >= 1) {
+    pools.defaults["torch_inter_op"] = *m;
+    pools.notes.push_back(
+        fmt::format("torch_inter_op: torch.get_num_interop_threads() = {} here (measured)", *m));
+  }
+  return pools;
+}
+
+std::vector<std::string> measure_missing_pool_defaults(std::vector<StudyKnob>& knobs,
+                                                       const std::vector<std::string>& command) {
+  const auto unsized = [](const StudyKnob& k) {
+    return k.program == "torch" && !k.pool.empty() && !k.program_default;
+  };
+  if (command.empty() || command[0].contains('{') ||
+      std::none_of(knobs.begin(), knobs.end(), unsized))
+    return {};
+  const MeasuredPools measured = measure_torch_pools(command[0]);
+  std::vector<std::string> notes;
+  for (StudyKnob& k : knobs) {
+    const auto it = measured.defaults.find(k.pool);
+    if (!unsized(k) || it == measured.defaults.end()) continue;
+    k.program_default = it->second;
+    notes.push_back(fmt::format("knobs.{}: {} pool defaults to {} here (measured with {})", k.param,
+                                k.pool, it->second, command[0]));
+  }
+  return notes;
+}
+
+}  // namespace tune::tuner

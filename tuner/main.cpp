@@ -1,3 +1,0 @@
-#include "tuner/cli.h"
-
-int main(int argc, char** argv) { return tune::tuner::run_cli(argc, argv); }

@@ -1,0 +1,62 @@
+// The watchers on the other nodes of a trial that spans hosts: one `tune probe --watch TAG` per
+// remote node, started through the same remote shell mpirun uses (its plm_rsh_agent and
+// plm_rsh_args: ssh with the user's -F config, say), before the trial starts, and stopped when
+// it ends by closing their stdin: each then prints its node's verdict as one JSON line.
+//
+// Which node is this one: a name equal to this machine's hostname (full or short), localhost,
+// or a name or address that resolves to an address of one of this machine's interfaces. That
+// node is watched by the trial's own process-tree monitor instead.
+//
+// Each remote command line is a shell string on the remote side (ssh joins its arguments), so
+// every word is quoted with shell_quote(). A watcher that does not end within a few seconds of
+// its stdin closing is killed by pid. Owned by one thread (the probe hooks'); not thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "probes/nodes.h"
+#include "tuner/launch/rendered_launch.h"
+
+namespace tune::tuner {
+
+// Whether `host` (as a hostfile or --host names it) is the machine this process runs on.
+bool is_this_host(const std::string& host);
+
+// The remote shell mpirun uses for `launch`: its plm_rsh_agent (first of "ssh : rsh") and
+// plm_rsh_args, from --mca in the launch (mca, then extra) or OMPI_MCA_* in `env`; "ssh" and no
+// arguments by default.
+std::vector<std::string> remote_shell(const RenderedLaunch& launch,
+                                      const std::map<std::string, std::string>& env);
+
+class NodeWatchers {
+ public:
+  NodeWatchers() = default;
+  ~NodeWatchers();  // stops what is still running, by pid
+  NodeWatchers(const NodeWatchers&) = delete;
+  NodeWatchers& operator=(const NodeWatchers&) = delete;
+
+  // Starts `shell... HOST TUNE probe --watch TAG --interval S` for each host. A host whose
+  // watcher cannot start is reported by collect() with the reason.
+  void start(const std::vector<std::string>& shell, const std::vector<probes::NodeRanks>& hosts,
+             const std::string& tune_binary, const std::string& tag, double interval_s);
+  // Closes every watcher's stdin, reads what each printed (at most `wait_s` in all), reaps them.
+  std::vector<probes::NodeObservation> collect(double wait_s = 5.0);
+  bool empty() const { return m_nodes.empty(); }
+
+ private:
+  struct Node {
+    probes::NodeRanks host;
+    pid_t pid = -1;
+    int in = -1;   // its stdin (we write nothing; closing it ends the watcher)
+    int out = -1;  // its stdout and stderr
+    std::string output;
+    std::string error;
+  };
+  std::vector<Node> m_nodes;
+};
+
+}  // namespace tune::tuner

@@ -1,0 +1,250 @@
+#include "tuner/probing/probe_hooks.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+#include "probes/learned_duty.h"
+#include "probes/monitor.h"
+#include "probes/node_watch.h"
+#include "probes/nodes.h"
+#include "probes/predict.h"
+#include "probes/system_source.h"
+#include "probes/verdict_memory.h"
+#include "tuner/launch/pool_defaults.h"
+#include "tuner/probing/node_watchers.h"
+#include "tuner/run/prediction_quality.h"
+#include "tuner/base/trial_attrs.h"
+
+extern char** environ;
+
+namespace tune::tuner {
+namespace {
+
+// The live source with the topology read once: hwloc's discovery (PCI included) costs tens of
+// milliseconds, and the machine does not change between trials.
+class CachedTopologySource final : public probes::SystemSource {
+ public:
+  explicit CachedTopologySource(std::unique_ptr<probes::SystemSource> live)
+      : m_live(std::move(live)), m_topology(m_live->topology()) {}
+  std::expected<probes::Topology, std::string> topology() override { return m_topology; }
+  std::vector<pid_t> process_tree(pid_t root) override { return m_live->process_tree(root); }
+  std::optional<probes::ProcessSample> read_process(pid_t pid, bool with_threads) override {
+    return m_live->read_process(pid, with_threads);
+  }
+  std::optional<std::string> read_environ(pid_t pid, const std::string& name) override {
+    return m_live->read_environ(pid, name);
+  }
+  double now_s() override { return m_live->now_s(); }
+
+ private:
+  std::unique_ptr<probes::SystemSource> m_live;
+  std::expected<probes::Topology, std::string> m_topology;
+};
+
+// What the probes keep between the hooks of one trial.
+struct ProbeState {
+  std::unique_ptr<probes::SystemSource> source;
+  probes::Topology topology;
+  ProbeSpec spec;
+  std::vector<probes::NodePrediction> nodes;  // one per node; one without a host when local only
+  std::optional<probes::NodeRanks> local;     // the node `tune` runs on, of a multi-host layout
+  std::string tag;                            // TUNE_PROBE_TAG of a trial that spans hosts
+  std::unique_ptr<NodeWatchers> watchers;     // on the other nodes
+  std::unique_ptr<probes::TrialMonitor> monitor;
+  // launch.slurm: the ranks are children of slurmstepd, not of the trial's srun, so a monitor of
+  // the trial's process tree would see srun alone and judge it as the one rank. Such a trial
+  // keeps its prediction and gets no verdict (the report then shows the prediction).
+  bool ranks_outside_tree = false;
+  probes::LearnedDuty learned;   // the duty cycles earlier trials of the study measured
+  probes::VerdictMemory memory;  // the verdicts earlier trials of the same layout got
+};
+
+// A predicted oversubscription skips a trial (constrain: true) only once this many trials have
+// measured their duty cycles: the prior rules count every pool as busy, and a study that skipped
+// on them would never run the trials that teach it otherwise.
+constexpr int k_trials_before_constraining = 3;
+
+// This node's prediction (the only one, or the local node's of a multi-host trial).
+const probes::Prediction* local_prediction(const ProbeState& state) {
+  if (state.nodes.empty()) return nullptr;
+  if (!state.local) return &state.nodes.front().prediction;
+  for (const auto& n : state.nodes)
+    if (n.host == state.local->host) return &n.prediction;
+  return nullptr;
+}
+
+std::string this_hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// The nodes of `plan` that run ranks and are not this machine.
+std::vector<probes::NodeRanks> remote_nodes(const probes::LaunchPlan& plan) {
+  std::vector<probes::NodeRanks> out;
+  for (const auto& node : plan.layout)
+    if (!node.ranks.empty() && !is_this_host(node.host)) out.push_back(node);
+  return out;
+}
+
+// The environment mpirun (or the program) starts with: tune's own, with the trial's variables.
+std::map<std::string, std::string> rank_environment(const RenderedLaunch& launch) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& name : launch.env_unset) env.erase(name);
+  for (const auto& [k, v] : launch.env_set) env[k] = v;
+  return env;
+}
+
+// What the prediction knows of the trial's program: the bundled trainer's thread model (from
+// the knob catalog) when it runs tune-trainer, else only what the study's `knobs:` declare and
+// the catalog's variables in the ranks' environment; either way, each declared pool sized by the
+// trial's value of its parameter.
+probes::ProgramModel program_model(const probes::LaunchPlan& plan, const ProbeSpec& spec,
+                                   const search::FrozenTrial& trial) {
+  const auto& program = plan.program_argv.empty() ? std::string() : plan.program_argv.front();
+  return study_program_model(
+      program.ends_with("tune-trainer") ? probes::trainer_program_model() : probes::ProgramModel{},
+      spec.knobs, trial);
+}
+
+// The trial's verdict: this node's monitor, merged with the other nodes' watchers when the
+// trial spans hosts (probes::merge_node_verdicts names the node and rank at fault).
+nlohmann::json node_verdicts(ProbeState& state) {
+  const bool multi =
+      state.nodes.size() > 1 || (state.nodes.size() == 1 && !state.nodes[0].host.empty());
+  if (!multi) {
+    return state.monitor->to_json(state.nodes.empty() ? nullptr : &state.nodes.front().prediction);
+  }
+  std::vector<probes::NodeObservation> seen;
+  if (state.local) {
+    const probes::Prediction* local = nullptr;
+    for (const auto& n : state.nodes)
+      if (n.host == state.local->host) local = &n.prediction;
+    seen.push_back(probes::NodeObservation{state.local->host, this_hostname(), state.local->ranks,
+                                           state.monitor->to_json(local), ""});
+  }
+  if (state.watchers) {
+    for (auto& o : state.watchers->collect()) seen.push_back(std::move(o));
+  }
+  return probes::merge_node_verdicts(seen, &state.nodes);
+}
+
+}  // namespace
+
+std::expected<TrialHooks, std::string> make_probe_hooks(const ProbeSpec& spec) {
+  return make_probe_hooks(spec, std::make_unique<CachedTopologySource>(probes::make_live_source()));
+}
+
+std::expected<TrialHooks, std::string> make_probe_hooks(
+    const ProbeSpec& spec, std::unique_ptr<probes::SystemSource> source) {
+  auto state = std::make_shared<ProbeState>();
+  state->source = std::move(source);
+  auto topo = state->source->topology();
+  if (!topo) return std::unexpected("probes: " + topo.error());
+  state->topology = std::move(*topo);
+  state->spec = spec;
+
+  TrialHooks hooks;
+  // A trial with ranks on other nodes carries a tag to every rank (-x), by which each node's
+  // watcher finds its part of the trial. Only launches tune renders forward it.
+  hooks.tag_launch = [state](const search::FrozenTrial& trial, RenderedLaunch& launch) {
+    state->tag.clear();
+    if (!launch.mpirun) return;
+    if (remote_nodes(launch.probe_plan(rank_environment(launch))).empty()) return;
+    state->tag = fmt::format("{}.{}.{}", this_hostname(), ::getpid(), trial.number);
+    launch.env_set[probes::k_probe_tag_env] = state->tag;
+  };
+  hooks.study_history = [state](const std::vector<search::FrozenTrial>& trials) {
+    state->learned = probes::LearnedDuty{};
+    state->memory = probes::VerdictMemory{};
+    for (const auto& t : trials) {
+      if (!verdict_counts(t)) continue;  // a second of start-up teaches nothing
+      if (auto it = t.system_attrs.find(k_attr_probe_duty); it != t.system_attrs.end())
+        state->learned.add(*it);
+      const auto predicted = t.system_attrs.find(k_attr_probe_prediction);
+      const auto observed = t.system_attrs.find(k_attr_probe_verdict);
+      if (predicted != t.system_attrs.end() && observed != t.system_attrs.end())
+        state->memory.add(*predicted, *observed);
+    }
+  };
+  hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
+    const auto env = rank_environment(launch);
+    const auto plan = launch.probe_plan(env);
+    state->nodes =
+        probes::predict_nodes(state->topology, plan, program_model(plan, state->spec, trial));
+    for (auto& node : state->nodes) {
+      probes::apply_learned_duty(state->topology, node.prediction, state->learned,
+                                 probes::MonitorOptions{}.oversubscribed_ratio);
+      probes::apply_verdict_memory(node.prediction, state->memory);
+    }
+    state->local.reset();
+    for (const auto& node : plan.layout)
+      if (!node.ranks.empty() && !state->local && is_this_host(node.host)) state->local = node;
+    nlohmann::json attrs = {{k_attr_probe_prediction, probes::nodes_prediction_json(state->nodes)}};
+    const double constraint = probes::nodes_prediction_constraint(state->nodes);
+    const bool constrains =
+        state->spec.constrain && state->learned.trials() >= k_trials_before_constraining;
+    // While learning, the trial runs and is recorded at the feasible boundary (0): constrained
+    // TPE ranks a trial without a constraint value after every trial that has one.
+    if (state->spec.constrain)
+      attrs[k_hook_constraint] = constrains ? constraint : std::min(constraint, 0.0);
+    state->watchers = std::make_unique<NodeWatchers>();  // stops any a skipped trial left
+    const bool runs = !constrains || constraint <= 0;
+    if (runs && !state->tag.empty()) {
+      std::error_code ec;
+      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      state->watchers->start(remote_shell(launch, env), remote_nodes(plan),
+                             ec ? std::string("tune") : self.string(), state->tag,
+                             state->spec.interval_s);
+    }
+    state->ranks_outside_tree = launch.srun.has_value();
+    return attrs;
+  };
+  hooks.on_start = [state](pid_t pid) {
+    if (state->ranks_outside_tree) return;
+    probes::MonitorOptions options;
+    options.interval_s = state->spec.interval_s;
+    state->monitor = std::make_unique<probes::TrialMonitor>(*state->source, pid, options);
+    state->monitor->start();
+  };
+  hooks.on_end = [state]() {
+    nlohmann::json attrs = nlohmann::json::object();
+    if (state->monitor) {
+      state->monitor->stop();
+      attrs[k_attr_probe_verdict] = node_verdicts(*state);
+      const probes::Prediction* predicted = local_prediction(*state);
+      attrs[k_attr_probe_duty] =
+          probes::duty_record(predicted, state->monitor->verdict(predicted).sustained.duty);
+      state->monitor.reset();
+    }
+    state->watchers.reset();
+    state->nodes.clear();
+    state->ranks_outside_tree = false;
+    return attrs;
+  };
+  return hooks;
+}
+
+AttachedProbes attach_probes(StudyRunner& runner) {
+  AttachedProbes out;
+  ProbeSpec spec = runner.spec().probes;
+  if (!spec.enabled) return out;
+  out.notes = measure_missing_pool_defaults(spec.knobs, runner.spec().command);
+  auto hooks = make_probe_hooks(spec);
+  if (hooks)
+    runner.set_hooks(std::move(*hooks));
+  else
+    out.warning = hooks.error();
+  return out;
+}
+
+}  // namespace tune::tuner

@@ -1,8 +1,0 @@
-// The study report (`tune report`), whole: the model and its statistics (report_model.h,
-// report_stats.h) and the writers that format it (reporter.h). Include the narrower header when
-// only one side is needed.
-#pragma once
-
-#include "tuner/report_model.h"  // IWYU pragma: export
-#include "tuner/report_stats.h"  // IWYU pragma: export
-#include "tuner/reporter.h"      // IWYU pragma: export

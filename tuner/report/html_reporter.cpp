@@ -1,0 +1,329 @@
+// The HTML report: one self-contained page (no network, no files beside it) with the report's
+// tables, the JSON report embedded as data, Chart.js inlined and the drawing code
+// (report_chart.js) and style (report.css), both embedded into the binary at build time.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+#include "embedded/report_chart_js.h"
+#include "embedded/report_css.h"
+#include "tuner/base/install_layout.h"
+#include "tuner/report/report_cells.h"
+#include "tuner/report/reporter.h"
+
+namespace tune::tuner {
+namespace {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Inside <script>, "</" could end the element early; "<\/" means the same in JSON and JS.
+std::string script_safe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') {
+      out += "<\\/";
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+const auto e = html_escape;
+
+// Linear map of [low, high] onto the pixels [from, to]; a single value sits in the middle.
+struct Scale {
+  double low, high, from, to;
+  double operator()(double v) const {
+    return high > low ? from + (v - low) / (high - low) * (to - from) : (from + to) / 2;
+  }
+};
+
+// An axis of the Pareto scatter: its line, five ticks with values, and its title.
+void svg_axis(std::ostringstream& svg, const Scale& s, bool horizontal, double at,
+              const std::string& title) {
+  const auto [x1, y1, x2, y2] =
+      horizontal ? std::array{s.from, at, s.to, at} : std::array{at, s.from, at, s.to};
+  svg << fmt::format(
+      "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" "
+      "stroke=\"#444\"/>\n",
+      x1, y1, x2, y2);
+  for (int i = 0; i <= 4; ++i) {
+    const double v = s.low + (s.high - s.low) * i / 4, p = s(v);
+    svg << (horizontal ? fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}"
+                                     "</text>\n",
+                                     p, at + 16, format_value(v))
+                       : fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}"
+                                     "</text>\n",
+                                     at - 6, p + 4, format_value(v)));
+  }
+  svg << (horizontal ? fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}"
+                                   "</text>\n",
+                                   (s.from + s.to) / 2, at + 36, e(title))
+                     : fmt::format("<text transform=\"translate(14 {:.1f}) rotate(-90)\" "
+                                   "text-anchor=\"middle\">{}</text>\n",
+                                   (s.from + s.to) / 2, e(title)));
+}
+
+// The Pareto scatter: every completed search trial on the first two objectives, the front's
+// points filled, numbered and joined. Inline SVG, so it draws without JavaScript or Chart.js.
+std::string pareto_svg(const ReportData& d) {
+  std::vector<const ReportTrial*> points;
+  for (const auto& r : d.trials) {
+    if (r.state == search::TrialState::complete && r.values.size() >= 2 && !r.rerun_of)
+      points.push_back(&r);
+  }
+  if (points.empty()) return "";
+  auto bounds = [&](std::size_t k) {
+    const auto [lo, hi] =
+        std::ranges::minmax_element(points, {}, [&](const ReportTrial* r) { return r->values[k]; });
+    return std::pair{(*lo)->values[k], (*hi)->values[k]};
+  };
+  constexpr double k_width = 640, k_height = 420, k_left = 80, k_bottom = 50, k_margin = 20;
+  const Scale sx{bounds(0).first, bounds(0).second, k_left, k_width - k_margin};
+  const Scale sy{bounds(1).first, bounds(1).second, k_height - k_bottom, k_margin};
+  std::ostringstream svg;
+  svg << fmt::format(
+      "<svg id=\"pareto-scatter\" xmlns=\"http://www.w3.org/2000/svg\" "
+      "viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" "
+      "font-size=\"11\" aria-label=\"Pareto front\">\n",
+      k_width, k_height);
+  svg_axis(svg, sx, true, k_height - k_bottom, d.objectives[0] + " (" + d.directions[0] + ")");
+  svg_axis(svg, sy, false, k_left, d.objectives[1] + " (" + d.directions[1] + ")");
+  std::vector<const ReportTrial*> front;
+  for (const auto& r : d.front) {
+    if (r.values.size() >= 2) front.push_back(&r);
+  }
+  std::ranges::sort(front, {}, [](const ReportTrial* r) { return r->values[0]; });
+  svg << "<polyline fill=\"none\" stroke=\"#d62728\" stroke-dasharray=\"4 3\" points=\"";
+  for (const auto* r : front)
+    svg << fmt::format("{:.1f},{:.1f} ", sx(r->values[0]), sy(r->values[1]));
+  svg << "\"/>\n";
+  for (const auto* r : points) {
+    const bool on =
+        std::ranges::any_of(front, [&](const ReportTrial* f) { return f->number == r->number; });
+    const double x = sx(r->values[0]), y = sy(r->values[1]);
+    svg << fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"{}><title>#{}: "
+        "{}</title></circle>\n",
+        x, y, on ? 5 : 3, on ? "#d62728" : "#9e9e9e", on ? " class=\"front\"" : "", r->number,
+        e(values_text(d, *r)));
+    if (on)
+      svg << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">#{}</text>\n", x + 7, y - 6, r->number);
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+// A multi-objective study: the front's table and scatter, in place of best trial and speedup.
+void write_front(std::ostream& out, const ReportData& d) {
+  out << "<h2>Pareto front</h2>\n<p class=\"note\">" << e(objectives_text(d)) << ": "
+      << d.front.size() << " trials no other trial beats in every objective"
+      << (d.objectives.size() > 2 ? "; the scatter shows the first two objectives" : "")
+      << "</p>\n<div class=\"pareto\">" << pareto_svg(d)
+      << "</div>\n<table id=\"front\">\n<tr><th>trial</th>";
+  for (const auto& name : d.objectives) out << "<th>" << e(name) << "</th>";
+  out << "<th>wall_s</th>";
+  for (const auto& a : d.axes) out << "<th>" << e(a.name) << "</th>";
+  out << "</tr>\n";
+  for (const auto& r : d.front) {
+    out << "<tr><td>#" << r.number << (r.feasible ? "" : " (infeasible)") << "</td>";
+    for (double v : r.values) out << "<td class=\"num\">" << format_value(v) << "</td>";
+    out << "<td class=\"num\">" << wall_cell(r) << "</td>";
+    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << e(cell) << "</td>";
+    out << "</tr>\n";
+  }
+  out << "</table>\n";
+}
+
+void write_head_and_summary(std::ostream& out, const ReportData& d) {
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out << "<title>tune report: " << e(d.study) << "</title>\n<style>\n"
+      << embedded::k_report_css << "</style>\n</head>\n<body>\n";
+  out << "<h1>Study report: " << e(d.study) << "</h1>\n";
+  out << "<p class=\"note\">" << e(d.direction);
+  if (!d.objective.empty()) out << ' ' << e(d.objective);
+  out << "; "
+      << fmt::format("{} complete, {} failed, {} pruned, {} re-runs", d.counts.complete,
+                     d.counts.fail, d.counts.pruned, d.reruns);
+  if (!d.storage.empty()) out << "; storage <code>" << e(d.storage) << "</code>";
+  out << "</p>\n";
+  if (d.multi_objective()) return write_front(out, d);
+
+  out << "<h2>Best trial</h2>\n";
+  if (d.best) {
+    out << "<p id=\"best\">Trial <b>#" << d.best->number << "</b>: " << e(measured_text(*d.best))
+        << " (chosen by: " << e(d.best_basis)
+        << ")</p>\n<table><tr><th>param</th><th>value</th></tr>\n";
+    for (const auto& p : d.best->params)
+      out << "<tr><td>" << e(p.name) << "</td><td>" << e(p.text) << "</td></tr>\n";
+    out << "</table>\n";
+  } else {
+    out << "<p>No completed trial yet.</p>\n";
+  }
+  out << "<h2>Speedup over baseline</h2>\n<p id=\"speedup\">";
+  if (d.baseline)
+    out << "Baseline: trial #" << d.baseline->number << ", " << e(measured_text(*d.baseline))
+        << ".<br>";
+  out << (d.speedup ? "<b>" + e(speedup_text(*d.speedup)) + "</b>"
+                    : "Unavailable: " + e(d.speedup_note))
+      << "</p>\n";
+}
+
+// One canvas per chart report_chart.js draws; their ids are its contract.
+void write_chart_canvases(std::ostream& out, const ReportData& d) {
+  out << "<h2>Optimization history</h2>\n<div class=\"chart\"><canvas "
+         "id=\"chart-history\"></canvas></div>\n";
+  out << "<h2>Parameter importance</h2>\n<p class=\"note\">" << e(d.importance_note) << "</p>\n";
+  if (!d.importance.empty())
+    out << "<div class=\"chart\"><canvas id=\"chart-importance\"></canvas></div>\n";
+  // A multi-objective study: each objective's shares side by side, one column per objective.
+  if (!d.importance_by_objective.empty()) {
+    std::vector<std::string> params;
+    for (const auto& o : d.importance_by_objective)
+      for (const auto& [name, share] : o.shares)
+        if (std::find(params.begin(), params.end(), name) == params.end()) params.push_back(name);
+    out << "<table id=\"importance-by-objective\">\n<tr><th>param</th>";
+    for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i)
+      out << "<th>" << e(d.objectives.at(i)) << "</th>";
+    out << "</tr>\n";
+    for (const auto& param : params) {
+      out << "<tr><td>" << e(param) << "</td>";
+      for (const auto& o : d.importance_by_objective) {
+        const auto it = std::find_if(o.shares.begin(), o.shares.end(),
+                                     [&](const auto& s) { return s.first == param; });
+        out << "<td class=\"num\">"
+            << (it == o.shares.end() ? std::string("-") : fmt::format("{:.3f}", it->second))
+            << "</td>";
+      }
+      out << "</tr>\n";
+    }
+    out << "</table>\n";
+  }
+  out << "<h2>Slice plots</h2>\n<div class=\"slices\">\n";
+  for (std::size_t i = 0; i < d.axes.size(); ++i)
+    out << "<div class=\"chart\"><canvas id=\"chart-slice-" << i << "\"></canvas></div>\n";
+  out << "</div>\n<h2>Parallel coordinates</h2>\n<div class=\"chart\"><canvas "
+         "id=\"chart-parallel\"></canvas></div>\n";
+  out << "<h2>Timeline</h2>\n<div class=\"chart\" style=\"height:"
+      << std::clamp<std::size_t>(d.trials.size() * 14 + 80, 200, 2400)
+      << "px\"><canvas id=\"chart-timeline\"></canvas></div>\n";
+}
+
+void write_top_table(std::ostream& out, const ReportData& d) {
+  out << "<h2>Top " << d.top.size()
+      << " trials</h2>\n<table id=\"top\">\n<tr><th>rank</th><th>trial</th>"
+         "<th>value</th><th>confirmed</th><th>wall_s</th><th>probe</th>";
+  for (const auto& a : d.axes) out << "<th>" << e(a.name) << "</th>";
+  out << "</tr>\n";
+  int rank = 1;
+  for (const auto& r : d.top) {
+    out << "<tr><td class=\"num\">" << rank++ << "</td><td>#" << r.number
+        << (r.baseline ? " (baseline)" : "") << "</td><td class=\"num\">" << value_or_dash(r.value)
+        << "</td><td class=\"num\">" << confirmed_cell(r) << "</td><td class=\"num\">"
+        << wall_cell(r) << "</td><td>" << probe_cell(r, "oversubscribed") << "</td>";
+    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << e(cell) << "</td>";
+    out << "</tr>\n";
+  }
+  out << "</table>\n";
+}
+
+void write_tables(std::ostream& out, const ReportData& d) {
+  if (!d.multi_objective()) write_top_table(out, d);
+  out << "<h2>Probe verdicts</h2>\n<table "
+         "id=\"probes\">\n<tr><th>trial</th><th>verdict</th></tr>\n";
+  for (const auto& r : d.trials)
+    if (!r.probe.empty())
+      out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe) << "</td></tr>\n";
+  out << "</table>\n";
+  if (const auto q = prediction_quality_text(d.prediction); !q.empty())
+    out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
+  out << "<h2>Failure reasons</h2>\n<table "
+         "id=\"failures\">\n<tr><th>count</th><th>reason</th><th>trials</th></tr>\n";
+  for (const auto& f : d.failures)
+    out << "<tr><td class=\"num\">" << f.trials.size() << "</td><td>" << e(f.reason) << "</td><td>"
+        << e(numbers_text(f.trials)) << "</td></tr>\n";
+  out << "</table>\n";
+}
+
+class HtmlReporter final : public Reporter {
+ public:
+  explicit HtmlReporter(std::string chart_js) : m_chart_js(std::move(chart_js)) {}
+
+  void write(std::ostream& out, const ReportData& d) const override {
+    write_head_and_summary(out, d);
+    write_chart_canvases(out, d);
+    write_tables(out, d);
+    out << "<script id=\"tune-data\" type=\"application/json\">"
+        << script_safe(report_to_json(d).dump()) << "</script>\n";
+    out << "<script>/* Chart.js, MIT License, inlined so the report is one file */\n"
+        << script_safe(m_chart_js) << "\n</script>\n";
+    out << "<script>\n"
+        << script_safe(embedded::k_report_chart_js) << "</script>\n</body>\n</html>\n";
+  }
+
+ private:
+  std::string m_chart_js;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_html_reporter(std::string chart_js) {
+  return std::make_unique<HtmlReporter>(std::move(chart_js));
+}
+
+std::vector<std::string> chart_js_candidates() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("TUNE_CHARTJS"); env && *env) candidates.push_back(env);
+  if (const auto share = data_dir(); !share.empty())
+    candidates.push_back((share / "chart.min.js").string());
+  candidates.push_back("/usr/share/javascript/chart.js/chart.min.js");
+  candidates.push_back("/usr/share/javascript/chart.js/chart.js");
+  return candidates;
+}
+
+Result<std::string> read_chart_js(const std::vector<std::string>& candidates) {
+  for (const auto& path : candidates) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) continue;
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!text.str().empty()) return text.str();
+  }
+  return std::unexpected(
+      "--format html needs Chart.js: install the Debian package libjs-chart.js "
+      "(scripts/install-deps.sh does), or point TUNE_CHARTJS at chart.min.js");
+}
+
+}  // namespace tune::tuner

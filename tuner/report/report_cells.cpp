@@ -1,0 +1,94 @@
+#include "tuner/report/report_cells.h"
+
+#include <fmt/format.h>
+
+namespace tune::tuner {
+
+std::string value_or_dash(const std::optional<double>& value) {
+  return value ? format_value(*value) : "-";
+}
+
+std::string measured_text(const ReportTrial& trial) {
+  if (trial.median)
+    return fmt::format("{} (median of {} re-runs; its search run: {})",
+                       format_value(*trial.median), trial.rerun_values.size(),
+                       value_or_dash(trial.value));
+  return trial.value ? format_value(*trial.value) + " (one run)" : "-";
+}
+
+std::string values_text(const ReportData& data, const ReportTrial& trial) {
+  std::string out;
+  for (std::size_t i = 0; i < trial.values.size(); ++i) {
+    const auto name = i < data.objectives.size() ? data.objectives[i] : fmt::format("#{}", i);
+    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ", name, format_value(trial.values[i]));
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string objectives_text(const ReportData& data) {
+  std::string out;
+  for (std::size_t i = 0; i < data.directions.size() && i < data.objectives.size(); ++i) {
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", data.directions[i], data.objectives[i]);
+  }
+  return out;
+}
+
+std::string speedup_text(const SpeedupEstimate& s) {
+  std::string out = fmt::format("{:.3f}x", s.ratio);
+  if (s.ci_low) out += fmt::format("  95% CI [{:.3f}x, {:.3f}x]", *s.ci_low, *s.ci_high);
+  out += " (" + s.basis;
+  if (s.ci_low) out += ", bootstrap of the ratio of medians";
+  out += ")";
+  if (!s.note.empty()) out += "; " + s.note;
+  return out;
+}
+
+std::string numbers_text(const std::vector<int>& numbers, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < numbers.size() && i < limit; ++i)
+    out += (i ? ", #" : "#") + std::to_string(numbers[i]);
+  if (numbers.size() > limit) out += fmt::format(", ... ({} more)", numbers.size() - limit);
+  return out;
+}
+
+std::string confirmed_cell(const ReportTrial& trial) {
+  return trial.median ? fmt::format("{} (n={})", format_value(*trial.median), trial.rerun_values.size())
+                      : "-";
+}
+
+std::string wall_cell(const ReportTrial& trial) {
+  return trial.wall_s ? fmt::format("{:.2f}", *trial.wall_s) : "-";
+}
+
+std::string probe_cell(const ReportTrial& trial, const std::string& oversubscribed_word) {
+  if (!trial.oversubscribed) return "-";
+  return *trial.oversubscribed ? oversubscribed_word : "ok";
+}
+
+std::vector<std::string> param_cells(const ReportTrial& trial, const std::vector<ParamAxis>& axes) {
+  std::vector<std::string> cells;
+  cells.reserve(axes.size());
+  for (const auto& a : axes) {
+    std::string v = "-";
+    for (const auto& p : trial.params)
+      if (p.name == a.name) v = p.text;
+    cells.push_back(std::move(v));
+  }
+  return cells;
+}
+
+std::vector<std::vector<std::string>> front_rows(const ReportData& data) {
+  std::vector<std::vector<std::string>> rows = {{"trial"}};
+  rows[0].insert(rows[0].end(), data.objectives.begin(), data.objectives.end());
+  rows[0].insert(rows[0].end(), {"wall_s", "params"});
+  for (const auto& r : data.front) {
+    std::vector<std::string> row = {fmt::format("#{}", r.number)};
+    for (double v : r.values) row.push_back(format_value(v));
+    row.push_back(wall_cell(r));
+    row.push_back(r.params_text() + (r.feasible ? "" : " [infeasible]"));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,41 @@
+// Pieces of text that more than one report writer prints the same way (a measured value, the
+// speedup sentence, table cells), so the text, markdown and HTML reports cannot drift apart.
+// Private to the writers (text_reporter.cpp, markdown_reporter.cpp, html_reporter.cpp) and
+// `tune export`'s header line (report_cli.cpp); pure functions.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuner/report/report_model.h"
+
+namespace tune::tuner {
+
+// The value to 6 significant digits, or "-".
+std::string value_or_dash(const std::optional<double>& value);
+// "3 (median of 3 re-runs; its search run: 2)", "2 (one run)" or "-".
+std::string measured_text(const ReportTrial& trial);
+// "3.333x  95% CI [2.9x, 3.8x] (medians of 3 + 3 re-runs, bootstrap ...); note".
+std::string speedup_text(const SpeedupEstimate& speedup);
+// A multi-objective trial's values with the objectives' names: "elapsed_time = 1.2, accuracy =
+// 0.85" (the names from data.objectives), or "-".
+std::string values_text(const ReportData& data, const ReportTrial& trial);
+// The header of the report's Pareto front section: "minimize elapsed_time, maximize accuracy".
+std::string objectives_text(const ReportData& data);
+// A multi-objective study's front as table rows, the header row first: trial, one column per
+// objective, wall_s, params (an infeasible trial's marked "[infeasible]").
+std::vector<std::vector<std::string>> front_rows(const ReportData& data);
+// "#4, #5, ... (3 more)": at most `limit` numbers.
+std::string numbers_text(const std::vector<int>& numbers, std::size_t limit = 12);
+
+// Cells of a top-trials row.
+std::string confirmed_cell(const ReportTrial& trial);  // "5.5 (n=3)" or "-"
+std::string wall_cell(const ReportTrial& trial);       // "1.50" or "-"
+// "-" without a probe verdict, else `oversubscribed_word` or "ok".
+std::string probe_cell(const ReportTrial& trial, const std::string& oversubscribed_word);
+// One cell per axis, in axis order: the trial's value as printed, "-" when it has none.
+std::vector<std::string> param_cells(const ReportTrial& trial, const std::vector<ParamAxis>& axes);
+
+}  // namespace tune::tuner

@@ -1,0 +1,380 @@
+#include "tuner/report/report_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "search/importance.h"
+#include "tuner/report/report_cells.h"
+#include "tuner/base/stats.h"
+#include "tuner/run/rerun.h"
+#include "tuner/base/trial_attrs.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::FrozenTrial;
+using search::TrialState;
+
+bool better(search::Direction direction, double a, double b) {
+  return direction == search::Direction::maximize ? a > b : a < b;
+}
+
+std::string kind_of(const search::Distribution& dist) {
+  if (std::holds_alternative<search::FloatDistribution>(dist)) return "float";
+  if (std::holds_alternative<search::IntDistribution>(dist)) return "int";
+  return "categorical";
+}
+
+ParamAxis axis_of(const std::string& name, const search::Distribution& dist) {
+  ParamAxis a;
+  a.name = name;
+  a.kind = kind_of(dist);
+  if (const auto* f = std::get_if<search::FloatDistribution>(&dist)) {
+    a.low = f->low;
+    a.high = f->high;
+    a.log = f->log;
+  } else if (const auto* i = std::get_if<search::IntDistribution>(&dist)) {
+    a.low = static_cast<double>(i->low);
+    a.high = static_cast<double>(i->high);
+    a.log = i->log;
+  } else {
+    for (const auto& c : std::get<search::CategoricalDistribution>(dist).choices)
+      a.choices.push_back(search::param_value_to_string(c));
+  }
+  return a;
+}
+
+// The probe verdict line of a trial: the observed diagnosis, else the prediction's summary.
+void read_probe(const FrozenTrial& t, ReportTrial& r) {
+  if (auto it = t.system_attrs.find(k_attr_probe_verdict);
+      it != t.system_attrs.end() && it->is_object()) {
+    r.probe = it->value("diagnosis", std::string());
+    if (auto o = it->find("observed_oversubscribed"); o != it->end() && o->is_boolean())
+      r.oversubscribed = o->get<bool>();
+    if (!r.probe.empty()) return;
+  }
+  if (auto it = t.system_attrs.find(k_attr_probe_prediction);
+      it != t.system_attrs.end() && it->is_object()) {
+    const auto summary = it->value("summary", std::string());
+    if (!summary.empty()) r.probe = "predicted: " + summary;
+    if (!r.oversubscribed) {
+      if (auto o = it->find("oversubscribed"); o != it->end() && o->is_boolean())
+        r.oversubscribed = o->get<bool>();
+    }
+  }
+}
+
+std::string fail_reason_of(const FrozenTrial& t) {
+  for (const auto* attrs : {&t.system_attrs, &t.user_attrs}) {
+    if (auto it = attrs->find(k_attr_fail_reason); it != attrs->end() && it->is_string())
+      return it->get<std::string>();
+  }
+  return "";
+}
+
+ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
+                       std::optional<std::chrono::system_clock::time_point> origin) {
+  ReportTrial r;
+  r.number = t.number;
+  r.state = t.state;
+  // A re-measured trial shows its own run (its stored value is the believed one); a re-run,
+  // stored as PRUNED so that Optuna does not rank it, shows as the measurement it is (rerun.h).
+  r.value = search_value(t);
+  r.values = t.values;
+  r.feasible = t.is_feasible();
+  r.rerun_of = rerun_of(t);
+  if (r.rerun_of) {
+    if (const auto v = rerun_value(t)) {
+      r.state = TrialState::complete;
+      r.value = v;
+    }
+  }
+  for (const auto& [name, dist] : space) {
+    const auto p = t.params.find(name);
+    if (p == t.params.end()) continue;
+    const auto d = t.distributions.find(name);
+    const auto external =
+        search::to_external(d != t.distributions.end() ? d->second : dist, p->second);
+    r.params.push_back(
+        {name, search::param_value_to_json(external), search::param_value_to_string(external)});
+  }
+  if (auto it = t.user_attrs.find(k_attr_wall_time); it != t.user_attrs.end() && it->is_number())
+    r.wall_s = it->get<double>();
+  if (origin && t.datetime_start) {
+    r.start_s = std::chrono::duration<double>(*t.datetime_start - *origin).count();
+    if (t.datetime_complete)
+      r.end_s = std::chrono::duration<double>(*t.datetime_complete - *origin).count();
+  }
+  r.fail_reason = fail_reason_of(t);
+  read_probe(t, r);
+  return r;
+}
+
+// The space to report on: the study file's, else every parameter the trials carry, in the
+// order they first appear.
+search::SearchSpace effective_space(const search::StudyView& study,
+                                    const search::SearchSpace& given) {
+  if (!given.empty()) return given;
+  search::SearchSpace space;
+  for (const auto& t : study.trials()) {
+    for (const auto& [name, dist] : t.distributions) {
+      const bool known =
+          std::any_of(space.begin(), space.end(), [&](const auto& p) { return p.first == name; });
+      if (!known) space.emplace_back(name, dist);
+    }
+  }
+  return space;
+}
+
+// The search trials (re-runs left out) and their report rows with the re-runs folded
+// in as repeats, by trial number.
+struct SearchTrials {
+  explicit SearchTrials(std::vector<search::Direction> directions) : view(std::move(directions)) {}
+  search::VectorStudyView view;
+  std::map<int, ReportTrial> by_number;
+};
+
+// Fills data.trials (every trial, number order) and data.reruns; returns the search
+// trials with their repeats, medians and failed re-runs counted.
+SearchTrials fold_reruns(const search::StudyView& study, const search::SearchSpace& space,
+                               ReportData& data) {
+  std::optional<std::chrono::system_clock::time_point> origin;
+  for (const auto& t : study.trials()) {
+    if (t.datetime_start && (!origin || *t.datetime_start < *origin)) origin = t.datetime_start;
+  }
+  SearchTrials folded(study.directions());
+  for (const auto& t : study.trials()) {
+    auto r = make_trial(t, space, origin);
+    data.trials.push_back(r);
+    if (r.rerun_of) {
+      ++data.reruns;
+      continue;
+    }
+    folded.view.mutable_trials().push_back(t);
+    folded.by_number.emplace(t.number, std::move(r));
+  }
+  for (const auto& r : data.trials) {
+    if (!r.rerun_of) continue;
+    const auto it = folded.by_number.find(*r.rerun_of);
+    if (it == folded.by_number.end()) continue;
+    if (r.state == TrialState::complete && r.value) {
+      it->second.rerun_values.push_back(*r.value);
+    } else if (r.state != TrialState::running && r.state != TrialState::waiting) {
+      ++it->second.reruns_failed;
+    }
+  }
+  for (auto& [number, r] : folded.by_number) {
+    if (!r.rerun_values.empty()) r.median = median(r.rerun_values);
+  }
+  // The copies in data.trials get the folded repeats too (the JSON lists them with each trial).
+  for (auto& r : data.trials) {
+    if (auto it = folded.by_number.find(r.number); it != folded.by_number.end() && !r.rerun_of)
+      r = it->second;
+  }
+  return folded;
+}
+
+// The best trial is the ranking rules' (tuner/run/ranking.h), as in `tune best` and the live
+// line: the first ranked trial by its stored value, which for a re-measured trial is the median
+// of its re-runs. Sets data.best and data.best_basis.
+void choose_best(const std::vector<const FrozenTrial*>& ranked, const SearchTrials& folded,
+                 ReportData& data) {
+  const ReportTrial* best = ranked.empty() ? nullptr : &folded.by_number.at(ranked.front()->number);
+  if (best != nullptr && best->median) {
+    const auto [lo, hi] = std::minmax_element(best->rerun_values.begin(), best->rerun_values.end());
+    data.best_basis = fmt::format("best median of {} re-runs", best->rerun_values.size());
+    // How far apart its re-measurements lie, relative to their median: how far to trust it.
+    if (best->rerun_values.size() > 1 && *best->median != 0)
+      data.best_basis +=
+          fmt::format(" (spread {:.1f}%)", 100 * (*hi - *lo) / std::abs(*best->median));
+  } else if (best != nullptr) {
+    data.best_basis = "best single run";
+  }
+  if (best != nullptr) {
+    data.best = *best;
+    data.best->baseline = data.baseline && data.baseline->number == best->number;
+  }
+}
+
+// A multi-objective study: the Pareto front of the search trials in place of a best trial (one
+// objective's ranking would hide the trade-off the user asked to see).
+void add_front(const SearchTrials& folded, ReportData& data) {
+  const auto directions = folded.view.directions();
+  data.directions.clear();
+  for (std::size_t i = 0; i < directions.size(); ++i) {
+    data.directions.emplace_back(directions[i] == search::Direction::maximize ? "maximize"
+                                                                              : "minimize");
+    if (data.objectives.size() <= i) data.objectives.push_back(fmt::format("objective {}", i));
+  }
+  // The header's one line: "minimize objective 0, maximize objective 1".
+  data.direction = objectives_text(data);
+  data.objective.clear();
+  for (const auto* t : front_trials(folded.view))
+    data.front.push_back(folded.by_number.at(t->number));
+  data.best.reset();
+  data.best_basis = "none: a multi-objective study has a Pareto front, not one best trial";
+  data.top.clear();
+  data.speedup.reset();
+  data.speedup_note = "a multi-objective study has no single best trial to compare";
+  // The HTML's charts read one value per trial: the first objective's (each objective's
+  // importance is in importance_by_objective).
+  if (!data.importance.empty()) data.importance_note += "; of the first objective";
+}
+
+// The speedup of data.best over data.baseline, or data.speedup_note saying why there is none.
+void estimate_speedup(search::Direction direction, const ReportOptions& options, ReportData& data) {
+  if (!data.baseline) {
+    data.speedup_note =
+        "no baseline: the study enqueued no trial (add `enqueue:` with the defaults)";
+    return;
+  }
+  if (!data.best) {
+    data.speedup_note = "no completed trial";
+    return;
+  }
+  if (!data.baseline->value && !data.baseline->median) {
+    data.speedup_note =
+        fmt::format("the baseline trial #{} did not complete ({})", data.baseline->number,
+                    data.baseline->fail_reason.empty() ? search::to_string(data.baseline->state)
+                                                       : data.baseline->fail_reason);
+    return;
+  }
+  const bool both_repeated = data.best->median && data.baseline->median;
+  const std::vector<double> best_runs =
+      both_repeated ? data.best->rerun_values : std::vector<double>{*data.best->value};
+  const std::vector<double> base_runs =
+      both_repeated ? data.baseline->rerun_values : std::vector<double>{*data.baseline->value};
+  if (!(median(best_runs) > 0) || !(median(base_runs) > 0)) {
+    data.speedup_note = "objective values are not all positive: no ratio";
+    return;
+  }
+  SpeedupEstimate s;
+  const bool maximize = direction == search::Direction::maximize;
+  // Speedup > 1 means better: time ratio base/best when minimizing, best/base otherwise.
+  const auto& num = maximize ? best_runs : base_runs;
+  const auto& den = maximize ? base_runs : best_runs;
+  s.ratio = median(num) / median(den);
+  s.n_best = static_cast<int>(best_runs.size());
+  s.n_baseline = static_cast<int>(base_runs.size());
+  if (both_repeated) {
+    s.basis = fmt::format("medians of {} + {} re-runs", s.n_best, s.n_baseline);
+    if (auto ci = bootstrap_ratio_ci(num, den, options.bootstrap_samples, options.seed)) {
+      s.ci_low = ci->first;
+      s.ci_high = ci->second;
+    } else {
+      s.note = "CI unavailable: needs at least 3 completed re-runs of each";
+    }
+  } else {
+    s.basis = "single runs";
+    s.note = "CI unavailable with single runs: run `tune confirm STUDY --repeats 5`";
+  }
+  data.speedup = s;
+}
+
+// fANOVA parameter importance over the completed search trials, of objective `objective` (its
+// value in each trial's values; none: the single objective). Shares and how they were computed,
+// or empty shares and why not.
+std::pair<std::vector<std::pair<std::string, double>>, std::string> importance_of(
+    const search::StudyView& search_view, const search::SearchSpace& space,
+    std::optional<std::size_t> objective) {
+  if (space.empty()) return {{}, "unavailable: the study has no parameters"};
+  std::vector<FrozenTrial> complete;
+  for (const auto& t : search_view.trials()) {
+    if (t.state != TrialState::complete || !t.value) continue;
+    if (objective && *objective >= t.values.size()) continue;
+    complete.push_back(t);
+    if (objective) complete.back().value = t.values[*objective];
+  }
+  auto imp = search::fanova_importance(complete, space);
+  if (!imp) return {{}, "unavailable: " + imp.error()};
+  return {std::move(*imp), fmt::format("fANOVA over {} completed trials", complete.size())};
+}
+
+void add_importance(const search::StudyView& search_view, const search::SearchSpace& space,
+                    const ReportOptions& options, ReportData& data) {
+  if (!options.importance) {
+    data.importance_note = "not computed";
+    return;
+  }
+  if (!search_view.is_multi_objective()) {
+    std::tie(data.importance, data.importance_note) =
+        importance_of(search_view, space, std::nullopt);
+    return;
+  }
+  for (std::size_t i = 0; i < search_view.directions().size(); ++i) {
+    auto [shares, note] = importance_of(search_view, space, i);
+    data.importance_by_objective.push_back({std::move(shares), std::move(note)});
+  }
+  // The first objective's again for the HTML chart: the forest is not fitted twice.
+  data.importance = data.importance_by_objective.front().shares;
+  data.importance_note = data.importance_by_objective.front().note;
+}
+
+// Failure reasons, most frequent first (re-runs included: they fail for the same
+// reasons).
+std::vector<FailureGroup> group_failures(const std::vector<ReportTrial>& trials) {
+  std::map<std::string, std::vector<int>> reasons;
+  for (const auto& r : trials) {
+    if (r.state == TrialState::complete || r.fail_reason.empty()) continue;
+    reasons[r.fail_reason].push_back(r.number);
+  }
+  std::vector<FailureGroup> groups;
+  for (auto& [reason, numbers] : reasons) groups.push_back({reason, std::move(numbers)});
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.trials.size() > b.trials.size(); });
+  return groups;
+}
+
+}  // namespace
+
+std::string ReportTrial::state_text() const {
+  return rerun_of && state == TrialState::complete ? "RERUN" : search::to_string(state);
+}
+
+std::string ReportTrial::params_text() const {
+  std::string out;
+  for (const auto& p : params) {
+    if (!out.empty()) out += ' ';
+    out += p.name + '=' + p.text;
+  }
+  return out;
+}
+
+ReportData build_report(const search::StudyView& study, const std::string& study_name,
+                        const search::SearchSpace& given_space, const ReportOptions& options) {
+  ReportData data;
+  data.study = study_name;
+  const auto direction = study.direction();
+  data.direction = direction == search::Direction::maximize ? "maximize" : "minimize";
+  const auto space = effective_space(study, given_space);
+  for (const auto& [name, dist] : space) data.axes.push_back(axis_of(name, dist));
+
+  const auto folded = fold_reruns(study, space, data);
+  data.counts = count_states(folded.view);
+
+  if (const auto* b = find_baseline(folded.view)) {
+    data.baseline = folded.by_number.at(b->number);
+    data.baseline->baseline = true;
+    for (auto& r : data.trials) {
+      if (r.number == b->number) r.baseline = true;
+    }
+  }
+  const auto ranked = ranked_trials(folded.view);
+  for (const auto* t : ranked) {
+    if (static_cast<int>(data.top.size()) >= options.top_n) break;
+    data.top.push_back(folded.by_number.at(t->number));
+    data.top.back().baseline = data.baseline && data.baseline->number == t->number;
+  }
+  choose_best(ranked, folded, data);
+  estimate_speedup(direction, options, data);
+  add_importance(folded.view, space, options, data);
+  data.failures = group_failures(data.trials);
+  if (study.is_multi_objective()) add_front(folded, data);
+  data.prediction = prediction_quality(study.trials());
+  return data;
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,133 @@
+// The study report's model: one result struct, ReportData, built once from a study's trials by
+// build_report(), which every writer (reporter.h) formats and none re-derives, as
+// google/benchmark separates its run results from its console/JSON reporters.
+//
+// build_report() is a pure function of the trials (plus the study file's search space when
+// known): the best trial and its params, the speedup over the baseline (the first enqueued
+// trial) with a bootstrap confidence interval when re-runs (`tune confirm`, incumbent_repeats)
+// measured them again, the top trials, state counts, probe verdicts, fANOVA parameter importance
+// and grouped failure reasons. A re-run (system attr k_attr_rerun_of, the original's number) is
+// folded into its original, never ranked on its own (tuner/run/ranking.h).
+// Nothing here reads storage; everything is thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+#include "tuner/run/prediction_quality.h"
+#include "tuner/run/ranking.h"
+#include "tuner/run/summary.h"
+#include "tuner/base/trial_attrs.h"
+
+namespace tune::tuner {
+
+// Bumped whenever a JSON field changes meaning or disappears (additions keep the version).
+// 2: a re-run is named one way: "rerun_of" (was "confirm_of"), "rerun_values" (was "repeats"),
+// "reruns_failed" and counts.reruns (were "repeats_failed" and counts.confirm_runs).
+inline constexpr int k_report_schema_version = 2;
+
+struct ReportParam {
+  std::string name;
+  nlohmann::json value;  // external value (null, bool, number or string)
+  std::string text;      // as printed: "4", "0.001", "core", "null"
+};
+
+struct ReportTrial {
+  int number = -1;
+  search::TrialState state = search::TrialState::running;
+  std::optional<double> value;   // of this run
+  std::vector<double> values;    // every objective's, in a multi-objective study (else empty)
+  std::vector<double> rerun_values;  // measured values of its COMPLETE re-runs, in run order
+  int reruns_failed = 0;             // its re-runs that did not complete
+  std::optional<double> median;      // of `rerun_values`, when any
+  bool feasible = true;
+  bool baseline = false;            // the first enqueued trial
+  std::optional<int> rerun_of;      // set on a re-run: the original's number
+  std::vector<ReportParam> params;  // search-space order
+  std::optional<double> wall_s;
+  std::optional<double> start_s;  // seconds since the study's first trial started
+  std::optional<double> end_s;
+  std::string fail_reason;
+  std::string probe;                   // probe verdict line (observed, else predicted); "" = none
+  std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
+
+  std::string params_text() const;  // "a=1 b=core"
+  // state_word (tuner/run/summary.h): RERUN for a completed re-run, else Optuna's word.
+  std::string state_text() const;
+};
+
+struct SpeedupEstimate {
+  double ratio = 1.0;  // > 1: the best trial beats the baseline (time ratio for minimize)
+  std::optional<double> ci_low, ci_high;  // 95% percentile bootstrap of the ratio of medians
+  int n_best = 1, n_baseline = 1;         // runs behind each side
+  std::string basis;  // e.g. "medians of 5 + 5 re-runs" or "single runs"
+  std::string note;   // why there is no interval, when there is none
+};
+
+struct FailureGroup {
+  std::string reason;
+  std::vector<int> trials;
+};
+
+struct ParamAxis {
+  std::string name;
+  std::string kind;  // "float", "int" or "categorical"
+  bool log = false;
+  double low = 0, high = 0;          // numeric kinds
+  std::vector<std::string> choices;  // categorical, as printed
+};
+
+struct ReportData {
+  int schema_version = k_report_schema_version;
+  std::string study;
+  std::string direction;  // "minimize" | "maximize" (several objectives: "minimize a, maximize b")
+  std::string objective;  // the objective's log key, when the study file is known
+  std::string storage;
+  StateCounts counts;  // search trials only; re-runs are counted apart
+  int reruns = 0;
+  std::optional<ReportTrial> best;
+  std::string best_basis;  // how the best was chosen
+  std::optional<ReportTrial> baseline;
+  std::optional<SpeedupEstimate> speedup;
+  std::string speedup_note;         // why there is no speedup, when there is none
+  std::vector<ReportTrial> top;     // best first, feasible before infeasible
+  std::vector<ReportTrial> trials;  // every trial (re-runs too), number order
+  std::vector<std::pair<std::string, double>> importance;  // largest share first
+  std::string importance_note;         // what it was computed over, or why it is missing
+  std::vector<FailureGroup> failures;  // most frequent first
+  PredictionQuality prediction;        // the probes' prediction against observed verdicts
+  std::vector<ParamAxis> axes;         // the search space
+  // A multi-objective study (two or more directions) has no single best trial: best, top and
+  // speedup stay empty and the writers show the Pareto front instead.
+  std::vector<std::string> directions;  // one per objective: "minimize" | "maximize"
+  std::vector<std::string> objectives;  // their names: log keys, else "objective N"
+  std::vector<ReportTrial> front;       // the Pareto front (summary.h front_trials), number order
+  // And each parameter's importance for each objective, in the order of `objectives`
+  // (importance and importance_note above are the first objective's, which the HTML chart draws).
+  struct ObjectiveImportance {
+    std::vector<std::pair<std::string, double>> shares;  // largest share first
+    std::string note;
+  };
+  std::vector<ObjectiveImportance> importance_by_objective;
+
+  bool multi_objective() const { return directions.size() > 1; }
+};
+
+struct ReportOptions {
+  int top_n = 10;                // rows of the top table
+  int bootstrap_samples = 4000;  // resamples for the speedup interval
+  std::uint64_t seed = 1;        // bootstrap RNG seed: the same study gives the same report
+  bool importance = true;        // fANOVA (a forest fit; skip for quick looks)
+};
+
+// `space` is the study file's search space; empty = taken from the trials' distributions.
+ReportData build_report(const search::StudyView& study, const std::string& study_name,
+                        const search::SearchSpace& space, const ReportOptions& options = {});
+
+}  // namespace tune::tuner

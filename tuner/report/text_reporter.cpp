@@ -1,0 +1,150 @@
+// The plain-text report for a terminal: sections in the order a reader asks the questions (what
+// won, by how much, what else came close, what mattered, what went wrong).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "tuner/report/report_cells.h"
+#include "tuner/report/reporter.h"
+
+namespace tune::tuner {
+namespace {
+
+// Rows of cells, left- or right-aligned per column; the last column is never padded.
+std::string aligned_table(const std::vector<std::vector<std::string>>& rows,
+                          const std::vector<bool>& right) {
+  std::vector<std::size_t> width(right.size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = "  ";
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const bool last = c + 1 == row.size();
+      if (c) line += "  ";
+      if (right[c]) {
+        line += std::string(width[c] - row[c].size(), ' ') + row[c];
+      } else {
+        line += row[c];
+        if (!last) line += std::string(width[c] - row[c].size(), ' ');
+      }
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + '\n';
+  }
+  return out;
+}
+
+void write_header(std::ostream& out, const ReportData& d) {
+  out << fmt::format("study '{}' ({}{})\n", d.study, d.direction,
+                     d.objective.empty() ? "" : " " + d.objective);
+  if (!d.storage.empty()) out << "storage: " << d.storage << '\n';
+  out << fmt::format("trials: {} complete, {} failed, {} pruned", d.counts.complete, d.counts.fail,
+                     d.counts.pruned);
+  if (d.counts.running) out << fmt::format(", {} running", d.counts.running);
+  if (d.counts.waiting) out << fmt::format(", {} waiting", d.counts.waiting);
+  if (d.reruns) out << fmt::format("; {} re-runs", d.reruns);
+  out << '\n';
+}
+
+// A multi-objective study's front, in place of the best trial and the top table.
+void write_front(std::ostream& out, const ReportData& d) {
+  out << fmt::format("\nPareto front ({}): {} trials\n", objectives_text(d), d.front.size());
+  if (d.front.empty()) out << "  no completed trial yet\n";
+  const auto rows = front_rows(d);
+  std::vector<bool> right(rows[0].size(), true);
+  right.back() = false;
+  out << aligned_table(rows, right);
+  out << "  export one: tune export STUDY --trial N\n";
+}
+
+void write_best_and_speedup(std::ostream& out, const ReportData& d) {
+  if (d.multi_objective()) return write_front(out, d);
+  out << "\nBest trial\n";
+  if (!d.best) {
+    out << "  no completed trial yet\n";
+  } else {
+    out << fmt::format("  #{}  {}{}\n", d.best->number, measured_text(*d.best),
+                       d.best->feasible ? "" : "  (infeasible: violates a constraint)");
+    out << "  chosen by: " << d.best_basis << '\n';
+    for (const auto& p : d.best->params) out << fmt::format("  {} = {}\n", p.name, p.text);
+  }
+  out << "\nBaseline (first enqueued trial)\n";
+  if (d.baseline) {
+    out << fmt::format("  #{}  {}  {}\n", d.baseline->number, measured_text(*d.baseline),
+                       d.baseline->params_text());
+  } else {
+    out << "  none\n";
+  }
+  out << "\nSpeedup over baseline: ";
+  out << (d.speedup ? speedup_text(*d.speedup) : "unavailable: " + d.speedup_note) << '\n';
+}
+
+void write_top(std::ostream& out, const ReportData& d) {
+  if (d.multi_objective()) return;  // the front (write_front) is the ranking
+  out << fmt::format("\nTop {} trials\n", d.top.size());
+  std::vector<std::vector<std::string>> rows = {
+      {"rank", "trial", "value", "confirmed", "wall_s", "probe", "params"}};
+  int rank = 1;
+  for (const auto& r : d.top) {
+    std::string params = r.params_text();
+    if (r.baseline) params += "  [baseline]";
+    if (!r.feasible) params += "  [infeasible]";
+    rows.push_back({std::to_string(rank++), fmt::format("#{}", r.number), value_or_dash(r.value),
+                    confirmed_cell(r), wall_cell(r), probe_cell(r, "OVERSUB"), params});
+  }
+  out << aligned_table(rows, {true, true, true, true, true, false, false});
+}
+
+void write_shares(std::ostream& out, const std::vector<std::pair<std::string, double>>& shares) {
+  std::size_t w = 0;
+  for (const auto& [name, s] : shares) w = std::max(w, name.size());
+  for (const auto& [name, share] : shares) {
+    const int bar = static_cast<int>(std::lround(share * 40));
+    out << fmt::format("  {:<{}}  {:5.3f}  {}\n", name, w, share, std::string(bar, '#'));
+  }
+}
+
+void write_importance(std::ostream& out, const ReportData& d) {
+  if (d.importance_by_objective.empty()) {
+    out << "\nParameter importance (" << d.importance_note << ")\n";
+    return write_shares(out, d.importance);
+  }
+  for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
+    const auto& o = d.importance_by_objective[i];
+    out << "\nParameter importance for " << d.objectives.at(i) << " (" << o.note << ")\n";
+    write_shares(out, o.shares);
+  }
+}
+
+void write_probes_and_failures(std::ostream& out, const ReportData& d) {
+  out << "\nProbe verdicts\n";
+  int shown = 0, over = 0;
+  for (const auto& r : d.trials) {
+    if (r.probe.empty()) continue;
+    ++shown;
+    if (r.oversubscribed.value_or(false)) ++over;
+    out << fmt::format("  #{:<4} {}\n", r.number, r.probe);
+  }
+  if (shown == 0) {
+    out << "  none recorded (probes disabled, or trials predate them)\n";
+  } else {
+    out << fmt::format("  {} of {} trials oversubscribed the CPUs\n", over, shown);
+  }
+  if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
+  out << "\nFailure reasons\n";
+  if (d.failures.empty()) out << "  none\n";
+  for (const auto& f : d.failures)
+    out << fmt::format("  {:>3}x  {}  ({})\n", f.trials.size(), f.reason, numbers_text(f.trials));
+}
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_text_reporter() {
+  return make_sections_reporter({write_header, write_best_and_speedup, write_top, write_importance,
+                                 write_probes_and_failures});
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,510 @@
+#include "tuner/run/runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <ostream>
+
+#include "tuner/launch/launcher.h"
+#include "tuner/study/objective.h"
+#include "tuner/run/rerun.h"
+#include "tuner/run/summary.h"
+#include "tuner/base/text.h"
+#include "tuner/base/trial_attrs.h"
+#include "tuner/run/trial_outcome.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using search::FrozenTrial;
+using search::TrialState;
+using Clock = std::chrono::steady_clock;
+
+// Bytes kept of each of a trial's stdout and stderr: the first and the last half (tune-keeper).
+constexpr std::size_t k_trial_output_cap = 16u << 20;
+
+// A fresh output folder for a trial, never one that holds somebody's files: trials/<number>, or
+// trials/<number>.<k> when that exists already (e.g. left by a study in another database).
+// Nothing is ever deleted.
+Result<fs::path> make_trial_dir(const fs::path& trials, int number) {
+  std::error_code ec;
+  fs::create_directories(trials, ec);
+  if (ec)
+    return std::unexpected(fmt::format("cannot create {}: {}", trials.string(), ec.message()));
+  for (int k = 0; k < 1000; ++k) {
+    const auto dir = trials / (k == 0 ? std::to_string(number) : fmt::format("{}.{}", number, k));
+    if (fs::create_directory(dir, ec)) return fs::absolute(dir);
+    if (ec) return std::unexpected(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  }
+  return std::unexpected(
+      fmt::format("{}: 1000 folders for trial {} exist already", trials.string(), number));
+}
+
+// Remembers the first error of storage writes made where no error can be returned (inside the
+// launcher's watcher), so the trial loop reports it once the trial is over: none is dropped.
+class ErrorSink {
+ public:
+  template <typename T>
+  void note(const Result<T>& r) {
+    if (!r && !m_error) m_error = r.error();
+  }
+  Result<void> result() const {
+    if (m_error) return std::unexpected(*m_error);
+    return {};
+  }
+
+ private:
+  std::optional<std::string> m_error;
+};
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  return fmt::format("{}h{:02}m", static_cast<int>(s) / 3600, (static_cast<int>(s) % 3600) / 60);
+}
+
+// Follows a trial's log while it runs: stores new intermediate values and asks the pruner.
+class LogFollower {
+ public:
+  LogFollower(const ObjectiveSpec& objective, std::string log_path, Storage& storage,
+              StudyCache& cache, search::Pruner* pruner, FrozenTrial& trial, ErrorSink& errors)
+      : m_objective(objective),
+        m_log_path(std::move(log_path)),
+        m_storage(storage),
+        m_cache(cache),
+        m_pruner(pruner),
+        m_trial(trial),
+        m_errors(errors) {}
+
+  // Returns a reason to stop the trial, or "". With prune=false it only records what the log
+  // holds (called once more after the trial ended, so even fast trials leave full curves).
+  std::string tick(bool prune = true) {
+    m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
+    if (m_objective.wall_time) return "";  // no log to follow: the value is known at the end
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(m_log_path, ec);
+    if (ec || mtime == m_last_mtime) return "";
+    m_last_mtime = mtime;
+    auto entries = read_log(m_log_path);  // written atomically by the trainer (rename)
+    if (!entries) return "";
+    bool added = false;
+    for (const auto& [step, value] : intermediate_points(m_objective, *entries)) {
+      if (m_trial.intermediate_values.contains(step)) continue;
+      m_trial.intermediate_values[step] = value;
+      m_errors.note(m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value));
+      added = true;
+    }
+    if (!added || !prune || m_pruner == nullptr) return "";
+    if (auto r = m_cache.sync(); !r) {
+      m_errors.note(r);
+      return "";
+    }
+    if (m_pruner->prune(m_cache, m_trial)) {
+      return fmt::format("pruned at step {}", m_trial.intermediate_values.rbegin()->first);
+    }
+    return "";
+  }
+
+ private:
+  const ObjectiveSpec& m_objective;
+  std::string m_log_path;
+  Storage& m_storage;
+  StudyCache& m_cache;
+  search::Pruner* m_pruner;
+  FrozenTrial& m_trial;
+  ErrorSink& m_errors;
+  fs::file_time_type m_last_mtime{};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const RunOptions& options) {
+  auto runner = std::unique_ptr<StudyRunner>(new StudyRunner());
+  runner->m_options = options;
+  const auto url = storage_url_for(spec, options.storage_override);
+  if (!url.contains("://")) {
+    std::error_code ec;
+    const auto parent = fs::path(url).parent_path();
+    if (!parent.empty()) fs::create_directories(parent, ec);
+  }
+  auto storage = open_storage(url);
+  if (!storage) return std::unexpected(storage.error());
+  runner->m_storage = std::move(*storage);
+  auto sampler = search::make_sampler(spec.sampler, spec.space, spec.directions.size());
+  if (!sampler) return std::unexpected(fmt::format("{}: {}", spec.file, sampler.error()));
+  runner->m_sampler = std::move(*sampler);
+  if (options.prune && !spec.pruner.empty()) {
+    auto pruner = search::make_pruner(spec.pruner);
+    if (!pruner) return std::unexpected(fmt::format("{}: {}", spec.file, pruner.error()));
+    runner->m_pruner = std::move(*pruner);
+  }
+  bool created = false;
+  auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created);
+  if (!study) return std::unexpected(study.error());
+  runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
+  runner->m_spec = std::move(spec);
+  runner->m_trainer = bundled_trainer_path();
+  if (created) {
+    runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_file,
+                                           fs::absolute(runner->m_spec.file).string());
+    if (auto r = runner->enqueue_baselines(); !r) return std::unexpected(r.error());
+  }
+  if (auto r = runner->recover_stale_trials(); !r) return std::unexpected(r.error());
+  return runner;
+}
+
+Result<void> StudyRunner::enqueue_baselines() {
+  for (const auto& fixed : m_spec.enqueue) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : fixed) params[name] = search::param_value_to_json(value);
+    // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
+    auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting,
+                                     {{k_attr_fixed_params, params}});
+    if (!t) return std::unexpected(t.error());
+  }
+  return {};
+}
+
+Result<void> StudyRunner::recover_stale_trials() {
+  if (auto r = m_cache->sync(); !r) return r;
+  for (const auto& t : m_cache->trials()) {
+    if (t.state != TrialState::running) continue;
+    const auto owner = t.system_attrs.value(k_attr_owner, nlohmann::json());
+    auto life = m_storage->trial_liveness(t.trial_id);
+    if (!owner_is_dead(owner, host(), life ? std::optional(*life) : std::nullopt,
+                       m_storage->grace_period_s())) {
+      continue;
+    }
+    if (auto r = m_storage->set_trial_system_attr(
+            t.trial_id, k_attr_fail_reason,
+            "the tune process running it died; marked FAIL on resume");
+        !r) {
+      return r;
+    }
+    if (auto r = m_storage->set_trial_state_values(t.trial_id, TrialState::fail, std::nullopt);
+        !r) {
+      return std::unexpected(r.error());
+    }
+  }
+  return m_cache->sync();
+}
+
+Result<RunTotals> StudyRunner::run(std::ostream& out) {
+  RunTotals totals;
+  m_started = Clock::now();
+  for (int i = 0; i < m_options.trials; ++i) {
+    if (interrupted()) break;
+    if (m_options.study_timeout_s &&
+        std::chrono::duration<double>(Clock::now() - m_started).count() >=
+            *m_options.study_timeout_s) {
+      out << fmt::format("study --timeout of {} reached; no new trials\n",
+                         format_duration(*m_options.study_timeout_s));
+      break;
+    }
+    if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+    const bool waiting = std::ranges::any_of(
+        m_cache->trials(), [](const FrozenTrial& t) { return t.state == TrialState::waiting; });
+    if (!waiting && m_sampler->exhausted(*m_cache)) {
+      out << "the sampler has nothing left to try (every grid point ran); stopping\n";
+      break;
+    }
+    bool stop = false;
+    if (auto r = run_one(out, i, &stop); !r) return std::unexpected(r.error());
+    ++totals.ran;
+    if (stop) break;
+  }
+  totals.interrupted = interrupted();
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  return totals;
+}
+
+// What a trial runs with, once sampled.
+struct StudyRunner::Prepared {
+  LaunchRequest request;
+  std::string log_path;
+  bool study_deadline_bites = false;      // the study's --timeout set the trial's limit
+  std::optional<double> skip_constraint;  // the probes predict oversubscription: not run
+  // The probes' constraint of a trial that runs (<= 0). Stored with it like a skipped trial's:
+  // constrained TPE ranks trials without constraint values after every trial with them, so
+  // without it the skipped (infeasible) trials would rank above the feasible ones that ran.
+  std::optional<double> run_constraint;
+  std::string slurm_step;  // launch.slurm: the step's name, to cancel it by
+};
+
+// How a trial ended.
+struct StudyRunner::Ran {
+  bool launched = false;  // false: the probes ruled it out
+  LaunchResult launch;
+  TrialOutcome outcome;
+};
+
+Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
+  auto trial = claim_trial();
+  if (!trial) return std::unexpected(trial.error());
+  auto values = sample_params(*trial);
+  if (!values) return std::unexpected(values.error());
+  auto prepared = prepare_launch(*trial, std::move(*values));
+  if (!prepared) return std::unexpected(prepared.error());
+  auto ran = execute(*trial, *prepared);
+  if (!ran) return std::unexpected(ran.error());
+  *stop = ran->outcome.stop_study;
+  if (auto r = record_outcome(*trial, *ran); !r) return r;
+  // incumbent_repeats: a new best is re-measured (the next trials) before it is believed.
+  auto reruns =
+      enqueue_incumbent_reruns(*m_storage, *m_cache, m_spec.space, m_spec.incumbent_repeats);
+  if (!reruns) return std::unexpected(reruns.error());
+  if (!m_options.quiet) print_progress(out, index, *trial, *ran);
+  return {};
+}
+
+// Takes the oldest WAITING trial, or creates a RUNNING one, stamped with this process as owner.
+Result<FrozenTrial> StudyRunner::claim_trial() {
+  const auto study_id = m_cache->study().study_id;
+  const auto owner = owner_identity(host());
+  NewTrial nt;
+  auto popped = m_storage->pop_waiting_trial(study_id);
+  if (!popped) return std::unexpected(popped.error());
+  if (*popped) {
+    nt = **popped;
+    if (auto r = m_storage->set_trial_system_attr(nt.trial_id, k_attr_owner, owner); !r) {
+      return std::unexpected(r.error());
+    }
+  } else {
+    auto created = m_storage->create_trial(study_id, TrialState::running, {{k_attr_owner, owner}});
+    if (!created) return std::unexpected(created.error());
+    nt = *created;
+  }
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  for (const auto& t : m_cache->trials()) {
+    if (t.trial_id == nt.trial_id) return t;
+  }
+  return std::unexpected(fmt::format("trial id {} vanished from storage", nt.trial_id));
+}
+
+// Enqueued values first; the sampler fills in the rest. Every value is stored before launch.
+Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
+  if (auto it = trial.system_attrs.find(k_attr_fixed_params); it != trial.system_attrs.end()) {
+    for (const auto& [name, dist] : m_spec.space) {
+      if (!it->contains(name)) continue;
+      auto internal = search::to_internal(dist, search::param_value_from_json((*it)[name]));
+      if (!internal) {
+        return std::unexpected(
+            fmt::format("trial {}: enqueued {}: {}", trial.number, name, internal.error()));
+      }
+      trial.params[name] = *internal;
+      trial.distributions[name] = dist;
+    }
+  }
+  const auto attrs_before = trial.system_attrs;
+  m_sampler->before_trial(*m_cache, trial);
+  for (const auto& [key, value] : trial.system_attrs.items()) {
+    if (!attrs_before.contains(key) || attrs_before[key] != value) {
+      if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) {
+        return std::unexpected(r.error());
+      }
+    }
+  }
+  const auto params = search::suggest_all(*m_sampler, *m_cache, trial, m_spec.space);
+  TemplateValues values;
+  for (const auto& [name, dist] : m_spec.space) {
+    const double internal = params.at(name);
+    trial.params[name] = internal;
+    trial.distributions[name] = dist;
+    if (auto r = m_storage->set_trial_param(trial.trial_id, name, internal, dist); !r) {
+      return std::unexpected(r.error());
+    }
+    values[name] = search::to_external(dist, internal);
+  }
+  return values;
+}
+
+// The trial's folder, command, environment and limits; what it runs is stored before it runs.
+Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
+                                                          TemplateValues values) {
+  auto made_dir = make_trial_dir(fs::path(m_spec.output) / "trials", trial.number);
+  if (!made_dir) return std::unexpected(made_dir.error());
+  const fs::path trial_dir = *made_dir;
+  values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
+  auto rendered = render_launch(m_spec, values, running_as_root());
+  if (!rendered) return std::unexpected(rendered.error());
+  if (m_hooks.tag_launch) m_hooks.tag_launch(trial, *rendered);
+  Prepared p;
+  LaunchRequest& req = p.request;
+  req = rendered->request();
+  if (rendered->srun) p.slurm_step = rendered->srun->step_name;
+  req.workdir = trial_dir.string();
+  req.stdout_path = (trial_dir / "stdout").string();
+  req.stderr_path = (trial_dir / "stderr").string();
+  req.timeout_s = m_spec.timeout_s;
+  if (m_options.study_timeout_s) {
+    const double left = *m_options.study_timeout_s -
+                        std::chrono::duration<double>(Clock::now() - m_started).count();
+    if (!req.timeout_s || left < *req.timeout_s) {
+      req.timeout_s = std::max(left, 0.001);
+      p.study_deadline_bites = true;
+    }
+  }
+  req.tick_s = 0.5;
+  req.output_cap_bytes = k_trial_output_cap;
+  auto log = expand_template(m_spec.objective.log, values);
+  p.log_path = log && *log ? **log : (trial_dir / "log").string();
+
+  const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_launched_argv, req.argv},
+                                                          {k_attr_env, req.env_set},
+                                                          {k_attr_env_unset, req.env_unset},
+                                                          {k_attr_trial_dir, trial_dir.string()}};
+  for (const auto& [key, value] : shown) {
+    if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+
+  if (m_hooks.study_history) m_hooks.study_history(m_cache->trials());
+  if (m_hooks.before_launch) {
+    const auto attrs = m_hooks.before_launch(trial, *rendered);
+    for (const auto& [key, value] : attrs.items()) {
+      if (key == k_hook_constraint) {
+        if (value.is_number() && value.get<double>() > 0) p.skip_constraint = value.get<double>();
+        if (value.is_number() && value.get<double>() <= 0) p.run_constraint = value.get<double>();
+        continue;
+      }
+      if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) {
+        return std::unexpected(r.error());
+      }
+    }
+  }
+  return p;
+}
+
+// Runs the trial (unless the probes ruled it out), following its log, and classifies the end.
+Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared& p) {
+  Ran ran;
+  if (p.skip_constraint) {
+    ran.outcome = skipped_outcome(*p.skip_constraint);
+    return ran;
+  }
+  ran.launched = true;
+  ErrorSink errors;
+  LogFollower follower(m_spec.objective, p.log_path, *m_storage, *m_cache, m_pruner.get(), trial,
+                       errors);
+  bool started_hook = false;
+  ran.launch = run_process(p.request, [&](pid_t pid) {
+    if (!started_hook) {
+      started_hook = true;
+      if (m_hooks.on_start) m_hooks.on_start(pid);
+      errors.note(m_storage->record_heartbeat(trial.trial_id));
+      return std::string();
+    }
+    return follower.tick();
+  });
+  const LaunchResult& res = ran.launch;
+  if (!p.slurm_step.empty() && res.started) {
+    errors.note(m_storage->set_trial_system_attr(trial.trial_id, k_attr_slurm_step,
+                                                 end_slurm_step(p.slurm_step, res)));
+  }
+  if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
+  if (m_hooks.on_end && res.started) {
+    const auto attrs = m_hooks.on_end();  // items() refers into it: keep it alive
+    for (const auto& [key, v] : attrs.items()) {
+      errors.note(m_storage->set_trial_system_attr(trial.trial_id, key, v));
+    }
+  }
+  OutcomeContext ctx;
+  ctx.study_deadline_bites = p.study_deadline_bites;
+  ctx.interrupt_signal = interrupt_signal();
+  if (!trial.intermediate_values.empty()) {
+    ctx.last_intermediate = trial.intermediate_values.rbegin()->second;
+  }
+  ctx.stderr_path = p.request.stderr_path;
+  ran.outcome = classify_outcome(res, ctx, [&] {
+    return read_objectives(m_spec.objectives, m_spec.constraints, p.log_path, p.request.stdout_path,
+                           p.request.stderr_path, res.wall_s);
+  });
+  if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
+  if (auto r = errors.result(); !r) return std::unexpected(r.error());
+  return ran;
+}
+
+// What the launch showed, then the final state in one transaction; the sampler hears of it.
+Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
+  const LaunchResult& res = ran.launch;
+  const TrialOutcome& outcome = ran.outcome;
+  std::vector<std::pair<const char*, nlohmann::json>> user, system;
+  if (ran.launched) user.emplace_back(k_attr_wall_time, res.wall_s);
+  if (res.started) {
+    user.emplace_back(k_attr_exit_code,
+                      res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
+    if (res.signal) user.emplace_back(k_attr_signal, res.signal);
+    system.emplace_back(k_attr_containment, res.containment);
+    // The trial wrote more than the cap: its files hold the head and tail only.
+    if (!res.output_cut.empty()) system.emplace_back(k_attr_output_cut, res.output_cut);
+  }
+  if (!outcome.constraints.empty()) system.emplace_back(k_attr_constraints, outcome.constraints);
+  if (!outcome.reason.empty()) system.emplace_back(k_attr_fail_reason, outcome.reason);
+  // A completed re-run is stored so that Optuna never ranks a lucky repeat (rerun.h).
+  const auto stored = stored_outcome(trial, outcome.state, outcome.value);
+  if (stored.rerun_value) user.emplace_back(k_attr_rerun_value, *stored.rerun_value);
+  for (const auto& [key, value] : user) {
+    if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) return r;
+  }
+  for (const auto& [key, value] : system) {
+    if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) return r;
+  }
+  auto set = m_storage->set_trial_state_values(
+      trial.trial_id, stored.state,
+      outcome.values.empty() ? TrialValues(stored.value) : TrialValues(outcome.values));
+  if (!set) return std::unexpected(set.error());
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  if (stored.rerun_value && *set) {
+    if (auto r = believe_reruns(*m_storage, *m_cache, trial); !r) return r;
+  }
+  for (const auto& t : m_cache->trials()) {
+    if (t.trial_id == trial.trial_id) {
+      m_sampler->after_trial(*m_cache, t);
+      trial = t;
+    }
+  }
+  return {};
+}
+
+void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial& trial,
+                                 const Ran& ran) const {
+  const TrialState state = ran.outcome.state;
+  const std::optional<double>& value = ran.outcome.value;
+  const std::string& reason = ran.outcome.reason;
+  const LaunchResult& res = ran.launch;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - m_started).count();
+  const int done = index + 1;
+  const double eta = elapsed / done * (m_options.trials - done);
+  std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
+                                 search::to_string(state));
+  // A `tune confirm` re-run names the trial it re-measures.
+  if (auto it = trial.system_attrs.find(k_attr_rerun_of);
+      it != trial.system_attrs.end() && it->is_number_integer()) {
+    line += fmt::format(" (re-run of #{})", it->get<int>());
+  }
+  if (!ran.outcome.values.empty()) line += " values=" + format_values(ran.outcome.values);
+  if (value && ran.outcome.values.empty()) line += " value=" + format_value(*value);
+  if (res.started) line += fmt::format(" ({:.2f}s)", res.wall_s);
+  line += "  " + format_params(trial);
+  if (!reason.empty()) line += "  # " + reason;
+  line += best_so_far(*m_cache);
+  if (done < m_options.trials) line += "  eta " + format_duration(eta);
+  const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
+  if (terminal) out << "\r\033[K";  // clear the progress bar drawn after the last line
+  out << line << '\n';
+  if (terminal && done < m_options.trials) {
+    constexpr int k_width = 30;
+    const int filled = k_width * done / m_options.trials;
+    out << '[' << std::string(filled, '#') << std::string(k_width - filled, '.') << "] "
+        << fmt::format("{}/{}  eta {}", done, m_options.trials, format_duration(eta));
+  }
+  out << std::flush;
+}
+
+}  // namespace tune::tuner

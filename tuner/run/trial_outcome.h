@@ -1,0 +1,49 @@
+// Trial outcome: how a finished launch becomes a trial's final state, value and reason.
+//
+// One pure function over what the launcher saw (exit status, signal, why it was stopped) and
+// the objective reading, so every way a trial can end is decided in one place and tested
+// without running anything. Every failure carries a one-line reason that is safe to store
+// (printable(): any bytes a trial printed). Stateless; thread-safe.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/trial.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/study/objective.h"
+#include "tuner/base/result.h"
+
+namespace tune::tuner {
+
+struct TrialOutcome {
+  search::TrialState state = search::TrialState::fail;
+  std::optional<double> value;
+  std::vector<double> values;       // multi-objective: every objective's (value = values[0])
+  std::string reason;               // empty for COMPLETE; printable, at most ~1000 bytes
+  std::vector<double> constraints;  // c <= 0 feasible, one per constraint
+  bool stop_study = false;          // an interrupt: no further trial
+};
+
+struct OutcomeContext {
+  bool study_deadline_bites = false;        // the study's --timeout set the trial's limit
+  int interrupt_signal = 0;                 // the signal behind StopReason::interrupted
+  std::optional<double> last_intermediate;  // what a pruned trial is ranked by
+  std::string stderr_path;                  // its explaining lines name a non-zero exit's cause
+};
+
+using ObjectiveReader = std::function<Result<ObjectiveReading>()>;
+
+// `read` is called only when the command exited 0.
+TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx,
+                              const ObjectiveReader& read);
+
+// A trial the probes predicted to oversubscribe: recorded as infeasible instead of being run.
+TrialOutcome skipped_outcome(double constraint);
+
+// "SIGSEGV", or "signal N" when the name is unknown.
+std::string signal_name(int sig);
+
+}  // namespace tune::tuner

@@ -1,0 +1,255 @@
+#include "tuner/storage/postgres_storage.h"
+
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "tuner/base/text.h"
+#include "tuner/storage/optuna_schema.h"
+
+namespace tune::tuner {
+namespace {
+
+// The fragments of RdbStorage's statements in PostgreSQL's words. now() is the server's clock
+// (the transaction's start), written as a naive UTC timestamp as Optuna's columns are.
+constexpr SqlDialect k_dialect{
+    .now_utc = "(now() AT TIME ZONE 'UTC')",
+    .heartbeat_utc = "date_trunc('second', now() AT TIME ZONE 'UTC')",
+    .age_seconds = "EXTRACT(EPOCH FROM (now() AT TIME ZONE 'UTC') - {})",
+    .for_update = " FOR UPDATE",
+    .skip_locked = " FOR UPDATE SKIP LOCKED",
+    .in_id_list = "{} = ANY (CAST(? AS integer[]))",
+    .list_open = '{',
+    .list_close = '}',
+    .serialize_study_creation = "SELECT pg_advisory_xact_lock(1953853029, 1)",
+};
+// Serialises the schema's creation between workers starting together ('tune', 0).
+constexpr const char* k_schema_lock = "SELECT pg_advisory_xact_lock(1953853029, 0)";
+// For the queries tune runs on every trial (pop a WAITING trial, the cache's delta); Optuna's
+// schema has no index on trials.study_id.
+constexpr const char* k_tune_index =
+    "CREATE INDEX IF NOT EXISTS ix_tune_trials_study_id_state ON trials (study_id, state)";
+
+// `?` placeholders as PostgreSQL's $1, $2, ... (none of the shared statements has a `?` inside
+// a quoted literal, but quotes are skipped anyway).
+std::string numbered_placeholders(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int n = 0;
+  bool quoted = false;
+  for (const char c : sql) {
+    if (c == '\'') quoted = !quoted;
+    if (c == '?' && !quoted) {
+      out += fmt::format("${}", ++n);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string text_param(const SqlValue& v) {
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);  // round-trips
+  return std::get<std::string>(v);
+}
+
+// libpq's messages end in a newline and may run over several lines; errors here are one line.
+// libpq's message, or a stand-in when it has none.
+std::string_view error_text(const char* message) {
+  return message ? std::string_view(message) : std::string_view("unknown error");
+}
+
+// Owns a PGresult.
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+}  // namespace
+
+PostgresStorage::PostgresStorage(std::string conninfo, std::string name,
+                                 const StorageOptions& options)
+    : RdbStorage(k_dialect, options, std::move(name)), m_conninfo(std::move(conninfo)) {}
+
+PostgresStorage::~PostgresStorage() { PQfinish(m_conn); }
+
+Result<std::unique_ptr<PostgresStorage>> PostgresStorage::open(const std::string& conninfo,
+                                                               const std::string& name,
+                                                               const StorageOptions& options) {
+  auto storage = std::unique_ptr<PostgresStorage>(new PostgresStorage(conninfo, name, options));
+  if (auto r = storage->connect(); !r) return std::unexpected(r.error());
+  if (auto r = storage->ensure_schema(); !r) {
+    return std::unexpected(fmt::format("{}: {}", name, r.error()));
+  }
+  return storage;
+}
+
+Result<void> PostgresStorage::connect() {
+  PQfinish(m_conn);
+  m_prepared.clear();  // prepared statements live and die with their connection
+  m_conn = PQconnectdb(m_conninfo.c_str());
+  if (PQstatus(m_conn) != CONNECTION_OK) {
+    auto error = fmt::format("{}: cannot connect: {}", name(), one_line(error_text(PQerrorMessage(m_conn))));
+    PQfinish(m_conn);
+    m_conn = nullptr;
+    return std::unexpected(error);
+  }
+  // ISO dates, as RdbStorage parses them. Commits wait for the disk only when a transaction
+  // asks (a trial's end, a study's creation: TxnKind::write_flush), as SQLite's do.
+  std::string setup = "SET datestyle = 'ISO, YMD'; SET synchronous_commit = off;";
+  if (m_options.mode == OpenMode::read_only) setup += " SET default_transaction_read_only = on;";
+  return exec_script(setup);
+}
+
+Result<void> PostgresStorage::exec_script(const std::string& sql) {
+  PgResult res(PQexec(m_conn, sql.c_str()));
+  const auto status = PQresultStatus(res.get());
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return {};
+  m_lost = PQstatus(m_conn) != CONNECTION_OK;
+  return std::unexpected(fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
+}
+
+Result<void> PostgresStorage::ensure_schema() {
+  const bool write = m_options.mode == OpenMode::read_write;
+  return transact(write ? TxnKind::write_flush : TxnKind::read, [&]() -> Result<void> {
+    if (write) {
+      if (auto lock = query(k_schema_lock, {}); !lock) return std::unexpected(lock.error());
+    }
+    auto present = query(
+        "SELECT to_regclass('version_info') IS NOT NULL, "
+        "to_regclass('ix_tune_trials_study_id_state') IS NOT NULL",
+        {});
+    if (!present) return std::unexpected(present.error());
+    if (present->at(0).text(0) != "t") {
+      if (!write) return std::unexpected("no Optuna study schema in this database");
+      if (auto r = exec_script(optuna_schema_sql(SqlFlavor::postgresql)); !r) return r;
+    }
+    auto version = query(k_version_query, {});
+    if (!version) return std::unexpected(version.error());
+    if (auto r = check_version_rows(*version); !r) return r;
+    if (write && present->at(0).text(1) != "t") {
+      if (auto r = query(k_tune_index, {}); !r) return std::unexpected(r.error());
+    }
+    return {};
+  });
+}
+
+// Notes whether a failed statement lost the connection or may simply be tried again.
+std::unexpected<std::string> PostgresStorage::statement_failed(const pg_result* res) {
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  const std::string_view code = state ? state : "";
+  // 08: connection exceptions; 57P01-3: the server shutting down; 40001/40P01: try again.
+  m_lost = !res || PQstatus(m_conn) != CONNECTION_OK || code.starts_with("08") ||
+           code.starts_with("57P0");
+  m_retryable = code == "40001" || code == "40P01";
+  return std::unexpected(fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
+}
+
+Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {
+  const std::string text = numbered_placeholders(sql);
+  std::vector<std::string> values;
+  std::vector<const char*> pointers;
+  values.reserve(params.size());
+  for (const auto& p : params) {
+    const bool null = std::holds_alternative<std::monostate>(p);
+    values.push_back(null ? std::string() : text_param(p));
+    pointers.push_back(null ? nullptr : values.back().c_str());
+  }
+  // Each statement is parsed and planned once per connection, then executed by name: the
+  // server's work per call is the execution alone.
+  auto prepared = m_prepared.find(text);
+  if (prepared == m_prepared.end()) {
+    const std::string id = fmt::format("tune{}", m_prepared.size());
+    PgResult made(PQprepare(m_conn, id.c_str(), text.c_str(), 0, nullptr));
+    if (PQresultStatus(made.get()) != PGRES_COMMAND_OK) return statement_failed(made.get());
+    prepared = m_prepared.emplace(text, id).first;
+  }
+  PgResult res(PQexecPrepared(m_conn, prepared->second.c_str(), static_cast<int>(params.size()),
+                              pointers.data(), nullptr, nullptr, 0));
+  const auto status = PQresultStatus(res.get());
+  if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return statement_failed(res.get());
+  SqlRows rows;
+  const int n = PQntuples(res.get());
+  const int cols = PQnfields(res.get());
+  rows.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    std::vector<SqlValue> cells;
+    cells.reserve(static_cast<std::size_t>(cols));
+    for (int c = 0; c < cols; ++c) {
+      if (PQgetisnull(res.get(), i, c)) {
+        cells.emplace_back();
+      } else {
+        cells.emplace_back(std::string(PQgetvalue(res.get(), i, c),
+                                       static_cast<std::size_t>(PQgetlength(res.get(), i, c))));
+      }
+    }
+    rows.emplace_back(std::move(cells));
+  }
+  return rows;
+}
+
+// One attempt: BEGIN, the body, COMMIT (ROLLBACK when the body failed and the link still works).
+// A lone statement runs as it is (autocommit): one round trip instead of three.
+Result<void> PostgresStorage::run_transaction(TxnKind kind,
+                                              const std::function<Result<void>()>& body) {
+  if (kind == TxnKind::statement) return body();
+  std::string begin = kind == TxnKind::read ? "BEGIN ISOLATION LEVEL REPEATABLE READ"  // a snapshot
+                                            : "BEGIN";
+  if (kind == TxnKind::write_flush && m_options.synchronous_full) {
+    begin += "; SET LOCAL synchronous_commit = on";  // this commit waits for the disk
+  }
+  if (auto r = exec_script(begin); !r) return r;
+  auto r = body();
+  if (!r) {
+    if (!m_lost) (void)exec_script("ROLLBACK");  // the body's error is the one to report
+    return r;
+  }
+  return exec_script("COMMIT");
+}
+
+Result<void> PostgresStorage::transact(TxnKind kind, const std::function<Result<void>()>& body) {
+  using Clock = std::chrono::steady_clock;
+  const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(m_options.retry_s));
+  std::mt19937 jitter(static_cast<unsigned>(getpid()) ^
+                      static_cast<unsigned>(Clock::now().time_since_epoch().count()));
+  auto pause = std::chrono::milliseconds(50);
+  std::string last_error;
+  for (int attempt = 1;; ++attempt) {
+    m_lost = m_retryable = false;
+    Result<void> r;
+    if (!m_conn || PQstatus(m_conn) != CONNECTION_OK) {
+      r = connect();
+      if (!r) m_lost = true;
+    }
+    if (r) r = run_transaction(kind, body);
+    if (r || (!m_lost && !m_retryable)) return r;
+    last_error = r.error();
+    if (Clock::now() >= give_up) {
+      return std::unexpected(fmt::format(
+          "{}: the database server stopped answering and {} attempts over {:.0f} s (retry_for) "
+          "did not get it back: {}",
+          name(), attempt, m_options.retry_s, last_error));
+    }
+    // Exponential backoff with jitter, so that hundreds of workers do not come back at once.
+    const Clock::duration wait =
+        std::chrono::milliseconds(pause.count() / 2 + jitter() % (pause.count() + 1));
+    std::this_thread::sleep_for(
+        std::clamp<Clock::duration>(give_up - Clock::now(), Clock::duration::zero(), wait));
+    pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+Result<int> PostgresStorage::backend_pid() {
+  if (!m_conn) return std::unexpected(fmt::format("{}: not connected", name()));
+  return PQbackendPID(m_conn);
+}
+
+}  // namespace tune::tuner

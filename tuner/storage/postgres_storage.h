@@ -1,0 +1,68 @@
+// PostgreSQL storage: the same Optuna 3.1 schema and statements as SQLite (RdbStorage), on a
+// server that hundreds of `tune` workers on many hosts share, and that python3-optuna (with
+// psycopg2) reads and writes too: `postgresql://user@host:port/db`.
+//
+// Across hosts: trial numbers come from the count of earlier trials taken while holding the
+// study's row (SELECT ... FOR UPDATE, the lock Optuna's create_trial takes), a WAITING trial is
+// popped with FOR UPDATE SKIP LOCKED so two workers never take the same one, a state change
+// holds the trial's row, and study and schema creation are serialised by advisory locks. Every
+// timestamp (start, end, heartbeat) and every age is the server's clock in UTC, so the workers'
+// clocks do not matter. Each call is one short transaction on one connection per worker (a lone
+// statement runs without BEGIN/COMMIT; statements are prepared once per connection);
+// commits are flushed only for a trial's end and a study's creation (StorageOptions).
+//
+// A lost connection (server restart, network cut) is retried with exponential backoff, and the
+// whole transaction run again, for StorageOptions::retry_s; then the call fails with an error
+// naming the server. A transaction whose COMMIT was cut off is run again; for create_trial that
+// may leave one extra RUNNING trial, which its owner's death later marks FAIL.
+//
+// An object owns one connection and is used by one thread at a time.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "tuner/storage/rdb_storage.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace tune::tuner {
+
+class PostgresStorage final : public RdbStorage {
+ public:
+  // `conninfo` is what libpq takes (a postgresql:// URL without tune's options); `name` names
+  // the database in errors (the URL without its password). The first connection is tried once:
+  // a wrong address or database fails at once. Read-write creates the schema when absent.
+  [[nodiscard]] static Result<std::unique_ptr<PostgresStorage>> open(
+      const std::string& conninfo, const std::string& name, const StorageOptions& options = {});
+  ~PostgresStorage() override;
+  PostgresStorage(const PostgresStorage&) = delete;
+  PostgresStorage& operator=(const PostgresStorage&) = delete;
+
+  // The server's process id for this connection (tests cut it with pg_terminate_backend).
+  [[nodiscard]] Result<int> backend_pid();
+
+ protected:
+  [[nodiscard]] Result<SqlRows> query(std::string_view sql,
+                                      const std::vector<SqlValue>& params) override;
+  [[nodiscard]] Result<void> transact(TxnKind kind,
+                                      const std::function<Result<void>()>& body) override;
+
+ private:
+  PostgresStorage(std::string conninfo, std::string name, const StorageOptions& options);
+  [[nodiscard]] Result<void> connect();
+  [[nodiscard]] Result<void> run_transaction(TxnKind kind,
+                                             const std::function<Result<void>()>& body);
+  [[nodiscard]] Result<void> exec_script(const std::string& sql);
+  [[nodiscard]] Result<void> ensure_schema();
+  std::unexpected<std::string> statement_failed(const pg_result* res);
+
+  pg_conn* m_conn = nullptr;
+  std::string m_conninfo;
+  bool m_lost = false;       // the last statement failed because the connection is gone
+  bool m_retryable = false;  // ... or because the server asked for a retry (deadlock)
+  std::map<std::string, std::string> m_prepared;  // statement text -> prepared name
+};
+
+}  // namespace tune::tuner

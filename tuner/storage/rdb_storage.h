@@ -1,0 +1,156 @@
+// RdbStorage: the Storage methods written once in SQL over Optuna 3.1's schema, shared by the
+// SQLite and PostgreSQL backends (as Optuna's RDBStorage serves every database through one
+// implementation). A backend supplies a connection: `query` runs one statement and reads its
+// rows whole, `transact` runs a body of queries as one transaction (SQLite: BEGIN IMMEDIATE, a
+// flush when asked; PostgreSQL: row locks, and the whole body run again after a lost connection,
+// within a bounded time), and a SqlDialect names the few SQL fragments that differ: the server's
+// clock, row locks, a list of ids bound as one parameter.
+//
+// What lives here, once: the statements for every Storage call, trial numbering (Optuna's: the
+// count of the study's earlier trials, taken while holding the study's row, the lock Optuna's own
+// create_trial takes), the frozen-once-finished rule, the trial rows <-> FrozenTrial mapping, and
+// the delta query behind StudyCache. Statements use `?` placeholders.
+//
+// An object owns one connection (its backend's) and is used by one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tuner/storage/storage.h"
+
+namespace tune::tuner {
+
+// A statement's parameter or result cell. SQLite hands back typed cells, PostgreSQL text; the
+// accessors convert, so the mapping code reads either the same way.
+using SqlValue = std::variant<std::monostate, std::int64_t, double, std::string>;
+
+class SqlRow {
+ public:
+  explicit SqlRow(std::vector<SqlValue> cells) : m_cells(std::move(cells)) {}
+  bool is_null(std::size_t col) const;
+  std::int64_t int64(std::size_t col) const;  // 0 for NULL
+  double real(std::size_t col) const;         // NaN for NULL
+  std::string text(std::size_t col) const;    // "" for NULL
+
+ private:
+  std::vector<SqlValue> m_cells;
+};
+using SqlRows = std::vector<SqlRow>;
+
+// Optuna's value columns: the value column holds only finite numbers, its value_type column
+// FINITE, INF_POS, INF_NEG (or NAN, intermediate values only). sql_row.cpp.
+SqlValue finite_or_null(double v);
+std::string value_type(double v);
+double value_from_row(const SqlRow& row, std::size_t value_col, std::size_t type_col);
+// Optuna's DATETIME columns hold naive datetimes, "YYYY-MM-DD HH:MM:SS[.ffffff]"; tune's are UTC
+// (storage.h), so the text is read as UTC.
+std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::string& s);
+
+enum class TxnKind {
+  statement,    // one statement, atomic by itself: no BEGIN/COMMIT around it (one round trip)
+  read,         // one snapshot for several reads
+  write,        // serialised with other writers of the study where it matters (row locks)
+  write_flush,  // a write that must survive a power loss (StorageOptions::synchronous_full)
+};
+
+// The SQL that differs between the backends, as fragments of the shared statements.
+struct SqlDialect {
+  const char* now_utc;         // the current UTC time as a naive DATETIME, sub-second
+  const char* heartbeat_utc;   // the same in whole seconds, as Optuna's heartbeats (storage.cpp)
+  const char* age_seconds;     // fmt pattern: seconds from the naive UTC DATETIME {} until now
+  const char* for_update;      // suffix locking the selected rows ("" where writers are serial)
+  const char* skip_locked;     // suffix taking only rows no other transaction holds
+  const char* in_id_list;      // fmt pattern: {} is in the list bound as one parameter
+  char list_open, list_close;  // how that list is written: [1,2] (JSON) or {1,2} (an array)
+  const char* serialize_study_creation;  // a statement run first, or "" (writers are serial)
+};
+
+class RdbStorage : public Storage {
+ public:
+  using Storage::get_or_create_study;
+  [[nodiscard]] Result<StudyInfo> get_or_create_study(
+      const std::string& name, const std::vector<search::Direction>& directions,
+      bool* created) final;
+  [[nodiscard]] Result<StudyInfo> get_study(const std::string& name) final;
+  [[nodiscard]] Result<std::vector<StudyInfo>> get_all_studies() final;
+  [[nodiscard]] Result<void> set_study_user_attr(std::int64_t study_id, const std::string& key,
+                                                 const nlohmann::json& value) final;
+  [[nodiscard]] Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) final;
+  [[nodiscard]] Result<NewTrial> create_trial(std::int64_t study_id, search::TrialState state,
+                                              const nlohmann::json& system_attrs) final;
+  [[nodiscard]] Result<std::optional<NewTrial>> pop_waiting_trial(std::int64_t study_id) final;
+  [[nodiscard]] Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
+                                             double internal,
+                                             const search::Distribution& dist) final;
+  [[nodiscard]] Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
+                                                    const TrialValues& values) final;
+  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value) final;
+  [[nodiscard]] Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
+                                                          double value) final;
+  [[nodiscard]] Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
+                                                 const nlohmann::json& value) final;
+  [[nodiscard]] Result<void> set_trial_system_attr(std::int64_t trial_id, const std::string& key,
+                                                   const nlohmann::json& value) final;
+  [[nodiscard]] Result<void> record_heartbeat(std::int64_t trial_id) final;
+  [[nodiscard]] Result<search::FrozenTrial> get_trial(std::int64_t trial_id) final;
+  [[nodiscard]] Result<std::vector<search::FrozenTrial>> get_all_trials(
+      std::int64_t study_id) final;
+  [[nodiscard]] Result<std::vector<search::FrozenTrial>> get_trials_since(
+      std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) final;
+  [[nodiscard]] Result<TrialLiveness> trial_liveness(std::int64_t trial_id) final;
+  double grace_period_s() const final { return m_options.grace_period_s; }
+
+ protected:
+  RdbStorage(const SqlDialect& dialect, const StorageOptions& options, std::string name)
+      : m_options(options), m_dialect(dialect), m_name(std::move(name)) {}
+
+  // Runs one statement with `params` bound to its `?`s in order; every row it returns.
+  [[nodiscard]] virtual Result<SqlRows> query(std::string_view sql,
+                                              const std::vector<SqlValue>& params) = 0;
+  // Runs `body` in one transaction of `kind`, committed when it succeeds and rolled back when it
+  // fails. A backend may run it more than once (a retried transaction): it must start afresh.
+  [[nodiscard]] virtual Result<void> transact(TxnKind kind,
+                                              const std::function<Result<void>()>& body) = 0;
+  // Optuna's version row (none before the schema is written), and the check of what it read:
+  // an error unless the schema is version 12.
+  static constexpr const char* k_version_query =
+      "SELECT schema_version, library_version FROM version_info WHERE version_info_id = 1";
+  [[nodiscard]] static Result<void> check_version_rows(const SqlRows& rows);
+  // What names the database in errors: a path, or a URL without its password.
+  const std::string& name() const { return m_name; }
+
+  StorageOptions m_options;
+
+ private:
+  [[nodiscard]] Result<std::optional<StudyInfo>> find_study(const std::string& name);
+  [[nodiscard]] Result<std::vector<StudyInfo>> read_studies(const std::string& where,
+                                                            const std::vector<SqlValue>& params);
+  [[nodiscard]] Result<void> set_attr(const char* table, const char* owner_column,
+                                      std::int64_t owner_id, const std::string& key,
+                                      const nlohmann::json& value);
+  [[nodiscard]] Result<void> insert_heartbeat(std::int64_t trial_id);
+  [[nodiscard]] Result<std::optional<search::TrialState>> locked_state(std::int64_t trial_id,
+                                                                       std::string_view what);
+  [[nodiscard]] Result<void> write_value(std::int64_t trial_id, std::int64_t objective,
+                                         double value);
+  [[nodiscard]] Result<void> finish_trial(std::int64_t trial_id, search::TrialState state,
+                                          const TrialValues& values);
+  // The trials matching `where` (a condition on `trials` with `?`s for `params`) in number
+  // order, each whole, read in one snapshot.
+  [[nodiscard]] Result<std::vector<search::FrozenTrial>> load_trials(
+      const std::string& where, const std::vector<SqlValue>& params);
+  [[nodiscard]] Result<void> read_trial_details(std::vector<search::FrozenTrial>& trials,
+                                                const std::string& where,
+                                                const std::vector<SqlValue>& params);
+
+  const SqlDialect& m_dialect;
+  std::string m_name;
+};
+
+}  // namespace tune::tuner

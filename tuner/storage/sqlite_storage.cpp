@@ -1,0 +1,325 @@
+#include "tuner/storage/sqlite_storage.h"
+
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "tuner/storage/optuna_schema.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A prepared statement that finalizes itself.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, std::string_view sql) : m_db(db) {
+    if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &m_stmt, nullptr) !=
+        SQLITE_OK) {
+      m_stmt = nullptr;
+    }
+  }
+  ~Stmt() { sqlite3_finalize(m_stmt); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  bool ok() const { return m_stmt != nullptr; }
+  std::string error() const { return sqlite3_errmsg(m_db); }
+  Stmt& bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(m_stmt, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(m_stmt, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(m_stmt, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(int i, std::monostate) {
+    sqlite3_bind_null(m_stmt, i);
+    return *this;
+  }
+  Stmt& bind(int i, const SqlValue& v) {
+    std::visit([&](const auto& x) { bind(i, x); }, v);
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int step() { return sqlite3_step(m_stmt); }
+  // The current row, each cell as SQLite typed it.
+  SqlRow row() const {
+    std::vector<SqlValue> cells;
+    const int n = sqlite3_column_count(m_stmt);
+    for (int col = 0; col < n; ++col) {
+      switch (sqlite3_column_type(m_stmt, col)) {
+        case SQLITE_NULL:
+          cells.emplace_back();
+          break;
+        case SQLITE_INTEGER:
+          cells.emplace_back(sqlite3_column_int64(m_stmt, col));
+          break;
+        case SQLITE_FLOAT:
+          cells.emplace_back(sqlite3_column_double(m_stmt, col));
+          break;
+        default: {
+          const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(m_stmt, col));
+          cells.emplace_back(std::string(p ? p : "", sqlite3_column_bytes(m_stmt, col)));
+        }
+      }
+    }
+    return SqlRow(std::move(cells));
+  }
+
+ private:
+  sqlite3* m_db;
+  sqlite3_stmt* m_stmt = nullptr;
+};
+
+// BEGIN (IMMEDIATE for writes) ... COMMIT; rolls back unless committed. A write_flush
+// transaction commits with synchronous=FULL, so it is on disk when commit() returns, and with it
+// every commit before it: the write-ahead log is one file, appended in order, and FULL fsyncs
+// all of it. BEGIN IMMEDIATE takes the write lock at once, so writers of one file run one at a
+// time (trial numbers stay unique) and a reader's snapshot never needs upgrading.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, TxnKind kind) : m_db(db), m_flush(kind == TxnKind::write_flush) {
+    if (m_flush) sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
+    const char* begin = kind == TxnKind::read ? "BEGIN" : "BEGIN IMMEDIATE";
+    m_ok = sqlite3_exec(db, begin, nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~Transaction() {
+    if (m_ok && !m_done) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (m_flush) sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  bool ok() const { return m_ok; }
+  Result<void> commit() {
+    if (sqlite3_exec(m_db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      return std::unexpected(std::string("commit failed: ") + sqlite3_errmsg(m_db));
+    }
+    m_done = true;
+    return {};
+  }
+
+ private:
+  sqlite3* m_db;
+  bool m_flush;
+  bool m_ok = false;
+  bool m_done = false;
+};
+
+std::unexpected<std::string> db_error(sqlite3* db, const char* what) {
+  return std::unexpected(fmt::format("sqlite: {}: {}", what, sqlite3_errmsg(db)));
+}
+
+// The fragments of RdbStorage's statements in SQLite's words. Writers are serialised by BEGIN
+// IMMEDIATE, so no row locks. Times are SQLite's clock ('now' is UTC), with microseconds.
+constexpr SqlDialect k_dialect{
+    .now_utc = "strftime('%Y-%m-%d %H:%M:%f000', 'now')",
+    .heartbeat_utc = "CURRENT_TIMESTAMP",
+    .age_seconds = "(julianday('now') - julianday({})) * 86400.0",
+    .for_update = "",
+    .skip_locked = "",
+    .in_id_list = "{} IN (SELECT value FROM json_each(?))",
+    .list_open = '[',
+    .list_close = ']',
+    .serialize_study_creation = "",
+};
+
+// A file: URI for sqlite3_open_v2 with SQLITE_OPEN_URI (the path percent-encoded).
+std::string file_uri(const std::string& path, const char* query) {
+  std::string uri = "file://";
+  for (unsigned char c : fs::absolute(path).string()) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return uri + "?" + query;
+}
+
+// The database header says WAL when its read and write format versions (bytes 18, 19) are 2.
+bool header_says_wal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[20] = {};
+  if (!in.read(header, sizeof header)) return false;
+  return std::string_view(header, 16) == std::string_view("SQLite format 3\0", 16) &&
+         header[18] == 2 && header[19] == 2;
+}
+
+Result<sqlite3*> open_connection(const std::string& path, const std::string& name, int flags) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(name.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return std::unexpected(fmt::format("{}: cannot open database: {}", path, msg));
+  }
+  // Several tune processes may share the file: wait for each other's write transactions.
+  sqlite3_busy_timeout(db, 60000);
+  return db;
+}
+
+}  // namespace
+
+SqliteStorage::SqliteStorage(std::string path, const StorageOptions& options)
+    : RdbStorage(k_dialect, options, path), m_path(std::move(path)) {}
+
+Result<std::unique_ptr<SqliteStorage>> SqliteStorage::open(const std::string& path,
+                                                           const StorageOptions& options) {
+  auto storage = std::unique_ptr<SqliteStorage>(new SqliteStorage(path, options));
+  if (auto r = storage->connect(); !r) return std::unexpected(r.error());
+  return storage;
+}
+
+Result<void> SqliteStorage::connect() {
+  if (m_options.mode == OpenMode::read_only) return connect_read_only();
+  std::error_code ec;
+  if (const auto parent = fs::path(m_path).parent_path(); !parent.empty()) {
+    fs::create_directories(parent, ec);  // a sqlite:/// URL's folder, like a plain path's
+  }
+  auto db = open_connection(m_path, m_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!db) return std::unexpected(db.error());
+  m_db = *db;
+  if (sqlite3_db_readonly(m_db, "main") == 1) {
+    return std::unexpected(fmt::format(
+        "{}: this user may not write the database (tune best, trials, report and export only "
+        "read it)",
+        m_path));
+  }
+  // Workers that open a new database at the same moment both hold a read lock and both want
+  // the write lock to switch it to WAL; SQLite answers one of them SQLITE_BUSY at once (the busy
+  // handler cannot help: waiting would deadlock). That one retries after a short random pause,
+  // bounded like the busy timeout, and then finds the database in WAL mode already.
+  std::mt19937 jitter(static_cast<unsigned>(getpid()));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's
+    // end commits with FULL (a flushing Transaction), which flushes it and all before it.
+    auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    if (r) r = create_schema();
+    if (r) return {};
+    const bool busy = (sqlite3_extended_errcode(m_db) & 0xff) == SQLITE_BUSY;
+    if (!busy || std::chrono::steady_clock::now() >= give_up) {
+      return std::unexpected(fmt::format("{}: {}", m_path, r.error()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + jitter() % 45));
+  }
+}
+
+Result<void> SqliteStorage::connect_read_only() {
+  std::error_code ec;
+  if (!fs::is_regular_file(m_path, ec)) {
+    return std::unexpected(fmt::format("{}: no such database", m_path));
+  }
+  Result<void> checked;
+  // A writer that closes between the look at -wal and the open takes the -wal file with it:
+  // look again.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    sqlite3_close(m_db);
+    m_db = nullptr;
+    m_immutable = header_says_wal(m_path) && !fs::exists(m_path + "-wal", ec);
+    auto db = open_connection(m_path, file_uri(m_path, m_immutable ? "immutable=1" : "mode=ro"),
+                              SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    if (!db) return std::unexpected(db.error());
+    m_db = *db;
+    checked = check_schema();
+    if (checked || m_immutable || fs::exists(m_path + "-wal", ec)) break;
+  }
+  if (!checked) return std::unexpected(fmt::format("{}: {}", m_path, checked.error()));
+  return {};
+}
+
+// An immutable reader sees the file as last checkpointed; once a writer has the database open
+// (its -wal file exists), newer commits are in the log, so read through SQLite's locks again.
+Result<void> SqliteStorage::reader_follows_writers() {
+  std::error_code ec;
+  if (!m_immutable || !fs::exists(m_path + "-wal", ec)) return {};
+  return connect_read_only();
+}
+
+SqliteStorage::~SqliteStorage() { sqlite3_close(m_db); }
+
+Result<int> SqliteStorage::synchronous_level() {
+  auto rows = query("PRAGMA synchronous", {});
+  if (!rows || rows->empty()) return db_error(m_db, "PRAGMA synchronous");
+  return static_cast<int>(rows->front().int64(0));
+}
+
+Result<void> SqliteStorage::exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(m_db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return std::unexpected("sqlite: " + msg);
+  }
+  return {};
+}
+
+Result<void> SqliteStorage::create_schema() {
+  Transaction txn(m_db, m_options.synchronous_full ? TxnKind::write_flush : TxnKind::write);
+  if (!txn.ok()) return db_error(m_db, "begin");
+  if (auto r = exec(optuna_schema_sql(SqlFlavor::sqlite).c_str()); !r) return r;
+  if (auto r = check_schema(); !r) return r;
+  return txn.commit();
+}
+
+Result<void> SqliteStorage::check_schema() {
+  auto failed = [this]() -> std::unexpected<std::string> {
+    if (sqlite3_extended_errcode(m_db) == SQLITE_READONLY_DIRECTORY ||
+        sqlite3_errcode(m_db) == SQLITE_CANTOPEN) {
+      // A -wal file without its -shm, in a folder this user may not write.
+      return std::unexpected(fmt::format(
+          "cannot read the write-ahead log without creating {}-shm ({}); run tune as a user "
+          "who may write the folder, or read a copy",
+          m_path, sqlite3_errmsg(m_db)));
+    }
+    if (sqlite3_errcode(m_db) == SQLITE_ERROR) {
+      return std::unexpected(
+          fmt::format("not a study database of tune or Optuna ({})", sqlite3_errmsg(m_db)));
+    }
+    return db_error(m_db, "read schema version");
+  };
+  auto rows = query(k_version_query, {});
+  if (!rows) return failed();
+  return check_version_rows(*rows);
+}
+
+Result<SqlRows> SqliteStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {
+  Stmt st(m_db, sql);
+  if (!st.ok()) return db_error(m_db, "prepare");
+  for (std::size_t i = 0; i < params.size(); ++i) st.bind(static_cast<int>(i + 1), params[i]);
+  SqlRows rows;
+  while (true) {
+    const int rc = st.step();
+    if (rc == SQLITE_DONE) return rows;
+    if (rc != SQLITE_ROW) return std::unexpected(fmt::format("sqlite: {}", sqlite3_errmsg(m_db)));
+    rows.push_back(st.row());
+  }
+}
+
+Result<void> SqliteStorage::transact(TxnKind kind, const std::function<Result<void>()>& body) {
+  if (kind == TxnKind::read || kind == TxnKind::statement) {
+    if (auto r = reader_follows_writers(); !r) return r;
+  }
+  // A statement alone commits by itself (SQLite's autocommit), waiting on the busy timeout.
+  if (kind == TxnKind::statement) return body();
+  Transaction txn(m_db, kind);
+  if (!txn.ok()) return db_error(m_db, "begin");
+  // When the body failed, its error is the one to report (the destructor rolls back).
+  if (auto r = body(); !r) return r;
+  return txn.commit();
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,66 @@
+// SQLite storage with Optuna 3.1's RDB schema (tables, columns, version rows), so that
+// `optuna.load_study(storage="sqlite:///file.db")` reads studies written by tune and tune can
+// continue studies written by Optuna.
+//
+// The database runs in write-ahead-log mode with a busy timeout; every write is one
+// `BEGIN IMMEDIATE` transaction, which serialises concurrent tune processes on one file and keeps
+// trial numbers unique. The connection runs synchronous=NORMAL; the commits that must survive a
+// power loss (StorageOptions::synchronous_full) run with FULL, which flushes the whole log.
+// Datetimes are written in UTC, as Optuna writes heartbeats on SQLite (CURRENT_TIMESTAMP).
+//
+// Read-only opening writes nothing and creates no file, so it works on a database (and folder)
+// the user may only read: a rollback-journal database, or a WAL one whose -wal file exists (a
+// writer has it open, or crashed), is opened with SQLITE_OPEN_READONLY and SQLite's locks. A WAL
+// database without its -wal file has been checkpointed whole and has no writer; SQLite would
+// need to create -wal and -shm to read it (failing in a read-only folder, and leaving files the
+// owner may not be able to write in a shared one), so it is opened `immutable`, and reopened with
+// locks as soon as a -wal file shows that a writer has appeared.
+//
+// The statements themselves are RdbStorage's (shared with PostgreSQL); this class owns the
+// connection, its transactions and the file-level rules above. An object owns one connection and
+// is used by one thread at a time.
+#pragma once
+
+#include <string>
+
+#include "tuner/storage/rdb_storage.h"
+
+struct sqlite3;
+
+namespace tune::tuner {
+
+class SqliteStorage final : public RdbStorage {
+ public:
+  // Read-write: opens (creating when absent) the database file and its schema. Read-only: the
+  // file must exist and hold the schema.
+  [[nodiscard]] static Result<std::unique_ptr<SqliteStorage>> open(
+      const std::string& path, const StorageOptions& options = {});
+  ~SqliteStorage() override;
+  SqliteStorage(const SqliteStorage&) = delete;
+  SqliteStorage& operator=(const SqliteStorage&) = delete;
+
+  const std::string& path() const { return m_path; }
+  // PRAGMA synchronous of the connection: 2 = FULL, 1 = NORMAL (for tests and diagnostics).
+  [[nodiscard]] Result<int> synchronous_level();
+
+ protected:
+  [[nodiscard]] Result<SqlRows> query(std::string_view sql,
+                                      const std::vector<SqlValue>& params) override;
+  [[nodiscard]] Result<void> transact(TxnKind kind,
+                                      const std::function<Result<void>()>& body) override;
+
+ private:
+  SqliteStorage(std::string path, const StorageOptions& options);
+  [[nodiscard]] Result<void> connect();
+  [[nodiscard]] Result<void> connect_read_only();
+  [[nodiscard]] Result<void> reader_follows_writers();
+  [[nodiscard]] Result<void> exec(const char* sql);
+  [[nodiscard]] Result<void> create_schema();
+  [[nodiscard]] Result<void> check_schema();
+
+  sqlite3* m_db = nullptr;
+  std::string m_path;
+  bool m_immutable = false;  // read-only, opened without locks (no -wal file existed)
+};
+
+}  // namespace tune::tuner

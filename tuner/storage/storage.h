@@ -1,0 +1,197 @@
+// Storage: where studies and trials live (Optuna's BaseStorage).
+//
+// The tuner talks to storage only through this interface: SQLite (sqlite_storage.h) for one
+// host, PostgreSQL (postgres_storage.h) for studies shared across nodes, both over the SQL in
+// rdb_storage.h. Every method is one transaction, and
+// several processes may use one database at once (trial numbers stay unique). Every write
+// survives a crash of the process once the call returns; what survives a power loss or an OS
+// crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
+// set_trial_state_values() on it returns false and changes nothing. Timestamps are UTC, so hosts
+// in different time zones agree on a trial's age. A storage opened read-only never writes, not
+// even its schema. One Storage object is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+#include "tuner/base/result.h"
+
+namespace tune::tuner {
+
+struct StudyInfo {
+  std::int64_t study_id = -1;
+  std::string name;
+  search::Direction direction = search::Direction::minimize;  // the first objective's
+  // One per objective, as Optuna's study_directions rows (objective 0, 1, ...); never empty.
+  std::vector<search::Direction> directions = {search::Direction::minimize};
+};
+
+// A trial's objective values as set_trial_state_values() stores them: none, one, or one per
+// objective of a multi-objective study (Optuna's trial_values rows, objective = position).
+struct TrialValues {
+  std::vector<double> values;
+  TrialValues() = default;
+  TrialValues(std::nullopt_t) {}
+  TrialValues(double value) : values{value} {}
+  TrialValues(std::optional<double> value) {
+    if (value) values.push_back(*value);
+  }
+  TrialValues(std::vector<double> all) : values(std::move(all)) {}
+};
+
+struct NewTrial {
+  std::int64_t trial_id = -1;
+  int number = -1;
+};
+
+enum class OpenMode {
+  read_write,  // creates the database and its schema when absent
+  read_only,   // the database must exist; nothing is written (tune best/trials/report/export)
+};
+
+// A RUNNING trial of another host is given up for dead when it has shown no sign of life (a
+// heartbeat, else its start) for this long. The owner writes a heartbeat about every 0.5 s, so
+// this is mostly room for clocks that disagree between hosts.
+inline constexpr double k_default_grace_period_s = 120.0;
+
+// Options given in the storage URL's query ("sqlite:///study.db?synchronous=normal").
+struct StorageOptions {
+  OpenMode mode = OpenMode::read_write;
+  // true (`synchronous=full`, the default): a trial's end (set_trial_state_values() to a
+  // finished state) and a study's creation are flushed to disk before the call returns, and
+  // with them every write before them: one flush per trial, so a finished trial survives a
+  // power loss. What was written since the last flush (a running trial, its params,
+  // intermediate values, heartbeats; trials just enqueued) may be lost with the machine; a
+  // trial cut off that way is gone (or back to WAITING) rather than failed. false
+  // (`synchronous=normal`): nothing is flushed at commit, only at checkpoints; the database
+  // stays consistent, but a power loss may take the last finished trials with it. Worth it only
+  // where a flush is slow (network file systems).
+  bool synchronous_full = true;
+  double grace_period_s = k_default_grace_period_s;  // see k_default_grace_period_s
+  // A database server (PostgreSQL) that stops answering mid-study is retried, with backoff, for
+  // this long (`retry_for=60s`) before the call fails; SQLite waits on its busy timeout instead.
+  double retry_s = 60.0;
+};
+
+// How long ago (seconds) a trial last showed a sign of life, by this host's clock against the
+// stored UTC timestamps. nullopt for what it never had (no heartbeat yet; a WAITING trial).
+struct TrialLiveness {
+  std::optional<double> since_heartbeat_s;
+  std::optional<double> since_start_s;
+};
+class Storage {
+ public:
+  virtual ~Storage() = default;
+
+  // Returns the study, creating it when absent with one direction per objective; `created` says
+  // which happened. An existing study with other directions is an error.
+  [[nodiscard]] virtual Result<StudyInfo> get_or_create_study(
+      const std::string& name, const std::vector<search::Direction>& directions, bool* created) = 0;
+  // The same for a single-objective study.
+  [[nodiscard]] Result<StudyInfo> get_or_create_study(const std::string& name,
+                                                      search::Direction direction, bool* created) {
+    return get_or_create_study(name, std::vector<search::Direction>{direction}, created);
+  }
+  [[nodiscard]] virtual Result<StudyInfo> get_study(const std::string& name) = 0;
+  [[nodiscard]] virtual Result<std::vector<StudyInfo>> get_all_studies() = 0;
+  [[nodiscard]] virtual Result<void> set_study_user_attr(std::int64_t study_id,
+                                                         const std::string& key,
+                                                         const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) = 0;
+
+  // A new trial in `state` (RUNNING, or WAITING for enqueued ones) with the given system attrs.
+  [[nodiscard]] virtual Result<NewTrial> create_trial(std::int64_t study_id,
+                                                      search::TrialState state,
+                                                      const nlohmann::json& system_attrs) = 0;
+  // Atomically takes the oldest WAITING trial and makes it RUNNING; nullopt when none waits.
+  [[nodiscard]] virtual Result<std::optional<NewTrial>> pop_waiting_trial(
+      std::int64_t study_id) = 0;
+
+  [[nodiscard]] virtual Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
+                                                     double internal,
+                                                     const search::Distribution& dist) = 0;
+  // Moves a trial to `state` (with its values when given). Returns false, changing nothing, when
+  // the trial had already finished.
+  [[nodiscard]] virtual Result<bool> set_trial_state_values(std::int64_t trial_id,
+                                                            search::TrialState state,
+                                                            const TrialValues& values) = 0;
+  // Replaces a COMPLETE trial's value: a re-measured trial's believed value (tuner/run/rerun.h).
+  // Returns false, changing nothing, when the trial is not COMPLETE.
+  [[nodiscard]] virtual Result<bool> set_complete_trial_value(std::int64_t trial_id,
+                                                              double value) = 0;
+  [[nodiscard]] virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id,
+                                                                  std::int64_t step,
+                                                                  double value) = 0;
+  [[nodiscard]] virtual Result<void> set_trial_user_attr(std::int64_t trial_id,
+                                                         const std::string& key,
+                                                         const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual Result<void> set_trial_system_attr(std::int64_t trial_id,
+                                                           const std::string& key,
+                                                           const nlohmann::json& value) = 0;
+  // Records that the process running the trial is alive (Optuna's trial_heartbeats, UTC as
+  // Optuna writes it). A trial created RUNNING or popped gets its first one in that transaction.
+  [[nodiscard]] virtual Result<void> record_heartbeat(std::int64_t trial_id) = 0;
+
+  [[nodiscard]] virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
+  // Every trial of the study in number order.
+  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_all_trials(
+      std::int64_t study_id) = 0;
+  // Trials with trial_id > after_id, plus those listed in `refresh` (not finished when the
+  // caller last looked) that are no longer WAITING: the delta a cache needs. A WAITING trial is
+  // written once, when created (as Optuna's enqueued trials are), and changes only when popped,
+  // so one still WAITING has not changed. The query does not grow with `refresh`.
+  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_trials_since(
+      std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) = 0;
+  [[nodiscard]] virtual Result<TrialLiveness> trial_liveness(std::int64_t trial_id) = 0;
+  // Seconds without a sign of life after which another host's RUNNING trial counts as dead.
+  virtual double grace_period_s() const = 0;
+};
+
+// Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
+// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite), or
+// "postgresql://user[:password]@host[:port]/db" (also postgres://, postgresql+psycopg2://). A
+// URL may end in options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain
+// paths take none), for PostgreSQL also retry_for=60s and any option of libpq's (sslmode=...).
+[[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
+                                                            OpenMode mode = OpenMode::read_write);
+
+// Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
+bool is_postgres_url(const std::string& url);
+
+// The database file a SQLite URL ("sqlite:///x.db?synchronous=full": its options dropped) or a
+// plain path names; nullopt for any other URL (a server).
+std::optional<std::string> sqlite_file_of(const std::string& url);
+
+// A cache of a study's trials that re-reads only what may have changed since the last sync, so
+// the per-trial cost of looking at the history stays flat as the study grows.
+class StudyCache final : public search::StudyView {
+ public:
+  StudyCache(Storage& storage, StudyInfo study) : m_storage(storage), m_study(std::move(study)) {}
+  [[nodiscard]] Result<void> sync();
+  // The next sync() re-reads this finished trial too (this process changed its value).
+  void mark_stale(std::int64_t trial_id) { m_stale.push_back(trial_id); }
+  search::Direction direction() const override { return m_study.direction; }
+  std::vector<search::Direction> directions() const override { return m_study.directions; }
+  const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
+  const StudyInfo& study() const { return m_study; }
+
+ private:
+  Storage& m_storage;
+  StudyInfo m_study;
+  std::vector<search::FrozenTrial> m_trials;  // number order
+  std::int64_t m_max_trial_id = 0;
+  std::vector<std::int64_t> m_stale;  // finished trials to re-read at the next sync()
+};
+
+// Why `url` names no storage this build can open (an SQLite path or sqlite:///path, or a
+// PostgreSQL URL), if it does not. For the study file's `storage:` and the --storage flag, so both fail as bad input
+// before anything is opened.
+std::optional<std::string> storage_url_problem(const std::string& url);
+
+}  // namespace tune::tuner

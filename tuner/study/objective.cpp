@@ -1,0 +1,262 @@
+#include "tuner/study/objective.h"
+
+#include <re2/re2.h>
+
+#include <fmt/format.h>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tuner/base/text.h"
+
+namespace tune::tuner {
+namespace {
+
+// A log bigger than this is not a training log: refuse it rather than hold it in memory.
+constexpr std::uintmax_t k_max_log_bytes = 256ull << 20;
+
+Result<std::string> slurp(const std::string& path, const char* what, std::uintmax_t max_bytes) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    return std::unexpected(fmt::format("{} {} has {} bytes, more than the {} MiB read", what, path,
+                                       size, max_bytes >> 20));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected(fmt::format("{} {} was not written", what, path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+RE2::Options regex_options() {
+  RE2::Options o;
+  o.set_log_errors(false);
+  return o;
+}
+
+// Python's json module (Chainer's LogReport) writes NaN, Infinity and -Infinity, which are not
+// JSON. Quote them outside strings so the log still parses and the value is reported as
+// non-finite rather than the whole file as broken.
+std::string quote_non_finite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (std::string_view token : {"-Infinity", "Infinity", "NaN"}) {
+      if (text.compare(i, token.size(), token) == 0) {
+        out += '"';
+        out += token;
+        out += '"';
+        i += token.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+bool is_non_finite_token(const nlohmann::json& v) {
+  return v.is_string() && (v == "NaN" || v == "Infinity" || v == "-Infinity");
+}
+
+Result<double> finite_number(const nlohmann::json& entry, const std::string& key,
+                             const std::string& where) {
+  const auto it = entry.find(key);
+  if (it == entry.end()) return std::unexpected(fmt::format("{} has no key '{}'", where, key));
+  if (is_non_finite_token(*it)) {
+    return std::unexpected(
+        fmt::format("{}: '{}' is not finite ({})", where, key, it->get<std::string>()));
+  }
+  if (!it->is_number()) {
+    return std::unexpected(fmt::format("{}: '{}' is not a number ({})", where, key, it->dump()));
+  }
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) return std::unexpected(fmt::format("{}: '{}' is not finite", where, key));
+  return v;
+}
+
+}  // namespace
+
+std::optional<std::string> regex_error(const std::string& pattern) {
+  const RE2 re(pattern, regex_options());
+  if (re.ok()) return std::nullopt;
+  return re.error();
+}
+
+Result<nlohmann::json> read_log(const std::string& path) {
+  auto text = slurp(path, "log", k_max_log_bytes);
+  if (!text) return std::unexpected(text.error());
+  auto j = nlohmann::json::parse(quote_non_finite(*text), nullptr, false);
+  if (j.is_discarded()) return std::unexpected(fmt::format("log {} is not valid JSON", path));
+  if (!j.is_array())
+    return std::unexpected(fmt::format("log {} is not a JSON array of entries", path));
+  return j;
+}
+
+namespace {
+
+// The regex objective: the last match (its first group, else all of it) in the tail of the
+// chosen stream, read as a finite number.
+Result<double> regex_objective(const ObjectiveSpec& objective, const std::string& stdout_path,
+                               const std::string& stderr_path) {
+  const auto& path = objective.stream == "stderr" ? stderr_path : stdout_path;
+  if (!std::filesystem::exists(path)) {
+    return std::unexpected(fmt::format("{} {} was not written", objective.stream, path));
+  }
+  // The last match is what counts, so a bounded tail is enough however much the trial wrote;
+  // RE2 runs in linear time without recursion, whatever the pattern and the bytes.
+  const std::string text = tail_of_file(path, k_regex_scan_bytes);
+  const RE2 re(objective.regex, regex_options());
+  if (!re.ok()) {
+    return std::unexpected(
+        fmt::format("objective regex '{}': {}", printable(objective.regex), re.error()));
+  }
+  const int groups = std::min(re.NumberOfCapturingGroups(), 1);
+  re2::StringPiece input(text), match[2];
+  std::optional<std::string> last;
+  std::size_t pos = 0;
+  while (pos <= text.size() &&
+         re.Match(input, pos, text.size(), RE2::UNANCHORED, match, groups + 1)) {
+    last = std::string(match[groups].data() ? match[groups] : re2::StringPiece());
+    const auto end = static_cast<std::size_t>(match[0].data() - text.data()) + match[0].size();
+    pos = match[0].empty() ? end + 1 : end;  // an empty match must not loop forever
+  }
+  if (!last) {
+    return std::unexpected(fmt::format("objective regex '{}' matched nothing in {}",
+                                       printable(objective.regex), objective.stream));
+  }
+  const std::string& m = *last;
+  char* end = nullptr;
+  const double v = std::strtod(m.c_str(), &end);
+  if (m.empty() || end != m.c_str() + m.size() || !std::isfinite(v)) {
+    return std::unexpected(fmt::format("objective regex matched '{}', which is not a finite number",
+                                       printable(m, 200)));
+  }
+  return v;
+}
+
+// The log objective: `key` of the entry `objective.entry` chooses (last, first, min, max);
+// sets the reading's value and entry.
+Result<void> log_objective(const ObjectiveSpec& objective, const nlohmann::json& entries,
+                           const std::string& log_path, ObjectiveReading& reading) {
+  std::size_t chosen = entries.size() - 1;
+  if (objective.entry == "first") chosen = 0;
+  if (objective.entry == "min" || objective.entry == "max") {
+    std::optional<double> best;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      auto v =
+          finite_number(entries[i], objective.key, fmt::format("log {} entry {}", log_path, i));
+      if (!v) return std::unexpected(v.error());
+      if (!best || (objective.entry == "min" ? *v < *best : *v > *best)) {
+        best = *v;
+        chosen = i;
+      }
+    }
+  }
+  const auto& entry = entries[chosen];
+  if (!entry.is_object()) {
+    return std::unexpected(fmt::format("log {} entry {} is not an object", log_path, chosen));
+  }
+  auto v = finite_number(entry, objective.key, fmt::format("log {} entry {}", log_path, chosen));
+  if (!v) return std::unexpected(v.error());
+  reading.value = *v;
+  reading.entry = entry;
+  return {};
+}
+
+}  // namespace
+
+std::string objective_label(const ObjectiveSpec& objective) {
+  if (objective.wall_time) return "wall_time";
+  return objective.use_regex ? "" : objective.key;
+}
+
+Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
+                                        const std::vector<ConstraintSpec>& constraints,
+                                        const std::string& log_path, const std::string& stdout_path,
+                                        const std::string& stderr_path, double wall_s) {
+  ObjectiveReading reading;
+  nlohmann::json entries;
+  const bool need_log = (!objective.use_regex && !objective.wall_time) || !constraints.empty();
+  if (need_log) {
+    auto log = read_log(log_path);
+    if (!log) return std::unexpected(log.error());
+    entries = std::move(*log);
+    if (entries.empty()) return std::unexpected(fmt::format("log {} has no entries", log_path));
+  }
+  if (objective.wall_time) {
+    if (!std::isfinite(wall_s) || wall_s <= 0)
+      return std::unexpected(fmt::format("no wall time was measured ({})", wall_s));
+    reading.value = wall_s;
+    if (!entries.is_null()) reading.entry = entries.back();
+  } else if (objective.use_regex) {
+    auto v = regex_objective(objective, stdout_path, stderr_path);
+    if (!v) return std::unexpected(v.error());
+    reading.value = *v;
+    if (!entries.is_null()) reading.entry = entries.back();
+  } else if (auto ok = log_objective(objective, entries, log_path, reading); !ok) {
+    return std::unexpected(ok.error());
+  }
+  for (const auto& c : constraints) {
+    auto v = finite_number(reading.entry, c.key, fmt::format("log {} (constraint)", log_path));
+    if (!v) return std::unexpected(v.error());
+    double worst = -HUGE_VAL;
+    if (c.min) worst = std::max(worst, *c.min - *v);
+    if (c.max) worst = std::max(worst, *v - *c.max);
+    reading.constraints.push_back(worst);
+  }
+  return reading;
+}
+
+Result<ObjectiveReading> read_objectives(const std::vector<ObjectiveSpec>& objectives,
+                                         const std::vector<ConstraintSpec>& constraints,
+                                         const std::string& log_path,
+                                         const std::string& stdout_path,
+                                         const std::string& stderr_path, double wall_s) {
+  if (objectives.size() == 1) {
+    return read_objective(objectives[0], constraints, log_path, stdout_path, stderr_path, wall_s);
+  }
+  ObjectiveReading all;
+  for (std::size_t i = 0; i < objectives.size(); ++i) {
+    auto one = read_objective(objectives[i], i == 0 ? constraints : std::vector<ConstraintSpec>{},
+                              log_path, stdout_path, stderr_path, wall_s);
+    if (!one) return std::unexpected(fmt::format("objective[{}]: {}", i, one.error()));
+    all.values.push_back(one->value);
+    if (i == 0) all = {one->value, std::move(all.values), one->constraints, one->entry};
+  }
+  return all;
+}
+
+std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,
+                                                                 const nlohmann::json& entries) {
+  std::vector<std::pair<std::int64_t, double>> points;
+  if (!entries.is_array()) return points;
+  const auto& key = objective.intermediate_key.empty() ? objective.key : objective.intermediate_key;
+  for (const auto& e : entries) {
+    if (!e.is_object()) continue;
+    const auto v = e.find(key);
+    const auto s = e.find(objective.step_key);
+    if (v == e.end() || s == e.end() || !v->is_number() || !s->is_number_integer()) continue;
+    const double value = v->get<double>();
+    if (std::isfinite(value)) points.emplace_back(s->get<std::int64_t>(), value);
+  }
+  return points;
+}
+
+}  // namespace tune::tuner

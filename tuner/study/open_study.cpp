@@ -1,0 +1,56 @@
+#include "tuner/study/open_study.h"
+
+#include <fmt/format.h>
+#include <filesystem>
+
+namespace tune::tuner {
+
+namespace fs = std::filesystem;
+
+std::string storage_url_for(const StudySpec& spec, const std::string& override_url) {
+  if (!override_url.empty()) return override_url;
+  if (!spec.storage.empty()) return spec.storage;
+  return (fs::path(spec.output) / "study.db").string();
+}
+
+Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
+                                        const std::string& study_name, OpenMode mode) {
+  OpenedStudy opened;
+  std::string url = storage_url;
+  std::string name = study_name;
+  if (arg.ends_with(".yaml") || arg.ends_with(".yml")) {
+    auto spec = load_study_spec(arg);
+    if (!spec) return std::unexpected(spec.error());
+    opened.spec = std::move(*spec);
+    url = storage_url_for(*opened.spec, storage_url);
+    if (name.empty()) name = opened.spec->name;
+  } else if (url.empty()) {
+    url = arg;
+  }
+  // An existing study is only read or added to: opening a missing SQLite file would create an
+  // empty database (a typo in --storage would leave a stray file and report "no study").
+  if (const auto file = sqlite_file_of(url); file && !fs::exists(*file)) {
+    return std::unexpected(
+        fmt::format("{}: no such database (run the study first, or pass --storage)", url));
+  }
+  auto storage = open_storage(url, mode);
+  if (!storage) return std::unexpected(storage.error());
+  opened.storage = std::move(*storage);
+  opened.url = url;
+  if (name.empty()) {
+    auto studies = opened.storage->get_all_studies();
+    if (!studies) return std::unexpected(studies.error());
+    if (studies->size() != 1) {
+      return std::unexpected(
+          fmt::format("{} holds {} studies; name one with --study", url, studies->size()));
+    }
+    name = studies->front().name;
+  }
+  auto info = opened.storage->get_study(name);
+  if (!info) return std::unexpected(info.error());
+  opened.cache = std::make_unique<StudyCache>(*opened.storage, *info);
+  if (auto r = opened.cache->sync(); !r) return std::unexpected(r.error());
+  return opened;
+}
+
+}  // namespace tune::tuner

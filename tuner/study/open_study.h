@@ -1,0 +1,36 @@
+// Opening a study that exists, for the commands that read one (best, trials, report, export,
+// confirm): a study file or a database names it, and --storage/--study override. Also where a
+// study file's database is (storage_url_for), which the runner uses to create one.
+//
+// An OpenedStudy owns its storage connection and a StudyCache synced once; not thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tuner/base/result.h"
+#include "tuner/storage/storage.h"
+#include "tuner/study/study_spec.h"
+
+namespace tune::tuner {
+
+// The storage URL a study file uses (its `storage:` or {output}/study.db).
+std::string storage_url_for(const StudySpec& spec, const std::string& override_url);
+
+// An existing study, for the commands that read one (best, trials, report, export, confirm).
+struct OpenedStudy {
+  std::unique_ptr<Storage> storage;
+  std::unique_ptr<StudyCache> cache;  // synced once
+  std::optional<StudySpec> spec;      // when opened through its study file
+  std::string url;                    // the database it came from
+};
+
+// `arg` is a study file (*.yaml/*.yml: its storage and name) or a database path/URL;
+// `storage_url` (--storage) and `study_name` (--study) override. A database holding one study
+// needs no name. Read-only by default: reading works on a database the user may not write.
+Result<OpenedStudy> open_existing_study(const std::string& arg, const std::string& storage_url,
+                                        const std::string& study_name,
+                                        OpenMode mode = OpenMode::read_only);
+
+}  // namespace tune::tuner

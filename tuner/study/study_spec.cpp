@@ -1,0 +1,494 @@
+#include "tuner/study/study_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "search/pruner.h"
+#include "search/sampler.h"
+#include "tuner/study/launch_spec.h"
+#include "tuner/study/objective.h"
+#include "tuner/storage/storage.h"
+#include "tuner/base/text.h"
+#include "tuner/study/yaml_document_check.h"
+#include "tuner/study/yaml_reader.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+using search::ParamValue;
+
+// The study file's sections, each read into the StudySpec; every read goes through YamlReader,
+// so any problem stops the parse as a SpecError naming the file, line and key.
+class Parser : private YamlReader {
+ public:
+  explicit Parser(std::string file) : YamlReader(std::move(file)) {}
+
+  // `text` (at `n`, `key`) names only parameters of `spec` and built-ins.
+  void check_template(const YAML::Node& n, const std::string& key, const std::string& text,
+                      const StudySpec& spec) const {
+    auto names = template_names(text);
+    if (!names) fail(n, key, names.error());
+    for (const auto& name : *names) {
+      if (is_builtin_placeholder(name)) continue;
+      bool found = false;
+      for (const auto& [p, d] : spec.space) found = found || p == name;
+      if (!found) {
+        fail(n, key,
+             fmt::format("placeholder '{{{}}}' names no parameter of 'params' and no "
+                         "built-in ({})",
+                         name, fmt::join(k_builtin_placeholders, ", ")));
+      }
+    }
+  }
+
+  StudySpec parse(const YAML::Node& root) {
+    StudySpec spec;
+    if (!root.IsMap()) fail(root, "(top level)", "the study file must be a YAML mapping");
+    check_keys(root, "",
+               {"name", "direction", "directions", "objective", "constraints", "launch", "command",
+                "env", "timeout", "params", "sampler", "pruner", "enqueue", "output", "storage",
+                "probes", "knobs", "incumbent_repeats"});
+    parse_name_direction(root, spec);
+    // Parameters first: templates elsewhere are checked against them.
+    if (const auto& params = root["params"]) parse_params(params, spec);
+    if (const auto& k = root["knobs"]) spec.probes.knobs = parse_study_knobs(*this, k, spec.space);
+    parse_command(root, spec);
+    if (const auto& env = root["env"]) parse_env(env, spec);
+    if (const auto& t = root["timeout"]) {
+      auto d = parse_duration(scalar_text(t, "timeout"));
+      if (!d) fail(t, "timeout", d.error());
+      spec.timeout_s = *d;
+    }
+    parse_objectives(root, spec);
+    if (const auto& c = root["constraints"]) parse_constraints(c, spec);
+    if (const auto& l = root["launch"]) parse_launch(l, spec);
+    parse_sampler_pruner(root, spec);
+    if (const auto& k = root["incumbent_repeats"]) {
+      const auto repeats = integer(k, "incumbent_repeats");
+      if (repeats < 0 || repeats > 100) fail(k, "incumbent_repeats", "expected 0 to 100");
+      if (repeats > 0 && spec.directions.size() > 1)
+        fail(k, "incumbent_repeats",
+             "re-measures the one best trial; a multi-objective study has a front (directions)");
+      spec.incumbent_repeats = static_cast<int>(repeats);
+    }
+    if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
+    parse_output_storage(root, spec);
+    if (const auto& p = root["probes"]) parse_probes(p, spec);
+    check_wall_time(root, spec);
+    return spec;
+  }
+
+  void parse_name_direction(const YAML::Node& root, StudySpec& spec) {
+    if (!root["name"]) fail(root, "name", "missing (the study's name)");
+    spec.name = string(root["name"], "name");
+    if (auto why = study_name_problem(spec.name)) {
+      fail(root["name"], "name",
+           fmt::format("'{}' {}: the name is one folder of the output (tune-out/NAME)",
+                       escape_controls(spec.name), *why));
+    }
+    if (root["direction"] && root["directions"]) {
+      fail(root["directions"], "directions",
+           "give either 'direction' (one objective) or 'directions' (a list), not both");
+    }
+    if (root["direction"]) spec.direction = direction(root["direction"], "direction");
+    spec.directions = {spec.direction};
+    if (const auto& list = root["directions"]) {
+      if (!list.IsSequence() || list.size() == 0) {
+        fail(list, "directions", "expected a list such as [minimize, maximize]");
+      }
+      spec.directions.clear();
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        spec.directions.push_back(direction(list[i], fmt::format("directions[{}]", i)));
+      }
+      spec.direction = spec.directions.front();
+    }
+  }
+
+  search::Direction direction(const YAML::Node& n, const std::string& key) const {
+    const auto d = string(n, key);
+    if (d == "maximize") return search::Direction::maximize;
+    if (d != "minimize") fail(n, key, "expected minimize or maximize");
+    return search::Direction::minimize;
+  }
+
+  // `objective:` is one mapping, or a list of them with one entry per `directions` entry.
+  void parse_objectives(const YAML::Node& root, StudySpec& spec) {
+    const auto& o = root["objective"];
+    const std::size_t n = spec.directions.size();
+    if (o && o.IsSequence()) {
+      if (!root["directions"]) {
+        fail(o, "objective",
+             "a list of objectives needs 'directions: [...]' with one direction for each");
+      }
+      if (o.size() != n) {
+        fail(o, "objective",
+             fmt::format("{} objectives for {} directions; give one objective per direction",
+                         o.size(), n));
+      }
+      spec.objectives.assign(n, ObjectiveSpec{});
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto key = fmt::format("objective[{}]", i);
+        parse_objective(o[i], key, spec, spec.objectives[i]);
+        if (i > 0 && o[i]["log"] && spec.objectives[i].log != spec.objectives[0].log) {
+          fail(o[i]["log"], key + ".log", "every objective reads the first objective's log");
+        }
+        if (i > 0) spec.objectives[i].log = spec.objectives[0].log;
+      }
+    } else {
+      if (n > 1) {
+        fail(o ? o : root, "objective",
+             fmt::format("'directions' has {} entries: give a list of {} objectives, e.g. "
+                         "[{{key: elapsed_time}}, {{key: validation/main/accuracy}}]",
+                         n, n));
+      }
+      spec.objectives.assign(1, ObjectiveSpec{});
+      if (o) parse_objective(o, "objective", spec, spec.objectives[0]);
+    }
+    spec.objective = spec.objectives.front();
+  }
+
+  void parse_params(const YAML::Node& params, StudySpec& spec) {
+    if (!params.IsMap()) fail(params, "params", "expected a mapping of name: domain");
+    for (const auto& kv : params) {
+      const auto name = kv.first.as<std::string>();
+      if (is_builtin_placeholder(name)) {
+        fail(kv.first, "params." + name, "is a built-in placeholder name; choose another");
+      }
+      spec.space.emplace_back(name, param(kv.second, "params." + name));
+    }
+  }
+
+  void parse_command(const YAML::Node& root, StudySpec& spec) {
+    if (!root["command"]) fail(root, "command", "missing (the argv of one trial, a list)");
+    const auto& cmd = root["command"];
+    if (!cmd.IsSequence() || cmd.size() == 0) fail(cmd, "command", "expected a non-empty list");
+    spec.command = template_list(cmd, "command", spec);
+  }
+
+  // A scalar that is a template, checked against the study's placeholders.
+  std::string template_text(const YAML::Node& n, const std::string& key,
+                            const StudySpec& spec) const {
+    std::string text = scalar_text(n, key);
+    check_template(n, key, text, spec);
+    return text;
+  }
+
+  // The strings of a YAML list, each a template.
+  std::vector<std::string> template_list(const YAML::Node& list, const std::string& key,
+                                         const StudySpec& spec) const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < list.size(); ++i)
+      out.push_back(template_text(list[i], fmt::format("{}[{}]", key, i), spec));
+    return out;
+  }
+
+  void parse_env(const YAML::Node& env, StudySpec& spec) {
+    if (!env.IsMap()) fail(env, "env", "expected a mapping NAME: value");
+    for (const auto& kv : env) {
+      const auto name = kv.first.as<std::string>();
+      const auto key = "env." + name;
+      if (!is_env_var_name(name)) {
+        fail(kv.first, "env." + escape_controls(name),
+             "not an environment variable name (letters, digits and '_', not starting with "
+             "a digit)");
+      }
+      spec.env.emplace_back(name, template_text(kv.second, key, spec));
+    }
+  }
+
+  void parse_sampler_pruner(const YAML::Node& root, StudySpec& spec) {
+    if (const auto& s = root["sampler"]) {
+      if (!s.IsMap())
+        fail(s, "sampler", "expected a mapping (type: gp|tpe|random|grid, seed: N, ...)");
+      spec.sampler = to_json(s, "sampler");
+      // Built once here so that a bad option is a study-file error with its line, not a
+      // failure after the database was opened.
+      if (auto sampler = search::make_sampler(spec.sampler, spec.space, spec.directions.size());
+          !sampler)
+        fail_in(root, "sampler", sampler.error());
+    }
+    if (const auto& p = root["pruner"]) {
+      if (!p.IsMap()) fail(p, "pruner", "expected a mapping (type: median|percentile|...)");
+      spec.pruner = to_json(p, "pruner");
+      // Optuna prunes single-objective studies only (Trial.report refuses several objectives).
+      if (spec.directions.size() > 1 && spec.pruner.value("type", "") != "none") {
+        fail(p, "pruner",
+             "pruning judges one objective; leave it out of a multi-objective study (directions)");
+      }
+      if (auto pruner = search::make_pruner(spec.pruner); !pruner)
+        fail_in(root, "pruner", pruner.error());
+    }
+  }
+
+  void parse_output_storage(const YAML::Node& root, StudySpec& spec) {
+    spec.output = root["output"] ? string(root["output"], "output") : "tune-out/" + spec.name;
+    if (spec.output.empty()) fail(root["output"], "output", "must not be empty");
+    if (has_control_char(spec.output)) {
+      fail(root["output"], "output",
+           fmt::format("'{}' holds a control character; name a plain folder",
+                       escape_controls(spec.output)));
+    }
+    spec.storage = root["storage"] ? string(root["storage"], "storage") : "";
+    if (auto why = storage_url_problem(spec.storage))
+      fail(root["storage"], "storage", fmt::format("'{}' {}", escape_controls(spec.storage), *why));
+  }
+
+  void parse_probes(const YAML::Node& p, StudySpec& spec) {
+    check_keys(p, "probes", {"enabled", "constrain", "interval"});
+    if (p["enabled"]) spec.probes.enabled = boolean(p["enabled"], "probes.enabled");
+    if (p["constrain"]) spec.probes.constrain = boolean(p["constrain"], "probes.constrain");
+    if (p["interval"]) {
+      auto d = parse_duration(scalar_text(p["interval"], "probes.interval"));
+      if (!d || *d <= 0) fail(p["interval"], "probes.interval", "expected a positive duration");
+      spec.probes.interval_s = *d;
+    }
+  }
+
+  void parse_objective(const YAML::Node& o, const std::string& where, const StudySpec& spec,
+                       ObjectiveSpec& obj) {
+    check_keys(o, where,
+               {"log", "key", "entry", "regex", "stream", "intermediate", "step_key", "wall_time"});
+    const auto k = [&](const char* name) { return where + "." + name; };
+    if (o["wall_time"]) parse_wall_time(o, where, obj);
+    if (o["regex"]) {
+      obj.use_regex = true;
+      obj.regex = string(o["regex"], k("regex"));
+      // Checked by the engine that will run it (RE2), so what loads is what runs.
+      if (auto error = regex_error(obj.regex)) {
+        fail(o["regex"], k("regex"),
+             fmt::format("invalid regular expression (RE2 syntax): {}", *error));
+      }
+      if (o["log"]) fail(o["log"], k("log"), "use either 'regex' or 'log', not both");
+    }
+    if (o["log"]) {
+      obj.log = string(o["log"], k("log"));
+      check_template(o["log"], k("log"), obj.log, spec);
+    }
+    if (o["key"]) obj.key = string(o["key"], k("key"));
+    if (o["entry"]) {
+      obj.entry = string(o["entry"], k("entry"));
+      if (obj.entry != "last" && obj.entry != "first" && obj.entry != "min" && obj.entry != "max") {
+        fail(o["entry"], k("entry"), "expected last, first, min or max");
+      }
+    }
+    if (o["stream"]) {
+      obj.stream = string(o["stream"], k("stream"));
+      if (obj.stream != "stdout" && obj.stream != "stderr") {
+        fail(o["stream"], k("stream"), "expected stdout or stderr");
+      }
+    }
+    if (o["intermediate"]) obj.intermediate_key = string(o["intermediate"], k("intermediate"));
+    if (o["step_key"]) obj.step_key = string(o["step_key"], k("step_key"));
+  }
+
+  // objective.wall_time: the value is the trial's wall time, so nothing is read from a log or a
+  // stream; keys that would say where to read it are contradictions, not silently ignored.
+  void parse_wall_time(const YAML::Node& o, const std::string& where, ObjectiveSpec& obj) {
+    obj.wall_time = boolean(o["wall_time"], where + ".wall_time");
+    if (!obj.wall_time) return;
+    for (const char* key : {"key", "entry", "regex", "stream", "intermediate", "step_key"}) {
+      if (o[key]) {
+        fail(o[key], where + "." + key,
+             "makes no sense with wall_time: true (the value is the trial's wall time, read "
+             "from no log or stream); remove one of them");
+      }
+    }
+  }
+
+  // Checks across sections, once everything is read.
+  void check_wall_time(const YAML::Node& root, const StudySpec& spec) const {
+    for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
+      if (spec.objectives[i].wall_time && spec.directions[i] != search::Direction::minimize) {
+        const char* key = root["directions"] ? "directions" : "direction";
+        fail(root[key], key, "wall_time is minimized; use minimize for it");
+      }
+    }
+    if (!spec.objective.wall_time) return;
+    if (root["objective"]["log"] && spec.constraints.empty()) {
+      fail(root["objective"]["log"], "objective.log",
+           "with wall_time: true the log is read only for 'constraints', and there are none");
+    }
+  }
+
+  void parse_constraints(const YAML::Node& c, StudySpec& spec) {
+    if (!c.IsSequence()) fail(c, "constraints", "expected a list of {key, min|max}");
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const auto where = fmt::format("constraints[{}]", i);
+      check_keys(c[i], where, {"key", "min", "max"});
+      ConstraintSpec cs;
+      if (!c[i]["key"]) fail(c[i], where + ".key", "missing (the logged metric to bound)");
+      cs.key = string(c[i]["key"], where + ".key");
+      if (c[i]["min"]) cs.min = number(c[i]["min"], where + ".min");
+      if (c[i]["max"]) cs.max = number(c[i]["max"], where + ".max");
+      if (!cs.min && !cs.max) fail(c[i], where, "needs 'min' or 'max'");
+      cs.line = c[i].Mark().line + 1;
+      spec.constraints.push_back(cs);
+    }
+  }
+
+  void parse_launch(const YAML::Node& l, StudySpec& spec) {
+    check_keys(l, "launch", {"mpirun", "slurm"});
+    if (l["mpirun"] && l["slurm"])
+      fail(l["slurm"], "launch.slurm", "give only one of mpirun and slurm: each starts the ranks");
+    if (const auto& s = l["slurm"]) {
+      parse_slurm(s, spec);
+      return;
+    }
+    const auto& m = l["mpirun"];
+    if (!m) return;
+    if (m.IsScalar()) {
+      spec.launch.mpirun = boolean(m, "launch.mpirun");
+      return;
+    }
+    std::set<std::string> keys = {"program", "oversubscribe", "mca", "extra", "hosts"};
+    for (const auto& option : k_mpirun_value_options) keys.insert(option.key);
+    check_keys(m, "launch.mpirun", keys);
+    auto& ls = spec.launch;
+    ls.mpirun = true;
+    auto templ = [&](const char* k, std::string& out) {
+      if (m[k]) out = template_text(m[k], std::string("launch.mpirun.") + k, spec);
+    };
+    templ("program", ls.mpirun_program);
+    // n, npernode, bind_to, ...: one table (tuner/launch/rendered_launch.h) for parsing and rendering.
+    for (const auto& option : k_mpirun_value_options) templ(option.key, ls.*option.spec);
+    if (m["oversubscribe"])
+      ls.oversubscribe = boolean(m["oversubscribe"], "launch.mpirun.oversubscribe");
+    if (const auto& mca = m["mca"]) {
+      if (!mca.IsMap()) fail(mca, "launch.mpirun.mca", "expected a mapping PARAM: value");
+      for (const auto& kv : mca) {
+        const auto name = kv.first.as<std::string>();
+        ls.mca.emplace_back(name, template_text(kv.second, "launch.mpirun.mca." + name, spec));
+      }
+    }
+    if (const auto& extra = m["extra"]) {
+      if (!extra.IsSequence()) fail(extra, "launch.mpirun.extra", "expected a list");
+      ls.extra = template_list(extra, "launch.mpirun.extra", spec);
+    }
+    if (const auto& hosts = m["hosts"]) {
+      if (!hosts.IsSequence() || hosts.size() == 0)
+        fail(hosts, "launch.mpirun.hosts", "expected a list of host names, e.g. [node1, node2]");
+      if (m["host"]) fail(hosts, "launch.mpirun.hosts", "give either host or hosts, not both");
+      ls.hosts = template_list(hosts, "launch.mpirun.hosts", spec);
+    }
+  }
+
+  // launch.slurm: srun's settings, every one a template (one table: tuner/launch/slurm_launch.h).
+  // `slurm: true` is srun with its defaults.
+  void parse_slurm(const YAML::Node& s, StudySpec& spec) {
+    SlurmLaunchSpec slurm;
+    if (s.IsScalar()) {
+      if (boolean(s, "launch.slurm")) spec.launch.slurm = slurm;
+      return;
+    }
+    if (!s.IsMap()) fail(s, "launch.slurm", "expected a mapping of srun settings");
+    std::set<std::string> keys = {"program", "extra"};
+    for (const auto& option : k_srun_value_options) keys.insert(option.key);
+    check_keys(s, "launch.slurm", keys);
+    auto templ = [&](const char* k, std::string& out) {
+      if (s[k]) out = template_text(s[k], std::string("launch.slurm.") + k, spec);
+    };
+    templ("program", slurm.program);
+    for (const auto& option : k_srun_value_options) templ(option.key, slurm.*option.spec);
+    if (const auto& extra = s["extra"]) {
+      if (!extra.IsSequence()) fail(extra, "launch.slurm.extra", "expected a list");
+      slurm.extra = template_list(extra, "launch.slurm.extra", spec);
+    }
+    spec.launch.slurm = std::move(slurm);
+  }
+
+  void parse_enqueue(const YAML::Node& e, StudySpec& spec) {
+    if (!e.IsSequence()) fail(e, "enqueue", "expected a list of {param: value} mappings");
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      const auto where = fmt::format("enqueue[{}]", i);
+      if (!e[i].IsMap()) fail(e[i], where, "expected a mapping param: value");
+      std::map<std::string, ParamValue> fixed;
+      for (const auto& kv : e[i]) {
+        const auto name = kv.first.as<std::string>();
+        const auto key = where + "." + name;
+        const search::Distribution* dist = nullptr;
+        for (const auto& [p, d] : spec.space) {
+          if (p == name) dist = &d;
+        }
+        if (!dist) fail(kv.first, key, "names no parameter of 'params'");
+        ParamValue v = value(kv.second, key);
+        if (auto internal = search::to_internal(*dist, v); !internal)
+          fail(kv.second, key, internal.error());
+        fixed[name] = v;
+      }
+      spec.enqueue.push_back(std::move(fixed));
+    }
+  }
+};
+
+}  // namespace
+
+std::optional<std::string> study_name_problem(const std::string& name) {
+  if (name.empty()) return "is empty";
+  if (name == "." || name == "..") return "is not a folder name";
+  if (name.find('/') != std::string::npos) return "holds a '/'";
+  if (has_control_char(name)) return "holds a control character";
+  if (name.size() > 255) return "is longer than 255 bytes";
+  return std::nullopt;
+}
+
+
+Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path) {
+  // Duplicate keys, alias bombs and extra documents first, on the event stream: the node tree
+  // would hide the first and be unsafe to walk with the second.
+  if (auto ok = check_yaml_document(yaml_text, path); !ok) return std::unexpected(ok.error());
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return std::unexpected(fmt::format("{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.msg));
+  }
+  try {
+    Parser parser(path);
+    StudySpec spec = parser.parse(root);
+    spec.file = path;
+    std::error_code ec;
+    auto abs = fs::absolute(fs::path(path), ec).parent_path();
+    spec.dir = abs.lexically_normal().string();
+    return spec;
+  } catch (const SpecError& e) {
+    return std::unexpected(e.message);
+  } catch (const YAML::Exception& e) {
+    return std::unexpected(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
+  }
+}
+
+std::vector<std::string> objective_names(const StudySpec& spec) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
+    const auto& o = spec.objectives[i];
+    names.push_back(o.wall_time ? std::string("wall_time")
+                                : (o.use_regex ? fmt::format("objective {}", i) : o.key));
+  }
+  return names;
+}
+
+Result<StudySpec> load_study_spec(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return std::unexpected(fmt::format("{}: is a directory, not a study file", path));
+  std::ifstream in(path);
+  if (!in) {
+    const int err = errno;
+    return std::unexpected(
+        fmt::format("{}: cannot read the study file ({})", path, std::strerror(err)));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_study_spec(ss.str(), path);
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,81 @@
+#include "tuner/study/templates.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tune::tuner {
+
+bool is_builtin_placeholder(std::string_view name) {
+  return std::ranges::find(k_builtin_placeholders, name) != std::end(k_builtin_placeholders);
+}
+
+Result<std::vector<std::string>> template_names(const std::string& text) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '{') {
+      if (i + 1 < text.size() && text[i + 1] == '{') {
+        ++i;
+        continue;
+      }
+      const auto end = text.find('}', i);
+      if (end == std::string::npos) {
+        return std::unexpected(
+            fmt::format("unclosed '{{' in '{}' (write '{{{{' for a literal brace)", text));
+      }
+      names.push_back(text.substr(i + 1, end - i - 1));
+      i = end;
+    } else if (text[i] == '}') {
+      if (i + 1 < text.size() && text[i + 1] == '}') {
+        ++i;
+        continue;
+      }
+      return std::unexpected(
+          fmt::format("stray '}}' in '{}' (write '}}}}' for a literal brace)", text));
+    }
+  }
+  return names;
+}
+
+Result<std::optional<std::string>> expand_template(const std::string& text,
+                                                   const TemplateValues& values) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+      out += c;
+      ++i;
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    const auto end = text.find('}', i);
+    if (end == std::string::npos)
+      return std::unexpected(fmt::format("unclosed '{{' in '{}'", text));
+    const auto name = text.substr(i + 1, end - i - 1);
+    const auto it = values.find(name);
+    if (it == values.end())
+      return std::unexpected(fmt::format("no value for placeholder '{{{}}}'", name));
+    if (std::holds_alternative<std::monostate>(it->second)) return std::optional<std::string>();
+    out += search::param_value_to_string(it->second);
+    i = end;
+  }
+  return std::optional<std::string>(std::move(out));
+}
+
+Result<std::vector<std::string>> expand_list(const std::vector<std::string>& texts,
+                                             const TemplateValues& values,
+                                             const std::string& where) {
+  std::vector<std::string> out;
+  for (const auto& text : texts) {
+    auto e = expand_template(text, values);
+    if (!e) return std::unexpected(fmt::format("{}: {}", where, e.error()));
+    if (*e) out.push_back(std::move(**e));
+  }
+  return out;
+}
+
+}  // namespace tune::tuner

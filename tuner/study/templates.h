@@ -1,0 +1,46 @@
+// Placeholder templates: the `{name}` syntax of the study file's command, env, launch options
+// and objective log path, checked when the file loads (template_names) and filled in for each
+// trial (expand_template, expand_list).
+//
+// `{{` and `}}` stand for literal braces. A placeholder names a parameter of `params` or one of
+// the built-ins below. A placeholder whose value is null (categorical choice `null`) makes the
+// whole element disappear: that is how a trial says "leave this library at its default".
+// Stateless functions and constants; thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "search/distribution.h"
+#include "tuner/base/result.h"
+
+namespace tune::tuner {
+
+// Values for template expansion: parameter values (external form) plus built-ins as strings.
+using TemplateValues = std::map<std::string, search::ParamValue>;
+
+// The placeholders every trial has besides its parameters (filled by trial_template_values in
+// tuner/launch/rendered_launch.h); a parameter may not take one of these names.
+inline constexpr std::string_view k_builtin_placeholders[] = {
+    "trial_dir", "trial_number", "study", "study_dir", "output_dir", "tune_trainer", "nproc"};
+
+bool is_builtin_placeholder(std::string_view name);
+
+// Expands one template. nullopt when it refers to a value that is null (the element is then
+// left out); an error for a name with no value.
+Result<std::optional<std::string>> expand_template(const std::string& text,
+                                                   const TemplateValues& values);
+
+// Expands each template of a list, leaving out those whose value is null. An error is prefixed
+// with `where` ("FILE: command").
+Result<std::vector<std::string>> expand_list(const std::vector<std::string>& texts,
+                                             const TemplateValues& values,
+                                             const std::string& where);
+
+// Names a template refers to, in order (for validation).
+Result<std::vector<std::string>> template_names(const std::string& text);
+
+}  // namespace tune::tuner
