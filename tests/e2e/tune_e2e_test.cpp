@@ -71,7 +71,8 @@ TEST_F(TuneE2E, EveryFailureModeIsRecordedAndTheStudyGoesOn) {
       "sampler: {type: random, seed: 1}\n"
       "params:\n  mode: [ok, crash, hang, nolog, badjson, nan, segv]\n"
       "enqueue: [{mode: ok}, {mode: crash}, {mode: hang}, {mode: nolog}, {mode: badjson},\n"
-      "          {mode: nan}, {mode: segv}]\n");
+      "          {mode: nan}, {mode: segv}]\n"
+      "max_failures: 0\n");  // every failure mode, in a row: the study must not stop early
   auto o = run_tune({"--trials", "7", study});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   auto ts = trials();

@@ -36,8 +36,9 @@ FrozenTrial trial(int number, TrialState state, std::optional<double> value,
 
 const nlohmann::json k_enqueued = {{k_attr_fixed_params, nlohmann::json::object()}};
 
-// #0 the baseline (10), then #1..#4 with 4, 2, 3, 5, a failed #5 and a re-run of #4
-// that measured 1 (it must not make #4 a candidate of its own).
+// #0 the baseline (10), then #1..#4 with 4, 2, 3, 5, a failed #5 and a re-run of #4 that
+// measured 5.5: the re-run is no candidate of its own (maximizing, it would be the best), and #4
+// is ranked by it (5.5: a re-measured trial by the median of its re-runs, tuner/run/ranking.h).
 search::VectorStudyView study(Direction direction = Direction::minimize) {
   search::VectorStudyView v(direction);
   auto& ts = v.mutable_trials();
@@ -45,7 +46,7 @@ search::VectorStudyView study(Direction direction = Direction::minimize) {
   for (const double value : {4.0, 2.0, 3.0, 5.0})
     ts.push_back(trial(static_cast<int>(ts.size()), TrialState::complete, value));
   ts.push_back(trial(5, TrialState::fail, std::nullopt));
-  ts.push_back(trial(6, TrialState::complete, 1.0,
+  ts.push_back(trial(6, TrialState::complete, 5.5,
                      {{k_attr_fixed_params, nlohmann::json::object()}, {k_attr_rerun_of, 4}}));
   return v;
 }
@@ -61,7 +62,7 @@ TEST(ConfirmPlan, BaselineThenTheBestInterleaved) {
 TEST(ConfirmPlan, MaximizeTakesTheLargestValues) {
   const auto plan = plan_confirm(study(Direction::maximize), 2, 1);
   ASSERT_TRUE(plan.has_value()) << plan.error();
-  // #0 (10) is the best but already in as the baseline: the next two are #4 (5) and #1 (4).
+  // #0 (10) is the best but already in as the baseline: the next two are #4 (5.5) and #1 (4).
   EXPECT_EQ(plan->originals, (std::vector<int>{0, 4, 1}));
 }
 

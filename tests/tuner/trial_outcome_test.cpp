@@ -85,6 +85,36 @@ TEST(TrialOutcome, NonZeroExitKeepsTheLinesThatExplainNotTheLauncherBanner) {
   std::filesystem::remove(path);
 }
 
+// Open MPI's own errors come in help boxes, advice around one headline and "Key: value" details;
+// a second box (opal_init failing after it) must not push out the first's cause.
+TEST(TrialOutcome, AnMpirunHelpBoxGivesItsHeadlineAndDetails) {
+  const auto path = std::filesystem::temp_directory_path() / "tune-outcome-helpbox";
+  const std::string rule(74, '-');
+  std::ofstream(path) << rule << "\nThe specified binding policy is not recognized:\n\n"
+                      << "  Policy: bogus\n\nPlease check for a typo or ensure that the option "
+                      << "is a supported\none.\n"
+                      << rule << "\n" << rule << "\n"
+                      << "It looks like opal_init failed for some reason; your parallel process is\n"
+                      << "likely to abort.\n\n  opal_hwloc_base_open failed\n"
+                      << "  --> Returned value -5 instead of OPAL_SUCCESS\n"
+                      << rule << "\n";
+  OutcomeContext ctx;
+  ctx.stderr_path = path.string();
+  EXPECT_EQ(classify_outcome(started(1), ctx, never_read()).reason,
+            "exit code 1: The specified binding policy is not recognized: | Policy: bogus");
+  // A misspelt program under mpirun: the executable it could not find is named.
+  std::ofstream(path) << rule << "\nmpirun was unable to find the specified executable file, and "
+                      << "therefore\ndid not launch the job.\n\nNOTE: A common cause for this "
+                      << "error is misspelling a mpirun command\n\nNode:       vm\n"
+                      << "Executable: pyhton3\n"
+                      << rule << "\n";
+  EXPECT_EQ(classify_outcome(started(1), ctx, never_read()).reason,
+            "exit code 1: mpirun was unable to find the specified executable file, and therefore | "
+            "NOTE: A common cause for this error is misspelling a mpirun command | Executable: "
+            "pyhton3");
+  std::filesystem::remove(path);
+}
+
 TEST(TrialOutcome, SignalsTimeoutsAndStartFailures) {
   auto killed = started();
   killed.signal = SIGSEGV;

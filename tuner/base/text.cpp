@@ -144,6 +144,23 @@ bool explains(std::string_view line) {
                      [&](std::string_view w) { return lower.find(w) != std::string::npos; });
 }
 
+// A rule of a help box: 20 or more dashes and nothing else.
+bool is_rule(std::string_view line) {
+  return line.size() >= 20 && line.find_first_not_of('-') == std::string_view::npos;
+}
+
+// A detail line of a help box, "Policy: bogus" or "Executable: nosuchprog": a short key of
+// letters and spaces, a colon, a value.
+bool is_detail(std::string_view line) {
+  const auto colon = line.find(": ");
+  if (colon == std::string_view::npos || colon == 0 || colon > 32) return false;
+  const auto key = line.substr(0, colon);
+  return std::all_of(key.begin(), key.end(), [](unsigned char c) {
+           return std::isalpha(c) != 0 || c == ' ' || c == '_' || c == '-';
+         }) &&
+         line.find_first_not_of(' ', colon + 2) != std::string_view::npos;
+}
+
 }  // namespace
 
 std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes) {
@@ -151,7 +168,15 @@ std::string explaining_lines_of_file(const std::string& path, std::size_t max_by
 }
 
 std::string explaining_lines(std::string_view tail, std::size_t max_bytes) {
-  std::vector<std::string_view> meaningful, explaining;
+  // Lines trimmed, with whether each stands inside a help box: Open MPI (and others) frame what
+  // went wrong between rules of dashes, a headline first and details as "  Key: value".
+  struct Line {
+    std::string_view text;
+    int box = -1;  // the box it stands in, counting from 0; -1 outside any
+  };
+  std::vector<Line> lines;
+  int boxes = 0;
+  bool in_box = false;
   std::size_t begin = 0;
   while (begin < tail.size()) {
     std::size_t end = tail.find('\n', begin);
@@ -159,16 +184,36 @@ std::string explaining_lines(std::string_view tail, std::size_t max_bytes) {
     std::string_view line(tail.data() + begin, end - begin);
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    if (has_alnum(line)) {
-      meaningful.push_back(line);
-      if (explains(line)) explaining.push_back(line);
-    }
     begin = end + 1;
+    if (is_rule(line)) {
+      if (in_box) ++boxes;
+      in_box = !in_box;
+      continue;
+    }
+    if (has_alnum(line)) lines.push_back({line, in_box ? boxes : -1});
   }
-  if (explaining.empty()) {
-    return meaningful.empty() ? std::string() : printable(meaningful.back(), max_bytes);
+  std::vector<std::string_view> explaining;
+  for (const auto& l : lines) {
+    if (l.box < 0 && explains(l.text)) explaining.push_back(l.text);
+  }
+  // The first box: its headline and its "Key: value" details (the option, policy or executable
+  // at fault), not the advice around them. It is the reason when nothing outside a box explains,
+  // and joins the lines that do when its headline explains too.
+  const auto first = std::find_if(lines.begin(), lines.end(), [](const Line& l) { return l.box >= 0; });
+  if (first != lines.end() && (explaining.empty() || explains(first->text))) {
+    explaining.push_back(first->text);
+    int details = 0;
+    for (auto it = first + 1; it != lines.end() && it->box == first->box && details < 3; ++it) {
+      if (is_detail(it->text)) {
+        explaining.push_back(it->text);
+        ++details;
+      }
+    }
   }
   if (explaining.size() > 3) explaining.erase(explaining.begin() + 2, explaining.end() - 1);
+  if (explaining.empty()) {
+    return lines.empty() ? std::string() : printable(lines.back().text, max_bytes);
+  }
   std::string out;
   for (const auto line : explaining) out += (out.empty() ? "" : " | ") + std::string(line);
   return printable(out, max_bytes);

@@ -43,8 +43,12 @@ std::string last_line_of_file(const std::string& path, std::size_t max_bytes);
 // unable, refused, ...; the first two and the last when there are more than three), joined by
 // " | ", through printable(max_bytes). Launchers print the cause first and a banner after it
 // (Open MPI: "Host key verification failed." then a box of dashes), so the last line alone
-// would hide it. Lines with no letter or digit (banners, rules) never count. Without such a
-// line: the last line that has a letter or digit.
+// would hide it. Lines with no letter or digit (banners, rules) never count. Lines inside a help
+// box (between rules of 20 or more dashes, as Open MPI prints its errors) are mostly advice: of a
+// box only the first one's headline and up to three of its "Key: value" details count ("The
+// specified binding policy is not recognized: | Policy: bogus"), after the lines outside boxes
+// that explain, and only when its headline explains or nothing outside does. Without any of
+// these: the last line that has a letter or digit.
 std::string explaining_lines_of_file(const std::string& path, std::size_t max_bytes);
 // The same over text already read (e.g. what a node's sampler printed).
 std::string explaining_lines(std::string_view text, std::size_t max_bytes);

@@ -53,6 +53,10 @@ inline constexpr const char* k_attr_search_value = "search_value";
 inline constexpr const char* k_attr_launched_argv = "command";
 inline constexpr const char* k_attr_env = "env";
 inline constexpr const char* k_attr_env_unset = "env_unset";
+// runner: the programs the trial ran, as a shell with its environment finds them
+// (launch/program_identity.h): [{"role": "launcher"|"program", "name", "path", "real_path",
+// "version" (interpreters only)}].
+inline constexpr const char* k_attr_programs = "programs";
 // runner: the trial's output folder (str, absolute).
 inline constexpr const char* k_attr_trial_dir = "trial_dir";
 // runner: seconds from spawn to reap (float); exit code (int, null when a signal ended it);

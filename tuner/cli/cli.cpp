@@ -17,6 +17,7 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/run/runner.h"
+#include "tuner/run/ranking.h"
 #include "tuner/run/summary.h"
 
 namespace tune::tuner {
@@ -82,6 +83,10 @@ int run_study(const std::string& study_file, const RunOptions& options) {
     std::cerr << "tune: interrupted; every finished trial is stored. Run the same command to "
                  "continue the study.\n";
     return k_exit_interrupted;
+  }
+  if (!totals.gave_up.empty()) {
+    std::cerr << "tune: error: " << totals.gave_up << '\n';
+    return k_exit_failed;
   }
   return 0;
 }
@@ -159,6 +164,13 @@ int run_cli(int argc, char** argv) {
     if (best->parsed()) {
       auto opened = open_study_or_throw(study_args);
       print_summary(std::cout, opened.cache->study().name, *opened.cache);
+      // No best trial is no answer: a script that reads it must not go on as if it had one.
+      const bool none = opened.cache->is_multi_objective() ? front_trials(*opened.cache).empty()
+                                                           : best_trial(*opened.cache) == nullptr;
+      if (none) {
+        std::cerr << "tune: error: the study has no completed trial, so no best one\n";
+        return k_exit_failed;
+      }
       return 0;
     }
     if (trials->parsed()) {

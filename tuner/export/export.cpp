@@ -12,6 +12,8 @@
 
 #include "tuner/launch/rendered_launch.h"
 #include "tuner/base/text.h"
+#include "tuner/base/trial_attrs.h"
+#include "tuner/launch/program_identity.h"
 
 namespace tune::tuner {
 namespace {
@@ -68,6 +70,11 @@ std::string shell_word(const std::string& text, const std::string& out_expr,
 bool mentions_out(const std::string& text) { return text.find(k_out_mark) != std::string::npos; }
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// A name a shell function may be handed safely as a quoted word: printable, no control bytes.
+bool is_plain_program_name(const std::string& name) {
+  return !name.empty() && !has_control_char(name) && name.size() < 256;
+}
 
 // The trial's external parameter values, every parameter of the study's space required.
 Result<std::map<std::string, search::ParamValue>> trial_params(const StudySpec& spec,
@@ -159,8 +166,36 @@ std::string job_name(const std::string& study, std::size_t limit) {
   return plain_name("tune-" + study, limit);
 }
 
+// Lines that warn, on the node the script runs on, when a program the trial found in PATH (a name
+// without '/') is another one there, or an interpreter of another version: the setting was
+// measured with the programs the trial ran, so the script names them and checks.
+std::string program_checks(const search::FrozenTrial& trial) {
+  const auto stored = trial.user_attrs.find(k_attr_programs);
+  if (stored == trial.user_attrs.end()) return "";
+  std::string s;
+  for (const auto& p : programs_from_json(*stored)) {
+    if (p.name.contains('/') || p.path.empty() || !is_plain_program_name(p.name)) continue;
+    if (s.empty()) {
+      s = "\n# The trial found these programs in PATH; warn when this node finds others.\n"
+          "tune_check() {  # NAME PATH [VERSION]\n"
+          "  found=$(command -v -- \"$1\" || true)\n"
+          "  if [ \"$found\" != \"$2\" ]; then\n"
+          "    echo \"warning: $1 is '${found:-not found}' here; the tuned trial ran $2\" >&2\n"
+          "  elif [ -n \"${3:-}\" ] && [ \"$(\"$2\" --version 2>&1 | tail -n 1)\" != \"$3\" ]; then\n"
+          "    echo \"warning: $2 is not $3 here, as it was in the tuned trial\" >&2\n"
+          "  fi\n"
+          "}\n";
+    }
+    s += "tune_check " + shell_quote(p.name) + " " + shell_quote(p.path);
+    if (!p.version.empty()) s += " " + shell_quote(p.version);
+    s += "\n";
+  }
+  return s;
+}
+
 // The body shared by the bash, Slurm and PBS scripts.
-std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOptions& options) {
+std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOptions& options,
+                        const search::FrozenTrial& trial) {
   std::string s = "set -euo pipefail\n\n";
   s += "# The run's output folder (the study's {trial_dir}); set TUNE_OUT to choose another.\n";
   s += "if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=" + shell_quote(options.default_out) + "; fi\n";
@@ -181,6 +216,7 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
       }
     }
   }
+  s += program_checks(trial);
   s += "\n# Trials run in their output folder; so does this.\ncd -- \"$TUNE_OUT\"\n";
   s += command_line(r.request.argv, "\"$TUNE_OUT\"", "    ") + "\n";
   return s;
@@ -327,7 +363,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
     case ExportFormat::bash:
       return "#!/usr/bin/env bash\n" + head +
              "# Run: bash THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
-             ")\n\n" + script_body(spec, *r, options);
+             ")\n\n" + script_body(spec, *r, options, trial);
     case ExportFormat::slurm: {
       const JobShape shape = shape_of(r->launch);
       std::string s = "#!/usr/bin/env bash\n";
@@ -341,7 +377,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
       if (!spec.launch.host.empty() || !spec.launch.hosts.empty() || !spec.launch.hostfile.empty())
         s += "# The study's --host/--hostfile stay in the command: check they match the "
              "allocation.\n";
-      return s + "\n" + script_body(spec, *r, options);
+      return s + "\n" + script_body(spec, *r, options, trial);
     }
     case ExportFormat::pbs: {
       const JobShape shape = shape_of(r->launch);
@@ -355,7 +391,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
       s += "# Submit: qsub THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
            " under the submit folder)\n\n";
       s += "cd -- \"${PBS_O_WORKDIR:-.}\"\n";
-      return s + script_body(spec, *r, options);
+      return s + script_body(spec, *r, options, trial);
     }
   }
   return std::unexpected("export: unknown format");

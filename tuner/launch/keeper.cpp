@@ -95,6 +95,9 @@ struct KeeperArgs {
   int control = -1;
   double grace_s = 3.0;
   std::size_t cap = 0;  // 0: the trial writes its files directly, uncapped
+  // argv[0] the program gets, when it differs from the path exec'd (command[0]): the name as
+  // the user wrote it, as a shell passes it (see run_process in launcher.h).
+  std::string argv0;
   std::vector<std::string> command;
 };
 
@@ -110,6 +113,10 @@ std::optional<KeeperArgs> parse_args(int argc, char** argv) {
     if (i + 1 >= argc) return std::nullopt;
     const std::string value = argv[++i];
     char* end = nullptr;
+    if (flag == "--argv0") {
+      a.argv0 = value;
+      continue;
+    }
     if (flag == "--control") {
       a.control = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (flag == "--grace") {
@@ -233,8 +240,10 @@ class Keeper {
   // Forks and execs the trial with its output on the capture pipes (when capped); reports
   // "pid N" once the exec has happened.
   bool fork_trial(const int (&pipes)[2][2]) {
+    const char* path = m_args.command.front().c_str();
     std::vector<char*> child_argv;
     for (const auto& s : m_args.command) child_argv.push_back(const_cast<char*>(s.c_str()));
+    if (!m_args.argv0.empty()) child_argv.front() = const_cast<char*>(m_args.argv0.c_str());
     child_argv.push_back(nullptr);
     // Closed by a successful exec: "pid N" goes out only once the trial is the program it runs,
     // so a probe never samples the forked keeper copy as if it were the trial.
@@ -251,9 +260,9 @@ class Keeper {
         dup2(pipes[0][1], STDOUT_FILENO);
         dup2(pipes[1][1], STDERR_FILENO);
       }
-      execv(child_argv[0], child_argv.data());
+      execv(path, child_argv.data());
       const int error = errno;
-      std::fprintf(stderr, "tune-keeper: cannot run %s: %s\n", child_argv[0], std::strerror(error));
+      std::fprintf(stderr, "tune-keeper: cannot run %s: %s\n", path, std::strerror(error));
       [[maybe_unused]] auto n = write(exec_pipe[1], &error, sizeof error);
       _exit(127);
     }

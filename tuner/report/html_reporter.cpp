@@ -185,7 +185,10 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
   if (d.best) {
     out << "<p id=\"best\">Trial <b>#" << d.best->number << "</b>: " << e(measured_text(*d.best))
         << " (chosen by: " << e(d.best_basis)
-        << ")</p>\n<table><tr><th>param</th><th>value</th></tr>\n";
+        << ")</p>\n";
+    if (const auto ran = programs_text(*d.best); !ran.empty())
+      out << "<p id=\"programs\">Ran: <code>" << e(ran) << "</code></p>\n";
+    out << "<table><tr><th>param</th><th>value</th></tr>\n";
     for (const auto& p : d.best->params)
       out << "<tr><td>" << e(p.name) << "</td><td>" << e(p.text) << "</td></tr>\n";
     out << "</table>\n";

@@ -18,6 +18,8 @@ json opt_text(const std::string& s) { return s.empty() ? json(nullptr) : json(s)
 json trial_json(const ReportTrial& r) {
   json params = json::object();
   for (const auto& p : r.params) params[p.name] = p.value;
+  json programs = json::array();
+  for (const auto& p : r.programs) programs.push_back(to_json(p));
   return {{"number", r.number},
           {"state", r.state_text()},
           {"value", opt(r.value)},
@@ -33,6 +35,7 @@ json trial_json(const ReportTrial& r) {
           {"start_s", opt(r.start_s)},
           {"end_s", opt(r.end_s)},
           {"fail_reason", opt_text(r.fail_reason)},
+          {"programs", programs},
           {"probe", opt_text(r.probe)},
           {"oversubscribed", r.oversubscribed ? json(*r.oversubscribed) : nullptr}};
 }

@@ -56,6 +56,7 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   if (d.best) {
     out << fmt::format("Trial **#{}**: {} (chosen by: {})\n\n", d.best->number,
                        measured_text(*d.best), d.best_basis);
+    if (const auto ran = programs_text(*d.best); !ran.empty()) out << "Ran: `" << ran << "`\n\n";
     out << md_row({"param", "value"}) << md_row({"---", "---"});
     for (const auto& p : d.best->params) out << md_row({p.name, p.text});
   } else {

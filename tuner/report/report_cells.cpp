@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tuner/base/text.h"
+
 namespace tune::tuner {
 
 std::string value_or_dash(const std::optional<double>& value) {
@@ -89,6 +91,17 @@ std::vector<std::vector<std::string>> front_rows(const ReportData& data) {
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::string programs_text(const ReportTrial& trial) {
+  std::string out;
+  for (const auto& p : trial.programs) {
+    if (!out.empty()) out += "; ";
+    out += p.name + " = " + (p.path.empty() ? "(not found)" : p.path);
+    if (!p.real_path.empty() && p.real_path != p.path) out += " -> " + p.real_path;
+    if (!p.version.empty()) out += " (" + p.version + ")";
+  }
+  return printable(out, 600);
 }
 
 }  // namespace tune::tuner

@@ -24,6 +24,9 @@ std::string speedup_text(const SpeedupEstimate& speedup);
 std::string values_text(const ReportData& data, const ReportTrial& trial);
 // The header of the report's Pareto front section: "minimize elapsed_time, maximize accuracy".
 std::string objectives_text(const ReportData& data);
+// What the trial ran, one entry per program: "mpirun = /usr/bin/mpirun; python3 =
+// /venv/bin/python3 -> /usr/bin/python3.11 (Python 3.11.2)"; "" when it was not recorded.
+std::string programs_text(const ReportTrial& trial);
 // A multi-objective study's front as table rows, the header row first: trial, one column per
 // objective, wall_s, params (an infeasible trial's marked "[infeasible]").
 std::vector<std::vector<std::string>> front_rows(const ReportData& data);

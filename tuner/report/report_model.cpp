@@ -109,6 +109,8 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
       r.end_s = std::chrono::duration<double>(*t.datetime_complete - *origin).count();
   }
   r.fail_reason = fail_reason_of(t);
+  if (auto it = t.user_attrs.find(k_attr_programs); it != t.user_attrs.end())
+    r.programs = programs_from_json(*it);
   read_probe(t, r);
   return r;
 }
@@ -362,7 +364,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
       if (r.number == b->number) r.baseline = true;
     }
   }
-  const auto ranked = ranked_trials(folded.view);
+  const auto ranked = ranked_trials(study);  // the full study: re-runs give the medians
   for (const auto* t : ranked) {
     if (static_cast<int>(data.top.size()) >= options.top_n) break;
     data.top.push_back(folded.by_number.at(t->number));

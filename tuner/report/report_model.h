@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/trial.h"
+#include "tuner/launch/program_identity.h"
 #include "tuner/run/prediction_quality.h"
 #include "tuner/run/ranking.h"
 #include "tuner/run/summary.h"
@@ -54,6 +55,7 @@ struct ReportTrial {
   std::optional<double> start_s;  // seconds since the study's first trial started
   std::optional<double> end_s;
   std::string fail_reason;
+  std::vector<ProgramIdentity> programs;  // what it ran (user attr "programs"), when stored
   std::string probe;                   // probe verdict line (observed, else predicted); "" = none
   std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
 

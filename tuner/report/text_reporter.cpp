@@ -69,6 +69,7 @@ void write_best_and_speedup(std::ostream& out, const ReportData& d) {
     out << fmt::format("  #{}  {}{}\n", d.best->number, measured_text(*d.best),
                        d.best->feasible ? "" : "  (infeasible: violates a constraint)");
     out << "  chosen by: " << d.best_basis << '\n';
+    if (const auto ran = programs_text(*d.best); !ran.empty()) out << "  ran: " << ran << '\n';
     for (const auto& p : d.best->params) out << fmt::format("  {} = {}\n", p.name, p.text);
   }
   out << "\nBaseline (first enqueued trial)\n";

@@ -4,13 +4,16 @@
 // disagree.
 //
 // A trial is ranked when it is COMPLETE, has a value and is not a re-run (a trial that re-measures
-// another one, tuner/run/rerun.h). It is ranked by its stored value, which for a re-measured trial
-// is the believed one (the median of its re-runs) and otherwise its own run's: the value
-// python3-optuna's best_trial ranks too. Feasible trials come before infeasible ones (as Optuna's
-// constrained studies rank them); ties keep number order. Pure functions over a StudyView;
+// another one, tuner/run/rerun.h). It is ranked by its believed value: the median of its completed
+// re-runs when it has any, else its own run's value. That is the value tune stores on a
+// re-measured trial (so python3-optuna's best_trial ranks the same); studies written before
+// re-runs were stored that way kept the search run's value, and are ranked by the median all the
+// same. Feasible trials come before infeasible ones (as Optuna's constrained studies rank them);
+// ties keep number order. Pure functions over a StudyView, linear in its trials (the sort aside);
 // thread-safe.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "search/trial.h"
@@ -23,6 +26,10 @@ bool is_rerun(const search::FrozenTrial& trial);
 // The baseline: the lowest-numbered enqueued trial (system attr "fixed_params") that is not a
 // re-run; nullptr when the study enqueued none.
 const search::FrozenTrial* find_baseline(const search::StudyView& study);
+
+// The value `trial` is ranked by (see above); nullopt when it is not ranked.
+std::optional<double> believed_value(const search::StudyView& study,
+                                     const search::FrozenTrial& trial);
 
 // The ranked trials (see above), best first.
 std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& study);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <iostream>
 #include <ostream>
@@ -19,6 +20,24 @@
 
 namespace tune::tuner {
 namespace {
+
+// "3 trials in a row failed (3 of them: exit code 127: ...); stopped: ...": the reason most of
+// them gave, or the last one's when they all differ.
+std::string gave_up_text(const std::vector<std::string>& reasons, const std::string& study_file) {
+  std::map<std::string, int> counts;
+  for (const auto& r : reasons) ++counts[r];
+  const auto common = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second;
+  });
+  const std::string why = common->second > 1
+                              ? fmt::format("{} of them: {}", common->second, common->first)
+                              : fmt::format("the last: {}", reasons.back());
+  return fmt::format(
+      "{} trials in a row failed ({}); stopped: fix what the reason says, or raise max_failures "
+      "in {} (0 never stops)",
+      reasons.size(), why, study_file);
+}
+
 
 namespace fs = std::filesystem;
 using search::FrozenTrial;
@@ -217,6 +236,11 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
     if (auto r = run_one(out, i, &stop); !r) return std::unexpected(r.error());
     ++totals.ran;
     if (stop) break;
+    if (m_spec.max_failures > 0 &&
+        static_cast<int>(m_failures_in_row.size()) >= m_spec.max_failures) {
+      totals.gave_up = gave_up_text(m_failures_in_row, m_spec.file);
+      break;
+    }
   }
   totals.interrupted = interrupted();
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
@@ -254,6 +278,14 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   if (!ran) return std::unexpected(ran.error());
   *stop = ran->outcome.stop_study;
   if (auto r = record_outcome(*trial, *ran); !r) return r;
+  // A failure that is no timeout (nor an interrupt) counts towards max_failures; any other end
+  // clears the count.
+  if (ran->launched && ran->outcome.state == TrialState::fail && !ran->outcome.stop_study &&
+      ran->launch.stopped != StopReason::timeout) {
+    m_failures_in_row.push_back(ran->outcome.reason);
+  } else {
+    m_failures_in_row.clear();
+  }
   // incumbent_repeats: a new best is re-measured (the next trials) before it is believed.
   auto reruns =
       enqueue_incumbent_reruns(*m_storage, *m_cache, m_spec.space, m_spec.incumbent_repeats);
@@ -354,9 +386,13 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   auto log = expand_template(m_spec.objective.log, values);
   p.log_path = log && *log ? **log : (trial_dir / "log").string();
 
+  nlohmann::json programs = nlohmann::json::array();
+  for (const auto& p : m_programs.identify(*rendered, trial_environment(req), req.workdir))
+    programs.push_back(to_json(p));
   const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_launched_argv, req.argv},
                                                           {k_attr_env, req.env_set},
                                                           {k_attr_env_unset, req.env_unset},
+                                                          {k_attr_programs, programs},
                                                           {k_attr_trial_dir, trial_dir.string()}};
   for (const auto& [key, value] : shown) {
     if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) {

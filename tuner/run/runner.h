@@ -18,6 +18,7 @@
 #include "search/sampler.h"
 #include "tuner/launch/rendered_launch.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/program_identity.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
 #include "tuner/storage/storage.h"
 #include "tuner/study/study_spec.h"
@@ -37,6 +38,9 @@ struct RunOptions {
 struct RunTotals {
   int ran = 0;
   bool interrupted = false;
+  // Set when the study stopped because max_failures trials in a row failed: why, in one line
+  // (how many, the reason most of them gave, and what to change).
+  std::string gave_up;
 };
 
 // Hooks for the probes: called around each trial (set by the CLI when probes are enabled).
@@ -94,6 +98,8 @@ class StudyRunner {
   std::unique_ptr<search::Pruner> m_pruner;
   TrialHooks m_hooks;
   std::string m_trainer;
+  ProgramIdentities m_programs;
+  std::vector<std::string> m_failures_in_row;  // fail reasons since the last trial that did not fail  // which programs trials ran, cached by name and PATH
   std::chrono::steady_clock::time_point m_started;
 };
 

@@ -56,7 +56,7 @@ class Parser : private YamlReader {
     check_keys(root, "",
                {"name", "direction", "directions", "objective", "constraints", "launch", "command",
                 "env", "timeout", "params", "sampler", "pruner", "enqueue", "output", "storage",
-                "probes", "knobs", "incumbent_repeats"});
+                "probes", "knobs", "incumbent_repeats", "max_failures"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
@@ -79,6 +79,11 @@ class Parser : private YamlReader {
         fail(k, "incumbent_repeats",
              "re-measures the one best trial; a multi-objective study has a front (directions)");
       spec.incumbent_repeats = static_cast<int>(repeats);
+    }
+    if (const auto& k = root["max_failures"]) {
+      const auto n = integer(k, "max_failures");
+      if (n < 0 || n > 1'000'000) fail(k, "max_failures", "expected 0 (never stop) or more");
+      spec.max_failures = static_cast<int>(n);
     }
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
     parse_output_storage(root, spec);

@@ -84,6 +84,10 @@ struct StudySpec {
   nlohmann::json sampler = nlohmann::json::object();     // passed to search::make_sampler
   nlohmann::json pruner = nlohmann::json::object();      // passed to search::make_pruner
   int incumbent_repeats = 0;  // re-runs of each new best before it is believed (rerun.h)
+  // max_failures: the study stops (exit 1) after this many trials in a row failed without
+  // reaching their time limit (a misspelt program, a missing input: every trial would fail
+  // alike); 0 = never. Default 3.
+  int max_failures = 3;
   std::vector<std::map<std::string, search::ParamValue>> enqueue;  // run first, in order
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db

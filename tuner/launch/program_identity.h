@@ -1,0 +1,60 @@
+// Which programs a trial really ran: the launcher (mpirun, srun) and the program after it, each
+// looked up in PATH as a shell with the trial's environment would look it up, its symbolic links
+// resolved, and for an interpreter (python, perl, ruby, Rscript, julia, node) its version. The
+// runner stores them on every trial (user attr "programs"), `tune report` shows the best trial's,
+// and `tune export` writes checks into its scripts that warn when the node they run on finds
+// another one: the setting was measured with these programs, not with whatever comes first on
+// PATH somewhere else (another virtualenv, module or conda environment).
+//
+// ProgramIdentities caches what it found by name and PATH, so a study pays one `--version` run
+// per interpreter, not one per trial. Not thread-safe (one runner, one thread).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/launch/rendered_launch.h"
+
+namespace tune::tuner {
+
+struct ProgramIdentity {
+  std::string role;       // "launcher" (mpirun, srun) or "program"
+  std::string name;       // as the study writes it: "python3", "./a.out", "/usr/bin/mpirun"
+  std::string path;       // what PATH gives for it (as written when it holds a '/'); "" = none
+  std::string real_path;  // `path` with every symbolic link resolved
+  std::string version;    // an interpreter's `--version` line; "" for other programs
+};
+
+nlohmann::json to_json(const ProgramIdentity& identity);
+// The stored form back; entries that are not objects with a string "name" are skipped (trial
+// attrs are anyone's to write).
+std::vector<ProgramIdentity> programs_from_json(const nlohmann::json& stored);
+
+// `name` looked up in the PATH of `env` (a trial's whole environment), as execvp(3) does: only
+// names without a '/' are searched; a relative name with a '/' is taken from `workdir`.
+std::string find_in_path(const std::string& name, const std::map<std::string, std::string>& env,
+                         const std::string& workdir = "");
+
+class ProgramIdentities {
+ public:
+  // The launcher and the program of `launch`, resolved with `env` (the environment the trial
+  // starts with: tune's own with the trial's env_set and env_unset applied).
+  std::vector<ProgramIdentity> identify(const RenderedLaunch& launch,
+                                        const std::map<std::string, std::string>& env,
+                                        const std::string& workdir);
+
+ private:
+  ProgramIdentity identify_one(const std::string& role, const std::string& name,
+                               const std::map<std::string, std::string>& env,
+                               const std::string& workdir);
+  std::map<std::pair<std::string, std::string>, ProgramIdentity> m_cache;  // (name, PATH)
+};
+
+// This process's environment with a launch's env_set and env_unset applied.
+std::map<std::string, std::string> trial_environment(const LaunchRequest& request);
+
+}  // namespace tune::tuner
