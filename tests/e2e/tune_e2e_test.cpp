@@ -439,22 +439,24 @@ TEST_F(TuneE2E, DefaultsBaselineIsFlaggedAndTheBestTrialIsNot) {
 namespace tune::tuner {
 namespace {
 
-TEST_F(TuneE2E, StudyTimeoutStopsTheRunningTrialCleanly) {
+TEST_F(TuneE2E, StudyTimeLimitStopsTheRunningTrialCleanly) {
   const auto study = write_study(base_study("", ", --mode, hang"));
   const auto t0 = std::chrono::steady_clock::now();
-  auto o = run_tune({"--trials", "5", "--timeout", "1s", study});
+  auto o = run_tune({"--trials", "5", "--time-limit", "1s", study});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_LT(took, 10.0);
   auto ts = trials();
   ASSERT_EQ(ts.size(), 1u);
   EXPECT_EQ(ts[0].state, TrialState::fail);
-  EXPECT_NE(reason(ts[0]).find("--timeout"), std::string::npos) << reason(ts[0]);
-  EXPECT_NE(o.out.find("--timeout of 1s reached"), std::string::npos) << o.out;
+  EXPECT_EQ(reason(ts[0]), "stopped: the study's --time-limit was reached");
+  EXPECT_NE(o.out.find("study --time-limit of 1s reached; no new trials\n"), std::string::npos)
+      << o.out;
 }
 
 // The command line's conventions (issue 23): `tune help`, a mistyped command's suggestion, the
-// order `tune COMMAND ... STUDY`, --version and an "Examples:" block in every command's --help.
+// order `tune COMMAND ... STUDY`, --version, an "Examples:" block in every command's --help, and
+// the renamed flags.
 
 // The command names as `tune help` lists them: the first word of each line under "Commands:".
 std::vector<std::string> listed_commands(const std::string& help) {
@@ -566,6 +568,37 @@ TEST_F(TuneE2E, EveryCommandsHelpEndsWithExamples) {
         << "tune " << command << " --help:\n"
         << o.out;
   }
+}
+
+TEST_F(TuneE2E, RenamedFlagsNameTheirNewSpelling) {
+  const auto study = write_study(base_study(""));
+  auto o = run_tune({"--timeout", "30m", study});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err,
+            "tune: error: --timeout is now --time-limit (it bounds the whole run; each trial's own "
+            "limit is the study file's timeout:)\n");
+  EXPECT_TRUE(trials().empty()) << "nothing ran";
+  o = run_tune({"export", study, "--format", "slurm-array", "--workers", "2", "--trials", "3"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.out, "");
+  EXPECT_NE(o.err.find("tune: error: --trials is now --trials-per-worker here"), std::string::npos)
+      << o.err;
+  o = run_tune(
+      {"export", study, "--format", "slurm-array", "--workers", "2", "--trials-per-worker", "3"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("\n#SBATCH --array=0-1\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" --trials 3 --storage "), std::string::npos) << o.out;
+  o = run_tune({"export", study, "--trials-per-worker", "3"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--workers and --trials-per-worker go with --format slurm-array"),
+            std::string::npos)
+      << o.err;
+  const auto help = run_tune({"export", "--help"});
+  EXPECT_NE(help.out.find("--trials-per-worker"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("--trials "), std::string::npos) << "the old spelling is hidden";
+  const auto root_help = run_tune({"--help"});
+  EXPECT_NE(root_help.out.find("--time-limit DURATION"), std::string::npos) << root_help.out;
+  EXPECT_EQ(root_help.out.find("--timeout"), std::string::npos) << root_help.out;
 }
 
 TEST_F(TuneE2E, HopelessTrialsArePrunedFromTheirLog) {

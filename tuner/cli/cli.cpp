@@ -174,7 +174,7 @@ int run_cli(int argc, char** argv) {
   });
   RunOptions options;
   std::string study_file;
-  std::string timeout_text;
+  std::string time_limit_text;
   app.add_option("STUDY", study_file,
                  "Study file (YAML) to run or continue, or the name of a ready study "
                  "(PREFIX/share/tune/studies/NAME.yaml)")
@@ -183,12 +183,18 @@ int run_cli(int argc, char** argv) {
   const std::vector<CLI::Option*> run_flags = {
       app.add_option("--trials,-n", options.trials, "New trials to run (default 10)")
           ->check(CLI::Range(1, std::numeric_limits<int>::max())),
-      app.add_option("--timeout", timeout_text,
-                     "Bound on the whole study (e.g. 30m); the running trial is stopped cleanly"),
+      app.add_option("--time-limit", time_limit_text,
+                     "Wall-clock limit on the whole run (e.g. 30m): no trial starts after it "
+                     "and the running one is stopped cleanly. Each trial's own limit is the "
+                     "study file's timeout:")
+          ->type_name("DURATION"),
       app.add_option("--storage", options.storage_override,
                      "Database (sqlite:///file.db or a path); overrides the study file's"),
       app.add_flag("--quiet,-q", options.quiet, "No line per trial"),
   };
+  add_renamed_flag(&app, "--timeout",
+                   "is now --time-limit (it bounds the whole run; each trial's own limit is the "
+                   "study file's timeout:)");
 
   StudyArgs study_args;  // best and trials: only one of them is parsed
   auto* best = app.add_subcommand("best", "Print the best trial of an existing study");
@@ -219,7 +225,7 @@ int run_cli(int argc, char** argv) {
       &app,
       {{"tune --trials 30 studies/quickstart.yaml",
         "run 30 new trials of the study (run it again for 30 more)"},
-       {"tune --trials 200 --timeout 30m my.yaml",
+       {"tune --trials 200 --time-limit 30m my.yaml",
         "stop after 200 trials or 30 minutes, whichever comes first"},
        {"tune help", "the commands: best, trials, report, confirm, export, probe, init"}},
       "Exit status: 0 done; 1 the input was fine but running it failed (the database, the\n"
@@ -234,6 +240,7 @@ int run_cli(int argc, char** argv) {
       // --help and --version end here too, with status 0; every other parse error is bad input.
       return app.exit(e) == 0 ? 0 : k_exit_bad_input;
     }
+    refuse_renamed_flags(app);
     if (!app.get_subcommands().empty()) {
       const auto& command = app.get_subcommands().front()->get_name();
       for (const auto* flag : run_flags) {
@@ -272,9 +279,9 @@ int run_cli(int argc, char** argv) {
       throw BadInput(
           "no study file given (try: tune --trials 10 studies/quickstart.yaml; tune help lists "
           "the commands)");
-    if (!timeout_text.empty()) {
-      auto d = parse_duration(timeout_text);
-      if (!d) throw BadInput("--timeout: " + d.error());
+    if (!time_limit_text.empty()) {
+      auto d = parse_duration(time_limit_text);
+      if (!d) throw BadInput("--time-limit: " + d.error());
       options.study_timeout_s = *d;
     }
     return run_study(study_file, options);

@@ -1,6 +1,6 @@
 // What every command of the `tune` command line shares: the "Usage:" lines CLI11 cannot spell
-// itself, each command's "Examples:" footer, `tune help`'s list of commands, and the answer to a
-// word that is neither a command nor a study file.
+// itself, each command's "Examples:" footer, `tune help`'s list of commands, the answer to a word
+// that is neither a command nor a study file, and the renamed flags refused with their new name.
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
@@ -69,6 +69,20 @@ void set_help_footer(CLI::App* app, const std::vector<Example>& examples,
   text += "Examples:";
   for (const auto& e : examples) text += fmt::format("\n  {}\n      {}", e.command, e.what);
   app->footer(text);
+}
+
+void add_renamed_flag(CLI::App* app, const std::string& old_name, const std::string& message) {
+  // Its value optional, so that a bare one gets the same error. Hidden (group ""); the
+  // description holds the error, as only refuse_renamed_flags reads it.
+  app->add_option(old_name)->description(message)->expected(0, 1)->group("");
+}
+
+void refuse_renamed_flags(const CLI::App& app) {
+  for (const auto* opt : app.get_options()) {
+    if (opt->get_group().empty() && opt->count() > 0)
+      throw BadInput(fmt::format("--{} {}", opt->get_lnames().front(), opt->get_description()));
+  }
+  for (const auto* sub : app.get_subcommands()) refuse_renamed_flags(*sub);
 }
 
 std::vector<std::string> command_names(const CLI::App& app) {

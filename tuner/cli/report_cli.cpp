@@ -177,7 +177,7 @@ struct ExportArgs {
   std::string format = "bash", output;
   int trial = -1;
   std::optional<int> workers;            // slurm-array only
-  std::optional<int> trials_per_worker;  // slurm-array only; default 10
+  std::optional<int> trials_per_worker;  // slurm-array only; default 10 (tune --trials of each)
 };
 
 // --format slurm-array: needs the study file (given, or the one a database names), not a trial.
@@ -217,9 +217,12 @@ void add_export_options(CLI::App* sub, ExportArgs& args) {
       ->check(at_least(0));
   sub->add_option("--workers", args.workers, "slurm-array: array tasks, one tune worker each")
       ->check(CLI::Range(1, 10000));
-  sub->add_option("--trials", args.trials_per_worker,
-                  "slurm-array: trials each worker runs (default 10)")
+  sub->add_option("--trials-per-worker", args.trials_per_worker,
+                  "slurm-array: new trials each worker runs (default 10)")
       ->check(at_least(1));
+  add_renamed_flag(sub, "--trials",
+                   "is now --trials-per-worker here (the new trials each slurm-array worker "
+                   "runs); --trials is tune's own: tune --trials N STUDY.yaml");
 }
 
 // The trial to export (--trial, else the best) and the header's "Measured:" text for it.
@@ -252,7 +255,9 @@ int run_export(const ExportArgs& args) {
   const auto format = unwrap_input(parse_export_format(args.format));
   if (format == ExportFormat::slurm_array) return run_export_workers(args);
   if (args.workers || args.trials_per_worker)
-    throw BadInput("--workers and --trials go with --format slurm-array (--trial N picks a trial)");
+    throw BadInput(
+        "--workers and --trials-per-worker go with --format slurm-array (--trial N picks a "
+        "trial)");
   auto opened = open_study_or_throw(args.study);
   const auto spec = unwrap_input(spec_of(opened));
   ReportOptions options;
@@ -305,7 +310,7 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
             "a Slurm batch script that runs the best trial's settings"},
            {"tune export studies/quickstart.yaml -f mpirun --trial 7",
             "trial 7's mpirun command line"},
-           {"tune export study.yaml -f slurm-array --workers 8 --trials 25 -o w.sbatch",
+           {"tune export study.yaml -f slurm-array --workers 8 --trials-per-worker 25 -o w.sbatch",
             "a Slurm job array of 8 tune workers on the study, 25 new trials each"}},
           "--format bash, slurm, pbs, env or mpirun writes the best trial (or --trial N); "
           "slurm-array\n"

@@ -83,6 +83,13 @@ std::string command_list(const CLI::App& app);
 std::string unknown_command_message(const CLI::App& app, const std::string& word,
                                     bool could_be_study);
 
+// A flag that earlier versions took and that now has another name (tune --timeout, export
+// --trials): still parsed but hidden from the help, so that refuse_renamed_flags() (after
+// parsing) can refuse it as bad input with "--OLD_NAME message", the message naming its
+// successor; CLI11's own "not expected" would not.
+void add_renamed_flag(CLI::App* app, const std::string& old_name, const std::string& message);
+void refuse_renamed_flags(const CLI::App& app);
+
 struct Subcommand {
   CLI::App* app = nullptr;
   std::function<int()> run;
