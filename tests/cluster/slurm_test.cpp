@@ -302,7 +302,7 @@ TEST_F(SlurmEngine, WorkerArrayOnAPostgresStudyFinishesWithDistinctTrials) {
                                  "sampler: {type: random, seed: 7}\n");
   const auto script = m_dir / "workers.sbatch";
   auto r = run(m_dir, {TUNE_BIN, "export", study, "--format", "slurm-array", "-o", script.string(),
-                       "--workers", "2", "--trials", "3"});
+                       "--workers", "2", "--trials-per-worker", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "") << "a PostgreSQL study needs no warning";
   const auto text = slurp(script);

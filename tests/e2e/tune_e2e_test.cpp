@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/common/test_support.h"
@@ -439,18 +440,166 @@ TEST_F(TuneE2E, DefaultsBaselineIsFlaggedAndTheBestTrialIsNot) {
 namespace tune::tuner {
 namespace {
 
-TEST_F(TuneE2E, StudyTimeoutStopsTheRunningTrialCleanly) {
+TEST_F(TuneE2E, StudyTimeLimitStopsTheRunningTrialCleanly) {
   const auto study = write_study(base_study("", ", --mode, hang"));
   const auto t0 = std::chrono::steady_clock::now();
-  auto o = run_tune({"--trials", "5", "--timeout", "1s", study});
+  auto o = run_tune({"--trials", "5", "--time-limit", "1s", study});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(o.exit_code, 0) << o.err;
   EXPECT_LT(took, 10.0);
   auto ts = trials();
   ASSERT_EQ(ts.size(), 1u);
   EXPECT_EQ(ts[0].state, TrialState::fail);
-  EXPECT_NE(reason(ts[0]).find("--timeout"), std::string::npos) << reason(ts[0]);
-  EXPECT_NE(o.out.find("--timeout of 1s reached"), std::string::npos) << o.out;
+  EXPECT_EQ(reason(ts[0]), "stopped: the study's --time-limit was reached");
+  EXPECT_NE(o.out.find("study --time-limit of 1s reached; no new trials\n"), std::string::npos)
+      << o.out;
+}
+
+// The command line's conventions (issue 23): `tune help`, a mistyped command's suggestion, the
+// order `tune COMMAND ... STUDY`, --version, an "Examples:" block in every command's --help, and
+// the renamed flags.
+
+// The command names as `tune help` lists them: the first word of each line under "Commands:".
+std::vector<std::string> listed_commands(const std::string& help) {
+  std::vector<std::string> names;
+  const auto from = help.find("\nCommands:\n");
+  if (from == std::string::npos) return names;
+  std::istringstream lines(help.substr(from + 11));
+  for (std::string line; std::getline(lines, line) && !line.empty();) {
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    names.push_back(name);
+  }
+  return names;
+}
+
+TEST_F(TuneE2E, HelpListsTheCommandsOneLineEach) {
+  const auto o = run_tune({"help"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(o.err, "");
+  EXPECT_NE(o.out.find("\nUsage: tune [OPTIONS] STUDY.yaml "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\n       tune COMMAND [OPTIONS] ... "), std::string::npos) << o.out;
+  EXPECT_EQ(listed_commands(o.out), (std::vector<std::string>{"best", "trials", "report", "confirm",
+                                                              "export", "probe", "init", "help"}))
+      << o.out;
+  EXPECT_NE(o.out.find("\n  report   Report a study: "), std::string::npos) << o.out;
+}
+
+TEST_F(TuneE2E, HelpCommandPrintsThatCommandsHelp) {
+  const auto help = run_tune({"help", "report"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("\nUsage: tune report [OPTIONS] STUDY\n"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--no-importance"), std::string::npos) << help.out;
+  const auto flag = run_tune({"report", "--help"});
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(help.out, flag.out);
+}
+
+TEST_F(TuneE2E, MistypedCommandSuggestsTheNearestOne) {
+  auto o = run_tune({"reprot"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.out, "");
+  EXPECT_EQ(o.err,
+            "tune: error: unknown command 'reprot'; did you mean 'report'? (tune help lists the "
+            "commands)\n");
+  o = run_tune({"tirals", "study.yaml"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("did you mean 'trials'?"), std::string::npos) << o.err;
+  o = run_tune({"--trials", "3", "exprot"});  // the word after the options is the one looked at
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("did you mean 'export'?"), std::string::npos) << o.err;
+  o = run_tune({"help", "confrim"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err,
+            "tune: error: unknown command 'confrim'; did you mean 'confirm'? (tune help lists the "
+            "commands)\n");
+  o = run_tune({"frobnicate"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err,
+            "tune: error: unknown command 'frobnicate' and no study file of that name (tune help "
+            "lists the commands)\n");
+  // A path is a study file, as before: a missing one is reported as such.
+  o = run_tune({"missing.yaml"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("missing.yaml: cannot read the study file"), std::string::npos) << o.err;
+}
+
+TEST_F(TuneE2E, ExistingFileNamedLikeATypoIsStillAStudyFile) {
+  test_support::write_file(m_dir / "reprot", base_study(""));
+  const auto o = run_tune({"--trials", "1", "--quiet", "reprot"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(trials().size(), 1u);
+}
+
+TEST_F(TuneE2E, CommandComesBeforeTheStudyFile) {
+  const auto study = write_study(base_study(""));
+  auto o = run_tune({study, "report"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err,
+            "tune: error: 'report' after the study file: the command comes first (tune "
+            "report " +
+                study + ")\n");
+  // The options of a study run do not go with a command (they would be ignored).
+  o = run_tune({"--trials", "3", "report", study});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--trials before `report` is an option of a study run"), std::string::npos)
+      << o.err;
+}
+
+TEST_F(TuneE2E, VersionPrintsTheProjectVersion) {
+  for (const char* flag : {"--version", "-V"}) {
+    const auto o = run_tune({flag});
+    EXPECT_EQ(o.exit_code, 0) << flag << o.err;
+    EXPECT_EQ(o.out, "tune " TUNE_VERSION "\n") << flag;
+  }
+}
+
+TEST_F(TuneE2E, EveryCommandsHelpEndsWithExamples) {
+  const auto help = run_tune({"help"});
+  auto commands = listed_commands(help.out);
+  ASSERT_GE(commands.size(), 8u) << help.out;
+  commands.insert(commands.begin(), "");  // tune --help itself
+  for (const auto& command : commands) {
+    auto args = command.empty() ? std::vector<std::string>{} : std::vector<std::string>{command};
+    args.push_back("--help");
+    const auto o = run_tune(args);
+    EXPECT_EQ(o.exit_code, 0) << "tune " << command << " --help: " << o.err;
+    EXPECT_NE(o.out.find("\nExamples:\n  tune " + command), std::string::npos)
+        << "tune " << command << " --help:\n"
+        << o.out;
+  }
+}
+
+TEST_F(TuneE2E, RenamedFlagsNameTheirNewSpelling) {
+  const auto study = write_study(base_study(""));
+  auto o = run_tune({"--timeout", "30m", study});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.err,
+            "tune: error: --timeout is now --time-limit (it bounds the whole run; each trial's own "
+            "limit is the study file's timeout:)\n");
+  EXPECT_TRUE(trials().empty()) << "nothing ran";
+  o = run_tune({"export", study, "--format", "slurm-array", "--workers", "2", "--trials", "3"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(o.out, "");
+  EXPECT_NE(o.err.find("tune: error: --trials is now --trials-per-worker here"), std::string::npos)
+      << o.err;
+  o = run_tune(
+      {"export", study, "--format", "slurm-array", "--workers", "2", "--trials-per-worker", "3"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("\n#SBATCH --array=0-1\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" --trials 3 --storage "), std::string::npos) << o.out;
+  o = run_tune({"export", study, "--trials-per-worker", "3"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--workers and --trials-per-worker go with --format slurm-array"),
+            std::string::npos)
+      << o.err;
+  const auto help = run_tune({"export", "--help"});
+  EXPECT_NE(help.out.find("--trials-per-worker"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("--trials "), std::string::npos) << "the old spelling is hidden";
+  const auto root_help = run_tune({"--help"});
+  EXPECT_NE(root_help.out.find("--time-limit DURATION"), std::string::npos) << root_help.out;
+  EXPECT_EQ(root_help.out.find("--timeout"), std::string::npos) << root_help.out;
 }
 
 TEST_F(TuneE2E, HopelessTrialsArePrunedFromTheirLog) {

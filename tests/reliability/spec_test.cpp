@@ -516,7 +516,9 @@ TEST_F(SpecTest, ExitStatusSaysWhoMustAct) {
       {"--no-such-flag", study},
       {"--trials", "0", study},
       {"--trials", "many", study},
-      {"--timeout", "soon", study},
+      {"--time-limit", "soon", study},
+      {"--timeout", "30m", study},  // renamed --time-limit
+      {"reprot", study},            // a mistyped command
       {bad},
       {(m_dir / "dir.yaml").string()},
       {(m_dir / "missing.yaml").string()},
@@ -529,6 +531,8 @@ TEST_F(SpecTest, ExitStatusSaysWhoMustAct) {
       {"report", bad},
       {"export", study, "--trial", "999"},
       {"export", study, "--format", "lsf"},
+      {"export", study, "--format", "slurm-array", "--workers", "2", "--trials", "3"},
+      {"export", study, "--trials-per-worker", "3"},
       {"export", bad},
       {"confirm", bad},
       {"confirm", study, "--repeats", "0"},

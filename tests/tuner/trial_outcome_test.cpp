@@ -127,7 +127,7 @@ TEST(TrialOutcome, SignalsTimeoutsAndStartFailures) {
   OutcomeContext study_deadline;
   study_deadline.study_deadline_bites = true;
   EXPECT_EQ(classify_outcome(timed_out, study_deadline, never_read()).reason,
-            "stopped: the study's --timeout was reached");
+            "stopped: the study's --time-limit was reached");
 
   LaunchResult not_started;
   not_started.error = "'nope' was not found in PATH";

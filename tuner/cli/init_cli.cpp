@@ -89,11 +89,20 @@ int run_init(InitArgs& args) {
 
 std::vector<Subcommand> add_init_commands(CLI::App& app) {
   auto args = std::make_shared<InitArgs>();
-  auto* init = app.add_subcommand(
-      "init",
-      "Write a ready study for your own command: tune init --ranks 2 -o study.yaml -- python3 "
-      "train.py --epochs 1");
-  init->add_option("command", args->request.command,
+  auto* init = app.add_subcommand("init", "Write a ready study for your own training command");
+  set_usage(init, {"tune init [OPTIONS] -- COMMAND..."});
+  set_help_footer(
+      init,
+      {{"tune init --ranks 2 -o study.yaml -- python3 train.py --epochs 1",
+        "a study that runs train.py on 2 MPI ranks per trial"},
+       {"tune init -o study.yaml -- mpirun -n 2 --bind-to none python3 train.py",
+        "the same from your own mpirun line (the ranks are taken from -n)"},
+       {"tune init --throughput-regex 'samples/s: ([0-9.]+)' -o study.yaml -- ./train",
+        "maximize the throughput the program prints, not minimize its wall time"}},
+      "init reads the command, looks at the program (the frameworks it uses, their thread\n"
+      "pools) and this machine, and writes a commented study; then run tune --trials 30 "
+      "study.yaml.");
+  init->add_option("COMMAND", args->request.command,
                    "The command one trial runs, after `--` (it may start with mpirun)")
       ->required();
   init->add_option("-o,--output", args->output, "Study file to write (default: stdout)");
@@ -114,7 +123,8 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
       ->check(CLI::IsMember(probes::knob_catalog().programs()))
       ->allow_extra_args(false);
   init->add_option("--trial-timeout", args->request.trial_timeout,
-                   "Per-trial timeout written into the study (default 1h)");
+                   "Each trial's time limit, written as the study file's timeout: (default 1h)")
+      ->type_name("DURATION");
   init->add_flag("--no-input", args->no_input, "Ask nothing, even on a terminal");
   return {{init, [args]() { return run_init(*args); }}};
 }

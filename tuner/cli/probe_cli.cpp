@@ -51,9 +51,13 @@ int watch_node(const std::string& tag, double interval_s) {
 }  // namespace
 
 std::vector<Subcommand> add_probe_commands(CLI::App& app) {
-  auto* probe = app.add_subcommand("probe",
-                                   "Print this machine's topology (hwloc): packages, "
-                                   "NUMA nodes, cores, PUs, caches, GPUs");
+  auto* probe = app.add_subcommand(
+      "probe", "Print this machine's topology: packages, NUMA nodes, cores, caches, GPUs");
+  set_help_footer(probe,
+                  {{"tune probe", "the topology as text (read through hwloc)"},
+                   {"tune probe --format json", "the same as JSON"}},
+                  "--watch is for tune itself: it starts `tune probe --watch TAG` on every other "
+                  "node\nof a trial that spans hosts.");
   auto format = std::make_shared<std::string>("text");
   auto tag = std::make_shared<std::string>();
   auto interval = std::make_shared<double>(0.2);

@@ -18,16 +18,16 @@
 #include <stdexcept>
 #include <utility>
 
-#include "tuner/cli/subcommands.h"
-#include "tuner/cli/confirm.h"
-#include "tuner/export/export.h"
 #include "tuner/base/install_layout.h"
-#include "tuner/study/objective.h"
+#include "tuner/base/trial_attrs.h"
+#include "tuner/cli/confirm.h"
+#include "tuner/cli/subcommands.h"
+#include "tuner/export/export.h"
+#include "tuner/export/worker_array.h"
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/run/runner.h"
-#include "tuner/base/trial_attrs.h"
-#include "tuner/export/worker_array.h"
+#include "tuner/study/objective.h"
 
 namespace tune::tuner {
 namespace {
@@ -80,14 +80,17 @@ void add_format_and_output(CLI::App* sub, std::string& format, std::string& outp
 CLI::Range at_least(int low) { return CLI::Range(low, std::numeric_limits<int>::max()); }
 
 // A subcommand over an existing study: `Args` holds the parsed arguments (its `study` member the
-// STUDY/--storage/--study ones); `add_options` adds the command's own; `run` runs it.
+// STUDY/--storage/--study ones); `add_options` adds the command's own; `run` runs it. `help` is
+// the one line `tune help` shows, `notes` and `examples` end its --help.
 template <typename Args>
 Subcommand study_command(CLI::App& app, const std::string& name, const std::string& help,
-                         void (*add_options)(CLI::App*, Args&), int (*run)(const Args&)) {
+                         void (*add_options)(CLI::App*, Args&), int (*run)(const Args&),
+                         const std::vector<Example>& examples, const std::string& notes) {
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand(name, help);
   add_study_args(sub, args->study);
   add_options(sub, *args);
+  set_help_footer(sub, examples, notes);
   return {sub, [args, run]() { return run(*args); }};
 }
 
@@ -174,7 +177,7 @@ struct ExportArgs {
   std::string format = "bash", output;
   int trial = -1;
   std::optional<int> workers;            // slurm-array only
-  std::optional<int> trials_per_worker;  // slurm-array only; default 10
+  std::optional<int> trials_per_worker;  // slurm-array only; default 10 (tune --trials of each)
 };
 
 // --format slurm-array: needs the study file (given, or the one a database names), not a trial.
@@ -214,9 +217,12 @@ void add_export_options(CLI::App* sub, ExportArgs& args) {
       ->check(at_least(0));
   sub->add_option("--workers", args.workers, "slurm-array: array tasks, one tune worker each")
       ->check(CLI::Range(1, 10000));
-  sub->add_option("--trials", args.trials_per_worker,
-                  "slurm-array: trials each worker runs (default 10)")
+  sub->add_option("--trials-per-worker", args.trials_per_worker,
+                  "slurm-array: new trials each worker runs (default 10)")
       ->check(at_least(1));
+  add_renamed_flag(sub, "--trials",
+                   "is now --trials-per-worker here (the new trials each slurm-array worker "
+                   "runs); --trials is tune's own: tune --trials N STUDY.yaml");
 }
 
 // The trial to export (--trial, else the best) and the header's "Measured:" text for it.
@@ -249,7 +255,9 @@ int run_export(const ExportArgs& args) {
   const auto format = unwrap_input(parse_export_format(args.format));
   if (format == ExportFormat::slurm_array) return run_export_workers(args);
   if (args.workers || args.trials_per_worker)
-    throw BadInput("--workers and --trials go with --format slurm-array (--trial N picks a trial)");
+    throw BadInput(
+        "--workers and --trials-per-worker go with --format slurm-array (--trial N picks a "
+        "trial)");
   auto opened = open_study_or_throw(args.study);
   const auto spec = unwrap_input(spec_of(opened));
   ReportOptions options;
@@ -277,19 +285,36 @@ int run_export(const ExportArgs& args) {
 
 std::vector<Subcommand> add_report_commands(CLI::App& app) {
   return {
-      study_command<ReportArgs>(app, "report",
-                                "Report an existing study: best trial, speedup over the baseline, "
-                                "top trials, importance, probe verdicts, failures",
-                                add_report_options, run_report),
-      study_command<ConfirmArgs>(app, "confirm",
-                                 "Re-run the baseline and the top trials several times, "
-                                 "interleaved, so the report can use medians",
-                                 add_confirm_options, run_confirm_command),
-      study_command<ExportArgs>(app, "export",
-                                "Write the winning settings as a bash, Slurm or PBS script, an "
-                                "env file or an mpirun command line; or (slurm-array) a Slurm "
-                                "job array of tune workers on the study",
-                                add_export_options, run_export),
+      study_command<ReportArgs>(
+          app, "report", "Report a study: best trial, speedup, top trials, importance, failures",
+          add_report_options, run_report,
+          {{"tune report studies/quickstart.yaml", "the report as text on stdout"},
+           {"tune report quickstart -f html -o report.html",
+            "one self-contained HTML file with charts"},
+           {"tune report tune-out/quickstart/study.db -f json", "JSON, with schema_version"}},
+          "The report: the best trial, its speedup over the baseline, the top trials, each\n"
+          "parameter's importance (fANOVA), the probes' verdicts and why trials failed."),
+      study_command<ConfirmArgs>(
+          app, "confirm", "Re-run the baseline and the best trials so the report uses medians",
+          add_confirm_options, run_confirm_command,
+          {{"tune confirm studies/quickstart.yaml",
+            "5 re-runs each of the baseline and the top 3, interleaved"},
+           {"tune confirm studies/quickstart.yaml --repeats 10 --top 1",
+            "10 re-runs each of the baseline and the best trial"}},
+          "A winner picked on one noisy run is a common trap: the re-runs are stored as trials of\n"
+          "the study, and tune report and tune best then rank by their medians."),
+      study_command<ExportArgs>(
+          app, "export", "Write the winning settings as a script, env file or mpirun line",
+          add_export_options, run_export,
+          {{"tune export studies/quickstart.yaml -f slurm -o job.sh",
+            "a Slurm batch script that runs the best trial's settings"},
+           {"tune export studies/quickstart.yaml -f mpirun --trial 7",
+            "trial 7's mpirun command line"},
+           {"tune export study.yaml -f slurm-array --workers 8 --trials-per-worker 25 -o w.sbatch",
+            "a Slurm job array of 8 tune workers on the study, 25 new trials each"}},
+          "--format bash, slurm, pbs, env or mpirun writes the best trial (or --trial N); "
+          "slurm-array\n"
+          "writes a Slurm job array of tune workers that share the study (PostgreSQL storage)."),
   };
 }
 

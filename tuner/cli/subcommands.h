@@ -59,6 +59,37 @@ OpenedStudy open_study_or_throw(const std::string& target, const std::string& st
                                 const std::string& study_name);
 OpenedStudy open_study_or_throw(const StudyArgs& args);
 
+// tuner/cli/help.cpp: what every command's help and flags share.
+//
+// The formatter set_usage() needs, on the root app before any subcommand is added (each takes
+// its parent's).
+void use_tune_formatter(CLI::App& app);
+// `app`'s "Usage:" lines, where CLI11's own would mislead (the root's two forms, tune init's `--`).
+void set_usage(CLI::App* app, const std::vector<std::string>& lines);
+// One entry of a command's "Examples:": a command line and what it does.
+struct Example {
+  std::string command, what;
+};
+// Ends `app`'s --help with `notes` (when given) and an "Examples:" block; every command has one.
+void set_help_footer(CLI::App* app, const std::vector<Example>& examples,
+                     const std::string& notes = "");
+// The root app's subcommand names, in the order they were added.
+std::vector<std::string> command_names(const CLI::App& app);
+// `tune help`: the usage, then each command with its one-line description.
+std::string command_list(const CLI::App& app);
+// The error for `word` given where a command goes: the nearest command when one is near enough
+// (suggest.h), else a pointer to `tune help`; `could_be_study` when the word might have been a
+// study file, as the root's first word might.
+std::string unknown_command_message(const CLI::App& app, const std::string& word,
+                                    bool could_be_study);
+
+// A flag that earlier versions took and that now has another name (tune --timeout, export
+// --trials): still parsed but hidden from the help, so that refuse_renamed_flags() (after
+// parsing) can refuse it as bad input with "--OLD_NAME message", the message naming its
+// successor; CLI11's own "not expected" would not.
+void add_renamed_flag(CLI::App* app, const std::string& old_name, const std::string& message);
+void refuse_renamed_flags(const CLI::App& app);
+
 struct Subcommand {
   CLI::App* app = nullptr;
   std::function<int()> run;

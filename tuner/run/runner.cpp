@@ -221,7 +221,7 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
     if (m_options.study_timeout_s &&
         std::chrono::duration<double>(Clock::now() - m_started).count() >=
             *m_options.study_timeout_s) {
-      out << fmt::format("study --timeout of {} reached; no new trials\n",
+      out << fmt::format("study --time-limit of {} reached; no new trials\n",
                          format_duration(*m_options.study_timeout_s));
       break;
     }
@@ -251,7 +251,7 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
 struct StudyRunner::Prepared {
   LaunchRequest request;
   std::string log_path;
-  bool study_deadline_bites = false;      // the study's --timeout set the trial's limit
+  bool study_deadline_bites = false;      // the study's --time-limit set the trial's limit
   std::optional<double> skip_constraint;  // the probes predict oversubscription: not run
   // The probes' constraint of a trial that runs (<= 0). Stored with it like a skipped trial's:
   // constrained TPE ranks trials without constraint values after every trial with them, so

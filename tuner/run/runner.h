@@ -28,7 +28,8 @@ namespace tune::tuner {
 
 struct RunOptions {
   int trials = 10;                        // new trials to run (enqueued ones count)
-  std::optional<double> study_timeout_s;  // stop starting trials after this; running one is stopped
+  std::optional<double> study_timeout_s;  // --time-limit: no trial starts after it; the running
+                                          // one is stopped
   std::string storage_override;           // --storage; empty = the study file's
   bool quiet = false;                     // no per-trial lines
   bool prune = true;                      // false: no pruner (tune confirm's repeats run whole)

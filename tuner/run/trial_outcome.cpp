@@ -35,8 +35,8 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
                     ctx.interrupt_signal == SIGINT ? "Ctrl-C" : signal_name(ctx.interrupt_signal));
     o.stop_study = true;
   } else if (res.stopped == StopReason::timeout) {
-    o.reason =
-        ctx.study_deadline_bites ? "stopped: the study's --timeout was reached" : res.stop_detail;
+    o.reason = ctx.study_deadline_bites ? "stopped: the study's --time-limit was reached"
+                                        : res.stop_detail;
   } else if (res.stopped == StopReason::watcher) {
     o.state = TrialState::pruned;
     o.reason = res.stop_detail;

@@ -28,7 +28,7 @@ struct TrialOutcome {
 };
 
 struct OutcomeContext {
-  bool study_deadline_bites = false;        // the study's --timeout set the trial's limit
+  bool study_deadline_bites = false;        // the study's --time-limit set the trial's limit
   int interrupt_signal = 0;                 // the signal behind StopReason::interrupted
   std::optional<double> last_intermediate;  // what a pruned trial is ranked by
   std::string stderr_path;                  // its explaining lines name a non-zero exit's cause
