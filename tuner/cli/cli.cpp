@@ -64,7 +64,8 @@ bool names_no_study(const std::string& target, const std::string& storage_url,
 int run_study(const std::string& study_file, const RunOptions& options) {
   auto spec = unwrap_input(load_study_spec(study_file));
   if (auto why = storage_url_problem(options.storage_override))
-    throw BadInput(fmt::format("--storage '{}': {}", options.storage_override, *why));
+    throw BadInput(
+        fmt::format("--storage '{}': {}", redact_storage_url(options.storage_override), *why));
   const std::string name = spec.name;
   auto runner = unwrap(StudyRunner::open(std::move(spec), options));
   const auto probes = attach_probes(*runner);
@@ -73,8 +74,9 @@ int run_study(const std::string& study_file, const RunOptions& options) {
   if (probes.warning)
     std::cerr << "tune: warning: " << *probes.warning << "; trials run without probes\n";
   install_interrupt_handlers();
-  std::cout << fmt::format("study '{}': running {} trial(s); storage {}\n", name, options.trials,
-                           storage_url_for(runner->spec(), options.storage_override));
+  std::cout << fmt::format(
+      "study '{}': running {} trial(s); storage {}\n", name, options.trials,
+      redact_storage_url(storage_url_for(runner->spec(), options.storage_override)));
   auto totals = unwrap(runner->run(std::cout));
   std::cout << '\n';
   print_summary(std::cout, name, runner->cache(), objective_names(runner->spec()));

@@ -18,16 +18,16 @@
 #include <stdexcept>
 #include <utility>
 
-#include "tuner/cli/subcommands.h"
-#include "tuner/cli/confirm.h"
-#include "tuner/export/export.h"
 #include "tuner/base/install_layout.h"
-#include "tuner/study/objective.h"
+#include "tuner/base/trial_attrs.h"
+#include "tuner/cli/confirm.h"
+#include "tuner/cli/subcommands.h"
+#include "tuner/export/export.h"
+#include "tuner/export/worker_array.h"
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/run/runner.h"
-#include "tuner/base/trial_attrs.h"
-#include "tuner/export/worker_array.h"
+#include "tuner/study/objective.h"
 
 namespace tune::tuner {
 namespace {
@@ -43,7 +43,7 @@ Result<StudySpec> spec_of(const OpenedStudy& opened) {
   if (file.empty())
     return std::unexpected(
         fmt::format("study '{}' in {} names no study file; pass the study file (*.yaml) instead",
-                    opened.cache->study().name, opened.url));
+                    opened.cache->study().name, redact_storage_url(opened.url)));
   auto spec = load_study_spec(file);
   if (!spec)
     return std::unexpected(spec.error() +
@@ -131,7 +131,7 @@ int run_report(const ReportArgs& args) {
   options.importance = !args.no_importance;
   auto data = build_report(*opened.cache, opened.cache->study().name,
                            spec ? spec->space : search::SearchSpace{}, options);
-  data.storage = opened.url;
+  data.storage = redact_storage_url(opened.url);
   if (spec) name_objectives(*spec, data);
   auto reporter = unwrap_input(make_reporter(args.format));
   std::ostringstream text;
@@ -185,7 +185,8 @@ int run_export_workers(const ExportArgs& args) {
   if (target.ends_with(".yaml") || target.ends_with(".yml")) {
     spec = unwrap_input(load_study_spec(target));
     if (auto why = storage_url_problem(args.study.storage))
-      throw BadInput(fmt::format("--storage '{}': {}", args.study.storage, *why));
+      throw BadInput(
+          fmt::format("--storage '{}': {}", redact_storage_url(args.study.storage), *why));
     options.storage = storage_url_for(spec, args.study.storage);
   } else {
     auto opened = open_study_or_throw(args.study);
@@ -199,7 +200,7 @@ int run_export_workers(const ExportArgs& args) {
   options.workdir = fs::current_path().string();
   const auto text = unwrap_input(render_worker_array(spec, options));
   if (!is_postgres_url(options.storage))
-    std::cerr << "tune: warning: " << options.storage
+    std::cerr << "tune: warning: " << redact_storage_url(options.storage)
               << " is an SQLite file, which workers on different nodes cannot share at once; "
                  "use storage: postgresql://...\n";
   write_output(args.output, text, /*executable=*/true);

@@ -9,13 +9,14 @@
 #include <iostream>
 #include <ostream>
 
-#include "tuner/launch/launcher.h"
-#include "tuner/study/objective.h"
-#include "tuner/run/rerun.h"
-#include "tuner/run/summary.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/run/rerun.h"
+#include "tuner/run/summary.h"
 #include "tuner/run/trial_outcome.h"
+#include "tuner/storage/storage.h"
+#include "tuner/study/objective.h"
 
 namespace tune::tuner {
 namespace {
@@ -354,8 +355,11 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   auto log = expand_template(m_spec.objective.log, values);
   p.log_path = log && *log ? **log : (trial_dir / "log").string();
 
+  auto env_shown = req.env_set;  // a secret (PGPASSWORD) is stored masked
+  for (auto& [name, value] : env_shown)
+    if (is_secret_env_var(name)) value = k_redacted;
   const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_launched_argv, req.argv},
-                                                          {k_attr_env, req.env_set},
+                                                          {k_attr_env, env_shown},
                                                           {k_attr_env_unset, req.env_unset},
                                                           {k_attr_trial_dir, trial_dir.string()}};
   for (const auto& [key, value] : shown) {
