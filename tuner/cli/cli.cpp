@@ -1,19 +1,17 @@
-#include "tuner/base/text.h"
 #include "tuner/cli/cli.h"
+#include "tuner/base/text.h"
 
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <stdexcept>
-#include <string_view>
 
-#include "tuner/cli/subcommands.h"
 #include "tuner/base/install_layout.h"
+#include "tuner/cli/subcommands.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/run/runner.h"
@@ -24,18 +22,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether a local file is something other than an SQLite database (which is empty when new, else
-// starts with this header): a wrong argument, not a database that failed.
-bool is_not_sqlite(const std::string& path) {
-  constexpr std::string_view k_magic{"SQLite format 3\0", 16};
-  std::ifstream in(path, std::ios::binary);
-  std::string head(k_magic.size(), '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  return in.gcount() > 0 && std::string_view(head.data(), in.gcount()) != k_magic;
-}
-
-// Whether the arguments of a failed open_existing_study() name no usable study. Asked after the
-// failure, so that a good study costs nothing more and the original message stands.
+// Whether the arguments of a failed open_existing_study() name no usable study: a study file
+// that does not load, a malformed storage URL, a database file that is not there, or a database
+// that opens but holds no such study. A database that is there but cannot be opened or read (a
+// server down, a corrupt file) is no mistake of the arguments. Asked after the failure, so that
+// a good study costs nothing more and the original message stands.
 bool names_no_study(const std::string& target, const std::string& storage_url,
                     const std::string& study_name) {
   std::string url = storage_url;
@@ -49,10 +40,12 @@ bool names_no_study(const std::string& target, const std::string& storage_url,
     url = target;
   }
   if (storage_url_problem(url)) return true;
-  const auto path = sqlite_file_of(url);
-  std::error_code ec;
-  if (!path || !fs::is_regular_file(*path, ec) || is_not_sqlite(*path)) return true;
-  auto storage = open_storage(url);
+  if (const auto path = sqlite_file_of(url)) {
+    std::error_code ec;
+    if (!fs::exists(*path, ec)) return true;
+    if (fs::is_directory(*path, ec)) return true;  // a folder given for the database file
+  }
+  auto storage = open_storage(url, OpenMode::read_only);
   if (!storage) return false;
   auto studies = (*storage)->get_all_studies();
   if (!studies) return false;
@@ -147,9 +140,11 @@ int run_cli(int argc, char** argv) {
   for (auto& s : add_init_commands(app)) more.push_back(std::move(s));
   app.require_subcommand(0, 1);
   app.footer(
-      "Exit status: 0 done; 1 the input was fine but running it failed (the database, the "
-      "trials' setup, I/O); 2 bad input: a flag, the study file, or a database, study or trial "
-      "that is not there (fix it and run again); 130 interrupted (finished trials are stored).");
+      "Exit status: 0 done; 1 the input was fine but running it failed (a database that cannot "
+      "be read: server down, corrupt file; the trials' setup; I/O); 2 bad input: a flag, a "
+      "storage URL, the study file, or a database file, study or trial that is not there (fix "
+      "it and run again); 130 interrupted (finished trials are stored). The same for every "
+      "subcommand.");
 
   try {
     app.parse(argc, argv);
