@@ -15,11 +15,11 @@
 #include <thread>
 
 #include "tests/common/test_support.h"
-#include "tuner/run/ranking.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/run/ranking.h"
 #include "tuner/storage/sqlite_storage.h"
 #include "tuner/study/study_spec.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -271,6 +271,72 @@ TEST_F(TuneE2E, BadInputIsOneLineAndNonZero) {
        write_study(base_study("").replace(base_study("").find("random"), 6, "annealing"))});
   EXPECT_NE(sampler.exit_code, 0);
   EXPECT_NE(sampler.err.find("sampler"), std::string::npos) << sampler.err;
+}
+
+// One meaning per exit status in every subcommand (README "Exit status"): a database that is
+// there but cannot be read (a corrupt file, a server that does not answer) is a failure to carry
+// the command out, 1; only what the user typed wrong (a flag, a storage URL's option, a study
+// file that is not there) is bad input, 2. Each error is one line.
+TEST_F(TuneE2E, ExitStatusMeansTheSameInEverySubcommand) {
+  const auto study = write_study(base_study(""));
+  const std::string db = (m_dir / "out" / "study.db").string();
+  fs::create_directories(m_dir / "out");
+  test_support::write_file(db, std::string(4096, 'x'));  // no SQLite header: corrupt
+  // Nothing listens on port 1 of the loopback; the first connection is tried once, and a
+  // short retry_for bounds any later one.
+  const std::string down = "postgresql://tune@127.0.0.1:1/tune?connect_timeout=2&retry_for=1s";
+  const auto expect_status = [&](const std::vector<std::string>& args, int status) {
+    const auto r = run_tune(args);
+    std::string line;
+    for (const auto& a : args) line += a + ' ';
+    EXPECT_EQ(r.exit_code, status) << line << "\n" << r.err;
+    EXPECT_TRUE(r.err.starts_with("tune: error: ")) << line << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << line << "\n" << r.err;
+  };
+  // The read-only commands and one that writes (confirm adds re-runs), on the study file and on
+  // the database itself. slurm-array reads the study file a database names; given the study
+  // file, it writes the workers' script without opening the database.
+  const std::vector<std::string> slurm_array = {"export", "--format", "slurm-array", "--workers",
+                                                "2"};
+  const std::vector<std::vector<std::string>> commands = {{"best"},   {"trials"},  {"report"},
+                                                          {"export"}, {"confirm"}, slurm_array};
+  expect_status({"--trials", "1", study}, 1);
+  for (const auto& command : commands) {
+    for (const auto& target : {study, db}) {
+      if (command == slurm_array && target == study) continue;
+      auto args = command;
+      args.push_back(target);
+      expect_status(args, 1);
+    }
+  }
+  expect_status({"--trials", "1", "--storage", down, study}, 1);
+  for (const auto& command : commands) {
+    auto on_url = command;
+    on_url.push_back(down);
+    expect_status(on_url, 1);
+    if (command == slurm_array) continue;
+    auto overridden = command;
+    overridden.insert(overridden.end(), {"--storage", down, study});
+    expect_status(overridden, 1);
+  }
+  // Bad input: a flag, a storage URL's option, a study file that is not there.
+  expect_status({"--trials", "1", "--no-such-flag", study}, 2);
+  for (const auto& command : commands) {
+    auto flag = command;
+    flag.insert(flag.end(), {"--no-such-flag", study});
+    expect_status(flag, 2);
+    auto option = command;
+    option.insert(option.end(), {"--storage", "sqlite:///" + db + "?grace_period=abc", study});
+    expect_status(option, 2);
+    auto missing = command;
+    missing.push_back((m_dir / "missing.yaml").string());
+    expect_status(missing, 2);
+  }
+  expect_status({"--trials", "1", "--storage", "sqlite:///" + db + "?grace_period=abc", study}, 2);
+  expect_status({"--trials", "1", (m_dir / "missing.yaml").string()}, 2);
+  expect_status({"--trials", "1", "--storage", "postgresql://tune@127.0.0.1:1/x?sslmode", study},
+                2);  // libpq cannot read the URL: no '=' after sslmode
+  expect_status({"best", "postgresql://tune@[::1/x"}, 2);
 }
 
 TEST_F(TuneE2E, OptunaLoadsOurStudy) {

@@ -387,6 +387,39 @@ TEST_F(ExportTest, DirectCommandWithoutMpirun) {
       << *text;
 }
 
+// A study's PGPASSWORD and a storage URL's password never go into an export: the header shows the
+// database masked, the scripts say where the password comes from instead, and the mpirun line
+// leaves the variable to the caller's environment.
+TEST_F(ExportTest, NoFormatCarriesAPassword) {
+  std::string text = k_study;
+  text.replace(text.find("env:\n") + 5, 0, "  PGPASSWORD: \"pw-in-study\"\n");
+  const auto s = parse_study_spec(text, "/studies/exp.yaml");
+  ASSERT_TRUE(s) << s.error();
+  auto o = options();
+  o.storage = "postgresql://tune:pw-in-url@db:5432/studies?password=pw-in-query&sslmode=require";
+  for (const auto format : {ExportFormat::bash, ExportFormat::slurm, ExportFormat::pbs,
+                            ExportFormat::env, ExportFormat::mpirun}) {
+    const auto out = render_export(*s, winner(*s), format, o);
+    ASSERT_TRUE(out) << out.error();
+    for (const char* secret : {"pw-in-study", "pw-in-url", "pw-in-query"})
+      EXPECT_EQ(out->find(secret), std::string::npos) << secret << " in:\n" << *out;
+    EXPECT_NE(out->find("WEIRD="), std::string::npos) << *out;  // the other variables stay
+    if (format == ExportFormat::mpirun) {
+      EXPECT_EQ(out->find("PGPASSWORD="), std::string::npos) << *out;  // `-x PGPASSWORD` stays
+      continue;
+    }
+    EXPECT_NE(out->find("# Database: postgresql://tune:***@db:5432/studies?password=***&"
+                        "sslmode=require\n"),
+              std::string::npos)
+        << *out;
+    EXPECT_NE(out->find("# PGPASSWORD is a secret and not written here: set it in the "
+                        "environment (or use ~/.pgpass)\n"),
+              std::string::npos)
+        << *out;
+    if (format != ExportFormat::env) expect_bash_syntax_ok("secret.sh", *out);
+  }
+}
+
 TEST_F(ExportTest, TrialMissingAParameterIsAnErrorNamingIt) {
   const auto s = spec();
   auto t = winner(s);

@@ -1,13 +1,14 @@
-// launch.slurm (tuner/launch/slurm_launch.h): the study file's section, the srun argv a trial runs, the
-// probes' plan from the same settings, and the slurm-array export of tune workers
-// (tuner/export/worker_array.h). The real thing, under a local Slurm, is tests/cluster/slurm_test.cpp.
+// launch.slurm (tuner/launch/slurm_launch.h): the study file's section, the srun argv a trial runs,
+// the probes' plan from the same settings, and the slurm-array export of tune workers
+// (tuner/export/worker_array.h). The real thing, under a local Slurm, is
+// tests/cluster/slurm_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "tuner/launch/rendered_launch.h"
 #include "tuner/export/worker_array.h"
+#include "tuner/launch/rendered_launch.h"
 
 namespace tune::tuner {
 namespace {
@@ -118,6 +119,24 @@ TEST(WorkerArray, OneTuneWorkerPerArrayTaskOnWholeNodes) {
         "postgresql://tune@db:5432/studies /home/u/s.yaml\n"})
     EXPECT_NE(script->find(line), std::string::npos) << line << "in:\n" << *script;
   EXPECT_EQ(script->find("WARNING"), std::string::npos) << *script;
+}
+
+// The workers get the storage URL without its password (libpq reads it from PGPASSWORD or
+// ~/.pgpass on the node, as the script says); the header shows it masked.
+TEST(WorkerArray, TheScriptCarriesNoPassword) {
+  const auto spec = study("");
+  ASSERT_TRUE(spec) << spec.error();
+  auto options = worker_options();
+  options.storage = "postgresql://tune:pw-in-url@db:5432/studies?password=pw-in-query&retry_for=5m";
+  const auto script = render_worker_array(*spec, options);
+  ASSERT_TRUE(script) << script.error();
+  EXPECT_EQ(script->find("pw-in-"), std::string::npos) << *script;
+  for (const char* line :
+       {"# Database: postgresql://tune:***@db:5432/studies?password=***&retry_for=5m\n",
+        "# The database's password is not in this script: each worker's libpq reads it from\n"
+        "# PGPASSWORD (sbatch passes on the environment it is run in) or ~/.pgpass on the node.\n",
+        "--storage 'postgresql://tune@db:5432/studies?retry_for=5m' /home/u/s.yaml\n"})
+    EXPECT_NE(script->find(line), std::string::npos) << line << "in:\n" << *script;
 }
 
 TEST(WorkerArray, SizesFromMpirunAndWarnsAboutSqlite) {

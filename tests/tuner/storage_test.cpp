@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "tests/tuner/storage_suite.h"
-#include "tuner/study/open_study.h"
 #include "tuner/storage/sqlite_storage.h"
+#include "tuner/study/open_study.h"
 
 namespace tune::tuner {
 namespace {
@@ -96,6 +96,72 @@ TEST_F(StorageTest, OpenStorageUrls) {
   auto bad = open_storage("postgresql://127.0.0.1:1/x?retry_for=soon");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().find("retry_for=soon"), std::string::npos) << bad.error();
+}
+
+// Every spelling of a password in a storage URL is masked for showing and dropped for a later
+// run's use; what is not a password stays as written.
+TEST(StorageUrl, PasswordsAreMaskedForShowingAndDroppedForScripts) {
+  struct Case {
+    std::string url, shown, without;
+  };
+  const Case cases[] = {
+      {"postgresql://me:pw1@db.example:5433/tune?sslmode=require&retry_for=5s",
+       "postgresql://me:***@db.example:5433/tune?sslmode=require&retry_for=5s",
+       "postgresql://me@db.example:5433/tune?sslmode=require&retry_for=5s"},
+      {"postgres://me:pw1@db/tune", "postgres://me:***@db/tune", "postgres://me@db/tune"},
+      {"postgresql+psycopg2://me:pw1@db/tune", "postgresql+psycopg2://me:***@db/tune",
+       "postgresql+psycopg2://me@db/tune"},
+      {"postgresql://me@db/tune?password=pw1&sslmode=require",
+       "postgresql://me@db/tune?password=***&sslmode=require",
+       "postgresql://me@db/tune?sslmode=require"},
+      {"postgresql://me@db/tune?pass%77ord=pw1", "postgresql://me@db/tune?pass%77ord=***",
+       "postgresql://me@db/tune"},
+      {"postgresql://me:pw1@db/tune?password=pw1", "postgresql://me:***@db/tune?password=***",
+       "postgresql://me@db/tune"},
+      // Unencoded '@', ':' and '/' in the password: hidden whole.
+      {"postgresql://me:p@s:s/w1@db/tune", "postgresql://me:***@db/tune",
+       "postgresql://me@db/tune"},
+      {"mysql://me:pw1@db/x", "mysql://me:***@db/x", "mysql://me@db/x"},
+      // Nothing to hide.
+      {"postgresql://me@db:5432/tune", "postgresql://me@db:5432/tune",
+       "postgresql://me@db:5432/tune"},
+      {"postgresql://db/tune?", "postgresql://db/tune?", "postgresql://db/tune?"},
+      {"postgresql://me:@db/tune", "postgresql://me:@db/tune", "postgresql://me@db/tune"},
+      {"sqlite:///out/study.db?synchronous=normal", "sqlite:///out/study.db?synchronous=normal",
+       "sqlite:///out/study.db?synchronous=normal"},
+      {"sqlite:////srv/me:x@y/study.db", "sqlite:////srv/me:x@y/study.db",
+       "sqlite:////srv/me:x@y/study.db"},
+      {"out/me:x@y?z.db", "out/me:x@y?z.db", "out/me:x@y?z.db"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(redact_storage_url(c.url), c.shown) << c.url;
+    EXPECT_EQ(storage_url_without_password(c.url), c.without) << c.url;
+  }
+  EXPECT_TRUE(is_secret_env_var("PGPASSWORD"));
+  EXPECT_FALSE(is_secret_env_var("PGUSER"));
+}
+
+// A URL's options are checked before anything is opened (bad input), and the reason shows no
+// password.
+TEST(StorageUrl, ProblemsAreFoundWithoutOpeningAndShowNoPassword) {
+  EXPECT_EQ(storage_url_problem("postgresql://me:pw1@db/tune?sslmode=require&retry_for=5s"),
+            std::nullopt);
+  EXPECT_EQ(storage_url_problem("sqlite:///x.db?synchronous=normal&grace_period=2m"), std::nullopt);
+  for (const std::string url :
+       {"sqlite:///x.db?grace_period=abc", "postgresql://me:pw1@db/tune?grace_period=abc",
+        "postgresql://me:pw1@db/tune?retry_for=0s", "postgresql://me:pw1@db/tune?synchronous=x",
+        "sqlite:///x.db?sslmode=require", "postgresql://me:pw%zz1@db/tune",
+        "postgresql://me@db/tune?password=pw%1",
+        // What libpq cannot read, found without connecting; its message would quote the URL.
+        "postgresql://me:pw1@[::1/tune", "postgresql://me:pw1@db/tune?sslmode"}) {
+    const auto why = storage_url_problem(url);
+    ASSERT_TRUE(why) << url;
+    EXPECT_EQ(why->find("pw"), std::string::npos) << *why;
+    auto opened = open_storage(url);
+    ASSERT_FALSE(opened) << url;
+    EXPECT_EQ(opened.error().find("pw1"), std::string::npos) << opened.error();
+    EXPECT_EQ(opened.error().find("pw%"), std::string::npos) << opened.error();
+  }
 }
 
 // `tune best/report/confirm --storage sqlite:///typo.db` names no study: the error says so and no

@@ -1,15 +1,14 @@
 #include "tuner/cli/cli.h"
+#include "tuner/base/text.h"
 
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <stdexcept>
-#include <string_view>
 
 #include "tuner/base/install_layout.h"
 #include "tuner/base/text.h"
@@ -25,18 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether a local file is something other than an SQLite database (which is empty when new, else
-// starts with this header): a wrong argument, not a database that failed.
-bool is_not_sqlite(const std::string& path) {
-  constexpr std::string_view k_magic{"SQLite format 3\0", 16};
-  std::ifstream in(path, std::ios::binary);
-  std::string head(k_magic.size(), '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  return in.gcount() > 0 && std::string_view(head.data(), in.gcount()) != k_magic;
-}
-
-// Whether the arguments of a failed open_existing_study() name no usable study. Asked after the
-// failure, so that a good study costs nothing more and the original message stands.
+// Whether the arguments of a failed open_existing_study() name no usable study: a study file
+// that does not load, a malformed storage URL, a database file that is not there, or a database
+// that opens but holds no such study. A database that is there but cannot be opened or read (a
+// server down, a corrupt file) is no mistake of the arguments. Asked after the failure, so that
+// a good study costs nothing more and the original message stands.
 bool names_no_study(const std::string& target, const std::string& storage_url,
                     const std::string& study_name) {
   std::string url = storage_url;
@@ -50,10 +42,12 @@ bool names_no_study(const std::string& target, const std::string& storage_url,
     url = target;
   }
   if (storage_url_problem(url)) return true;
-  const auto path = sqlite_file_of(url);
-  std::error_code ec;
-  if (!path || !fs::is_regular_file(*path, ec) || is_not_sqlite(*path)) return true;
-  auto storage = open_storage(url);
+  if (const auto path = sqlite_file_of(url)) {
+    std::error_code ec;
+    if (!fs::exists(*path, ec)) return true;
+    if (fs::is_directory(*path, ec)) return true;  // a folder given for the database file
+  }
+  auto storage = open_storage(url, OpenMode::read_only);
   if (!storage) return false;
   auto studies = (*storage)->get_all_studies();
   if (!studies) return false;
@@ -65,7 +59,8 @@ bool names_no_study(const std::string& target, const std::string& storage_url,
 int run_study(const std::string& study_file, const RunOptions& options) {
   auto spec = unwrap_input(load_study_spec(study_file));
   if (auto why = storage_url_problem(options.storage_override))
-    throw BadInput(fmt::format("--storage '{}': {}", options.storage_override, *why));
+    throw BadInput(
+        fmt::format("--storage '{}': {}", redact_storage_url(options.storage_override), *why));
   const std::string name = spec.name;
   auto runner = unwrap(StudyRunner::open(std::move(spec), options));
   const auto probes = attach_probes(*runner);
@@ -74,8 +69,9 @@ int run_study(const std::string& study_file, const RunOptions& options) {
   if (probes.warning)
     std::cerr << "tune: warning: " << *probes.warning << "; trials run without probes\n";
   install_interrupt_handlers();
-  std::cout << fmt::format("study '{}': running {} trial(s); storage {}\n", name, options.trials,
-                           storage_url_for(runner->spec(), options.storage_override));
+  std::cout << fmt::format(
+      "study '{}': running {} trial(s); storage {}\n", name, options.trials,
+      redact_storage_url(storage_url_for(runner->spec(), options.storage_override)));
   auto totals = unwrap(runner->run(std::cout));
   std::cout << '\n';
   print_summary(std::cout, name, runner->cache(), objective_names(runner->spec()));
@@ -233,9 +229,11 @@ int run_cli(int argc, char** argv) {
        {"tune --trials 200 --time-limit 30m my.yaml",
         "stop after 200 trials or 30 minutes, whichever comes first"},
        {"tune help", "the commands: best, trials, report, confirm, export, probe, init"}},
-      "Exit status: 0 done; 1 the input was fine but running it failed (the database, the\n"
-      "trials' setup, I/O); 2 bad input: a flag, the study file, or a database, study or trial\n"
-      "that is not there (fix it and run again); 130 interrupted (finished trials are stored).");
+      "Exit status, the same for every command: 0 done; 1 the input was fine but running it\n"
+      "failed (a database that cannot be read: server down, corrupt file; the trials' setup;\n"
+      "I/O); 2 bad input: a flag, a storage URL, the study file, or a database file, study or\n"
+      "trial that is not there (fix it and run again); 130 interrupted (finished trials are\n"
+      "stored).");
 
   try {
     check_root_words(app, root_words(app, argc, argv));

@@ -43,7 +43,7 @@ Result<StudySpec> spec_of(const OpenedStudy& opened) {
   if (file.empty())
     return std::unexpected(
         fmt::format("study '{}' in {} names no study file; pass the study file (*.yaml) instead",
-                    opened.cache->study().name, opened.url));
+                    opened.cache->study().name, redact_storage_url(opened.url)));
   auto spec = load_study_spec(file);
   if (!spec)
     return std::unexpected(spec.error() +
@@ -134,7 +134,7 @@ int run_report(const ReportArgs& args) {
   options.importance = !args.no_importance;
   auto data = build_report(*opened.cache, opened.cache->study().name,
                            spec ? spec->space : search::SearchSpace{}, options);
-  data.storage = opened.url;
+  data.storage = redact_storage_url(opened.url);
   if (spec) name_objectives(*spec, data);
   auto reporter = unwrap_input(make_reporter(args.format));
   std::ostringstream text;
@@ -188,7 +188,8 @@ int run_export_workers(const ExportArgs& args) {
   if (target.ends_with(".yaml") || target.ends_with(".yml")) {
     spec = unwrap_input(load_study_spec(target));
     if (auto why = storage_url_problem(args.study.storage))
-      throw BadInput(fmt::format("--storage '{}': {}", args.study.storage, *why));
+      throw BadInput(
+          fmt::format("--storage '{}': {}", redact_storage_url(args.study.storage), *why));
     options.storage = storage_url_for(spec, args.study.storage);
   } else {
     auto opened = open_study_or_throw(args.study);
@@ -202,7 +203,7 @@ int run_export_workers(const ExportArgs& args) {
   options.workdir = fs::current_path().string();
   const auto text = unwrap_input(render_worker_array(spec, options));
   if (!is_postgres_url(options.storage))
-    std::cerr << "tune: warning: " << options.storage
+    std::cerr << "tune: warning: " << redact_storage_url(options.storage)
               << " is an SQLite file, which workers on different nodes cannot share at once; "
                  "use storage: postgresql://...\n";
   write_output(args.output, text, /*executable=*/true);

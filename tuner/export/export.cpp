@@ -10,10 +10,10 @@
 #include <map>
 #include <utility>
 
-#include "tuner/launch/rendered_launch.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/program_identity.h"
+#include "tuner/storage/storage.h"
 
 namespace tune::tuner {
 namespace {
@@ -36,7 +36,6 @@ constexpr std::array<std::pair<std::string_view, ExportFormat>, 6> k_export_form
 bool is_ascii_alnum(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
-
 
 // One shell word for an expanded template: literal pieces quoted, the marks replaced by
 // `out_expr` (the output folder) and "$(nproc)".
@@ -65,6 +64,13 @@ std::string shell_word(const std::string& text, const std::string& out_expr,
     }
   }
   return out.empty() ? "''" : out;
+}
+
+// What stands for a secret variable of the study's env (PGPASSWORD): its value never goes into
+// an export; the script's user gives it, as libpq would take it anyway.
+std::string secret_env_note(const std::string& name) {
+  return "# " + name +
+         " is a secret and not written here: set it in the environment (or use ~/.pgpass)\n";
 }
 
 bool mentions_out(const std::string& text) { return text.find(k_out_mark) != std::string::npos; }
@@ -141,7 +147,8 @@ std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
   if (!params.empty()) h += "# Parameters: " + one_line(params) + "\n";
   if (!spec.file.empty())
     h += "# Study file: " + one_line(std::filesystem::absolute(spec.file).string()) + "\n";
-  if (!options.storage.empty()) h += "# Database: " + one_line(options.storage) + "\n";
+  if (!options.storage.empty())
+    h += "# Database: " + one_line(redact_storage_url(options.storage)) + "\n";
   return h;
 }
 
@@ -209,7 +216,9 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
     s += "\n# The winning trial's environment.\n";
     for (const auto& [name, value] : spec.env) {
       if (auto it = r.request.env_set.find(name); it != r.request.env_set.end()) {
-        s += "export " + name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
+        s += is_secret_env_var(name)
+                 ? secret_env_note(name)
+                 : "export " + name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
       } else if (std::find(r.request.env_unset.begin(), r.request.env_unset.end(), name) !=
                  r.request.env_unset.end()) {
         s += "unset " + name + "  # null in this trial: the library keeps its own default\n";
@@ -236,7 +245,9 @@ Result<std::string> mpirun_line(const StudySpec& spec, const Rendered& r,
                       spec.file, one_line(r.request.argv.front())));
     argv.push_back("env");
     for (const auto& name : r.request.env_unset) argv.insert(argv.end(), {"-u", name});
-    for (const auto& [name, value] : r.request.env_set) argv.push_back(name + "=" + value);
+    // A secret (PGPASSWORD) is left to the caller's environment, which env(1) passes on.
+    for (const auto& [name, value] : r.request.env_set)
+      if (!is_secret_env_var(name)) argv.push_back(name + "=" + value);
   }
   argv.insert(argv.end(), r.request.argv.begin(), r.request.argv.end());
   std::string line;
@@ -254,11 +265,13 @@ std::string env_file(const StudySpec& spec, const Rendered& r, const ExportOptio
   s += "# KEY=VALUE lines for the winning trial's environment. To export them all:\n"
        "#   set -a; . THIS_FILE; set +a\n";
   bool needs_out = false;
-  for (const auto& [name, value] : r.request.env_set) needs_out |= mentions_out(value);
+  for (const auto& [name, value] : r.request.env_set)
+    needs_out |= !is_secret_env_var(name) && mentions_out(value);
   if (needs_out) s += "TUNE_OUT=${TUNE_OUT:-" + options.default_out + "}\n";
   for (const auto& [name, text] : spec.env) {
     if (auto it = r.request.env_set.find(name); it != r.request.env_set.end()) {
-      s += name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
+      s += is_secret_env_var(name) ? secret_env_note(name)
+                                   : name + "=" + shell_word(it->second, "\"$TUNE_OUT\"") + "\n";
     } else {
       s += "# " + name + " is left unset (null in this trial: the library's own default)\n";
     }
@@ -384,8 +397,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
       const int per_node = shape.tasks_per_node.value_or(1);
       std::string s = "#!/usr/bin/env bash\n";
       s += "#PBS -N " + job_name(spec.name, 15) + "\n";
-      s +=
-          fmt::format("#PBS -l select={}:ncpus={}:mpiprocs={}\n", shape.nodes, per_node, per_node);
+      s += fmt::format("#PBS -l select={}:ncpus={}:mpiprocs={}\n", shape.nodes, per_node, per_node);
       s += "#PBS -j oe\n";
       s += head;
       s += "# Submit: qsub THIS_FILE (output in $TUNE_OUT, default " + options.default_out +

@@ -20,8 +20,8 @@
 
 namespace tune::tuner {
 
-// slurm_array is a job array of tune workers for the whole study (tuner/export/worker_array.h), not a
-// trial's script: render_export() refuses it.
+// slurm_array is a job array of tune workers for the whole study (tuner/export/worker_array.h), not
+// a trial's script: render_export() refuses it.
 enum class ExportFormat { bash, slurm, pbs, env, mpirun, slurm_array };
 
 // The format names parse_export_format() takes: "bash", "slurm", "pbs", "env", "mpirun",
@@ -29,12 +29,11 @@ enum class ExportFormat { bash, slurm, pbs, env, mpirun, slurm_array };
 const std::vector<std::string>& export_format_names();
 Result<ExportFormat> parse_export_format(const std::string& text);
 
-
 struct ExportOptions {
   std::string trainer;                     // {tune_trainer}; empty = bundled_trainer_path()
   std::string default_out = "./tune-run";  // $TUNE_OUT when the user sets none
   std::string measured;                    // header text: "elapsed_time = 1.23 (median of 5 runs)"
-  std::string storage;                     // header text: the database it came from
+  std::string storage;  // header text: the database it came from (shown with its password masked)
   // --format mpirun: --allow-run-as-root in the line, as the trials had it (tune export sets it
   // when run as root; the scripts set Open MPI's variables for that themselves).
   bool allow_run_as_root = false;

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <optional>
 
-#include "tuner/export/export.h"
 #include "tuner/base/text.h"
+#include "tuner/export/export.h"
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
@@ -70,7 +70,11 @@ Result<std::string> render_worker_array(const StudySpec& spec, const WorkerArray
       "{} trials each.\n",
       options.workers, one_line(spec.name), options.trials_per_worker);
   s += "# Study file: " + one_line(options.study_file) + "\n";
-  s += "# Database: " + one_line(options.storage) + "\n";
+  s += "# Database: " + one_line(redact_storage_url(options.storage)) + "\n";
+  if (is_postgres_url(options.storage)) {
+    s += "# The database's password is not in this script: each worker's libpq reads it from\n"
+         "# PGPASSWORD (sbatch passes on the environment it is run in) or ~/.pgpass on the node.\n";
+  }
   if (!is_postgres_url(options.storage)) {
     s += "# WARNING: this database is a file. SQLite's write-ahead log works on one host only, so\n"
          "# workers on different nodes must not use it at the same time: use a postgresql://\n"
@@ -82,7 +86,8 @@ Result<std::string> render_worker_array(const StudySpec& spec, const WorkerArray
   s += "# The folder tune export ran in: the study's relative paths mean the same here.\n";
   s += "cd -- " + shell_quote(options.workdir) + "\n";
   s += fmt::format("exec {} --trials {} --storage {} {}\n", shell_quote(options.tune_program),
-                   options.trials_per_worker, shell_quote(options.storage),
+                   options.trials_per_worker,
+                   shell_quote(storage_url_without_password(options.storage)),
                    shell_quote(options.study_file));
   return s;
 }

@@ -8,8 +8,8 @@
 // Each trial inside a task runs as the study says: launch.slurm makes it a job step of the task's
 // allocation, launch.mpirun an mpirun that Open MPI fits into the same allocation.
 //
-// Every path and value written goes through shell_quote (tuner/export/export.h). Pure function of its
-// arguments; thread-safe.
+// Every path and value written goes through shell_quote (tuner/export/export.h). Pure function of
+// its arguments; thread-safe.
 #pragma once
 
 #include <string>
@@ -24,8 +24,10 @@ struct WorkerArrayOptions {
   int trials_per_worker = 10;  // `tune --trials` of each worker
   std::string tune_program;    // absolute path of tune (a shared prefix on every node)
   std::string study_file;      // absolute path of the study file
-  std::string storage;         // the study's storage URL as the workers get it (--storage)
-  std::string workdir;         // absolute; the workers run there (relative paths in the study)
+  // The study's storage URL; the workers get it without its password (--storage), the
+  // header shows it masked.
+  std::string storage;
+  std::string workdir;  // absolute; the workers run there (relative paths in the study)
 };
 
 // The sbatch script. Errors: no workers, or a path that is not absolute.

@@ -20,11 +20,11 @@
 #include <nlohmann/json.hpp>
 
 #include "search/trial.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/launch/program_identity.h"
 #include "tuner/run/prediction_quality.h"
 #include "tuner/run/ranking.h"
 #include "tuner/run/summary.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 
@@ -42,8 +42,8 @@ struct ReportParam {
 struct ReportTrial {
   int number = -1;
   search::TrialState state = search::TrialState::running;
-  std::optional<double> value;   // of this run
-  std::vector<double> values;    // every objective's, in a multi-objective study (else empty)
+  std::optional<double> value;       // of this run
+  std::vector<double> values;        // every objective's, in a multi-objective study (else empty)
   std::vector<double> rerun_values;  // measured values of its COMPLETE re-runs, in run order
   int reruns_failed = 0;             // its re-runs that did not complete
   std::optional<double> median;      // of `rerun_values`, when any
@@ -68,8 +68,8 @@ struct SpeedupEstimate {
   double ratio = 1.0;  // > 1: the best trial beats the baseline (time ratio for minimize)
   std::optional<double> ci_low, ci_high;  // 95% percentile bootstrap of the ratio of medians
   int n_best = 1, n_baseline = 1;         // runs behind each side
-  std::string basis;  // e.g. "medians of 5 + 5 re-runs" or "single runs"
-  std::string note;   // why there is no interval, when there is none
+  std::string basis;                      // e.g. "medians of 5 + 5 re-runs" or "single runs"
+  std::string note;                       // why there is no interval, when there is none
 };
 
 struct FailureGroup {
@@ -90,8 +90,8 @@ struct ReportData {
   std::string study;
   std::string direction;  // "minimize" | "maximize" (several objectives: "minimize a, maximize b")
   std::string objective;  // the objective's log key, when the study file is known
-  std::string storage;
-  StateCounts counts;  // search trials only; re-runs are counted apart
+  std::string storage;    // the database, its password masked (redact_storage_url)
+  StateCounts counts;     // search trials only; re-runs are counted apart
   int reruns = 0;
   std::optional<ReportTrial> best;
   std::string best_basis;  // how the best was chosen

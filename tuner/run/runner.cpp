@@ -10,13 +10,14 @@
 #include <iostream>
 #include <ostream>
 
-#include "tuner/launch/launcher.h"
-#include "tuner/study/objective.h"
-#include "tuner/run/rerun.h"
-#include "tuner/run/summary.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/run/rerun.h"
+#include "tuner/run/summary.h"
 #include "tuner/run/trial_outcome.h"
+#include "tuner/storage/storage.h"
+#include "tuner/study/objective.h"
 
 namespace tune::tuner {
 namespace {
@@ -389,8 +390,11 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   nlohmann::json programs = nlohmann::json::array();
   for (const auto& p : m_programs.identify(*rendered, trial_environment(req), req.workdir))
     programs.push_back(to_json(p));
+  auto env_shown = req.env_set;  // a secret (PGPASSWORD) is stored masked
+  for (auto& [name, value] : env_shown)
+    if (is_secret_env_var(name)) value = k_redacted;
   const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_launched_argv, req.argv},
-                                                          {k_attr_env, req.env_set},
+                                                          {k_attr_env, env_shown},
                                                           {k_attr_env_unset, req.env_unset},
                                                           {k_attr_programs, programs},
                                                           {k_attr_trial_dir, trial_dir.string()}};

@@ -74,16 +74,20 @@ using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
 
 }  // namespace
 
-PostgresStorage::PostgresStorage(std::string conninfo, std::string name,
+PostgresStorage::PostgresStorage(std::string conninfo, std::string password, std::string name,
                                  const StorageOptions& options)
-    : RdbStorage(k_dialect, options, std::move(name)), m_conninfo(std::move(conninfo)) {}
+    : RdbStorage(k_dialect, options, std::move(name)),
+      m_conninfo(std::move(conninfo)),
+      m_password(std::move(password)) {}
 
 PostgresStorage::~PostgresStorage() { PQfinish(m_conn); }
 
 Result<std::unique_ptr<PostgresStorage>> PostgresStorage::open(const std::string& conninfo,
+                                                               const std::string& password,
                                                                const std::string& name,
                                                                const StorageOptions& options) {
-  auto storage = std::unique_ptr<PostgresStorage>(new PostgresStorage(conninfo, name, options));
+  auto storage =
+      std::unique_ptr<PostgresStorage>(new PostgresStorage(conninfo, password, name, options));
   if (auto r = storage->connect(); !r) return std::unexpected(r.error());
   if (auto r = storage->ensure_schema(); !r) {
     return std::unexpected(fmt::format("{}: {}", name, r.error()));
@@ -91,12 +95,26 @@ Result<std::unique_ptr<PostgresStorage>> PostgresStorage::open(const std::string
   return storage;
 }
 
+std::optional<std::string> PostgresStorage::conninfo_problem(const std::string& conninfo) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+  std::optional<std::string> problem;
+  if (!options) problem = error ? one_line(error) : "libpq cannot read it (out of memory?)";
+  PQconninfoFree(options);
+  PQfreemem(error);
+  return problem;
+}
+
 Result<void> PostgresStorage::connect() {
   PQfinish(m_conn);
   m_prepared.clear();  // prepared statements live and die with their connection
-  m_conn = PQconnectdb(m_conninfo.c_str());
+  // The URL is read as libpq's dbname (expand_dbname); a password given after it wins.
+  const char* keys[] = {"dbname", m_password.empty() ? nullptr : "password", nullptr};
+  const char* values[] = {m_conninfo.c_str(), m_password.c_str(), nullptr};
+  m_conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (PQstatus(m_conn) != CONNECTION_OK) {
-    auto error = fmt::format("{}: cannot connect: {}", name(), one_line(error_text(PQerrorMessage(m_conn))));
+    auto error =
+        fmt::format("{}: cannot connect: {}", name(), one_line(error_text(PQerrorMessage(m_conn))));
     PQfinish(m_conn);
     m_conn = nullptr;
     return std::unexpected(error);
@@ -113,7 +131,8 @@ Result<void> PostgresStorage::exec_script(const std::string& sql) {
   const auto status = PQresultStatus(res.get());
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return {};
   m_lost = PQstatus(m_conn) != CONNECTION_OK;
-  return std::unexpected(fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
+  return std::unexpected(
+      fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
 }
 
 Result<void> PostgresStorage::ensure_schema() {
@@ -149,7 +168,8 @@ std::unexpected<std::string> PostgresStorage::statement_failed(const pg_result* 
   m_lost = !res || PQstatus(m_conn) != CONNECTION_OK || code.starts_with("08") ||
            code.starts_with("57P0");
   m_retryable = code == "40001" || code == "40P01";
-  return std::unexpected(fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
+  return std::unexpected(
+      fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
 }
 
 Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "tuner/storage/rdb_storage.h"
@@ -31,11 +32,17 @@ namespace tune::tuner {
 
 class PostgresStorage final : public RdbStorage {
  public:
-  // `conninfo` is what libpq takes (a postgresql:// URL without tune's options); `name` names
-  // the database in errors (the URL without its password). The first connection is tried once:
-  // a wrong address or database fails at once. Read-write creates the schema when absent.
+  // `conninfo` is what libpq takes (a postgresql:// URL without tune's options and without a
+  // password); `password` is given to libpq apart from it, so that no message of libpq's (which
+  // may quote the URL) holds it ("" leaves it to PGPASSWORD or ~/.pgpass); `name` names the
+  // database in errors (the URL, its password masked). The first connection is tried once: a
+  // wrong address or database fails at once. Read-write creates the schema when absent.
   [[nodiscard]] static Result<std::unique_ptr<PostgresStorage>> open(
-      const std::string& conninfo, const std::string& name, const StorageOptions& options = {});
+      const std::string& conninfo, const std::string& password, const std::string& name,
+      const StorageOptions& options = {});
+  // Why libpq cannot read `conninfo` (a malformed URL: "sslmode" without '=', an unclosed
+  // "[::1"), found without connecting; nullopt when it can.
+  static std::optional<std::string> conninfo_problem(const std::string& conninfo);
   ~PostgresStorage() override;
   PostgresStorage(const PostgresStorage&) = delete;
   PostgresStorage& operator=(const PostgresStorage&) = delete;
@@ -50,7 +57,8 @@ class PostgresStorage final : public RdbStorage {
                                       const std::function<Result<void>()>& body) override;
 
  private:
-  PostgresStorage(std::string conninfo, std::string name, const StorageOptions& options);
+  PostgresStorage(std::string conninfo, std::string password, std::string name,
+                  const StorageOptions& options);
   [[nodiscard]] Result<void> connect();
   [[nodiscard]] Result<void> run_transaction(TxnKind kind,
                                              const std::function<Result<void>()>& body);
@@ -60,6 +68,7 @@ class PostgresStorage final : public RdbStorage {
 
   pg_conn* m_conn = nullptr;
   std::string m_conninfo;
+  std::string m_password;    // never in a message
   bool m_lost = false;       // the last statement failed because the connection is gone
   bool m_retryable = false;  // ... or because the server asked for a retry (deadlock)
   std::map<std::string, std::string> m_prepared;  // statement text -> prepared name

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -164,6 +165,25 @@ class Storage {
 // Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
 bool is_postgres_url(const std::string& url);
 
+// What stands for a secret wherever one would be shown.
+inline constexpr std::string_view k_redacted = "***";
+
+// `url` as it may be shown (banners, reports, errors, exported comments): its password, in the
+// user info (scheme://user:PASSWORD@host) or the query (?password=...), replaced by k_redacted;
+// user, host, port, database and other options kept. A URL or path without one comes back
+// unchanged. The user info ends at the query's last '@', so a password holding an unencoded
+// '@', ':' or '/' is hidden whole.
+std::string redact_storage_url(const std::string& url);
+
+// `url` without its password (neither in the user info nor as ?password=), for what tune writes
+// for a later run to use (an exported job script): libpq then reads the password from the
+// PGPASSWORD variable or ~/.pgpass where that run happens.
+std::string storage_url_without_password(const std::string& url);
+
+// Whether an environment variable holds a database secret (PGPASSWORD): a trial's stored and
+// shown environment holds k_redacted for its value, and exported scripts leave it out.
+bool is_secret_env_var(std::string_view name);
+
 // The database file a SQLite URL ("sqlite:///x.db?synchronous=full": its options dropped) or a
 // plain path names; nullopt for any other URL (a server).
 std::optional<std::string> sqlite_file_of(const std::string& url);
@@ -190,8 +210,9 @@ class StudyCache final : public search::StudyView {
 };
 
 // Why `url` names no storage this build can open (an SQLite path or sqlite:///path, or a
-// PostgreSQL URL), if it does not. For the study file's `storage:` and the --storage flag, so both fail as bad input
-// before anything is opened.
+// PostgreSQL URL; its options, ?grace_period=abc, read as open_storage() reads them), if it does
+// not; the text shows no password. For the study file's `storage:` and the --storage flag, so
+// both fail as bad input before anything is opened.
 std::optional<std::string> storage_url_problem(const std::string& url);
 
 }  // namespace tune::tuner

@@ -27,11 +27,13 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
   } else if (url.empty()) {
     url = arg;
   }
+  if (auto why = storage_url_problem(url))
+    return std::unexpected(fmt::format("storage '{}': {}", redact_storage_url(url), *why));
   // An existing study is only read or added to: opening a missing SQLite file would create an
   // empty database (a typo in --storage would leave a stray file and report "no study").
   if (const auto file = sqlite_file_of(url); file && !fs::exists(*file)) {
-    return std::unexpected(
-        fmt::format("{}: no such database (run the study first, or pass --storage)", url));
+    return std::unexpected(fmt::format(
+        "{}: no such database (run the study first, or pass --storage)", redact_storage_url(url)));
   }
   auto storage = open_storage(url, mode);
   if (!storage) return std::unexpected(storage.error());
@@ -41,8 +43,8 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
     auto studies = opened.storage->get_all_studies();
     if (!studies) return std::unexpected(studies.error());
     if (studies->size() != 1) {
-      return std::unexpected(
-          fmt::format("{} holds {} studies; name one with --study", url, studies->size()));
+      return std::unexpected(fmt::format("{} holds {} studies; name one with --study",
+                                         redact_storage_url(url), studies->size()));
     }
     name = studies->front().name;
   }

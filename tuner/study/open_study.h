@@ -23,7 +23,8 @@ struct OpenedStudy {
   std::unique_ptr<Storage> storage;
   std::unique_ptr<StudyCache> cache;  // synced once
   std::optional<StudySpec> spec;      // when opened through its study file
-  std::string url;                    // the database it came from
+  // The database it came from, as given: its password too (show redact_storage_url(url)).
+  std::string url;
 };
 
 // `arg` is a study file (*.yaml/*.yml: its storage and name) or a database path/URL;

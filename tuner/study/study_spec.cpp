@@ -13,10 +13,10 @@
 
 #include "search/pruner.h"
 #include "search/sampler.h"
+#include "tuner/base/text.h"
+#include "tuner/storage/storage.h"
 #include "tuner/study/launch_spec.h"
 #include "tuner/study/objective.h"
-#include "tuner/storage/storage.h"
-#include "tuner/base/text.h"
 #include "tuner/study/yaml_document_check.h"
 #include "tuner/study/yaml_reader.h"
 
@@ -244,7 +244,8 @@ class Parser : private YamlReader {
     }
     spec.storage = root["storage"] ? string(root["storage"], "storage") : "";
     if (auto why = storage_url_problem(spec.storage))
-      fail(root["storage"], "storage", fmt::format("'{}' {}", escape_controls(spec.storage), *why));
+      fail(root["storage"], "storage",
+           fmt::format("'{}' {}", escape_controls(redact_storage_url(spec.storage)), *why));
   }
 
   void parse_probes(const YAML::Node& p, StudySpec& spec) {
@@ -363,7 +364,8 @@ class Parser : private YamlReader {
       if (m[k]) out = template_text(m[k], std::string("launch.mpirun.") + k, spec);
     };
     templ("program", ls.mpirun_program);
-    // n, npernode, bind_to, ...: one table (tuner/launch/rendered_launch.h) for parsing and rendering.
+    // n, npernode, bind_to, ...: one table (tuner/launch/rendered_launch.h) for parsing and
+    // rendering.
     for (const auto& option : k_mpirun_value_options) templ(option.key, ls.*option.spec);
     if (m["oversubscribe"])
       ls.oversubscribe = boolean(m["oversubscribe"], "launch.mpirun.oversubscribe");
@@ -444,7 +446,6 @@ std::optional<std::string> study_name_problem(const std::string& name) {
   if (name.size() > 255) return "is longer than 255 bytes";
   return std::nullopt;
 }
-
 
 Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path) {
   // Duplicate keys, alias bombs and extra documents first, on the event stream: the node tree
