@@ -202,7 +202,7 @@ TEST_F(ReportE2E, ExportedCommandIsTheOneTheRunnerLaunched) {
 
 TEST_F(ReportE2E, BadInputGivesOneClearLine) {
   auto r = tune(s_dir, {"export", s_study, "--trial", "999"});
-  EXPECT_EQ(r.exit_code, 2);  // bad input (README "Exit status")
+  EXPECT_EQ(r.exit_code, 2);  // bad input (docs/report-confirm-export.md, "Exit status")
   EXPECT_EQ(r.err, "tune: error: --trial 999: no such trial in study 'rpt' (11 trials)\n");
   r = tune(s_dir, {"report", (s_dir / "missing.db").string()});
   EXPECT_EQ(r.exit_code, 2);

@@ -261,7 +261,7 @@ TEST_F(TuneE2E, BadInputIsOneLineAndNonZero) {
 
   const auto study = write_study(base_study("bogus_key: 1\n"));
   auto bad = run_tune({"--trials", "1", study});
-  EXPECT_EQ(bad.exit_code, 2);  // bad input (README "Exit status")
+  EXPECT_EQ(bad.exit_code, 2);  // bad input (docs/report-confirm-export.md, "Exit status")
   EXPECT_NE(bad.err.find("study.yaml:7: key 'bogus_key': unknown key"), std::string::npos)
       << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1);
@@ -273,7 +273,7 @@ TEST_F(TuneE2E, BadInputIsOneLineAndNonZero) {
   EXPECT_NE(sampler.err.find("sampler"), std::string::npos) << sampler.err;
 }
 
-// One meaning per exit status in every subcommand (README "Exit status"): a database that is
+// One meaning per exit status in every subcommand (docs/report-confirm-export.md, "Exit status"): a database that is
 // there but cannot be read (a corrupt file, a server that does not answer) is a failure to carry
 // the command out, 1; only what the user typed wrong (a flag, a storage URL's option, a study
 // file that is not there) is bad input, 2. Each error is one line.
