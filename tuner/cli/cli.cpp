@@ -1,5 +1,5 @@
-#include "tuner/base/text.h"
 #include "tuner/cli/cli.h"
+#include "tuner/base/text.h"
 
 #include <CLI/CLI.hpp>
 
@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "tuner/cli/subcommands.h"
 #include "tuner/base/install_layout.h"
+#include "tuner/cli/subcommands.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/run/runner.h"
@@ -77,7 +77,8 @@ int run_study(const std::string& study_file, const RunOptions& options) {
                            storage_url_for(runner->spec(), options.storage_override));
   auto totals = unwrap(runner->run(std::cout));
   std::cout << '\n';
-  print_summary(std::cout, name, runner->cache(), objective_names(runner->spec()));
+  print_summary(std::cout, name, runner->cache(), live_objective_names(runner->spec()),
+                SummaryDigits::live);
   if (totals.interrupted) {
     std::cerr << "tune: interrupted; every finished trial is stored. Run the same command to "
                  "continue the study.\n";
