@@ -142,7 +142,7 @@ TEST(ReportFront, ImportanceIsGivenPerObjective) {
   EXPECT_EQ(j["importance_by_objective"][1]["importance"][0]["param"], "dtype");
   const auto html = write("html", data);
   EXPECT_NE(html.find("<table id=\"importance-by-objective\">\n<tr><th>param</th><th>"
-                      "elapsed_time</th><th>accuracy</th></tr>"),
+                      "elapsed_<wbr>time</th><th>accuracy</th></tr>"),
             std::string::npos)
       << html;
 }

@@ -20,10 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "search/trial.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/run/prediction_quality.h"
 #include "tuner/run/ranking.h"
 #include "tuner/run/summary.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 
@@ -34,15 +34,16 @@ inline constexpr int k_report_schema_version = 2;
 
 struct ReportParam {
   std::string name;
-  nlohmann::json value;  // external value (null, bool, number or string)
-  std::string text;      // as printed: "4", "0.001", "core", "null"
+  nlohmann::json value;    // external value (null, bool, number or string)
+  std::string text;        // exact, as the best trial's table prints it: "4", "0.8845535403584667"
+  std::string short_text;  // in tables and parameter lists: floats to 4 significant digits
 };
 
 struct ReportTrial {
   int number = -1;
   search::TrialState state = search::TrialState::running;
-  std::optional<double> value;   // of this run
-  std::vector<double> values;    // every objective's, in a multi-objective study (else empty)
+  std::optional<double> value;       // of this run
+  std::vector<double> values;        // every objective's, in a multi-objective study (else empty)
   std::vector<double> rerun_values;  // measured values of its COMPLETE re-runs, in run order
   int reruns_failed = 0;             // its re-runs that did not complete
   std::optional<double> median;      // of `rerun_values`, when any
@@ -57,7 +58,7 @@ struct ReportTrial {
   std::string probe;                   // probe verdict line (observed, else predicted); "" = none
   std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
 
-  std::string params_text() const;  // "a=1 b=core"
+  std::string params_text() const;  // "a=1 b=core bucket_mb=0.8846" (short_text)
   // state_word (tuner/run/summary.h): RERUN for a completed re-run, else Optuna's word.
   std::string state_text() const;
 };
@@ -66,8 +67,8 @@ struct SpeedupEstimate {
   double ratio = 1.0;  // > 1: the best trial beats the baseline (time ratio for minimize)
   std::optional<double> ci_low, ci_high;  // 95% percentile bootstrap of the ratio of medians
   int n_best = 1, n_baseline = 1;         // runs behind each side
-  std::string basis;  // e.g. "medians of 5 + 5 re-runs" or "single runs"
-  std::string note;   // why there is no interval, when there is none
+  std::string basis;                      // e.g. "medians of 5 + 5 re-runs" or "single runs"
+  std::string note;                       // why there is no interval, when there is none
 };
 
 struct FailureGroup {
@@ -117,6 +118,11 @@ struct ReportData {
   std::vector<ObjectiveImportance> importance_by_objective;
 
   bool multi_objective() const { return directions.size() > 1; }
+  // Whether any search trial (not a re-run) completed with a value: the charts of values have
+  // something to draw.
+  bool any_completed() const;
+  // Whether any trial carries a probe verdict or prediction, or the prediction was scored.
+  bool any_probe() const;
 };
 
 struct ReportOptions {
