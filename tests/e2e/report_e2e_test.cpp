@@ -14,9 +14,9 @@
 
 #include "tests/cluster/run_command.h"
 #include "tests/cluster/slurm_fixture.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/report/report_model.h"
 #include "tuner/storage/sqlite_storage.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -25,9 +25,9 @@ namespace fs = std::filesystem;
 
 using test_support::on_path;
 using test_support::Ran;
+using test_support::read_file;
 using test_support::run;
 using test_support::slurp;
-using test_support::read_file;
 
 Ran tune(const fs::path& dir, std::vector<std::string> args) {
   args.insert(args.begin(), TUNE_BIN);
@@ -109,8 +109,7 @@ TEST_F(ReportE2E, TextAndMarkdownFromTheCli) {
   auto r = tune(s_dir, {"report", s_study});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.out.starts_with("study 'rpt' (minimize elapsed_time)\nstorage: ")) << r.out;
-  EXPECT_NE(r.out.find("\ntrials: 5 complete, 0 failed, 0 pruned; 6 re-runs\n"),
-            std::string::npos);
+  EXPECT_NE(r.out.find("\ntrials: 5 complete, 0 failed, 0 pruned; 6 re-runs\n"), std::string::npos);
   EXPECT_NE(r.out.find("\nSpeedup over baseline: "), std::string::npos);
   EXPECT_NE(r.out.find("95% CI ["), std::string::npos);
   EXPECT_NE(r.out.find("\nTop 5 trials\n  rank  trial"), std::string::npos);
@@ -129,11 +128,19 @@ TEST_F(ReportE2E, HtmlChartsRenderInHeadlessChromium) {
   const auto html = s_dir / "report.html";
   auto r = tune(s_dir, {"report", s_study, "--format", "html", "-o", html.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A copy with one probe script appended that writes the page's width into the DOM once it is
+  // drawn: a page 1000 px wide must not scroll sideways (wide tables scroll in their own box).
+  const auto probed = s_dir / "report-probe.html";
+  std::ofstream(probed) << read_file(html)
+                        << "<script>window.addEventListener('load', function () {"
+                           " var d = document.documentElement;"
+                           " document.body.setAttribute('data-page-width',"
+                           " d.scrollWidth + ' of ' + d.clientWidth); });</script>\n";
   const auto profile = s_dir / "chromium-profile";
   r = run(s_dir,
           {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--user-data-dir=" + profile.string(), "--window-size=1200,2000",
-           "--virtual-time-budget=5000", "--dump-dom", "file://" + html.string()},
+           "--user-data-dir=" + profile.string(), "--window-size=1000,2000",
+           "--virtual-time-budget=5000", "--dump-dom", "file://" + probed.string()},
           {}, 90);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = report_json();
@@ -153,6 +160,11 @@ TEST_F(ReportE2E, HtmlChartsRenderInHeadlessChromium) {
     EXPECT_GT(std::stoi((*it)[2]), 0);
   }
   EXPECT_EQ(canvases, expected);
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("data-page-width=\"(\\d+) of (\\d+)\"")))
+      << r.out.substr(0, 2000);
+  EXPECT_LE(std::stoi(m[1]), std::stoi(m[2])) << "the page scrolls sideways at 1000 px";
+  // The parallel coordinates' colour legend, filled in by the drawing code.
+  EXPECT_NE(r.out.find("line colour: elapsed_time, best"), std::string::npos);
 }
 
 TEST_F(ReportE2E, ExportedBashScriptRunsAndWritesTheLog) {

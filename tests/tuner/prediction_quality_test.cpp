@@ -4,9 +4,9 @@
 
 #include <sstream>
 
-#include "tuner/run/prediction_quality.h"
-#include "tuner/report/report.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/report/report.h"
+#include "tuner/run/prediction_quality.h"
 
 namespace tune::tuner {
 namespace {
@@ -47,8 +47,8 @@ TEST(PredictionQuality, CountsPrecisionAndRecall) {
   EXPECT_DOUBLE_EQ(*q.precision, 0.75);
   EXPECT_DOUBLE_EQ(*q.recall, 0.6);
   EXPECT_EQ(prediction_quality_text(q),
-            "predicted vs observed oversubscription over 10 trials: precision 75% (3 of 4 "
-            "predicted), recall 60% (3 of 5 observed)");
+            "predicted vs observed oversubscription, 10 trials: precision 75% (3 of 4), recall "
+            "60% (3 of 5)");
 }
 
 // A trial that failed at start (a wrong path in its command) ran a second of start-up: its "ok"
@@ -88,7 +88,7 @@ TEST(PredictionQuality, EveryReportFormatAndTheRunSummaryShowIt) {
   search::VectorStudyView view(search::Direction::minimize);
   view.mutable_trials() = study();
   const ReportData data = build_report(view, "s", {});
-  const std::string line = "precision 75% (3 of 4 predicted), recall 60% (3 of 5 observed)";
+  const std::string line = "precision 75% (3 of 4), recall 60% (3 of 5)";
   for (const char* format : {"text", "markdown", "html"}) {
     auto reporter = make_reporter(format);
     ASSERT_TRUE(reporter) << format;

@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "tests/tuner/text_lines.h"
-#include "tuner/run/ranking.h"
-#include "tuner/report/report.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/report/report.h"
+#include "tuner/run/ranking.h"
 
 namespace tune::tuner {
 namespace {
@@ -365,6 +365,79 @@ TEST(ReportHtml, OneFileWithChartsDataAndEscapedText) {
   const auto a = html.find(open) + open.size();
   std::string text = html.substr(a, html.find("</script>", a) - a);
   EXPECT_EQ(nlohmann::json::parse(text), report_to_json(d));
+}
+
+// A study with nothing to say in some sections: no failure, no probe, too few trials for
+// importance. Those sections are left out of every format, headings and all; JSON keeps its keys.
+TEST(ReportFormats, EmptySectionsAreLeftOut) {
+  search::VectorStudyView v(Direction::minimize);
+  v.mutable_trials().push_back(
+      make(0, TrialState::complete, 8.0, 8.0, 0, {{k_attr_fixed_params, {{"x", 8.0}}}}));
+  const auto d = build_report(v, "demo", k_space);  // importance asked for: fANOVA needs 2
+  ASSERT_TRUE(d.importance.empty()) << d.importance_note;
+  ASSERT_TRUE(d.failures.empty());
+  const auto text = render("text", d);
+  const auto md = render("markdown", d);
+  const auto html = make_html_reporter("var Chart = function () {};");
+  std::ostringstream page;
+  html->write(page, d);
+  for (const char* section : {"Failure reasons", "Parameter importance", "Probe verdicts"}) {
+    EXPECT_EQ(text.find(section), std::string::npos) << section << " in\n" << text;
+    EXPECT_EQ(md.find(section), std::string::npos) << section << " in\n" << md;
+    EXPECT_EQ(page.str().find(std::string("<h2>") + section), std::string::npos) << section;
+  }
+  EXPECT_EQ(page.str().find("<canvas id=\"chart-importance\""), std::string::npos);
+  EXPECT_NE(text.find("\nTop 1 trials\n"), std::string::npos) << text;
+  const auto j = nlohmann::json::parse(render("json", d));
+  for (const char* key : {"failures", "importance", "importance_note", "prediction_quality"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_TRUE(j["failures"].empty());
+
+  // Nothing completed: no top table, no charts of values; the timeline still shows the trial.
+  search::VectorStudyView failed(Direction::minimize);
+  failed.mutable_trials().push_back(
+      make(0, TrialState::fail, std::nullopt, 3.0, 0, {{k_attr_fail_reason, "exit code 1"}}));
+  const auto none = build_report(failed, "demo", k_space, quick());
+  EXPECT_EQ(render("text", none).find("Top "), std::string::npos);
+  EXPECT_EQ(render("markdown", none).find("Top "), std::string::npos);
+  std::ostringstream empty_page;
+  html->write(empty_page, none);
+  for (const char* id : {"chart-history", "chart-parallel", "chart-slice-0"})
+    EXPECT_EQ(empty_page.str().find(std::string("<canvas id=\"") + id), std::string::npos) << id;
+  EXPECT_EQ(empty_page.str().find("<h2>Top "), std::string::npos);
+  EXPECT_NE(empty_page.str().find("<canvas id=\"chart-timeline\""), std::string::npos);
+  EXPECT_NE(empty_page.str().find("<h2>Failure reasons</h2>"), std::string::npos);
+}
+
+// Tables never widen the page: each scrolls in its own box (long names may break after '_':
+// ReportFront.ImportanceIsGivenPerObjective), empty columns are left out, parameter cells are short
+// (4 significant digits; the best trial's own table is exact), and the parallel coordinates have a
+// place for their colour legend.
+TEST(ReportHtml, TablesStayNarrow) {
+  search::VectorStudyView v(Direction::minimize);
+  v.mutable_trials().push_back(make(0, TrialState::complete, 2.0, 2.123456789, 1));
+  const auto d = build_report(v, "demo", k_space, quick());
+  std::ostringstream out;
+  make_html_reporter("var Chart = function () {};")->write(out, d);
+  const std::string html = out.str();
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto p = html.find(needle); p != std::string::npos; p = html.find(needle, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<table"), count("<div class=\"table-wrap\"><table")) << html;
+  EXPECT_NE(html.find("<td>2.123</td>"), std::string::npos) << "top table: short";
+  EXPECT_NE(html.find("<td>x</td><td>2.123456789</td>"), std::string::npos) << "best: exact";
+  EXPECT_NE(html.find("<div class=\"legend\" id=\"parallel-legend\">"), std::string::npos);
+  // Columns every row leaves empty are not drawn: no re-runs, no probes.
+  EXPECT_EQ(html.find("<th>confirmed</th>"), std::string::npos);
+  EXPECT_EQ(html.find("<th>probe</th>"), std::string::npos);
+  std::ostringstream confirmed;
+  make_html_reporter("")->write(confirmed,
+                                build_report(confirmed_study(), "demo", k_space, quick()));
+  EXPECT_NE(confirmed.str().find("<th>confirmed</th><th>wall_s</th><th>x</th>"), std::string::npos)
+      << "re-runs, and no probe verdict among the top trials";
+  EXPECT_NE(html.find(".table-wrap { max-width: 100%; overflow-x: auto;"), std::string::npos);
 }
 
 // Chart.js comes from libjs-chart.js, which scripts/install-deps.sh installs: without it

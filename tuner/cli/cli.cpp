@@ -74,7 +74,8 @@ int run_study(const std::string& study_file, const RunOptions& options) {
       redact_storage_url(storage_url_for(runner->spec(), options.storage_override)));
   auto totals = unwrap(runner->run(std::cout));
   std::cout << '\n';
-  print_summary(std::cout, name, runner->cache(), objective_names(runner->spec()));
+  print_summary(std::cout, name, runner->cache(), live_objective_names(runner->spec()),
+                SummaryDigits::live);
   if (totals.interrupted) {
     std::cerr << "tune: interrupted; every finished trial is stored. Run the same command to "
                  "continue the study.\n";

@@ -62,6 +62,24 @@ std::string script_safe(std::string_view s) {
 
 const auto e = html_escape;
 
+// Escaped, with a line-break opportunity after each '_' and '/', so a long parameter name or
+// value ("torch_interop_threads", "recursive_doubling") wraps instead of widening its column.
+std::string breakable(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    out += e(std::string(1, c));
+    if (c == '_' || c == '/') out += "<wbr>";
+  }
+  return out;
+}
+
+// Every table sits in a box that scrolls sideways on its own when it is wider than the page, so
+// the page itself never does.
+void open_table(std::ostream& out, const std::string& id = "") {
+  out << "<div class=\"table-wrap\"><table" << (id.empty() ? "" : " id=\"" + id + "\"") << ">\n";
+}
+void close_table(std::ostream& out) { out << "</table></div>\n"; }
+
 // Linear map of [low, high] onto the pixels [from, to]; a single value sits in the middle.
 struct Scale {
   double low, high, from, to;
@@ -151,20 +169,21 @@ void write_front(std::ostream& out, const ReportData& d) {
   out << "<h2>Pareto front</h2>\n<p class=\"note\">" << e(objectives_text(d)) << ": "
       << d.front.size() << " trials no other trial beats in every objective"
       << (d.objectives.size() > 2 ? "; the scatter shows the first two objectives" : "")
-      << "</p>\n<div class=\"pareto\">" << pareto_svg(d)
-      << "</div>\n<table id=\"front\">\n<tr><th>trial</th>";
-  for (const auto& name : d.objectives) out << "<th>" << e(name) << "</th>";
+      << "</p>\n<div class=\"pareto\">" << pareto_svg(d) << "</div>\n";
+  open_table(out, "front");
+  out << "<tr><th>trial</th>";
+  for (const auto& name : d.objectives) out << "<th>" << breakable(name) << "</th>";
   out << "<th>wall_s</th>";
-  for (const auto& a : d.axes) out << "<th>" << e(a.name) << "</th>";
+  for (const auto& a : d.axes) out << "<th>" << breakable(a.name) << "</th>";
   out << "</tr>\n";
   for (const auto& r : d.front) {
     out << "<tr><td>#" << r.number << (r.feasible ? "" : " (infeasible)") << "</td>";
     for (double v : r.values) out << "<td class=\"num\">" << format_value(v) << "</td>";
     out << "<td class=\"num\">" << wall_cell(r) << "</td>";
-    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << e(cell) << "</td>";
+    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << breakable(cell) << "</td>";
     out << "</tr>\n";
   }
-  out << "</table>\n";
+  close_table(out);
 }
 
 void write_head_and_summary(std::ostream& out, const ReportData& d) {
@@ -184,14 +203,14 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
   out << "<h2>Best trial</h2>\n";
   if (d.best) {
     out << "<p id=\"best\">Trial <b>#" << d.best->number << "</b>: " << e(measured_text(*d.best))
-        << " (chosen by: " << e(d.best_basis)
-        << ")</p>\n";
+        << " (chosen by: " << e(d.best_basis) << ")</p>\n";
     if (const auto ran = programs_text(*d.best); !ran.empty())
       out << "<p id=\"programs\">Ran: <code>" << e(ran) << "</code></p>\n";
-    out << "<table><tr><th>param</th><th>value</th></tr>\n";
+    open_table(out, "best-params");
+    out << "<tr><th>param</th><th>value</th></tr>\n";
     for (const auto& p : d.best->params)
       out << "<tr><td>" << e(p.name) << "</td><td>" << e(p.text) << "</td></tr>\n";
-    out << "</table>\n";
+    close_table(out);
   } else {
     out << "<p>No completed trial yet.</p>\n";
   }
@@ -204,80 +223,115 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
       << "</p>\n";
 }
 
-// One canvas per chart report_chart.js draws; their ids are its contract.
-void write_chart_canvases(std::ostream& out, const ReportData& d) {
-  out << "<h2>Optimization history</h2>\n<div class=\"chart\"><canvas "
-         "id=\"chart-history\"></canvas></div>\n";
-  out << "<h2>Parameter importance</h2>\n<p class=\"note\">" << e(d.importance_note) << "</p>\n";
-  if (!d.importance.empty())
-    out << "<div class=\"chart\"><canvas id=\"chart-importance\"></canvas></div>\n";
-  // A multi-objective study: each objective's shares side by side, one column per objective.
-  if (!d.importance_by_objective.empty()) {
-    std::vector<std::string> params;
-    for (const auto& o : d.importance_by_objective)
-      for (const auto& [name, share] : o.shares)
-        if (std::find(params.begin(), params.end(), name) == params.end()) params.push_back(name);
-    out << "<table id=\"importance-by-objective\">\n<tr><th>param</th>";
-    for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i)
-      out << "<th>" << e(d.objectives.at(i)) << "</th>";
-    out << "</tr>\n";
-    for (const auto& param : params) {
-      out << "<tr><td>" << e(param) << "</td>";
-      for (const auto& o : d.importance_by_objective) {
-        const auto it = std::find_if(o.shares.begin(), o.shares.end(),
-                                     [&](const auto& s) { return s.first == param; });
-        out << "<td class=\"num\">"
-            << (it == o.shares.end() ? std::string("-") : fmt::format("{:.3f}", it->second))
-            << "</td>";
-      }
-      out << "</tr>\n";
+// The importance shares of a multi-objective study, one column per objective.
+void write_importance_table(std::ostream& out, const ReportData& d) {
+  std::vector<std::string> params;
+  for (const auto& o : d.importance_by_objective)
+    for (const auto& [name, share] : o.shares)
+      if (std::find(params.begin(), params.end(), name) == params.end()) params.push_back(name);
+  open_table(out, "importance-by-objective");
+  out << "<tr><th>param</th>";
+  for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i)
+    out << "<th>" << breakable(d.objectives.at(i)) << "</th>";
+  out << "</tr>\n";
+  for (const auto& param : params) {
+    out << "<tr><td>" << e(param) << "</td>";
+    for (const auto& o : d.importance_by_objective) {
+      const auto it = std::find_if(o.shares.begin(), o.shares.end(),
+                                   [&](const auto& s) { return s.first == param; });
+      out << "<td class=\"num\">"
+          << (it == o.shares.end() ? std::string("-") : fmt::format("{:.3f}", it->second))
+          << "</td>";
     }
-    out << "</table>\n";
+    out << "</tr>\n";
   }
-  out << "<h2>Slice plots</h2>\n<div class=\"slices\">\n";
-  for (std::size_t i = 0; i < d.axes.size(); ++i)
-    out << "<div class=\"chart\"><canvas id=\"chart-slice-" << i << "\"></canvas></div>\n";
-  out << "</div>\n<h2>Parallel coordinates</h2>\n<div class=\"chart\"><canvas "
-         "id=\"chart-parallel\"></canvas></div>\n";
-  out << "<h2>Timeline</h2>\n<div class=\"chart\" style=\"height:"
-      << std::clamp<std::size_t>(d.trials.size() * 14 + 80, 200, 2400)
-      << "px\"><canvas id=\"chart-timeline\"></canvas></div>\n";
+  close_table(out);
 }
 
+// One canvas per chart report_chart.js draws; their ids are its contract. A chart with nothing
+// to draw (no completed trial, no importance) is left out with its heading.
+void write_chart_canvases(std::ostream& out, const ReportData& d) {
+  const bool values = d.any_completed();
+  if (values)
+    out << "<h2>Optimization history</h2>\n<div class=\"chart\"><canvas "
+           "id=\"chart-history\"></canvas></div>\n";
+  const bool per_objective = std::ranges::any_of(d.importance_by_objective,
+                                                 [](const auto& o) { return !o.shares.empty(); });
+  if (!d.importance.empty() || per_objective) {
+    out << "<h2>Parameter importance</h2>\n<p class=\"note\">" << e(d.importance_note) << "</p>\n";
+    if (!d.importance.empty())
+      out << "<div class=\"chart\"><canvas id=\"chart-importance\"></canvas></div>\n";
+    // A multi-objective study: each objective's shares side by side.
+    if (per_objective) write_importance_table(out, d);
+  }
+  if (values && !d.axes.empty()) {
+    out << "<h2>Slice plots</h2>\n<div class=\"slices\">\n";
+    for (std::size_t i = 0; i < d.axes.size(); ++i)
+      out << "<div class=\"chart\"><canvas id=\"chart-slice-" << i << "\"></canvas></div>\n";
+    out << "</div>\n<h2>Parallel coordinates</h2>\n<div class=\"chart\"><canvas "
+           "id=\"chart-parallel\"></canvas></div>\n<div class=\"legend\" "
+           "id=\"parallel-legend\"></div>\n";
+  }
+  const auto timed =
+      std::ranges::count_if(d.trials, [](const ReportTrial& r) { return r.start_s.has_value(); });
+  if (timed > 0)
+    out << "<h2>Timeline</h2>\n<div class=\"chart\" style=\"height:"
+        << std::clamp<std::size_t>(static_cast<std::size_t>(timed) * 14 + 80, 200, 2400)
+        << "px\"><canvas id=\"chart-timeline\"></canvas></div>\n";
+}
+
+// The columns every row would leave at "-" (no re-runs: confirmed; no probes: probe) are left
+// out, so the table fits a narrower page.
 void write_top_table(std::ostream& out, const ReportData& d) {
-  out << "<h2>Top " << d.top.size()
-      << " trials</h2>\n<table id=\"top\">\n<tr><th>rank</th><th>trial</th>"
-         "<th>value</th><th>confirmed</th><th>wall_s</th><th>probe</th>";
-  for (const auto& a : d.axes) out << "<th>" << e(a.name) << "</th>";
+  if (d.top.empty()) return;
+  const bool confirmed =
+      std::ranges::any_of(d.top, [](const ReportTrial& r) { return r.median.has_value(); });
+  const bool probed =
+      std::ranges::any_of(d.top, [](const ReportTrial& r) { return r.oversubscribed.has_value(); });
+  out << "<h2>Top " << d.top.size() << " trials</h2>\n";
+  open_table(out, "top");
+  out << "<tr><th>rank</th><th>trial</th><th>value</th>" << (confirmed ? "<th>confirmed</th>" : "")
+      << "<th>wall_s</th>" << (probed ? "<th>probe</th>" : "");
+  for (const auto& a : d.axes) out << "<th>" << breakable(a.name) << "</th>";
   out << "</tr>\n";
   int rank = 1;
   for (const auto& r : d.top) {
     out << "<tr><td class=\"num\">" << rank++ << "</td><td>#" << r.number
         << (r.baseline ? " (baseline)" : "") << "</td><td class=\"num\">" << value_or_dash(r.value)
-        << "</td><td class=\"num\">" << confirmed_cell(r) << "</td><td class=\"num\">"
-        << wall_cell(r) << "</td><td>" << probe_cell(r, "oversubscribed") << "</td>";
-    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << e(cell) << "</td>";
+        << "</td>";
+    if (confirmed) out << "<td class=\"num\">" << confirmed_cell(r) << "</td>";
+    out << "<td class=\"num\">" << wall_cell(r) << "</td>";
+    if (probed) out << "<td>" << probe_cell(r, "OVERSUB") << "</td>";
+    for (const auto& cell : param_cells(r, d.axes)) out << "<td>" << breakable(cell) << "</td>";
     out << "</tr>\n";
   }
-  out << "</table>\n";
+  close_table(out);
 }
 
+// Probe verdicts and failure reasons, each only when there is one.
 void write_tables(std::ostream& out, const ReportData& d) {
   if (!d.multi_objective()) write_top_table(out, d);
-  out << "<h2>Probe verdicts</h2>\n<table "
-         "id=\"probes\">\n<tr><th>trial</th><th>verdict</th></tr>\n";
-  for (const auto& r : d.trials)
-    if (!r.probe.empty())
-      out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe) << "</td></tr>\n";
-  out << "</table>\n";
-  if (const auto q = prediction_quality_text(d.prediction); !q.empty())
-    out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
-  out << "<h2>Failure reasons</h2>\n<table "
-         "id=\"failures\">\n<tr><th>count</th><th>reason</th><th>trials</th></tr>\n";
+  if (d.any_probe()) {
+    out << "<h2>Probe verdicts</h2>\n";
+    if (std::ranges::any_of(d.trials, [](const ReportTrial& r) { return !r.probe.empty(); })) {
+      open_table(out, "probes");
+      out << "<tr><th>trial</th><th>verdict</th></tr>\n";
+      for (const auto& r : d.trials)
+        if (!r.probe.empty())
+          out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe) << "</td></tr>\n";
+      close_table(out);
+    }
+    if (const auto q = prediction_quality_text(d.prediction); !q.empty())
+      out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
+  }
+  if (d.failures.empty()) return;
+  out << "<h2>Failure reasons</h2>\n";
+  open_table(out, "failures");
+  out << "<tr><th>count</th><th>reason</th><th>trials</th></tr>\n";
   for (const auto& f : d.failures)
     out << "<tr><td class=\"num\">" << f.trials.size() << "</td><td>" << e(f.reason) << "</td><td>"
         << e(numbers_text(f.trials)) << "</td></tr>\n";
-  out << "</table>\n";
+  close_table(out);
 }
 
 class HtmlReporter final : public Reporter {

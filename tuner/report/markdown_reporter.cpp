@@ -71,7 +71,8 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
 }
 
 void write_top(std::ostream& out, const ReportData& d) {
-  if (d.multi_objective()) return;  // the front (write_front) is the ranking
+  // The front (write_front) is a multi-objective study's ranking; nothing completed, no table.
+  if (d.multi_objective() || d.top.empty()) return;
   out << fmt::format("\n## Top {} trials\n\n", d.top.size());
   std::vector<std::string> header = {"rank", "trial", "value", "confirmed", "wall_s", "probe"};
   for (const auto& a : d.axes) header.push_back(a.name);
@@ -93,33 +94,35 @@ void write_shares(std::ostream& out, const std::vector<std::pair<std::string, do
   for (const auto& [name, share] : shares) out << md_row({name, fmt::format("{:.3f}", share)});
 }
 
+// Each section only when it has something to say: importance with shares, probes that looked,
+// failures.
 void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
-  if (d.importance_by_objective.empty()) {
+  if (d.importance_by_objective.empty() && !d.importance.empty()) {
     out << "\n## Parameter importance\n\n" << d.importance_note << "\n\n";
     write_shares(out, d.importance);
   }
   for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
     const auto& o = d.importance_by_objective[i];
+    if (o.shares.empty()) continue;
     out << "\n## Parameter importance for " << md_cell(d.objectives.at(i)) << "\n\n"
         << o.note << "\n\n";
     write_shares(out, o.shares);
   }
-  out << "\n## Probe verdicts\n\n";
-  bool any = false;
-  for (const auto& r : d.trials) {
-    if (r.probe.empty()) continue;
-    if (!any) out << md_row({"trial", "verdict"}) << md_row({"---", "---"});
-    any = true;
-    out << md_row({fmt::format("#{}", r.number), r.probe});
+  if (d.any_probe()) {
+    out << "\n## Probe verdicts\n\n";
+    bool any = false;
+    for (const auto& r : d.trials) {
+      if (r.probe.empty()) continue;
+      if (!any) out << md_row({"trial", "verdict"}) << md_row({"---", "---"});
+      any = true;
+      out << md_row({fmt::format("#{}", r.number), r.probe});
+    }
+    if (const auto q = prediction_quality_text(d.prediction); !q.empty())
+      out << "\nPrediction: " << q << ".\n";
   }
-  if (!any) out << "None recorded.\n";
-  if (const auto q = prediction_quality_text(d.prediction); !q.empty())
-    out << "\nPrediction: " << q << ".\n";
+  if (d.failures.empty()) return;
   out << "\n## Failure reasons\n\n";
-  if (d.failures.empty())
-    out << "None.\n";
-  else
-    out << md_row({"count", "reason", "trials"}) << md_row({"---:", "---", "---"});
+  out << md_row({"count", "reason", "trials"}) << md_row({"---:", "---", "---"});
   for (const auto& f : d.failures)
     out << md_row({std::to_string(f.trials.size()), f.reason, numbers_text(f.trials)});
 }

@@ -12,9 +12,8 @@ std::string value_or_dash(const std::optional<double>& value) {
 
 std::string measured_text(const ReportTrial& trial) {
   if (trial.median)
-    return fmt::format("{} (median of {} re-runs; its search run: {})",
-                       format_value(*trial.median), trial.rerun_values.size(),
-                       value_or_dash(trial.value));
+    return fmt::format("{} (median of {} re-runs; its search run: {})", format_value(*trial.median),
+                       trial.rerun_values.size(), value_or_dash(trial.value));
   return trial.value ? format_value(*trial.value) + " (one run)" : "-";
 }
 
@@ -54,8 +53,9 @@ std::string numbers_text(const std::vector<int>& numbers, std::size_t limit) {
 }
 
 std::string confirmed_cell(const ReportTrial& trial) {
-  return trial.median ? fmt::format("{} (n={})", format_value(*trial.median), trial.rerun_values.size())
-                      : "-";
+  return trial.median
+             ? fmt::format("{} (n={})", format_value(*trial.median), trial.rerun_values.size())
+             : "-";
 }
 
 std::string wall_cell(const ReportTrial& trial) {
@@ -73,7 +73,7 @@ std::vector<std::string> param_cells(const ReportTrial& trial, const std::vector
   for (const auto& a : axes) {
     std::string v = "-";
     for (const auto& p : trial.params)
-      if (p.name == a.name) v = p.text;
+      if (p.name == a.name) v = p.short_text;
     cells.push_back(std::move(v));
   }
   return cells;

@@ -38,7 +38,8 @@ std::string confirmed_cell(const ReportTrial& trial);  // "5.5 (n=3)" or "-"
 std::string wall_cell(const ReportTrial& trial);       // "1.50" or "-"
 // "-" without a probe verdict, else `oversubscribed_word` or "ok".
 std::string probe_cell(const ReportTrial& trial, const std::string& oversubscribed_word);
-// One cell per axis, in axis order: the trial's value as printed, "-" when it has none.
+// One cell per axis, in axis order: the trial's value to 4 significant digits (short_text), "-"
+// when it has none.
 std::vector<std::string> param_cells(const ReportTrial& trial, const std::vector<ParamAxis>& axes);
 
 }  // namespace tune::tuner

@@ -76,33 +76,128 @@
     });
   });
 
-  // Parallel coordinates: one normalised axis per parameter plus the objective; one line per
-  // trial, darker for better values.
-  var lo = Math.min.apply(null, done.map(function (t) { return t.value; }));
-  var hi = Math.max.apply(null, done.map(function (t) { return t.value; }));
+  // Parallel coordinates: one vertical axis per parameter plus the objective, each labelled with
+  // its own values (a categorical axis with its choices, at their ticks; a numeric one with its
+  // low, middle and high); one line per trial, coloured by its objective value on the scale the
+  // legend under the chart shows, the best drawn last (on top).
+  function short(v) { return Number(v.toPrecision(4)).toString(); }
+  var values = done.map(function (t) { return t.value; });
+  var lo = Math.min.apply(null, values), hi = Math.max.apply(null, values);
+  // Dark blue (best) to orange (worst): every stop stays visible on white.
+  var palette = ['#0d0887', '#6a00a8', '#b12a90', '#e16462', '#fca636'];
+  function hex(c) { return [1, 3, 5].map(function (i) { return parseInt(c.substr(i, 2), 16); }); }
+  function colorAt(f) {  // f: 0 = best, 1 = worst
+    var x = Math.min(Math.max(f, 0), 1) * (palette.length - 1);
+    var i = Math.min(Math.floor(x), palette.length - 2), w = x - i;
+    var a = hex(palette[i]), b = hex(palette[i + 1]);
+    return 'rgb(' + a.map(function (v, k) { return Math.round(v + (b[k] - v) * w); }).join(',') + ')';
+  }
+  function badness(v) {
+    if (!(hi > lo)) return 0;
+    return maximize ? (hi - v) / (hi - lo) : (v - lo) / (hi - lo);
+  }
+  function clamp01(x) { return Math.min(Math.max(x, 0), 1); }
+  function logOf(axis) { return axis.log && axis.low > 0; }
   function norm(axis, v) {
     if (axis.kind === 'categorical') {
       var k = axis.choices.indexOf(v === null ? 'null' : String(v));
       return axis.choices.length > 1 ? k / (axis.choices.length - 1) : 0.5;
     }
     if (axis.high === axis.low) return 0.5;
-    if (axis.log) return (Math.log(v) - Math.log(axis.low)) / (Math.log(axis.high) - Math.log(axis.low));
-    return (v - axis.low) / (axis.high - axis.low);
+    if (logOf(axis))
+      return clamp01((Math.log(v) - Math.log(axis.low)) / (Math.log(axis.high) - Math.log(axis.low)));
+    return clamp01((v - axis.low) / (axis.high - axis.low));
   }
-  var pcLabels = data.params.map(function (a) { return a.name; }).concat([objective]);
+  function ticksOf(axis) {
+    if (axis.kind === 'categorical')
+      return axis.choices.map(function (c, k) {
+        return {pos: axis.choices.length > 1 ? k / (axis.choices.length - 1) : 0.5, label: c};
+      });
+    if (axis.high === axis.low) return [{pos: 0.5, label: short(axis.low)}];
+    var mid = logOf(axis) ? Math.sqrt(axis.low * axis.high) : (axis.low + axis.high) / 2;
+    if (axis.kind === 'int') mid = Math.round(mid);
+    return [axis.low, mid, axis.high].map(function (v) {
+      return {pos: norm(axis, v), label: short(v)};
+    });
+  }
+  var pcAxes = data.params.map(function (a) { return {name: a.name, ticks: ticksOf(a)}; });
+  pcAxes.push({name: objective, ticks: hi > lo ? [lo, (lo + hi) / 2, hi].map(function (v) {
+    return {pos: (v - lo) / (hi - lo), label: short(v)};
+  }) : [{pos: 0.5, label: done.length ? short(lo) : ''}]});
+  // Each axis drawn over the lines: its line, its ticks and their labels on a white halo.
+  var axisLabels = {
+    id: 'tuneAxisLabels',
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx, x = chart.scales.x, y = chart.scales.y;
+      ctx.save();
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.textBaseline = 'middle';
+      ctx.textAlign = 'left';
+      pcAxes.forEach(function (axis, i) {
+        var px = x.getPixelForValue(i);
+        ctx.strokeStyle = '#495057';
+        ctx.lineWidth = 1;
+        ctx.beginPath();
+        ctx.moveTo(px, y.getPixelForValue(0));
+        ctx.lineTo(px, y.getPixelForValue(1));
+        ctx.stroke();
+        axis.ticks.forEach(function (tk) {
+          var py = y.getPixelForValue(tk.pos);
+          ctx.strokeStyle = '#495057';
+          ctx.lineWidth = 1;
+          ctx.beginPath();
+          ctx.moveTo(px - 4, py);
+          ctx.lineTo(px + 4, py);
+          ctx.stroke();
+          ctx.lineWidth = 3;
+          ctx.strokeStyle = 'rgba(255,255,255,0.9)';
+          ctx.strokeText(tk.label, px + 6, py);
+          ctx.fillStyle = '#212529';
+          ctx.fillText(tk.label, px + 6, py);
+        });
+      });
+      ctx.restore();
+    }
+  };
+  var ordered = done.slice().sort(function (a, b) { return badness(b.value) - badness(a.value); });
   add('chart-parallel', {
     type: 'line',
-    data: {labels: pcLabels, datasets: done.map(function (t) {
-      var goodness = hi > lo ? (maximize ? (t.value - lo) / (hi - lo) : (hi - t.value) / (hi - lo)) : 1;
-      var color = 'rgba(28,126,214,' + (0.15 + 0.85 * goodness).toFixed(3) + ')';
+    data: {labels: pcAxes.map(function (a) { return a.name; }),
+           datasets: ordered.map(function (t) {
+      var color = colorAt(badness(t.value));
       var ys = data.params.map(function (a) { return norm(a, t.params[a.name]); });
       ys.push(hi > lo ? (t.value - lo) / (hi - lo) : 0.5);
       return {label: '#' + t.number, data: ys, borderColor: color, backgroundColor: color,
-              pointRadius: 2, tension: 0};
+              borderWidth: 1.5, pointRadius: 1.5, tension: 0, trialValue: t.value};
     })},
-    options: {plugins: {legend: {display: false}},
-              scales: {y: {min: 0, max: 1, title: axisLabel('normalised value')}}}
+    options: {layout: {padding: {right: 90, top: 8}},
+              plugins: {legend: {display: false},
+                        tooltip: {callbacks: {label: function (c) {
+                          return c.dataset.label + ': ' + objective + ' ' + short(c.dataset.trialValue);
+                        }}}},
+              scales: {x: {ticks: {autoSkip: false}, grid: {display: false}},
+                       y: {min: -0.04, max: 1.04, display: false}}},
+    plugins: [axisLabels]
   });
+  // The colour scale under the chart: a bar from the best value to the worst, labelled.
+  var legend = document.getElementById('parallel-legend');
+  if (legend && done.length) {
+    var stops = [];
+    for (var k = 0; k <= 10; ++k) stops.push(colorAt(k / 10));
+    var parts = [['span', 'line colour: ' + objective + ', best'],
+                 ['span', short(maximize ? hi : lo)], ['bar', ''],
+                 ['span', short(maximize ? lo : hi)], ['span', 'worst']];
+    parts.forEach(function (p) {
+      var el = document.createElement('span');
+      if (p[0] === 'bar') {
+        el.className = 'bar';
+        el.style.background = 'linear-gradient(to right, ' + stops.join(', ') + ')';
+      } else {
+        el.textContent = p[1];
+      }
+      legend.appendChild(el);
+    });
+  }
 
   // Timeline: one floating bar per trial from start to end, one dataset (color) per state.
   var timed = data.trials.filter(function (t) { return t.start_s !== null; });

@@ -7,10 +7,10 @@
 #include <map>
 
 #include "search/importance.h"
-#include "tuner/report/report_cells.h"
 #include "tuner/base/stats.h"
-#include "tuner/run/rerun.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/report/report_cells.h"
+#include "tuner/run/rerun.h"
 
 namespace tune::tuner {
 namespace {
@@ -47,23 +47,19 @@ ParamAxis axis_of(const std::string& name, const search::Distribution& dist) {
   return a;
 }
 
-// The probe verdict line of a trial: the observed diagnosis, else the prediction's summary.
+// The probe verdict line of a trial: the observed diagnosis, else the prediction's summary; and
+// whether its CPUs were oversubscribed, as the live line says it (prediction_quality.h).
 void read_probe(const FrozenTrial& t, ReportTrial& r) {
+  r.oversubscribed = cpu_verdict(t).oversubscribed;
   if (auto it = t.system_attrs.find(k_attr_probe_verdict);
       it != t.system_attrs.end() && it->is_object()) {
     r.probe = it->value("diagnosis", std::string());
-    if (auto o = it->find("observed_oversubscribed"); o != it->end() && o->is_boolean())
-      r.oversubscribed = o->get<bool>();
     if (!r.probe.empty()) return;
   }
   if (auto it = t.system_attrs.find(k_attr_probe_prediction);
       it != t.system_attrs.end() && it->is_object()) {
     const auto summary = it->value("summary", std::string());
     if (!summary.empty()) r.probe = "predicted: " + summary;
-    if (!r.oversubscribed) {
-      if (auto o = it->find("oversubscribed"); o != it->end() && o->is_boolean())
-        r.oversubscribed = o->get<bool>();
-    }
   }
 }
 
@@ -98,8 +94,8 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
     const auto d = t.distributions.find(name);
     const auto external =
         search::to_external(d != t.distributions.end() ? d->second : dist, p->second);
-    r.params.push_back(
-        {name, search::param_value_to_json(external), search::param_value_to_string(external)});
+    r.params.push_back({name, search::param_value_to_json(external),
+                        search::param_value_to_string(external), format_param_value(external)});
   }
   if (auto it = t.user_attrs.find(k_attr_wall_time); it != t.user_attrs.end() && it->is_number())
     r.wall_s = it->get<double>();
@@ -142,7 +138,7 @@ struct SearchTrials {
 // Fills data.trials (every trial, number order) and data.reruns; returns the search
 // trials with their repeats, medians and failed re-runs counted.
 SearchTrials fold_reruns(const search::StudyView& study, const search::SearchSpace& space,
-                               ReportData& data) {
+                         ReportData& data) {
   std::optional<std::chrono::system_clock::time_point> origin;
   for (const auto& t : study.trials()) {
     if (t.datetime_start && (!origin || *t.datetime_start < *origin)) origin = t.datetime_start;
@@ -340,9 +336,20 @@ std::string ReportTrial::params_text() const {
   std::string out;
   for (const auto& p : params) {
     if (!out.empty()) out += ' ';
-    out += p.name + '=' + p.text;
+    out += p.name + '=' + p.short_text;
   }
   return out;
+}
+
+bool ReportData::any_completed() const {
+  return std::ranges::any_of(trials, [](const ReportTrial& r) {
+    return r.state == TrialState::complete && r.value && !r.rerun_of;
+  });
+}
+
+bool ReportData::any_probe() const {
+  return prediction.trials > 0 ||
+         std::ranges::any_of(trials, [](const ReportTrial& r) { return !r.probe.empty(); });
 }
 
 ReportData build_report(const search::StudyView& study, const std::string& study_name,

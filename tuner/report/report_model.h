@@ -35,8 +35,9 @@ inline constexpr int k_report_schema_version = 2;
 
 struct ReportParam {
   std::string name;
-  nlohmann::json value;  // external value (null, bool, number or string)
-  std::string text;      // as printed: "4", "0.001", "core", "null"
+  nlohmann::json value;    // external value (null, bool, number or string)
+  std::string text;        // exact, as the best trial's table prints it: "4", "0.8845535403584667"
+  std::string short_text;  // in tables and parameter lists: floats to 4 significant digits
 };
 
 struct ReportTrial {
@@ -59,7 +60,7 @@ struct ReportTrial {
   std::string probe;                   // probe verdict line (observed, else predicted); "" = none
   std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
 
-  std::string params_text() const;  // "a=1 b=core"
+  std::string params_text() const;  // "a=1 b=core bucket_mb=0.8846" (short_text)
   // state_word (tuner/run/summary.h): RERUN for a completed re-run, else Optuna's word.
   std::string state_text() const;
 };
@@ -119,6 +120,11 @@ struct ReportData {
   std::vector<ObjectiveImportance> importance_by_objective;
 
   bool multi_objective() const { return directions.size() > 1; }
+  // Whether any search trial (not a re-run) completed with a value: the charts of values have
+  // something to draw.
+  bool any_completed() const;
+  // Whether any trial carries a probe verdict or prediction, or the prediction was scored.
+  bool any_probe() const;
 };
 
 struct ReportOptions {

@@ -84,7 +84,8 @@ void write_best_and_speedup(std::ostream& out, const ReportData& d) {
 }
 
 void write_top(std::ostream& out, const ReportData& d) {
-  if (d.multi_objective()) return;  // the front (write_front) is the ranking
+  // The front (write_front) is a multi-objective study's ranking; nothing completed, no table.
+  if (d.multi_objective() || d.top.empty()) return;
   out << fmt::format("\nTop {} trials\n", d.top.size());
   std::vector<std::vector<std::string>> rows = {
       {"rank", "trial", "value", "confirmed", "wall_s", "probe", "params"}};
@@ -108,35 +109,37 @@ void write_shares(std::ostream& out, const std::vector<std::pair<std::string, do
   }
 }
 
+// Left out when there are no shares (too few trials, not computed), as every empty section is.
 void write_importance(std::ostream& out, const ReportData& d) {
   if (d.importance_by_objective.empty()) {
+    if (d.importance.empty()) return;
     out << "\nParameter importance (" << d.importance_note << ")\n";
     return write_shares(out, d.importance);
   }
   for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
     const auto& o = d.importance_by_objective[i];
+    if (o.shares.empty()) continue;
     out << "\nParameter importance for " << d.objectives.at(i) << " (" << o.note << ")\n";
     write_shares(out, o.shares);
   }
 }
 
+// Each section only when it has something to say (no probes, no failures: nothing).
 void write_probes_and_failures(std::ostream& out, const ReportData& d) {
-  out << "\nProbe verdicts\n";
-  int shown = 0, over = 0;
-  for (const auto& r : d.trials) {
-    if (r.probe.empty()) continue;
-    ++shown;
-    if (r.oversubscribed.value_or(false)) ++over;
-    out << fmt::format("  #{:<4} {}\n", r.number, r.probe);
+  if (d.any_probe()) {
+    out << "\nProbe verdicts\n";
+    int shown = 0, over = 0;
+    for (const auto& r : d.trials) {
+      if (r.probe.empty()) continue;
+      ++shown;
+      if (r.oversubscribed.value_or(false)) ++over;
+      out << fmt::format("  #{:<4} {}\n", r.number, r.probe);
+    }
+    if (shown > 0) out << fmt::format("  {} of {} trials oversubscribed the CPUs\n", over, shown);
+    if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
   }
-  if (shown == 0) {
-    out << "  none recorded (probes disabled, or trials predate them)\n";
-  } else {
-    out << fmt::format("  {} of {} trials oversubscribed the CPUs\n", over, shown);
-  }
-  if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
+  if (d.failures.empty()) return;
   out << "\nFailure reasons\n";
-  if (d.failures.empty()) out << "  none\n";
   for (const auto& f : d.failures)
     out << fmt::format("  {:>3}x  {}  ({})\n", f.trials.size(), f.reason, numbers_text(f.trials));
 }

@@ -15,12 +15,66 @@ std::optional<bool> flag(const search::FrozenTrial& t, const char* attr, const c
   return v->get<bool>();
 }
 
+// "75% (3 of 4)": the share says what it is of (precision: of the predicted; recall: of the
+// observed), so the count does not repeat it and the line fits a terminal.
 std::string share_text(const std::optional<double>& share, int hits, int of, const char* what) {
   if (!share) return fmt::format("n/a (none {})", what);
-  return fmt::format("{:.0f}% ({} of {} {})", 100 * *share, hits, of, what);
+  return fmt::format("{:.0f}% ({} of {})", 100 * *share, hits, of);
+}
+
+// The largest `numerator / pu_count` over the objects of `list` (a verdict's sustained loads, a
+// prediction's cpusets), or none.
+std::optional<double> worst_per_pu(const nlohmann::json* list, const char* numerator) {
+  if (list == nullptr || !list->is_array()) return std::nullopt;
+  std::optional<double> worst;
+  for (const auto& item : *list) {
+    if (!item.is_object()) continue;
+    const auto n = item.find(numerator), pus = item.find("pu_count");
+    if (n == item.end() || pus == item.end() || !n->is_number() || !pus->is_number()) continue;
+    const double count = pus->get<double>();
+    if (count <= 0) continue;
+    const double load = n->get<double>() / count;
+    if (!worst || load > *worst) worst = load;
+  }
+  return worst;
+}
+
+const nlohmann::json* object_attr(const search::FrozenTrial& t, const char* attr) {
+  const auto it = t.system_attrs.find(attr);
+  return it != t.system_attrs.end() && it->is_object() ? &*it : nullptr;
 }
 
 }  // namespace
+
+CpuVerdict cpu_verdict(const search::FrozenTrial& trial) {
+  CpuVerdict v;
+  if (const auto observed = flag(trial, k_attr_probe_verdict, "observed_oversubscribed")) {
+    v.oversubscribed = observed;
+    v.observed = true;
+    const auto* verdict = object_attr(trial, k_attr_probe_verdict);
+    const auto sustained = verdict->find("sustained");
+    if (sustained != verdict->end() && sustained->is_object()) {
+      const auto loads = sustained->find("loads");
+      v.load_per_pu =
+          worst_per_pu(loads != sustained->end() ? &*loads : nullptr, "median_runnable");
+    }
+    return v;
+  }
+  if (const auto predicted = flag(trial, k_attr_probe_prediction, "oversubscribed")) {
+    v.oversubscribed = predicted;
+    const auto* prediction = object_attr(trial, k_attr_probe_prediction);
+    const auto cpusets = prediction->find("cpusets");
+    v.load_per_pu = worst_per_pu(cpusets != prediction->end() ? &*cpusets : nullptr, "load");
+  }
+  return v;
+}
+
+std::string oversubscribed_mark(const CpuVerdict& v) {
+  if (!v.oversubscribed.value_or(false)) return "";
+  std::string mark = v.observed ? "OVERSUB" : "predicted OVERSUB";
+  if (v.load_per_pu) mark += fmt::format(" {:.2g}x", *v.load_per_pu);
+  return mark;
+}
 
 bool verdict_counts(const search::FrozenTrial& trial) {
   using search::TrialState;
@@ -54,9 +108,8 @@ PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& tri
 std::string prediction_quality_text(const PredictionQuality& q) {
   if (q.trials == 0) return "";
   return fmt::format(
-      "predicted vs observed oversubscription over {} trial{}: precision {}, "
-      "recall {}",
-      q.trials, q.trials == 1 ? "" : "s",
+      "predicted vs observed oversubscription, {} trial{}: precision {}, recall {}", q.trials,
+      q.trials == 1 ? "" : "s",
       share_text(q.precision, q.true_positive, q.true_positive + q.false_positive, "predicted"),
       share_text(q.recall, q.true_positive, q.true_positive + q.false_negative, "observed"));
 }

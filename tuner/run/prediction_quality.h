@@ -30,11 +30,29 @@ struct PredictionQuality {
 // "ok" would count against the prediction and teach the next ones.
 bool verdict_counts(const search::FrozenTrial& trial);
 
+// What the probes said of one trial's CPUs: its observed verdict (system attr probe_verdict) when
+// it has one, else the prediction made before launch (probe_prediction), as the report's probe
+// column says it too.
+struct CpuVerdict {
+  std::optional<bool> oversubscribed;  // none: no probes looked at the trial
+  bool observed = false;               // from the verdict, not the prediction
+  // The worst cpuset's runnable threads per PU (observed: the sustained median; predicted: the
+  // counted load), when the verdict or prediction carries it.
+  std::optional<double> load_per_pu;
+};
+CpuVerdict cpu_verdict(const search::FrozenTrial& trial);
+
+// A short marker for a live line: "OVERSUB 2.5x" (observed; 2.5 runnable threads per PU),
+// "predicted OVERSUB 2.1x" (no verdict yet, or none measured), without the figure when unknown;
+// "" when the CPUs were not oversubscribed or nothing is known.
+std::string oversubscribed_mark(const CpuVerdict& verdict);
+
 // Over the trials whose verdict counts.
 PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials);
 
-// "predicted vs observed oversubscription over 48 trials: precision 95% (19 of 20 predicted),
-// recall 90% (19 of 21 observed)"; "" when no trial has both.
+// "predicted vs observed oversubscription, 48 trials: precision 95% (19 of 20), recall 90% (19
+// of 21)" (precision: of the trials predicted oversubscribed; recall: of those observed so);
+// "" when no trial has both.
 std::string prediction_quality_text(const PredictionQuality& q);
 
 // {"trials", "true_positive", "false_positive", "false_negative", "true_negative", "precision",

@@ -82,12 +82,6 @@ class ErrorSink {
   std::optional<std::string> m_error;
 };
 
-std::string format_duration(double s) {
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  if (s < 3600) return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  return fmt::format("{}h{:02}m", static_cast<int>(s) / 3600, (static_cast<int>(s) % 3600) / 60);
-}
-
 // Follows a trial's log while it runs: stores new intermediate values and asks the pruner.
 class LogFollower {
  public:
@@ -142,6 +136,11 @@ class LogFollower {
 };
 
 }  // namespace
+
+std::vector<std::string> live_objective_names(const StudySpec& spec) {
+  if (spec.objectives.size() == 1 && spec.objective.use_regex) return {};
+  return objective_names(spec);
+}
 
 Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const RunOptions& options) {
   auto runner = std::unique_ptr<StudyRunner>(new StudyRunner());
@@ -514,30 +513,22 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
 
 void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial& trial,
                                  const Ran& ran) const {
-  const TrialState state = ran.outcome.state;
-  const std::optional<double>& value = ran.outcome.value;
-  const std::string& reason = ran.outcome.reason;
-  const LaunchResult& res = ran.launch;
   const double elapsed = std::chrono::duration<double>(Clock::now() - m_started).count();
   const int done = index + 1;
   const double eta = elapsed / done * (m_options.trials - done);
-  std::string line = fmt::format("[{}/{}] trial {} {}", done, m_options.trials, trial.number,
-                                 search::to_string(state));
-  // A `tune confirm` re-run names the trial it re-measures.
-  if (auto it = trial.system_attrs.find(k_attr_rerun_of);
-      it != trial.system_attrs.end() && it->is_number_integer()) {
-    line += fmt::format(" (re-run of #{})", it->get<int>());
-  }
-  if (!ran.outcome.values.empty()) line += " values=" + format_values(ran.outcome.values);
-  if (value && ran.outcome.values.empty()) line += " value=" + format_value(*value);
-  if (res.started) line += fmt::format(" ({:.2f}s)", res.wall_s);
-  line += "  " + format_params(trial);
-  if (!reason.empty()) line += "  # " + reason;
-  line += best_so_far(*m_cache);
-  if (done < m_options.trials) line += "  eta " + format_duration(eta);
+  TrialProgress progress;
+  progress.done = done;
+  progress.total = m_options.trials;
+  progress.state = ran.outcome.state;
+  if (ran.outcome.values.empty()) progress.value = ran.outcome.value;
+  progress.values = ran.outcome.values;
+  if (ran.launch.started) progress.wall_s = ran.launch.wall_s;
+  progress.reason = ran.outcome.reason;
+  if (done < m_options.trials) progress.eta_s = eta;
+  progress.objectives = live_objective_names(m_spec);
   const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
   if (terminal) out << "\r\033[K";  // clear the progress bar drawn after the last line
-  out << line << '\n';
+  out << progress_line(trial, *m_cache, progress) << '\n';
   if (terminal && done < m_options.trials) {
     constexpr int k_width = 30;
     const int filled = k_width * done / m_options.trials;

@@ -16,13 +16,14 @@
 
 #include "search/pruner.h"
 #include "search/sampler.h"
-#include "tuner/launch/rendered_launch.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/program_identity.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
+#include "tuner/launch/rendered_launch.h"
 #include "tuner/storage/storage.h"
-#include "tuner/study/study_spec.h"
 #include "tuner/storage/trial_owner.h"
+#include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
+#include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
 
@@ -60,6 +61,10 @@ struct TrialHooks {
   std::function<void(pid_t)> on_start;
   std::function<nlohmann::json()> on_end;
 };
+
+// The objectives' names as live output shows them (study_spec.h objective_names), or none for a
+// single regex objective, whose value then stands alone ("value 1.2", not "objective 0 1.2").
+std::vector<std::string> live_objective_names(const StudySpec& spec);
 
 class StudyRunner {
  public:

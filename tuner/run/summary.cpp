@@ -1,13 +1,17 @@
 #include "tuner/run/summary.h"
 
 #include "search/pareto.h"
-#include "tuner/run/ranking.h"
-#include "tuner/run/prediction_quality.h"
-#include "tuner/run/rerun.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/run/prediction_quality.h"
+#include "tuner/run/ranking.h"
+#include "tuner/run/rerun.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <ostream>
+#include <string_view>
 
 namespace tune::tuner {
 
@@ -42,16 +46,121 @@ StateCounts count_states(const search::StudyView& study) {
   return c;
 }
 
-std::string best_so_far(const search::StudyView& study) {
+std::string format_short(double value) { return fmt::format("{:.4g}", value); }
+
+std::string unit_of(const std::string& name) {
+  // wall_time: tune's own clock; the others: what the bundled trainer logs (trainer/log_report.h).
+  if (name == "wall_time" || name == "elapsed_time") return "s";
+  if (name == "samples_per_sec") return "samples/s";
+  return "";
+}
+
+std::string format_measure(const std::string& name, double value) {
+  const auto unit = unit_of(name);
+  return fmt::format("{} {}{}{}", name, format_short(value), unit.empty() ? "" : " ", unit);
+}
+
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  return fmt::format("{}h{:02}m", static_cast<int>(s) / 3600, (static_cast<int>(s) % 3600) / 60);
+}
+
+std::string fit_width(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  if (width < 3) return std::string(width, '.');
+  std::size_t cut = width - 3;
+  // Never half a character: back up over UTF-8 continuation bytes (10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+std::string best_so_far(const search::StudyView& study, const std::vector<std::string>& names) {
   if (study.is_multi_objective()) {
+    constexpr std::size_t k_shown = 6;  // a long front would push the parameters off the line
     const auto front = front_trials(study);
     if (front.empty()) return "";
-    std::string out = "  | front";
-    for (const auto* t : front) out += fmt::format(" #{}", t->number);
+    std::string out = "front";
+    for (std::size_t i = 0; i < front.size() && i < k_shown; ++i)
+      out += fmt::format(" #{}", front[i]->number);
+    if (front.size() > k_shown) out += fmt::format(" +{}", front.size() - k_shown);
     return out;
   }
   const auto* best = best_trial(study);
-  return best ? fmt::format("  | best #{} = {}", best->number, format_value(*best->value)) : "";
+  if (best == nullptr) return "";
+  const auto unit = names.empty() ? "" : unit_of(names.front());
+  return fmt::format("best #{} {}{}{}", best->number, format_short(*best->value),
+                     unit.empty() ? "" : " ", unit);
+}
+
+namespace {
+
+// `words` joined by spaces within `width` bytes: whole words while they fit, then " ..."; a
+// first word too long for the room is cut itself.
+std::string join_within(const std::vector<std::string>& words, std::size_t width) {
+  constexpr std::string_view k_more = " ...";
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::size_t sep = out.empty() ? 0 : 1;
+    const std::size_t keep = i + 1 == words.size() ? 0 : k_more.size();  // for what follows
+    if (out.size() + sep + words[i].size() + keep <= width) {
+      if (sep) out += ' ';
+      out += words[i];
+      continue;
+    }
+    if (out.empty()) return fit_width(fmt::format("{}", fmt::join(words, " ")), width);
+    out += k_more;
+    break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string progress_line(const FrozenTrial& trial, const search::StudyView& study,
+                          const TrialProgress& p, std::size_t width) {
+  // Room kept for the parameters before a long fail reason is cut, and the least of a reason
+  // shown: why a trial failed matters more than the rest of its parameters.
+  constexpr std::size_t k_params_room = 20, k_reason_room = 40;
+  std::string head =
+      fmt::format("[{}/{}] #{} {}", p.done, p.total, trial.number, search::to_string(p.state));
+  // A re-run (`tune confirm`, incumbent_repeats) names the trial it re-measures.
+  if (const auto of = rerun_of(trial)) head += fmt::format(" (re-run of #{})", *of);
+  const auto name = [&](std::size_t i) {
+    if (i < p.objectives.size()) return p.objectives[i];
+    return p.values.empty() ? std::string("value") : fmt::format("objective {}", i);
+  };
+  for (std::size_t i = 0; i < p.values.size(); ++i)
+    head += (i ? ", " : " ") + format_measure(name(i), p.values[i]);
+  if (p.value && p.values.empty()) head += ' ' + format_measure(name(0), *p.value);
+  // With a wall_time objective the value printed is the wall time already.
+  const bool wall_shown = (p.value || !p.values.empty()) &&
+                          std::ranges::find(p.objectives, "wall_time") != p.objectives.end();
+  if (p.wall_s && !wall_shown) head += fmt::format(" (wall {} s)", format_short(*p.wall_s));
+  if (const auto mark = oversubscribed_mark(cpu_verdict(trial)); !mark.empty()) head += ' ' + mark;
+
+  std::string tail;
+  const auto* best = study.is_multi_objective() ? nullptr : best_trial(study);
+  if (best != nullptr && best->number == trial.number) {
+    tail += " | new best";  // its value is on the line already
+  } else if (const auto text = best_so_far(study, p.objectives); !text.empty()) {
+    tail += " | " + text;
+  }
+  if (p.eta_s) tail += " | eta " + format_duration(*p.eta_s);
+
+  const auto params = param_words(trial);
+  std::size_t params_len = 0;
+  for (const auto& w : params) params_len += w.size() + 1;
+  const std::size_t params_room = params.empty() ? 0 : 3 + std::min(params_len, k_params_room);
+  std::string reason;
+  if (!p.reason.empty()) {
+    const std::size_t used = head.size() + tail.size() + params_room;
+    reason = fit_width(": " + p.reason, std::max(width > used ? width - used : 0, k_reason_room));
+  }
+  std::string line = head + reason + tail;
+  if (!params.empty() && line.size() + 3 < width)
+    line += " | " + join_within(params, width - line.size() - 3);
+  return fit_width(line, width);
 }
 
 std::string format_value(double value) { return fmt::format("{:.6g}", value); }
@@ -74,37 +183,75 @@ std::string describe_objectives(const search::StudyView& study,
   return out;
 }
 
-std::string format_params(const FrozenTrial& trial) {
-  std::string out;
+std::string format_param_value(const search::ParamValue& value) {
+  const auto* real = std::get_if<double>(&value);
+  return real ? format_short(*real) : search::param_value_to_string(value);
+}
+
+std::vector<std::string> param_words(const FrozenTrial& trial) {
+  std::vector<std::string> words;
   for (const auto& [name, internal] : trial.params) {
     const auto it = trial.distributions.find(name);
     if (it == trial.distributions.end()) continue;
-    if (!out.empty()) out += ' ';
-    // Six significant digits are plenty to tell trials apart on one line; `tune best`, the
-    // report and export show the exact value.
-    const auto external = search::to_external(it->second, internal);
-    const auto* real = std::get_if<double>(&external);
-    out += name + '=' + (real ? format_value(*real) : search::param_value_to_string(external));
+    words.push_back(name + '=' + format_param_value(search::to_external(it->second, internal)));
   }
-  return out;
+  return words;
+}
+
+std::string format_params(const FrozenTrial& trial) {
+  return fmt::format("{}", fmt::join(param_words(trial), " "));
+}
+
+namespace {
+
+// The parameters as `digits` asks: 4 significant digits (format_params), or exact.
+std::string params_text(const FrozenTrial& trial, SummaryDigits digits) {
+  if (digits == SummaryDigits::live) return format_params(trial);
+  std::vector<std::string> words;
+  for (const auto& [name, internal] : trial.params) {
+    const auto it = trial.distributions.find(name);
+    if (it == trial.distributions.end()) continue;
+    words.push_back(name + '=' +
+                    search::param_value_to_string(search::to_external(it->second, internal)));
+  }
+  return fmt::format("{}", fmt::join(words, " "));
+}
+
+// A line of the summary: whole for `tune best`, fitted to the live width in a run's summary.
+std::string summary_line(const std::string& line, SummaryDigits digits) {
+  return (digits == SummaryDigits::live ? fit_width(line, k_live_width) : line) + '\n';
 }
 
 // `tune best` of a multi-objective study: every trial of the front, with its values.
 void print_front(std::ostream& out, const search::StudyView& study,
-                 const std::vector<std::string>& names) {
+                 const std::vector<std::string>& names, SummaryDigits digits) {
   const auto front = front_trials(study);
   if (front.empty()) {
     out << "best: no completed trial yet\n";
     return;
   }
-  out << fmt::format("Pareto front ({}): {} trials\n", describe_objectives(study, names),
-                     front.size());
+  out << summary_line(
+      fmt::format("Pareto front ({}): {} trials", describe_objectives(study, names), front.size()),
+      digits);
   for (const auto* t : front) {
-    out << fmt::format("  #{}  values: {}{}  {}\n", t->number,
-                       format_values(search::objective_values(*t)),
-                       t->is_feasible() ? "" : "  (infeasible)", format_params(*t));
+    const auto values = search::objective_values(*t);
+    std::string shown;
+    if (digits == SummaryDigits::live) {
+      for (std::size_t i = 0; i < values.size(); ++i)
+        shown +=
+            (i ? ", " : "") +
+            format_measure(i < names.size() ? names[i] : fmt::format("objective {}", i), values[i]);
+    } else {
+      shown = "values: " + format_values(values);
+    }
+    out << summary_line(
+        fmt::format("  #{}  {}{}  {}", t->number, shown, t->is_feasible() ? "" : "  (infeasible)",
+                    params_text(*t, digits)),
+        digits);
   }
 }
+
+}  // namespace
 
 std::string state_word(const FrozenTrial& trial) {
   if (is_rerun(trial) && rerun_value(trial)) return "RERUN";
@@ -112,36 +259,42 @@ std::string state_word(const FrozenTrial& trial) {
 }
 
 void print_best(std::ostream& out, const search::StudyView& study,
-                const std::vector<std::string>& objective_names) {
-  if (study.is_multi_objective()) return print_front(out, study, objective_names);
+                const std::vector<std::string>& objective_names, SummaryDigits digits) {
+  if (study.is_multi_objective()) return print_front(out, study, objective_names, digits);
   const auto* best = best_trial(study);
   if (best == nullptr) {
     out << "best: no completed trial yet\n";
     return;
   }
-  out << fmt::format("best trial: #{}  value: {}{}\n", best->number, format_value(*best->value),
+  const bool live = digits == SummaryDigits::live;
+  const std::string label = objective_names.empty() ? "value" : objective_names.front();
+  const std::string unit = unit_of(label);
+  out << fmt::format("best trial: #{}  {}: {}{}{}{}\n", best->number, label,
+                     live ? format_short(*best->value) : format_value(*best->value),
+                     unit.empty() ? "" : " ", unit,
                      best->is_feasible() ? "" : "  (infeasible: violates a constraint)");
-  out << "best params:";
+  out << "best params:\n";
   for (const auto& [name, internal] : best->params) {
-    const auto& dist = best->distributions.at(name);
-    out << fmt::format("\n  {} = {}", name,
-                       search::param_value_to_string(search::to_external(dist, internal)));
+    const auto external = search::to_external(best->distributions.at(name), internal);
+    out << summary_line(
+        fmt::format("  {} = {}", name,
+                    live ? format_param_value(external) : search::param_value_to_string(external)),
+        digits);
   }
-  out << '\n';
 }
 
 void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
-                   const std::vector<std::string>& objective_names) {
+                   const std::vector<std::string>& objective_names, SummaryDigits digits) {
   const auto c = count_states(study);
-  out << fmt::format("study '{}': {} trials: {} complete, {} failed, {} pruned", study_name,
-                     c.total(), c.complete, c.fail, c.pruned);
-  if (c.reruns) out << fmt::format(", {} re-runs", c.reruns);
-  if (c.running) out << fmt::format(", {} running", c.running);
-  if (c.waiting) out << fmt::format(", {} waiting", c.waiting);
-  out << '\n';
-  print_best(out, study, objective_names);
+  std::string counts = fmt::format("study '{}': {} trials: {} complete, {} failed, {} pruned",
+                                   study_name, c.total(), c.complete, c.fail, c.pruned);
+  if (c.reruns) counts += fmt::format(", {} re-runs", c.reruns);
+  if (c.running) counts += fmt::format(", {} running", c.running);
+  if (c.waiting) counts += fmt::format(", {} waiting", c.waiting);
+  out << summary_line(counts, digits);
+  print_best(out, study, objective_names, digits);
   if (const auto q = prediction_quality_text(prediction_quality(study.trials())); !q.empty())
-    out << "probes: " << q << '\n';
+    out << summary_line("probes: " + q, digits);
 }
 
 void print_trials(std::ostream& out, const search::StudyView& study) {
