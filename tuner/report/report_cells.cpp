@@ -97,7 +97,8 @@ std::string programs_text(const ReportTrial& trial) {
   std::string out;
   for (const auto& p : trial.programs) {
     if (!out.empty()) out += "; ";
-    out += p.name + " = " + (p.path.empty() ? "(not found)" : p.path);
+    out += p.name;
+    if (p.path != p.name) out += " = " + (p.path.empty() ? std::string("(not found)") : p.path);
     if (!p.real_path.empty() && p.real_path != p.path) out += " -> " + p.real_path;
     if (!p.version.empty()) out += " (" + p.version + ")";
   }
