@@ -1,5 +1,7 @@
 #include "tuner/launch/launcher.h"
 
+#include "tuner/base/text.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -433,6 +435,25 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   }
   sweep_strays(children_before);
   return result;
+}
+
+CapturedRun run_captured(LaunchRequest request, std::size_t max_bytes) {
+  CapturedRun run;
+  std::error_code ec;
+  static std::atomic<int> serial{0};
+  const auto dir = std::filesystem::temp_directory_path(ec) /
+                   fmt::format("tune-run-{}-{}", ::getpid(), serial++);
+  if (ec || (!std::filesystem::create_directories(dir, ec) && ec)) {
+    run.result.error = fmt::format("cannot make a temporary folder: {}", ec.message());
+    return run;
+  }
+  request.stdout_path = (dir / "stdout").string();
+  request.stderr_path = (dir / "stderr").string();
+  run.result = run_process(request);
+  run.out = tail_of_file(request.stdout_path, max_bytes);
+  run.err = tail_of_file(request.stderr_path, max_bytes);
+  std::filesystem::remove_all(dir, ec);
+  return run;
 }
 
 }  // namespace tune::tuner

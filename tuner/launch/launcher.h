@@ -67,6 +67,16 @@ using Watcher = std::function<std::string(pid_t pid)>;
 
 LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher = {});
 
+// A short helper run whose output is wanted (an interpreter's --version, torch's pool sizes):
+// `request` is run as run_process runs it, its stdout and stderr going to a temporary folder
+// that is removed after; the last `max_bytes` of each are returned. `request`'s own output paths
+// are ignored. Blocks the calling thread.
+struct CapturedRun {
+  LaunchResult result;
+  std::string out, err;
+};
+CapturedRun run_captured(LaunchRequest request, std::size_t max_bytes = 4096);
+
 // SIGINT/SIGTERM/SIGHUP set a process-wide flag that run_process() reacts to at once.
 void install_interrupt_handlers();
 bool interrupted();

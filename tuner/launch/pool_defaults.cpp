@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "probes/predict.h"
 #include "tuner/base/text.h"
@@ -14,23 +11,16 @@
 
 namespace tune::tuner {
 
-namespace fs = std::filesystem;
-
 MeasuredPools measure_torch_pools(const std::string& python, double timeout_s) {
   MeasuredPools pools;
-  // Its one line of output goes to a file of its own; the whole tree is stopped at the limit.
-  std::error_code ec;
-  const auto dir = fs::temp_directory_path(ec) / fmt::format("tune-pools-{}", ::getpid());
-  if (ec || (!fs::create_directories(dir, ec) && ec)) return pools;
   LaunchRequest request;
   request.argv = {python, "-c",
                   "import torch; print(torch.get_num_threads(), torch.get_num_interop_threads())"};
   request.env_unset = {"OMP_NUM_THREADS", "MKL_NUM_THREADS"};
-  request.stdout_path = (dir / "stdout").string();
   request.timeout_s = timeout_s;
-  const LaunchResult result = run_process(request);
-  std::istringstream out(tail_of_file(request.stdout_path, 4096));
-  fs::remove_all(dir, ec);
+  const CapturedRun run = run_captured(request);
+  const LaunchResult& result = run.result;
+  std::istringstream out(run.out);
   std::string intra, inter;
   out >> intra >> inter;
   const auto n = probes::parse_int(intra);

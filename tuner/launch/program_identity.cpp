@@ -28,23 +28,20 @@ bool is_interpreter(const std::string& path) {
 
 // The interpreter's `--version` line (Python 2 prints it on stderr), bounded in time.
 std::string version_of(const std::string& path, const std::map<std::string, std::string>& env) {
-  std::error_code ec;
-  const auto dir = fs::temp_directory_path(ec) / fmt::format("tune-version-{}", ::getpid());
-  if (ec || (!fs::create_directories(dir, ec) && ec)) return "";
   LaunchRequest request;
   request.argv = {path, "--version"};
-  for (const auto& [k, v] : env) request.env_set[k] = v;
-  request.stdout_path = (dir / "stdout").string();
-  request.stderr_path = (dir / "stderr").string();
+  request.env_set = env;
   request.timeout_s = 10;
-  const LaunchResult result = run_process(request);
-  std::string line;
-  if (result.started && result.exit_code == 0) {
-    line = last_line_of_file(request.stdout_path, 200);
-    if (line.empty()) line = last_line_of_file(request.stderr_path, 200);
-  }
-  fs::remove_all(dir, ec);
-  return line;
+  const CapturedRun run = run_captured(request, 200);
+  if (!run.result.started || run.result.exit_code != 0) return "";
+  // The last line that says something (Python 2 prints its version on stderr).
+  const auto last_line = [](std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+      text.pop_back();
+    return printable(text.substr(text.rfind('\n') + 1), 200);
+  };
+  const std::string line = last_line(run.out);
+  return line.empty() ? last_line(run.err) : line;
 }
 
 }  // namespace
