@@ -10,13 +10,17 @@
 #include <iostream>
 #include <ostream>
 
+#include "search/pruner.h"
+#include "search/sampler.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/rendered_launch.h"
 #include "tuner/run/rerun.h"
 #include "tuner/run/summary.h"
 #include "tuner/run/trial_outcome.h"
 #include "tuner/storage/storage.h"
+#include "tuner/storage/trial_owner.h"
 #include "tuner/study/objective.h"
 
 namespace tune::tuner {
@@ -140,6 +144,12 @@ class LogFollower {
 std::vector<std::string> live_objective_names(const StudySpec& spec) {
   if (spec.objectives.size() == 1 && spec.objective.use_regex) return {};
   return objective_names(spec);
+}
+
+StudyRunner::~StudyRunner() = default;
+
+const HostEnv& StudyRunner::host() const {
+  return m_options.host ? *m_options.host : live_host();
 }
 
 Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const RunOptions& options) {

@@ -7,6 +7,8 @@
 // Not thread-safe: one runner, one thread.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -14,18 +16,20 @@
 #include <optional>
 #include <string>
 
-#include "search/pruner.h"
-#include "search/sampler.h"
-#include "tuner/launch/launcher.h"
-#include "tuner/launch/program_identity.h"
-#include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
-#include "tuner/launch/rendered_launch.h"
+#include "search/trial.h"
+#include "tuner/launch/program_identity.h"  // ProgramIdentities, a member
 #include "tuner/storage/storage.h"
-#include "tuner/storage/trial_owner.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
 #include "tuner/study/study_spec.h"
 
+namespace tune::search {
+class Pruner;
+class Sampler;
+}  // namespace tune::search
+
 namespace tune::tuner {
+
+class HostEnv;  // tuner/storage/trial_owner.h
 
 struct RunOptions {
   int trials = 10;                        // new trials to run (enqueued ones count)
@@ -68,6 +72,7 @@ std::vector<std::string> live_objective_names(const StudySpec& spec);
 
 class StudyRunner {
  public:
+  ~StudyRunner();
   static Result<std::unique_ptr<StudyRunner>> open(StudySpec spec, const RunOptions& options);
 
   // Runs options.trials trials (or until interrupted / timed out), printing a line per trial.
@@ -94,7 +99,7 @@ class StudyRunner {
   Result<void> record_outcome(search::FrozenTrial& trial, const Ran& ran);
   void print_progress(std::ostream& out, int index, const search::FrozenTrial& trial,
                       const Ran& ran) const;
-  const HostEnv& host() const { return m_options.host ? *m_options.host : live_host(); }
+  const HostEnv& host() const;
 
   StudySpec m_spec;
   RunOptions m_options;
@@ -104,8 +109,8 @@ class StudyRunner {
   std::unique_ptr<search::Pruner> m_pruner;
   TrialHooks m_hooks;
   std::string m_trainer;
-  ProgramIdentities m_programs;
-  std::vector<std::string> m_failures_in_row;  // fail reasons since the last trial that did not fail  // which programs trials ran, cached by name and PATH
+  ProgramIdentities m_programs;  // which programs trials ran, cached by name and PATH
+  std::vector<std::string> m_failures_in_row;  // fail reasons since the last trial that did not fail
   std::chrono::steady_clock::time_point m_started;
 };
 

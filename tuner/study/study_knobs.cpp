@@ -1,5 +1,7 @@
 #include "tuner/study/study_knobs.h"
 
+#include "probes/predict.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>

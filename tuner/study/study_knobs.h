@@ -16,13 +16,16 @@
 #include <string>
 #include <vector>
 
-#include "probes/predict.h"
 #include "search/distribution.h"
 #include "search/trial.h"
 
 namespace YAML {
 class Node;
 }
+
+namespace tune::probes {
+struct ProgramModel;
+}  // namespace tune::probes
 
 namespace tune::tuner {
 
