@@ -357,6 +357,29 @@ std::string tuned_on(const search::FrozenTrial& trial) {
   return "unknown (the trial did not record its machine: tune before it did, or hwloc failed)";
 }
 
+// `text` as comment lines of at most ~96 columns: the first starts with `first`, the rest with
+// `rest` ("#  ", "#    "), each word after a space.
+std::string comment_lines(const std::string& text, const std::string& first,
+                          const std::string& rest) {
+  std::string out, line = first;
+  bool line_has_words = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(pos, end - pos);
+    if (line_has_words && line.size() + 1 + word.size() > 96) {
+      out += line + "\n";
+      line = rest;
+      line_has_words = false;
+    }
+    line += ' ' + word;
+    line_has_words = true;
+    pos = end + 1;
+  }
+  return out + line + "\n";
+}
+
 // Flags the study needed on its own machine and a cluster may not want: kept, so the script
 // runs what the trial ran, and named in a comment so nobody submits them unawares.
 std::string development_flag_notes(const Rendered& r) {
@@ -396,7 +419,7 @@ std::string development_flag_notes(const Rendered& r) {
   std::string s =
       "\n# Kept from the study, which ran on a development machine; they may not be wanted on a "
       "cluster:\n";
-  for (const auto& n : notes) s += "#   " + n + ".\n";
+  for (const auto& n : notes) s += comment_lines(n + ".", "#  ", "#    ");
   return s +
          "# They are part of what was measured; remove them from the command if they do not "
          "apply here.\n";
@@ -435,14 +458,18 @@ std::string launcher_note(const StudySpec& spec, const Rendered& r, const JobSha
   if (m.bind_to) binding += " --bind-to " + one_line(*m.bind_to);
   if (m.map_by) binding += " --map-by " + one_line(*m.map_by);
   (void)spec;
-  return "\n# Started with the study's mpirun, not srun: inside the allocation Open MPI's mpirun "
-         "reads Slurm's\n"
-         "# nodes and slots and starts its daemons through Slurm, and the trial's binding" +
-         (binding.empty() ? std::string(" (mpirun's default)") : " (" + binding.substr(1) + ")") +
-         "\n# stays word for word what was measured. srun needs --mpi=pmix with Debian's Open MPI "
-         "(plain srun\n# fails) and a translation of the binding; the matching line would be:\n#  "
-         " " +
-         one_line(srun_equivalent(m, shape, threads)) + "\n";
+  return "\n" +
+         comment_lines(
+             "Started with the study's mpirun, not srun: inside the allocation Open MPI's mpirun "
+             "reads Slurm's nodes and slots and starts its daemons through Slurm, and the "
+             "trial's binding" +
+                 (binding.empty() ? std::string(" (mpirun's default)")
+                                  : " (" + binding.substr(1) + ")") +
+                 " stays word for word what was measured. srun needs --mpi=pmix with Debian's "
+                 "Open MPI (plain srun fails) and a translation of the binding; the matching "
+                 "line would be:",
+             "#", "#") +
+         "#   " + one_line(srun_equivalent(m, shape, threads)) + "\n";
 }
 
 // Slurm: the OpenMP pool and the CPUs each task gets agree; warn when the allocation differs.
@@ -465,7 +492,7 @@ std::string threads_check(const std::optional<ThreadsPerRank>& threads) {
   s += fmt::format(
       "if [ \"${{SLURM_CPUS_PER_TASK:-{0}}}\" != {0} ]; then\n"
       "  echo \"warning: SLURM_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK, but the tuned setting runs {0} "
-      "threads per rank\" >&2\n"
+      "thread(s) per rank\" >&2\n"
       "fi\n",
       n);
   return s;
