@@ -223,6 +223,36 @@ TEST_F(ReportE2E, BadInputGivesOneClearLine) {
   EXPECT_NE(r.exit_code, 0);
 }
 
+// The Slurm script asks for what the winner measured: a time limit from its (re-run) wall times,
+// the machine it was tuned on named, and run with bash on that machine it warns about nothing.
+TEST_F(ReportE2E, ExportedSlurmScriptAsksForTimeAndNamesThisMachine) {
+  const auto script = s_dir / "timed.slurm";
+  auto r = tune(s_dir, {"export", s_study, "--format", "slurm", "-o", script.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto text = read_file(script);
+  EXPECT_TRUE(std::regex_search(text, std::regex("\n#SBATCH --time=00:0[5-9]:00\n"))) << text;
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_NE(text.find(std::string("\n# Tuned on: ") + host + ": "), std::string::npos) << text;
+  EXPECT_NE(text.find("the longest of 4 runs"), std::string::npos) << text;  // the best, 3 re-runs
+  EXPECT_NE(text.find("\n# Kept from the study, which ran on a development machine"),
+            std::string::npos);
+  const auto out = s_dir / "slurm-as-bash";
+  r = run(s_dir, {"bash", script.string()}, {{"TUNE_OUT", out.string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(out / "log")) << r.err;
+  EXPECT_EQ(r.err.find("warning: this node"), std::string::npos) << r.err;
+
+  r = tune(s_dir, {"export", s_study, "--format", "pbs", "--walltime", "2h"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n#PBS -l walltime=02:00:00\n"), std::string::npos) << r.out;
+  r = tune(s_dir, {"export", s_study, "--format", "bash", "--walltime", "2h"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = tune(s_dir, {"export", s_study, "--format", "slurm", "--walltime", "soon"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--walltime 'soon'"), std::string::npos) << r.err;
+}
+
 TEST_F(ReportE2E, ExportedSlurmScriptCompletesUnderSbatch) {
   test_support::LocalSlurm slurm(s_dir / "slurm");
   if (const auto why = slurm.start(); !why.empty())

@@ -11,6 +11,7 @@
 #include "tests/common/test_support.h"
 #include "tests/tuner/text_lines.h"
 #include "tuner/base/text.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/export/export.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/run/runner.h"
@@ -372,6 +373,186 @@ TEST_F(ExportTest, SlurmScriptOfASrunStudySizesTheJobFromTheStep) {
   ASSERT_TRUE(shape) << shape.error();
   EXPECT_EQ(shape->tasks_per_node, 4);
   EXPECT_EQ(shape->total_tasks, 8);
+}
+
+// A cluster-bound trial: OMP_NUM_THREADS=2 (the largest pool), bind_to core, --oversubscribe and
+// a pml workaround from the development machine, 100 s measured, tuned on a 2-socket node.
+StudySpec cluster_spec() {
+  auto s = spec();
+  s.launch.mca = {{"pml", "^cm"}};
+  return s;
+}
+
+search::FrozenTrial cluster_winner(const StudySpec& s, const nlohmann::json& machine) {
+  auto t = winner(s);
+  t.params["omp"] = *search::to_internal(t.distributions.at("omp"), std::int64_t{2});
+  t.user_attrs[k_attr_wall_time] = 100.0;
+  if (!machine.is_null()) t.system_attrs[k_attr_machine] = machine;
+  return t;
+}
+
+const nlohmann::json k_node7 = {
+    {"host", "node7"}, {"packages", 2}, {"numa_nodes", 2}, {"cores", 16}, {"pus", 32}};
+
+TEST_F(ExportTest, WalltimeIsTwiceTheMeasuredTimeAtLeastFiveMinutesMoreInWholeMinutes) {
+  EXPECT_EQ(walltime_from_measured(0), 300);
+  EXPECT_EQ(walltime_from_measured(1), 360);      // 301 s, rounded up
+  EXPECT_EQ(walltime_from_measured(100), 420);    // 400 s: +5 min beats 2x
+  EXPECT_EQ(walltime_from_measured(1000), 2040);  // 2000 s: 2x beats +5 min
+  EXPECT_EQ(format_walltime(420), "00:07:00");
+  EXPECT_EQ(format_walltime(100 * 3600 + 61), "100:01:01");
+}
+
+TEST_F(ExportTest, SlurmScriptAsksForTimeCpusAndNamesTheTunedMachine) {
+  const auto s = cluster_spec();
+  const auto text = render_export(s, cluster_winner(s, k_node7), ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("cluster.slurm", *text);
+  const auto lines = lines_of(*text);
+  ASSERT_GE(lines.size(), 12u);
+  EXPECT_EQ(lines[1], "#SBATCH --job-name=tune-exp_study");
+  EXPECT_EQ(lines[2], "#SBATCH --nodes=3");
+  EXPECT_EQ(lines[3], "#SBATCH --ntasks-per-node=2");
+  EXPECT_EQ(lines[4], "#SBATCH --cpus-per-task=2");
+  EXPECT_EQ(lines[5], "#SBATCH --time=00:07:00");
+  auto has = [&](const std::string& l) {
+    return std::find(lines.begin(), lines.end(), l) != lines.end();
+  };
+  EXPECT_TRUE(has("# Tuned on: node7: 2 packages, 2 NUMA nodes, 16 cores, 32 PUs")) << *text;
+  EXPECT_TRUE(has("# CPUs per task: 2, the largest thread pool of a rank (OMP_NUM_THREADS=2)."));
+  EXPECT_TRUE(
+      has("# Time limit 00:07:00: twice the trial's run (100.0 s), at least 5 minutes "
+          "more, rounded up to minutes."))
+      << *text;
+  EXPECT_TRUE(
+      has("# The trial may have been a shortened run (fewer steps than a real one): a "
+          "full run may need longer;"));
+  // The OpenMP pool and the task's CPUs agree, and the script checks the allocation did so.
+  EXPECT_TRUE(
+      has("# OMP_NUM_THREADS=2, as the trial set it, matches --cpus-per-task=2 above: "
+          "each rank's OpenMP"));
+  EXPECT_TRUE(has("if [ \"${SLURM_CPUS_PER_TASK:-2}\" != 2 ]; then"));
+  // mpirun stays, with why and the srun line that would match its binding.
+  EXPECT_TRUE(
+      has("# Started with the study's mpirun, not srun: inside the allocation Open MPI's "
+          "mpirun reads"))
+      << *text;
+  EXPECT_NE(text->find("(--bind-to core) stays word for word what was measured"),
+            std::string::npos);
+  EXPECT_TRUE(
+      has("#   srun --mpi=pmix --ntasks=5 --ntasks-per-node=2 --cpus-per-task=2 "
+          "--cpu-bind=cores ..."))
+      << *text;
+  // The development machine's flags are kept, each named with why it may not fit a cluster.
+  EXPECT_TRUE(
+      has("# Kept from the study, which ran on a development machine; they may not be "
+          "wanted on a cluster:"));
+  EXPECT_NE(text->find("\n#   --oversubscribe: lets more ranks start than the node has slots, "
+                       "as the study needed on its\n#     development machine; in an allocation it "
+                       "hides a job shape that does not fit.\n"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("\n#   --mca pml ^cm: turns off the cm PML (PSM/OFI), a workaround on the "
+                       "study's machine; on a\n#     cluster that PML may be the fast "
+                       "interconnect.\n"),
+            std::string::npos);
+  const std::string command = mpirun_command(lines);
+  EXPECT_TRUE(
+      command.starts_with("mpirun -n 5 --npernode 2 --bind-to core --oversubscribe "
+                          "--mca pml '^cm' -x OMP_NUM_THREADS"))
+      << command;
+  // Every comment about the job comes before the command it is about.
+  const auto at = [&](std::string_view prefix) {
+    return std::find_if(lines.begin(), lines.end(),
+                        [&](const auto& l) { return l.starts_with(prefix); }) -
+           lines.begin();
+  };
+  EXPECT_LT(at("# Kept from the study"), at("mpirun "));
+  EXPECT_LT(at("# Started with the study's mpirun"), at("mpirun "));
+}
+
+TEST_F(ExportTest, PbsScriptAsksForTheSameTimeAndCpus) {
+  const auto s = cluster_spec();
+  const auto text = render_export(s, cluster_winner(s, k_node7), ExportFormat::pbs, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("cluster.pbs", *text);
+  const auto lines = lines_of(*text);
+  EXPECT_EQ(lines[2], "#PBS -l select=3:ncpus=4:mpiprocs=2:ompthreads=2");  // 2 ranks x 2
+  EXPECT_EQ(lines[3], "#PBS -l walltime=00:07:00");
+  EXPECT_EQ(lines[4], "#PBS -j oe");
+}
+
+TEST_F(ExportTest, ReRunsAndTheUsersWalltimeSetTheTimeLimit) {
+  const auto s = cluster_spec();
+  auto o = options();
+  o.rerun_wall_times = {90.0, 250.0};  // the longest of 3 runs: 250 s -> 550 s -> 10 min
+  auto text = render_export(s, cluster_winner(s, k_node7), ExportFormat::slurm, o);
+  ASSERT_TRUE(text) << text.error();
+  EXPECT_NE(text->find("\n#SBATCH --time=00:10:00\n"), std::string::npos) << *text;
+  EXPECT_NE(text->find("(250.0 s, the longest of 3 runs)"), std::string::npos) << *text;
+  o.walltime_s = 2 * 3600;
+  text = render_export(s, cluster_winner(s, k_node7), ExportFormat::slurm, o);
+  ASSERT_TRUE(text) << text.error();
+  EXPECT_NE(text->find("\n#SBATCH --time=02:00:00\n"), std::string::npos) << *text;
+  EXPECT_NE(text->find("# Time limit 02:00:00: given to tune export (--walltime).\n"),
+            std::string::npos);
+  // Nothing measured, nothing given: no limit, and the header says so.
+  auto t = cluster_winner(s, nlohmann::json());
+  t.user_attrs.erase(k_attr_wall_time);
+  text = render_export(s, t, ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  EXPECT_EQ(text->find("#SBATCH --time"), std::string::npos) << *text;
+  EXPECT_NE(text->find("# No time limit: the trial has no measured wall time"), std::string::npos);
+  EXPECT_NE(text->find("# Tuned on: unknown (the trial did not record its machine"),
+            std::string::npos);
+  EXPECT_EQ(text->find("tune_pus="), std::string::npos);  // no machine to compare with
+}
+
+// The script's body runs under bash with a stand-in mpirun: the machine and thread checks warn
+// exactly when this node or the allocation differs from what was tuned.
+TEST_F(ExportTest, SlurmScriptBodyWarnsOnAnotherMachineOrAnotherCpuCount) {
+  const auto s = cluster_spec();
+  const fs::path bin = m_dir / "bin";
+  fs::create_directories(bin);
+  write("bin/mpirun", "#!/bin/sh\necho \"mpirun $*\" > ran\n");
+  fs::permissions(bin / "mpirun", fs::perms::owner_all);
+  const std::map<std::string, std::string> env = {
+      {"PATH", bin.string() + ":" + std::getenv("PATH")}, {"TUNE_OUT", (m_dir / "out").string()}};
+
+  // This machine, as the runner records it: no warning about the machine.
+  const auto here = run({"bash", "-c",
+                         "echo $(nproc --all) $({ lscpu -p=core,socket 2>/dev/null || true; } | "
+                         "{ grep -v '^#' || true; } | sort -u | wc -l)"});
+  ASSERT_EQ(here.exit_code, 0) << here.err;
+  int pus = 0, cores = 0;
+  std::istringstream(here.out) >> pus >> cores;
+  ASSERT_GT(pus, 0);
+  const nlohmann::json this_machine = {{"host", "here"},
+                                       {"packages", 1},
+                                       {"numa_nodes", 1},
+                                       {"cores", cores > 0 ? cores : 1},
+                                       {"pus", pus}};
+  auto text = render_export(s, cluster_winner(s, this_machine), ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  auto r = run({"bash", write("here.slurm", *text)}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (cores > 0) EXPECT_EQ(r.err.find("warning: this node"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("SLURM_CPUS_PER_TASK"), std::string::npos) << r.err;
+  EXPECT_TRUE(read_file(m_dir / "out" / "ran").starts_with("mpirun -n 5 --npernode 2"));
+
+  // Another machine and an allocation with 3 CPUs per task: both are named, the job still runs.
+  text = render_export(s, cluster_winner(s, k_node7), ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  auto env3 = env;
+  env3["SLURM_CPUS_PER_TASK"] = "3";
+  r = run({"bash", write("node7.slurm", *text)}, env3);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the setting was tuned on 16 cores and 32 PUs (node7)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("warning: SLURM_CPUS_PER_TASK=3, but the tuned setting runs 2 thread(s) "
+                       "per rank"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(ExportTest, DirectCommandWithoutMpirun) {

@@ -14,6 +14,11 @@ namespace tune::tuner {
 inline constexpr const char* k_attr_fixed_params = search::k_fixed_params_attr;
 // runner: the process running the trial, {"host": str, "pid": int, "start": int (ticks)}.
 inline constexpr const char* k_attr_owner = "tune:owner";
+// runner: the machine the trial ran on (launching node), as hwloc saw it when the runner started:
+// {"host": str, "packages": int, "numa_nodes": int, "cores": int, "pus": int}. `tune export`
+// names it in the script's header and checks the node the script runs on against it. Absent in
+// studies from before it was recorded, or when hwloc could not read the machine.
+inline constexpr const char* k_attr_machine = "tune:machine";
 // runner (trial_outcome): one printable line, why the trial is FAIL or PRUNED.
 inline constexpr const char* k_attr_fail_reason = "fail_reason";
 // How the fail_reason of a trial stopped at its time limit begins ("timed out after 120.0s").

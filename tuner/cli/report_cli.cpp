@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "tuner/base/install_layout.h"
+#include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/cli/confirm.h"
 #include "tuner/cli/subcommands.h"
@@ -176,6 +177,7 @@ struct ExportArgs {
   StudyArgs study;
   std::string format = "bash", output;
   int trial = -1;
+  std::string walltime;                  // --walltime: slurm/pbs time limit; "" = from the trial
   std::optional<int> workers;            // slurm-array only
   std::optional<int> trials_per_worker;  // slurm-array only; default 10 (tune --trials of each)
 };
@@ -216,6 +218,9 @@ void add_export_options(CLI::App* sub, ExportArgs& args) {
                         export_format_names());
   sub->add_option("--trial", args.trial, "Export this trial number instead of the best")
       ->check(at_least(0));
+  sub->add_option("--walltime", args.walltime,
+                  "slurm/pbs: the job's time limit (90m, 2h, 3600); default twice the trial's "
+                  "measured wall time, at least 5 minutes more");
   sub->add_option("--workers", args.workers, "slurm-array: array tasks, one tune worker each")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--trials-per-worker", args.trials_per_worker,
@@ -254,6 +259,8 @@ std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
 
 int run_export(const ExportArgs& args) {
   const auto format = unwrap_input(parse_export_format(args.format));
+  if (!args.walltime.empty() && format != ExportFormat::slurm && format != ExportFormat::pbs)
+    throw BadInput("--walltime goes with --format slurm or pbs, the scripts that ask for time");
   if (format == ExportFormat::slurm_array) return run_export_workers(args);
   if (args.workers || args.trials_per_worker)
     throw BadInput(
@@ -273,6 +280,22 @@ int run_export(const ExportArgs& args) {
   export_options.measured = measured;
   export_options.storage = opened.url;
   export_options.allow_run_as_root = running_as_root();  // as the trials ran
+  if (!args.walltime.empty()) {
+    const auto seconds = parse_duration(args.walltime);
+    if (!seconds || *seconds <= 0)
+      throw BadInput(fmt::format("--walltime '{}': give a duration such as 90m, 2h or 3600",
+                                 one_line(args.walltime)));
+    export_options.walltime_s = *seconds;
+  }
+  // The trial's re-runs are trials of their own: their wall times count toward the time limit.
+  for (const auto& t : trials) {
+    const auto of = t.system_attrs.find(k_attr_rerun_of);
+    const auto wall = t.user_attrs.find(k_attr_wall_time);
+    if (of != t.system_attrs.end() && of->is_number_integer() && of->get<int>() == number &&
+        t.user_attrs.contains(k_attr_rerun_value) && wall != t.user_attrs.end() &&
+        wall->is_number())
+      export_options.rerun_wall_times.push_back(wall->get<double>());
+  }
   // What fails here is the study file (a template, a variable name) or the trial chosen (a
   // parameter the study file no longer has): bad input.
   const auto text = unwrap_input(render_export(spec, *trial, format, export_options));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -132,6 +133,8 @@ Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial
   return r;
 }
 
+std::string tuned_on(const search::FrozenTrial& trial);
+
 std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
                    const ExportOptions& options) {
   std::string params;
@@ -149,6 +152,7 @@ std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
     h += "# Study file: " + one_line(std::filesystem::absolute(spec.file).string()) + "\n";
   if (!options.storage.empty())
     h += "# Database: " + one_line(redact_storage_url(options.storage)) + "\n";
+  h += "# Tuned on: " + tuned_on(trial) + "\n";
   return h;
 }
 
@@ -188,7 +192,8 @@ std::string program_checks(const search::FrozenTrial& trial) {
           "  found=$(command -v -- \"$1\" || true)\n"
           "  if [ \"$found\" != \"$2\" ]; then\n"
           "    echo \"warning: $1 is '${found:-not found}' here; the tuned trial ran $2\" >&2\n"
-          "  elif [ -n \"${3:-}\" ] && [ \"$(\"$2\" --version 2>&1 | tail -n 1)\" != \"$3\" ]; then\n"
+          "  elif [ -n \"${3:-}\" ] && [ \"$(\"$2\" --version 2>&1 | tail -n 1)\" != \"$3\" ]; "
+          "then\n"
           "    echo \"warning: $2 is not $3 here, as it was in the tuned trial\" >&2\n"
           "  fi\n"
           "}\n";
@@ -200,9 +205,303 @@ std::string program_checks(const search::FrozenTrial& trial) {
   return s;
 }
 
-// The body shared by the bash, Slurm and PBS scripts.
+// --- what a batch script asks of the scheduler ----------------------------------------------
+
+// The trial's measured wall time and its re-runs': the longest and how many runs, none measured
+// = nullopt.
+struct MeasuredTime {
+  double longest_s = 0;
+  int runs = 0;
+};
+
+std::optional<MeasuredTime> measured_time(const search::FrozenTrial& trial,
+                                          const ExportOptions& options) {
+  MeasuredTime m;
+  const auto add = [&](double s) {
+    if (!(s >= 0)) return;  // NaN or negative: not a time
+    m.longest_s = std::max(m.longest_s, s);
+    ++m.runs;
+  };
+  if (const auto it = trial.user_attrs.find(k_attr_wall_time);
+      it != trial.user_attrs.end() && it->is_number())
+    add(it->get<double>());
+  for (double s : options.rerun_wall_times) add(s);
+  if (m.runs == 0) return std::nullopt;
+  return m;
+}
+
+// The time limit line's value and the comment that says where it came from; nullopt = no limit
+// written (nothing measured, none given): the scheduler's default stands.
+struct TimeLimit {
+  int seconds = 0;
+  std::string why;  // comment lines, each "# ...\n"
+};
+
+std::optional<TimeLimit> time_limit(const search::FrozenTrial& trial, const ExportOptions& options,
+                                    const std::string& override_how) {
+  if (options.walltime_s) {
+    const int seconds = static_cast<int>(std::ceil(std::max(1.0, *options.walltime_s)));
+    return TimeLimit{seconds, "# Time limit " + format_walltime(seconds) +
+                                  ": given to tune export (--walltime).\n"};
+  }
+  const auto m = measured_time(trial, options);
+  if (!m) return std::nullopt;
+  const int seconds = walltime_from_measured(m->longest_s);
+  std::string why = fmt::format(
+      "# Time limit {}: twice the trial's {} ({:.1f} s{}), at least 5 minutes more, rounded up "
+      "to minutes.\n"
+      "# The trial may have been a shortened run (fewer steps than a real one): a full run may "
+      "need longer;\n"
+      "# give it with {} or tune export --walltime.\n",
+      format_walltime(seconds), m->runs > 1 ? "longest run" : "run", m->longest_s,
+      m->runs > 1 ? fmt::format(", the longest of {} runs", m->runs) : "", override_how);
+  return TimeLimit{seconds, std::move(why)};
+}
+
+// Threads per rank: the largest thread pool the trial set. With launch.slurm, the step's
+// --cpus-per-task when it is a number; else the largest plain positive number among the trial's
+// variables whose name holds "THREADS" (OMP_NUM_THREADS, MKL_NUM_THREADS,
+// OPENBLAS_NUM_THREADS, OPENCV_FOR_THREADS_NUM, ...). The largest, not the sum: a rank's pools
+// take turns (OpenMP regions, then BLAS calls), which is what the probes' prediction assumes
+// too; the user's own thread flags in the command are not read. nullopt: the trial set none,
+// and the scheduler's default (one CPU per task) stands.
+struct ThreadsPerRank {
+  int threads = 0;
+  std::string source;      // "OMP_NUM_THREADS=4"
+  std::optional<int> omp;  // OMP_NUM_THREADS, when the trial set it to a plain number
+};
+
+std::optional<ThreadsPerRank> threads_per_rank(const Rendered& r) {
+  std::optional<ThreadsPerRank> best;
+  if (r.launch.srun && r.launch.srun->cpus_per_task) {
+    if (auto n = positive_int(*r.launch.srun->cpus_per_task))
+      best = ThreadsPerRank{*n, "the step's --cpus-per-task=" + std::to_string(*n), {}};
+  }
+  for (const auto& [name, value] : r.request.env_set) {
+    const auto n = positive_int(value);
+    if (!n || !name.contains("THREADS")) continue;
+    if (!best)
+      best = ThreadsPerRank{*n, name + "=" + std::to_string(*n), {}};
+    else if (*n > best->threads && !r.launch.srun) {
+      best->threads = *n;
+      best->source = name + "=" + std::to_string(*n);
+    }
+    if (name == "OMP_NUM_THREADS") best->omp = *n;
+  }
+  return best;
+}
+
+// The machine the trial ran on (k_attr_machine), when the runner recorded it.
+struct TunedMachine {
+  std::string host;
+  int packages = 0, numa_nodes = 0, cores = 0, pus = 0;
+};
+
+std::optional<TunedMachine> tuned_machine(const search::FrozenTrial& trial) {
+  const auto it = trial.system_attrs.find(k_attr_machine);
+  if (it == trial.system_attrs.end() || !it->is_object()) return std::nullopt;
+  const auto count = [&](const char* key) {
+    const auto v = it->find(key);
+    return v != it->end() && v->is_number_integer() ? v->get<int>() : 0;
+  };
+  TunedMachine m;
+  const auto host = it->find("host");
+  if (host != it->end() && host->is_string()) m.host = host->get<std::string>();
+  m.packages = count("packages");
+  m.numa_nodes = count("numa_nodes");
+  m.cores = count("cores");
+  m.pus = count("pus");
+  if (m.cores <= 0 || m.pus <= 0) return std::nullopt;
+  return m;
+}
+
+std::string plural(int n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+std::string machine_text(const TunedMachine& m) {
+  return fmt::format("{}: {}, {}, {}, {}", m.host.empty() ? "unknown host" : one_line(m.host),
+                     plural(m.packages, "package", "packages"),
+                     plural(m.numa_nodes, "NUMA node", "NUMA nodes"),
+                     plural(m.cores, "core", "cores"), plural(m.pus, "PU", "PUs"));
+}
+
+// The tuned host's name inside a double-quoted echo: only a name of safe characters is written.
+std::string host_word(const TunedMachine& m) {
+  if (m.host.empty()) return "an unknown host";
+  return shell_quote(m.host) == m.host ? m.host : "another host";
+}
+
+// Lines that warn when the node the script runs on has other cores or PUs than the one tuned on:
+// the thread counts and binding fit that machine. nproc --all and lscpu's core list are on every
+// Linux; a node without lscpu is compared by PUs alone.
+std::string machine_check(const search::FrozenTrial& trial) {
+  const auto m = tuned_machine(trial);
+  if (!m) return "";
+  return fmt::format(
+      "\n# The setting was tuned on {}; warn when this node differs.\n"
+      "tune_pus=$(nproc --all 2>/dev/null || getconf _NPROCESSORS_ONLN)\n"
+      "tune_cores=$({{ lscpu -p=core,socket 2>/dev/null || true; }} | {{ grep -v '^#' || true; }} "
+      "| sort -u | wc -l)\n"
+      "if [ \"$tune_pus\" != {} ] || {{ [ \"$tune_cores\" -gt 0 ] && [ \"$tune_cores\" != {} ]; "
+      "}}; then\n"
+      "  echo \"warning: this node has $tune_cores cores and $tune_pus PUs; the setting was tuned "
+      "on {} cores and {} PUs ({}): check the thread counts, or tune again here\" >&2\n"
+      "fi\n",
+      machine_text(*m), m->pus, m->cores, m->cores, m->pus, host_word(*m));
+}
+
+// The header's "Tuned on:" text: the machine, or why it is not known.
+std::string tuned_on(const search::FrozenTrial& trial) {
+  if (const auto m = tuned_machine(trial)) return machine_text(*m);
+  return "unknown (the trial did not record its machine: tune before it did, or hwloc failed)";
+}
+
+// `text` as comment lines of at most ~96 columns: the first starts with `first`, the rest with
+// `rest` ("#  ", "#    "), each word after a space.
+std::string comment_lines(const std::string& text, const std::string& first,
+                          const std::string& rest) {
+  std::string out, line = first;
+  bool line_has_words = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(pos, end - pos);
+    if (line_has_words && line.size() + 1 + word.size() > 96) {
+      out += line + "\n";
+      line = rest;
+      line_has_words = false;
+    }
+    line += ' ' + word;
+    line_has_words = true;
+    pos = end + 1;
+  }
+  return out + line + "\n";
+}
+
+// Flags the study needed on its own machine and a cluster may not want: kept, so the script
+// runs what the trial ran, and named in a comment so nobody submits them unawares.
+std::string development_flag_notes(const Rendered& r) {
+  if (!r.launch.mpirun) return "";
+  const RenderedMpirun& m = *r.launch.mpirun;
+  std::vector<std::string> notes;
+  bool oversubscribe = m.oversubscribe;
+  std::vector<std::pair<std::string, std::string>> mca = m.mca;
+  for (std::size_t i = 0; i < m.extra.size(); ++i) {
+    if (m.extra[i] == "--oversubscribe" || m.extra[i] == "-oversubscribe") oversubscribe = true;
+    if ((m.extra[i] == "--mca" || m.extra[i] == "-mca") && i + 2 < m.extra.size())
+      mca.emplace_back(m.extra[i + 1], m.extra[i + 2]);
+  }
+  if (oversubscribe)
+    notes.push_back(
+        "--oversubscribe: lets more ranks start than the node has slots, as the study needed "
+        "on its development machine; in an allocation it hides a job shape that does not fit");
+  for (const auto& [key, value] : mca) {
+    if (key == "pml" && value.contains("cm"))
+      notes.push_back("--mca pml " + one_line(value) +
+                      ": turns off the cm PML (PSM/OFI), a workaround on the study's machine; "
+                      "on a cluster that PML may be the fast interconnect");
+    else if (key.starts_with("btl_tcp_if") || key.starts_with("oob_tcp_if"))
+      notes.push_back("--mca " + one_line(key) + " " + one_line(value) +
+                      ": names the study machine's network interfaces, which a cluster's nodes "
+                      "may not have");
+    else if (key.starts_with("plm_rsh"))
+      notes.push_back("--mca " + one_line(key) +
+                      ": how the study's mpirun reached other hosts; inside an allocation mpirun "
+                      "starts its daemons through the scheduler");
+    else if (key == "btl")
+      notes.push_back("--mca btl " + one_line(value) +
+                      ": the transports the study's machine used; a cluster's fabric may need "
+                      "others");
+  }
+  if (notes.empty()) return "";
+  std::string s =
+      "\n# Kept from the study, which ran on a development machine; they may not be wanted on a "
+      "cluster:\n";
+  for (const auto& n : notes) s += comment_lines(n + ".", "#  ", "#    ");
+  return s +
+         "# They are part of what was measured; remove them from the command if they do not "
+         "apply here.\n";
+}
+
+// The srun flags that match the trial's mpirun binding, for the comment that says why the
+// script keeps mpirun.
+std::string srun_equivalent(const RenderedMpirun& m, const JobShape& shape,
+                            const std::optional<ThreadsPerRank>& threads) {
+  std::string s = fmt::format("srun --mpi=pmix --ntasks={}", shape.total_tasks);
+  if (shape.tasks_per_node) s += fmt::format(" --ntasks-per-node={}", *shape.tasks_per_node);
+  if (threads) s += fmt::format(" --cpus-per-task={}", threads->threads);
+  if (m.bind_to) {
+    const std::string how = m.bind_to->substr(0, m.bind_to->find(':'));
+    const std::map<std::string, std::string> k_bind = {
+        {"core", "cores"},     {"hwthread", "threads"}, {"none", "none"},
+        {"socket", "sockets"}, {"package", "sockets"},  {"numa", "ldoms"}};
+    if (const auto it = k_bind.find(how); it != k_bind.end()) s += " --cpu-bind=" + it->second;
+  }
+  if (m.map_by) {
+    const std::string how = m.map_by->substr(0, m.map_by->find(':'));
+    if (how == "node")
+      s += " --distribution=cyclic";
+    else if (how == "core" || how == "slot" || how == "hwthread")
+      s += " --distribution=block";
+  }
+  return s + " ...";
+}
+
+// Slurm: why the job starts with the study's mpirun, not srun.
+std::string launcher_note(const StudySpec& spec, const Rendered& r, const JobShape& shape,
+                          const std::optional<ThreadsPerRank>& threads) {
+  if (!r.launch.mpirun) return "";
+  const RenderedMpirun& m = *r.launch.mpirun;
+  std::string binding;
+  if (m.bind_to) binding += " --bind-to " + one_line(*m.bind_to);
+  if (m.map_by) binding += " --map-by " + one_line(*m.map_by);
+  (void)spec;
+  return "\n" +
+         comment_lines(
+             "Started with the study's mpirun, not srun: inside the allocation Open MPI's mpirun "
+             "reads Slurm's nodes and slots and starts its daemons through Slurm, and the "
+             "trial's binding" +
+                 (binding.empty() ? std::string(" (mpirun's default)")
+                                  : " (" + binding.substr(1) + ")") +
+                 " stays word for word what was measured. srun needs --mpi=pmix with Debian's "
+                 "Open MPI (plain srun fails) and a translation of the binding; the matching "
+                 "line would be:",
+             "#", "#") +
+         "#   " + one_line(srun_equivalent(m, shape, threads)) + "\n";
+}
+
+// Slurm: the OpenMP pool and the CPUs each task gets agree; warn when the allocation differs.
+std::string threads_check(const std::optional<ThreadsPerRank>& threads) {
+  if (!threads || !threads->omp) return "";
+  const int n = threads->threads;
+  std::string s;
+  if (*threads->omp == n) {
+    s = fmt::format(
+        "\n# OMP_NUM_THREADS={0}, as the trial set it, matches --cpus-per-task={0} above: each "
+        "rank's OpenMP\n# threads get the CPUs Slurm gives its task. Warn when the allocation "
+        "gives another number.\n",
+        n);
+  } else {
+    s = fmt::format(
+        "\n# --cpus-per-task={} above is the largest pool the trial set ({}); its "
+        "OMP_NUM_THREADS is {}.\n",
+        n, threads->source, *threads->omp);
+  }
+  s += fmt::format(
+      "if [ \"${{SLURM_CPUS_PER_TASK:-{0}}}\" != {0} ]; then\n"
+      "  echo \"warning: SLURM_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK, but the tuned setting runs {0} "
+      "thread(s) per rank\" >&2\n"
+      "fi\n",
+      n);
+  return s;
+}
+
+// The body shared by the bash, Slurm and PBS scripts; `scheduler` is the batch format's own
+// lines, run before the command.
 std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOptions& options,
-                        const search::FrozenTrial& trial) {
+                        const search::FrozenTrial& trial, const std::string& scheduler = "") {
   std::string s = "set -euo pipefail\n\n";
   s += "# The run's output folder (the study's {trial_dir}); set TUNE_OUT to choose another.\n";
   s += "if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=" + shell_quote(options.default_out) + "; fi\n";
@@ -226,6 +525,9 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
     }
   }
   s += program_checks(trial);
+  s += machine_check(trial);
+  s += scheduler;
+  s += development_flag_notes(r);
   s += "\n# Trials run in their output folder; so does this.\ncd -- \"$TUNE_OUT\"\n";
   s += command_line(r.request.argv, "\"$TUNE_OUT\"", "    ") + "\n";
   return s;
@@ -304,6 +606,16 @@ Result<ExportFormat> parse_export_format(const std::string& text) {
                                      fmt::join(export_format_names(), ", ")));
 }
 
+int walltime_from_measured(double longest_s) {
+  const double s = std::max({0.0, 2 * longest_s, longest_s + 300});
+  return static_cast<int>(std::ceil(s / 60)) * 60;
+}
+
+std::string format_walltime(int seconds) {
+  seconds = std::max(0, seconds);
+  return fmt::format("{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
+}
+
 JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
                       std::optional<int> tasks_per_node) {
   JobShape shape;
@@ -379,27 +691,53 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
              ")\n\n" + script_body(spec, *r, options, trial);
     case ExportFormat::slurm: {
       const JobShape shape = shape_of(r->launch);
+      const auto threads = threads_per_rank(*r);
+      const auto limit = time_limit(trial, options, "sbatch --time");
       std::string s = "#!/usr/bin/env bash\n";
       s += "#SBATCH --job-name=" + job_name(spec.name, 64) + "\n";
       s += fmt::format("#SBATCH --nodes={}\n", shape.nodes);
       if (shape.tasks_per_node)
         s += fmt::format("#SBATCH --ntasks-per-node={}\n", *shape.tasks_per_node);
+      if (threads) s += fmt::format("#SBATCH --cpus-per-task={}\n", threads->threads);
+      if (limit) s += "#SBATCH --time=" + format_walltime(limit->seconds) + "\n";
       s += head;
+      if (threads)
+        s += fmt::format("# CPUs per task: {}, the largest thread pool of a rank ({}).\n",
+                         threads->threads, threads->source);
+      s += limit ? limit->why
+                 : "# No time limit: the trial has no measured wall time; give one with sbatch "
+                   "--time.\n";
       s += "# Submit: sbatch THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
            " under the submit folder)\n";
       if (!spec.launch.host.empty() || !spec.launch.hosts.empty() || !spec.launch.hostfile.empty())
         s += "# The study's --host/--hostfile stay in the command: check they match the "
              "allocation.\n";
-      return s + "\n" + script_body(spec, *r, options, trial);
+      return s + "\n" +
+             script_body(spec, *r, options, trial,
+                         threads_check(threads) + launcher_note(spec, *r, shape, threads));
     }
     case ExportFormat::pbs: {
       const JobShape shape = shape_of(r->launch);
+      const auto threads = threads_per_rank(*r);
+      const auto limit = time_limit(trial, options, "qsub -l walltime=");
       const int per_node = shape.tasks_per_node.value_or(1);
+      const int per_rank = threads ? threads->threads : 1;
       std::string s = "#!/usr/bin/env bash\n";
       s += "#PBS -N " + job_name(spec.name, 15) + "\n";
-      s += fmt::format("#PBS -l select={}:ncpus={}:mpiprocs={}\n", shape.nodes, per_node, per_node);
+      s += fmt::format("#PBS -l select={}:ncpus={}:mpiprocs={}", shape.nodes, per_node * per_rank,
+                       per_node);
+      if (threads) s += fmt::format(":ompthreads={}", per_rank);
+      s += "\n";
+      if (limit) s += "#PBS -l walltime=" + format_walltime(limit->seconds) + "\n";
       s += "#PBS -j oe\n";
       s += head;
+      if (threads)
+        s +=
+            fmt::format("# ncpus: {} ranks x {} threads, the largest thread pool of a rank ({}).\n",
+                        per_node, per_rank, threads->source);
+      s += limit ? limit->why
+                 : "# No time limit: the trial has no measured wall time; give one with qsub -l "
+                   "walltime=.\n";
       s += "# Submit: qsub THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
            " under the submit folder)\n\n";
       s += "cd -- \"${PBS_O_WORKDIR:-.}\"\n";

@@ -6,7 +6,11 @@
 // Every value that reaches the shell goes through shell_quote(); the two placeholders that must
 // stay live in the shell are written as shell expansions: {trial_dir} becomes the job's output
 // folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)" of the machine the
-// script runs on. Pure functions of their arguments; thread-safe.
+// script runs on. Slurm and PBS scripts also ask for a time limit (from the measured wall time),
+// CPUs per task (the largest thread pool a rank was given), keep the study's mpirun with a
+// comment on why and on the flags meant for the development machine, and name the machine the
+// trial was tuned on (k_attr_machine), warning when they run on another.
+// Pure functions of their arguments; thread-safe.
 #pragma once
 
 #include <optional>
@@ -37,7 +41,21 @@ struct ExportOptions {
   // --format mpirun: --allow-run-as-root in the line, as the trials had it (tune export sets it
   // when run as root; the scripts set Open MPI's variables for that themselves).
   bool allow_run_as_root = false;
+  // Slurm --time / PBS walltime: the limit the user gave (--walltime), in seconds; none = from
+  // the trial's measured wall time (walltime_from_measured), none at all when nothing was
+  // measured.
+  std::optional<double> walltime_s;
+  // The wall times (seconds) of the trial's re-runs (tune confirm, incumbent_repeats), which are
+  // trials of their own: the caller, who has the study, collects them. Empty: the trial's own.
+  std::vector<double> rerun_wall_times;
 };
+
+// The batch time limit for a job whose runs took up to `longest_s` seconds: twice that, at least
+// five minutes more, rounded up to whole minutes. The trial may have been shortened (fewer steps
+// than a real run), which the script's comment says; the margin covers queue-to-queue noise only.
+int walltime_from_measured(double longest_s);
+// "HH:MM:SS" (hours past 99 kept), as both #SBATCH --time and #PBS -l walltime take it.
+std::string format_walltime(int seconds);
 
 // The nodes and ranks per node a batch script asks for, from the launch spec expanded with the
 // trial's values: with launch.slurm, the step's --nodes, --ntasks, --ntasks-per-node; with hosts

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <ostream>
 
+#include "probes/topology.h"
 #include "search/pruner.h"
 #include "search/sampler.h"
 #include "tuner/base/text.h"
@@ -304,6 +305,21 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   return {};
 }
 
+// The machine, read through hwloc once per runner (tens of milliseconds): null when hwloc cannot.
+const nlohmann::json& StudyRunner::machine() {
+  if (!m_machine_read) {
+    m_machine_read = true;
+    if (auto topo = probes::read_topology()) {
+      m_machine = {{"host", host().host_name()},
+                   {"packages", topo->packages.size()},
+                   {"numa_nodes", topo->numa_nodes.size()},
+                   {"cores", topo->core_count()},
+                   {"pus", topo->pu_count()}};
+    }
+  }
+  return m_machine;
+}
+
 // Takes the oldest WAITING trial, or creates a RUNNING one, stamped with this process as owner.
 Result<FrozenTrial> StudyRunner::claim_trial() {
   const auto study_id = m_cache->study().study_id;
@@ -320,6 +336,10 @@ Result<FrozenTrial> StudyRunner::claim_trial() {
     auto created = m_storage->create_trial(study_id, TrialState::running, {{k_attr_owner, owner}});
     if (!created) return std::unexpected(created.error());
     nt = *created;
+  }
+  if (const auto& machine = this->machine(); !machine.is_null()) {
+    if (auto r = m_storage->set_trial_system_attr(nt.trial_id, k_attr_machine, machine); !r)
+      return std::unexpected(r.error());
   }
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
   for (const auto& t : m_cache->trials()) {

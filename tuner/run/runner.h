@@ -93,6 +93,8 @@ class StudyRunner {
   struct Prepared;
   struct Ran;
   Result<search::FrozenTrial> claim_trial();
+  // The k_attr_machine value for this runner's trials (null when hwloc cannot read the machine).
+  const nlohmann::json& machine();
   Result<TemplateValues> sample_params(search::FrozenTrial& trial);
   Result<Prepared> prepare_launch(const search::FrozenTrial& trial, TemplateValues values);
   Result<Ran> execute(search::FrozenTrial& trial, const Prepared& prepared);
@@ -112,6 +114,8 @@ class StudyRunner {
   ProgramIdentities m_programs;  // which programs trials ran, cached by name and PATH
   std::vector<std::string> m_failures_in_row;  // fail reasons since the last trial that did not fail
   std::chrono::steady_clock::time_point m_started;
+  nlohmann::json m_machine;  // machine(): read once
+  bool m_machine_read = false;
 };
 
 }  // namespace tune::tuner
