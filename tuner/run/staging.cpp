@@ -31,6 +31,8 @@ Result<void> stage_one(const StagedFile& file, const fs::path& dest, const Templ
   std::error_code ec;
   if (dest.has_parent_path()) {
     fs::create_directories(dest.parent_path(), ec);
+    if (!ec && !fs::is_directory(dest.parent_path()))
+      ec = std::make_error_code(std::errc::not_a_directory);
     if (ec) {
       return std::unexpected(
           fmt::format("cannot create {}: {}", dest.parent_path().string(), ec.message()));
@@ -56,6 +58,8 @@ Result<void> stage_one(const StagedFile& file, const fs::path& dest, const Templ
     case StagedFile::Mode::copy:
       fs::copy(file.src, dest, fs::copy_options::recursive | fs::copy_options::overwrite_existing,
                ec);
+      if (!ec && !fs::exists(fs::symlink_status(dest, ec)))
+        ec = std::make_error_code(std::errc::no_such_file_or_directory);
       if (ec) {
         return std::unexpected(
             fmt::format("cannot copy {} to {}: {}", file.src, dest.string(), ec.message()));

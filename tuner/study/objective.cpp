@@ -240,7 +240,7 @@ std::vector<std::string> csv_fields(std::string_view line) {
 
 Result<double> json_metric(const std::string& text, const FileMetric& m, const std::string& path) {
   auto doc = nlohmann::json::parse(quote_non_finite(text), nullptr, false);
-  if (doc.is_discarded()) return std::unexpected(fmt::format("{} is not valid JSON", path));
+  if (doc.is_discarded()) return std::unexpected(fmt::format("file {} is not valid JSON", path));
   auto steps = parse_json_path(m.json);
   if (!steps) return std::unexpected(steps.error());
   const nlohmann::json* at = &doc;
@@ -249,25 +249,25 @@ Result<double> json_metric(const std::string& text, const FileMetric& m, const s
     if (step.index) {
       walked += fmt::format("[{}]", *step.index);
       if (!at->is_array() || *step.index >= at->size()) {
-        return std::unexpected(fmt::format("{} has no '{}' (json: {})", path, walked, m.json));
+        return std::unexpected(fmt::format("file {} has no '{}' (json: {})", path, walked, m.json));
       }
       at = &(*at)[*step.index];
     } else {
       walked += (walked.empty() ? "" : ".") + step.name;
       const auto it = at->is_object() ? at->find(step.name) : at->end();
       if (!at->is_object() || it == at->end()) {
-        return std::unexpected(fmt::format("{} has no '{}' (json: {})", path, walked, m.json));
+        return std::unexpected(fmt::format("file {} has no '{}' (json: {})", path, walked, m.json));
       }
       at = &*it;
     }
   }
   if (is_non_finite_token(*at)) {
     return std::unexpected(
-        fmt::format("{}: '{}' is not finite ({})", path, m.json, at->get<std::string>()));
+        fmt::format("file {}: '{}' is not finite ({})", path, m.json, at->get<std::string>()));
   }
   if (!at->is_number()) {
-    return std::unexpected(
-        fmt::format("{}: '{}' is not a number ({})", path, m.json, printable(at->dump(), 200)));
+    return std::unexpected(fmt::format("file {}: '{}' is not a number ({})", path, m.json,
+                                       printable(at->dump(), 200)));
   }
   return at->get<double>();
 }
@@ -281,17 +281,17 @@ Result<double> csv_metric(const std::string& text, const FileMetric& m, const st
     if (line.find_first_not_of(" \t\r") != std::string_view::npos) lines.push_back(line);
     start = end + 1;
   }
-  if (lines.empty()) return std::unexpected(fmt::format("{} is empty (csv: {})", path, m.csv));
+  if (lines.empty()) return std::unexpected(fmt::format("file {} is empty (csv: {})", path, m.csv));
   const auto header = csv_fields(lines.front());
   const auto col = std::ranges::find(header, m.csv);
   if (col == header.end()) {
-    return std::unexpected(fmt::format("{} has no column '{}' (its header: {})", path,
+    return std::unexpected(fmt::format("file {} has no column '{}' (its header: {})", path,
                                        printable(m.csv),
                                        printable(std::string(lines.front()), 200)));
   }
   const auto c = static_cast<std::size_t>(col - header.begin());
   if (lines.size() == 1)
-    return std::unexpected(fmt::format("{} has no data row (csv: {})", path, m.csv));
+    return std::unexpected(fmt::format("file {} has no data row (csv: {})", path, m.csv));
   std::optional<double> chosen;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     if (m.csv_row == "first" && i > 1) break;
@@ -299,10 +299,10 @@ Result<double> csv_metric(const std::string& text, const FileMetric& m, const st
     const auto fields = csv_fields(lines[i]);
     if (c >= fields.size()) {
       return std::unexpected(
-          fmt::format("{} row {} has no column '{}'", path, i + 1, printable(m.csv)));
+          fmt::format("file {} row {} has no column '{}'", path, i + 1, printable(m.csv)));
     }
-    auto v = number_text(fields[c],
-                         fmt::format("{} row {} column '{}' holds", path, i + 1, printable(m.csv)));
+    auto v = number_text(
+        fields[c], fmt::format("file {} row {} column '{}' holds", path, i + 1, printable(m.csv)));
     if (!v) return std::unexpected(v.error());
     if (!chosen || (m.csv_row == "min" ? *v < *chosen : *v > *chosen)) chosen = *v;
   }
