@@ -65,6 +65,10 @@ inline constexpr const char* k_attr_env_unset = "env_unset";
 inline constexpr const char* k_attr_programs = "programs";
 // runner: the trial's output folder (str, absolute).
 inline constexpr const char* k_attr_trial_dir = "trial_dir";
+// runner: the folder the command ran in (str, absolute; the trial's folder unless `workdir:`).
+inline constexpr const char* k_attr_workdir = "workdir";
+// runner: what `files:` staged there, in order: [{"dest", "src", "mode": copy|link|template}].
+inline constexpr const char* k_attr_files = "files";
 // runner: seconds from spawn to reap (float); exit code (int, null when a signal ended it);
 // the signal (int, only when one did).
 inline constexpr const char* k_attr_wall_time = "wall_time";

@@ -107,6 +107,7 @@ Result<std::map<std::string, search::ParamValue>> trial_params(const StudySpec& 
 struct Rendered {
   RenderedLaunch launch;
   LaunchRequest request;  // launch.request(): argv, env_set, env_unset with the marks in place
+  TemplateValues values;  // the trial's placeholders, {trial_dir} the output mark
 };
 
 Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial& trial,
@@ -128,7 +129,7 @@ Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial
   }
   auto launch = render_launch(spec, values, allow_run_as_root);
   if (!launch) return std::unexpected(launch.error());
-  Rendered r{std::move(*launch), {}};
+  Rendered r{std::move(*launch), {}, values};
   r.request = r.launch.request();
   return r;
 }
@@ -498,6 +499,58 @@ std::string threads_check(const std::optional<ThreadsPerRank>& threads) {
   return s;
 }
 
+// The trial's working directory (`workdir:`) and its staged inputs (`files:`): cd there, then
+// copy, link or write each file as the runner did (tuner/run/staging.h), so the command finds
+// what the trial found. Every user value is one quoted word (shell_word); rendered templates are
+// written with printf '%s', never through a shell string built from them.
+std::string workdir_and_files(const StudySpec& spec, const Rendered& r) {
+  std::string s;
+  auto dir = expand_template(spec.workdir, r.values);
+  std::string where = dir && *dir ? **dir : std::string(k_out_mark);
+  if (where.empty()) where = std::string(k_out_mark);
+  if (!where.starts_with(k_out_mark) && std::filesystem::path(where).is_relative())
+    where = (std::filesystem::path(spec.dir) / where).lexically_normal().string();
+  const std::string word = shell_word(where, "\"$TUNE_OUT\"");
+  if (word == "\"$TUNE_OUT\"") {
+    s += "\n# Trials run in their output folder; so does this.\ncd -- \"$TUNE_OUT\"\n";
+  } else {
+    s += "\n# Trials run in their working directory (workdir:); so does this.\n";
+    s += "mkdir -p -- " + word + "\ncd -- " + word + "\n";
+  }
+  if (spec.files.empty()) return s;
+  s += "\n# The trial's inputs (files:), staged as the trial staged them.\n"
+       "tune_stage() {  # copy|link|template SRC DEST (template: DEST made ready for printf)\n"
+       "  if [ \"$1\" != template ] && [ -e \"$3\" ] && [ \"$2\" -ef \"$3\" ]; then return 0; fi\n"
+       "  mkdir -p -- \"$(dirname -- \"$3\")\"\n"
+       "  if [ -d \"$3\" ] && [ ! -L \"$3\" ]; then\n"
+       "    if [ \"$1\" = copy ] && [ -d \"$2\" ]; then cp -R -- \"$2\"/. \"$3\"; return; fi\n"
+       "    echo \"cannot write $3: a folder is there (staging replaces files, never folders)\" "
+       ">&2\n"
+       "    return 1\n"
+       "  fi\n"
+       "  rm -f -- \"$3\"\n"
+       "  case $1 in\n"
+       "    link) ln -s -- \"$2\" \"$3\" ;;\n"
+       "    copy) cp -R -- \"$2\" \"$3\" ;;\n"
+       "  esac\n"
+       "}\n";
+  for (const auto& f : spec.files) {
+    const std::string dest = shell_quote(f.dest);
+    if (f.mode != StagedFile::Mode::render) {
+      s += fmt::format("tune_stage {} {} {}\n", staged_mode_name(f.mode), shell_quote(f.src), dest);
+      continue;
+    }
+    auto text = expand_text(f.text, r.values);
+    if (!text) {  // checked when the study loaded; a trial's values cannot break it
+      s += "# " + one_line(f.dest) + ": " + one_line(text.error()) + "\nexit 1\n";
+      continue;
+    }
+    s += fmt::format("tune_stage template {} {}\n", shell_quote(f.src), dest);
+    s += fmt::format("printf '%s' {} > {}\n", shell_word(*text, "\"$TUNE_OUT\""), dest);
+  }
+  return s;
+}
+
 // The body shared by the bash, Slurm and PBS scripts; `scheduler` is the batch format's own
 // lines, run before the command.
 std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOptions& options,
@@ -528,7 +581,7 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
   s += machine_check(trial);
   s += scheduler;
   s += development_flag_notes(r);
-  s += "\n# Trials run in their output folder; so does this.\ncd -- \"$TUNE_OUT\"\n";
+  s += workdir_and_files(spec, r);
   s += command_line(r.request.argv, "\"$TUNE_OUT\"", "    ") + "\n";
   return s;
 }

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <map>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <ostream>
 
 #include "probes/topology.h"
@@ -18,6 +18,7 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/rendered_launch.h"
 #include "tuner/run/rerun.h"
+#include "tuner/run/staging.h"
 #include "tuner/run/summary.h"
 #include "tuner/run/trial_outcome.h"
 #include "tuner/storage/storage.h"
@@ -32,9 +33,9 @@ namespace {
 std::string gave_up_text(const std::vector<std::string>& reasons, const std::string& study_file) {
   std::map<std::string, int> counts;
   for (const auto& r : reasons) ++counts[r];
-  const auto common = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
-    return a.second < b.second;
-  });
+  const auto common =
+      std::max_element(counts.begin(), counts.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
   const std::string why = common->second > 1
                               ? fmt::format("{} of them: {}", common->second, common->first)
                               : fmt::format("the last: {}", reasons.back());
@@ -43,7 +44,6 @@ std::string gave_up_text(const std::vector<std::string>& reasons, const std::str
       "in {} (0 never stops)",
       reasons.size(), why, study_file);
 }
-
 
 namespace fs = std::filesystem;
 using search::FrozenTrial;
@@ -104,7 +104,8 @@ class LogFollower {
   // holds (called once more after the trial ended, so even fast trials leave full curves).
   std::string tick(bool prune = true) {
     m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
-    if (m_objective.wall_time) return "";  // no log to follow: the value is known at the end
+    if (m_objective.wall_time || m_objective.file)
+      return "";  // no log to follow: the value is known at the end
     std::error_code ec;
     const auto mtime = fs::last_write_time(m_log_path, ec);
     if (ec || mtime == m_last_mtime) return "";
@@ -262,6 +263,8 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
 struct StudyRunner::Prepared {
   LaunchRequest request;
   std::string log_path;
+  TemplateValues values;    // the trial's placeholders, for objectives read from files
+  std::string stage_error;  // `files:` could not be staged: the trial FAILs with this, unrun
   bool study_deadline_bites = false;      // the study's --time-limit set the trial's limit
   std::optional<double> skip_constraint;  // the probes predict oversubscription: not run
   // The probes' constraint of a trial that runs (<= 0). Stored with it like a skipped trial's:
@@ -399,7 +402,27 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   LaunchRequest& req = p.request;
   req = rendered->request();
   if (rendered->srun) p.slurm_step = rendered->srun->step_name;
-  req.workdir = trial_dir.string();
+  // The working directory: the trial's folder unless `workdir:` says otherwise; stdout, stderr
+  // and the log stay in the trial's folder either way.
+  auto workdir = expand_template(m_spec.workdir, values);
+  if (!workdir)
+    return std::unexpected(fmt::format("{}: workdir: {}", m_spec.file, workdir.error()));
+  fs::path wd = *workdir && !(*workdir)->empty() ? fs::path(**workdir) : trial_dir;
+  if (wd.is_relative()) wd = fs::path(m_spec.dir) / wd;
+  wd = wd.lexically_normal();
+  req.workdir = wd.string();
+  p.values = values;
+  nlohmann::json staged = nlohmann::json::array();
+  std::error_code wd_ec;
+  fs::create_directories(wd, wd_ec);
+  if (wd_ec) {
+    p.stage_error =
+        fmt::format("cannot create the working directory {}: {}", wd.string(), wd_ec.message());
+  } else if (auto files = stage_files(m_spec.files, req.workdir, values); !files) {
+    p.stage_error = files.error();
+  } else {
+    staged = std::move(*files);
+  }
   req.stdout_path = (trial_dir / "stdout").string();
   req.stderr_path = (trial_dir / "stderr").string();
   req.timeout_s = m_spec.timeout_s;
@@ -426,7 +449,9 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
                                                           {k_attr_env, env_shown},
                                                           {k_attr_env_unset, req.env_unset},
                                                           {k_attr_programs, programs},
-                                                          {k_attr_trial_dir, trial_dir.string()}};
+                                                          {k_attr_trial_dir, trial_dir.string()},
+                                                          {k_attr_workdir, req.workdir},
+                                                          {k_attr_files, staged}};
   for (const auto& [key, value] : shown) {
     if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) {
       return std::unexpected(r.error());
@@ -455,6 +480,11 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   Ran ran;
   if (p.skip_constraint) {
     ran.outcome = skipped_outcome(*p.skip_constraint);
+    return ran;
+  }
+  if (!p.stage_error.empty()) {  // its inputs are not there: running it would measure nothing
+    ran.outcome.state = TrialState::fail;
+    ran.outcome.reason = printable(p.stage_error, 1000);
     return ran;
   }
   ran.launched = true;
@@ -492,7 +522,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   ctx.stderr_path = p.request.stderr_path;
   ran.outcome = classify_outcome(res, ctx, [&] {
     return read_objectives(m_spec.objectives, m_spec.constraints, p.log_path, p.request.stdout_path,
-                           p.request.stderr_path, res.wall_s);
+                           p.request.stderr_path, res.wall_s, p.request.workdir, p.values);
   });
   if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
   if (auto r = errors.result(); !r) return std::unexpected(r.error());

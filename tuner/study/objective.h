@@ -33,6 +33,17 @@ inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
 // Why `pattern` is not a valid objective regex (RE2 syntax), or nullopt when it is.
 std::optional<std::string> regex_error(const std::string& pattern);
 
+// Why `path` is not a JSON key path (names joined by '.', [N] for an array element, e.g.
+// results.runs[0].gflops), or nullopt when it is.
+std::optional<std::string> json_path_error(const std::string& path);
+
+// A FileMetric's value from the file the trial wrote: `workdir` is the trial's working directory
+// (a relative `file` is taken from it), `values` fill the file's placeholders. A missing file, no
+// match, a missing key or column, or a non-finite value is an error naming the file and what was
+// looked for.
+Result<double> read_file_metric(const FileMetric& metric, const std::string& workdir,
+                                const TemplateValues& values);
+
 // What the reports call the objective: the log key, "wall_time", or "" for a regex (no name).
 std::string objective_label(const ObjectiveSpec& objective);
 
@@ -40,20 +51,23 @@ std::string objective_label(const ObjectiveSpec& objective);
 Result<nlohmann::json> read_log(const std::string& path);
 
 // `wall_s` is the trial's wall time as the runner measured it (launch to exit): the value of a
-// `wall_time` objective, which then reads the log only for constraints.
+// `wall_time` objective, which then reads the log only for constraints. `workdir` and `values`
+// are for objectives and constraints read from a file (read_file_metric); the log is read only
+// when something needs it.
 Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,
-                                        const std::string& stderr_path, double wall_s = 0);
+                                        const std::string& stderr_path, double wall_s = 0,
+                                        const std::string& workdir = "",
+                                        const TemplateValues& values = {});
 
 // Every objective of a study (StudySpec::objectives) from one trial: one objective is
 // read_objective(); several give `values` in order, the constraints read with the first, and an
 // error names the objective at fault (objective[1]: ...).
-Result<ObjectiveReading> read_objectives(const std::vector<ObjectiveSpec>& objectives,
-                                         const std::vector<ConstraintSpec>& constraints,
-                                         const std::string& log_path,
-                                         const std::string& stdout_path,
-                                         const std::string& stderr_path, double wall_s = 0);
+Result<ObjectiveReading> read_objectives(
+    const std::vector<ObjectiveSpec>& objectives, const std::vector<ConstraintSpec>& constraints,
+    const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path,
+    double wall_s = 0, const std::string& workdir = "", const TemplateValues& values = {});
 
 // (step, value) pairs for pruning from the entries of a log that is still being written.
 std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,

@@ -53,16 +53,20 @@ class Parser : private YamlReader {
   StudySpec parse(const YAML::Node& root) {
     StudySpec spec;
     if (!root.IsMap()) fail(root, "(top level)", "the study file must be a YAML mapping");
-    check_keys(root, "",
-               {"name", "direction", "directions", "objective", "constraints", "launch", "command",
-                "env", "timeout", "params", "sampler", "pruner", "enqueue", "output", "storage",
-                "probes", "knobs", "incumbent_repeats", "max_failures"});
+    check_keys(
+        root, "",
+        {"name",         "direction", "directions", "objective", "constraints", "launch",
+         "command",      "env",       "timeout",    "params",    "sampler",     "pruner",
+         "enqueue",      "output",    "storage",    "probes",    "knobs",       "incumbent_repeats",
+         "max_failures", "workdir",   "files"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
     if (const auto& k = root["knobs"]) spec.probes.knobs = parse_study_knobs(*this, k, spec.space);
     parse_command(root, spec);
     if (const auto& env = root["env"]) parse_env(env, spec);
+    if (const auto& w = root["workdir"]) parse_workdir(w, spec);
+    if (const auto& f = root["files"]) parse_files(f, spec);
     if (const auto& t = root["timeout"]) {
       auto d = parse_duration(scalar_text(t, "timeout"));
       if (!d) fail(t, "timeout", d.error());
@@ -262,8 +266,21 @@ class Parser : private YamlReader {
   void parse_objective(const YAML::Node& o, const std::string& where, const StudySpec& spec,
                        ObjectiveSpec& obj) {
     check_keys(o, where,
-               {"log", "key", "entry", "regex", "stream", "intermediate", "step_key", "wall_time"});
+               {"log", "key", "entry", "regex", "stream", "intermediate", "step_key", "wall_time",
+                "file", "json", "csv"});
     const auto k = [&](const char* name) { return where + "." + name; };
+    if (o["file"] || o["json"] || o["csv"]) {
+      for (const char* key :
+           {"log", "key", "entry", "stream", "intermediate", "step_key", "wall_time"}) {
+        if (o[key]) {
+          fail(o[key], k(key),
+               "makes no sense with 'file' (the value is read from that file, not from a log, "
+               "a stream or the wall time); remove one of them");
+        }
+      }
+      obj.file = file_metric(o, where, spec);
+      return;
+    }
     if (o["wall_time"]) parse_wall_time(o, where, obj);
     if (o["regex"]) {
       obj.use_regex = true;
@@ -294,6 +311,169 @@ class Parser : private YamlReader {
     }
     if (o["intermediate"]) obj.intermediate_key = string(o["intermediate"], k("intermediate"));
     if (o["step_key"]) obj.step_key = string(o["step_key"], k("step_key"));
+  }
+
+  // `file: PATH` with one of regex/json/csv, in an objective or a constraint.
+  FileMetric file_metric(const YAML::Node& o, const std::string& where,
+                         const StudySpec& spec) const {
+    const auto k = [&](const char* name) { return where + "." + name; };
+    FileMetric m;
+    const char* given = nullptr;
+    for (const char* key : {"regex", "json", "csv"}) {
+      if (!o[key]) continue;
+      if (!o["file"])
+        fail(o[key], k(key), "needs 'file' (the file the trial wrote to read it from)");
+      if (given) {
+        fail(o[key], k(key),
+             fmt::format("give one of 'regex', 'json' or 'csv' with 'file', not both '{}' and "
+                         "'{}'",
+                         given, key));
+      }
+      given = key;
+    }
+    if (!given) {
+      fail(o["file"], k("file"),
+           "needs one of 'regex', 'json' or 'csv' to say what to read from the file");
+    }
+    m.file = template_text(o["file"], k("file"), spec);
+    if (m.file.empty()) fail(o["file"], k("file"), "must not be empty");
+    if (o["regex"]) {
+      m.regex = string(o["regex"], k("regex"));
+      if (auto error = regex_error(m.regex)) {
+        fail(o["regex"], k("regex"),
+             fmt::format("invalid regular expression (RE2 syntax): {}", *error));
+      }
+    }
+    if (o["json"]) {
+      m.json = string(o["json"], k("json"));
+      if (auto error = json_path_error(m.json)) fail(o["json"], k("json"), *error);
+    }
+    if (const auto& c = o["csv"]) {
+      if (c.IsMap()) {
+        check_keys(c, k("csv"), {"column", "row"});
+        if (!c["column"]) fail(c, k("csv") + ".column", "missing (the column's header name)");
+        m.csv = string(c["column"], k("csv") + ".column");
+        if (c["row"]) {
+          m.csv_row = string(c["row"], k("csv") + ".row");
+          if (m.csv_row != "last" && m.csv_row != "first" && m.csv_row != "max" &&
+              m.csv_row != "min") {
+            fail(c["row"], k("csv") + ".row", "expected last, first, max or min");
+          }
+        }
+      } else {
+        m.csv = string(c, k("csv"));
+      }
+      if (m.csv.empty()) fail(c, k("csv"), "the column's header name must not be empty");
+    }
+    return m;
+  }
+
+  // workdir: trial | study | a path template (relative to the study file's folder).
+  void parse_workdir(const YAML::Node& w, StudySpec& spec) const {
+    const auto text = template_text(w, "workdir", spec);
+    if (text.empty()) fail(w, "workdir", "must not be empty (trial, study or a folder)");
+    spec.workdir = text == "trial" ? "{trial_dir}" : text == "study" ? "{study_dir}" : text;
+  }
+
+  // files: [{copy: PATH}, {link: PATH}, {template: PATH, dest: NAME}, {src, mode, dest}].
+  void parse_files(const YAML::Node& f, StudySpec& spec) const {
+    if (!f.IsSequence()) {
+      fail(f, "files",
+           "expected a list such as [{copy: input.dat}, {template: HPL.dat.in, dest: HPL.dat}]");
+    }
+    const fs::path base = fs::absolute(fs::path(file())).parent_path();
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const auto where = fmt::format("files[{}]", i);
+      const auto& e = f[i];
+      if (!e.IsMap()) fail(e, where, "expected a mapping such as {copy: input.dat}");
+      check_keys(e, where, {"copy", "link", "template", "src", "mode", "dest"});
+      StagedFile sf;
+      sf.line = e.Mark().line + 1;
+      std::string src_key;
+      for (const char* key : {"copy", "link", "template", "src"}) {
+        if (!e[key]) continue;
+        if (!src_key.empty()) {
+          fail(e[key], where + "." + key,
+               fmt::format("give one of copy, link, template or src, not both '{}' and '{}'",
+                           src_key, key));
+        }
+        src_key = key;
+      }
+      if (src_key.empty()) fail(e, where, "needs one of copy, link, template or src (the file)");
+      const auto& src_node = e[src_key];
+      const auto src_where = where + "." + src_key;
+      sf.mode = src_key == "link"       ? StagedFile::Mode::link
+                : src_key == "template" ? StagedFile::Mode::render
+                                        : StagedFile::Mode::copy;
+      if (e["mode"]) {
+        if (src_key != "src")
+          fail(e["mode"], where + ".mode", "goes with 'src', not '" + src_key + "'");
+        const auto mode = string(e["mode"], where + ".mode");
+        if (mode == "link") {
+          sf.mode = StagedFile::Mode::link;
+        } else if (mode == "template") {
+          sf.mode = StagedFile::Mode::render;
+        } else if (mode != "copy") {
+          fail(e["mode"], where + ".mode", "expected copy, link or template");
+        }
+      }
+      const auto src = string(src_node, src_where);
+      if (src.empty()) fail(src_node, src_where, "must not be empty");
+      const fs::path src_path = (base / src).lexically_normal();
+      std::error_code ec;
+      if (!fs::exists(src_path, ec)) {
+        fail(src_node, src_where,
+             fmt::format("{} does not exist (paths are taken from the study file's folder)",
+                         src_path.string()));
+      }
+      sf.src = src_path.string();
+      std::string dest =
+          e["dest"] ? string(e["dest"], where + ".dest") : fs::path(src).filename().string();
+      if (dest.empty()) fail(e["dest"] ? e["dest"] : e, where + ".dest", "must not be empty");
+      const fs::path d(dest);
+      bool climbs = false;
+      for (const auto& part : d) climbs = climbs || part == "..";
+      if (d.is_absolute() || climbs || has_control_char(dest)) {
+        fail(e["dest"] ? e["dest"] : e, where + ".dest",
+             fmt::format("'{}' must be a path inside the working directory (relative, no '..')",
+                         escape_controls(dest)));
+      }
+      sf.dest = d.lexically_normal().string();
+      if (sf.mode == StagedFile::Mode::render) {
+        if (!fs::is_regular_file(src_path, ec)) fail(src_node, src_where, "is not a file");
+        std::ifstream in(src_path, std::ios::binary);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        if (!in && !in.eof()) fail(src_node, src_where, "cannot be read");
+        sf.text = ss.str();
+        if (sf.text.find('\0') != std::string::npos)
+          fail(src_node, src_where, "holds a NUL byte; a template is a text file (use copy)");
+        check_file_template(src_node, src_where, src, sf.text, spec);
+      }
+      spec.files.push_back(std::move(sf));
+    }
+  }
+
+  // A staged template's placeholders, line by line so the error names the template's line too.
+  void check_file_template(const YAML::Node& n, const std::string& key, const std::string& name,
+                           const std::string& text, const StudySpec& spec) const {
+    std::size_t start = 0;
+    for (int line = 1; start <= text.size(); ++line) {
+      auto end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string one = text.substr(start, end - start);
+      try {
+        check_template(n, key, one, spec);
+      } catch (const SpecError& e) {
+        // "FILE:LINE: key 'K': WHAT" -> "FILE:LINE: key 'K': TEMPLATE:N: WHAT"
+        const auto at = e.message.find("': ");
+        throw SpecError{at == std::string::npos
+                            ? e.message
+                            : fmt::format("{}{}:{}: {}", e.message.substr(0, at + 3), name, line,
+                                          e.message.substr(at + 3))};
+      }
+      start = end + 1;
+    }
   }
 
   // objective.wall_time: the value is the trial's wall time, so nothing is read from a log or a
@@ -329,10 +509,19 @@ class Parser : private YamlReader {
     if (!c.IsSequence()) fail(c, "constraints", "expected a list of {key, min|max}");
     for (std::size_t i = 0; i < c.size(); ++i) {
       const auto where = fmt::format("constraints[{}]", i);
-      check_keys(c[i], where, {"key", "min", "max"});
+      check_keys(c[i], where, {"key", "min", "max", "file", "regex", "json", "csv"});
       ConstraintSpec cs;
-      if (!c[i]["key"]) fail(c[i], where + ".key", "missing (the logged metric to bound)");
-      cs.key = string(c[i]["key"], where + ".key");
+      if (c[i]["file"] || c[i]["regex"] || c[i]["json"] || c[i]["csv"]) {
+        if (c[i]["key"]) {
+          fail(c[i]["key"], where + ".key",
+               "give either 'key' (a logged metric) or 'file' with regex/json/csv, not both");
+        }
+        cs.file = file_metric(c[i], where, spec);
+      } else {
+        if (!c[i]["key"])
+          fail(c[i], where + ".key", "missing (the logged metric to bound, or 'file')");
+        cs.key = string(c[i]["key"], where + ".key");
+      }
       if (c[i]["min"]) cs.min = number(c[i]["min"], where + ".min");
       if (c[i]["max"]) cs.max = number(c[i]["max"], where + ".max");
       if (!cs.min && !cs.max) fail(c[i], where, "needs 'min' or 'max'");
@@ -438,6 +627,18 @@ class Parser : private YamlReader {
 
 }  // namespace
 
+const char* staged_mode_name(StagedFile::Mode mode) {
+  switch (mode) {
+    case StagedFile::Mode::link:
+      return "link";
+    case StagedFile::Mode::render:
+      return "template";
+    case StagedFile::Mode::copy:
+      break;
+  }
+  return "copy";
+}
+
 std::optional<std::string> study_name_problem(const std::string& name) {
   if (name.empty()) return "is empty";
   if (name == "." || name == "..") return "is not a folder name";
@@ -476,8 +677,8 @@ std::vector<std::string> objective_names(const StudySpec& spec) {
   std::vector<std::string> names;
   for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
     const auto& o = spec.objectives[i];
-    names.push_back(o.wall_time ? std::string("wall_time")
-                                : (o.use_regex ? fmt::format("objective {}", i) : o.key));
+    const auto label = objective_label(o);
+    names.push_back(label.empty() ? fmt::format("objective {}", i) : label);
   }
   return names;
 }

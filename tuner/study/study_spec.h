@@ -32,6 +32,18 @@
 
 namespace tune::tuner {
 
+// A metric read from a file the trial wrote, once it has ended: `file` (a template, relative to
+// the trial's working directory) with exactly one of `regex` (first group of the last match in
+// the file's last k_regex_scan_bytes), `json` (a key path a.b[0].c) or `csv` (a column by its
+// header name, in the row `csv_row` picks).
+struct FileMetric {
+  std::string file;              // template
+  std::string regex;             // RE2
+  std::string json;              // key path: names joined by '.', [N] for an array element
+  std::string csv;               // header name of the column
+  std::string csv_row = "last";  // last | first | max | min (over the data rows)
+};
+
 struct ObjectiveSpec {
   // Chainer LogReport JSON (array of entries) at `log`, a regex over the trial's stdout, or the
   // trial's wall time (launch to exit, as tune measured it) for a program that logs nothing.
@@ -46,13 +58,15 @@ struct ObjectiveSpec {
   // intermediate_key = the objective key.
   std::string intermediate_key;
   std::string step_key = "iteration";
+  std::optional<FileMetric> file;  // objective: {file: PATH, regex|json|csv: ...}
 };
 
 struct ConstraintSpec {
-  std::string key;            // logged metric, read from the same entry as the objective
+  std::string key;  // logged metric, read from the same entry as the objective (unless `file`)
   std::optional<double> min;  // feasible when value >= min
   std::optional<double> max;  // feasible when value <= max
   int line = 0;
+  std::optional<FileMetric> file;  // {file: PATH, regex|json|csv: ..., min|max} instead of key
 };
 
 struct ProbeSpec {
@@ -63,6 +77,19 @@ struct ProbeSpec {
   // pool of the program. Kept here because the prediction is its one reader. Default: none.
   std::vector<StudyKnob> knobs;
 };
+
+// One entry of `files:`: an input put into each trial's working directory before it runs.
+struct StagedFile {
+  enum class Mode { copy, link, render };
+  Mode mode = Mode::copy;
+  std::string src;   // absolute path of the user's file
+  std::string dest;  // relative path inside the working directory
+  std::string text;  // render: the template's text, read when the study loads
+  int line = 0;      // of the entry in the study file
+};
+
+// "copy", "link" or "template": the word the study file and the stored trial use.
+const char* staged_mode_name(StagedFile::Mode mode);
 
 struct StudySpec {
   std::string file;  // path as given
@@ -77,7 +104,12 @@ struct StudySpec {
   std::vector<ObjectiveSpec> objectives = std::vector<ObjectiveSpec>(1);
   std::vector<ConstraintSpec> constraints;
   LaunchSpec launch;
-  std::vector<std::string> command;                      // argv templates
+  std::vector<std::string> command;  // argv templates
+  // Where the command runs: a template; a relative result is taken from the study file's folder
+  // and created when missing. `workdir: trial` (the default) is the trial's own folder, so
+  // trials never overwrite each other's outputs; `workdir: study` is the study file's folder.
+  std::string workdir = "{trial_dir}";
+  std::vector<StagedFile> files;  // staged into the working directory, in order
   std::vector<std::pair<std::string, std::string>> env;  // env templates, file order
   std::optional<double> timeout_s;                       // per trial; none = no limit
   search::SearchSpace space;                             // file order

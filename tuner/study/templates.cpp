@@ -66,6 +66,25 @@ Result<std::optional<std::string>> expand_template(const std::string& text,
   return std::optional<std::string>(std::move(out));
 }
 
+Result<std::string> expand_text(const std::string& text, const TemplateValues& values) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t start = 0;
+  for (int line = 1; start < text.size(); ++line) {
+    auto end = text.find('\n', start);
+    const bool newline = end != std::string::npos;
+    if (!newline) end = text.size();
+    auto e = expand_template(text.substr(start, end - start), values);
+    if (!e) return std::unexpected(fmt::format("line {}: {}", line, e.error()));
+    if (*e) {
+      out += **e;
+      if (newline) out += '\n';
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> expand_list(const std::vector<std::string>& texts,
                                              const TemplateValues& values,
                                              const std::string& where) {

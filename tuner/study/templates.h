@@ -40,6 +40,10 @@ Result<std::vector<std::string>> expand_list(const std::vector<std::string>& tex
                                              const TemplateValues& values,
                                              const std::string& where);
 
+// A whole file's text (a staged `files: {template: ...}`) expanded line by line: a line that
+// refers to a null value is left out, as an argv element would be. Errors name the line.
+Result<std::string> expand_text(const std::string& text, const TemplateValues& values);
+
 // Names a template refers to, in order (for validation).
 Result<std::vector<std::string>> template_names(const std::string& text);
 
