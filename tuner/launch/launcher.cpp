@@ -100,9 +100,10 @@ void send_command(int fd, char c) {
     auto n = send(fd, &c, 1, MSG_NOSIGNAL);
 }
 
-// Reads "pid N" / "cut STREAM N" lines from the keeper until `until_pid` is seen (bounded wait)
+// Reads "pid N" / "cut STREAM N" / "write-error STREAM ERRNO" lines from the keeper until `until_pid` is seen (bounded wait)
 // or, with until_pid false, everything left (the keeper has exited, so this ends at EOF).
-void read_keeper_lines(int fd, bool until_pid, LaunchResult& result, std::string& pending) {
+void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, LaunchResult& result,
+                       std::string& pending) {
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   char buf[256];
   while (true) {
@@ -124,6 +125,14 @@ void read_keeper_lines(int fd, bool until_pid, LaunchResult& result, std::string
         std::string stream;
         std::uint64_t bytes = 0;
         if (line >> stream >> bytes) result.output_cut[stream] = bytes;
+      } else if (word == "write-error") {
+        std::string stream;
+        int error = 0;
+        if (line >> stream >> error) {
+          const auto& path = stream == "stderr" ? request.stderr_path : request.stdout_path;
+          result.write_errors.push_back(fmt::format("writing {}: {}", path.empty() ? stream : path,
+                                                    std::strerror(error)));
+        }
       }
     }
   }
@@ -133,6 +142,11 @@ void drain_wake_pipe() {
   char buf[64];
   while (g_wake_pipe[0] >= 0 && read(g_wake_pipe[0], buf, sizeof buf) > 0) {
   }
+}
+
+bool fs_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
 }
 
 Clock::duration seconds(double s) {
@@ -386,10 +400,17 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   const std::string workdir = request.workdir.empty() ? "." : request.workdir;
   // Boost.Process opens `std_out > path` without O_TRUNC: a file left by an earlier run would keep
   // its tail past what this run writes, and the objective's regex reads that tail.
+  // Created (or emptied) here, so that a folder that cannot take them (read-only, out of inodes)
+  // fails the trial naming the file and the error, not an exception from the spawn.
   for (const auto& path : {request.stdout_path, request.stderr_path}) {
-    std::error_code absent;  // nothing to cut: the file is created by the open
-    if (!path.empty() && std::filesystem::is_regular_file(path, absent))
-      std::filesystem::resize_file(path, 0, absent);
+    std::error_code ec;  // a device or a FIFO (a test's) is left as it is
+    if (path.empty() || (fs_exists(path) && !std::filesystem::is_regular_file(path, ec))) continue;
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      result.error = fmt::format("creating {}: {}", path, std::strerror(errno));
+      return result;
+    }
+    close(fd);
   }
 
   // Strays of a trial are re-parented to us rather than to init, so sweep_strays() finds them.
@@ -418,12 +439,12 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   result.pid = pid;
   setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
   std::string pending;
-  if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, result, pending);
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, request, result, pending);
 
   TrialWait wait(request, child, control, result);
   wait.run(watcher, start);
   record_exit(child, start, result);
-  if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, result, pending);
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, request, result, pending);
   // The keeper ends only when the tree is gone. Without one (or if it was killed), whatever is
   // left must not outlive the trial: kill it and reap it, so the next trial starts on an idle
   // machine.
