@@ -100,19 +100,14 @@ void send_command(int fd, char c) {
     auto n = send(fd, &c, 1, MSG_NOSIGNAL);
 }
 
-// Reads "pid N" / "cut STREAM N" / "write-error STREAM ERRNO" lines from the keeper until `until_pid` is seen (bounded wait)
-// or, with until_pid false, everything left (the keeper has exited, so this ends at EOF).
+// Reads "pid N" / "cut STREAM N" / "write-error STREAM ERRNO" lines from the keeper until "pid"
+// is seen with `until_pid` (bounded wait) or, with until_pid false, everything left (the keeper
+// has exited, so this ends at EOF).
 void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, LaunchResult& result,
                        std::string& pending) {
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  char buf[256];
-  while (true) {
-    pollfd p{fd, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
-    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) return;
-    pending.append(buf, static_cast<std::size_t>(n));
+  // The lines already read first: "pid N" may have come in one read with the lines after it
+  // (a trial on a full disk reports its write error at once).
+  const auto take_lines = [&] {
     for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
       std::istringstream line(pending.substr(0, nl));
       pending.erase(0, nl + 1);
@@ -120,7 +115,7 @@ void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, Lau
       line >> word;
       if (word == "pid") {
         line >> result.pid;
-        if (until_pid) return;
+        if (until_pid) return true;
       } else if (word == "cut") {
         std::string stream;
         std::uint64_t bytes = 0;
@@ -135,6 +130,17 @@ void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, Lau
         }
       }
     }
+    return false;
+  };
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  char buf[256];
+  while (!take_lines()) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return;
+    pending.append(buf, static_cast<std::size_t>(n));
   }
 }
 
