@@ -58,13 +58,12 @@ class FullOutput : public test_support::TempDirTest {
   }
 
   std::string write_study(const std::string& command) {
-    return test_support::write_file(
-        m_dir / "study.yaml", "name: full\noutput: " + m_out.string() +
-                                  "\nstorage: " + (m_dir / "study.db").string() +
-                                  "\ncommand: " + command +
-                                  "\nobjective: {regex: 'value=([0-9]+)'}\n"
-                                  "sampler: {type: random, seed: 3}\n"
-                                  "params:\n  x: {type: float, low: 1, high: 10}\n");
+    return test_support::write_file(m_dir / "study.yaml",
+                                    "name: full\noutput: " + m_out.string() + "\nstorage: " +
+                                        (m_dir / "study.db").string() + "\ncommand: " + command +
+                                        "\nobjective: {regex: 'value=([0-9]+)'}\n"
+                                        "sampler: {type: random, seed: 3}\n"
+                                        "params:\n  x: {type: float, low: 1, high: 10}\n");
   }
   std::vector<search::FrozenTrial> trials() {
     return test_support::stored_trials(m_dir / "study.db", "full");

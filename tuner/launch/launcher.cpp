@@ -125,8 +125,8 @@ void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, Lau
         int error = 0;
         if (line >> stream >> error) {
           const auto& path = stream == "stderr" ? request.stderr_path : request.stdout_path;
-          result.write_errors.push_back(fmt::format("writing {}: {}", path.empty() ? stream : path,
-                                                    std::strerror(error)));
+          result.write_errors.push_back(
+              fmt::format("writing {}: {}", path.empty() ? stream : path, std::strerror(error)));
         }
       }
     }

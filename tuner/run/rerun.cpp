@@ -62,8 +62,8 @@ Result<void> believe_reruns(Storage& storage, StudyCache& cache, const FrozenTri
   if (values.empty()) return {};
   // The searched value is kept (k_attr_search_value) in the same transaction: the trial is
   // finished, and takes no attribute write of its own.
-  auto set = storage.set_complete_trial_value(original->trial_id, median(values),
-                                              k_attr_search_value);
+  auto set =
+      storage.set_complete_trial_value(original->trial_id, median(values), k_attr_search_value);
   if (!set) return std::unexpected(set.error());
   cache.mark_stale(original->trial_id);
   return cache.sync();

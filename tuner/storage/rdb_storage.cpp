@@ -330,9 +330,9 @@ Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double 
     if (*old != TrialState::complete) return {};
     if (!keep_old_as.empty()) {
       // The value it replaces, kept once (the first believed value replaces the searched one).
-      auto cur = query(
-          "SELECT value, value_type FROM trial_values WHERE trial_id = ? AND objective = 0",
-          {trial_id});
+      auto cur =
+          query("SELECT value, value_type FROM trial_values WHERE trial_id = ? AND objective = 0",
+                {trial_id});
       if (!cur) return failed("set complete trial value", cur.error());
       if (!cur->empty()) {
         const nlohmann::json old_value = value_from_row(cur->front(), 0, 1);

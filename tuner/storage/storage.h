@@ -8,9 +8,9 @@
 // crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
 // set_trial_state_values() on it returns false and changes nothing, and every other write to it
 // (param, intermediate value, attribute, heartbeat) fails with finished_trial_error(): a trial
-// another worker failed as stale takes nothing more from the worker that ran it. Timestamps are UTC, so hosts
-// in different time zones agree on a trial's age. A storage opened read-only never writes, not
-// even its schema. One Storage object is used by one thread at a time.
+// another worker failed as stale takes nothing more from the worker that ran it. Timestamps are
+// UTC, so hosts in different time zones agree on a trial's age. A storage opened read-only never
+// writes, not even its schema. One Storage object is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
