@@ -231,9 +231,14 @@ TEST_P(StorageSuite, CompleteTrialValueIsReplacedAndReRead) {
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(s->set_trial_state_values(a->trial_id, search::TrialState::complete, 2.0));
   ASSERT_TRUE(cache.sync());
-  auto set = s->set_complete_trial_value(a->trial_id, 3.5);
+  auto set = s->set_complete_trial_value(a->trial_id, 3.5, "search_value");
   ASSERT_TRUE(set) << set.error();
   EXPECT_TRUE(*set);
+  // The value replaced is kept once, in the same transaction: the finished trial takes no
+  // attribute write of its own.
+  ASSERT_TRUE(s->set_complete_trial_value(a->trial_id, 4.0, "search_value"));
+  ASSERT_TRUE(s->set_complete_trial_value(a->trial_id, 3.5, "search_value"));
+  EXPECT_EQ(s->get_trial(a->trial_id)->user_attrs.value("search_value", 0.0), 2.0);
   auto refused = s->set_complete_trial_value(b->trial_id, 1.0);  // still RUNNING
   ASSERT_TRUE(refused) << refused.error();
   EXPECT_FALSE(*refused);
@@ -244,6 +249,40 @@ TEST_P(StorageSuite, CompleteTrialValueIsReplacedAndReRead) {
   ASSERT_TRUE(cache.sync());
   EXPECT_EQ(*cache.trials()[0].value, 3.5);
   EXPECT_FALSE(cache.trials()[1].value.has_value());
+}
+
+// A trial's state has one owner (issue 25, point 4): once another worker finished it, every
+// write to it is refused with the error the runner tells apart, and nothing of it is stored.
+TEST_P(StorageSuite, FinishedTrialRefusesEveryWrite) {
+  auto s = open();
+  auto study = s->get_or_create_study("frozen", search::Direction::minimize, nullptr);
+  auto t = s->create_trial(study->study_id, search::TrialState::running, {});
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(s->set_trial_user_attr(t->trial_id, "before", 1));
+  ASSERT_TRUE(s->set_trial_system_attr(t->trial_id, "fail_reason", "stale: the other worker"));
+  ASSERT_TRUE(s->set_trial_state_values(t->trial_id, search::TrialState::fail, std::nullopt));
+  const auto expect_refused = [](const Result<void>& r) {
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(is_finished_trial_error(r.error())) << r.error();
+    EXPECT_NE(r.error().find("(FAIL)"), std::string::npos) << r.error();
+  };
+  expect_refused(s->set_trial_user_attr(t->trial_id, "after", 2));
+  expect_refused(s->set_trial_system_attr(t->trial_id, "fail_reason", "mine"));
+  expect_refused(s->set_trial_intermediate_value(t->trial_id, 1, 0.5));
+  expect_refused(s->record_heartbeat(t->trial_id));
+  expect_refused(s->set_trial_param(t->trial_id, "x", 1.0, search::FloatDistribution{0, 2}));
+  auto state = s->set_trial_state_values(t->trial_id, search::TrialState::complete, 1.0);
+  ASSERT_TRUE(state) << state.error();
+  EXPECT_FALSE(*state);
+  auto back = s->get_trial(t->trial_id);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->state, search::TrialState::fail);
+  EXPECT_EQ(back->user_attrs, nlohmann::json({{"before", 1}}));
+  EXPECT_EQ(back->system_attrs.value("fail_reason", ""), "stale: the other worker");
+  EXPECT_TRUE(back->intermediate_values.empty());
+  EXPECT_TRUE(back->params.empty());
+  EXPECT_FALSE(back->value.has_value());
+  EXPECT_FALSE(is_finished_trial_error("set_trial_user_attr: database is locked"));
 }
 
 // Writers on their own connections, as separate processes or hosts would be: every number once,

@@ -44,6 +44,23 @@ TEST(TrialOutcome, ExitZeroWithAValueCompletes) {
   EXPECT_FALSE(o.stop_study);
 }
 
+// Output that could not be written fails the trial with the error and the file, even when the
+// command exited 0 and what was written holds a value (issue 25: a full disk once read as "the
+// objective regex matched nothing", exit status 0).
+TEST(TrialOutcome, AWriteErrorFailsTheTrialNamingErrorAndPath) {
+  auto res = started(0);
+  res.write_errors = {"writing /o/trials/3/stdout: No space left on device",
+                      "writing /o/trials/3/stderr: No space left on device"};
+  const auto o = classify_outcome(res, {}, never_read());
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason,
+            "writing /o/trials/3/stdout: No space left on device; writing /o/trials/3/stderr: No "
+            "space left on device");
+  res.exit_code = 2;  // the job's own failure is often the full disk too: the disk is named
+  EXPECT_EQ(classify_outcome(res, {}, never_read()).reason.rfind("writing /o/trials/3/stdout", 0),
+            0u);
+}
+
 TEST(TrialOutcome, AnUnreadableObjectiveFailsWithItsReason) {
   const auto o = classify_outcome(started(), {}, [] {
     return std::expected<ObjectiveReading, std::string>(std::unexpected("log x has no entries"));

@@ -29,14 +29,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void write_all(int fd, const char* data, std::size_t size) {
+// 0 once every byte is written, else the errno of the write that failed (ENOSPC, EDQUOT, EIO..).
+int write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     const ssize_t n = write(fd, data, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the trial's file is gone or full: drop, the trial goes on
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
     data += n;
     size -= static_cast<std::size_t>(n);
   }
+  return 0;
 }
 
 void send_line(int fd, const std::string& line) {
@@ -48,12 +51,16 @@ void send_line(int fd, const std::string& line) {
 // at the end after a marker line, so the file holds at most `cap` bytes plus the marker.
 class Capture {
  public:
-  Capture(const char* name, int sink, std::size_t cap)
-      : m_name(name), m_sink(sink), m_head_left(cap / 2), m_tail_cap(cap - cap / 2) {}
+  Capture(const char* name, int sink, std::size_t cap, int control)
+      : m_name(name),
+        m_sink(sink),
+        m_control(control),
+        m_head_left(cap / 2),
+        m_tail_cap(cap - cap / 2) {}
 
   void feed(const char* data, std::size_t size) {
     const std::size_t head = std::min(size, m_head_left);
-    write_all(m_sink, data, head);
+    write(data, head);
     m_head_left -= head;
     m_tail.append(data + head, size - head);
     // Trim only when the buffer is twice the tail, so trimming costs O(1) per byte.
@@ -73,9 +80,9 @@ class Capture {
       const auto marker = fmt::format(
           "\n[tune-keeper: {} bytes of {} cut here; the first and last {} bytes are kept]\n", m_cut,
           m_name, m_tail_cap);
-      write_all(m_sink, marker.data(), marker.size());
+      write(marker.data(), marker.size());
     }
-    write_all(m_sink, m_tail.data(), m_tail.size());
+    write(m_tail.data(), m_tail.size());
     m_tail.clear();
     return m_cut;
   }
@@ -83,8 +90,19 @@ class Capture {
   const char* name() const { return m_name; }
 
  private:
+  // Writes into the trial's file. The first failure is told to tune at once ("write-error
+  // stdout 28"), which fails the trial with it; the bytes after it are read and dropped (the
+  // trial must not block on a full pipe), since the file would have a hole where they failed.
+  void write(const char* data, std::size_t size) {
+    if (m_error != 0 || size == 0) return;
+    m_error = write_all(m_sink, data, size);
+    if (m_error != 0) send_line(m_control, fmt::format("write-error {} {}\n", m_name, m_error));
+  }
+
   const char* m_name;
   int m_sink;
+  int m_control;
+  int m_error = 0;  // errno of the first write that failed
   std::size_t m_head_left;
   std::size_t m_tail_cap;
   std::string m_tail;
@@ -183,8 +201,8 @@ class Keeper {
       for (auto& p : pipes) {
         if (pipe2(p, O_CLOEXEC) != 0) return false;
       }
-      m_captures.emplace_back("stdout", STDOUT_FILENO, m_args.cap);
-      m_captures.emplace_back("stderr", STDERR_FILENO, m_args.cap);
+      m_captures.emplace_back("stdout", STDOUT_FILENO, m_args.cap, m_control);
+      m_captures.emplace_back("stderr", STDERR_FILENO, m_args.cap, m_control);
     }
     if (!fork_trial(pipes)) return false;
     for (std::size_t i = 0; i < m_captures.size(); ++i) {

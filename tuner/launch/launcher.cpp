@@ -102,18 +102,14 @@ void send_command(int fd, char c) {
     auto n = send(fd, &c, 1, MSG_NOSIGNAL);
 }
 
-// Reads "pid N" / "cut STREAM N" lines from the keeper until `until_pid` is seen (bounded wait)
-// or, with until_pid false, everything left (the keeper has exited, so this ends at EOF).
-void read_keeper_lines(int fd, bool until_pid, LaunchResult& result, std::string& pending) {
-  const auto give_up = Clock::now() + std::chrono::seconds(10);
-  char buf[256];
-  while (true) {
-    pollfd p{fd, POLLIN, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
-    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) return;
-    pending.append(buf, static_cast<std::size_t>(n));
+// Reads "pid N" / "cut STREAM N" / "write-error STREAM ERRNO" lines from the keeper until "pid"
+// is seen with `until_pid` (bounded wait) or, with until_pid false, everything left (the keeper
+// has exited, so this ends at EOF).
+void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, LaunchResult& result,
+                       std::string& pending) {
+  // The lines already read first: "pid N" may have come in one read with the lines after it
+  // (a trial on a full disk reports its write error at once).
+  const auto take_lines = [&] {
     for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n')) {
       std::istringstream line(pending.substr(0, nl));
       pending.erase(0, nl + 1);
@@ -121,13 +117,32 @@ void read_keeper_lines(int fd, bool until_pid, LaunchResult& result, std::string
       line >> word;
       if (word == "pid") {
         line >> result.pid;
-        if (until_pid) return;
+        if (until_pid) return true;
       } else if (word == "cut") {
         std::string stream;
         std::uint64_t bytes = 0;
         if (line >> stream >> bytes) result.output_cut[stream] = bytes;
+      } else if (word == "write-error") {
+        std::string stream;
+        int error = 0;
+        if (line >> stream >> error) {
+          const auto& path = stream == "stderr" ? request.stderr_path : request.stdout_path;
+          result.write_errors.push_back(
+              fmt::format("writing {}: {}", path.empty() ? stream : path, std::strerror(error)));
+        }
       }
     }
+    return false;
+  };
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  char buf[256];
+  while (!take_lines()) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) return;
+    pending.append(buf, static_cast<std::size_t>(n));
   }
 }
 
@@ -135,6 +150,11 @@ void drain_wake_pipe() {
   char buf[64];
   while (g_wake_pipe[0] >= 0 && read(g_wake_pipe[0], buf, sizeof buf) > 0) {
   }
+}
+
+bool fs_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
 }
 
 Clock::duration seconds(double s) {
@@ -388,10 +408,17 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   const std::string workdir = request.workdir.empty() ? "." : request.workdir;
   // Boost.Process opens `std_out > path` without O_TRUNC: a file left by an earlier run would keep
   // its tail past what this run writes, and the objective's regex reads that tail.
+  // Created (or emptied) here, so that a folder that cannot take them (read-only, out of inodes)
+  // fails the trial naming the file and the error, not an exception from the spawn.
   for (const auto& path : {request.stdout_path, request.stderr_path}) {
-    std::error_code absent;  // nothing to cut: the file is created by the open
-    if (!path.empty() && std::filesystem::is_regular_file(path, absent))
-      std::filesystem::resize_file(path, 0, absent);
+    std::error_code ec;  // a device or a FIFO (a test's) is left as it is
+    if (path.empty() || (fs_exists(path) && !std::filesystem::is_regular_file(path, ec))) continue;
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      result.error = fmt::format("creating {}: {}", path, std::strerror(errno));
+      return result;
+    }
+    close(fd);
   }
 
   // Strays of a trial are re-parented to us rather than to init, so sweep_strays() finds them.
@@ -420,12 +447,12 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   result.pid = pid;
   setpgid(pid, pid);  // also from the parent, so the group exists before we might signal it
   std::string pending;
-  if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, result, pending);
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, request, result, pending);
 
   TrialWait wait(request, child, control, result);
   wait.run(watcher, start);
   record_exit(child, start, result);
-  if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, result, pending);
+  if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, request, result, pending);
   // The keeper ends only when the tree is gone. Without one (or if it was killed), whatever is
   // left must not outlive the trial: kill it and reap it, so the next trial starts on an idle
   // machine.

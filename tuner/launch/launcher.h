@@ -59,6 +59,10 @@ struct LaunchResult {
   // How the trial's processes were contained: "keeper" or "subreaper" (see the top of this file).
   std::string containment;
   std::map<std::string, std::uint64_t> output_cut;  // stream -> bytes cut from its middle
+  // The trial's output that could not be written, in the order it happened: "writing
+  // /…/trials/3/stdout: No space left on device" (the keeper's write failed; the rest of that
+  // stream was dropped).
+  std::vector<std::string> write_errors;
 };
 
 // Called every tick while the child runs, and once right after it has started (with the pid):

@@ -60,13 +60,10 @@ Result<void> believe_reruns(Storage& storage, StudyCache& cache, const FrozenTri
     return {};  // a re-run of the baseline that failed, say: nothing to believe
   const auto values = rerun_values_of(cache, *of);
   if (values.empty()) return {};
-  if (!original->user_attrs.contains(k_attr_search_value)) {
-    if (auto r =
-            storage.set_trial_user_attr(original->trial_id, k_attr_search_value, *original->value);
-        !r)
-      return r;
-  }
-  auto set = storage.set_complete_trial_value(original->trial_id, median(values));
+  // The searched value is kept (k_attr_search_value) in the same transaction: the trial is
+  // finished, and takes no attribute write of its own.
+  auto set =
+      storage.set_complete_trial_value(original->trial_id, median(values), k_attr_search_value);
   if (!set) return std::unexpected(set.error());
   cache.mark_stale(original->trial_id);
   return cache.sync();

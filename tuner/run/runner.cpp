@@ -82,10 +82,16 @@ class ErrorSink {
     if (m_error) return std::unexpected(*m_error);
     return {};
   }
+  // Another worker finished the trial: its writes are refused (is_finished_trial_error).
+  bool lost() const { return m_error && is_finished_trial_error(*m_error); }
 
  private:
   std::optional<std::string> m_error;
 };
+
+// Why a trial this worker ran is stopped and its result discarded: another worker finished it.
+constexpr std::string_view k_lost_reason =
+    "failed by another worker while this one was suspended; its result is discarded";
 
 // Follows a trial's log while it runs: stores new intermediate values and asks the pruner.
 class LogFollower {
@@ -103,7 +109,9 @@ class LogFollower {
   // Returns a reason to stop the trial, or "". With prune=false it only records what the log
   // holds (called once more after the trial ended, so even fast trials leave full curves).
   std::string tick(bool prune = true) {
+    if (m_errors.lost()) return std::string(k_lost_reason);
     m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
+    if (m_errors.lost()) return std::string(k_lost_reason);
     if (m_objective.wall_time || m_objective.file)
       return "";  // no log to follow: the value is known at the end
     std::error_code ec;
@@ -215,6 +223,7 @@ Result<void> StudyRunner::recover_stale_trials() {
             t.trial_id, k_attr_fail_reason,
             "the tune process running it died; marked FAIL on resume");
         !r) {
+      if (is_finished_trial_error(r.error())) continue;  // another worker recovered it first
       return r;
     }
     if (auto r = m_storage->set_trial_state_values(t.trial_id, TrialState::fail, std::nullopt);
@@ -272,11 +281,13 @@ struct StudyRunner::Prepared {
   // without it the skipped (infeasible) trials would rank above the feasible ones that ran.
   std::optional<double> run_constraint;
   std::string slurm_step;  // launch.slurm: the step's name, to cancel it by
+  std::string setup_error;  // the trial cannot run: its folder could not be made (why, where)
 };
 
 // How a trial ended.
 struct StudyRunner::Ran {
   bool launched = false;  // false: the probes ruled it out
+  bool lost = false;      // another worker finished the trial: nothing of this run is stored
   LaunchResult launch;
   TrialOutcome outcome;
 };
@@ -284,14 +295,28 @@ struct StudyRunner::Ran {
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   auto trial = claim_trial();
   if (!trial) return std::unexpected(trial.error());
+  // Another worker may finish the trial while this one is suspended (its heartbeat aged past
+  // the grace period): the storage refuses every write then, and this worker goes on with the
+  // next trial, having said so.
+  const auto lost = [&](const std::string& error) {
+    if (!is_finished_trial_error(error)) return false;
+    if (!m_options.quiet) print_lost(out, index, *trial);
+    return true;
+  };
   auto values = sample_params(*trial);
-  if (!values) return std::unexpected(values.error());
+  if (!values) return lost(values.error()) ? Result<void>() : std::unexpected(values.error());
   auto prepared = prepare_launch(*trial, std::move(*values));
-  if (!prepared) return std::unexpected(prepared.error());
+  if (!prepared) return lost(prepared.error()) ? Result<void>() : std::unexpected(prepared.error());
   auto ran = execute(*trial, *prepared);
-  if (!ran) return std::unexpected(ran.error());
+  if (!ran) return lost(ran.error()) ? Result<void>() : std::unexpected(ran.error());
   *stop = ran->outcome.stop_study;
-  if (auto r = record_outcome(*trial, *ran); !r) return r;
+  if (ran->lost) {
+    lost(finished_trial_error(trial->trial_id, TrialState::fail));
+    return {};
+  }
+  if (auto r = record_outcome(*trial, *ran); !r) {
+    return lost(r.error()) ? Result<void>() : r;
+  }
   // A failure that is no timeout (nor an interrupt) counts towards max_failures; any other end
   // clears the count.
   if (ran->launched && ran->outcome.state == TrialState::fail && !ran->outcome.stop_study &&
@@ -392,7 +417,13 @@ Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
 Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
                                                           TemplateValues values) {
   auto made_dir = make_trial_dir(fs::path(m_spec.output) / "trials", trial.number);
-  if (!made_dir) return std::unexpected(made_dir.error());
+  if (!made_dir) {
+    // A full or read-only output folder fails this trial with its reason (and max_failures
+    // stops the study if every trial meets it), never the whole run with a trial left RUNNING.
+    Prepared failed;
+    failed.setup_error = made_dir.error();
+    return failed;
+  }
   const fs::path trial_dir = *made_dir;
   values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
   auto rendered = render_launch(m_spec, values, running_as_root());
@@ -488,6 +519,11 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     return ran;
   }
   ran.launched = true;
+  if (!p.setup_error.empty()) {
+    ran.launch.error = p.setup_error;
+    ran.outcome = classify_outcome(ran.launch, {}, [] { return Result<ObjectiveReading>(); });
+    return ran;
+  }
   ErrorSink errors;
   LogFollower follower(m_spec.objective, p.log_path, *m_storage, *m_cache, m_pruner.get(), trial,
                        errors);
@@ -502,6 +538,10 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     return follower.tick();
   });
   const LaunchResult& res = ran.launch;
+  if (errors.lost()) {  // nothing more goes into a trial another worker finished
+    ran.lost = true;
+    return ran;
+  }
   if (!p.slurm_step.empty() && res.started) {
     errors.note(m_storage->set_trial_system_attr(trial.trial_id, k_attr_slurm_step,
                                                  end_slurm_step(p.slurm_step, res)));
@@ -525,6 +565,10 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
                            p.request.stderr_path, res.wall_s, p.request.workdir, p.values);
   });
   if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
+  if (errors.lost()) {
+    ran.lost = true;
+    return ran;
+  }
   if (auto r = errors.result(); !r) return std::unexpected(r.error());
   return ran;
 }
@@ -558,6 +602,11 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
       trial.trial_id, stored.state,
       outcome.values.empty() ? TrialValues(stored.value) : TrialValues(outcome.values));
   if (!set) return std::unexpected(set.error());
+  if (!*set) {  // finished by another worker between the attributes and now
+    auto now = m_storage->get_trial(trial.trial_id);
+    return std::unexpected(
+        finished_trial_error(trial.trial_id, now ? now->state : TrialState::fail));
+  }
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
   if (stored.rerun_value && *set) {
     if (auto r = believe_reruns(*m_storage, *m_cache, trial); !r) return r;
@@ -569,6 +618,25 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
     }
   }
   return {};
+}
+
+void StudyRunner::print_lost(std::ostream& out, int index, const FrozenTrial& trial) const {
+  // The one story the database tells (tune trials, the report): its state and reason.
+  auto stored = m_storage->get_trial(trial.trial_id);
+  const TrialState state = stored ? stored->state : TrialState::fail;
+  std::string theirs;
+  if (stored) {
+    if (auto it = stored->system_attrs.find(k_attr_fail_reason);
+        it != stored->system_attrs.end() && it->is_string()) {
+      theirs = it->get<std::string>();
+    }
+  }
+  const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
+  if (terminal) out << "\r\033[K";
+  out << fmt::format("[{}/{}] trial {} {}  # {}{}\n", index + 1, m_options.trials, trial.number,
+                     search::to_string(state), k_lost_reason,
+                     theirs.empty() ? "" : fmt::format(" (its reason there: {})", theirs))
+      << std::flush;
 }
 
 void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial& trial,

@@ -101,6 +101,9 @@ class StudyRunner {
   Result<void> record_outcome(search::FrozenTrial& trial, const Ran& ran);
   void print_progress(std::ostream& out, int index, const search::FrozenTrial& trial,
                       const Ran& ran) const;
+  // The trial was finished by another worker (failed as stale while this one was suspended):
+  // says so, with the state and reason the database holds; nothing more is written into it.
+  void print_lost(std::ostream& out, int index, const search::FrozenTrial& trial) const;
   const HostEnv& host() const;
 
   StudySpec m_spec;

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <cstring>
 
 #include "tuner/base/text.h"
@@ -41,6 +42,10 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
     o.state = TrialState::pruned;
     o.reason = res.stop_detail;
     o.value = ctx.last_intermediate;
+  } else if (!res.write_errors.empty()) {
+    // The trial's output is incomplete: whatever it printed cannot be believed (a full disk
+    // once read as "objective regex matched nothing", exit status 0).
+    o.reason = fmt::format("{}", fmt::join(res.write_errors, "; "));
   } else if (res.signal != 0) {
     o.reason = fmt::format("killed by {}", signal_name(res.signal));
   } else if (res.exit_code != 0) {

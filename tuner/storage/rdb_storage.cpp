@@ -268,7 +268,7 @@ Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study
 
 Result<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::string& name,
                                          double internal, const search::Distribution& dist) {
-  return transact(TxnKind::statement, [&]() -> Result<void> {
+  return update_unfinished(trial_id, "set_trial_param", [&]() -> Result<void> {
     auto r = query(
         "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, param_name) DO UPDATE SET "
@@ -320,13 +320,29 @@ Result<void> RdbStorage::write_value(std::int64_t trial_id, std::int64_t objecti
   return {};
 }
 
-Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value) {
+Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value,
+                                                  const std::string& keep_old_as) {
   bool changed = false;
   auto r = transact(TxnKind::write, [&]() -> Result<void> {
     changed = false;
     auto old = locked_state(trial_id, "set complete trial value");
     if (!old) return std::unexpected(old.error());
     if (*old != TrialState::complete) return {};
+    if (!keep_old_as.empty()) {
+      // The value it replaces, kept once (the first believed value replaces the searched one).
+      auto cur =
+          query("SELECT value, value_type FROM trial_values WHERE trial_id = ? AND objective = 0",
+                {trial_id});
+      if (!cur) return failed("set complete trial value", cur.error());
+      if (!cur->empty()) {
+        const nlohmann::json old_value = value_from_row(cur->front(), 0, 1);
+        auto kept = query(
+            "INSERT INTO trial_user_attributes (trial_id, \"key\", value_json) VALUES (?, ?, ?) "
+            "ON CONFLICT (trial_id, \"key\") DO NOTHING",
+            {trial_id, keep_old_as, dump_json(old_value)});
+        if (!kept) return failed("set complete trial value", kept.error());
+      }
+    }
     if (auto w = write_value(trial_id, 0, value); !w) return w;
     changed = true;
     return {};
@@ -357,7 +373,7 @@ Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
 
 Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
                                                       double value) {
-  return transact(TxnKind::statement, [&]() -> Result<void> {
+  return update_unfinished(trial_id, "set_trial_intermediate_value", [&]() -> Result<void> {
     auto r = query(
         "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
         "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE "
@@ -371,20 +387,36 @@ Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std
 
 Result<void> RdbStorage::set_trial_user_attr(std::int64_t trial_id, const std::string& key,
                                              const nlohmann::json& value) {
-  return transact(TxnKind::statement, [&] {
+  return update_unfinished(trial_id, "set_trial_user_attr", [&] {
     return set_attr("trial_user_attributes", "trial_id", trial_id, key, value);
   });
 }
 
 Result<void> RdbStorage::set_trial_system_attr(std::int64_t trial_id, const std::string& key,
                                                const nlohmann::json& value) {
-  return transact(TxnKind::statement, [&] {
+  return update_unfinished(trial_id, "set_trial_system_attr", [&] {
     return set_attr("trial_system_attributes", "trial_id", trial_id, key, value);
   });
 }
 
 Result<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
-  return transact(TxnKind::statement, [&] { return insert_heartbeat(trial_id); });
+  return update_unfinished(trial_id, "record_heartbeat",
+                           [&] { return insert_heartbeat(trial_id); });
+}
+
+// One trial has one owner of its state: a write to a trial another worker finished (say, failed
+// as stale while this one was suspended) is refused in the transaction that would make it, with
+// the error finished_trial_error() names (Optuna's RDBStorage raises on it too).
+Result<void> RdbStorage::update_unfinished(std::int64_t trial_id, std::string_view what,
+                                           const std::function<Result<void>()>& body) {
+  return transact(TxnKind::write, [&]() -> Result<void> {
+    auto old = locked_state(trial_id, what);
+    if (!old) return std::unexpected(old.error());
+    if (*old && is_finished(**old)) {
+      return std::unexpected(fmt::format("{}: {}", what, finished_trial_error(trial_id, **old)));
+    }
+    return body();
+  });
 }
 
 Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {

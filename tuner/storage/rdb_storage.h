@@ -74,6 +74,7 @@ struct SqlDialect {
 class RdbStorage : public Storage {
  public:
   using Storage::get_or_create_study;
+  using Storage::set_complete_trial_value;
   [[nodiscard]] Result<StudyInfo> get_or_create_study(
       const std::string& name, const std::vector<search::Direction>& directions,
       bool* created) final;
@@ -90,7 +91,8 @@ class RdbStorage : public Storage {
                                              const search::Distribution& dist) final;
   [[nodiscard]] Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
                                                     const TrialValues& values) final;
-  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value) final;
+  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value,
+                                                      const std::string& keep_old_as) final;
   [[nodiscard]] Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
                                                           double value) final;
   [[nodiscard]] Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
@@ -135,6 +137,8 @@ class RdbStorage : public Storage {
                                       std::int64_t owner_id, const std::string& key,
                                       const nlohmann::json& value);
   [[nodiscard]] Result<void> insert_heartbeat(std::int64_t trial_id);
+  [[nodiscard]] Result<void> update_unfinished(std::int64_t trial_id, std::string_view what,
+                                               const std::function<Result<void>()>& body);
   [[nodiscard]] Result<std::optional<search::TrialState>> locked_state(std::int64_t trial_id,
                                                                        std::string_view what);
   [[nodiscard]] Result<void> write_value(std::int64_t trial_id, std::int64_t objective,

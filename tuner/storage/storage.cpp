@@ -304,4 +304,14 @@ std::optional<std::string> storage_url_problem(const std::string& url) {
   return std::nullopt;
 }
 
+std::string finished_trial_error(std::int64_t trial_id, search::TrialState state) {
+  return fmt::format("trial id {} is finished ({}) and takes no more writes", trial_id,
+                     search::to_string(state));
+}
+
+bool is_finished_trial_error(std::string_view error) {
+  return error.find(") and takes no more writes") != std::string_view::npos &&
+         error.find(" is finished (") != std::string_view::npos;
+}
+
 }  // namespace tune::tuner

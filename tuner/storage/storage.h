@@ -6,9 +6,11 @@
 // several processes may use one database at once (trial numbers stay unique). Every write
 // survives a crash of the process once the call returns; what survives a power loss or an OS
 // crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
-// set_trial_state_values() on it returns false and changes nothing. Timestamps are UTC, so hosts
-// in different time zones agree on a trial's age. A storage opened read-only never writes, not
-// even its schema. One Storage object is used by one thread at a time.
+// set_trial_state_values() on it returns false and changes nothing, and every other write to it
+// (param, intermediate value, attribute, heartbeat) fails with finished_trial_error(): a trial
+// another worker failed as stale takes nothing more from the worker that ran it. Timestamps are
+// UTC, so hosts in different time zones agree on a trial's age. A storage opened read-only never
+// writes, not even its schema. One Storage object is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -123,9 +125,14 @@ class Storage {
                                                             search::TrialState state,
                                                             const TrialValues& values) = 0;
   // Replaces a COMPLETE trial's value: a re-measured trial's believed value (tuner/run/rerun.h).
-  // Returns false, changing nothing, when the trial is not COMPLETE.
-  [[nodiscard]] virtual Result<bool> set_complete_trial_value(std::int64_t trial_id,
-                                                              double value) = 0;
+  // With `keep_old_as`, the value replaced is first kept as that user attribute, unless the
+  // trial has one by that name (the one write a finished trial takes). Returns false, changing
+  // nothing, when the trial is not COMPLETE.
+  [[nodiscard]] virtual Result<bool> set_complete_trial_value(std::int64_t trial_id, double value,
+                                                              const std::string& keep_old_as) = 0;
+  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value) {
+    return set_complete_trial_value(trial_id, value, "");
+  }
   [[nodiscard]] virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id,
                                                                   std::int64_t step,
                                                                   double value) = 0;
@@ -164,6 +171,12 @@ class Storage {
 
 // Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
 bool is_postgres_url(const std::string& url);
+
+// The error of a write to a finished trial: "trial id 7 is finished (FAIL) and takes no more
+// writes". is_finished_trial_error() tells it from any other storage error (the runner then
+// knows another worker finished its trial).
+std::string finished_trial_error(std::int64_t trial_id, search::TrialState state);
+bool is_finished_trial_error(std::string_view error);
 
 // What stands for a secret wherever one would be shown.
 inline constexpr std::string_view k_redacted = "***";
