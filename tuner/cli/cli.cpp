@@ -230,11 +230,11 @@ int run_cli(int argc, char** argv) {
        {"tune --trials 200 --time-limit 30m my.yaml",
         "stop after 200 trials or 30 minutes, whichever comes first"},
        {"tune help", "the commands: best, trials, report, confirm, export, probe, init"}},
-      "Exit status, the same for every command: 0 done; 1 the input was fine but running it\n"
-      "failed (a database that cannot be read: server down, corrupt file; the trials' setup;\n"
-      "I/O); 2 bad input: a flag, a storage URL, the study file, or a database file, study or\n"
-      "trial that is not there (fix it and run again); 130 interrupted (finished trials are\n"
-      "stored).");
+      "Exit status: 0 done; 1 the input was fine but running it failed (a database that cannot\n"
+      "be read: server down, corrupt file; the trials' setup; I/O); 2 bad input: a flag, a\n"
+      "storage URL, the study file, or a database file, study or trial that is not there (fix\n"
+      "it and run again); 130 interrupted (finished trials are stored). The same for every\n"
+      "command.");
 
   try {
     check_root_words(app, root_words(app, argc, argv));
