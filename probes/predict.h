@@ -54,8 +54,8 @@ struct NodeRanks {
 };
 
 // How the ranks of one trial are started, as the prediction needs it. One spelling throughout
-// (the table in tuner/launch/launch_plan.h maps it to the study file and to mpirun's flags): `n` total
-// ranks over `nodes` nodes, at most `ranks_per_node` on one.
+// (the table in tuner/launch/launch_plan.h maps it to the study file and to mpirun's flags): `n`
+// total ranks over `nodes` nodes, at most `ranks_per_node` on one.
 struct LaunchPlan {
   int n = 1;  // total ranks (-n)
   int nodes = 1;

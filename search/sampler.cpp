@@ -48,8 +48,9 @@ std::expected<std::unique_ptr<Sampler>, std::string> make_sampler(const nlohmann
     return std::unexpected("sampler: must be a mapping such as {type: tpe, seed: 1}");
   }
   const nlohmann::json cfg = config.is_null() ? nlohmann::json::object() : config;
-  // The default is the sampler bench/search measured best at 20 to 50 trials (docs/samplers-and-noise.md); the GP
-  // models one objective, so a multi-objective study gets MOTPE.
+  // The default is the sampler bench/search measured best at 20 to 50 trials
+  // (docs/samplers-and-noise.md); the GP models one objective, so a multi-objective study gets
+  // MOTPE.
   const bool multi = n_objectives > 1;
   std::string type = multi ? "tpe" : "gp";
   if (auto it = cfg.find("type"); it != cfg.end()) {

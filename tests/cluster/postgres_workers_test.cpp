@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "tests/cluster/postgres_fixture.h"
-#include "tuner/storage/storage.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/storage/storage.h"
 
 namespace tune::tuner {
 namespace {

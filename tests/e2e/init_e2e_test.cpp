@@ -17,8 +17,8 @@
 #include <filesystem>
 
 #include "tests/common/test_support.h"
-#include "tuner/study/study_spec.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
 namespace {

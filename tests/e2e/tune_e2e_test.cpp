@@ -273,10 +273,10 @@ TEST_F(TuneE2E, BadInputIsOneLineAndNonZero) {
   EXPECT_NE(sampler.err.find("sampler"), std::string::npos) << sampler.err;
 }
 
-// One meaning per exit status in every subcommand (docs/report-confirm-export.md, "Exit status"): a database that is
-// there but cannot be read (a corrupt file, a server that does not answer) is a failure to carry
-// the command out, 1; only what the user typed wrong (a flag, a storage URL's option, a study
-// file that is not there) is bad input, 2. Each error is one line.
+// One meaning per exit status in every subcommand (docs/report-confirm-export.md, "Exit status"): a
+// database that is there but cannot be read (a corrupt file, a server that does not answer) is a
+// failure to carry the command out, 1; only what the user typed wrong (a flag, a storage URL's
+// option, a study file that is not there) is bad input, 2. Each error is one line.
 TEST_F(TuneE2E, ExitStatusMeansTheSameInEverySubcommand) {
   const auto study = write_study(base_study(""));
   const std::string db = (m_dir / "out" / "study.db").string();

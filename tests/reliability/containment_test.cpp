@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "tests/common/test_support.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/storage/sqlite_storage.h"
-#include "tuner/base/trial_attrs.h"
 
 extern char** environ;
 

@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "tests/common/test_support.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/storage/sqlite_storage.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "tests/common/test_support.h"
-#include "tuner/storage/sqlite_storage.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/storage/sqlite_storage.h"
 
 namespace tune::tuner {
 namespace {

@@ -4,9 +4,9 @@
 // params of a re-run, external values that the study file's space must still accept.
 #include <gtest/gtest.h>
 
+#include "tuner/base/trial_attrs.h"
 #include "tuner/cli/confirm.h"
 #include "tuner/report/report_model.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {

@@ -1,6 +1,6 @@
-// The structured launch (tuner/launch/rendered_launch.h): the argv the runner launches and the plan the
-// probes predict from both come from one RenderedLaunch. For a set of launch.mpirun sections the
-// plan built from the settings equals what reading the rendered argv back gives (the way the
+// The structured launch (tuner/launch/rendered_launch.h): the argv the runner launches and the plan
+// the probes predict from both come from one RenderedLaunch. For a set of launch.mpirun sections
+// the plan built from the settings equals what reading the rendered argv back gives (the way the
 // probes used to get it), and a command the user wrote as an mpirun line is still read as one.
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "tuner/run/runner.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/run/runner.h"
 
 namespace tune::tuner {
 namespace {

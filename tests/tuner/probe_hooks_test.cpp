@@ -11,9 +11,9 @@
 
 #include "probes/fake_source.h"
 #include "probes/predict.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/probing/node_watchers.h"
 #include "tuner/probing/probe_hooks.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {

@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "tuner/storage/storage.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/storage/storage.h"
 
 namespace tune::tuner {
 

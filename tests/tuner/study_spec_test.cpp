@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "tests/common/test_support.h"
 #include "probes/predict.h"
+#include "tests/common/test_support.h"
 #include "tuner/base/text.h"
 #include "tuner/launch/pool_defaults.h"
 #include "tuner/storage/storage.h"

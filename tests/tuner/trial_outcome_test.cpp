@@ -107,14 +107,16 @@ TEST(TrialOutcome, NonZeroExitKeepsTheLinesThatExplainNotTheLauncherBanner) {
 TEST(TrialOutcome, AnMpirunHelpBoxGivesItsHeadlineAndDetails) {
   const auto path = std::filesystem::temp_directory_path() / "tune-outcome-helpbox";
   const std::string rule(74, '-');
-  std::ofstream(path) << rule << "\nThe specified binding policy is not recognized:\n\n"
-                      << "  Policy: bogus\n\nPlease check for a typo or ensure that the option "
-                      << "is a supported\none.\n"
-                      << rule << "\n" << rule << "\n"
-                      << "It looks like opal_init failed for some reason; your parallel process is\n"
-                      << "likely to abort.\n\n  opal_hwloc_base_open failed\n"
-                      << "  --> Returned value -5 instead of OPAL_SUCCESS\n"
-                      << rule << "\n";
+  std::ofstream(path)
+      << rule << "\nThe specified binding policy is not recognized:\n\n"
+      << "  Policy: bogus\n\nPlease check for a typo or ensure that the option "
+      << "is a supported\none.\n"
+      << rule << "\n"
+      << rule << "\n"
+      << "It looks like opal_init failed for some reason; your parallel process is\n"
+      << "likely to abort.\n\n  opal_hwloc_base_open failed\n"
+      << "  --> Returned value -5 instead of OPAL_SUCCESS\n"
+      << rule << "\n";
   OutcomeContext ctx;
   ctx.stderr_path = path.string();
   EXPECT_EQ(classify_outcome(started(1), ctx, never_read()).reason,

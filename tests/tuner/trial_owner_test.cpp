@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <map>
 
-#include "tuner/run/runner.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/run/runner.h"
 #include "tuner/storage/trial_owner.h"
 
 namespace tune::tuner {

@@ -155,9 +155,10 @@ bool is_detail(std::string_view line) {
   const auto colon = line.find(": ");
   if (colon == std::string_view::npos || colon == 0 || colon > 32) return false;
   const auto key = line.substr(0, colon);
-  return std::all_of(key.begin(), key.end(), [](unsigned char c) {
-           return std::isalpha(c) != 0 || c == ' ' || c == '_' || c == '-';
-         }) &&
+  return std::all_of(key.begin(), key.end(),
+                     [](unsigned char c) {
+                       return std::isalpha(c) != 0 || c == ' ' || c == '_' || c == '-';
+                     }) &&
          line.find_first_not_of(' ', colon + 2) != std::string_view::npos;
 }
 
@@ -199,7 +200,8 @@ std::string explaining_lines(std::string_view tail, std::size_t max_bytes) {
   // The first box: its headline and its "Key: value" details (the option, policy or executable
   // at fault), not the advice around them. It is the reason when nothing outside a box explains,
   // and joins the lines that do when its headline explains too.
-  const auto first = std::find_if(lines.begin(), lines.end(), [](const Line& l) { return l.box >= 0; });
+  const auto first =
+      std::find_if(lines.begin(), lines.end(), [](const Line& l) { return l.box >= 0; });
   if (first != lines.end() && (explaining.empty() || explains(first->text))) {
     explaining.push_back(first->text);
     int details = 0;
@@ -221,7 +223,8 @@ std::string explaining_lines(std::string_view tail, std::size_t max_bytes) {
 
 std::string shell_quote(std::string_view text, bool force) {
   const bool safe = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) || std::string_view("_@+=:,./-").find(c) != std::string_view::npos;
+    return ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) ||
+           std::string_view("_@+=:,./-").find(c) != std::string_view::npos;
   });
   if (safe && !force) return std::string(text);
   std::string out = "'";

@@ -15,8 +15,8 @@
 #include "tuner/cli/subcommands.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/probing/probe_hooks.h"
-#include "tuner/run/runner.h"
 #include "tuner/run/ranking.h"
+#include "tuner/run/runner.h"
 #include "tuner/run/summary.h"
 
 namespace tune::tuner {

@@ -7,10 +7,10 @@
 #include <memory>
 #include <ostream>
 
+#include "tuner/base/trial_attrs.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/report/report.h"
 #include "tuner/storage/storage.h"
-#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 
@@ -124,9 +124,10 @@ Result<RunTotals> run_confirm(StudySpec spec, const ConfirmOptions& options, std
   auto fixed = fixed_params_by_number(*opened->cache, *plan, spec.space);
   if (!fixed) return std::unexpected(fixed.error());
   const auto& trials = opened->cache->trials();
-  const int waiting_before = static_cast<int>(std::count_if(
-      trials.begin(), trials.end(),
-      [](const FrozenTrial& t) { return t.state == TrialState::waiting; }));
+  const int waiting_before =
+      static_cast<int>(std::count_if(trials.begin(), trials.end(), [](const FrozenTrial& t) {
+        return t.state == TrialState::waiting;
+      }));
   print_plan(out, spec.name, options.repeats, *plan, *opened->cache, waiting_before);
   if (auto e = enqueue_reruns(*opened->storage, *opened->cache, *plan, *fixed); !e)
     return std::unexpected(e.error());

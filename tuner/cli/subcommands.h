@@ -20,7 +20,8 @@ class App;
 
 namespace tune::tuner {
 
-// The exit statuses of `tune`, documented in docs/report-confirm-export.md ("Exit status") and `tune --help`.
+// The exit statuses of `tune`, documented in docs/report-confirm-export.md ("Exit status") and
+// `tune --help`.
 inline constexpr int k_exit_failed = 1;         // the input was fine; running it failed
 inline constexpr int k_exit_bad_input = 2;      // a flag, the study file or a name in them
 inline constexpr int k_exit_interrupted = 130;  // SIGINT/SIGTERM; finished trials are stored

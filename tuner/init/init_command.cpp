@@ -117,7 +117,6 @@ void detect_imports(const std::string& text, ProgramInfo& info) {
 
 }  // namespace
 
-
 Result<InitCommand> split_init_command(const std::vector<std::string>& argv) {
   if (argv.empty())
     return std::unexpected("no command given: tune init [OPTIONS] -- COMMAND [ARGS...]");
@@ -184,7 +183,6 @@ ProgramInfo inspect_program(const std::vector<std::string>& program) {
   detect_imports(head_of_file(script, 1u << 20), info);
   return info;
 }
-
 
 void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo& info,
                            double timeout_s) {

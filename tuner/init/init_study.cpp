@@ -8,10 +8,10 @@
 #include <set>
 
 #include "probes/predict.h"
+#include "tuner/base/text.h"
 #include "tuner/init/init_plan.h"
 #include "tuner/study/objective.h"
 #include "tuner/study/templates.h"
-#include "tuner/base/text.h"
 
 namespace tune::tuner {
 namespace {

@@ -18,8 +18,8 @@
 
 #include "probes/knob_catalog.h"
 #include "probes/topology.h"
-#include "tuner/init/init_command.h"
 #include "tuner/base/result.h"
+#include "tuner/init/init_command.h"
 
 namespace tune::tuner {
 

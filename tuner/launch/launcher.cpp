@@ -24,8 +24,8 @@
 #include <sstream>
 #include <thread>
 
-#include "tuner/launch/keeper.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/launch/keeper.h"
 
 namespace tune::tuner {
 namespace {
@@ -201,13 +201,14 @@ void plan_spawn(const LaunchRequest& request, const boost::filesystem::path& exe
   spawn.program = exe;
   if (!keeper.empty()) {
     spawn.program = keeper;
-    spawn.args = {"--control", std::to_string(sv[1]), "--grace",
-                  fmt::format("{}", request.kill_grace_s), "--cap",
-                  std::to_string(request.output_cap_bytes)};
+    spawn.args = {"--control", std::to_string(sv[1]),
+                  "--grace",   fmt::format("{}", request.kill_grace_s),
+                  "--cap",     std::to_string(request.output_cap_bytes)};
     // The program gets argv[0] as the user wrote it, as from a shell: Open MPI takes an
     // absolute argv[0] ("/usr/bin/mpirun") for --prefix /usr and puts /usr/bin first on the
     // ranks' PATH, so `mpirun python3` would run /usr/bin/python3 instead of the user's.
-    if (exe.string() != request.argv[0]) spawn.args.insert(spawn.args.end(), {"--argv0", request.argv[0]});
+    if (exe.string() != request.argv[0])
+      spawn.args.insert(spawn.args.end(), {"--argv0", request.argv[0]});
     spawn.args.insert(spawn.args.end(), {"--", exe.string()});
     spawn.containment = "keeper";
   } else {

@@ -3,8 +3,8 @@
 // The command is an argv vector (never a shell string), run with the parent's environment plus
 // the trial's variables, stdout/stderr going to files in the trial directory.
 //
-// Containment: the command runs under a tune-keeper process (tuner/launch/keeper.h), a subreaper that
-// every process of the trial stays below (double-forked and setsid() ones too) and that ends
+// Containment: the command runs under a tune-keeper process (tuner/launch/keeper.h), a subreaper
+// that every process of the trial stays below (double-forked and setsid() ones too) and that ends
 // only when none is left; it also stops the whole tree when `tune` dies, SIGKILL included. So
 // when run_process() returns, no process of the trial is alive, and none survives `tune`. A
 // timeout, a pruning decision or Ctrl-C asks the keeper to SIGTERM the tree, then SIGKILL after

@@ -9,7 +9,6 @@ namespace tune::tuner {
 
 namespace fs = std::filesystem;
 
-
 std::string bundled_trainer_path() {
   std::error_code ec;
   const auto self = fs::read_symlink("/proc/self/exe", ec);

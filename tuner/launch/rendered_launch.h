@@ -47,8 +47,8 @@
 #include "search/distribution.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/slurm_launch.h"
-#include "tuner/study/launch_spec.h"
 #include "tuner/storage/storage.h"
+#include "tuner/study/launch_spec.h"
 #include "tuner/study/study_spec.h"
 
 namespace tune::tuner {

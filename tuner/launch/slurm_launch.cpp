@@ -77,7 +77,8 @@ probes::MpirunOptions srun_probe_options(const RenderedSrun& srun) {
   o.n = srun.ntasks.value_or("");
   o.npernode = srun.ntasks_per_node.value_or("");
   if (o.npernode.empty() && srun.nodes && srun.ntasks) {
-    // --srun.nodes N --srun.ntasks T: Slurm spreads T over N srun.nodes, at most ceil(T / N) on one.
+    // --srun.nodes N --srun.ntasks T: Slurm spreads T over N srun.nodes, at most ceil(T / N) on
+    // one.
     const int n = std::atoi(srun.nodes->c_str());
     const int t = std::atoi(srun.ntasks->c_str());
     if (n > 0 && t > 0) o.npernode = std::to_string((t + n - 1) / n);

@@ -35,8 +35,8 @@
 #include <nlohmann/json.hpp>
 
 #include "probes/predict.h"
-#include "tuner/launch/launcher.h"
 #include "tuner/base/result.h"
+#include "tuner/launch/launcher.h"
 #include "tuner/study/launch_spec.h"
 
 namespace tune::tuner {

@@ -19,7 +19,6 @@
 #include <fmt/format.h>
 
 #include "tuner/base/text.h"
-#include "tuner/base/text.h"
 
 extern char** environ;
 

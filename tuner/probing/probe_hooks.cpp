@@ -14,10 +14,10 @@
 #include "probes/predict.h"
 #include "probes/system_source.h"
 #include "probes/verdict_memory.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/launch/pool_defaults.h"
 #include "tuner/probing/node_watchers.h"
 #include "tuner/run/prediction_quality.h"
-#include "tuner/base/trial_attrs.h"
 
 extern char** environ;
 

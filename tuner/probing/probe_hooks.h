@@ -6,8 +6,8 @@
 // `probes: {constrain: true}` a predicted-oversubscribed trial is recorded as infeasible
 // instead of being run. A trial that spans hosts is predicted per node (probes/nodes.h); its
 // ranks carry a tag (tag_launch), every other node gets a watcher started over mpirun's ssh
-// before launch (tuner/probing/node_watchers.h), and the stored verdict merges every node's, naming the
-// node and rank at fault. One hooks object serves one runner (one thread).
+// before launch (tuner/probing/node_watchers.h), and the stored verdict merges every node's, naming
+// the node and rank at fault. One hooks object serves one runner (one thread).
 #pragma once
 
 #include <expected>

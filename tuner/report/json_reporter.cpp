@@ -78,9 +78,12 @@ json report_to_json(const ReportData& d) {
   j["direction"] = d.direction;
   j["objective"] = d.objective;
   j["storage"] = d.storage;
-  j["counts"] = {{"complete", d.counts.complete}, {"failed", d.counts.fail},
-                 {"pruned", d.counts.pruned},     {"running", d.counts.running},
-                 {"waiting", d.counts.waiting},   {"total", d.counts.total()},
+  j["counts"] = {{"complete", d.counts.complete},
+                 {"failed", d.counts.fail},
+                 {"pruned", d.counts.pruned},
+                 {"running", d.counts.running},
+                 {"waiting", d.counts.waiting},
+                 {"total", d.counts.total()},
                  {"reruns", d.reruns}};
   j["best"] = d.best ? trial_json(*d.best) : json(nullptr);
   j["best_basis"] = d.best_basis;

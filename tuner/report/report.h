@@ -3,6 +3,6 @@
 // only one side is needed.
 #pragma once
 
+#include "tuner/base/stats.h"           // IWYU pragma: export
 #include "tuner/report/report_model.h"  // IWYU pragma: export
-#include "tuner/base/stats.h"  // IWYU pragma: export
 #include "tuner/report/reporter.h"      // IWYU pragma: export

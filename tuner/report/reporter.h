@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/report/report_model.h"
 #include "tuner/base/result.h"
+#include "tuner/report/report_model.h"
 
 namespace tune::tuner {
 

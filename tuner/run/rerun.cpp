@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "tuner/base/stats.h"
-#include "tuner/run/ranking.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/run/ranking.h"
 
 namespace tune::tuner {
 
@@ -82,16 +82,14 @@ Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache,
   auto fixed = fixed_params_of(*best, space);
   if (!fixed) return std::unexpected(fixed.error());
   for (int round = 0; round < repeats; ++round) {
-    auto t = storage.create_trial(cache.study().study_id, TrialState::waiting,
-                                  {{k_attr_fixed_params, *fixed},
-                                   {k_attr_rerun_of, number},
-                                   {k_attr_rerun_round, round}});
+    auto t = storage.create_trial(
+        cache.study().study_id, TrialState::waiting,
+        {{k_attr_fixed_params, *fixed}, {k_attr_rerun_of, number}, {k_attr_rerun_round, round}});
     if (!t) return std::unexpected(t.error());
   }
   if (auto r = cache.sync(); !r) return std::unexpected(r.error());
   return repeats;
 }
-
 
 Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int repeats) {
   if (repeats < 1) return std::unexpected("--repeats: must be at least 1");

@@ -158,9 +158,7 @@ std::vector<std::string> live_objective_names(const StudySpec& spec) {
 
 StudyRunner::~StudyRunner() = default;
 
-const HostEnv& StudyRunner::host() const {
-  return m_options.host ? *m_options.host : live_host();
-}
+const HostEnv& StudyRunner::host() const { return m_options.host ? *m_options.host : live_host(); }
 
 Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const RunOptions& options) {
   auto runner = std::unique_ptr<StudyRunner>(new StudyRunner());
@@ -280,7 +278,7 @@ struct StudyRunner::Prepared {
   // constrained TPE ranks trials without constraint values after every trial with them, so
   // without it the skipped (infeasible) trials would rank above the feasible ones that ran.
   std::optional<double> run_constraint;
-  std::string slurm_step;  // launch.slurm: the step's name, to cancel it by
+  std::string slurm_step;   // launch.slurm: the step's name, to cancel it by
   std::string setup_error;  // the trial cannot run: its folder could not be made (why, where)
 };
 

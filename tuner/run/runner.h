@@ -115,7 +115,8 @@ class StudyRunner {
   TrialHooks m_hooks;
   std::string m_trainer;
   ProgramIdentities m_programs;  // which programs trials ran, cached by name and PATH
-  std::vector<std::string> m_failures_in_row;  // fail reasons since the last trial that did not fail
+  std::vector<std::string>
+      m_failures_in_row;  // fail reasons since the last trial that did not fail
   std::chrono::steady_clock::time_point m_started;
   nlohmann::json m_machine;  // machine(): read once
   bool m_machine_read = false;

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "search/trial.h"
+#include "tuner/base/result.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/study/objective.h"
-#include "tuner/base/result.h"
 
 namespace tune::tuner {
 

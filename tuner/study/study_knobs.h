@@ -59,5 +59,4 @@ probes::ProgramModel study_program_model(probes::ProgramModel base,
                                          const std::vector<StudyKnob>& knobs,
                                          const search::FrozenTrial& trial);
 
-
 }  // namespace tune::tuner
