@@ -58,13 +58,6 @@ bool ranks_before(const Ranked& a, const Ranked& b, bool maximize) {
 
 }  // namespace
 
-std::optional<double> believed_value(const search::StudyView& study, const FrozenTrial& trial) {
-  for (const auto& r : ranked_with_values(study)) {
-    if (r.trial->number == trial.number) return r.value;
-  }
-  return std::nullopt;
-}
-
 std::vector<const FrozenTrial*> ranked_trials(const search::StudyView& study) {
   auto ranked = ranked_with_values(study);
   const bool maximize = study.direction() == search::Direction::maximize;

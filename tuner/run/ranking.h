@@ -13,7 +13,6 @@
 // thread-safe.
 #pragma once
 
-#include <optional>
 #include <vector>
 
 #include "search/trial.h"
@@ -26,10 +25,6 @@ bool is_rerun(const search::FrozenTrial& trial);
 // The baseline: the lowest-numbered enqueued trial (system attr "fixed_params") that is not a
 // re-run; nullptr when the study enqueued none.
 const search::FrozenTrial* find_baseline(const search::StudyView& study);
-
-// The value `trial` is ranked by (see above); nullopt when it is not ranked.
-std::optional<double> believed_value(const search::StudyView& study,
-                                     const search::FrozenTrial& trial);
 
 // The ranked trials (see above), best first.
 std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& study);
