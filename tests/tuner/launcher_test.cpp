@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/common/test_support.h"
 #include "tuner/launch/launcher.h"
@@ -110,6 +112,32 @@ TEST_F(LauncherTest, WatcherCanStopTheTrial) {
   EXPECT_EQ(r.stopped, StopReason::watcher);
   EXPECT_EQ(r.stop_detail, "enough");
   EXPECT_EQ(r.signal, SIGKILL);  // it ignored SIGTERM
+}
+
+// A watcher that blocks (a storage call on a stalled database; here it blocks 1.5 s) neither
+// lengthens the trial's wall time nor delays its timeout: the trial's time is its job's. The
+// launcher still waits for the watcher's call before it returns, so nothing is left running.
+TEST_F(LauncherTest, ABlockedWatcherDelaysNeitherTheEndNorTheTimeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto stalled = [](pid_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the stall itself
+    return std::string();
+  };
+  auto quick = request({"sleep", "0.2"});
+  const auto t0 = Clock::now();
+  auto r = run_process(quick, stalled);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_GE(r.wall_s, 0.2);
+  EXPECT_LT(r.wall_s, 0.8);  // not the watcher's 1.5 s
+  EXPECT_GE(std::chrono::duration<double>(Clock::now() - t0).count(), 1.5);  // it was waited for
+
+  auto slow = request({"sleep", "30"});
+  slow.timeout_s = 0.3;
+  r = run_process(slow, stalled);
+  EXPECT_EQ(r.stopped, StopReason::timeout);
+  EXPECT_EQ(r.signal, SIGTERM);
+  EXPECT_GE(r.wall_s, 0.3);
+  EXPECT_LT(r.wall_s, 1.0);
 }
 
 // A known tree: the test forks a child, the child forks a grandchild, and both wait. The

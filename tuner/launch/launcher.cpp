@@ -17,9 +17,11 @@
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -217,6 +219,70 @@ void plan_spawn(const LaunchRequest& request, const boost::filesystem::path& exe
   spawn.args.insert(spawn.args.end(), request.argv.begin() + 1, request.argv.end());
 }
 
+// Calls the watcher on a thread of its own: right away, then every tick, until it gives a
+// verdict (a reason to stop the trial) or finish() is called. The thread that waits for the
+// trial reads the verdict without waiting (verdict()) and is woken by wake_fd() when one comes,
+// so a watcher that blocks (a storage call waiting on its database) never delays the trial's
+// timeout, its stop, or the moment its end is seen. finish() waits for a call under way.
+class WatcherThread {
+ public:
+  WatcherThread(const Watcher& watcher, pid_t pid, double tick_s)
+      : m_watcher(watcher), m_pid(pid), m_tick(seconds(tick_s)) {
+    if (!m_watcher) return;
+    if (pipe2(m_pipe, O_CLOEXEC | O_NONBLOCK) != 0) m_pipe[0] = m_pipe[1] = -1;
+    m_thread = std::thread([this] { loop(); });
+  }
+  ~WatcherThread() {
+    finish();
+    for (int fd : m_pipe)
+      if (fd >= 0) close(fd);
+  }
+  WatcherThread(const WatcherThread&) = delete;
+  WatcherThread& operator=(const WatcherThread&) = delete;
+
+  std::optional<std::string> verdict() {
+    std::lock_guard lock(m_mutex);
+    return m_verdict;
+  }
+  int wake_fd() const { return m_pipe[0]; }
+  // No more calls; waits for the one under way, if any.
+  void finish() {
+    {
+      std::lock_guard lock(m_mutex);
+      m_done = true;
+    }
+    m_cv.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(m_mutex);
+    while (!m_done) {
+      lock.unlock();
+      std::string why = m_watcher(m_pid);
+      lock.lock();
+      if (!why.empty()) {
+        m_verdict = std::move(why);
+        if (m_pipe[1] >= 0) [[maybe_unused]]
+          auto n = write(m_pipe[1], "v", 1);
+        return;
+      }
+      m_cv.wait_for(lock, m_tick, [this] { return m_done; });
+    }
+  }
+
+  const Watcher& m_watcher;
+  const pid_t m_pid;
+  const Clock::duration m_tick;
+  int m_pipe[2] = {-1, -1};
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  bool m_done = false;                   // guarded by m_mutex
+  std::optional<std::string> m_verdict;  // guarded by m_mutex
+  std::thread m_thread;
+};
+
 // Waits for a started trial to end, stopping it on timeout, interrupt or the watcher's word:
 // SIGTERM first (through the keeper when there is one, else to its group and descendants),
 // SIGKILL once the grace is over. One per trial; the calling thread only.
@@ -235,13 +301,11 @@ class TrialWait {
   TrialWait(const TrialWait&) = delete;
   TrialWait& operator=(const TrialWait&) = delete;
 
-  // Returns once the child has exited (not yet reaped). The watcher gets result.pid: the
-  // command's own pid, below the keeper.
-  void run(const Watcher& watcher, Clock::time_point start) {
-    if (watcher) {
-      if (auto why = watcher(m_result.pid); !why.empty()) stop(StopReason::watcher, why);
-    }
-    auto next_tick = start + seconds(m_request.tick_s);
+  // Returns once the child has exited (not yet reaped), with the moment that was seen. The
+  // watcher runs on a thread of its own (WatcherThread): the deadline, an interrupt and the
+  // SIGKILL after the grace are acted on here whatever the watcher is doing, and a verdict it
+  // comes to stops the trial as soon as it is given.
+  Clock::time_point run(WatcherThread& watcher, Clock::time_point start) {
     const Clock::time_point deadline =
         m_request.timeout_s ? start + seconds(*m_request.timeout_s) : Clock::time_point::max();
     while (true) {
@@ -252,13 +316,11 @@ class TrialWait {
              fmt::format("{} {:.1f}s", k_timed_out_reason, *m_request.timeout_s));
       }
       if (m_kill_at && now >= *m_kill_at) kill_tree();
-      if (watcher && now >= next_tick && m_result.stopped == StopReason::none) {
-        if (auto why = watcher(m_result.pid); !why.empty()) stop(StopReason::watcher, why);
-        next_tick = now + seconds(m_request.tick_s);
-      }
-      auto wake = std::min(next_tick, deadline);
+      if (auto why = watcher.verdict(); why && m_result.stopped == StopReason::none)
+        stop(StopReason::watcher, *why);
+      auto wake = std::min(now + std::chrono::seconds(1), deadline);
       if (m_kill_at) wake = std::min(wake, *m_kill_at);
-      if (ended_by(wake)) return;
+      if (auto ended = ended_by(wake, watcher.wake_fd())) return *ended;
     }
   }
 
@@ -291,23 +353,23 @@ class TrialWait {
     m_kill_at.reset();
   }
 
-  // Sleeps until `wake` at the most (a second at the most; an interrupt wakes it at once);
-  // whether the child has exited.
-  bool ended_by(Clock::time_point wake) {
+  // Sleeps until `wake` at the most (a second at the most; an interrupt or the watcher's verdict
+  // wakes it at once); when the child has exited, the moment that was seen.
+  std::optional<Clock::time_point> ended_by(Clock::time_point wake, int watcher_fd) {
     const auto wait_ms = std::max<long long>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count() + 1);
-    pollfd fds[2] = {{m_pidfd, POLLIN, 0}, {g_wake_pipe[0], POLLIN, 0}};
-    const int nfds = g_wake_pipe[0] >= 0 ? 2 : 1;
+    pollfd fds[3] = {{m_pidfd, POLLIN, 0}, {g_wake_pipe[0], POLLIN, 0}, {watcher_fd, POLLIN, 0}};
     if (m_pidfd < 0) {
       // No pidfd (old kernel): check often.
-      if (!m_child.running()) return true;
-      poll(fds + 1, nfds - 1, 10);
-      return false;
+      if (!m_child.running()) return Clock::now();
+      poll(fds + 1, 2, 10);
+      return std::nullopt;
     }
-    const int r = poll(fds, nfds, static_cast<int>(std::min<long long>(wait_ms, 1000)));
-    if (r > 0 && (fds[0].revents & POLLIN)) return true;
-    if (nfds == 2 && (fds[1].revents & POLLIN)) drain_wake_pipe();
-    return false;
+    // A negative fd is skipped by poll().
+    const int r = poll(fds, 3, static_cast<int>(std::min<long long>(wait_ms, 1000)));
+    if (r > 0 && (fds[0].revents & POLLIN)) return Clock::now();
+    if (fds[1].revents & POLLIN) drain_wake_pipe();
+    return std::nullopt;
   }
 
   const LaunchRequest& m_request;
@@ -320,11 +382,12 @@ class TrialWait {
   std::vector<pid_t> m_tree;
 };
 
-// Reaps the exited child and records how it ended.
-void record_exit(bp::child& child, Clock::time_point start, LaunchResult& result) {
+// Reaps the exited child and records how it ended; its wall time ends when its exit was seen.
+void record_exit(bp::child& child, Clock::time_point start, Clock::time_point ended,
+                 LaunchResult& result) {
   std::error_code ec;
   child.wait(ec);
-  result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  result.wall_s = std::chrono::duration<double>(ended - start).count();
   const int status = child.native_exit_code();
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
@@ -450,9 +513,14 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   std::string pending;
   if (control >= 0) read_keeper_lines(control, /*until_pid=*/true, request, result, pending);
 
+  // The watcher gets result.pid: the command's own pid, below the keeper.
+  WatcherThread watching(watcher, result.pid, request.tick_s);
   TrialWait wait(request, child, control, result);
-  wait.run(watcher, start);
-  record_exit(child, start, result);
+  const auto ended = wait.run(watching, start);
+  record_exit(child, start, ended, result);
+  // A watcher call under way (a storage write waiting on its database) is waited for here,
+  // after the trial's end and wall time are taken: it delays the return, never the trial.
+  watching.finish();
   if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, request, result, pending);
   // The keeper ends only when the tree is gone. Without one (or if it was killed), whatever is
   // left must not outlive the trial: kill it and reap it, so the next trial starts on an idle

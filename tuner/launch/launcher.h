@@ -14,9 +14,19 @@
 // `tune`. The wait is a poll() on a pidfd, so a trial's end is seen at once; a watcher callback
 // runs every tick for log following, heartbeats and pruning.
 //
-// run_process() blocks the calling thread; one trial at a time per process. The interrupt flag
-// is process-wide (SIGINT/SIGTERM/SIGHUP handlers installed by install_interrupt_handlers(),
-// which also ignores SIGPIPE so that a closed terminal or pipe cannot kill `tune` mid-trial).
+// A trial's time is its job's: the clock starts at the spawn and stops when the child is seen to
+// exit (its pidfd readable), and the timeout is enforced by the waiting thread. The watcher runs
+// on a thread of its own, so a watcher that blocks (a storage call waiting on a stalled
+// database) neither extends wall_s nor delays the timeout, an interrupt or the SIGKILL; its
+// verdict stops the trial when it comes. run_process() returns only after the watcher's last
+// call has returned (it is never abandoned mid-call).
+//
+// run_process() blocks the calling thread; one trial at a time per process. The watcher runs on
+// another thread but never at the same time as the caller's code (the caller is inside
+// run_process() all the while), so it may use what the caller owns (its storage connection)
+// provided nothing else does meanwhile. The interrupt flag is process-wide (SIGINT/SIGTERM/SIGHUP
+// handlers installed by install_interrupt_handlers(), which also ignores SIGPIPE so that a
+// closed terminal or pipe cannot kill `tune` mid-trial).
 #pragma once
 
 #include <sys/types.h>
@@ -54,7 +64,7 @@ struct LaunchResult {
   int signal = 0;      // when a signal ended it
   StopReason stopped = StopReason::none;
   std::string stop_detail;  // watcher's reason
-  double wall_s = 0;        // spawn to reap
+  double wall_s = 0;        // spawn to the child's exit, as seen on its pidfd
   pid_t pid = -1;           // the command's own pid (below the keeper when there is one)
   // How the trial's processes were contained: "keeper" or "subreaper" (see the top of this file).
   std::string containment;
@@ -65,8 +75,9 @@ struct LaunchResult {
   std::vector<std::string> write_errors;
 };
 
-// Called every tick while the child runs, and once right after it has started (with the pid):
-// returning a non-empty string stops the trial with that reason.
+// Called on a thread of its own once right after the child has started (with the pid), then
+// every tick while the child runs: returning a non-empty string stops the trial with that
+// reason (and ends the calls). It may block: the trial's timeout and end do not wait for it.
 using Watcher = std::function<std::string(pid_t pid)>;
 
 LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher = {});
