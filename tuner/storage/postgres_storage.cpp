@@ -1,11 +1,13 @@
 #include "tuner/storage/postgres_storage.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -88,6 +90,7 @@ Result<std::unique_ptr<PostgresStorage>> PostgresStorage::open(const std::string
                                                                const StorageOptions& options) {
   auto storage =
       std::unique_ptr<PostgresStorage>(new PostgresStorage(conninfo, password, name, options));
+  storage->start_call_clock();
   if (auto r = storage->connect(); !r) return std::unexpected(r.error());
   if (auto r = storage->ensure_schema(); !r) {
     return std::unexpected(fmt::format("{}: {}", name, r.error()));
@@ -105,20 +108,68 @@ std::optional<std::string> PostgresStorage::conninfo_problem(const std::string& 
   return problem;
 }
 
+void PostgresStorage::start_call_clock() {
+  m_deadline = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(m_options.retry_s));
+}
+
+namespace {
+
+// Waits until `fd` is ready for `events` or `deadline` passes; whether it is ready.
+bool wait_socket(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          deadline - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int r = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (r > 0) return true;  // readable, writable, or an error that libpq will report
+    if (r < 0 && errno != EINTR) return false;
+  }
+}
+
+}  // namespace
+
 Result<void> PostgresStorage::connect() {
   PQfinish(m_conn);
+  m_conn = nullptr;
   m_prepared.clear();  // prepared statements live and die with their connection
-  // The URL is read as libpq's dbname (expand_dbname); a password given after it wins.
-  const char* keys[] = {"dbname", m_password.empty() ? nullptr : "password", nullptr};
-  const char* values[] = {m_conninfo.c_str(), m_password.c_str(), nullptr};
-  m_conn = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
-  if (PQstatus(m_conn) != CONNECTION_OK) {
-    auto error =
-        fmt::format("{}: cannot connect: {}", name(), one_line(error_text(PQerrorMessage(m_conn))));
+  // The URL is read as libpq's dbname (expand_dbname); a password given after it wins. TCP
+  // keepalives notice a host that vanished on a connection left idle between calls; the
+  // deadline (retry_for) bounds the call itself.
+  const char* keys[] = {"dbname",
+                        "keepalives",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "keepalives_count",
+                        m_password.empty() ? nullptr : "password",
+                        nullptr};
+  const char* values[] = {m_conninfo.c_str(), "1", "10", "5", "3", m_password.c_str(), nullptr};
+  m_conn = PQconnectStartParams(keys, values, /*expand_dbname=*/1);
+  const auto failed = [&](std::string_view why) -> std::unexpected<std::string> {
+    auto error = fmt::format("{}: cannot connect: {}", name(), why);
     PQfinish(m_conn);
     m_conn = nullptr;
     return std::unexpected(error);
+  };
+  if (!m_conn) return failed("out of memory");
+  // libpq's non-blocking connection: poll the socket for what PQconnectPoll asks, until it says
+  // done or the deadline passes (a server that accepts but never answers would hold a blocking
+  // PQconnectdb for ever).
+  for (PostgresPollingStatusType st = PGRES_POLLING_WRITING;;) {
+    if (PQstatus(m_conn) == CONNECTION_BAD || st == PGRES_POLLING_FAILED) {
+      return failed(one_line(error_text(PQerrorMessage(m_conn))));
+    }
+    if (st == PGRES_POLLING_OK) break;
+    const short events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+    if (!wait_socket(PQsocket(m_conn), events, m_deadline)) {
+      return failed(fmt::format("no answer within {:.0f} s (retry_for)", m_options.retry_s));
+    }
+    st = PQconnectPoll(m_conn);
   }
+  if (PQsetnonblocking(m_conn, 1) != 0) return failed("cannot make the connection non-blocking");
   // ISO dates, as RdbStorage parses them. Commits wait for the disk only when a transaction
   // asks (a trial's end, a study's creation: TxnKind::write_flush), as SQLite's do.
   std::string setup = "SET datestyle = 'ISO, YMD'; SET synchronous_commit = off;";
@@ -126,13 +177,60 @@ Result<void> PostgresStorage::connect() {
   return exec_script(setup);
 }
 
+pg_result* PostgresStorage::await_result() {
+  const auto give_up = [&](std::string why) -> pg_result* {
+    m_lost = true;
+    m_wait_error = std::move(why);
+    PQfinish(m_conn);  // the server rolls back what this connection had begun
+    m_conn = nullptr;
+    m_prepared.clear();
+    return nullptr;
+  };
+  const auto no_answer = [&] {
+    return give_up(
+        fmt::format("the server gave no answer within {:.0f} s (retry_for)", m_options.retry_s));
+  };
+  // Everything sent first (PQflush: 1 while some is left), then the answer read as it comes.
+  for (int left = PQflush(m_conn); left != 0; left = PQflush(m_conn)) {
+    if (left < 0) return give_up(std::string(one_line(error_text(PQerrorMessage(m_conn)))));
+    if (!wait_socket(PQsocket(m_conn), POLLIN | POLLOUT, m_deadline)) return no_answer();
+    if (!PQconsumeInput(m_conn))
+      return give_up(std::string(one_line(error_text(PQerrorMessage(m_conn)))));
+  }
+  PGresult* kept = nullptr;  // the first error, else the last result
+  while (true) {
+    while (PQisBusy(m_conn)) {
+      if (!wait_socket(PQsocket(m_conn), POLLIN, m_deadline)) {
+        PQclear(kept);
+        return no_answer();
+      }
+      if (!PQconsumeInput(m_conn)) {
+        PQclear(kept);
+        return give_up(std::string(one_line(error_text(PQerrorMessage(m_conn)))));
+      }
+    }
+    PGresult* next = PQgetResult(m_conn);
+    if (!next) break;
+    const bool kept_error =
+        kept && PQresultStatus(kept) != PGRES_COMMAND_OK && PQresultStatus(kept) != PGRES_TUPLES_OK;
+    if (kept_error) {
+      PQclear(next);
+    } else {
+      PQclear(kept);
+      kept = next;
+    }
+  }
+  if (!kept) return give_up(std::string(one_line(error_text(PQerrorMessage(m_conn)))));
+  return kept;
+}
+
 Result<void> PostgresStorage::exec_script(const std::string& sql) {
-  PgResult res(PQexec(m_conn, sql.c_str()));
+  if (!PQsendQuery(m_conn, sql.c_str())) return statement_failed(nullptr);
+  PgResult res(await_result());
+  if (!res) return statement_failed(nullptr);
   const auto status = PQresultStatus(res.get());
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return {};
-  m_lost = PQstatus(m_conn) != CONNECTION_OK;
-  return std::unexpected(
-      fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
+  return statement_failed(res.get());
 }
 
 Result<void> PostgresStorage::ensure_schema() {
@@ -162,6 +260,11 @@ Result<void> PostgresStorage::ensure_schema() {
 
 // Notes whether a failed statement lost the connection or may simply be tried again.
 std::unexpected<std::string> PostgresStorage::statement_failed(const pg_result* res) {
+  if (!m_conn) {  // await_result() gave up on it
+    m_lost = true;
+    m_retryable = false;
+    return std::unexpected(fmt::format("postgresql: {}", m_wait_error));
+  }
   const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
   const std::string_view code = state ? state : "";
   // 08: connection exceptions; 57P01-3: the server shutting down; 40001/40P01: try again.
@@ -187,12 +290,19 @@ Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<S
   auto prepared = m_prepared.find(text);
   if (prepared == m_prepared.end()) {
     const std::string id = fmt::format("tune{}", m_prepared.size());
-    PgResult made(PQprepare(m_conn, id.c_str(), text.c_str(), 0, nullptr));
-    if (PQresultStatus(made.get()) != PGRES_COMMAND_OK) return statement_failed(made.get());
+    if (!PQsendPrepare(m_conn, id.c_str(), text.c_str(), 0, nullptr))
+      return statement_failed(nullptr);
+    PgResult made(await_result());
+    if (!made || PQresultStatus(made.get()) != PGRES_COMMAND_OK)
+      return statement_failed(made.get());
     prepared = m_prepared.emplace(text, id).first;
   }
-  PgResult res(PQexecPrepared(m_conn, prepared->second.c_str(), static_cast<int>(params.size()),
-                              pointers.data(), nullptr, nullptr, 0));
+  if (!PQsendQueryPrepared(m_conn, prepared->second.c_str(), static_cast<int>(params.size()),
+                           pointers.data(), nullptr, nullptr, 0)) {
+    return statement_failed(nullptr);
+  }
+  PgResult res(await_result());
+  if (!res) return statement_failed(nullptr);
   const auto status = PQresultStatus(res.get());
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return statement_failed(res.get());
   SqlRows rows;
@@ -236,8 +346,11 @@ Result<void> PostgresStorage::run_transaction(TxnKind kind,
 
 Result<void> PostgresStorage::transact(TxnKind kind, const std::function<Result<void>()>& body) {
   using Clock = std::chrono::steady_clock;
-  const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(m_options.retry_s));
+  // Every statement of every attempt waits on the server until this deadline at the most, so
+  // the call returns within retry_for even when the server stops answering without closing
+  // the connection (await_result()).
+  start_call_clock();
+  const auto give_up = m_deadline;
   std::mt19937 jitter(static_cast<unsigned>(getpid()) ^
                       static_cast<unsigned>(Clock::now().time_since_epoch().count()));
   auto pause = std::chrono::milliseconds(50);

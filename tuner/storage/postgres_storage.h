@@ -13,12 +13,17 @@
 //
 // A lost connection (server restart, network cut) is retried with exponential backoff, and the
 // whole transaction run again, for StorageOptions::retry_s; then the call fails with an error
-// naming the server. A transaction whose COMMIT was cut off is run again; for create_trial that
-// may leave one extra RUNNING trial, which its owner's death later marks FAIL.
+// naming the server. retry_for bounds the call in time, also against a server that stops
+// answering without closing its sockets (a stopped or hung host): every statement and every
+// connection attempt runs on libpq's asynchronous API, waiting on the socket with poll() until
+// the call's deadline, so no call outlives retry_for by more than a poll's slack. A transaction
+// whose COMMIT was cut off is run again; for create_trial that may leave one extra RUNNING trial,
+// which its owner's death later marks FAIL.
 //
 // An object owns one connection and is used by one thread at a time.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,8 +70,16 @@ class PostgresStorage final : public RdbStorage {
   [[nodiscard]] Result<void> exec_script(const std::string& sql);
   [[nodiscard]] Result<void> ensure_schema();
   std::unexpected<std::string> statement_failed(const pg_result* res);
+  // The result of the statement just sent (the last one's, or the first error, of a script),
+  // waited for until m_deadline; null when the connection broke or the server gave no answer in
+  // time (m_lost set, the connection dropped, m_wait_error says which).
+  [[nodiscard]] pg_result* await_result();
+  // The time the call under way must return by: its start plus retry_for.
+  void start_call_clock();
 
   pg_conn* m_conn = nullptr;
+  std::chrono::steady_clock::time_point m_deadline{};
+  std::string m_wait_error;  // why await_result() returned null
   std::string m_conninfo;
   std::string m_password;    // never in a message
   bool m_lost = false;       // the last statement failed because the connection is gone

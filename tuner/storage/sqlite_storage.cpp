@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -159,15 +160,18 @@ bool header_says_wal(const std::string& path) {
          header[18] == 2 && header[19] == 2;
 }
 
-Result<sqlite3*> open_connection(const std::string& path, const std::string& name, int flags) {
+Result<sqlite3*> open_connection(const std::string& path, const std::string& name, int flags,
+                                 double retry_s) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(name.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     return std::unexpected(fmt::format("{}: cannot open database: {}", path, msg));
   }
-  // Several tune processes may share the file: wait for each other's write transactions.
-  sqlite3_busy_timeout(db, 60000);
+  // Several tune processes may share the file: wait for each other's write transactions, and
+  // for a lock another program holds, as long as retry_for allows: a call then fails ("database
+  // is locked") rather than hold tune for as long as the lock is held.
+  sqlite3_busy_timeout(db, static_cast<int>(std::clamp(retry_s * 1000.0, 1.0, 2.0e9)));
   return db;
 }
 
@@ -189,7 +193,8 @@ Result<void> SqliteStorage::connect() {
   if (const auto parent = fs::path(m_path).parent_path(); !parent.empty()) {
     fs::create_directories(parent, ec);  // a sqlite:/// URL's folder, like a plain path's
   }
-  auto db = open_connection(m_path, m_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  auto db = open_connection(m_path, m_path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                            m_options.retry_s);
   if (!db) return std::unexpected(db.error());
   m_db = *db;
   if (sqlite3_db_readonly(m_db, "main") == 1) {
@@ -203,7 +208,9 @@ Result<void> SqliteStorage::connect() {
   // handler cannot help: waiting would deadlock). That one retries after a short random pause,
   // bounded like the busy timeout, and then finds the database in WAL mode already.
   std::mt19937 jitter(static_cast<unsigned>(getpid()));
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(m_options.retry_s));
   while (true) {
     // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's
     // end commits with FULL (a flushing Transaction), which flushes it and all before it.
@@ -231,7 +238,7 @@ Result<void> SqliteStorage::connect_read_only() {
     m_db = nullptr;
     m_immutable = header_says_wal(m_path) && !fs::exists(m_path + "-wal", ec);
     auto db = open_connection(m_path, file_uri(m_path, m_immutable ? "immutable=1" : "mode=ro"),
-                              SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+                              SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, m_options.retry_s);
     if (!db) return std::unexpected(db.error());
     m_db = *db;
     checked = check_schema();

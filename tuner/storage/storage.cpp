@@ -121,7 +121,7 @@ Result<void> parse_url_options(const std::vector<std::string>& items, StorageOpt
             fmt::format("synchronous={}: expected full (survives power loss) or normal", value));
       }
       options.synchronous_full = value == "full";
-    } else if (key == "grace_period" || (others && key == "retry_for")) {
+    } else if (key == "grace_period" || key == "retry_for") {
       auto d = parse_duration(value);
       if (!d || *d <= 0) {
         return std::unexpected(
@@ -132,7 +132,7 @@ Result<void> parse_url_options(const std::vector<std::string>& items, StorageOpt
       *others += fmt::format("{}{}", others->empty() ? "" : "&", item);
     } else {
       return std::unexpected(
-          fmt::format("unknown option '{}' (known: synchronous, grace_period)", key));
+          fmt::format("unknown option '{}' (known: synchronous, grace_period, retry_for)", key));
     }
   }
   return {};

@@ -77,8 +77,10 @@ struct StorageOptions {
   // where a flush is slow (network file systems).
   bool synchronous_full = true;
   double grace_period_s = k_default_grace_period_s;  // see k_default_grace_period_s
-  // A database server (PostgreSQL) that stops answering mid-study is retried, with backoff, for
-  // this long (`retry_for=60s`) before the call fails; SQLite waits on its busy timeout instead.
+  // The longest one call may take (`retry_for=60s`): a database server (PostgreSQL) that stops
+  // answering mid-study, with or without closing its connections, is retried with backoff
+  // until then, each statement waiting no longer; SQLite waits for a lock another process holds
+  // (its busy timeout) this long. Then the call fails with an error naming the database.
   double retry_s = 60.0;
 };
 
@@ -165,7 +167,8 @@ class Storage {
 // (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite), or
 // "postgresql://user[:password]@host[:port]/db" (also postgres://, postgresql+psycopg2://). A
 // URL may end in options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain
-// paths take none), for PostgreSQL also retry_for=60s and any option of libpq's (sslmode=...).
+// paths take none), retry_for=60s (StorageOptions::retry_s), for PostgreSQL also any option of
+// libpq's (sslmode=...).
 [[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
                                                             OpenMode mode = OpenMode::read_write);
 
