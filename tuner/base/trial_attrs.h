@@ -25,6 +25,9 @@ inline constexpr const char* k_attr_fail_reason = "fail_reason";
 inline constexpr const char* k_timed_out_reason = "timed out after";
 // runner (Optuna's): [float], one per constraint, <= 0 feasible.
 inline constexpr const char* k_attr_constraints = "constraints";
+// runner: the file the trial's result waited in (str, absolute) while the database could not
+// take it; stored by the next tune on the study (run/pending_result.h). Absent otherwise.
+inline constexpr const char* k_attr_result_kept = "result_kept_in";
 // runner (launcher): "keeper" | "subreaper" | "process group", how its processes were contained.
 inline constexpr const char* k_attr_containment = "containment";
 // runner (keeper): {"stdout"|"stderr": bytes cut from the middle of that stream}.
@@ -69,8 +72,8 @@ inline constexpr const char* k_attr_trial_dir = "trial_dir";
 inline constexpr const char* k_attr_workdir = "workdir";
 // runner: what `files:` staged there, in order: [{"dest", "src", "mode": copy|link|template}].
 inline constexpr const char* k_attr_files = "files";
-// runner: seconds from spawn to reap (float); exit code (int, null when a signal ended it);
-// the signal (int, only when one did).
+// runner: seconds from spawn to the job's exit (float; never the database's time); exit code (int,
+// null when a signal ended it); the signal (int, only when one did).
 inline constexpr const char* k_attr_wall_time = "wall_time";
 inline constexpr const char* k_attr_exit_code = "exit_code";
 inline constexpr const char* k_attr_signal = "signal";

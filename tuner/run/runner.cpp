@@ -17,6 +17,7 @@
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/rendered_launch.h"
+#include "tuner/run/pending_result.h"
 #include "tuner/run/rerun.h"
 #include "tuner/run/staging.h"
 #include "tuner/run/summary.h"
@@ -84,6 +85,9 @@ class ErrorSink {
   }
   // Another worker finished the trial: its writes are refused (is_finished_trial_error).
   bool lost() const { return m_error && is_finished_trial_error(*m_error); }
+  // A write failed (the database unreachable past retry_for): no more are tried during this
+  // trial, each of which would wait as long again; its end carries what they would have stored.
+  bool failed() const { return m_error.has_value(); }
 
  private:
   std::optional<std::string> m_error;
@@ -110,7 +114,7 @@ class LogFollower {
   // holds (called once more after the trial ended, so even fast trials leave full curves).
   std::string tick(bool prune = true) {
     if (m_errors.lost()) return std::string(k_lost_reason);
-    m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
+    if (!m_errors.failed()) m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
     if (m_errors.lost()) return std::string(k_lost_reason);
     if (m_objective.wall_time || m_objective.file)
       return "";  // no log to follow: the value is known at the end
@@ -124,10 +128,11 @@ class LogFollower {
     for (const auto& [step, value] : intermediate_points(m_objective, *entries)) {
       if (m_trial.intermediate_values.contains(step)) continue;
       m_trial.intermediate_values[step] = value;
-      m_errors.note(m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value));
+      if (!m_errors.failed())
+        m_errors.note(m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value));
       added = true;
     }
-    if (!added || !prune || m_pruner == nullptr) return "";
+    if (!added || !prune || m_pruner == nullptr || m_errors.failed()) return "";
     if (auto r = m_cache.sync(); !r) {
       m_errors.note(r);
       return "";
@@ -217,9 +222,19 @@ Result<void> StudyRunner::recover_stale_trials() {
                        m_storage->grace_period_s())) {
       continue;
     }
+    std::string problem;
+    auto kept = store_kept_result(t, problem);
+    if (!kept) {
+      if (is_finished_trial_error(kept.error())) continue;  // another worker stored it first
+      return std::unexpected(kept.error());
+    }
+    if (*kept) continue;
     if (auto r = m_storage->set_trial_system_attr(
             t.trial_id, k_attr_fail_reason,
-            "the tune process running it died; marked FAIL on resume");
+            problem.empty() ? std::string("the tune process running it died; marked FAIL on resume")
+                            : fmt::format("the tune process running it died and its kept result "
+                                          "cannot be read ({}); marked FAIL on resume",
+                                          problem));
         !r) {
       if (is_finished_trial_error(r.error())) continue;  // another worker recovered it first
       return r;
@@ -232,8 +247,37 @@ Result<void> StudyRunner::recover_stale_trials() {
   return m_cache->sync();
 }
 
+Result<bool> StudyRunner::store_kept_result(const FrozenTrial& trial, std::string& problem) {
+  const auto dir = trial.user_attrs.find(k_attr_trial_dir);
+  if (dir == trial.user_attrs.end() || !dir->is_string()) return false;
+  const auto path = fs::path(dir->get<std::string>()) / k_pending_result_file;
+  auto pending = read_pending_result(path, trial);
+  if (!pending) {
+    problem = pending.error();
+    return false;
+  }
+  if (!*pending) return false;
+  FinalRecord& record = **pending;
+  record.system_attrs[k_attr_result_kept] = path.string();
+  auto set = store_final_record(*m_storage, trial.trial_id, record, /*with_intermediate=*/true);
+  if (!set) return std::unexpected(set.error());
+  if (!*set) return std::unexpected(finished_trial_error(trial.trial_id, TrialState::fail));
+  // Stored: kept beside it under another name, so no later resume reads it as pending.
+  std::error_code ec;
+  fs::rename(path, fs::path(path).replace_extension(".stored.json"), ec);
+  std::string values;
+  for (double v : record.values) values += fmt::format(" {}", v);
+  m_recovered.push_back(fmt::format(
+      "trial {} {}{}: stored from {}, where the tune that ran it kept it while the database "
+      "could not take it",
+      trial.number, search::to_string(record.state), values, path.string()));
+  return true;
+}
+
 Result<RunTotals> StudyRunner::run(std::ostream& out) {
   RunTotals totals;
+  for (const auto& line : m_recovered) out << line << '\n';
+  m_recovered.clear();
   m_started = Clock::now();
   for (int i = 0; i < m_options.trials; ++i) {
     if (interrupted()) break;
@@ -278,6 +322,7 @@ struct StudyRunner::Prepared {
   // constrained TPE ranks trials without constraint values after every trial with them, so
   // without it the skipped (infeasible) trials would rank above the feasible ones that ran.
   std::optional<double> run_constraint;
+  std::string trial_dir;    // the trial's folder (its result is kept there when unstorable)
   std::string slurm_step;   // launch.slurm: the step's name, to cancel it by
   std::string setup_error;  // the trial cannot run: its folder could not be made (why, where)
 };
@@ -288,6 +333,10 @@ struct StudyRunner::Ran {
   bool lost = false;      // another worker finished the trial: nothing of this run is stored
   LaunchResult launch;
   TrialOutcome outcome;
+  // A storage write made while the trial ran failed (the database unreachable past retry_for):
+  // the trial's result is still recorded (or kept), then tune stops with this.
+  std::string storage_error;
+  nlohmann::json end_attrs = nlohmann::json::object();  // system attrs of the trial's end
 };
 
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
@@ -312,8 +361,27 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     lost(finished_trial_error(trial->trial_id, TrialState::fail));
     return {};
   }
-  if (auto r = record_outcome(*trial, *ran); !r) {
-    return lost(r.error()) ? Result<void>() : r;
+  FinalRecord record = final_record(*trial, *ran);
+  if (auto r = record_outcome(*trial, record); !r) {
+    if (lost(r.error())) return {};
+    // The database cannot take the trial's end: its result, as measured, waits in the trial's
+    // folder for the next tune on this study (recover_stale_trials), and this one stops.
+    if (!record.stored && !prepared->trial_dir.empty()) {
+      const auto path = fs::path(prepared->trial_dir) / k_pending_result_file;
+      if (auto kept = keep_pending_result(path, *trial, record); !kept) {
+        return std::unexpected(fmt::format("{}; and trial {}'s result could not be kept: {}",
+                                           r.error(), trial->number, kept.error()));
+      }
+      return std::unexpected(fmt::format(
+          "{}; trial {} ended {} and its result is kept in {}: the next tune on this study "
+          "stores it",
+          r.error(), trial->number, search::to_string(record.state), path.string()));
+    }
+    return r;
+  }
+  if (!ran->storage_error.empty()) {
+    return std::unexpected(fmt::format("{} (trial {} was stored once the database answered)",
+                                       ran->storage_error, trial->number));
   }
   // A failure that is no timeout (nor an interrupt) counts towards max_failures; any other end
   // clears the count.
@@ -428,6 +496,7 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
   if (!rendered) return std::unexpected(rendered.error());
   if (m_hooks.tag_launch) m_hooks.tag_launch(trial, *rendered);
   Prepared p;
+  p.trial_dir = trial_dir.string();
   LaunchRequest& req = p.request;
   req = rendered->request();
   if (rendered->srun) p.slurm_step = rendered->srun->step_name;
@@ -525,12 +594,16 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   ErrorSink errors;
   LogFollower follower(m_spec.objective, p.log_path, *m_storage, *m_cache, m_pruner.get(), trial,
                        errors);
+  // The watcher runs on the launcher's own thread while this one waits in run_process(), so
+  // the storage, the cache and `trial` are used by one thread at a time (storage.h): its
+  // heartbeats, intermediate values and the pruner's reads may wait on the database without
+  // delaying the trial's timeout or end (launcher.h).
   bool started_hook = false;
   ran.launch = run_process(p.request, [&](pid_t pid) {
     if (!started_hook) {
       started_hook = true;
       if (m_hooks.on_start) m_hooks.on_start(pid);
-      errors.note(m_storage->record_heartbeat(trial.trial_id));
+      if (!errors.failed()) errors.note(m_storage->record_heartbeat(trial.trial_id));
       return std::string();
     }
     return follower.tick();
@@ -540,16 +613,14 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     ran.lost = true;
     return ran;
   }
-  if (!p.slurm_step.empty() && res.started) {
-    errors.note(m_storage->set_trial_system_attr(trial.trial_id, k_attr_slurm_step,
-                                                 end_slurm_step(p.slurm_step, res)));
-  }
+  // What the trial's end adds goes with its final record, kept with it when the database
+  // cannot take it.
+  if (!p.slurm_step.empty() && res.started)
+    ran.end_attrs[k_attr_slurm_step] = end_slurm_step(p.slurm_step, res);
   if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
   if (m_hooks.on_end && res.started) {
     const auto attrs = m_hooks.on_end();  // items() refers into it: keep it alive
-    for (const auto& [key, v] : attrs.items()) {
-      errors.note(m_storage->set_trial_system_attr(trial.trial_id, key, v));
-    }
+    for (const auto& [key, v] : attrs.items()) ran.end_attrs[key] = v;
   }
   OutcomeContext ctx;
   ctx.study_deadline_bites = p.study_deadline_bites;
@@ -567,46 +638,55 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     ran.lost = true;
     return ran;
   }
-  if (auto r = errors.result(); !r) return std::unexpected(r.error());
+  if (auto r = errors.result(); !r) ran.storage_error = r.error();
   return ran;
 }
 
-// What the launch showed, then the final state in one transaction; the sampler hears of it.
-Result<void> StudyRunner::record_outcome(FrozenTrial& trial, const Ran& ran) {
+// What the launch showed and how the trial ended, as it is stored.
+FinalRecord StudyRunner::final_record(const FrozenTrial& trial, const Ran& ran) const {
   const LaunchResult& res = ran.launch;
   const TrialOutcome& outcome = ran.outcome;
-  std::vector<std::pair<const char*, nlohmann::json>> user, system;
-  if (ran.launched) user.emplace_back(k_attr_wall_time, res.wall_s);
+  FinalRecord record;
+  auto& user = record.user_attrs;
+  auto& system = record.system_attrs;
+  if (ran.launched) user[k_attr_wall_time] = res.wall_s;
   if (res.started) {
-    user.emplace_back(k_attr_exit_code,
-                      res.signal ? nlohmann::json() : nlohmann::json(res.exit_code));
-    if (res.signal) user.emplace_back(k_attr_signal, res.signal);
-    system.emplace_back(k_attr_containment, res.containment);
+    user[k_attr_exit_code] = res.signal ? nlohmann::json() : nlohmann::json(res.exit_code);
+    if (res.signal) user[k_attr_signal] = res.signal;
+    system[k_attr_containment] = res.containment;
     // The trial wrote more than the cap: its files hold the head and tail only.
-    if (!res.output_cut.empty()) system.emplace_back(k_attr_output_cut, res.output_cut);
+    if (!res.output_cut.empty()) system[k_attr_output_cut] = res.output_cut;
   }
-  if (!outcome.constraints.empty()) system.emplace_back(k_attr_constraints, outcome.constraints);
-  if (!outcome.reason.empty()) system.emplace_back(k_attr_fail_reason, outcome.reason);
+  if (!outcome.constraints.empty()) system[k_attr_constraints] = outcome.constraints;
+  if (!outcome.reason.empty()) system[k_attr_fail_reason] = outcome.reason;
+  for (const auto& [key, value] : ran.end_attrs.items()) system[key] = value;
   // A completed re-run is stored so that Optuna never ranks a lucky repeat (rerun.h).
   const auto stored = stored_outcome(trial, outcome.state, outcome.value);
-  if (stored.rerun_value) user.emplace_back(k_attr_rerun_value, *stored.rerun_value);
-  for (const auto& [key, value] : user) {
-    if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) return r;
+  if (stored.rerun_value) {
+    user[k_attr_rerun_value] = *stored.rerun_value;
+    record.rerun = true;
   }
-  for (const auto& [key, value] : system) {
-    if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) return r;
-  }
-  auto set = m_storage->set_trial_state_values(
-      trial.trial_id, stored.state,
-      outcome.values.empty() ? TrialValues(stored.value) : TrialValues(outcome.values));
+  record.state = stored.state;
+  record.values = outcome.values.empty() ? TrialValues(stored.value).values : outcome.values;
+  record.intermediate_values = trial.intermediate_values;
+  // Writes failed during the run, so some of these may be missing: all are stored with the end.
+  record.with_intermediate = !ran.storage_error.empty();
+  return record;
+}
+
+// The final state in one transaction; the sampler hears of it. record.stored says whether the
+// trial's end reached the database (what may fail after it is only reading back).
+Result<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record) {
+  auto set = store_final_record(*m_storage, trial.trial_id, record, record.with_intermediate);
   if (!set) return std::unexpected(set.error());
+  record.stored = true;
   if (!*set) {  // finished by another worker between the attributes and now
     auto now = m_storage->get_trial(trial.trial_id);
     return std::unexpected(
         finished_trial_error(trial.trial_id, now ? now->state : TrialState::fail));
   }
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
-  if (stored.rerun_value && *set) {
+  if (record.rerun) {
     if (auto r = believe_reruns(*m_storage, *m_cache, trial); !r) return r;
   }
   for (const auto& t : m_cache->trials()) {

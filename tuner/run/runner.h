@@ -3,7 +3,9 @@
 // A StudyRunner owns the storage connection, the sampler and the pruner of one `tune` process.
 // Several runners (processes) may share one database: each creates its own trials, sees the
 // others' through the StudyCache, and leaves them alone unless their owner is gone. Trials left
-// RUNNING by a tune that died are marked FAIL when a runner opens the study.
+// RUNNING by a tune that died are marked FAIL when a runner opens the study, unless the trial's
+// result was kept in its folder because the database could not take it (pending_result.h):
+// that result is stored then, as measured.
 // Not thread-safe: one runner, one thread.
 #pragma once
 
@@ -18,6 +20,7 @@
 
 #include "search/trial.h"
 #include "tuner/launch/program_identity.h"  // ProgramIdentities, a member
+#include "tuner/run/pending_result.h"       // FinalRecord
 #include "tuner/storage/storage.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
 #include "tuner/study/study_spec.h"
@@ -98,7 +101,12 @@ class StudyRunner {
   Result<TemplateValues> sample_params(search::FrozenTrial& trial);
   Result<Prepared> prepare_launch(const search::FrozenTrial& trial, TemplateValues values);
   Result<Ran> execute(search::FrozenTrial& trial, const Prepared& prepared);
-  Result<void> record_outcome(search::FrozenTrial& trial, const Ran& ran);
+  FinalRecord final_record(const search::FrozenTrial& trial, const Ran& ran) const;
+  Result<void> record_outcome(search::FrozenTrial& trial, FinalRecord& record);
+  // A RUNNING trial of a dead owner whose result was kept in its folder (pending_result.h):
+  // stores it; whether it did (false: no such file, or one that cannot be read, named in
+  // `problem`).
+  Result<bool> store_kept_result(const search::FrozenTrial& trial, std::string& problem);
   void print_progress(std::ostream& out, int index, const search::FrozenTrial& trial,
                       const Ran& ran) const;
   // The trial was finished by another worker (failed as stale while this one was suspended):
@@ -119,6 +127,8 @@ class StudyRunner {
       m_failures_in_row;  // fail reasons since the last trial that did not fail
   std::chrono::steady_clock::time_point m_started;
   nlohmann::json m_machine;  // machine(): read once
+  // Said once run() starts: the results kept by an earlier tune that open() stored.
+  std::vector<std::string> m_recovered;
   bool m_machine_read = false;
 };
 

@@ -1,0 +1,123 @@
+#include "tuner/run/pending_result.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int k_format = 1;  // "tune_pending_result": the file's format version
+
+}  // namespace
+
+Result<bool> store_final_record(Storage& storage, std::int64_t trial_id, const FinalRecord& record,
+                                bool with_intermediate) {
+  if (with_intermediate) {
+    for (const auto& [step, value] : record.intermediate_values) {
+      if (auto r = storage.set_trial_intermediate_value(trial_id, step, value); !r)
+        return std::unexpected(r.error());
+    }
+  }
+  for (const auto& [key, value] : record.user_attrs.items()) {
+    if (auto r = storage.set_trial_user_attr(trial_id, key, value); !r)
+      return std::unexpected(r.error());
+  }
+  for (const auto& [key, value] : record.system_attrs.items()) {
+    if (auto r = storage.set_trial_system_attr(trial_id, key, value); !r)
+      return std::unexpected(r.error());
+  }
+  return storage.set_trial_state_values(trial_id, record.state, TrialValues(record.values));
+}
+
+Result<void> keep_pending_result(const fs::path& path, const search::FrozenTrial& trial,
+                                 const FinalRecord& record) {
+  nlohmann::json steps = nlohmann::json::object();
+  for (const auto& [step, value] : record.intermediate_values) steps[std::to_string(step)] = value;
+  const nlohmann::json doc = {{"tune_pending_result", k_format},
+                              {"trial_id", trial.trial_id},
+                              {"number", trial.number},
+                              {"state", search::to_string(record.state)},
+                              {"state_code", static_cast<int>(record.state)},
+                              {"values", record.values},
+                              {"user_attrs", record.user_attrs},
+                              {"system_attrs", record.system_attrs},
+                              {"intermediate_values", steps},
+                              {"rerun", record.rerun}};
+  const std::string text = doc.dump(2) + "\n";
+  const auto tmp = fs::path(path.string() + ".tmp");
+  const auto failed = [&](const fs::path& what) -> std::unexpected<std::string> {
+    return std::unexpected(fmt::format("writing {}: {}", what.string(), std::strerror(errno)));
+  };
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return failed(tmp);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      auto error = failed(tmp);
+      close(fd);
+      return error;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  // On disk before it is the file a resume looks for, so a crash leaves the old state or the
+  // whole record, never half of one.
+  if (fsync(fd) != 0) {
+    auto error = failed(tmp);
+    close(fd);
+    return error;
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) return failed(path);
+  return {};
+}
+
+Result<std::optional<FinalRecord>> read_pending_result(const fs::path& path,
+                                                       const search::FrozenTrial& trial) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::optional<FinalRecord>();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto bad = [&](std::string_view why) -> std::unexpected<std::string> {
+    return std::unexpected(fmt::format("{}: {}", path.string(), why));
+  };
+  const auto doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || doc.value("tune_pending_result", 0) != k_format)
+    return bad("not a result file of this tune");
+  if (doc.value("trial_id", std::int64_t{-1}) != trial.trial_id ||
+      doc.value("number", -1) != trial.number) {
+    return bad(fmt::format("holds trial {} (id {}), not trial {} (id {})", doc.value("number", -1),
+                           doc.value("trial_id", std::int64_t{-1}), trial.number, trial.trial_id));
+  }
+  FinalRecord record;
+  try {
+    const int code = doc.at("state_code").get<int>();
+    // A kept result is a trial's end: COMPLETE, PRUNED or FAIL.
+    if (code < 1 || code > 3)
+      return bad(fmt::format("state_code {} is no finished trial's state", code));
+    record.state = static_cast<search::TrialState>(code);
+    record.values = doc.at("values").get<std::vector<double>>();
+    record.user_attrs = doc.at("user_attrs");
+    record.system_attrs = doc.at("system_attrs");
+    for (const auto& [step, value] : doc.at("intermediate_values").items())
+      record.intermediate_values[std::stoll(step)] = value.get<double>();
+    record.rerun = doc.value("rerun", false);
+  } catch (const std::exception& e) {
+    return bad(e.what());
+  }
+  if (!record.user_attrs.is_object() || !record.system_attrs.is_object())
+    return bad("user_attrs and system_attrs must be objects");
+  return record;
+}
+
+}  // namespace tune::tuner

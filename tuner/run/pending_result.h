@@ -1,0 +1,57 @@
+// A trial's end as it is stored (FinalRecord), and the file that keeps it when the database
+// cannot take it: `result.json` in the trial's folder.
+//
+// A trial that ran was measured: its state, values and wall time are facts about the job, and
+// the database being unreachable past retry_for when the trial ended changes none of them. The
+// runner then writes the record into the trial's folder (atomically: a temporary file, flushed,
+// renamed over), stops with exit 1, and leaves the trial RUNNING; the next `tune` on the study
+// (StudyRunner::open, for a trial whose owner is dead) finds the file and stores exactly what it
+// holds, instead of failing the trial as stale. Nothing is measured again, nothing made up.
+// Plain functions over values; thread-safe as far as their arguments are.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+#include "tuner/base/result.h"
+#include "tuner/storage/storage.h"
+
+namespace tune::tuner {
+
+// The name of the file in the trial's folder.
+inline constexpr const char* k_pending_result_file = "result.json";
+
+struct FinalRecord {
+  search::TrialState state = search::TrialState::fail;
+  std::vector<double> values;                              // none, one, or one per objective
+  nlohmann::json user_attrs = nlohmann::json::object();    // wall_time, exit_code, ...
+  nlohmann::json system_attrs = nlohmann::json::object();  // fail_reason, constraints, ...
+  std::map<std::int64_t, double> intermediate_values;      // what the log showed (all of it)
+  bool rerun = false;              // a completed re-run (rerun.h): believe_reruns after storing
+  bool with_intermediate = false;  // store intermediate_values with it (some may be missing)
+  bool stored = false;             // set once its state reached the database
+};
+
+// Writes the record's attributes, then its state and values in one call (intermediate values
+// first, when `with_intermediate`: a resumed trial's, whose writes during the run may have been
+// lost). The state call's answer: false when the trial had already finished.
+[[nodiscard]] Result<bool> store_final_record(Storage& storage, std::int64_t trial_id,
+                                              const FinalRecord& record, bool with_intermediate);
+
+// Keeps `record` of `trial` in `path`, atomically; the error names the file.
+[[nodiscard]] Result<void> keep_pending_result(const std::filesystem::path& path,
+                                               const search::FrozenTrial& trial,
+                                               const FinalRecord& record);
+
+// The record kept in `path` for `trial` (its id and number must match); nullopt when there is
+// no such file; an error naming the file when it cannot be read as one.
+[[nodiscard]] Result<std::optional<FinalRecord>> read_pending_result(
+    const std::filesystem::path& path, const search::FrozenTrial& trial);
+
+}  // namespace tune::tuner
