@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include "tests/common/test_support.h"
@@ -138,6 +139,17 @@ TEST_F(LauncherTest, ABlockedWatcherDelaysNeitherTheEndNorTheTimeout) {
   EXPECT_EQ(r.signal, SIGTERM);
   EXPECT_GE(r.wall_s, 0.3);
   EXPECT_LT(r.wall_s, 1.0);
+}
+
+// What the watcher throws on its thread stops the trial and reaches the caller, as it did when
+// the watcher ran on the caller's thread.
+TEST_F(LauncherTest, AWatcherThatThrowsStopsTheTrialAndTheCallerGetsIt) {
+  auto req = request({"sleep", "30"});
+  req.kill_grace_s = 0.1;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(run_process(req, [](pid_t) -> std::string { throw std::runtime_error("bad"); }),
+               std::runtime_error);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }
 
 // A known tree: the test forks a child, the child forks a grandchild, and both wait. The

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -255,12 +256,21 @@ class WatcherThread {
     if (m_thread.joinable()) m_thread.join();
   }
 
+  // What the watcher threw, once finish() has waited for it (the caller's to rethrow).
+  std::exception_ptr error() const { return m_error; }
+
  private:
   void loop() {
     std::unique_lock lock(m_mutex);
     while (!m_done) {
       lock.unlock();
-      std::string why = m_watcher(m_pid);
+      std::string why;
+      try {
+        why = m_watcher(m_pid);
+      } catch (...) {  // stops the trial; run_process() rethrows it on the caller's thread
+        m_error = std::current_exception();
+        why = "the watcher failed";
+      }
       lock.lock();
       if (!why.empty()) {
         m_verdict = std::move(why);
@@ -280,6 +290,7 @@ class WatcherThread {
   std::condition_variable m_cv;
   bool m_done = false;                   // guarded by m_mutex
   std::optional<std::string> m_verdict;  // guarded by m_mutex
+  std::exception_ptr m_error;            // written by the thread, read after join
   std::thread m_thread;
 };
 
@@ -530,6 +541,9 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
     for (pid_t p : wait.tree()) kill(p, SIGKILL);
   }
   sweep_strays(children_before);
+  // The watcher threw (its thread stopped the trial): the caller hears of it as if it had run
+  // on the caller's thread, once nothing of the trial is left.
+  if (auto thrown = watching.error()) std::rethrow_exception(thrown);
   return result;
 }
 
