@@ -77,20 +77,23 @@ class ErrorSink {
  public:
   template <typename T>
   void note(const Result<T>& r) {
-    if (!r && !m_error) m_error = r.error();
+    if (r) return;
+    if (!m_error) m_error = r.error();
+    if (is_finished_trial_error(r.error())) m_lost = true;
   }
   Result<void> result() const {
     if (m_error) return std::unexpected(*m_error);
     return {};
   }
   // Another worker finished the trial: its writes are refused (is_finished_trial_error).
-  bool lost() const { return m_error && is_finished_trial_error(*m_error); }
-  // A write failed (the database unreachable past retry_for): no more are tried during this
-  // trial, each of which would wait as long again; its end carries what they would have stored.
+  bool lost() const { return m_lost; }
+  // A write failed (the database unreachable past retry_for): the trial's end carries what the
+  // failed writes would have stored.
   bool failed() const { return m_error.has_value(); }
 
  private:
   std::optional<std::string> m_error;
+  bool m_lost = false;  // also after another error came first (the database was away)
 };
 
 // Why a trial this worker ran is stopped and its result discarded: another worker finished it.
@@ -112,9 +115,15 @@ class LogFollower {
 
   // Returns a reason to stop the trial, or "". With prune=false it only records what the log
   // holds (called once more after the trial ended, so even fast trials leave full curves).
+  // While the trial runs (on the launcher's watcher thread) every write is tried, also after
+  // one failed: the heartbeats keep other workers from failing the trial as stale once the
+  // database answers again, and a call that waits delays nothing of the trial. After the
+  // trial, once one failed, none is tried: each would hold up the trial's end by retry_for, and
+  // the end carries them (FinalRecord::intermediate_values).
   std::string tick(bool prune = true) {
+    const bool write = prune || !m_errors.failed();
     if (m_errors.lost()) return std::string(k_lost_reason);
-    if (!m_errors.failed()) m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
+    if (write) m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
     if (m_errors.lost()) return std::string(k_lost_reason);
     if (m_objective.wall_time || m_objective.file)
       return "";  // no log to follow: the value is known at the end
@@ -128,7 +137,7 @@ class LogFollower {
     for (const auto& [step, value] : intermediate_points(m_objective, *entries)) {
       if (m_trial.intermediate_values.contains(step)) continue;
       m_trial.intermediate_values[step] = value;
-      if (!m_errors.failed())
+      if (write)
         m_errors.note(m_storage.set_trial_intermediate_value(m_trial.trial_id, step, value));
       added = true;
     }
@@ -603,7 +612,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     if (!started_hook) {
       started_hook = true;
       if (m_hooks.on_start) m_hooks.on_start(pid);
-      if (!errors.failed()) errors.note(m_storage->record_heartbeat(trial.trial_id));
+      errors.note(m_storage->record_heartbeat(trial.trial_id));
       return std::string();
     }
     return follower.tick();
