@@ -253,7 +253,14 @@ Result<void> StudyRunner::recover_stale_trials() {
       return std::unexpected(r.error());
     }
   }
-  return m_cache->sync();
+  if (auto r = m_cache->sync(); !r) return r;
+  // A kept re-run's value now counts towards its original's believed value (rerun.h), as it
+  // would have had it been stored when it ended. After the loop: this syncs the cache.
+  for (const auto& rerun : m_kept_reruns) {
+    if (auto r = believe_reruns(*m_storage, *m_cache, rerun); !r) return r;
+  }
+  m_kept_reruns.clear();
+  return {};
 }
 
 Result<bool> StudyRunner::store_kept_result(const FrozenTrial& trial, std::string& problem) {
@@ -274,6 +281,7 @@ Result<bool> StudyRunner::store_kept_result(const FrozenTrial& trial, std::strin
   // Stored: kept beside it under another name, so no later resume reads it as pending.
   std::error_code ec;
   fs::rename(path, fs::path(path).replace_extension(".stored.json"), ec);
+  if (record.rerun) m_kept_reruns.push_back(trial);
   std::string values;
   for (double v : record.values) values += fmt::format(" {}", v);
   m_recovered.push_back(fmt::format(

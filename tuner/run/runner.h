@@ -129,6 +129,7 @@ class StudyRunner {
   nlohmann::json m_machine;  // machine(): read once
   // Said once run() starts: the results kept by an earlier tune that open() stored.
   std::vector<std::string> m_recovered;
+  std::vector<search::FrozenTrial> m_kept_reruns;  // re-runs among them (recover_stale_trials)
   bool m_machine_read = false;
 };
 
