@@ -370,16 +370,24 @@ class TrialWait {
     const auto wait_ms = std::max<long long>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count() + 1);
     pollfd fds[3] = {{m_pidfd, POLLIN, 0}, {g_wake_pipe[0], POLLIN, 0}, {watcher_fd, POLLIN, 0}};
+    // The verdict is read by run(); a wake-up it sent is spent here, so poll() sleeps again.
+    const auto spend_wakeups = [&] {
+      if (fds[1].revents & POLLIN) drain_wake_pipe();
+      char buf[8];
+      if (fds[2].revents & POLLIN)
+        while (read(watcher_fd, buf, sizeof buf) > 0) {
+        }
+    };
     if (m_pidfd < 0) {
       // No pidfd (old kernel): check often.
       if (!m_child.running()) return Clock::now();
-      poll(fds + 1, 2, 10);
+      if (poll(fds + 1, 2, 10) > 0) spend_wakeups();
       return std::nullopt;
     }
     // A negative fd is skipped by poll().
     const int r = poll(fds, 3, static_cast<int>(std::min<long long>(wait_ms, 1000)));
     if (r > 0 && (fds[0].revents & POLLIN)) return Clock::now();
-    if (fds[1].revents & POLLIN) drain_wake_pipe();
+    if (r > 0) spend_wakeups();
     return std::nullopt;
   }
 
