@@ -205,8 +205,11 @@ Result<void> SqliteStorage::connect() {
   std::mt19937 jitter(static_cast<unsigned>(getpid()));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (true) {
-    // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's
-    // end commits with FULL (a flushing Transaction), which flushes it and all before it.
+    // NORMAL flushes the write-ahead log only at checkpoints; every commit is in the log, which
+    // the OS holds, so a crash of any process loses none. With synchronous_full a trial's
+    // creation (its number: on disk before it starts) and its end commit with FULL (a flushing
+    // Transaction), which flushes them and all before them, so a power loss cannot take a
+    // number back after a worker started that trial, nor a finished trial.
     auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     if (r) r = create_schema();
     if (r) return {};
