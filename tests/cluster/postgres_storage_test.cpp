@@ -281,14 +281,19 @@ class CommitCuttingProxy {
 
 // A connection lost at COMMIT after the server committed (a crash, a network cut at that
 // moment): the call, run again on a new connection, finds what its first run did instead of
-// doing it twice: one trial made, one trial popped, a trial's end reported as this worker's.
+// doing it twice: a study made (and said so), one trial made, one trial popped, a trial's end
+// reported as this worker's.
 TEST_F(PostgresStorageTest, ACommitWhoseAnswerWasLostIsNotDoneTwice) {
   CommitCuttingProxy proxy(server().port());
   auto s = open_storage("postgresql://postgres@127.0.0.1:" + std::to_string(proxy.port()) + "/" +
                         m_db + "?retry_for=20s");
   ASSERT_TRUE(s) << s.error();
-  auto study = (*s)->get_or_create_study("cut", search::Direction::minimize, nullptr);
+  bool created = false;
+  proxy.cut_next_commit();
+  auto study = (*s)->get_or_create_study("cut", search::Direction::minimize, &created);
   ASSERT_TRUE(study) << study.error();
+  EXPECT_EQ(proxy.cuts(), 1);
+  EXPECT_TRUE(created) << "the study it made, retried, was taken for another worker's";
   const auto count = [&](const std::string& where) {
     return server().scalar(m_db, "SELECT count(*) FROM trials WHERE " + where);
   };
@@ -296,7 +301,7 @@ TEST_F(PostgresStorageTest, ACommitWhoseAnswerWasLostIsNotDoneTwice) {
   proxy.cut_next_commit();
   auto made = (*s)->create_trial(study->study_id, TrialState::running, {});
   ASSERT_TRUE(made) << made.error();
-  EXPECT_EQ(proxy.cuts(), 1);
+  EXPECT_EQ(proxy.cuts(), 2);
   EXPECT_EQ(made->number, 0);
   EXPECT_EQ(count("true"), "1") << "the retried creation made a second trial";
 
@@ -306,14 +311,14 @@ TEST_F(PostgresStorageTest, ACommitWhoseAnswerWasLostIsNotDoneTwice) {
   proxy.cut_next_commit();
   auto popped = (*s)->pop_waiting_trial(study->study_id);
   ASSERT_TRUE(popped && *popped) << (popped ? "none" : popped.error());
-  EXPECT_EQ(proxy.cuts(), 2);
+  EXPECT_EQ(proxy.cuts(), 3);
   EXPECT_EQ((*popped)->number, 1);
   EXPECT_EQ(count("state = 'WAITING'"), "1") << "the retried pop took a second trial";
 
   proxy.cut_next_commit();
   auto ended = (*s)->set_trial_state_values(made->trial_id, TrialState::complete, 2.5);
   ASSERT_TRUE(ended) << ended.error();
-  EXPECT_EQ(proxy.cuts(), 3);
+  EXPECT_EQ(proxy.cuts(), 4);
   EXPECT_TRUE(*ended) << "its own end, retried, was taken for another worker's";
   auto t = (*s)->get_trial(made->trial_id);
   ASSERT_TRUE(t) << t.error();

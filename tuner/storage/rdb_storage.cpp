@@ -131,7 +131,10 @@ Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
   if (directions.empty()) return std::unexpected("create study: no direction given");
   StudyInfo info{-1, name, directions.front(), directions};
   bool made = false;
+  // Run again after its COMMIT (made = true) lost its answer, the body finds the study it made.
+  bool made_before = false;
   auto r = transact(durable(TxnKind::write_flush), [&]() -> Result<void> {
+    made_before = made;
     made = false;
     if (*m_dialect.serialize_study_creation) {
       auto lock = query(m_dialect.serialize_study_creation, {});
@@ -141,6 +144,7 @@ Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
     if (!existing) return std::unexpected(existing.error());
     if (*existing) {
       info = **existing;
+      made = made_before;
       return {};
     }
     auto ins = query("INSERT INTO studies (study_name) VALUES (?) RETURNING study_id", {name});
