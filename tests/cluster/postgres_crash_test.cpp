@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "tests/cluster/postgres_fixture.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
@@ -150,8 +151,10 @@ TEST_F(PostgresCrash, ServerCrashesLoseNoCreatedTrialAndRepeatNoNumber) {
       ASSERT_TRUE(t.params.contains("x")) << "COMPLETE trial " << t.number << " has no param x";
       EXPECT_NEAR(*t.value, t.params.at("x"), 1e-5) << "trial " << t.number;
       EXPECT_EQ(runs[t.number], 1) << "COMPLETE trial " << t.number << " is not in the runs' log";
-    } else if (t.state == TrialState::fail) {
+    } else if (t.state == TrialState::fail) {  // the last ones, cut by --time-limit
       ++failed;
+      std::cout << "trial " << t.number
+                << " FAIL: " << t.system_attrs.value(k_attr_fail_reason, std::string()) << '\n';
     }
   }
   EXPECT_EQ(*numbers.begin(), 0);
