@@ -61,7 +61,12 @@ class PostgresCrash : public ::testing::Test {
     for (auto& w : m_workers) {
       if (w.running()) w.terminate();  // only when an assertion cut the test short
     }
-    m_server.reset();
+    if (m_server) {  // stopped, then its folder (the data directory, tens of MB) removed
+      const auto server_dir = m_server->dir();
+      m_server.reset();
+      std::error_code ec;
+      fs::remove_all(server_dir, ec);
+    }
     if (!HasFailure() && !m_dir.empty()) fs::remove_all(m_dir);
   }
   std::string url() const { return m_server->url("crash"); }
