@@ -53,7 +53,11 @@ double value_from_row(const SqlRow& row, std::size_t value_col, std::size_t type
 std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::string& s);
 
 // How far a committed transaction must have gone when the call returns. Every write survives a
-// crash of the tune process that made it. With StorageOptions::synchronous_full (the default):
+// crash of the tune process that made it. As below with StorageOptions::synchronous_full (the
+// default); with synchronous=normal RdbStorage runs every write as `write` (durable()).
+// A backend may run a write's body again after a lost connection, even when its COMMIT went
+// through unanswered: the bodies here are safe to run twice (upserts; creations and pops find
+// their own trial by its claim token first).
 enum class TxnKind {
   statement,  // one statement, atomic by itself: no BEGIN/COMMIT around it (one round trip)
   read,       // one snapshot for several reads
