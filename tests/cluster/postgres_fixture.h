@@ -1,7 +1,8 @@
 // A throwaway PostgreSQL server for tests: PostgresServer runs initdb (as the `postgres` user
 // when run as root, since initdb refuses root) into a fresh temporary folder, starts it on
 // 127.0.0.1 and a free port with its socket in that folder and fsync off, and stops it (pg_ctl
-// stop, then the postmaster's pid) when destroyed. Nothing outside the folder is touched.
+// stop, then the postmaster's pid) when destroyed; crash() and restart() take it down (an
+// immediate shutdown) and up again on the same port. Nothing outside the folder is touched.
 //
 // PostgresTest is a GoogleTest fixture over one server per test process (started by the first
 // test that needs it, stopped by a global environment's TearDown): each test gets a database of
@@ -173,7 +174,19 @@ class PostgresServer {
     }
     m_started = false;
   }
-  // Starts it again on the same port (after stop()).
+  // Crashes the server: an immediate shutdown (SIGQUIT to every server process, no checkpoint,
+  // WAL buffers not yet written are lost), as a server killed mid-work. restart() then runs
+  // crash recovery. WAL already handed to the OS survives (fsync is off, but the OS is not
+  // crashed), so what survives is what a synchronous commit wrote.
+  bool crash() {
+    if (!m_started) return false;
+    const pid_t postmaster = pid();
+    const bool stopped = tool({"pg_ctl", "-D", data(), "-m", "immediate", "-w", "stop"}) == 0;
+    if (!stopped && postmaster > 0) kill(postmaster, SIGQUIT);
+    m_started = false;
+    return stopped;
+  }
+  // Starts it again on the same port and data folder (after stop() or crash()).
   bool restart() {
     m_started = tool({"pg_ctl", "-D", data(), "-l", log().string(), "-w", "start"}) == 0;
     return m_started;

@@ -3,7 +3,15 @@
 // server gone mid-study.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -153,6 +161,169 @@ TEST_F(PostgresStorageTest, ACutConnectionIsReconnected) {
     EXPECT_EQ(t->number, round);
     EXPECT_NE(*pg.backend_pid(), *pid);
   }
+}
+
+// A loopback TCP proxy in front of the server that, when armed, lets a client's COMMIT through,
+// waits for the server's answer (so the transaction has committed) and then cuts the
+// connection instead of passing the answer on: the client cannot know whether it committed.
+// Every other byte passes unchanged, both ways. Its thread is stopped and joined by the
+// destructor.
+class CommitCuttingProxy {
+ public:
+  explicit CommitCuttingProxy(int server_port) : m_server_port(server_port) {
+    m_listen = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = loopback(0);
+    socklen_t len = sizeof addr;
+    if (bind(m_listen, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(m_listen, 16) != 0 ||
+        getsockname(m_listen, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "proxy: cannot listen: " << std::strerror(errno);
+      return;
+    }
+    m_port = ntohs(addr.sin_port);
+    m_thread = std::thread([this] { loop(); });
+  }
+  ~CommitCuttingProxy() {
+    m_stop = true;
+    if (m_thread.joinable()) m_thread.join();
+    for (const auto& p : m_pairs) {
+      close(p.client);
+      close(p.server);
+    }
+    close(m_listen);
+  }
+  int port() const { return m_port; }
+  void cut_next_commit() { m_armed = true; }
+  int cuts() const { return m_cuts; }
+
+ private:
+  struct Pair {
+    int client, server;
+    bool commit_sent = false;  // the armed COMMIT went to the server: its answer is dropped
+  };
+  static sockaddr_in loopback(int port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    return addr;
+  }
+  static bool send_all(int fd, const char* data, ssize_t n) {
+    while (n > 0) {
+      const ssize_t w = send(fd, data, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      data += w;
+      n -= w;
+    }
+    return true;
+  }
+  void loop() {
+    char buf[65536];
+    while (!m_stop) {
+      std::vector<pollfd> fds = {{m_listen, POLLIN, 0}};
+      for (const auto& p : m_pairs) {
+        fds.push_back({p.client, POLLIN, 0});
+        fds.push_back({p.server, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), 20) <= 0) continue;  // 20 ms: to see m_stop
+      std::vector<Pair> kept;
+      for (std::size_t i = 0; i < m_pairs.size(); ++i) {
+        Pair p = m_pairs[i];
+        bool open = true;
+        if (fds[1 + 2 * i].revents) {  // client -> server
+          const ssize_t n = recv(p.client, buf, sizeof buf, 0);
+          // A simple-protocol Query message holding COMMIT (libpq sends it so).
+          if (n > 0 && m_armed && std::string_view(buf, n).find("COMMIT") != std::string::npos) {
+            m_armed = false;
+            p.commit_sent = true;
+          }
+          open = n > 0 && send_all(p.server, buf, n);
+        }
+        if (open && fds[2 + 2 * i].revents) {  // server -> client
+          const ssize_t n = recv(p.server, buf, sizeof buf, 0);
+          if (p.commit_sent) {  // the server has committed and answered: lose the answer
+            ++m_cuts;
+            open = false;
+          } else {
+            open = n > 0 && send_all(p.client, buf, n);
+          }
+        }
+        if (open) {
+          kept.push_back(p);
+        } else {
+          close(p.client);
+          close(p.server);
+        }
+      }
+      m_pairs = std::move(kept);
+      if (fds[0].revents & POLLIN) {
+        const int client = accept(m_listen, nullptr, nullptr);
+        const int server = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr = loopback(m_server_port);
+        if (client >= 0 && connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+          m_pairs.push_back({client, server});
+        } else {
+          close(client);
+          close(server);
+        }
+      }
+    }
+  }
+
+  int m_server_port;
+  int m_listen = -1;
+  int m_port = -1;
+  std::vector<Pair> m_pairs;  // the proxy thread's own
+  std::atomic<bool> m_stop{false}, m_armed{false};
+  std::atomic<int> m_cuts{0};
+  std::thread m_thread;
+};
+
+// A connection lost at COMMIT after the server committed (a crash, a network cut at that
+// moment): the call, run again on a new connection, finds what its first run did instead of
+// doing it twice: a study made (and said so), one trial made, one trial popped, a trial's end
+// reported as this worker's.
+TEST_F(PostgresStorageTest, ACommitWhoseAnswerWasLostIsNotDoneTwice) {
+  CommitCuttingProxy proxy(server().port());
+  auto s = open_storage("postgresql://postgres@127.0.0.1:" + std::to_string(proxy.port()) + "/" +
+                        m_db + "?retry_for=20s");
+  ASSERT_TRUE(s) << s.error();
+  bool created = false;
+  proxy.cut_next_commit();
+  auto study = (*s)->get_or_create_study("cut", search::Direction::minimize, &created);
+  ASSERT_TRUE(study) << study.error();
+  EXPECT_EQ(proxy.cuts(), 1);
+  EXPECT_TRUE(created) << "the study it made, retried, was taken for another worker's";
+  const auto count = [&](const std::string& where) {
+    return server().scalar(m_db, "SELECT count(*) FROM trials WHERE " + where);
+  };
+
+  proxy.cut_next_commit();
+  auto made = (*s)->create_trial(study->study_id, TrialState::running, {});
+  ASSERT_TRUE(made) << made.error();
+  EXPECT_EQ(proxy.cuts(), 2);
+  EXPECT_EQ(made->number, 0);
+  EXPECT_EQ(count("true"), "1") << "the retried creation made a second trial";
+
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*s)->create_trial(study->study_id, TrialState::waiting, {}));
+  }
+  proxy.cut_next_commit();
+  auto popped = (*s)->pop_waiting_trial(study->study_id);
+  ASSERT_TRUE(popped && *popped) << (popped ? "none" : popped.error());
+  EXPECT_EQ(proxy.cuts(), 3);
+  EXPECT_EQ((*popped)->number, 1);
+  EXPECT_EQ(count("state = 'WAITING'"), "1") << "the retried pop took a second trial";
+
+  proxy.cut_next_commit();
+  auto ended = (*s)->set_trial_state_values(made->trial_id, TrialState::complete, 2.5);
+  ASSERT_TRUE(ended) << ended.error();
+  EXPECT_EQ(proxy.cuts(), 4);
+  EXPECT_TRUE(*ended) << "its own end, retried, was taken for another worker's";
+  auto t = (*s)->get_trial(made->trial_id);
+  ASSERT_TRUE(t) << t.error();
+  EXPECT_EQ(t->state, TrialState::complete);
+  EXPECT_EQ(t->value, 2.5);
 }
 
 // With the server gone for longer than retry_for, a call fails after about that long, with an

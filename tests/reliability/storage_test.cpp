@@ -441,8 +441,9 @@ class SyncCountingVfs {
 // storage.h promised that a state change is durable when the call returns, but every commit ran
 // with synchronous=NORMAL, which flushes nothing at commit: a power loss could take finished
 // trials. Now a trial's end is flushed before the call returns (and every write before it with
-// it: one flush per trial); the writes in between are not, and `?synchronous=normal` turns the
-// flushes off for slow file systems.
+// it), and so is its creation or its taking from the queue, before it starts (two flushes per
+// trial); the writes in between are not (nor an enqueue: its pop flushes it), and
+// `?synchronous=normal` turns the flushes off for slow file systems.
 TEST_F(StorageReliability, FinishedTrialsAreFlushedBeforeTheCallReturns) {
   SyncCountingVfs vfs;
   auto count = [](auto&& call) {
@@ -458,8 +459,9 @@ TEST_F(StorageReliability, FinishedTrialsAreFlushedBeforeTheCallReturns) {
         count([&] { info = *s->get_or_create_study("rel", search::Direction::minimize, nullptr); }),
         1);
     std::int64_t id = -1;
-    EXPECT_EQ(
-        count([&] { id = s->create_trial(info->study_id, TrialState::running, {})->trial_id; }), 0);
+    // A trial's number is on disk before the trial starts (acknowledged means durable).
+    EXPECT_GE(
+        count([&] { id = s->create_trial(info->study_id, TrialState::running, {})->trial_id; }), 1);
     EXPECT_EQ(count([&] { ASSERT_TRUE(s->set_trial_param(id, "x", 2.0, dist)); }), 0);
     EXPECT_EQ(count([&] { ASSERT_TRUE(s->set_trial_intermediate_value(id, 1, 2.5)); }), 0);
     EXPECT_EQ(count([&] { ASSERT_TRUE(s->record_heartbeat(id)); }), 0);
@@ -467,7 +469,7 @@ TEST_F(StorageReliability, FinishedTrialsAreFlushedBeforeTheCallReturns) {
               1);
     EXPECT_EQ(count([&] { ASSERT_TRUE(s->create_trial(info->study_id, TrialState::waiting, {})); }),
               0);
-    EXPECT_EQ(count([&] { ASSERT_TRUE(s->pop_waiting_trial(info->study_id)); }), 0);
+    EXPECT_GE(count([&] { ASSERT_TRUE(s->pop_waiting_trial(info->study_id)); }), 1);
     EXPECT_GE(count([&] { ASSERT_TRUE(s->set_trial_state_values(id + 1, TrialState::fail, {})); }),
               1);
   }

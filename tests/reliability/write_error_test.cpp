@@ -7,8 +7,12 @@
 // 4: a worker suspended past the heartbeat grace, whose trial another worker failed meanwhile,
 // printed COMPLETE and wrote attributes into the FAIL trial. Now the storage refuses the writes
 // and the worker says the trial was taken from it.
+// Point 2 (acknowledged means durable): a worker whose trial row is gone (only a creation that was
+// not durable, synchronous=normal then a crash, or a deletion does that) exited 1 on the write it
+// could not make. Now it says the trial is gone, keeps its folder and goes on.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 
@@ -189,6 +193,53 @@ TEST_F(LostTrial, ResumedWorkerWritesNothingIntoATrialAnotherWorkerFailed) {
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("trial 0 COMPLETE"), std::string::npos) << out;
+}
+
+// The row of a running trial disappears (deleted here, as a crash of the database would take a
+// creation that was not durable): the worker stops it, says `GONE`, keeps its folder, exits 0
+// after its next trial, which takes the number again in a folder of its own.
+TEST_F(LostTrial, AWorkerWhoseTrialRowIsGoneSaysSoAndGoesOn) {
+  const auto release = m_dir / "release";
+  const auto db = m_dir / "study.db";
+  const auto study = test_support::write_file(
+      m_dir / "study.yaml",
+      "name: gone\noutput: " + (m_dir / "out").string() + "\nstorage: " + db.string() +
+          "\ncommand: [sh, -c, 'touch started; while [ ! -e " + release.string() +
+          " ]; do sleep 0.02; done; echo value=1']\nobjective: {regex: 'value=([0-9]+)'}\n"
+          "sampler: {type: random, seed: 3}\nparams:\n  x: {type: float, low: 1, high: 10}\n");
+  bp::child worker(TUNE_BIN, bp::args = {"--trials", "2", "--quiet", study},
+                   bp::std_out > (m_dir / "tune.out").string(),
+                   bp::std_err > (m_dir / "tune.err").string());
+  ASSERT_TRUE(
+      test_support::wait_for_file(m_dir / "out" / "trials" / "0" / "started", seconds(60), 0));
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+    sqlite3_busy_timeout(raw, 60000);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(raw,
+                                "BEGIN IMMEDIATE; "
+                                "DELETE FROM trial_params; DELETE FROM trial_heartbeats; "
+                                "DELETE FROM trial_system_attributes; "
+                                "DELETE FROM trial_user_attributes; DELETE FROM trials; COMMIT",
+                                nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(raw);
+  }
+  test_support::write_file(release, "go");
+  worker.wait();
+  const auto out = test_support::read_file(m_dir / "tune.out");
+  const auto err = test_support::read_file(m_dir / "tune.err");
+  EXPECT_EQ(worker.exit_code(), 0) << out << err;
+  EXPECT_NE(out.find("trial 0 GONE  # its row is gone from the database"), std::string::npos)
+      << out;
+  const auto ts = test_support::stored_trials(db, "gone");
+  ASSERT_EQ(ts.size(), 1u) << out << err;
+  EXPECT_EQ(ts[0].number, 0);
+  EXPECT_EQ(ts[0].state, TrialState::complete);
+  EXPECT_TRUE(fs::is_directory(m_dir / "out" / "trials" / "0"));  // kept, with what it wrote
+  EXPECT_TRUE(fs::is_directory(m_dir / "out" / "trials" / "0.1"));
 }
 
 }  // namespace

@@ -14,6 +14,11 @@ namespace tune::tuner {
 inline constexpr const char* k_attr_fixed_params = search::k_fixed_params_attr;
 // runner: the process running the trial, {"host": str, "pid": int, "start": int (ticks)}.
 inline constexpr const char* k_attr_owner = "tune:owner";
+// storage (create_trial, pop_waiting_trial): a random token (32 hex digits) written with the
+// trial by the call that created or popped it, so that the call, run again after the
+// connection was lost at its COMMIT (which may have gone through), finds the trial it made
+// instead of making or popping another (a second number, a trial nobody runs).
+inline constexpr const char* k_attr_claim_token = "tune:claim";
 // runner: the machine the trial ran on (launching node), as hwloc saw it when the runner started:
 // {"host": str, "packages": int, "numa_nodes": int, "cores": int, "pus": int}. `tune export`
 // names it in the script's header and checks the node the script runs on against it. Absent in

@@ -71,6 +71,12 @@ Result<fs::path> make_trial_dir(const fs::path& trials, int number) {
       fmt::format("{}: 1000 folders for trial {} exist already", trials.string(), number));
 }
 
+// The trial is no longer this worker's: another worker finished it (its writes are refused), or
+// its row is gone.
+bool is_lost_trial_error(const std::string& error) {
+  return is_finished_trial_error(error) || is_missing_trial_error(error);
+}
+
 // Remembers the first error of storage writes made where no error can be returned (inside the
 // launcher's watcher), so the trial loop reports it once the trial is over: none is dropped.
 class ErrorSink {
@@ -79,26 +85,36 @@ class ErrorSink {
   void note(const Result<T>& r) {
     if (r) return;
     if (!m_error) m_error = r.error();
-    if (is_finished_trial_error(r.error())) m_lost = true;
+    if (!m_lost && is_lost_trial_error(r.error())) m_lost = r.error();
   }
   Result<void> result() const {
     if (m_error) return std::unexpected(*m_error);
     return {};
   }
-  // Another worker finished the trial: its writes are refused (is_finished_trial_error).
-  bool lost() const { return m_lost; }
+  // The trial is no longer this worker's (is_lost_trial_error), also when another error came
+  // first (the database was away meanwhile).
+  bool lost() const { return m_lost.has_value(); }
+  // The storage's word for it, when lost().
+  const std::string& error() const { return *m_lost; }
   // A write failed (the database unreachable past retry_for): the trial's end carries what the
   // failed writes would have stored.
   bool failed() const { return m_error.has_value(); }
 
  private:
   std::optional<std::string> m_error;
-  bool m_lost = false;  // also after another error came first (the database was away)
+  std::optional<std::string> m_lost;
 };
 
 // Why a trial this worker ran is stopped and its result discarded: another worker finished it.
 constexpr std::string_view k_lost_reason =
     "failed by another worker while this one was suspended; its result is discarded";
+// ... or its row is gone. Only a creation that was not durable (synchronous=normal, then a crash
+// of the database server or the machine) or a deletion does that: the worker cannot store the
+// result under a number the database may hand out again, so it drops the trial, keeps its
+// folder, says so, and goes on with the next trial; the study stays consistent.
+constexpr std::string_view k_gone_reason =
+    "its row is gone from the database (a crash took its creation, or it was deleted); its "
+    "result is discarded, its folder kept";
 
 // Follows a trial's log while it runs: stores new intermediate values and asks the pruner.
 class LogFollower {
@@ -346,8 +362,9 @@ struct StudyRunner::Prepared {
 
 // How a trial ended.
 struct StudyRunner::Ran {
-  bool launched = false;  // false: the probes ruled it out
-  bool lost = false;      // another worker finished the trial: nothing of this run is stored
+  bool launched = false;   // false: the probes ruled it out
+  bool lost = false;       // another worker finished the trial: nothing of this run is stored
+  std::string lost_error;  // ... the storage's word for it (is_lost_trial_error)
   LaunchResult launch;
   TrialOutcome outcome;
   // A storage write made while the trial ran failed (the database unreachable past retry_for):
@@ -358,13 +375,20 @@ struct StudyRunner::Ran {
 
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   auto trial = claim_trial();
-  if (!trial) return std::unexpected(trial.error());
+  if (!trial) {
+    if (!is_missing_trial_error(trial.error())) return std::unexpected(trial.error());
+    // Its creation was acknowledged, then lost before the trial was read back: not started.
+    out << fmt::format("[{}/{}] {}: {}\n", index + 1, m_options.trials, trial.error(),
+                       k_gone_reason)
+        << std::flush;
+    return {};
+  }
   // Another worker may finish the trial while this one is suspended (its heartbeat aged past
-  // the grace period): the storage refuses every write then, and this worker goes on with the
-  // next trial, having said so.
+  // the grace period), or its row may be gone: the storage refuses every write then, and this
+  // worker goes on with the next trial, having said so.
   const auto lost = [&](const std::string& error) {
-    if (!is_finished_trial_error(error)) return false;
-    if (!m_options.quiet) print_lost(out, index, *trial);
+    if (!is_lost_trial_error(error)) return false;
+    if (!m_options.quiet || is_missing_trial_error(error)) print_lost(out, index, *trial, error);
     return true;
   };
   auto values = sample_params(*trial);
@@ -375,7 +399,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   if (!ran) return lost(ran.error()) ? Result<void>() : std::unexpected(ran.error());
   *stop = ran->outcome.stop_study;
   if (ran->lost) {
-    lost(finished_trial_error(trial->trial_id, TrialState::fail));
+    lost(ran->lost_error);
     return {};
   }
   FinalRecord record = final_record(*trial, *ran);
@@ -456,7 +480,7 @@ Result<FrozenTrial> StudyRunner::claim_trial() {
   for (const auto& t : m_cache->trials()) {
     if (t.trial_id == nt.trial_id) return t;
   }
-  return std::unexpected(fmt::format("trial id {} vanished from storage", nt.trial_id));
+  return std::unexpected(missing_trial_error(nt.trial_id));
 }
 
 // Enqueued values first; the sampler fills in the rest. Every value is stored before launch.
@@ -628,6 +652,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   const LaunchResult& res = ran.launch;
   if (errors.lost()) {  // nothing more goes into a trial another worker finished
     ran.lost = true;
+    ran.lost_error = errors.error();
     return ran;
   }
   // What the trial's end adds goes with its final record, kept with it when the database
@@ -653,6 +678,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
   if (errors.lost()) {
     ran.lost = true;
+    ran.lost_error = errors.error();
     return ran;
   }
   if (auto r = errors.result(); !r) ran.storage_error = r.error();
@@ -715,7 +741,14 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record
   return {};
 }
 
-void StudyRunner::print_lost(std::ostream& out, int index, const FrozenTrial& trial) const {
+void StudyRunner::print_lost(std::ostream& out, int index, const FrozenTrial& trial,
+                             const std::string& error) const {
+  if (is_missing_trial_error(error)) {
+    out << fmt::format("[{}/{}] trial {} GONE  # {}\n", index + 1, m_options.trials, trial.number,
+                       k_gone_reason)
+        << std::flush;
+    return;
+  }
   // The one story the database tells (tune trials, the report): its state and reason.
   auto stored = m_storage->get_trial(trial.trial_id);
   const TrialState state = stored ? stored->state : TrialState::fail;

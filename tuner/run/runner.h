@@ -111,7 +111,8 @@ class StudyRunner {
                       const Ran& ran) const;
   // The trial was finished by another worker (failed as stale while this one was suspended):
   // says so, with the state and reason the database holds; nothing more is written into it.
-  void print_lost(std::ostream& out, int index, const search::FrozenTrial& trial) const;
+  void print_lost(std::ostream& out, int index, const search::FrozenTrial& trial,
+                  const std::string& error) const;
   const HostEnv& host() const;
 
   StudySpec m_spec;

@@ -170,8 +170,10 @@ Result<void> PostgresStorage::connect() {
     st = PQconnectPoll(m_conn);
   }
   if (PQsetnonblocking(m_conn, 1) != 0) return failed("cannot make the connection non-blocking");
-  // ISO dates, as RdbStorage parses them. Commits wait for the disk only when a transaction
-  // asks (a trial's end, a study's creation: TxnKind::write_flush), as SQLite's do.
+  // ISO dates, as RdbStorage parses them. Commits wait for the server's disk only when a
+  // transaction asks (TxnKind::write_synced, write_flush: what a trial's run relies on); the
+  // rest (heartbeats, intermediate values) may be lost with the server's last fraction of a
+  // second, which costs nothing that the next such write does not restore.
   std::string setup = "SET datestyle = 'ISO, YMD'; SET synchronous_commit = off;";
   if (m_options.mode == OpenMode::read_only) setup += " SET default_transaction_read_only = on;";
   return exec_script(setup);
@@ -332,7 +334,8 @@ Result<void> PostgresStorage::run_transaction(TxnKind kind,
   if (kind == TxnKind::statement) return body();
   std::string begin = kind == TxnKind::read ? "BEGIN ISOLATION LEVEL REPEATABLE READ"  // a snapshot
                                             : "BEGIN";
-  if (kind == TxnKind::write_flush && m_options.synchronous_full) {
+  if ((kind == TxnKind::write_synced || kind == TxnKind::write_flush) &&
+      m_options.synchronous_full) {
     begin += "; SET LOCAL synchronous_commit = on";  // this commit waits for the disk
   }
   if (auto r = exec_script(begin); !r) return r;

@@ -8,8 +8,13 @@
 // holds the trial's row, and study and schema creation are serialised by advisory locks. Every
 // timestamp (start, end, heartbeat) and every age is the server's clock in UTC, so the workers'
 // clocks do not matter. Each call is one short transaction on one connection per worker (a lone
-// statement runs without BEGIN/COMMIT; statements are prepared once per connection);
-// commits are flushed only for a trial's end and a study's creation (StorageOptions).
+// statement runs without BEGIN/COMMIT; statements are prepared once per connection).
+//
+// Acknowledged means durable: a call returns once the server has written what a trial's run
+// relies on (synchronous_commit for TxnKind::write_synced and write_flush: the trial's creation
+// and number, params, attributes, end), so a crash of the server at any moment takes none of
+// it; only heartbeats and intermediate values commit asynchronously (rdb_storage.h). With
+// synchronous=normal every commit is asynchronous, and a crash may take the last ones.
 //
 // A lost connection (server restart, network cut) is retried with exponential backoff, and the
 // whole transaction run again, for StorageOptions::retry_s; then the call fails with an error
@@ -17,8 +22,8 @@
 // answering without closing its sockets (a stopped or hung host): every statement and every
 // connection attempt runs on libpq's asynchronous API, waiting on the socket with poll() until
 // the call's deadline, so no call outlives retry_for by more than a poll's slack. A transaction
-// whose COMMIT was cut off is run again; for create_trial that may leave one extra RUNNING trial,
-// which its owner's death later marks FAIL.
+// whose COMMIT was cut off may have committed: RdbStorage's bodies are safe to run again (a
+// creation finds its own trial by its claim token first).
 //
 // An object owns one connection and is used by one thread at a time.
 #pragma once

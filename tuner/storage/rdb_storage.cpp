@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <map>
+#include <random>
 
+#include "tuner/base/trial_attrs.h"
 #include "tuner/storage/optuna_schema.h"
 
 namespace tune::tuner {
@@ -45,6 +47,17 @@ std::unexpected<std::string> failed(std::string_view what, const std::string& er
 // Attributes may carry a trial's bytes: never throw on invalid UTF-8, store U+FFFD instead.
 std::string dump_json(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A claim token (k_attr_claim_token): 128 random bits in hex.
+std::string new_claim_token() {
+  std::random_device rd;
+  std::uint64_t hi = 0, lo = 0;
+  for (int i = 0; i < 2; ++i) {
+    hi = hi << 32 | rd();
+    lo = lo << 32 | rd();
+  }
+  return fmt::format("{:016x}{:016x}", hi, lo);
 }
 
 }  // namespace
@@ -118,32 +131,35 @@ Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
   if (directions.empty()) return std::unexpected("create study: no direction given");
   StudyInfo info{-1, name, directions.front(), directions};
   bool made = false;
-  auto r = transact(
-      m_options.synchronous_full ? TxnKind::write_flush : TxnKind::write, [&]() -> Result<void> {
-        made = false;
-        if (*m_dialect.serialize_study_creation) {
-          auto lock = query(m_dialect.serialize_study_creation, {});
-          if (!lock) return failed("create study", lock.error());
-        }
-        auto existing = find_study(name);
-        if (!existing) return std::unexpected(existing.error());
-        if (*existing) {
-          info = **existing;
-          return {};
-        }
-        auto ins = query("INSERT INTO studies (study_name) VALUES (?) RETURNING study_id", {name});
-        if (!ins) return failed("create study", ins.error());
-        info.study_id = ins->at(0).int64(0);
-        for (std::size_t i = 0; i < directions.size(); ++i) {
-          auto dir = query(
-              "INSERT INTO study_directions (direction, study_id, objective) VALUES (?, ?, ?)",
-              {std::string(search::to_string(directions[i])), info.study_id,
-               static_cast<std::int64_t>(i)});
-          if (!dir) return failed("create study direction", dir.error());
-        }
-        made = true;
-        return {};
-      });
+  // Run again after its COMMIT (made = true) lost its answer, the body finds the study it made.
+  bool made_before = false;
+  auto r = transact(durable(TxnKind::write_flush), [&]() -> Result<void> {
+    made_before = made;
+    made = false;
+    if (*m_dialect.serialize_study_creation) {
+      auto lock = query(m_dialect.serialize_study_creation, {});
+      if (!lock) return failed("create study", lock.error());
+    }
+    auto existing = find_study(name);
+    if (!existing) return std::unexpected(existing.error());
+    if (*existing) {
+      info = **existing;
+      made = made_before;
+      return {};
+    }
+    auto ins = query("INSERT INTO studies (study_name) VALUES (?) RETURNING study_id", {name});
+    if (!ins) return failed("create study", ins.error());
+    info.study_id = ins->at(0).int64(0);
+    for (std::size_t i = 0; i < directions.size(); ++i) {
+      auto dir =
+          query("INSERT INTO study_directions (direction, study_id, objective) VALUES (?, ?, ?)",
+                {std::string(search::to_string(directions[i])), info.study_id,
+                 static_cast<std::int64_t>(i)});
+      if (!dir) return failed("create study direction", dir.error());
+    }
+    made = true;
+    return {};
+  });
   if (!r) return std::unexpected(r.error());
   if (created) *created = made;
   if (info.directions != directions) {
@@ -202,11 +218,34 @@ Result<void> RdbStorage::insert_heartbeat(std::int64_t trial_id) {
   return {};
 }
 
+// Inside a write transaction, when its body runs again: the trial of the study that an earlier
+// run of it claimed (its COMMIT went through, its answer was lost), if any.
+Result<std::optional<NewTrial>> RdbStorage::claimed_trial(std::int64_t study_id,
+                                                          const std::string& token) {
+  auto rows = query(
+      "SELECT t.trial_id, t.number FROM trials t JOIN trial_system_attributes a ON "
+      "a.trial_id = t.trial_id WHERE t.study_id = ? AND a.\"key\" = ? AND a.value_json = ?",
+      {study_id, std::string(k_attr_claim_token), dump_json(token)});
+  if (!rows) return failed("find the trial claimed before the connection was lost", rows.error());
+  if (rows->empty()) return std::optional<NewTrial>();
+  return NewTrial{rows->front().int64(0), static_cast<int>(rows->front().int64(1))};
+}
+
 Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialState state,
                                           const nlohmann::json& system_attrs) {
   NewTrial out;
   const bool running = state == TrialState::running;
-  auto r = transact(TxnKind::write, [&]() -> Result<void> {  // flushed with the trial's end
+  const std::string token = new_claim_token();
+  int runs = 0;
+  // Acknowledged means durable: the number is handed out once it is on disk, so that no crash
+  // (of this machine, or of a database server other workers outlive) can take the trial back
+  // after its worker started it and hand the number to another. A body run again after a
+  // connection lost at COMMIT (which may have gone through) first looks for the trial its claim
+  // token marks: it never makes a second trial, nor a number nobody runs.
+  // An enqueued (WAITING) trial starts when popped, and the pop flushes it: its own commit need
+  // only survive the database server.
+  const auto kind = durable(running ? TxnKind::write_flush : TxnKind::write_synced);
+  auto r = transact(kind, [&]() -> Result<void> {
     // Optuna numbers a trial by the count of the study's trials created before it. Holding the
     // study's row (as Optuna's create_trial does) keeps creators of one study in line.
     auto lock = query(
@@ -214,6 +253,14 @@ Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialSt
         {study_id});
     if (!lock) return failed("create trial", lock.error());
     if (lock->empty()) return std::unexpected(fmt::format("study id {} does not exist", study_id));
+    if (runs++ > 0) {  // run again: did the last run commit?
+      auto mine = claimed_trial(study_id, token);
+      if (!mine) return std::unexpected(mine.error());
+      if (*mine) {
+        out = **mine;
+        return {};
+      }
+    }
     // The number in the INSERT itself: every statement under the study's row is a round trip
     // that the other creators of the study wait for (a statement after the lock sees the
     // previous holder's commit, so the count is every earlier trial).
@@ -235,7 +282,7 @@ Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialSt
         return a;
       }
     }
-    return {};
+    return set_attr("trial_system_attributes", "trial_id", out.trial_id, k_attr_claim_token, token);
   });
   if (!r) return std::unexpected(r.error());
   return out;
@@ -243,8 +290,20 @@ Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialSt
 
 Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study_id) {
   std::optional<NewTrial> out;
-  auto r = transact(TxnKind::write, [&]() -> Result<void> {  // flushed with the trial's end
+  const std::string token = new_claim_token();
+  int runs = 0;
+  // Durable before the trial starts, as create_trial's (a popped trial lost back to WAITING
+  // would run twice).
+  auto r = transact(durable(TxnKind::write_flush), [&]() -> Result<void> {
     out.reset();
+    if (runs++ > 0) {  // run again: did the last run commit?
+      auto mine = claimed_trial(study_id, token);
+      if (!mine) return std::unexpected(mine.error());
+      if (*mine) {
+        out = **mine;
+        return {};
+      }
+    }
     // Several workers pop at once: each takes a WAITING row no other holds.
     auto sel = query(fmt::format("SELECT trial_id, number FROM trials WHERE study_id = ? AND "
                                  "state = 'WAITING' ORDER BY trial_id LIMIT 1{}",
@@ -259,6 +318,11 @@ Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study
                      {t.trial_id});
     if (!upd) return failed("pop waiting trial", upd.error());
     if (auto h = insert_heartbeat(t.trial_id); !h) return h;
+    if (auto c =
+            set_attr("trial_system_attributes", "trial_id", t.trial_id, k_attr_claim_token, token);
+        !c) {
+      return c;
+    }
     out = t;
     return {};
   });
@@ -268,28 +332,35 @@ Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study
 
 Result<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::string& name,
                                          double internal, const search::Distribution& dist) {
-  return update_unfinished(trial_id, "set_trial_param", [&]() -> Result<void> {
-    auto r = query(
-        "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
-        "VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, param_name) DO UPDATE SET "
-        "param_value = excluded.param_value, distribution_json = excluded.distribution_json",
-        {trial_id, name, internal, search::to_json(dist).dump()});
-    if (!r) return failed("set_trial_param", r.error());
-    return {};
-  });
+  return update_unfinished(
+      trial_id, "set_trial_param", durable(TxnKind::write_synced), [&]() -> Result<void> {
+        auto r = query(
+            "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, param_name) DO UPDATE SET "
+            "param_value = excluded.param_value, distribution_json = excluded.distribution_json",
+            {trial_id, name, internal, search::to_json(dist).dump()});
+        if (!r) return failed("set_trial_param", r.error());
+        return {};
+      });
 }
 
 Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialState state,
                                                 const TrialValues& values) {
   bool changed = false;
   // A finished trial is what a power loss must not take; the writes before it go along.
-  const auto kind =
-      m_options.synchronous_full && is_finished(state) ? TxnKind::write_flush : TxnKind::write;
+  const auto kind = durable(is_finished(state) ? TxnKind::write_flush : TxnKind::write_synced);
+  int runs = 0;
   auto r = transact(kind, [&]() -> Result<void> {
     changed = false;
+    const bool again = runs++ > 0;
     auto old = locked_state(trial_id, "set trial state");
     if (!old) return std::unexpected(old.error());
-    if (*old && is_finished(**old)) return {};
+    if (*old && is_finished(**old)) {
+      // Run again after a COMMIT whose answer was lost: finding the very state it writes, the
+      // last run's write went through.
+      changed = again && **old == state;
+      return {};
+    }
     if (auto f = finish_trial(trial_id, state, values); !f) return f;
     changed = true;
     return {};
@@ -305,7 +376,7 @@ Result<std::optional<TrialState>> RdbStorage::locked_state(std::int64_t trial_id
       query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
             {trial_id});
   if (!sel) return failed(what, sel.error());
-  if (sel->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+  if (sel->empty()) return std::unexpected(missing_trial_error(trial_id));
   return parse_state(sel->at(0).text(0));
 }
 
@@ -323,7 +394,7 @@ Result<void> RdbStorage::write_value(std::int64_t trial_id, std::int64_t objecti
 Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value,
                                                   const std::string& keep_old_as) {
   bool changed = false;
-  auto r = transact(TxnKind::write, [&]() -> Result<void> {
+  auto r = transact(durable(TxnKind::write_synced), [&]() -> Result<void> {
     changed = false;
     auto old = locked_state(trial_id, "set complete trial value");
     if (!old) return std::unexpected(old.error());
@@ -373,34 +444,39 @@ Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
 
 Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
                                                       double value) {
-  return update_unfinished(trial_id, "set_trial_intermediate_value", [&]() -> Result<void> {
-    auto r = query(
-        "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
-        "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE "
-        "SET intermediate_value = excluded.intermediate_value, "
-        "intermediate_value_type = excluded.intermediate_value_type",
-        {trial_id, step, finite_or_null(value), value_type(value)});
-    if (!r) return failed("set_trial_intermediate_value", r.error());
-    return {};
-  });
+  // Asynchronous on a server: a crash may take the last fraction of a second's values, points
+  // of a curve that only the pruner and the charts read; the trial's value is written with its end.
+  return update_unfinished(
+      trial_id, "set_trial_intermediate_value", TxnKind::write, [&]() -> Result<void> {
+        auto r = query(
+            "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
+            "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE "
+            "SET intermediate_value = excluded.intermediate_value, "
+            "intermediate_value_type = excluded.intermediate_value_type",
+            {trial_id, step, finite_or_null(value), value_type(value)});
+        if (!r) return failed("set_trial_intermediate_value", r.error());
+        return {};
+      });
 }
 
 Result<void> RdbStorage::set_trial_user_attr(std::int64_t trial_id, const std::string& key,
                                              const nlohmann::json& value) {
-  return update_unfinished(trial_id, "set_trial_user_attr", [&] {
+  return update_unfinished(trial_id, "set_trial_user_attr", durable(TxnKind::write_synced), [&] {
     return set_attr("trial_user_attributes", "trial_id", trial_id, key, value);
   });
 }
 
 Result<void> RdbStorage::set_trial_system_attr(std::int64_t trial_id, const std::string& key,
                                                const nlohmann::json& value) {
-  return update_unfinished(trial_id, "set_trial_system_attr", [&] {
+  return update_unfinished(trial_id, "set_trial_system_attr", durable(TxnKind::write_synced), [&] {
     return set_attr("trial_system_attributes", "trial_id", trial_id, key, value);
   });
 }
 
+// Asynchronous on a server: a heartbeat a crash takes is replaced by the next one, a tick later,
+// long before the grace period would count it (the first one is written with the trial).
 Result<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
-  return update_unfinished(trial_id, "record_heartbeat",
+  return update_unfinished(trial_id, "record_heartbeat", TxnKind::write,
                            [&] { return insert_heartbeat(trial_id); });
 }
 
@@ -408,8 +484,9 @@ Result<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
 // as stale while this one was suspended) is refused in the transaction that would make it, with
 // the error finished_trial_error() names (Optuna's RDBStorage raises on it too).
 Result<void> RdbStorage::update_unfinished(std::int64_t trial_id, std::string_view what,
+                                           TxnKind kind,
                                            const std::function<Result<void>()>& body) {
-  return transact(TxnKind::write, [&]() -> Result<void> {
+  return transact(kind, [&]() -> Result<void> {
     auto old = locked_state(trial_id, what);
     if (!old) return std::unexpected(old.error());
     if (*old && is_finished(**old)) {
@@ -431,7 +508,7 @@ Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
   auto r = transact(TxnKind::statement, [&]() -> Result<void> {
     auto rows = query(sql, {trial_id});
     if (!rows) return failed("trial_liveness", rows.error());
-    if (rows->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+    if (rows->empty()) return std::unexpected(missing_trial_error(trial_id));
     const auto& row = rows->front();
     out = {};
     if (!row.is_null(0)) out.since_heartbeat_s = row.real(0);
@@ -539,7 +616,7 @@ Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
 Result<FrozenTrial> RdbStorage::get_trial(std::int64_t trial_id) {
   auto trials = load_trials("trial_id = ?", {trial_id});
   if (!trials) return std::unexpected(trials.error());
-  if (trials->empty()) return std::unexpected(fmt::format("trial id {} does not exist", trial_id));
+  if (trials->empty()) return std::unexpected(missing_trial_error(trial_id));
   return std::move(trials->front());
 }
 

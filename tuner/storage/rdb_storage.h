@@ -52,11 +52,27 @@ double value_from_row(const SqlRow& row, std::size_t value_col, std::size_t type
 // (storage.h), so the text is read as UTC.
 std::optional<std::chrono::system_clock::time_point> parse_datetime(const std::string& s);
 
+// How far a committed transaction must have gone when the call returns. Every write survives a
+// crash of the tune process that made it. As below with StorageOptions::synchronous_full (the
+// default); with synchronous=normal RdbStorage runs every write as `write` (durable()).
+// A backend may run a write's body again after a lost connection, even when its COMMIT went
+// through unanswered: the bodies here are safe to run twice (upserts; creations and pops find
+// their own trial by its claim token first).
 enum class TxnKind {
-  statement,    // one statement, atomic by itself: no BEGIN/COMMIT around it (one round trip)
-  read,         // one snapshot for several reads
-  write,        // serialised with other writers of the study where it matters (row locks)
-  write_flush,  // a write that must survive a power loss (StorageOptions::synchronous_full)
+  statement,  // one statement, atomic by itself: no BEGIN/COMMIT around it (one round trip)
+  read,       // one snapshot for several reads
+  // Serialised with other writers of the study where it matters (row locks). On PostgreSQL it
+  // commits asynchronously: a crash of the database server may take the writes of its last
+  // fraction of a second (wal_writer_delay), so only what the next such write replaces or what
+  // nothing relies on goes this way (heartbeats, intermediate values).
+  write,
+  // A write a trial's run relies on (its params and attributes, a value): on PostgreSQL the
+  // commit waits until the server has written it (synchronous_commit), so a crash of the server
+  // does not take it; SQLite has no server, and every commit survives a crash of any process.
+  write_synced,
+  // A write that must survive a power loss: it is flushed to disk, and with it every commit
+  // before it (a trial's creation, which hands out its number, and its end; a study's creation).
+  write_flush,
 };
 
 // The SQL that differs between the backends, as fragments of the shared statements.
@@ -137,8 +153,13 @@ class RdbStorage : public Storage {
                                       std::int64_t owner_id, const std::string& key,
                                       const nlohmann::json& value);
   [[nodiscard]] Result<void> insert_heartbeat(std::int64_t trial_id);
+  [[nodiscard]] Result<std::optional<NewTrial>> claimed_trial(std::int64_t study_id,
+                                                              const std::string& token);
   [[nodiscard]] Result<void> update_unfinished(std::int64_t trial_id, std::string_view what,
+                                               TxnKind kind,
                                                const std::function<Result<void>()>& body);
+  // `kind` as the options allow: synchronous=normal makes every write a plain `write`.
+  TxnKind durable(TxnKind kind) const { return m_options.synchronous_full ? kind : TxnKind::write; }
   [[nodiscard]] Result<std::optional<search::TrialState>> locked_state(std::int64_t trial_id,
                                                                        std::string_view what);
   [[nodiscard]] Result<void> write_value(std::int64_t trial_id, std::int64_t objective,

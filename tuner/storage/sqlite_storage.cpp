@@ -212,8 +212,11 @@ Result<void> SqliteStorage::connect() {
                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(m_options.retry_s));
   while (true) {
-    // NORMAL flushes the write-ahead log only at checkpoints; with synchronous_full a trial's
-    // end commits with FULL (a flushing Transaction), which flushes it and all before it.
+    // NORMAL flushes the write-ahead log only at checkpoints; every commit is in the log, which
+    // the OS holds, so a crash of any process loses none. With synchronous_full a trial's
+    // creation (its number: on disk before it starts) and its end commit with FULL (a flushing
+    // Transaction), which flushes them and all before them, so a power loss cannot take a
+    // number back after a worker started that trial, nor a finished trial.
     auto r = exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     if (r) r = create_schema();
     if (r) return {};

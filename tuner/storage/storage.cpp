@@ -314,4 +314,12 @@ bool is_finished_trial_error(std::string_view error) {
          error.find(" is finished (") != std::string_view::npos;
 }
 
+std::string missing_trial_error(std::int64_t trial_id) {
+  return fmt::format("trial id {} does not exist", trial_id);
+}
+
+bool is_missing_trial_error(std::string_view error) {
+  return error.find("trial id ") != std::string_view::npos && error.ends_with(" does not exist");
+}
+
 }  // namespace tune::tuner

@@ -180,6 +180,12 @@ bool is_postgres_url(const std::string& url);
 // knows another worker finished its trial).
 std::string finished_trial_error(std::int64_t trial_id, search::TrialState state);
 bool is_finished_trial_error(std::string_view error);
+// The error of a read or write of a trial with no row: "trial id 7 does not exist".
+// is_missing_trial_error() tells it from any other storage error. A trial a worker holds is
+// gone only where its creation was not durable (synchronous=normal, then a crash of the database
+// server or the machine) or someone deleted it: the runner then drops that trial and goes on.
+std::string missing_trial_error(std::int64_t trial_id);
+bool is_missing_trial_error(std::string_view error);
 
 // What stands for a secret wherever one would be shown.
 inline constexpr std::string_view k_redacted = "***";
