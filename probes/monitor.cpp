@@ -404,18 +404,20 @@ std::string runtime_note(const Verdict& v) {
       by_runtime = &l;
     if (most == nullptr || l.runtime_threads > most->runtime_threads) most = &l;
   }
-  const std::size_t ranks = std::max<std::size_t>(1, v.ranks.size());
-  std::ostringstream d;
-  if (by_runtime != nullptr) {
-    const SustainedLoad& l = *by_runtime;
-    const int members = std::max<int>(
+  // The ranks a load's cpuset holds (all of them for the whole tree).
+  auto members = [&](const SustainedLoad& l) {
+    return std::max<int>(
         1,
         static_cast<int>(std::count_if(v.ranks.begin(), v.ranks.end(), [&](const RankVerdict& r) {
           return l.pus.empty() || std::includes(l.pus.begin(), l.pus.end(), r.allowed_pus.begin(),
                                                 r.allowed_pus.end());
         })));
+  };
+  std::ostringstream d;
+  if (by_runtime != nullptr) {
+    const SustainedLoad& l = *by_runtime;
     const std::string where = l.pus.empty() ? "the PUs" : "cpuset " + format_cpu_list(l.pus);
-    d << "; not oversubscribed by the settings: " << fixed1(l.runtime_threads / members)
+    d << "; not oversubscribed by the settings: " << fixed1(l.runtime_threads / members(l))
       << " runtime threads per rank (no knob's: MPI progress, communication helpers) used "
       << fixed1(l.runtime_cpu_rate) << " CPUs and queued " << where << " to "
       << fixed1(l.waiting_threads / l.pu_count) << " per PU, "
@@ -428,7 +430,7 @@ std::string runtime_note(const Verdict& v) {
     return d.str();
   }
   if (v.observed_oversubscribed && most != nullptr && most->runtime_threads > 0.5)
-    d << "; besides " << fixed1(most->runtime_threads / static_cast<double>(ranks))
+    d << "; besides " << fixed1(most->runtime_threads / members(*most))
       << " runtime threads per rank (no knob's), not counted";
   return d.str();
 }
