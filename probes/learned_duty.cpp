@@ -16,18 +16,27 @@ double median_of(std::vector<double> v) {
 
 double round3(double x) { return std::round(x * 1000) / 1000; }
 
-// Whether the monitor can tell this group's threads apart by name (probes/sustained.h). The
-// threads of any other predicted pool (an opaque program's torch intra-op team, its DataLoader
-// processes) land in the monitor's "other" group.
-bool named_by_monitor(const std::string& group) {
-  return std::find(k_group_names.begin(), k_group_names.end(), group) != k_group_names.end();
+// Whether the monitor tells this group's threads apart (probes/sustained.h): the rank's own
+// thread, its child processes, the runtimes' threads and "other" always; a pool's threads where
+// the program names them (the bundled trainer's tt-* names) or where the monitor has named them
+// before (`seen`: the groups measured). The threads of any other predicted pool (an opaque
+// program's OpenBLAS or torch intra-op team) land in "other".
+bool named_by_monitor(const std::string& group, const std::string& program,
+                      const std::set<std::string>& seen) {
+  if (group == "main" || group == "dataloader_workers" || group == "other" ||
+      group == k_runtime_group)
+    return true;
+  if (std::find(k_group_names.begin(), k_group_names.end(), group) == k_group_names.end())
+    return false;
+  return program == "tune-trainer" || seen.contains(group);
 }
 
 // The threads a prediction gives the pools the monitor cannot name: the key of "other".
-int unnamed_threads(const std::vector<ThreadGroup>& groups) {
+int unnamed_threads(const std::vector<ThreadGroup>& groups, const std::string& program,
+                    const std::set<std::string>& seen) {
   int n = 0;
   for (const ThreadGroup& g : groups)
-    if (!named_by_monitor(g.name)) n += g.threads;
+    if (!named_by_monitor(g.name, program, seen)) n += g.threads;
   return n;
 }
 
@@ -40,7 +49,9 @@ nlohmann::json duty_record(const Prediction* predicted,
   if (predicted != nullptr && !predicted->ranks.empty()) {
     pus = static_cast<int>(predicted->ranks.front().cpuset.size());
     for (const ThreadGroup& g : predicted->ranks.front().groups) counts[g.name] += g.threads;
-    counts["other"] = unnamed_threads(predicted->ranks.front().groups);
+    std::set<std::string> seen;
+    for (const auto& [name, d] : measured) seen.insert(name);
+    counts["other"] = unnamed_threads(predicted->ranks.front().groups, predicted->program, seen);
   }
   nlohmann::json groups = nlohmann::json::object();
   for (const auto& [name, d] : measured) {
@@ -143,12 +154,14 @@ std::vector<std::string> LearnedDuty::groups() const {
 void apply_learned_duty(const Topology& topo, Prediction& prediction, const LearnedDuty& learned,
                         double ratio) {
   if (learned.trials() == 0) return;
+  const std::vector<std::string> measured_groups = learned.groups();
+  const std::set<std::string> seen(measured_groups.begin(), measured_groups.end());
   for (RankPrediction& r : prediction.ranks) {
     const int pus = static_cast<int>(r.cpuset.size());
     // The pools the monitor cannot name are measured together as "other", keyed by how many
     // threads the prediction gave them: once that is learned it replaces their prior counts.
     // Measured with fewer, the threads beyond keep their prior share.
-    const int unnamed = unnamed_threads(r.groups);
+    const int unnamed = unnamed_threads(r.groups, prediction.program, seen);
     const auto measured = learned.other(unnamed, pus);
     const auto other = measured ? std::optional<double>(measured->load) : std::optional<double>();
     const double beyond =
@@ -156,7 +169,7 @@ void apply_learned_duty(const Topology& topo, Prediction& prediction, const Lear
     std::set<std::string> named;
     for (ThreadGroup& g : r.groups) {
       named.insert(g.name);
-      if (!named_by_monitor(g.name)) {
+      if (!named_by_monitor(g.name, prediction.program, seen)) {
         if (measured) g.load *= beyond;
       } else if (auto l = learned.load(g.name, g.threads, pus)) {
         g.load = *l;

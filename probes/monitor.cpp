@@ -167,8 +167,29 @@ void TrialMonitor::number_new_ranks(const TreeRead& read) {
   }
 }
 
+std::set<pid_t> TrialMonitor::runtime_by_count(const TreeRead& read) const {
+  std::set<pid_t> out;
+  if (!m_options.program_threads) return out;
+  const auto keep = static_cast<std::size_t>(std::max(0, *m_options.program_threads));
+  for (pid_t rank : read.rank_pids) {
+    const auto it = read.procs.find(rank);
+    if (it == read.procs.end()) continue;
+    std::vector<const ThreadSample*> unnamed;
+    for (const ThreadSample& t : it->second.threads)
+      if (thread_group_of(t.comm, t.tid == rank) == GroupId::other) unnamed.push_back(&t);
+    // The pools' threads work; the runtimes' mostly sleep: the busiest so far are the pools'.
+    std::stable_sort(unnamed.begin(), unnamed.end(),
+                     [](const ThreadSample* a, const ThreadSample* b) {
+                       if (a->cpu_s != b->cpu_s) return a->cpu_s > b->cpu_s;
+                       return a->tid < b->tid;
+                     });
+    for (std::size_t i = keep; i < unnamed.size(); ++i) out.insert(unnamed[i]->tid);
+  }
+  return out;
+}
+
 void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bool status_due,
-                                SampleSums& sums) {
+                                bool runtime, SampleSums& sums) {
   const bool is_r = t.state == 'R';
   sums.runnable += is_r ? 1 : 0;
   RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
@@ -196,7 +217,8 @@ void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bo
   if (acc == nullptr) return;
   RankTally& tally = sums.record.ranks[rank];
   GroupTally& g = tally.groups[static_cast<std::size_t>(
-      thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank))];
+      runtime ? GroupId::runtime
+              : thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank))];
   g.threads += 1;
   g.runnable += is_r ? 1 : 0;
   g.cpu_s += std::max(0.0, dcpu);
@@ -216,6 +238,7 @@ void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bo
 
 void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
   const double dt = sums.record.dt;
+  const std::set<pid_t> runtime = runtime_by_count(read);
   for (const auto& [pid, p] : read.procs) {
     const pid_t rank = owner_rank(read, pid);
     const auto prev = m_prev_proc.find(pid);
@@ -230,7 +253,8 @@ void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
     sums.next_proc[pid] = ProcPrev{p.start_ticks, p.cpu_s};
     if (pid == m_root && !p.threads.empty() && p.threads.front().has_status)
       m_root_allowed = p.threads.front().cpus_allowed;
-    for (const ThreadSample& t : p.threads) count_thread(t, pid, rank, read.status_due, sums);
+    for (const ThreadSample& t : p.threads)
+      count_thread(t, pid, rank, read.status_due, runtime.contains(t.tid), sums);
   }
 }
 
@@ -367,6 +391,50 @@ std::vector<std::string> binding_issues(const std::vector<RankVerdict>& ranks,
   return issues;
 }
 
+// What the runtimes' own threads did, when they matter: "; 3 runtime threads per rank (no
+// knob's: MPI progress, communication helpers) queued the cpuset 0-1 to 0.9 per PU, 0.2 without
+// them; ..." where they alone made the queue, or how many sat beside an oversubscription.
+std::string runtime_note(const Verdict& v) {
+  const SustainedLoad* by_runtime = nullptr;
+  const SustainedLoad* most = nullptr;
+  for (std::size_t i = v.sustained.loads.size() > 1 ? 1 : 0; i < v.sustained.loads.size(); ++i) {
+    const SustainedLoad& l = v.sustained.loads[i];
+    if (l.pu_count <= 0) continue;
+    if (l.with_runtime_oversubscribed && !l.oversubscribed && by_runtime == nullptr)
+      by_runtime = &l;
+    if (most == nullptr || l.runtime_threads > most->runtime_threads) most = &l;
+  }
+  // The ranks a load's cpuset holds (all of them for the whole tree).
+  auto members = [&](const SustainedLoad& l) {
+    return std::max<int>(
+        1,
+        static_cast<int>(std::count_if(v.ranks.begin(), v.ranks.end(), [&](const RankVerdict& r) {
+          return l.pus.empty() || std::includes(l.pus.begin(), l.pus.end(), r.allowed_pus.begin(),
+                                                r.allowed_pus.end());
+        })));
+  };
+  std::ostringstream d;
+  if (by_runtime != nullptr) {
+    const SustainedLoad& l = *by_runtime;
+    const std::string where = l.pus.empty() ? "the PUs" : "cpuset " + format_cpu_list(l.pus);
+    d << "; not oversubscribed by the settings: " << fixed1(l.runtime_threads / members(l))
+      << " runtime threads per rank (no knob's: MPI progress, communication helpers) used "
+      << fixed1(l.runtime_cpu_rate) << " CPUs and queued " << where << " to "
+      << fixed1(l.waiting_threads / l.pu_count) << " per PU, "
+      << fixed1(l.knob_waiting_threads / l.pu_count) << " without them; ";
+    if (l.knob_demand >= 0.9 * l.pu_count)
+      d << "to leave them a PU, run fewer ranks or threads on " << where
+        << " than its PUs (the work then has fewer)";
+    else
+      d << "no setting of the study controls them";
+    return d.str();
+  }
+  if (v.observed_oversubscribed && most != nullptr && most->runtime_threads > 0.5)
+    d << "; besides " << fixed1(most->runtime_threads / members(*most))
+      << " runtime threads per rank (no knob's), not counted";
+  return d.str();
+}
+
 // The one-line diagnosis of a judged verdict: what was observed, the rank that shows it as `top`
 // would, and how the prediction compares.
 std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
@@ -421,6 +489,7 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
     }
   }
   if (!v.binding_issues.empty()) d << "; " << v.binding_issues.front();
+  d << runtime_note(v);
   if (predicted != nullptr) {
     if (predicted->oversubscribed == v.observed_oversubscribed) {
       if (v.observed_oversubscribed) {

@@ -69,6 +69,13 @@ struct MonitorOptions {
   // start()'s thread waits at least this many times the CPU time of its last sample, so the
   // sampler stays under 1/200 = 0.5% of a core even on trees of hundreds of threads.
   double min_idle_factor = 200;
+  // How many threads per rank the program's pools start that carry no name the monitor knows
+  // (an opaque program's BLAS or intra-op pool, as the prediction counts them). A rank's unnamed
+  // threads beyond that many, those with the least CPU time so far, are the runtimes' own
+  // ("runtime", probes/sustained.h). nullopt (default): only names tell; every unnamed thread is
+  // the program's ("other"). The probe hooks set it where the study declares what the program
+  // starts (`program:`) or the program is the bundled trainer, whose pools are all named.
+  std::optional<int> program_threads;
 };
 
 struct RankVerdict {
@@ -183,8 +190,11 @@ class TrialMonitor {
   void number_new_ranks(const TreeRead& read);
   pid_t owner_rank(const TreeRead& read, pid_t pid) const;  // 0 when no rank owns it
   void count_processes(const TreeRead& read, SampleSums& sums);
-  void count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bool status_due,
+  void count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bool status_due, bool runtime,
                     SampleSums& sums);
+  // The threads of each rank's own process that are the runtimes' by which pool they are not
+  // (MonitorOptions::program_threads).
+  std::set<pid_t> runtime_by_count(const TreeRead& read) const;
   void account_ranks(const TreeRead& read, double now, SampleSums& sums);
 
   SystemSource& m_source;

@@ -230,6 +230,7 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
   const int ncores = std::max(1, topo.core_count());
   const int np = std::max(1, plan.ranks_per_node);
   out.pus = topo.pu_count();
+  out.program = model.program;
   out.notes = plan.notes;
 
   // 1. Effective policies.
@@ -333,6 +334,9 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     KnobContext ctx = knob_context(topo, np);
     ctx.cpuset_pus = visible;
     add_pool_groups(rp.groups, plan, model, ctx);
+    if (model.runtime_threads > 0)
+      rp.groups.push_back(ThreadGroup{k_runtime_group, model.runtime_threads, 0, "program",
+                                      "program.runtime_threads: the runtimes' own, no knob's"});
 
     for (ThreadGroup& g : rp.groups) {
       g.load = g.busy;
@@ -352,7 +356,8 @@ std::string prediction_causes(const Prediction& p, int rank) {
   if (r == nullptr) return {};
   std::string defaults, set;
   for (const ThreadGroup& g : r->groups) {
-    if (g.load < 0.5 || g.name == "main") continue;  // half a thread busy or more
+    // Half a thread busy or more; the runtimes' own threads are no cause a knob can change.
+    if (g.load < 0.5 || g.name == "main" || g.name == k_runtime_group) continue;
     const KnobPool* kp = knob_catalog().pool(g.name);
     const bool pool = kp != nullptr && kp->counts_caller;  // its size counts the main thread
     std::string& out =
@@ -431,6 +436,7 @@ nlohmann::json Prediction::to_json() const {
                             {"ranks", c.ranks},
                             {"busy_threads", c.busy_threads},
                             {"load", std::round(c.load * 100) / 100},
+                            {"runtime_load", std::round(c.runtime_load * 100) / 100},
                             {"over_probability", std::round(c.over_probability * 1000) / 1000},
                             {"oversubscribed", c.oversubscribed}});
   return j;

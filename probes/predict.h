@@ -123,6 +123,10 @@ struct PoolModel {
 struct ProgramModel {
   std::string program = "any";
   std::vector<PoolModel> pools;
+  // Threads per rank the runtimes start on their own and no knob controls (Open MPI's progress
+  // and event threads, gloo's or NCCL's helpers): predicted as the group "runtime", shown, and
+  // kept out of the verdict (a setting is not oversubscribed because of them alone). Default 0.
+  int runtime_threads = 0;
 };
 
 // The bundled tune-trainer: every catalog knob of `tune-trainer` that is a flag sizing a pool
@@ -136,10 +140,14 @@ const ProgramModel& trainer_program_model();
 LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env);
 
+// The group of the threads the runtimes start on their own (ProgramModel::runtime_threads; the
+// monitor's group of the same name).
+inline constexpr const char* k_runtime_group = "runtime";
+
 struct ThreadGroup {
-  std::string name;  // main, or a catalog pool: iterator_workers | openmp | blas | opencv | comm..
-  int threads = 0;   // threads it adds (a pool of n adds n - 1: the caller is the main thread)
-  int busy = 0;      // how many of them the prior rules count as busy at the same time
+  std::string name;    // main, a catalog pool (iterator_workers | openmp | blas | ...), runtime
+  int threads = 0;     // threads it adds (a pool of n adds n - 1: the caller is the main thread)
+  int busy = 0;        // how many of them the prior rules count as busy at the same time
   std::string source;  // flag | env | library default | program default | fixed
   std::string detail;  // "OPENBLAS_NUM_THREADS=4", "unset -> one per PU of a 2-PU cpuset"
   // Busy threads the prediction counts: `busy` by the prior rules, or what earlier trials of the
@@ -161,7 +169,8 @@ struct CpusetLoad {
   std::vector<int> ranks;  // ranks bound inside this cpuset
   int busy_threads = 0;
   int cores = 0;
-  double load = 0;  // the ranks' loads summed
+  double load = 0;          // the ranks' loads summed, runtime threads (group "runtime") left out
+  double runtime_load = 0;  // the runtime threads' load: shown, never the verdict's
   // Learned loads only: the chance that more than oversubscribed_ratio x PUs threads are runnable
   // at one instant (each thread runnable independently with its group's duty cycle).
   double over_probability = 0;
@@ -171,6 +180,9 @@ struct CpusetLoad {
 };
 
 struct Prediction {
+  // The program tag of the model it was made with (ProgramModel::program): only the bundled
+  // trainer names its pools' threads, so only its pools are told apart by the monitor.
+  std::string program = "any";
   std::string bind_to;  // effective policy after Open MPI's defaults
   std::string map_by;
   std::vector<std::string> notes;  // e.g. "mpirun refuses --bind-to core with 4 ranks on 2 cores"

@@ -23,7 +23,7 @@ double probability_over(const std::vector<const RankPrediction*>& members, doubl
   std::vector<double> dist = {1.0};  // dist[k]: P(k threads runnable)
   for (const RankPrediction* r : members) {
     for (const ThreadGroup& g : r->groups) {
-      if (g.load <= 0) continue;
+      if (g.load <= 0 || g.name == k_runtime_group) continue;
       const int n = g.threads > 0 ? g.threads : static_cast<int>(std::ceil(g.load));
       const double p = std::clamp(g.load / n, 0.0, 1.0);
       for (int t = 0; t < n; ++t) {
@@ -59,9 +59,23 @@ void summarize_prediction(const Topology& topo, Prediction& out) {
   out.oversubscribed = false;
   out.cpusets.clear();
   out.idle_cores.clear();
+  // The runtimes' own threads (group "runtime") are counted apart: no knob of the study
+  // controls them, so they never make a setting oversubscribed on their own.
+  auto runtime_load = [](const RankPrediction& r) {
+    double l = 0;
+    for (const ThreadGroup& g : r.groups)
+      if (g.name == k_runtime_group) l += g.load;
+    return l;
+  };
+  int runtime_threads = 0;
   for (RankPrediction& r : out.ranks) {
     r.load = 0;
-    for (const ThreadGroup& g : r.groups) r.load += g.load;
+    for (const ThreadGroup& g : r.groups) {
+      if (g.name == k_runtime_group)
+        runtime_threads = std::max(runtime_threads, g.threads);
+      else
+        r.load += g.load;
+    }
     out.busy_threads += r.busy_threads;
     out.load += r.load;
   }
@@ -79,6 +93,7 @@ void summarize_prediction(const Topology& topo, Prediction& out) {
         load.ranks.push_back(r.rank);
         load.busy_threads += r.busy_threads;
         load.load += r.load;
+        load.runtime_load += runtime_load(r);
       }
     }
     const double limit = out.oversubscribed_ratio * static_cast<double>(s.size());
@@ -130,6 +145,9 @@ void summarize_prediction(const Topology& topo, Prediction& out) {
   } else if (out.idle_core_count > 0) {
     s << "; " << plural(out.idle_core_count, "core") << " idle";
   }
+  if (runtime_threads > 0)
+    s << "; " << plural(runtime_threads, "runtime thread") << " per rank not counted (no knob "
+      << "controls them)";
   if (!out.basis.empty()) s << "; " << out.basis;
   out.summary = s.str();
 }

@@ -64,46 +64,73 @@ std::pair<std::size_t, std::size_t> window_of(const std::vector<SampleRecord>& r
   return {first, last};
 }
 
+// Whether threads that queued `waiting` threads on average and asked for `demand` CPUs' worth
+// (CPU rate plus their queue) oversubscribe `pu_count` PUs, where the queue is measured.
+bool queue_oversubscribed(double waiting, double demand, int pu_count, const SustainedOptions& o) {
+  return waiting / pu_count >= o.queued_per_pu && demand >= o.ratio * pu_count;
+}
+
 SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t first,
                          std::size_t last, const std::vector<pid_t>* ranks, int pu_count,
                          const SustainedOptions& o) {
   SustainedLoad load;
   load.pu_count = pu_count;
-  std::vector<double> runnable;
-  double cpu = 0, wall = 0, over = 0, wait = 0;
+  constexpr auto k_runtime = static_cast<std::size_t>(GroupId::runtime);
+  std::vector<double> runnable, knob_runnable;
+  double cpu = 0, wall = 0, over = 0, knob_over = 0, wait = 0, rt_cpu = 0, rt_wait = 0;
+  double rt_threads = 0;
   bool wait_measured = true;
   for (std::size_t i = first; i < last; ++i) {
     const SampleRecord& r = records[i];
-    double run = 0, c = 0, w = 0;
+    double run = 0, c = 0, w = 0, rc = 0, rw = 0, rr = 0, rn = 0;
+    auto add_rank = [&](const RankTally& t) {
+      const GroupTally& g = t.groups[k_runtime];
+      rc += g.cpu_s;
+      rw += g.wait_s;
+      rr += g.runnable;
+      rn += g.threads;
+    };
     if (ranks == nullptr) {
       run = r.runnable;
       c = r.cpu_s;
       w = r.wait_s;
+      for (const auto& [pid, t] : r.ranks) add_rank(t);
     } else {
       for (pid_t pid : *ranks) {
         if (auto it = r.ranks.find(pid); it != r.ranks.end()) {
           run += it->second.runnable;
           c += it->second.cpu_s;
           w += it->second.wait_s;
+          add_rank(it->second);
         }
       }
     }
     runnable.push_back(run);
+    knob_runnable.push_back(std::max(0.0, run - rr));
+    rt_threads += rn;
     if (r.dt > 0) {
       cpu += c;
       wall += r.dt;
       wait += w;
+      rt_cpu += rc;
+      rt_wait += rw;
       wait_measured = wait_measured && r.has_wait;
     }
     if (pu_count > 0 && run / pu_count > o.ratio) over += 1;
+    if (pu_count > 0 && (run - rr) / pu_count > o.ratio) knob_over += 1;
   }
   if (runnable.empty() || pu_count <= 0) return load;
+  const double samples = static_cast<double>(runnable.size());
   load.median_runnable = median_of(runnable);
   double sum = 0;
   for (double x : runnable) sum += x;
-  load.mean_runnable = sum / static_cast<double>(runnable.size());
-  load.over_fraction = over / static_cast<double>(runnable.size());
-  if (wall > 0) load.cpu_rate = cpu / wall;
+  load.mean_runnable = sum / samples;
+  load.over_fraction = over / samples;
+  load.runtime_threads = rt_threads / samples;
+  if (wall > 0) {
+    load.cpu_rate = cpu / wall;
+    load.runtime_cpu_rate = rt_cpu / wall;
+  }
   if (load.mean_runnable > 0)
     load.waiting_share = std::max(0.0, 1.0 - load.cpu_rate / load.mean_runnable);
   if (wall > 0 && wait_measured) {
@@ -119,19 +146,29 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
   // And the queue must be of the ranks' own making: their threads asked for more than `ratio` x
   // PUs (CPU time plus queue). Another job on those CPUs (or another namespace "host" sharing
   // them) makes threads queue without the settings asking for more than the PUs.
+  // The knobs' threads alone: without the runtime threads they would have had the CPU time those
+  // used, so their queue is at most their own delay less that time (an optimistic bound: a
+  // setting is oversubscribed only when its own threads are, whatever the runtimes add).
   if (load.wait_measured) {
-    const double demand = load.cpu_rate + load.waiting_threads;
+    load.knob_waiting_threads = std::max(0.0, wait - rt_wait - rt_cpu) / wall;
+    load.knob_demand = (cpu - rt_cpu + std::max(0.0, wait - rt_wait)) / wall;
+    load.with_runtime_oversubscribed = queue_oversubscribed(
+        load.waiting_threads, load.cpu_rate + load.waiting_threads, pu_count, o);
     load.oversubscribed =
-        load.waiting_threads / pu_count >= o.queued_per_pu && demand >= o.ratio * pu_count;
+        load.with_runtime_oversubscribed &&
+        queue_oversubscribed(load.knob_waiting_threads, load.knob_demand, pu_count, o);
     return load;
   }
   // Estimated: the sampled median over the limit in more than half of the window (a median that
   // lands on the limit between two samples, 2.5 threads on 2 PUs, is a tie), and the slowdown
   // that claims (the runnable thread-time that got no CPU, 1 - CPU rate / mean runnable);
-  // without CPU deltas (a single sample) the count decides.
+  // without CPU deltas (a single sample) the count decides. The knobs' threads alone: the same
+  // on the runnable threads that are not the runtimes'.
   const bool slowed = wall <= 0 || load.waiting_share >= o.min_waiting_share;
-  load.oversubscribed =
+  load.with_runtime_oversubscribed =
       load.median_runnable / pu_count > o.ratio && load.over_fraction > 0.5 && slowed;
+  load.oversubscribed = load.with_runtime_oversubscribed &&
+                        median_of(knob_runnable) / pu_count > o.ratio && knob_over / samples > 0.5;
   return load;
 }
 
@@ -186,7 +223,18 @@ GroupId thread_group_of(const std::string& comm, bool rank_main, bool child_proc
       {"tt-omp", GroupId::openmp},
       {"tt-blas", GroupId::blas},
       {"tt-cv", GroupId::opencv},
-      {"tt-comm", GroupId::comm}};
+      {"tt-comm", GroupId::comm},
+      // Runtimes that name their threads: NCCL ("NCCL Progress", "NCCL Service"), CUDA's event
+      // handler and its internal threads, PyTorch's autograd device threads, PMIx and Open MPI
+      // progress threads where a build names them, gloo's where it does.
+      {"NCCL", GroupId::runtime},
+      {"cuda-EvtHandlr", GroupId::runtime},
+      {"cuda0", GroupId::runtime},
+      {"pt_autograd", GroupId::runtime},
+      {"pmix", GroupId::runtime},
+      {"ompi_", GroupId::runtime},
+      {"opal_", GroupId::runtime},
+      {"gloo", GroupId::runtime}};
   for (const auto& [prefix, id] : k_prefixes)
     if (comm.starts_with(prefix)) return id;
   return GroupId::other;
@@ -262,8 +310,11 @@ SustainedVerdict judge_sustained(const std::vector<SampleRecord>& records,
   // The ranks' own cpusets decide when they are known: the whole tree also holds mpirun and the
   // launcher, unbound, whose odd runnable thread beside two ranks bound to a PU each is no queue
   // of the ranks'. Without a cpuset (a rank not yet read), the whole tree decides.
-  for (std::size_t i = v.loads.size() > 1 ? 1 : 0; i < v.loads.size(); ++i)
+  for (std::size_t i = v.loads.size() > 1 ? 1 : 0; i < v.loads.size(); ++i) {
     v.oversubscribed = v.oversubscribed || v.loads[i].oversubscribed;
+    v.runtime_only =
+        v.runtime_only || (v.loads[i].with_runtime_oversubscribed && !v.loads[i].oversubscribed);
+  }
   v.duty = duty_of(records, first, last);
   return v;
 }
@@ -296,7 +347,14 @@ nlohmann::json SustainedVerdict::to_json() const {
          {"measured_wait_share", l.wait_measured
                                      ? nlohmann::json(round_to(l.measured_wait_share, 0.001))
                                      : nlohmann::json()},
+         {"runtime_threads", round_to(l.runtime_threads, 0.01)},
+         {"runtime_cpu_rate", round_to(l.runtime_cpu_rate, 0.01)},
+         {"knob_waiting_threads", l.wait_measured
+                                      ? nlohmann::json(round_to(l.knob_waiting_threads, 0.001))
+                                      : nlohmann::json()},
+         {"with_runtime_oversubscribed", l.with_runtime_oversubscribed},
          {"oversubscribed", l.oversubscribed}});
+  j["runtime_only"] = runtime_only;
   return j;
 }
 

@@ -19,12 +19,12 @@
 // (/proc/.../schedstat, nearly every kernel) the queue is measured instead, and it decides: a
 // cpuset is oversubscribed when its threads waited for a CPU `queued_per_pu` or more threads per
 // PU on average over the window, and asked for more than `ratio` x its PUs (CPU time plus that
-// queue: a queue made by another job on the same CPUs is not the settings'). Sampled counts mislead both ways: a team per rank that
-// oversubscribes only inside short parallel regions leaves the sampled median at the PUs while
-// its threads queue at every barrier (a PyTorch script with 2 intra-op threads per rank on 2 PUs
-// runs 4-8x slower, 2 runnable threads in most samples, 1 queued per PU), and a rank bound to its
-// core whose helper threads wake beside it shows 2 runnable on 1 PU with 0.5 queued and runs
-// fastest of all.
+// queue: a queue made by another job on the same CPUs is not the settings'). Sampled counts mislead
+// both ways: a team per rank that oversubscribes only inside short parallel regions leaves the
+// sampled median at the PUs while its threads queue at every barrier (a PyTorch script with 2
+// intra-op threads per rank on 2 PUs runs 4-8x slower, 2 runnable threads in most samples, 1 queued
+// per PU), and a rank bound to its core whose helper threads wake beside it shows 2 runnable on 1
+// PU with 0.5 queued and runs fastest of all.
 //
 // Thread groups. A thread is attributed by its name (the kernel's comm, 15 characters), which a
 // program may set (pthread_setname_np): "tt-iter*" iterator workers, "tt-omp*" the OpenMP pool,
@@ -37,6 +37,18 @@
 // workers, Python multiprocessing pools: the catalog's process pool); everything else (MPI's
 // progress threads, an unnamed pool of another program) is "other".
 // Names, not creation order: order changes with the library versions and with what is lazy.
+//
+// Runtime threads. A runtime's own threads (Open MPI's PMIx and libevent progress threads, gloo's
+// and NCCL's helpers, CUDA's event handler) are no knob's: the study cannot turn them down, so a
+// setting is not oversubscribed because of them alone. They are "runtime" where their name says
+// so (few runtimes name theirs: on Debian 12 Open MPI's, gloo's and OpenBLAS's threads all carry
+// the program's name), else by which pool they are not: the monitor is told how many unnamed
+// threads per rank the program's pools start (MonitorOptions::program_threads, from the
+// prediction), and a rank's unnamed threads beyond that many, those with the least CPU time so
+// far, are "runtime". Each cpuset is judged twice: with every thread (the kernel's queue as
+// measured) and with the knobs' threads alone (the runtime threads' CPU time handed back to the
+// queue they made wait; an optimistic bound); only the second decides, and a cpuset
+// oversubscribed by the first alone is reported as such (`runtime_only`).
 //
 // Duty cycles, per group over the window: `cpu`, CPU seconds per thread-second alive, and
 // `runnable`, the fraction of sampled thread-instants in state R (running or waiting for a CPU).
@@ -65,15 +77,19 @@ enum class GroupId {
   opencv,
   comm,
   dataloader_workers,
-  other
+  other,
+  runtime
 };
-inline constexpr std::size_t k_group_count = 8;
+inline constexpr std::size_t k_group_count = 9;
 inline constexpr std::array<const char*, k_group_count> k_group_names = {
-    "main", "iterator_workers", "openmp", "blas", "opencv", "comm", "dataloader_workers", "other"};
+    "main", "iterator_workers",   "openmp", "blas",   "opencv",
+    "comm", "dataloader_workers", "other",  "runtime"};
 
 // The group of a thread named `comm`; `rank_main` when it is a rank's own thread (tid == pid);
 // `child_process` when it belongs to a process the rank started (a DataLoader or
 // multiprocessing worker: the catalog's process pool, whatever the process calls itself).
+// A runtime's own thread where the runtime names it ("NCCL Progress", "cuda-EvtHandlr",
+// "pt_autograd_0", a PMIx or Open MPI progress thread that carries its name) is "runtime".
 GroupId thread_group_of(const std::string& comm, bool rank_main, bool child_process = false);
 
 // One group of one rank in one sample.
@@ -133,7 +149,14 @@ struct SustainedLoad {
   bool wait_measured = false;
   double waiting_threads = 0;      // mean threads waiting for a CPU: delay / wall
   double measured_wait_share = 0;  // delay / (delay + CPU time): runnable time that got no CPU
-  bool oversubscribed = false;
+  // The runtimes' own threads (group "runtime"): mean per sample, and their CPUs' worth.
+  double runtime_threads = 0;
+  double runtime_cpu_rate = 0;
+  // The knobs' threads alone (the runtime threads' CPU time handed back): what decides.
+  double knob_waiting_threads = 0;
+  double knob_demand = 0;                    // CPUs' worth they asked for: CPU rate plus queue
+  bool with_runtime_oversubscribed = false;  // judged with every thread, as the kernel queued
+  bool oversubscribed = false;               // judged on the knobs' threads
 };
 
 struct DutyCycle {
@@ -150,6 +173,8 @@ struct SustainedVerdict {
   std::vector<SustainedLoad> loads;
   const SustainedLoad* worst() const;  // oversubscribed first, then the highest per PU
   bool oversubscribed = false;
+  // A cpuset oversubscribed with the runtimes' threads and not without them.
+  bool runtime_only = false;
   std::map<std::string, DutyCycle> duty;  // groups seen in the window
 
   nlohmann::json to_json() const;  // {"window_s", "samples", "loads": [...]}

@@ -220,6 +220,44 @@ TEST(Predict, AnUndeclaredProgramStartsOnlyThePoolsItsEnvironmentSets) {
   EXPECT_TRUE(omp.oversubscribed);  // unbound: 2 ranks x 2 busy threads on the 2 PUs
 }
 
+// `program: {pools: [blas], runtime_threads: 2}` (hpcc, linked to OpenBLAS): the BLAS pool the
+// program starts with nothing set is predicted at OpenBLAS's default, one thread per PU of the
+// rank's cpuset; the runtimes' own threads are shown and never counted.
+TEST(Predict, AProgramsDeclaredPoolsAndRuntimeThreads) {
+  const Topology t = machine("pack:1 core:2 pu:1");
+  ProgramModel hpcc;
+  hpcc.pools.push_back(PoolModel{"blas", "", false, std::nullopt, "", std::nullopt});
+  hpcc.runtime_threads = 2;
+  const Prediction unbound = predict(t, mpirun(2, "none", {"hpcc"}), hpcc);
+  ASSERT_NE(group(unbound.ranks[0], "blas"), nullptr);
+  EXPECT_EQ(group(unbound.ranks[0], "blas")->threads, 1) << "2 PUs: the caller and one worker";
+  EXPECT_EQ(group(unbound.ranks[0], "blas")->detail, "unset -> one per PU of the 2-PU cpuset");
+  ASSERT_NE(group(unbound.ranks[0], k_runtime_group), nullptr);
+  EXPECT_EQ(group(unbound.ranks[0], k_runtime_group)->threads, 2);
+  EXPECT_EQ(group(unbound.ranks[0], k_runtime_group)->busy, 0);
+  EXPECT_EQ(unbound.ranks[0].threads_alive, 4);
+  EXPECT_TRUE(unbound.oversubscribed) << unbound.summary;  // 2 ranks x 2 spinning threads
+  EXPECT_NE(unbound.summary.find("rank 0: blas threads unset -> defaulted to 2; 2 runtime "
+                                 "threads per rank not counted (no knob controls them)"),
+            std::string::npos)
+      << unbound.summary;
+  const Prediction bound = predict(t, mpirun(2, "core", {"hpcc"}), hpcc);
+  EXPECT_EQ(group(bound.ranks[0], "blas"), nullptr) << "1 PU: the caller alone";
+  EXPECT_FALSE(bound.oversubscribed) << bound.summary;
+  const Prediction one =
+      predict(t, mpirun(2, "none", {"hpcc"}, {{"OPENBLAS_NUM_THREADS", "1"}}), hpcc);
+  EXPECT_FALSE(one.oversubscribed) << one.summary;
+  // However busy the runtime threads were measured, they stay out of the verdict.
+  Prediction learned = bound;
+  for (RankPrediction& r : learned.ranks)
+    for (ThreadGroup& g : r.groups)
+      if (g.name == k_runtime_group) g.load = 2.0;
+  summarize_prediction(t, learned);
+  EXPECT_FALSE(learned.oversubscribed) << learned.summary;
+  EXPECT_DOUBLE_EQ(learned.cpusets[0].runtime_load, 2.0);
+  EXPECT_EQ(learned.to_json()["cpusets"][0]["runtime_load"], 2.0);
+}
+
 TEST(Predict, CommThreadAndIteratorWorkersAdd) {
   auto args = k_all_one;
   args[2] = "1";

@@ -275,5 +275,87 @@ TEST(Sustained, LongRunsAreThinnedKeepingTimeAndCpu) {
   EXPECT_DOUBLE_EQ(records.back().t, 8.0);
 }
 
+// Two unbound ranks on 2 PUs, each with 3 more threads named `name`, over 20 steps of 0.2 s
+// (schedstat measured). Each rank's main thread runs 0.17 s and waits 0.03 s a step; thread 1
+// (the program's pool when `pool_busy`) runs `pool_cpu` and waits as long; threads 2 and 3 (and
+// thread 1 otherwise) wake briefly: 0.01 s of CPU and 0.04 s queued a step.
+Verdict run_with_helpers(const std::string& name, std::optional<int> program_threads,
+                         double pool_cpu = 0.0) {
+  Trial t(3, name);
+  MonitorOptions o;
+  o.program_threads = program_threads;
+  TrialMonitor m(t.src, 100, o);
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k <= 3; ++k) t.src.wait_thread(Trial::tid(r, k), 0.0);
+  m.sample_once();
+  for (int i = 0; i < 20; ++i) {
+    t.src.advance(0.2);
+    for (int r = 0; r < 2; ++r) {
+      t.src.run_thread(Trial::tid(r, 0), 0.17 - pool_cpu, 'R', r);
+      t.src.wait_thread(Trial::tid(r, 0), 0.03 + pool_cpu);
+      for (int k = 1; k <= 3; ++k) {
+        const bool pool = k == 1 && pool_cpu > 0;
+        t.src.run_thread(Trial::tid(r, k), pool ? pool_cpu : 0.01, pool ? 'R' : 'S', r);
+        t.src.wait_thread(Trial::tid(r, k), pool ? pool_cpu : 0.04);
+      }
+    }
+    m.sample_once();
+  }
+  return m.verdict();
+}
+
+TEST(Sustained, RuntimeThreadsAloneDoNotMakeASettingOversubscribed) {
+  // The ranks' main threads fill the 2 PUs; 3 helper threads per rank (MPI's progress threads,
+  // gloo's) wake beside them: 1.5 threads queued, 0.75 per PU, all of it made by the helpers.
+  // Told that the program starts no unnamed pool thread, the monitor counts them as the
+  // runtimes' own: oversubscribed with them, not by the settings.
+  const Verdict v = run_with_helpers("python3", 0);
+  ASSERT_EQ(v.sustained.loads.size(), 2u);
+  const SustainedLoad& l = v.sustained.loads[1];
+  EXPECT_NEAR(l.waiting_threads, 1.5, 1e-9);
+  EXPECT_NEAR(l.runtime_threads, 6.0, 1e-9);
+  EXPECT_NEAR(l.runtime_cpu_rate, 0.3, 1e-9);
+  EXPECT_NEAR(l.knob_waiting_threads, 0.0, 1e-9);
+  EXPECT_TRUE(l.with_runtime_oversubscribed);
+  EXPECT_FALSE(l.oversubscribed);
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+  EXPECT_TRUE(v.sustained.runtime_only);
+  EXPECT_NEAR(v.sustained.duty.at("runtime").threads, 3.0, 1e-9);
+  EXPECT_FALSE(v.sustained.duty.contains("other"));
+  EXPECT_NE(v.diagnosis.find("not oversubscribed by the settings: 3.0 runtime threads per rank "
+                             "(no knob's: MPI progress, communication helpers) used 0.3 CPUs and "
+                             "queued cpuset 0-1 to 0.7 per PU, 0.0 without them; to leave them a "
+                             "PU, run fewer ranks or threads on cpuset 0-1 than its PUs"),
+            std::string::npos)
+      << v.diagnosis;
+  EXPECT_EQ(v.to_json()["sustained"]["runtime_only"], true);
+  // Not told what the program starts, the monitor cannot tell them from a pool: as before.
+  const Verdict unknown = run_with_helpers("python3", std::nullopt);
+  EXPECT_TRUE(unknown.observed_oversubscribed) << unknown.diagnosis;
+  EXPECT_NEAR(unknown.sustained.duty.at("other").threads, 3.0, 1e-9);
+  // A runtime that names its threads is told by the name alone.
+  const Verdict named = run_with_helpers("NCCL Progress", std::nullopt);
+  EXPECT_FALSE(named.observed_oversubscribed) << named.diagnosis;
+  EXPECT_TRUE(named.sustained.runtime_only);
+}
+
+TEST(Sustained, ThePoolsThreadsAreTheBusiestUnnamedOnes) {
+  // Thread 1 of each rank is the program's pool (an OpenBLAS worker spinning beside its rank):
+  // told the program starts one unnamed pool thread per rank, the monitor keeps the busiest as
+  // the program's ("other") and the other two as the runtimes'; the pool's queue is the
+  // settings' and decides.
+  const Verdict v = run_with_helpers("hpcc", 1, 0.08);
+  EXPECT_NEAR(v.sustained.duty.at("other").threads, 1.0, 1e-9);
+  EXPECT_NEAR(v.sustained.duty.at("runtime").threads, 2.0, 1e-9);
+  const SustainedLoad& l = v.sustained.loads[1];
+  EXPECT_GT(l.knob_waiting_threads / 2, 0.67);
+  EXPECT_TRUE(l.oversubscribed);
+  EXPECT_TRUE(v.observed_oversubscribed) << v.diagnosis;
+  EXPECT_FALSE(v.sustained.runtime_only);
+  EXPECT_NE(v.diagnosis.find("besides 2.0 runtime threads per rank (no knob's), not counted"),
+            std::string::npos)
+      << v.diagnosis;
+}
+
 }  // namespace
 }  // namespace tune::probes

@@ -113,7 +113,7 @@ TEST(StudySpec, AKnobsDefaultSizesTheUnsetPool) {
   ASSERT_EQ(spec->probes.knobs.size(), 1u);
   EXPECT_EQ(spec->probes.knobs[0].program_default, 1);
   search::FrozenTrial trial;  // threads left null: not among the trial's params
-  const auto model = study_program_model({}, spec->probes.knobs, trial);
+  const auto model = study_program_model({}, {}, spec->probes.knobs, trial);
   ASSERT_EQ(model.pools.size(), 1u);
   EXPECT_EQ(model.pools[0].pool, "torch_intra_op");
   EXPECT_EQ(model.pools[0].program_default, 1);
@@ -130,6 +130,63 @@ TEST(StudySpec, AKnobsDefaultSizesTheUnsetPool) {
   }
 }
 
+// `program:` says what the program starts with nothing set: its kind, pools, their measured
+// sizes and the runtimes' own threads; the prediction's model takes them, and a knob's value
+// still sizes its pool for the trial.
+TEST(StudySpec, TheProgramSectionEntersTheModel) {
+  const auto spec = parse_study_spec(
+      "name: x\ncommand: [python3, t.py]\nenv: {OMP_NUM_THREADS: '{threads}'}\n"
+      "params:\n  threads: [null, 1, 2]\n"
+      "program:\n  kind: torch\n  pools: [torch_intra_op, blas]\n"
+      "  pool_defaults: {torch_intra_op: 1}\n  runtime_threads: 4\n",
+      "s.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  ASSERT_TRUE(spec->probes.program.has_value());
+  const StudyProgram& program = *spec->probes.program;
+  EXPECT_EQ(program.kind, "torch");
+  EXPECT_EQ(program.pools, (std::vector<std::string>{"torch_intra_op", "blas"}));
+  ASSERT_EQ(program.pool_defaults.size(), 1u);
+  EXPECT_EQ(program.pool_defaults[0], (std::pair<std::string, int>{"torch_intra_op", 1}));
+  EXPECT_EQ(program.runtime_threads, 4);
+  const auto model = study_program_model({}, program, spec->probes.knobs, search::FrozenTrial{});
+  EXPECT_EQ(model.program, "torch");
+  EXPECT_EQ(model.runtime_threads, 4);
+  ASSERT_EQ(model.pools.size(), 2u);
+  EXPECT_EQ(model.pools[0].pool, "torch_intra_op");
+  EXPECT_EQ(model.pools[0].program_default, 1);
+  EXPECT_EQ(model.pools[1].pool, "blas");
+  EXPECT_FALSE(model.pools[1].program_default.has_value()) << "the catalog's rule sizes it";
+  const auto none = parse_study_spec("name: x\ncommand: [p]\n", "s.yaml");
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_FALSE(none->probes.program.has_value());
+}
+
+TEST(StudySpec, ProgramSectionErrorsNameFileLineAndKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"program:\n  kind: jax\n",
+       "s.yaml:4: key 'program.kind': unknown program kind 'jax' (kinds: any, torch, chainer, "
+       "tune-trainer)"},
+      {"program:\n  pools: [blas, mkl]\n", "s.yaml:4: key 'program.pools[1]': unknown pool 'mkl'"},
+      {"program:\n  pools: [blas, blas]\n",
+       "s.yaml:4: key 'program.pools[1]': pool 'blas' is listed twice"},
+      {"program:\n  pools: blas\n", "s.yaml:4: key 'program.pools': expected a list"},
+      {"program:\n  pool_defaults: {threads: 1}\n",
+       "s.yaml:4: key 'program.pool_defaults.threads': unknown pool 'threads'"},
+      {"program:\n  pool_defaults: {blas: -2}\n",
+       "s.yaml:4: key 'program.pool_defaults.blas': expected a pool size"},
+      {"program:\n  runtime_threads: many\n", "s.yaml:4: key 'program.runtime_threads'"},
+      {"program:\n  runtime_threads: -1\n",
+       "s.yaml:4: key 'program.runtime_threads': expected a thread count between 0 and 4096"},
+      {"program:\n  pool: [blas]\n", "s.yaml:4: key 'program.pool'"},
+      {"program: [blas]\n", "s.yaml:3: key 'program': expected a mapping"},
+  };
+  for (const auto& [yaml, error] : cases) {
+    const auto r = parse_study_spec(std::string("name: x\ncommand: [p]\n") + yaml, "s.yaml");
+    ASSERT_FALSE(r) << yaml;
+    EXPECT_TRUE(r.error().starts_with(error)) << yaml << " -> " << r.error();
+  }
+}
+
 // A study that leaves a torch pool without `default:` gets torch's own choice on this machine,
 // measured once with the study's interpreter (here a stand-in that answers as torch would).
 TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
@@ -141,7 +198,8 @@ TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
                                   StudyKnob{"interop", "", "torch_inter_op", "torch"},
                                   StudyKnob{"workers", "", "dataloader_workers", "torch"}};
   knobs[1].program_default = 5;  // declared: kept
-  const auto notes = measure_missing_pool_defaults(knobs, {python.string(), "train.py"});
+  std::optional<StudyProgram> program;
+  const auto notes = measure_missing_pool_defaults(knobs, program, {python.string(), "train.py"});
   EXPECT_EQ(knobs[0].program_default, 3);
   EXPECT_EQ(knobs[1].program_default, 5);
   EXPECT_FALSE(knobs[2].program_default.has_value());
@@ -150,9 +208,31 @@ TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
                           python.string() + ")");
   // Not a Python interpreter, or a templated program: nothing is run, nothing changes.
   std::vector<StudyKnob> other = {StudyKnob{"threads", "", "torch_intra_op", "torch"}};
-  EXPECT_TRUE(measure_missing_pool_defaults(other, {"/bin/false"}).empty());
-  EXPECT_TRUE(measure_missing_pool_defaults(other, {"{python}", "train.py"}).empty());
+  EXPECT_TRUE(measure_missing_pool_defaults(other, program, {"/bin/false"}).empty());
+  EXPECT_TRUE(measure_missing_pool_defaults(other, program, {"{python}", "train.py"}).empty());
   EXPECT_FALSE(other[0].program_default.has_value());
+  EXPECT_FALSE(program.has_value());
+  std::filesystem::remove_all(dir);
+}
+
+// `program: {pools: [torch_intra_op]}` without `pool_defaults:` is measured the same way; a pool
+// it sizes itself, or one a knob's `default:` sizes, is left alone.
+TEST(StudySpec, ProgramTorchPoolsWithoutADefaultAreMeasured) {
+  const auto dir = test_support::fresh_test_dir("tune-");
+  const std::filesystem::path python =
+      test_support::write_file(dir / "python3", "#!/bin/sh\necho 1 2\n");
+  std::filesystem::permissions(python, std::filesystem::perms::owner_all);
+  std::vector<StudyKnob> knobs;
+  std::optional<StudyProgram> program = StudyProgram{};
+  program->kind = "torch";
+  program->pools = {"torch_intra_op", "torch_inter_op", "blas"};
+  program->pool_defaults = {{"torch_inter_op", 4}};
+  const auto notes = measure_missing_pool_defaults(knobs, program, {python.string(), "t.py"});
+  using Sizes = std::vector<std::pair<std::string, int>>;
+  EXPECT_EQ(program->pool_defaults, (Sizes{{"torch_inter_op", 4}, {"torch_intra_op", 1}}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "program.pools: torch_intra_op pool defaults to 1 here (measured with " +
+                          python.string() + ")");
   std::filesystem::remove_all(dir);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,9 +32,11 @@ MeasuredPools measure_torch_pools(const std::string& python, double timeout_s = 
 // pool without a `default:`: that pool's size as torch takes it on this machine, measured once
 // with that interpreter (measure_torch_pools), set as the knob's default, so a trial that leaves
 // the parameter null is predicted as it runs, as in a study `tune init` wrote. Returns one note
-// per measured pool; a failed measurement changes nothing (the catalog's rule stays). Runs a
-// process (about a second): once per study.
+// per measured pool; a failed measurement changes nothing (the catalog's rule stays). The same
+// for a torch pool `program:` lists without `pool_defaults:` (and no knob's `default:`): its
+// measured size joins `program->pool_defaults`. Runs a process (about a second): once per study.
 std::vector<std::string> measure_missing_pool_defaults(std::vector<StudyKnob>& knobs,
+                                                       std::optional<StudyProgram>& program,
                                                        const std::vector<std::string>& command);
 
 }  // namespace tune::tuner

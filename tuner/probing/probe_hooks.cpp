@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "probes/knob_catalog.h"
 #include "probes/learned_duty.h"
 #include "probes/monitor.h"
 #include "probes/node_watch.h"
@@ -61,6 +62,9 @@ struct ProbeState {
   bool ranks_outside_tree = false;
   probes::LearnedDuty learned;   // the duty cycles earlier trials of the study measured
   probes::VerdictMemory memory;  // the verdicts earlier trials of the same layout got
+  // Unnamed threads per rank the program's pools start (MonitorOptions::program_threads), where
+  // the study says what the program starts; nullopt: the monitor tells runtimes by name only.
+  std::optional<int> program_threads;
 };
 
 // A predicted oversubscription skips a trial (constrain: true) only once this many trials have
@@ -105,15 +109,33 @@ std::map<std::string, std::string> rank_environment(const RenderedLaunch& launch
 }
 
 // What the prediction knows of the trial's program: the bundled trainer's thread model (from
-// the knob catalog) when it runs tune-trainer, else only what the study's `knobs:` declare and
-// the catalog's variables in the ranks' environment; either way, each declared pool sized by the
-// trial's value of its parameter.
+// the knob catalog) when it runs tune-trainer, else only what the study's `program:` and `knobs:`
+// declare and the catalog's variables in the ranks' environment; either way, each declared pool
+// sized by the trial's value of its parameter.
 probes::ProgramModel program_model(const probes::LaunchPlan& plan, const ProbeSpec& spec,
                                    const search::FrozenTrial& trial) {
   const auto& program = plan.program_argv.empty() ? std::string() : plan.program_argv.front();
   return study_program_model(
       program.ends_with("tune-trainer") ? probes::trainer_program_model() : probes::ProgramModel{},
-      spec.knobs, trial);
+      spec.program.value_or(StudyProgram{}), spec.knobs, trial);
+}
+
+// How many threads per rank the program's pools start under names the monitor does not know,
+// when what the program starts is declared (`program:`) or known (the bundled trainer, which
+// names every pool's threads): its other unnamed threads are then the runtimes' own. Process
+// pools are not counted: their threads are told apart by their process.
+std::optional<int> program_threads(const probes::Prediction& predicted, const ProbeSpec& spec,
+                                   bool trainer) {
+  if (trainer) return 0;
+  if (!spec.program || predicted.ranks.empty()) return std::nullopt;
+  int n = 0;
+  for (const probes::ThreadGroup& g : predicted.ranks.front().groups) {
+    if (g.name == "main" || g.name == probes::k_runtime_group) continue;
+    const probes::KnobPool* kp = probes::knob_catalog().pool(g.name);
+    if (kp != nullptr && kp->unit == "process") continue;
+    n += std::max(0, g.threads);
+  }
+  return n;
 }
 
 // The trial's verdict: this node's monitor, merged with the other nodes' watchers when the
@@ -189,6 +211,12 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     state->local.reset();
     for (const auto& node : plan.layout)
       if (!node.ranks.empty() && !state->local && is_this_host(node.host)) state->local = node;
+    state->program_threads.reset();
+    if (const probes::Prediction* local = local_prediction(*state)) {
+      const bool trainer =
+          !plan.program_argv.empty() && plan.program_argv.front().ends_with("tune-trainer");
+      state->program_threads = program_threads(*local, state->spec, trainer);
+    }
     nlohmann::json attrs = {{k_attr_probe_prediction, probes::nodes_prediction_json(state->nodes)}};
     const double constraint = probes::nodes_prediction_constraint(state->nodes);
     const bool constrains =
@@ -213,6 +241,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     if (state->ranks_outside_tree) return;
     probes::MonitorOptions options;
     options.interval_s = state->spec.interval_s;
+    options.program_threads = state->program_threads;
     state->monitor = std::make_unique<probes::TrialMonitor>(*state->source, pid, options);
     state->monitor->start();
   };
@@ -238,7 +267,7 @@ AttachedProbes attach_probes(StudyRunner& runner) {
   AttachedProbes out;
   ProbeSpec spec = runner.spec().probes;
   if (!spec.enabled) return out;
-  out.notes = measure_missing_pool_defaults(spec.knobs, runner.spec().command);
+  out.notes = measure_missing_pool_defaults(spec.knobs, spec.program, runner.spec().command);
   auto hooks = make_probe_hooks(spec);
   if (hooks)
     runner.set_hooks(std::move(*hooks));

@@ -45,6 +45,22 @@ std::vector<std::string> pool_names() {
   return out;
 }
 
+// A pool size as `default:` and `pool_defaults:` take it.
+int pool_size(const YamlReader& reader, const YAML::Node& n, const std::string& key) {
+  const std::int64_t v = reader.integer(n, key);
+  if (v < 0 || v > 1 << 20) reader.fail(n, key, "expected a pool size between 0 and 1048576");
+  return static_cast<int>(v);
+}
+
+// `name` as a catalog pool, or an error at `n` listing the pools.
+std::string catalog_pool(const YamlReader& reader, const YAML::Node& n, const std::string& key) {
+  std::string name = reader.string(n, key);
+  if (probes::knob_catalog().pool(name) == nullptr)
+    reader.fail(n, key,
+                fmt::format("unknown pool '{}' (pools: {})", name, fmt::join(pool_names(), ", ")));
+  return name;
+}
+
 StudyKnob parse_one(const YamlReader& reader, const std::string& param, const YAML::Node& decl,
                     const search::Distribution& dist) {
   const std::string key = "knobs." + param;
@@ -80,15 +96,60 @@ StudyKnob parse_one(const YamlReader& reader, const std::string& param, const YA
   if (const YAML::Node def = decl["default"]) {
     if (out.pool.empty())
       reader.fail(def, key + ".default", "only a knob that sizes a pool takes a default");
-    const std::int64_t n = reader.integer(def, key + ".default");
-    if (n < 0 || n > 1 << 20)
-      reader.fail(def, key + ".default", "expected a pool size between 0 and 1048576");
-    out.program_default = static_cast<int>(n);
+    out.program_default = pool_size(reader, def, key + ".default");
   }
   return out;
 }
 
 }  // namespace
+
+const std::vector<std::string>& program_kinds() {
+  static const std::vector<std::string> kinds = {"any", "torch", "chainer", "tune-trainer"};
+  return kinds;
+}
+
+StudyProgram parse_study_program(const YamlReader& reader, const YAML::Node& node) {
+  if (!node.IsMap())
+    reader.fail(node, "program", "expected a mapping: {kind: ..., pools: [...], ...}");
+  reader.check_keys(node, "program", {"kind", "pools", "pool_defaults", "runtime_threads"});
+  StudyProgram out;
+  if (const YAML::Node kind = node["kind"]) {
+    out.kind = reader.string(kind, "program.kind");
+    const auto& kinds = program_kinds();
+    if (std::find(kinds.begin(), kinds.end(), out.kind) == kinds.end())
+      reader.fail(
+          kind, "program.kind",
+          fmt::format("unknown program kind '{}' (kinds: {})", out.kind, fmt::join(kinds, ", ")));
+  }
+  if (const YAML::Node pools = node["pools"]) {
+    if (!pools.IsSequence())
+      reader.fail(pools, "program.pools", "expected a list of catalog pools, e.g. [blas]");
+    for (std::size_t i = 0; i < pools.size(); ++i) {
+      const std::string key = fmt::format("program.pools[{}]", i);
+      std::string name = catalog_pool(reader, pools[i], key);
+      if (std::find(out.pools.begin(), out.pools.end(), name) != out.pools.end())
+        reader.fail(pools[i], key, fmt::format("pool '{}' is listed twice", name));
+      out.pools.push_back(std::move(name));
+    }
+  }
+  if (const YAML::Node defaults = node["pool_defaults"]) {
+    if (!defaults.IsMap())
+      reader.fail(defaults, "program.pool_defaults",
+                  "expected a mapping of pool: size, e.g. {torch_intra_op: 1}");
+    for (const auto& kv : defaults) {
+      const std::string key = "program.pool_defaults." + kv.first.Scalar();
+      std::string name = catalog_pool(reader, kv.first, key);
+      out.pool_defaults.emplace_back(std::move(name), pool_size(reader, kv.second, key));
+    }
+  }
+  if (const YAML::Node rt = node["runtime_threads"]) {
+    const std::int64_t n = reader.integer(rt, "program.runtime_threads");
+    if (n < 0 || n > 4096)
+      reader.fail(rt, "program.runtime_threads", "expected a thread count between 0 and 4096");
+    out.runtime_threads = static_cast<int>(n);
+  }
+  return out;
+}
 
 std::vector<StudyKnob> parse_study_knobs(const YamlReader& reader, const YAML::Node& node,
                                          const search::SearchSpace& space) {
@@ -105,19 +166,25 @@ std::vector<StudyKnob> parse_study_knobs(const YamlReader& reader, const YAML::N
   return out;
 }
 
-probes::ProgramModel study_program_model(probes::ProgramModel base,
+probes::ProgramModel study_program_model(probes::ProgramModel base, const StudyProgram& program,
                                          const std::vector<StudyKnob>& knobs,
                                          const search::FrozenTrial& trial) {
+  auto pool_of = [&](const std::string& name) {
+    auto found = std::find_if(base.pools.begin(), base.pools.end(),
+                              [&](const probes::PoolModel& p) { return p.pool == name; });
+    if (found != base.pools.end()) return found;
+    base.pools.emplace_back();
+    base.pools.back().pool = name;
+    return std::prev(base.pools.end());
+  };
+  if (!program.kind.empty()) base.program = program.kind;
+  for (const std::string& name : program.pools) pool_of(name);
+  for (const auto& [name, size] : program.pool_defaults) pool_of(name)->program_default = size;
+  if (program.runtime_threads) base.runtime_threads = *program.runtime_threads;
   for (const StudyKnob& k : knobs) {
     if (base.program == "any" && !k.program.empty()) base.program = k.program;
     if (k.pool.empty()) continue;
-    auto found = std::find_if(base.pools.begin(), base.pools.end(),
-                              [&](const probes::PoolModel& p) { return p.pool == k.pool; });
-    if (found == base.pools.end()) {
-      base.pools.emplace_back();
-      base.pools.back().pool = k.pool;
-      found = std::prev(base.pools.end());
-    }
+    const auto found = pool_of(k.pool);
     if (k.program_default) found->program_default = k.program_default;
     const auto value = trial.params.find(k.param);
     const auto dist = trial.distributions.find(k.param);

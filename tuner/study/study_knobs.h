@@ -9,7 +9,20 @@
 // Variables the knob catalog knows (OMP_NUM_THREADS...) need no declaration: the prediction
 // reads them from each rank's environment. parse_study_knobs checks the section against the
 // catalog and the study's parameters; study_program_model turns it and one trial's parameter
-// values into the probes' ProgramModel. Plain values and functions; thread-safe.
+// values into the probes' ProgramModel.
+//
+// The top-level `program:` section says what the program starts with nothing set (as `tune init`
+// saw it run), which a study's parameters alone cannot tell: an MPI program linked to OpenBLAS
+// starts one BLAS thread per PU of its cpuset whatever the study sets, a script whose threads
+// come from OMP_NUM_THREADS starts torch's intra-op pool with the variable unset:
+//
+//   program:
+//     kind: torch                          # catalog program tag (default any)
+//     pools: [blas]                        # catalog pools the ranks start with nothing set
+//     pool_defaults: {torch_intra_op: 1}   # a pool's size when nothing sets it (measured)
+//     runtime_threads: 3                   # threads per rank the runtimes start, no knob's
+//
+// Plain values and functions; thread-safe.
 #pragma once
 
 #include <optional>
@@ -43,6 +56,26 @@ struct StudyKnob {
   std::optional<int> program_default;
 };
 
+// The `program:` section: what the program is and starts with nothing set.
+struct StudyProgram {
+  std::string kind;                // catalog program tag; "" = not given (any)
+  std::vector<std::string> pools;  // catalog pools every rank starts; default none
+  // A pool's size when nothing sets it (`pool_defaults:`), instead of the catalog's rule; a pool
+  // named here is started too. Default none.
+  std::vector<std::pair<std::string, int>> pool_defaults;
+  // Threads per rank the runtimes start on their own (MPI progress/event threads, gloo/NCCL
+  // helpers) that no knob controls; nullopt = not given.
+  std::optional<int> runtime_threads;
+};
+
+// The program tags `kind:` takes: any, torch, chainer, tune-trainer.
+const std::vector<std::string>& program_kinds();
+
+// The `program:` section at `node`. Throws SpecError ("FILE:LINE: key 'program.pools[1]':
+// unknown pool 'x' (pools: ...)") for an unknown kind or pool, a size that is not a
+// non-negative integer, or an unknown key.
+StudyProgram parse_study_program(const YamlReader& reader, const YAML::Node& node);
+
 // The `knobs:` section at `node`: a mapping of parameter name to {pool: NAME} or {knob: NAME},
 // either with an optional `default: N` (the pool's size when the parameter is null).
 // Throws SpecError ("FILE:LINE: key 'knobs.threads.pool': unknown pool 'x' (pools: ...)") for an
@@ -52,10 +85,11 @@ std::vector<StudyKnob> parse_study_knobs(const YamlReader& reader, const YAML::N
                                          const search::SearchSpace& space);
 
 // The program model the prediction uses for one trial: `base` (the bundled trainer's, or an
-// empty one for any other program) with each declared pool sized by the trial's value of its
-// parameter (a null or absent value leaves the pool at its declared `default:`, else the
+// empty one for any other program) with `program`'s kind, pools, their defaults and runtime
+// threads, then each declared knob's pool sized by the trial's value of its parameter (a null or
+// absent value leaves the pool at its declared `default:`, else `pool_defaults:`, else the
 // library's).
-probes::ProgramModel study_program_model(probes::ProgramModel base,
+probes::ProgramModel study_program_model(probes::ProgramModel base, const StudyProgram& program,
                                          const std::vector<StudyKnob>& knobs,
                                          const search::FrozenTrial& trial);
 

@@ -58,11 +58,12 @@ class Parser : private YamlReader {
         {"name",         "direction", "directions", "objective", "constraints", "launch",
          "command",      "env",       "timeout",    "params",    "sampler",     "pruner",
          "enqueue",      "output",    "storage",    "probes",    "knobs",       "incumbent_repeats",
-         "max_failures", "workdir",   "files"});
+         "max_failures", "workdir",   "files",      "program"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
     if (const auto& k = root["knobs"]) spec.probes.knobs = parse_study_knobs(*this, k, spec.space);
+    if (const auto& p = root["program"]) spec.probes.program = parse_study_program(*this, p);
     parse_command(root, spec);
     if (const auto& env = root["env"]) parse_env(env, spec);
     if (const auto& w = root["workdir"]) parse_workdir(w, spec);

@@ -76,6 +76,9 @@ struct ProbeSpec {
   // The study's top-level `knobs:` section (tuner/study/study_knobs.h): which parameter sizes which
   // pool of the program. Kept here because the prediction is its one reader. Default: none.
   std::vector<StudyKnob> knobs;
+  // The top-level `program:` section (tuner/study/study_knobs.h): what the program starts with
+  // nothing set. nullopt: not given (the program is predicted from its knobs and environment).
+  std::optional<StudyProgram> program;
 };
 
 // One entry of `files:`: an input put into each trial's working directory before it runs.
