@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "probes/knob_catalog.h"
 #include "probes/topology.h"
@@ -26,7 +27,43 @@ struct InitArgs {
   std::string output;  // "" = stdout
   bool force = false;
   bool no_input = false;
+  bool no_probe = false;
+  std::string probe_for = "10s";  // the probe run's bound
 };
+
+// The probe run (tuner/init/init_probe.h): the command as given, its program's relative paths
+// made absolute, for at most `seconds`.
+std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& command,
+                                   double seconds) {
+  if (args.no_probe) return std::nullopt;
+  const auto& given = args.request.command;
+  std::vector<std::string> argv(given.begin(),
+                                given.end() - static_cast<std::ptrdiff_t>(command.program.size()));
+  argv.insert(argv.end(), command.program.begin(), command.program.end());
+  std::cerr << fmt::format(
+      "tune init: running the command for up to {} to see what it starts (--no-probe skips "
+      "this)\n",
+      args.probe_for);
+  ProbeOptions options;
+  options.seconds = seconds;
+  ProbeFindings found = probe_program(argv, command.has_mpirun, options);
+  if (!found.ran) {
+    std::cerr << fmt::format(
+        "tune init: the probe run could not start ({}); the program's text decides instead\n",
+        printable(found.not_run));
+    return std::nullopt;
+  }
+  std::vector<std::string> libs;
+  for (const auto& lib : found.libraries) libs.push_back(lib.what);
+  std::cerr << fmt::format(
+      "tune init: probe run {:.1f} s, {}; {} rank(s) mapped: {}\n", found.seconds,
+      found.bounded ? "stopped at the bound" : fmt::format("exited {}", found.exit_code),
+      found.ranks, libs.empty() ? "nothing tune knows" : fmt::format("{}", fmt::join(libs, ", ")));
+  if (!found.bounded && found.exit_code != 0)
+    std::cerr << "tune init: warning: the command failed in the probe run; check the study's "
+                 "command before running it\n";
+  return found;
+}
 
 // On a terminal, and only there, init offers to score a throughput line instead of wall time.
 void ask_throughput(InitArgs& args) {
@@ -59,19 +96,39 @@ int run_init(InitArgs& args) {
       throw BadInput("--name " + *why + ": the name is one folder of the output (tune-out/NAME)");
   }
   ask_throughput(args);
+  const auto probe_s = parse_duration(args.probe_for);
+  if (!probe_s || *probe_s <= 0)
+    throw BadInput("--probe-for '" + args.probe_for +
+                   "': " + (probe_s ? std::string("must be more than 0") : probe_s.error()));
   auto command = unwrap_input(split_init_command(args.request.command));
   command.program = absolute_paths(command.program);
-  ProgramInfo program = inspect_program(command.program);
+  if (auto ok = check_program_exists(command.program); !ok) throw BadInput(ok.error());
+  const auto found = probe(args, command, *probe_s);
+  ProgramInfo program = inspect_program(command.program, found ? &*found : nullptr);
   measure_pool_defaults(command.program, program);
   auto topo = probes::read_topology();
   if (!topo) throw std::runtime_error("init: reading the topology: " + topo.error());
   args.request.generated_by = "on " + this_host();
-  const std::string text = unwrap_input(
-      render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
   const bool to_stdout = args.output.empty() || args.output == "-";
-  // What init writes must load as any study does; a failure here is init's own bug.
-  if (auto check = parse_study_spec(text, to_stdout ? "<init>" : args.output); !check)
-    throw std::runtime_error("init wrote a study that does not load: " + check.error());
+  std::error_code ec;
+  args.request.source_dir = fs::current_path(ec).string();
+  args.request.study_dir =
+      to_stdout ? args.request.source_dir
+                : fs::absolute(args.output, ec).parent_path().lexically_normal().string();
+  std::string text = unwrap_input(
+      render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+  // What init writes must load as any study does; a failure here is init's own bug. The
+  // `program:` section is read by the study parser of builds that have the prediction's side
+  // of it; this one writes it as comments when its parser refuses the key.
+  const std::string where = to_stdout ? "<init>" : args.output;
+  auto check = parse_study_spec(text, where);
+  if (!check && check.error().contains("'program'")) {
+    args.request.program_key = false;
+    text = unwrap_input(
+        render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+    check = parse_study_spec(text, where);
+  }
+  if (!check) throw std::runtime_error("init wrote a study that does not load: " + check.error());
   if (to_stdout) {
     std::cout << text;
     return 0;
@@ -126,6 +183,12 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
                    "Each trial's time limit, written as the study file's timeout: (default 1h)")
       ->type_name("DURATION");
   init->add_flag("--no-input", args->no_input, "Ask nothing, even on a terminal");
+  init->add_option("--probe-for", args->probe_for,
+                   "Run the command this long (at most) to see what it maps, starts, reads and "
+                   "prints; the whole tree is stopped after (default 10s)")
+      ->type_name("DURATION");
+  init->add_flag("--no-probe", args->no_probe,
+                 "Do not run the command: judge the program by its text (a script's imports)");
   return {{init, [args]() { return run_init(*args); }}};
 }
 

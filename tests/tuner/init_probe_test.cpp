@@ -1,0 +1,237 @@
+// `tune init` from what the probe run saw: result lines found in output (hpcc's summary, a
+// training script's progress and result lines), import lines read as Python reads them, a
+// program that is not there, and the study written from invented findings (the knobs of the
+// pools the ranks start, the `program:` section, `files:`, the objective from a file).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "probes/knob_catalog.h"
+#include "tuner/init/init_probe.h"
+#include "tuner/init/init_study.h"
+#include "tuner/study/study_spec.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+const ResultLine* find(const std::vector<ResultLine>& lines, const std::string& name) {
+  const auto it =
+      std::find_if(lines.begin(), lines.end(), [&](const ResultLine& r) { return r.name == name; });
+  return it == lines.end() ? nullptr : &*it;
+}
+
+// hpcc 1.5.0's hpccoutf.txt, shortened: rates, times, sizes and counts in one summary.
+TEST(InitProbe, ResultLinesOfAnHpccSummary) {
+  const std::string text =
+      "Execution time (wall clock)      =     1.606 sec on 2 processes\n"
+      "On naturally ordered ring: latency=      0.000291 msec, bandwidth=  12484.608818 MB/s\n"
+      "Gflop/s:     3.800\n"
+      "Begin of Summary section.\n"
+      "VersionMajor=1\n"
+      "CommWorldProcs=2\n"
+      "HPL_Tflops=0.00749878\n"
+      "HPL_time=0.0111629\n"
+      "HPL_eps=1.11022e-16\n"
+      "HPL_N=500\n"
+      "StarDGEMM_Gflops=25.7324\n"
+      "PTRANS_GBs=0.0368307\n"
+      "MPIRandomAccess_GUPs=0.035796\n";
+  const auto lines = find_result_lines(text, "hpccoutf.txt");
+  ASSERT_FALSE(lines.empty());
+  // Work rates first, named ones in the order they appear; then data rates; then times.
+  EXPECT_EQ(lines[0].name, "HPL_Tflops");
+  EXPECT_DOUBLE_EQ(lines[0].value, 0.00749878);
+  EXPECT_TRUE(lines[0].maximize);
+  EXPECT_EQ(lines[0].source, "hpccoutf.txt");
+  EXPECT_EQ(lines[0].regex, R"(\bHPL_Tflops=\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))");
+  EXPECT_EQ(lines[1].name, "StarDGEMM_Gflops");
+  EXPECT_EQ(lines[2].name, "MPIRandomAccess_GUPs");
+  EXPECT_EQ(lines[3].name, "Gflop/s");  // a bare unit: of what, only its place says
+  ASSERT_NE(find(lines, "bandwidth"), nullptr);
+  EXPECT_EQ(find(lines, "bandwidth")->unit, "MB/s");
+  EXPECT_EQ(find(lines, "bandwidth")->rank, 1);
+  ASSERT_NE(find(lines, "PTRANS_GBs"), nullptr);
+  ASSERT_NE(find(lines, "HPL_time"), nullptr);
+  EXPECT_FALSE(find(lines, "HPL_time")->maximize);
+  EXPECT_EQ(find(lines, "latency")->unit, "msec");
+  EXPECT_FALSE(find(lines, "latency")->maximize);
+  // Sizes, counts, versions and residuals are no objective.
+  for (const char* name : {"VersionMajor", "CommWorldProcs", "HPL_eps", "HPL_N"})
+    EXPECT_EQ(find(lines, name), nullptr) << name;
+}
+
+TEST(InitProbe, ResultLinesOfATrainingScript) {
+  const std::string text =
+      "step 1/20 loss 2.3012\n"
+      "epoch: 1 samples/s: 1200.5 loss: 2.1\n"
+      "step 2/20 loss 2.2\n"
+      "epoch: 2 samples/s: 1300.5 loss: 2.0\n"
+      "elapsed: 3.25 s\n"
+      "samples/s: 1234.5 (12000 samples in 9.7 s)\n"
+      "img/s=+88 version: 2x\n";
+  const auto lines = find_result_lines(text, "stdout");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].name, "samples/s");
+  EXPECT_DOUBLE_EQ(lines[0].value, 1234.5);  // the last one
+  EXPECT_EQ(lines[0].count, 3);
+  EXPECT_EQ(lines[0].regex, R"(\bsamples/s:\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))");
+  EXPECT_EQ(lines[1].name, "img/s");
+  EXPECT_DOUBLE_EQ(lines[1].value, 88);
+  EXPECT_EQ(lines[2].name, "elapsed");
+  EXPECT_FALSE(lines[2].maximize);
+  EXPECT_TRUE(find_result_lines("no numbers here: none\nloss: 0.5\nN = 12\n", "stdout").empty());
+}
+
+TEST(InitProbe, ImportLinesAsPythonReadsThem) {
+  auto frameworks = [](const std::string& text) {
+    ProgramInfo info;
+    detect_imports(text, info);
+    return info.frameworks;
+  };
+  EXPECT_EQ(frameworks("import os, sys, numpy as np, torch\n"), std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("import numpy as np, torch\n"), std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("  import torch.distributed as dist  # DDP\n"),
+            std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("from torch.nn import Linear\n"), std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("import chainer, cupy\n"), std::vector<std::string>{"chainer"});
+  EXPECT_TRUE(frameworks("import torchvision\n# import torch\nx = 'import torch'\n").empty());
+  EXPECT_EQ(frameworks("import torch\ndist.init_process_group(backend=\"nccl\")\n"),
+            (std::vector<std::string>{"torch", "nccl"}));
+}
+
+TEST(InitProbe, AProgramThatIsNotThereIsNamed) {
+  EXPECT_TRUE(check_program_exists({"/bin/sh", "-c", "true"}));
+  EXPECT_TRUE(check_program_exists({"sh"}));
+  EXPECT_EQ(check_program_exists({"./nope"}).error(), "program './nope' does not exist");
+  EXPECT_EQ(check_program_exists({"no-such-program-tune"}).error(),
+            "program 'no-such-program-tune' is not found on PATH");
+  EXPECT_EQ(check_program_exists({"/usr/bin/python3", "-u", "nope.py"}).error(),
+            "script 'nope.py' does not exist");
+  EXPECT_TRUE(check_program_exists({"/usr/bin/python3", "-c", "print(1)"}));
+}
+
+class InitFromProbe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("tune-init-probe-" + std::to_string(getpid()));
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+    std::ofstream(m_dir / "hpccinf.txt") << "HPLinpack benchmark input file\n";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(m_dir);
+  }
+
+  // The text render_init_study writes for `argv` with `probe`, and the study it loads as.
+  std::pair<std::string, StudySpec> init(const std::vector<std::string>& argv,
+                                         const ProbeFindings& probe, bool program_key = false) {
+    InitRequest r;
+    r.command = argv;
+    r.source_dir = r.study_dir = m_dir.string();
+    r.program_key = program_key;
+    auto command = split_init_command(argv);
+    EXPECT_TRUE(command);
+    ProgramInfo program = inspect_program(command->program, &probe);
+    auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
+    auto text = render_init_study(r, *command, program, *topo, probes::knob_catalog());
+    EXPECT_TRUE(text) << text.error();
+    if (!program_key) {
+      auto spec = parse_study_spec(*text, (m_dir / "init.yaml").string());
+      EXPECT_TRUE(spec) << spec.error() << "\n" << *text;
+      if (spec) return {*text, *spec};
+    }
+    return {*text, StudySpec{}};
+  }
+
+  fs::path m_dir;
+};
+
+std::vector<std::string> env_names(const StudySpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : spec.env) out.push_back(name);
+  return out;
+}
+
+ProbeFindings hpcc_findings() {
+  const std::string d = "/usr/lib/x86_64-linux-gnu/";
+  ProbeFindings p;
+  p.ran = true;
+  p.seconds = 2.5;
+  p.exit_code = 0;
+  p.ranks = 2;
+  p.libraries = probes::classify_libraries(
+      {d + "libmpi.so.40.30.4", d + "openblas-pthread/libblas.so.3", d + "libc.so.6"});
+  p.threads_per_rank = 3;
+  p.runtime_threads = 2;
+  p.thread_names = {{"hpcc", 3}};
+  p.inputs = {{"hpccinf.txt", 1429, false}};
+  p.outputs = {"hpccoutf.txt"};
+  p.results = find_result_lines("HPL_Tflops=0.0075\nHPL_time=0.011\n", "hpccoutf.txt");
+  return p;
+}
+
+// hpcc as the probe saw it: OpenBLAS's pthreads pool and Open MPI, no OpenMP runtime.
+TEST_F(InitFromProbe, NativeMpiProgramGetsItsBlasKnobItsInputAndItsResultFile) {
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, hpcc_findings());
+  const auto env = env_names(spec);
+  EXPECT_EQ(env, std::vector<std::string>{"OPENBLAS_NUM_THREADS"}) << text;
+  EXPECT_TRUE(
+      text.contains("#   ranks map /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3: "
+                    "OpenBLAS (pthreads) (pool blas)"))
+      << text;
+  EXPECT_TRUE(text.contains("OMP_NUM_THREADS (omp_num_threads): the ranks started no openmp pool"))
+      << text;
+  ASSERT_EQ(spec.files.size(), 1u);
+  EXPECT_EQ(spec.files[0].src, (m_dir / "hpccinf.txt").string());
+  EXPECT_EQ(spec.files[0].dest, "hpccinf.txt");
+  EXPECT_EQ(spec.files[0].mode, StagedFile::Mode::copy);
+  ASSERT_TRUE(spec.objective.file);
+  EXPECT_EQ(spec.objective.file->file, "hpccoutf.txt");
+  EXPECT_EQ(spec.objective.file->regex, hpcc_findings().results[0].regex);
+  EXPECT_EQ(spec.direction, search::Direction::maximize);
+  EXPECT_TRUE(text.contains("Other candidates: HPL_time (hpccoutf.txt)")) << text;
+  // The parser on this build does not know `program:`: the section is written as comments.
+  EXPECT_TRUE(text.contains("# program:   # what the program is and starts")) << text;
+  EXPECT_TRUE(text.contains("#   kind: any\n#   pools: [blas]\n#   runtime_threads: 2\n")) << text;
+}
+
+TEST_F(InitFromProbe, TheProgramSectionAsYaml) {
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, hpcc_findings(), true);
+  EXPECT_TRUE(
+      text.contains("\nprogram:   # what the program is and starts, as `tune init` saw "
+                    "it run\n"))
+      << text;
+  EXPECT_TRUE(text.contains("\n  kind: any\n  pools: [blas]\n  runtime_threads: 2\n")) << text;
+  EXPECT_TRUE(text.contains("at most 3 thread(s) per rank (hpcc x3); 2 of them")) << text;
+}
+
+// A torch script whose imports a grep would miss: torch is what its ranks map.
+TEST_F(InitFromProbe, TorchFromTheMappedLibrariesWithThreadsFromTheEnvironment) {
+  const std::string d = "/usr/lib/x86_64-linux-gnu/";
+  ProbeFindings p;
+  p.ran = true;
+  p.ranks = 2;
+  p.libraries = probes::classify_libraries(
+      {d + "libgomp.so.1.0.0", d + "libtorch_cpu.so.1.13.0", d + "openblas-pthread/libblas.so.3"});
+  p.threads_per_rank = 6;
+  p.runtime_threads = 2;
+  p.results = find_result_lines("step 1/2 loss 2.3\nsamples/s: 1234.5\n", "stdout");
+  const auto [text, spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p, true);
+  EXPECT_TRUE(text.contains("knobs of: torch, openmpi")) << text;
+  EXPECT_TRUE(text.contains("  # env OMP_NUM_THREADS:")) << text;
+  EXPECT_FALSE(text.contains("  # env OPENBLAS_NUM_THREADS:")) << text;  // torch's math is OpenMP
+  EXPECT_TRUE(text.contains("\n  kind: torch\n  pools: [blas, torch_intra_op]\n")) << text;
+  EXPECT_TRUE(text.contains("  regex: \"\\\\bsamples/s:")) << text;
+  EXPECT_TRUE(text.contains("direction: maximize")) << text;
+  EXPECT_FALSE(text.contains("files:")) << text;
+}
+
+}  // namespace
+}  // namespace tune::tuner
