@@ -60,8 +60,12 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
       found.bounded ? "stopped at the bound" : fmt::format("exited {}", found.exit_code),
       found.ranks, libs.empty() ? "nothing tune knows" : fmt::format("{}", fmt::join(libs, ", ")));
   if (!found.bounded && found.exit_code != 0)
-    std::cerr << "tune init: warning: the command failed in the probe run; check the study's "
-                 "command before running it\n";
+    std::cerr << fmt::format(
+        "tune init: warning: the command exited {} in the probe run{}; check the study's "
+        "command before running it\n",
+        found.exit_code,
+        found.last_error_line.empty() ? ""
+                                      : " (its last error line: " + found.last_error_line + ")");
   return found;
 }
 

@@ -222,6 +222,10 @@ ProgramInfo inspect_program(const std::vector<std::string>& program, const Probe
     info.display = fs::path(script).filename().string();
     info.stem = fs::path(script).stem().string();
   }
+  // The script's text still speaks when the run showed nothing: it failed, or was stopped
+  // before its ranks had mapped a library tune knows.
+  const bool probe_decides = probe != nullptr && probe->ran && !probe->libraries.empty() &&
+                             (probe->bounded || probe->exit_code == 0);
   if (probe != nullptr && probe->ran) {
     // What the ranks mapped says what they are, whatever the text says.
     for (const auto& lib : probe->libraries) {
@@ -231,7 +235,7 @@ ProgramInfo inspect_program(const std::vector<std::string>& program, const Probe
         info.frameworks.push_back(lib.program);  // the header names the library
     }
     info.probe = *probe;
-    return info;
+    if (probe_decides) return info;
   }
   if (!script.empty()) detect_imports(head_of_file(script, 1u << 20), info);
   return info;

@@ -57,9 +57,9 @@ struct ProgramInfo {
 
 // What the program is. `program` is InitCommand::program, with relative paths already made
 // absolute (absolute_paths). With `probe` (a probe run that ran), the frameworks are those the
-// ranks mapped (libtorch -> torch, libnccl -> nccl), each with its library as the note;
-// without one, a Python script's import lines say (`import torch`, `import numpy as np, torch`,
-// `from torch import nn`).
+// ranks mapped (libtorch -> torch, libnccl -> nccl); a Python script's import lines (`import
+// torch`, `import numpy as np, torch`, `from torch import nn`) are read only when there was no
+// probe run, or it failed or showed no library tune knows (stopped before the imports ended).
 ProgramInfo inspect_program(const std::vector<std::string>& program,
                             const ProbeFindings* probe = nullptr);
 

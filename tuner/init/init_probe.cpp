@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "tuner/base/text.h"
 #include "tuner/launch/launcher.h"
 
 namespace tune::tuner {
@@ -319,6 +320,21 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
                        [&](const ProbeInput& i) { return i.name == top; }))
         out.inputs.push_back(it->second);
     }
+  }
+  {
+    // The last line that says "error" (mpirun's own banner follows a rank's traceback), else
+    // the last one with words.
+    std::istringstream err(tail_of_file(request.stderr_path, 8192));
+    std::string last_words, last_error;
+    for (std::string line; std::getline(err, line);) {
+      if (std::none_of(line.begin(), line.end(),
+                       [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))
+        continue;
+      last_words = line;
+      if (lower(line).contains("error")) last_error = line;
+    }
+    const std::string& pick = last_error.empty() ? last_words : last_error;
+    out.last_error_line = printable(pick.substr(0, 200));
   }
   // Result lines: the run's stdout and stderr, then the files it wrote.
   for (const auto& [stream, path] :

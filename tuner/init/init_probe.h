@@ -59,11 +59,12 @@ struct ProbeInput {
 
 struct ProbeFindings {
   bool ran = false;
-  std::string not_run;   // why the command could not be probed ("" when it ran)
-  double seconds = 0;    // how long it ran
-  bool bounded = false;  // stopped at the bound (still running then)
-  int exit_code = -1;    // when it exited by itself
-  int ranks = 0;         // rank processes seen
+  std::string not_run;          // why the command could not be probed ("" when it ran)
+  double seconds = 0;           // how long it ran
+  bool bounded = false;         // stopped at the bound (still running then)
+  int exit_code = -1;           // when it exited by itself
+  std::string last_error_line;  // the last line it wrote to stderr (printable), for a failure
+  int ranks = 0;                // rank processes seen
   std::vector<probes::LibraryFinding> libraries;
   int threads_per_rank = 0;  // the most threads one rank had at once
   int runtime_threads = 0;   // of them, the most that were the runtimes' own (event loops, ...)
