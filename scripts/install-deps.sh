@@ -34,10 +34,11 @@ build=(
 # messages use. openssh-server + iproute2: scripts/netns-hosts.sh (hosts as network namespaces,
 # each with its own sshd; never started as a service) for the multi-host test and bench.
 # python3-torch + python3-numpy: the PyTorch DDP example (examples/pytorch_ddp) that the
-# `tune init` end-to-end test tunes.
+# `tune init` end-to-end test tunes. hpcc (HPC Challenge): a native MPI program, not ours, that
+# `tune init`'s probe run must see through (OpenBLAS pthreads, input and result in files).
 test=(
   libgtest-dev libgmock-dev
-  python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy
+  python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc
   chromium slurm-wlm munge postgresql
   openssh-server iproute2
 )

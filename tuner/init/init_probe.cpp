@@ -311,8 +311,15 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
         touched[name] = touched[name] || e.written || (e.created && !before.contains(name));
     }
   }
+  // Files the command names (made absolute: the script itself) reach trials by their path.
+  std::set<std::string> named;
+  for (const auto& a : argv) {
+    const std::string value = a.starts_with("-") && a.contains('=') ? a.substr(a.find('=') + 1) : a;
+    if (value.starts_with("/")) named.insert(fs::weakly_canonical(value, ec).string());
+  }
   for (const auto& [name, written] : touched) {
     const std::string top = name.substr(0, name.find('/'));
+    if (named.contains((source / name).string())) continue;
     if (written) {
       out.outputs.push_back(name);
     } else if (const auto it = before.find(top); it != before.end()) {
