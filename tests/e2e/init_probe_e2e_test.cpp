@@ -11,9 +11,13 @@
 // hpcc and python3-torch are test dependencies (scripts/install-deps.sh test); without them the
 // test fails saying so. 62 s on the 2-core development machine at load 9 (26 s hpcc, 36 s torch).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <boost/process.hpp>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "tests/common/test_support.h"
@@ -185,6 +189,28 @@ TEST_F(InitProbeE2E, AProgramOrScriptThatIsNotThereIsBadInput) {
   const auto script = init({"/usr/bin/python3", "nope.py"});
   EXPECT_EQ(script.exit_code, 2);
   EXPECT_EQ(script.err, "tune: error: script 'nope.py' does not exist\n");
+  EXPECT_FALSE(fs::exists(m_dir / "study.yaml"));
+}
+
+// Ctrl-C during the probe run: the program's tree is stopped, its mirror folder removed, and
+// nothing is written.
+TEST_F(InitProbeE2E, CtrlCDuringTheProbeRunStopsItAndWritesNothing) {
+  namespace bp = boost::process;
+  const fs::path started = m_dir / "started";
+  bp::child init(TUNE_BIN, "init", "--no-input", "-o", (m_dir / "study.yaml").string(), "--",
+                 "/bin/sh", "-c", "echo $$ > " + started.string() + "; exec sleep 60",
+                 bp::start_dir = m_dir.string(), bp::std_out > bp::null, bp::std_err > bp::null);
+  ASSERT_TRUE(test_support::wait_for_file(started, std::chrono::seconds(30)));
+  pid_t pid = 0;
+  std::ifstream(started) >> pid;
+  ASSERT_GT(pid, 0);
+  const fs::path mirror = fs::read_symlink("/proc/" + std::to_string(pid) + "/cwd");
+  EXPECT_TRUE(mirror.string().contains("tune-init-probe-")) << mirror;
+  ASSERT_EQ(kill(init.id(), SIGINT), 0);
+  init.wait();
+  EXPECT_EQ(init.exit_code(), 130);
+  EXPECT_NE(kill(pid, 0), 0) << "the probed program survived Ctrl-C";
+  EXPECT_FALSE(fs::exists(mirror.parent_path())) << mirror;
   EXPECT_FALSE(fs::exists(m_dir / "study.yaml"));
 }
 

@@ -119,7 +119,7 @@ TEST(InitProbe, AProgramThatIsNotThereIsNamed) {
 class InitFromProbe : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_dir = fs::temp_directory_path() / ("tune-init-probe-" + std::to_string(getpid()));
+    m_dir = fs::temp_directory_path() / ("tune-init-from-probe-" + std::to_string(getpid()));
     fs::remove_all(m_dir);
     fs::create_directories(m_dir);
     std::ofstream(m_dir / "hpccinf.txt") << "HPLinpack benchmark input file\n";

@@ -15,6 +15,7 @@
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
 #include "tuner/init/init_study.h"
+#include "tuner/launch/launcher.h"
 #include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
@@ -47,6 +48,7 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
   ProbeOptions options;
   options.seconds = seconds;
   ProbeFindings found = probe_program(argv, command.has_mpirun, options);
+  if (interrupted()) return found;
   if (!found.ran) {
     std::cerr << fmt::format(
         "tune init: the probe run could not start ({}); the program's text decides instead\n",
@@ -99,7 +101,6 @@ int run_init(InitArgs& args) {
     if (auto why = study_name_problem(args.request.name))
       throw BadInput("--name " + *why + ": the name is one folder of the output (tune-out/NAME)");
   }
-  ask_throughput(args);
   const auto probe_s = parse_duration(args.probe_for);
   if (!probe_s || *probe_s <= 0)
     throw BadInput("--probe-for '" + args.probe_for +
@@ -107,7 +108,15 @@ int run_init(InitArgs& args) {
   auto command = unwrap_input(split_init_command(args.request.command));
   command.program = absolute_paths(command.program);
   if (auto ok = check_program_exists(command.program); !ok) throw BadInput(ok.error());
+  // Ctrl-C stops the probe run's tree (and removes its folder) instead of leaving both.
+  install_interrupt_handlers();
   const auto found = probe(args, command, *probe_s);
+  if (interrupted()) {
+    std::cerr << "tune init: interrupted; nothing written\n";
+    return k_exit_interrupted;
+  }
+  // The question is for a program whose output showed no result line.
+  if (!found || found->results.empty()) ask_throughput(args);
   ProgramInfo program = inspect_program(command.program, found ? &*found : nullptr);
   measure_pool_defaults(command.program, program);
   auto topo = probes::read_topology();
