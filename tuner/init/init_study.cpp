@@ -533,9 +533,13 @@ void probe_files_and_objective(const InitRequest& request, const ProbeFindings& 
     }
   }
   if (best == nullptr) {
-    plan.notes.push_back(
+    plan.notes.push_back(fmt::format(
         "a result line as the objective: the probe run printed or wrote none (NAME: number, "
-        "NAME=number with a rate or time unit); the objective is the wall time");
+        "NAME=number with a rate or time unit); the objective is the wall time{}",
+        probe.bounded ? fmt::format(". The run was stopped at the probe's bound ({:.0f} s): "
+                                    "tune init --probe-for LONGER lets it finish",
+                                    probe.seconds)
+                      : ""));
     return;
   }
   plan.regex = best->regex;
