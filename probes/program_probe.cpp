@@ -131,7 +131,8 @@ bool is_runtime_thread_name(const std::string& comm) {
          c.contains("event") || starts(c, "pmix");
 }
 
-std::optional<ProcessView> read_process_view(pid_t pid, const std::string& proc_root) {
+std::optional<ProcessView> read_process_view(pid_t pid, const std::string& proc_root,
+                                             bool with_libraries) {
   const std::string base = proc_root + "/" + std::to_string(pid);
   struct stat st {};
   if (::stat(base.c_str(), &st) != 0) return std::nullopt;
@@ -139,7 +140,7 @@ std::optional<ProcessView> read_process_view(pid_t pid, const std::string& proc_
   view.pid = pid;
   view.comm = chomp(read_text(base + "/comm"));
   view.cwd = read_link(base + "/cwd");
-  view.libraries = parse_maps_libraries(read_text(base + "/maps"));
+  if (with_libraries) view.libraries = parse_maps_libraries(read_text(base + "/maps"));
   for (const auto& tid : numeric_entries(base + "/task")) {
     ProcessView::Thread t;
     std::from_chars(tid.data(), tid.data() + tid.size(), t.tid);

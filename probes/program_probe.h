@@ -41,8 +41,10 @@ struct ProcessView {
 };
 
 // `pid` read from `proc_root`/PID/{comm,cwd,maps,task/*/{comm,syscall},fd,fdinfo}; nullopt when
-// the process has gone. Parts that cannot be read (another user's process) are left empty.
-std::optional<ProcessView> read_process_view(pid_t pid, const std::string& proc_root = "/proc");
+// the process has gone. Parts that cannot be read (another user's process) are left empty, as
+// are the libraries without `with_libraries` (maps is the largest file read).
+std::optional<ProcessView> read_process_view(pid_t pid, const std::string& proc_root = "/proc",
+                                             bool with_libraries = true);
 
 // The shared objects in a /proc/PID/maps text: paths of mapped files whose name holds ".so"
 // (libfoo.so, libfoo.so.1.2, _C.cpython-311-x86_64-linux-gnu.so), sorted, once each.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -114,6 +115,63 @@ TEST(InitProbe, AProgramThatIsNotThereIsNamed) {
   EXPECT_EQ(check_program_exists({"/usr/bin/python3", "-u", "nope.py"}).error(),
             "script 'nope.py' does not exist");
   EXPECT_TRUE(check_program_exists({"/usr/bin/python3", "-c", "print(1)"}));
+}
+
+// The probe run itself on a small shell program: it finds the input it read (opened and closed
+// at once) and the output it wrote, its result line, and leaves the user's folder as it was.
+TEST(InitProbeRun, SeesInputsOutputsAndResultsAndLeavesTheFolderAlone) {
+  const fs::path dir = fs::temp_directory_path() / ("tune-probe-run-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "data");
+  std::ofstream(dir / "input.txt") << "1 2 3\n";
+  std::ofstream(dir / "unused.txt") << "never read\n";
+  std::ofstream(dir / "data" / "x") << "in a folder\n";
+  ProbeOptions options;
+  options.source_dir = dir.string();
+  const auto found = probe_program(
+      {"/bin/sh", "-c",
+       "cat input.txt > /dev/null; echo 'rate: 5.5 GFLOP/s'; echo 'elapsed=2 s' > out.txt"},
+      false, options);
+  ASSERT_TRUE(found.ran) << found.not_run;
+  EXPECT_FALSE(found.bounded);
+  EXPECT_EQ(found.exit_code, 0);
+  ASSERT_EQ(found.inputs.size(), 1u);
+  EXPECT_EQ(found.inputs[0].name, "input.txt");
+  EXPECT_EQ(found.inputs[0].bytes, 6u);
+  EXPECT_EQ(found.outputs, std::vector<std::string>{"out.txt"});
+  ASSERT_EQ(found.results.size(), 2u);
+  EXPECT_EQ(found.results[0].name, "rate");
+  EXPECT_EQ(found.results[0].source, "stdout");
+  EXPECT_EQ(found.results[1].name, "elapsed");
+  EXPECT_EQ(found.results[1].source, "out.txt");
+  EXPECT_FALSE(fs::exists(dir / "out.txt"));  // written in the mirror, removed with it
+  fs::remove_all(dir);
+}
+
+TEST(InitProbeRun, StopsTheTreeAtTheBound) {
+  ProbeOptions options;
+  options.seconds = 0.3;
+  const auto start = std::chrono::steady_clock::now();
+  const auto found = probe_program({"/bin/sh", "-c", "sleep 30 & sleep 30"}, false, options);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(found.ran) << found.not_run;
+  EXPECT_TRUE(found.bounded);
+  EXPECT_EQ(found.ranks, 1);  // no MPI rank in the environment: the command is the one rank
+  EXPECT_GE(found.threads_per_rank, 1);
+  EXPECT_LT(took, 10.0);  // the tree was stopped, not waited for
+  EXPECT_TRUE(found.results.empty());
+}
+
+// The keeper starts, its exec fails: a failed run, whose error line init shows the user.
+TEST(InitProbeRun, AProgramThatCannotStartIsAFailedRunWithItsError) {
+  const auto found = probe_program({"/nonexistent/prog"}, false, ProbeOptions{});
+  ASSERT_TRUE(found.ran) << found.not_run;
+  EXPECT_FALSE(found.bounded);
+  EXPECT_EQ(found.exit_code, 127);
+  EXPECT_EQ(found.last_error_line,
+            "tune-keeper: cannot run /nonexistent/prog: No such file or directory");
+  EXPECT_TRUE(found.libraries.empty());
 }
 
 class InitFromProbe : public ::testing::Test {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "probes/knob_catalog.h"
+#include "probes/predict.h"
 #include "probes/topology.h"
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
@@ -34,8 +35,8 @@ struct InitArgs {
 
 // The probe run (tuner/init/init_probe.h): the command as given, its program's relative paths
 // made absolute, for at most `seconds`.
-std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& command,
-                                   double seconds) {
+std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& command, double seconds,
+                                   const probes::Topology& topo) {
   if (args.no_probe) return std::nullopt;
   const auto& given = args.request.command;
   std::vector<std::string> argv(given.begin(),
@@ -47,6 +48,12 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
       args.probe_for);
   ProbeOptions options;
   options.seconds = seconds;
+  // As the study's launch will: more ranks on this node than cores need --oversubscribe.
+  const auto per_node = probes::parse_int(
+      command.mpirun.npernode.empty() ? command.mpirun.n : command.mpirun.npernode);
+  options.oversubscribe = command.has_mpirun && command.mpirun.host.empty() &&
+                          command.mpirun.hostfile.empty() && per_node &&
+                          *per_node > topo.core_count();
   ProbeFindings found = probe_program(argv, command.has_mpirun, options);
   if (interrupted()) return found;
   if (!found.ran) {
@@ -109,8 +116,10 @@ int run_init(InitArgs& args) {
   command.program = absolute_paths(command.program);
   if (auto ok = check_program_exists(command.program); !ok) throw BadInput(ok.error());
   // Ctrl-C stops the probe run's tree (and removes its folder) instead of leaving both.
+  auto topo = probes::read_topology();
+  if (!topo) throw std::runtime_error("init: reading the topology: " + topo.error());
   install_interrupt_handlers();
-  const auto found = probe(args, command, *probe_s);
+  const auto found = probe(args, command, *probe_s, *topo);
   if (interrupted()) {
     std::cerr << "tune init: interrupted; nothing written\n";
     return k_exit_interrupted;
@@ -119,8 +128,6 @@ int run_init(InitArgs& args) {
   if (!found || found->results.empty()) ask_throughput(args);
   ProgramInfo program = inspect_program(command.program, found ? &*found : nullptr);
   measure_pool_defaults(command.program, program);
-  auto topo = probes::read_topology();
-  if (!topo) throw std::runtime_error("init: reading the topology: " + topo.error());
   args.request.generated_by = "on " + this_host();
   const bool to_stdout = args.output.empty() || args.output == "-";
   std::error_code ec;

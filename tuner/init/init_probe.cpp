@@ -102,6 +102,7 @@ struct Gathered {
   int threads_per_rank = 0, runtime_threads = 0;
   std::map<std::string, int> thread_names;
   std::map<std::string, bool> files;  // name relative to the folder -> written
+  std::map<pid_t, int> looks;         // samples taken of each process
 };
 
 // `path` (an open file's real path) as a name relative to `work` (the mirror) or `source` (the
@@ -114,19 +115,26 @@ std::string relative_name(const std::string& path, const fs::path& work, const f
   return "";
 }
 
-void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& source,
-            Gathered& g) {
+// One look at the tree below `root`. The ranks are the processes with an MPI rank in their
+// environment (a wrapper script that starts mpirun included), else `root` itself; processes
+// below a rank (workers it forks) add their libraries and files, not their threads.
+void sample(pid_t root, const fs::path& work, const fs::path& source, Gathered& g) {
   std::vector<pid_t> tree = descendants(root);
   tree.insert(tree.begin(), root);
   std::set<pid_t> ranks;
   for (pid_t p : tree) {
-    if (has_mpirun ? is_rank(p) : p == root) ranks.insert(p);
+    if (is_rank(p)) ranks.insert(p);
   }
+  const bool mpi = !ranks.empty();
+  if (!mpi) ranks.insert(root);
   for (pid_t p : tree) {
-    const bool rank = ranks.contains(p) && !ranks.contains(parent_of(p));
-    const bool below_rank = !rank && (ranks.contains(p) || !has_mpirun);
-    if (!rank && !below_rank) continue;  // mpirun, orted, the keeper
-    auto view = probes::read_process_view(p);
+    const bool rank = ranks.contains(p) && !(mpi && ranks.contains(parent_of(p)));
+    const bool below_rank = !rank && (ranks.contains(p) || !mpi);
+    if (!rank && !below_rank) continue;  // mpirun, orted
+    // Libraries are loaded early and stay: maps (thousands of lines for torch) is read on a
+    // process's first look and every fifth after; threads and open files every look.
+    const bool with_libraries = g.looks[p]++ % 5 == 0;
+    auto view = probes::read_process_view(p, "/proc", with_libraries);
     if (!view) continue;
     g.libraries.insert(view->libraries.begin(), view->libraries.end());
     for (const auto& f : view->files) {
@@ -174,10 +182,17 @@ std::map<std::string, ProbeInput> mirror(const fs::path& source, const fs::path&
   return out;
 }
 
-std::vector<std::string> with_run_as_root(std::vector<std::string> argv, bool has_mpirun) {
-  if (!has_mpirun || !running_as_root()) return argv;
-  if (std::find(argv.begin(), argv.end(), "--allow-run-as-root") == argv.end())
-    argv.insert(argv.begin() + 1, "--allow-run-as-root");
+// mpirun's options that the study's launch adds to every trial and the command may lack: as
+// root --allow-run-as-root, and --oversubscribe for more ranks than cores.
+std::vector<std::string> with_mpirun_options(std::vector<std::string> argv, bool has_mpirun,
+                                             bool oversubscribe) {
+  if (!has_mpirun) return argv;
+  auto add = [&](const char* flag) {
+    if (std::find(argv.begin(), argv.end(), flag) == argv.end())
+      argv.insert(argv.begin() + 1, flag);
+  };
+  if (oversubscribe) add("--oversubscribe");
+  if (running_as_root()) add("--allow-run-as-root");
   return argv;
 }
 
@@ -268,7 +283,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   auto watch = probes::DirectoryWatch::open(work.string());
 
   LaunchRequest request;
-  request.argv = with_run_as_root(argv, has_mpirun);
+  request.argv = with_mpirun_options(argv, has_mpirun, options.oversubscribe);
   request.workdir = work.string();
   request.stdout_path = (dir / "stdout").string();
   request.stderr_path = (dir / "stderr").string();
@@ -281,7 +296,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const LaunchResult result = run_process(request, [&](pid_t pid) -> std::string {
-    sample(pid, has_mpirun, work, source, g);
+    sample(pid, work, source, g);
     if (watch) watch->drain();
     return elapsed() >= options.seconds ? "the probe's bound" : "";
   });

@@ -49,6 +49,9 @@ struct ProbeOptions {
   std::string source_dir;  // the folder the user runs from; "" = the current folder
   // Files up to this size are copied into the mirror, bigger ones linked.
   std::uintmax_t copy_limit_bytes = 64u << 20;
+  // Add mpirun's --oversubscribe, as the study's launch will (more ranks than cores). Default
+  // false.
+  bool oversubscribe = false;
 };
 
 struct ProbeInput {
@@ -74,9 +77,10 @@ struct ProbeFindings {
   std::vector<ResultLine> results;          // from stdout, stderr and the outputs, best first
 };
 
-// Runs `argv` (the command as init was given it, relative paths already absolute) as described
-// above. A command that cannot start is `not_run` with the reason; it is not an error here (the
-// caller decides).
+// Runs `argv` (the command as init was given it, relative paths already absolute; starting with
+// mpirun when `has_mpirun`, whose options a trial's launch adds are added) as described above. A
+// command that cannot start is `not_run` with the reason; it is not an error here (the caller
+// decides).
 ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpirun,
                             const ProbeOptions& options);
 
