@@ -186,12 +186,16 @@ class InitFromProbe : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(m_dir);
   }
 
-  // The text render_init_study writes for `argv` with `probe`, and the study it loads as.
+  // The text render_init_study writes for `argv` with `probe`, and the study it loads as (from
+  // `study_dir`, default the folder init runs in).
   std::pair<std::string, StudySpec> init(const std::vector<std::string>& argv,
-                                         const ProbeFindings& probe, bool program_key = false) {
+                                         const ProbeFindings& probe, bool program_key = false,
+                                         fs::path study_dir = {}) {
+    if (study_dir.empty()) study_dir = m_dir;
     InitRequest r;
     r.command = argv;
-    r.source_dir = r.study_dir = m_dir.string();
+    r.source_dir = m_dir.string();
+    r.study_dir = study_dir.string();
     r.program_key = program_key;
     auto command = split_init_command(argv);
     EXPECT_TRUE(command);
@@ -200,7 +204,7 @@ class InitFromProbe : public ::testing::Test {
     auto text = render_init_study(r, *command, program, *topo, probes::knob_catalog());
     EXPECT_TRUE(text) << text.error();
     if (!program_key) {
-      auto spec = parse_study_spec(*text, (m_dir / "init.yaml").string());
+      auto spec = parse_study_spec(*text, (study_dir / "init.yaml").string());
       EXPECT_TRUE(spec) << spec.error() << "\n" << *text;
       if (spec) return {*text, *spec};
     }
@@ -267,6 +271,41 @@ TEST_F(InitFromProbe, TheProgramSectionAsYaml) {
       << text;
   EXPECT_TRUE(text.contains("\n  kind: any\n  pools: [blas]\n  runtime_threads: 2\n")) << text;
   EXPECT_TRUE(text.contains("at most 3 thread(s) per rank (hpcc x3); 2 of them")) << text;
+}
+
+// The study file in another folder: `files:` sources relative to it; a big input or a folder
+// linked, not copied; a result line on stderr read from there.
+TEST_F(InitFromProbe, FilesRelativeToTheStudyBigOnesLinkedResultOnStderr) {
+  fs::create_directories(m_dir / "studies");
+  fs::create_directories(m_dir / "data");
+  std::ofstream(m_dir / "big.bin") << "stands for 100 MiB\n";
+  ProbeFindings p = hpcc_findings();
+  p.inputs = {{"hpccinf.txt", 1429, false}, {"big.bin", 100u << 20, false}, {"data", 0, true}};
+  p.outputs.clear();
+  p.results = find_result_lines("time: 2.5 s\n", "stderr");
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, p, false, m_dir / "studies");
+  ASSERT_EQ(spec.files.size(), 3u) << text;
+  EXPECT_TRUE(text.contains("- {copy: \"../hpccinf.txt\"}")) << text;
+  EXPECT_TRUE(text.contains("- {link: \"../big.bin\"}")) << text;
+  EXPECT_TRUE(text.contains("- {link: \"../data\"}")) << text;
+  EXPECT_EQ(spec.files[0].src, (m_dir / "hpccinf.txt").string());
+  EXPECT_EQ(spec.files[1].mode, StagedFile::Mode::link);
+  EXPECT_TRUE(spec.objective.use_regex);
+  EXPECT_EQ(spec.objective.stream, "stderr");
+  EXPECT_EQ(spec.direction, search::Direction::minimize);  // a time
+}
+
+// A run that showed no result line keeps the wall time, and says why.
+TEST_F(InitFromProbe, NoResultLineKeepsTheWallTime) {
+  ProbeFindings p = hpcc_findings();
+  p.results.clear();
+  p.bounded = true;
+  p.seconds = 10;
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, p);
+  EXPECT_TRUE(spec.objective.wall_time);
+  EXPECT_EQ(spec.direction, search::Direction::minimize);
+  EXPECT_TRUE(text.contains("#   the probe's bound (10 s): tune init --probe-for LONGER lets it"))
+      << text;
 }
 
 // A torch script whose imports a grep would miss: torch is what its ranks map.

@@ -37,7 +37,9 @@ struct InitArgs {
 // made absolute, for at most `seconds`.
 std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& command, double seconds,
                                    const probes::Topology& topo) {
-  if (args.no_probe) return std::nullopt;
+  // The bundled trainer is known by name (its pools are the catalog's); nothing to look at.
+  const std::string exe = fs::path(command.program.at(0)).filename().string();
+  if (args.no_probe || exe == "tune-trainer" || exe.contains('{')) return std::nullopt;
   const auto& given = args.request.command;
   std::vector<std::string> argv(given.begin(),
                                 given.end() - static_cast<std::ptrdiff_t>(command.program.size()));
@@ -176,9 +178,9 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
         "the same from your own mpirun line (the ranks are taken from -n)"},
        {"tune init --throughput-regex 'samples/s: ([0-9.]+)' -o study.yaml -- ./train",
         "maximize the throughput the program prints, not minimize its wall time"}},
-      "init reads the command, looks at the program (the frameworks it uses, their thread\n"
-      "pools) and this machine, and writes a commented study; then run tune --trials 30 "
-      "study.yaml.");
+      "init runs the command briefly (--probe-for, the whole tree stopped after) to see what\n"
+      "its ranks map, start, read and print, reads this machine, and writes a commented study;\n"
+      "then run tune --trials 30 study.yaml.");
   init->add_option("COMMAND", args->request.command,
                    "The command one trial runs, after `--` (it may start with mpirun)")
       ->required();

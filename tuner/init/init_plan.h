@@ -67,8 +67,9 @@ struct InitPlan {
   std::vector<std::pair<std::string, std::string>> env;  // templates
   std::vector<InitParam> params;
   std::string regex;           // "" = wall time
-  std::string objective_file;  // "" = the regex reads stdout; else the file the program writes
-  bool maximize = true;        // with a regex
+  std::string objective_file;  // "" = the regex reads a stream; else the file the program writes
+  std::string objective_stream = "stdout";   // stdout | stderr, without objective_file
+  bool maximize = true;                      // with a regex
   std::vector<std::string> objective_notes;  // why this objective, the other candidates
   InitProgram program;
   std::vector<InitFile> files;

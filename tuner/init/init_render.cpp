@@ -122,6 +122,8 @@ void write_objective_and_baselines(std::ostream& out, const InitPlan& plan) {
     out << "objective:\n";
     for (const auto& n : plan.objective_notes) out << comment(n, "  ");
     if (!plan.objective_file.empty()) out << "  file: " << quoted(plan.objective_file) << '\n';
+    if (plan.objective_file.empty() && plan.objective_stream != "stdout")
+      out << "  stream: " << plan.objective_stream << '\n';
     out << "  regex: " << quoted(plan.regex) << '\n';
   } else if (plan.regex.empty()) {
     out << "objective:\n"

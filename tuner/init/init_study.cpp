@@ -525,13 +525,7 @@ void probe_files_and_objective(const InitRequest& request, const ProbeFindings& 
     plan.files.push_back(std::move(f));
   }
   if (!request.throughput_regex.empty()) return;
-  const ResultLine* best = nullptr;
-  for (const auto& r : probe.results) {
-    if (r.source != "stderr") {
-      best = &r;
-      break;
-    }
-  }
+  const ResultLine* best = probe.results.empty() ? nullptr : &probe.results.front();
   if (best == nullptr) {
     plan.notes.push_back(fmt::format(
         "a result line as the objective: the probe run printed or wrote none (NAME: number, "
@@ -544,12 +538,13 @@ void probe_files_and_objective(const InitRequest& request, const ProbeFindings& 
   }
   plan.regex = best->regex;
   plan.maximize = best->maximize;
-  plan.objective_file = best->source == "stdout" ? "" : best->source;
-  plan.objective_notes.push_back(
-      fmt::format("Found in the probe run: {} gave {} {}{} ({}: {}).",
-                  best->source == "stdout" ? "stdout" : best->source, best->name, best->value,
-                  best->unit.empty() ? "" : " " + best->unit, best->rank == 2 ? "a time" : "a rate",
-                  best->maximize ? "maximized" : "minimized"));
+  const bool stream = best->source == "stdout" || best->source == "stderr";
+  plan.objective_file = stream ? "" : best->source;
+  if (stream) plan.objective_stream = best->source;
+  plan.objective_notes.push_back(fmt::format(
+      "Found in the probe run: {} gave {} {}{} ({}: {}).", best->source, best->name, best->value,
+      best->unit.empty() ? "" : " " + best->unit, best->rank == 2 ? "a time" : "a rate",
+      best->maximize ? "maximized" : "minimized"));
   std::vector<std::string> others;
   for (const auto& r : probe.results) {
     if (&r == best || others.size() >= 8) continue;
