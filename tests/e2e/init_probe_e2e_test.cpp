@@ -98,11 +98,18 @@ std::string env_of(const StudySpec& spec, const std::string& name) {
   return "";
 }
 
-// The number after `key=` in `text`; nullopt when absent.
+// The number after `key=` at the start of a line of `text`; nullopt when absent.
 std::optional<double> summary_value(const std::string& text, const std::string& key) {
   std::smatch m;
   if (!std::regex_search(text, m, std::regex("\\n" + key + "=([-+0-9.eE]+)"))) return std::nullopt;
   return std::stod(m[1]);
+}
+
+// The count in the `program:` section's `runtime_threads: N` (live or as a comment); -1 absent.
+int runtime_threads(const std::string& study_text) {
+  std::smatch m;
+  if (!std::regex_search(study_text, m, std::regex("runtime_threads: ([0-9]+)"))) return -1;
+  return std::stoi(m[1]);
 }
 
 TEST_F(InitProbeE2E, HpccIsSeenAsOpenBlasPthreadsAndTunedOnTheUsersInput) {
@@ -118,6 +125,9 @@ TEST_F(InitProbeE2E, HpccIsSeenAsOpenBlasPthreadsAndTunedOnTheUsersInput) {
       << text;
   EXPECT_TRUE(text.contains("pools: [blas]")) << text;
   EXPECT_TRUE(text.contains("kind: any")) << text;
+  EXPECT_TRUE(text.contains("2 rank(s) seen")) << text;
+  // Open MPI's progress and event threads (PMIx, libevent), waiting in poll/epoll_wait.
+  EXPECT_GE(runtime_threads(text), 1) << text;
   // The probe ran in a mirror: nothing it wrote is left in the user's folder.
   EXPECT_FALSE(fs::exists(m_dir / "hpccoutf.txt"));
 
@@ -162,6 +172,7 @@ TEST_F(InitProbeE2E, TorchIsSeenFromItsLibrariesWhateverTheImportLineLooksLike) 
   EXPECT_TRUE(text.contains("PyTorch (libtorch)")) << text;
   EXPECT_TRUE(text.contains("knobs of: torch")) << text;
   EXPECT_TRUE(text.contains("kind: torch")) << text;
+  EXPECT_TRUE(text.contains("2 rank(s) seen")) << text;
   EXPECT_TRUE(text.contains("pool_defaults: {torch_intra_op: ")) << text;
   const auto spec = load_study_spec((m_dir / "study.yaml").string());
   ASSERT_TRUE(spec) << spec.error() << "\n" << text;

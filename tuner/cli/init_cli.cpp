@@ -144,7 +144,12 @@ int run_init(InitArgs& args) {
   // of it; this one writes it as comments when its parser refuses the key.
   const std::string where = to_stdout ? "<init>" : args.output;
   auto check = parse_study_spec(text, where);
-  if (!check && check.error().contains("'program'")) {
+  if (!check && check.error().contains("key 'program")) {
+    // A parser that knows the key and refuses what init wrote in it is init's bug, but the
+    // rest of the study is still good: keep it, and say so.
+    if (!check.error().contains("unknown key"))
+      std::cerr << "tune init: warning: the program: section was refused (" << check.error()
+                << "); it is written as comments\n";
     args.request.program_key = false;
     text = unwrap_input(
         render_init_study(args.request, command, program, *topo, probes::knob_catalog()));

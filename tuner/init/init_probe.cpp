@@ -98,9 +98,12 @@ bool is_rank(pid_t pid) {
 // What the samples have gathered so far.
 struct Gathered {
   std::set<std::string> libraries;
-  std::set<pid_t> ranks;
-  int threads_per_rank = 0, runtime_threads = 0;
-  std::map<std::string, int> thread_names;
+  struct Rank {
+    bool mpi = false;  // has an MPI rank (else the command itself, seen before any had one)
+    int threads = 0, runtime = 0;
+    std::map<std::string, int> names;
+  };
+  std::map<pid_t, Rank> ranks;        // the most seen at once, per process
   std::map<std::string, bool> files;  // name relative to the folder -> written
   std::map<pid_t, int> looks;         // samples taken of each process
 };
@@ -118,7 +121,8 @@ std::string relative_name(const std::string& path, const fs::path& work, const f
 // One look at the tree below `root`. The ranks are the processes with an MPI rank in their
 // environment (a wrapper script that starts mpirun included), else `root` itself; processes
 // below a rank (workers it forks) add their libraries and files, not their threads.
-void sample(pid_t root, const fs::path& work, const fs::path& source, Gathered& g) {
+void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& source,
+            Gathered& g) {
   std::vector<pid_t> tree = descendants(root);
   tree.insert(tree.begin(), root);
   std::set<pid_t> ranks;
@@ -126,6 +130,7 @@ void sample(pid_t root, const fs::path& work, const fs::path& source, Gathered& 
     if (is_rank(p)) ranks.insert(p);
   }
   const bool mpi = !ranks.empty();
+  if (!mpi && has_mpirun) return;  // mpirun has not started the ranks yet
   if (!mpi) ranks.insert(root);
   for (pid_t p : tree) {
     const bool rank = ranks.contains(p) && !(mpi && ranks.contains(parent_of(p)));
@@ -142,7 +147,8 @@ void sample(pid_t root, const fs::path& work, const fs::path& source, Gathered& 
       if (!name.empty()) g.files[name] = g.files[name] || f.write;
     }
     if (!rank) continue;
-    g.ranks.insert(p);
+    Gathered::Rank& r = g.ranks[p];
+    r.mpi = mpi;
     int runtime = 0;
     std::map<std::string, int> names;
     for (const auto& t : view->threads) {
@@ -151,9 +157,9 @@ void sample(pid_t root, const fs::path& work, const fs::path& source, Gathered& 
           (probes::is_event_wait_syscall(t.syscall) || probes::is_runtime_thread_name(t.comm)))
         ++runtime;
     }
-    g.threads_per_rank = std::max(g.threads_per_rank, static_cast<int>(view->threads.size()));
-    g.runtime_threads = std::max(g.runtime_threads, runtime);
-    for (const auto& [name, n] : names) g.thread_names[name] = std::max(g.thread_names[name], n);
+    r.threads = std::max(r.threads, static_cast<int>(view->threads.size()));
+    r.runtime = std::max(r.runtime, runtime);
+    for (const auto& [name, n] : names) r.names[name] = std::max(r.names[name], n);
   }
 }
 
@@ -296,7 +302,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const LaunchResult result = run_process(request, [&](pid_t pid) -> std::string {
-    sample(pid, work, source, g);
+    sample(pid, has_mpirun, work, source, g);
     if (watch) watch->drain();
     return elapsed() >= options.seconds ? "the probe's bound" : "";
   });
@@ -310,13 +316,20 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   out.seconds = result.wall_s;
   out.bounded = result.stopped == StopReason::watcher;
   out.exit_code = result.exit_code;
-  out.ranks = static_cast<int>(g.ranks.size());
+  // A wrapper script is the one "rank" only until it starts processes with an MPI rank.
+  const bool any_mpi =
+      std::any_of(g.ranks.begin(), g.ranks.end(), [](const auto& r) { return r.second.mpi; });
+  for (const auto& [pid, r] : g.ranks) {
+    if (any_mpi && !r.mpi) continue;
+    ++out.ranks;
+    out.threads_per_rank = std::max(out.threads_per_rank, r.threads);
+    out.runtime_threads = std::max(out.runtime_threads, r.runtime);
+    for (const auto& [name, n] : r.names)
+      out.thread_names[name] = std::max(out.thread_names[name], n);
+  }
   std::vector<std::string> real;
   for (const auto& lib : g.libraries) real.push_back(fs::weakly_canonical(lib, ec).string());
   out.libraries = probes::classify_libraries(real);
-  out.threads_per_rank = g.threads_per_rank;
-  out.runtime_threads = g.runtime_threads;
-  out.thread_names = g.thread_names;
 
   // Files: what inotify saw in the mirror, and what the samples saw open (through links too).
   std::map<std::string, bool> touched = g.files;  // name -> written
