@@ -14,6 +14,7 @@
 #include "probes/knob_catalog.h"
 #include "tuner/init/init_probe.h"
 #include "tuner/init/init_study.h"
+#include "tuner/study/objective.h"
 #include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
@@ -87,6 +88,25 @@ TEST(InitProbe, ResultLinesOfATrainingScript) {
   EXPECT_EQ(lines[2].name, "elapsed");
   EXPECT_FALSE(lines[2].maximize);
   EXPECT_TRUE(find_result_lines("no numbers here: none\nloss: 0.5\nN = 12\n", "stdout").empty());
+}
+
+// Every regex offered is valid RE2 and reads the number back, whatever the name holds.
+TEST(InitProbe, OfferedRegexesReadTheirNumberBack) {
+  const std::string text = "train.img-per/s: 12.5\nHPL_Tflops=1.5e-03\nstep_time = 0.25 ms\n";
+  const auto lines = find_result_lines(text, "stdout");
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& line : lines) {
+    EXPECT_FALSE(regex_error(line.regex)) << line.regex;
+    ObjectiveSpec objective;
+    objective.use_regex = true;
+    objective.regex = line.regex;
+    const fs::path out = fs::temp_directory_path() / ("tune-regex-" + std::to_string(getpid()));
+    std::ofstream(out) << text;
+    auto reading = read_objective(objective, {}, "", out.string(), "", 1.0, "", {});
+    fs::remove(out);
+    ASSERT_TRUE(reading) << line.regex << ": " << reading.error();
+    EXPECT_DOUBLE_EQ(reading->value, line.value) << line.regex;
+  }
 }
 
 TEST(InitProbe, ImportLinesAsPythonReadsThem) {
