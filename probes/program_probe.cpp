@@ -254,8 +254,9 @@ std::vector<LibraryFinding> classify_libraries(const std::vector<std::string>& p
 std::expected<DirectoryWatch, std::string> DirectoryWatch::open(const std::string& dir) {
   const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) return std::unexpected(std::string("inotify_init1: ") + std::strerror(errno));
-  const std::uint32_t mask =
-      IN_OPEN | IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR;
+  // Not IN_CLOSE_WRITE: it says the file was opened for writing, not that it was written (a
+  // database opened read-write and only read is an input).
+  const std::uint32_t mask = IN_OPEN | IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_ONLYDIR;
   if (::inotify_add_watch(fd, dir.c_str(), mask) < 0) {
     const std::string why = std::strerror(errno);
     ::close(fd);
@@ -285,7 +286,7 @@ void DirectoryWatch::drain() {
       if (ev->len == 0) continue;  // the folder itself
       Entry& e = m_entries[std::string(ev->name)];
       if (ev->mask & IN_OPEN) e.opened = true;
-      if (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) e.written = true;
+      if (ev->mask & IN_MODIFY) e.written = true;
       if (ev->mask & (IN_CREATE | IN_MOVED_TO)) e.created = true;
     }
   }

@@ -92,7 +92,7 @@ class DirectoryWatch {
  public:
   struct Entry {
     bool opened = false;   // IN_OPEN
-    bool written = false;  // IN_MODIFY or IN_CLOSE_WRITE
+    bool written = false;  // IN_MODIFY: data written (or truncated)
     bool created = false;  // IN_CREATE or IN_MOVED_TO
   };
 

@@ -168,6 +168,12 @@ TEST(ProgramProbe, DirectoryWatchSeesOpensCreatesAndWrites) {
   auto watch = DirectoryWatch::open(dir.string());
   ASSERT_TRUE(watch) << watch.error();
   { std::ifstream in(dir / "input.txt"); }
+  {
+    // Opened for writing, never written: closing it says "close-write", which is not a write.
+    std::fstream rw(dir / "input.txt", std::ios::in | std::ios::out);
+    std::string word;
+    rw >> word;
+  }
   std::ofstream(dir / "output.txt") << "HPL_Tflops=1\n";
   watch->drain();
   const auto& e = watch->entries();

@@ -145,19 +145,22 @@ TEST(InitProbeRun, SeesInputsOutputsAndResultsAndLeavesTheFolderAlone) {
   fs::create_directories(dir / "data");
   std::ofstream(dir / "input.txt") << "1 2 3\n";
   std::ofstream(dir / "unused.txt") << "never read\n";
+  std::ofstream(dir / "state.db") << "opened read-write, only read\n";
   std::ofstream(dir / "data" / "x") << "in a folder\n";
   ProbeOptions options;
   options.source_dir = dir.string();
-  const auto found = probe_program(
-      {"/bin/sh", "-c",
-       "cat input.txt > /dev/null; echo 'rate: 5.5 GFLOP/s'; echo 'elapsed=2 s' > out.txt"},
-      false, options);
+  const auto found =
+      probe_program({"/bin/sh", "-c",
+                     "cat input.txt > /dev/null; exec 3<>state.db; cat <&3 > /dev/null; "
+                     "echo 'rate: 5.5 GFLOP/s'; echo 'elapsed=2 s' > out.txt"},
+                    false, options);
   ASSERT_TRUE(found.ran) << found.not_run;
   EXPECT_FALSE(found.bounded);
   EXPECT_EQ(found.exit_code, 0);
-  ASSERT_EQ(found.inputs.size(), 1u);
+  ASSERT_EQ(found.inputs.size(), 2u);
   EXPECT_EQ(found.inputs[0].name, "input.txt");
   EXPECT_EQ(found.inputs[0].bytes, 6u);
+  EXPECT_EQ(found.inputs[1].name, "state.db");
   EXPECT_EQ(found.outputs, std::vector<std::string>{"out.txt"});
   ASSERT_EQ(found.results.size(), 2u);
   EXPECT_EQ(found.results[0].name, "rate");

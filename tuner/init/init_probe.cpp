@@ -331,12 +331,14 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   for (const auto& lib : g.libraries) real.push_back(fs::weakly_canonical(lib, ec).string());
   out.libraries = probes::classify_libraries(real);
 
-  // Files: what inotify saw in the mirror, and what the samples saw open (through links too).
+  // Files: what inotify saw in the mirror says whether it was written (a file opened
+  // read-write and only read, a database, is an input); for what it could not see (a file
+  // reached through a linked folder), the open mode the samples read.
   std::map<std::string, bool> touched = g.files;  // name -> written
   if (watch) {
     for (const auto& [name, e] : watch->entries()) {
       if (e.opened || e.written || e.created)
-        touched[name] = touched[name] || e.written || (e.created && !before.contains(name));
+        touched[name] = e.written || (e.created && !before.contains(name));
     }
   }
   // Files the command names (made absolute: the script itself) reach trials by their path.
