@@ -182,7 +182,10 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
        {"tune init -o study.yaml -- mpirun -n 2 --bind-to none python3 train.py",
         "the same from your own mpirun line (the ranks are taken from -n)"},
        {"tune init --throughput-regex 'samples/s: ([0-9.]+)' -o study.yaml -- ./train",
-        "maximize the throughput the program prints, not minimize its wall time"}},
+        "maximize the throughput the program prints, not minimize its wall time"},
+       {"tune init -o hpcc.yaml -- mpirun -n 2 hpcc",
+        "in a folder with hpccinf.txt: staged into every trial, HPL_Tflops read from the "
+        "hpccoutf.txt it writes"}},
       "init runs the command briefly (--probe-for, the whole tree stopped after) to see what\n"
       "its ranks map, start, read and print, reads this machine, and writes a commented study;\n"
       "then run tune --trials 30 study.yaml.");
@@ -197,7 +200,7 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
   init->add_option("--name", args->request.name, "Study name (default: the program's name)");
   init->add_option("--throughput-regex", args->request.throughput_regex,
                    "Score the first group of the last match in stdout, maximized (default: the "
-                   "trial's wall time, minimized)");
+                   "result line the probe run found, else the trial's wall time, minimized)");
   init->add_option("--knob", args->request.knob_flags,
                    "FLAG=KNOB: the program's flag that sets a catalog knob, e.g. "
                    "threads=torch_intra_op_threads (repeatable)")
