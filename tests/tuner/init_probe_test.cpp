@@ -331,6 +331,27 @@ TEST_F(InitFromProbe, NoResultLineKeepsTheWallTime) {
       << text;
 }
 
+// With a probe run that showed the libraries, the import lines no longer decide torch (the
+// libraries do), but Chainer, which maps no library of its own, is still read from them.
+TEST(InitProbe, ImportLinesSpeakOnlyForWhatNoLibraryShows) {
+  const fs::path script =
+      fs::temp_directory_path() / ("tune-import-" + std::to_string(getpid()) + ".py");
+  std::ofstream(script) << "import numpy as np, torch, chainer\n";
+  ProbeFindings probe;
+  probe.ran = true;
+  probe.exit_code = 0;
+  probe.libraries =
+      probes::classify_libraries({"/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"});
+  const auto seen = inspect_program({"/usr/bin/python3", script.string()}, &probe);
+  EXPECT_EQ(seen.frameworks, std::vector<std::string>{"chainer"});
+  probe.exit_code = 1;  // a failed run: the text speaks whole
+  const auto failed = inspect_program({"/usr/bin/python3", script.string()}, &probe);
+  EXPECT_EQ(failed.frameworks, (std::vector<std::string>{"torch", "chainer"}));
+  const auto unprobed = inspect_program({"/usr/bin/python3", script.string()});
+  EXPECT_EQ(unprobed.frameworks, (std::vector<std::string>{"torch", "chainer"}));
+  fs::remove(script);
+}
+
 // A torch script whose imports a grep would miss: torch is what its ranks map.
 TEST_F(InitFromProbe, TorchFromTheMappedLibrariesWithThreadsFromTheEnvironment) {
   const std::string d = "/usr/lib/x86_64-linux-gnu/";

@@ -235,9 +235,15 @@ ProgramInfo inspect_program(const std::vector<std::string>& program, const Probe
         info.frameworks.push_back(lib.program);  // the header names the library
     }
     info.probe = *probe;
-    if (probe_decides) return info;
   }
-  if (!script.empty()) detect_imports(head_of_file(script, 1u << 20), info);
+  if (script.empty()) return info;
+  ProgramInfo text;
+  detect_imports(head_of_file(script, 1u << 20), text);
+  for (std::size_t i = 0; i < text.frameworks.size(); ++i) {
+    // Chainer maps no library of its own (Python over NumPy/CuPy): only its import tells it.
+    if (!probe_decides || text.frameworks[i] == "chainer")
+      add_framework(info, text.frameworks[i], text.notes[i]);
+  }
   return info;
 }
 
