@@ -34,13 +34,14 @@ build=(
 # messages use. openssh-server + iproute2: scripts/netns-hosts.sh (hosts as network namespaces,
 # each with its own sshd; never started as a service) for the multi-host test and bench.
 # python3-torch + python3-numpy: the PyTorch DDP example (examples/pytorch_ddp) that the
-# `tune init` end-to-end test tunes. hpcc: a native MPI program linked to OpenBLAS that tune did
-# not write, whose oversubscribed settings the foreign-jobs e2e test predicts (tests/e2e/foreign_jobs).
+# `tune init` end-to-end test tunes. hpcc (HPC Challenge): a native MPI program linked to
+# OpenBLAS that tune did not write (input and result in files), which `tune init`'s probe run
+# must see through and whose oversubscribed settings the foreign-jobs e2e test predicts.
 test=(
   libgtest-dev libgmock-dev
-  python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy
+  python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc
   chromium slurm-wlm munge postgresql
-  openssh-server iproute2 hpcc
+  openssh-server iproute2
 )
 # bench/: PyTorch DDP and Optuna, the peers each benchmark prints a ratio against; a PostgreSQL
 # server for bench/cluster/scale.py.

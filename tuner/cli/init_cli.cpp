@@ -8,12 +8,15 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "probes/knob_catalog.h"
+#include "probes/predict.h"
 #include "probes/topology.h"
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
 #include "tuner/init/init_study.h"
+#include "tuner/launch/launcher.h"
 #include "tuner/study/study_spec.h"
 
 namespace tune::tuner {
@@ -26,7 +29,56 @@ struct InitArgs {
   std::string output;  // "" = stdout
   bool force = false;
   bool no_input = false;
+  bool no_probe = false;
+  std::string probe_for = "10s";  // the probe run's bound
 };
+
+// The probe run (tuner/init/init_probe.h): the command as given, its program's relative paths
+// made absolute, for at most `seconds`.
+std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& command, double seconds,
+                                   const probes::Topology& topo) {
+  // The bundled trainer is known by name (its pools are the catalog's); nothing to look at.
+  const std::string exe = fs::path(command.program.at(0)).filename().string();
+  if (args.no_probe || exe == "tune-trainer" || exe.contains('{')) return std::nullopt;
+  const auto& given = args.request.command;
+  std::vector<std::string> argv(given.begin(),
+                                given.end() - static_cast<std::ptrdiff_t>(command.program.size()));
+  argv.insert(argv.end(), command.program.begin(), command.program.end());
+  std::cerr << fmt::format(
+      "tune init: running the command for up to {} to see what it starts (--no-probe skips "
+      "this)\n",
+      args.probe_for);
+  ProbeOptions options;
+  options.seconds = seconds;
+  // As the study's launch will: more ranks on this node than cores need --oversubscribe.
+  const auto per_node = probes::parse_int(
+      command.mpirun.npernode.empty() ? command.mpirun.n : command.mpirun.npernode);
+  options.oversubscribe = command.has_mpirun && command.mpirun.host.empty() &&
+                          command.mpirun.hostfile.empty() && per_node &&
+                          *per_node > topo.core_count();
+  ProbeFindings found = probe_program(argv, command.has_mpirun, options);
+  if (interrupted()) return found;
+  if (!found.ran) {
+    std::cerr << fmt::format(
+        "tune init: the probe run could not start ({}); the program's text decides instead\n",
+        printable(found.not_run));
+    return std::nullopt;
+  }
+  std::vector<std::string> libs;
+  for (const auto& lib : found.libraries) libs.push_back(lib.what);
+  std::cerr << fmt::format(
+      "tune init: probe run {:.1f} s, {}; {} rank(s) mapped: {}\n", found.seconds,
+      found.bounded ? "stopped at the bound" : fmt::format("exited {}", found.exit_code),
+      found.ranks, libs.empty() ? "nothing tune knows" : fmt::format("{}", fmt::join(libs, ", ")));
+  if (!found.bounded && found.exit_code != 0)
+    std::cerr << fmt::format(
+        "tune init: warning: the command exited {} in the probe run{}; check the study's "
+        "command before running it\n",
+        found.exit_code,
+        found.last_error_line.empty() ? ""
+                                      : " (its last error line: " + found.last_error_line + ")");
+  return found;
+}
 
 // On a terminal, and only there, init offers to score a throughput line instead of wall time.
 void ask_throughput(InitArgs& args) {
@@ -58,20 +110,52 @@ int run_init(InitArgs& args) {
     if (auto why = study_name_problem(args.request.name))
       throw BadInput("--name " + *why + ": the name is one folder of the output (tune-out/NAME)");
   }
-  ask_throughput(args);
+  const auto probe_s = parse_duration(args.probe_for);
+  if (!probe_s || *probe_s <= 0)
+    throw BadInput("--probe-for '" + args.probe_for +
+                   "': " + (probe_s ? std::string("must be more than 0") : probe_s.error()));
   auto command = unwrap_input(split_init_command(args.request.command));
   command.program = absolute_paths(command.program);
-  ProgramInfo program = inspect_program(command.program);
-  measure_pool_defaults(command.program, program);
+  if (auto ok = check_program_exists(command.program); !ok) throw BadInput(ok.error());
+  // Ctrl-C stops the probe run's tree (and removes its folder) instead of leaving both.
   auto topo = probes::read_topology();
   if (!topo) throw std::runtime_error("init: reading the topology: " + topo.error());
+  install_interrupt_handlers();
+  const auto found = probe(args, command, *probe_s, *topo);
+  if (interrupted()) {
+    std::cerr << "tune init: interrupted; nothing written\n";
+    return k_exit_interrupted;
+  }
+  // The question is for a program whose output showed no result line.
+  if (!found || found->results.empty()) ask_throughput(args);
+  ProgramInfo program = inspect_program(command.program, found ? &*found : nullptr);
+  measure_pool_defaults(command.program, program);
   args.request.generated_by = "on " + this_host();
-  const std::string text = unwrap_input(
-      render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
   const bool to_stdout = args.output.empty() || args.output == "-";
-  // What init writes must load as any study does; a failure here is init's own bug.
-  if (auto check = parse_study_spec(text, to_stdout ? "<init>" : args.output); !check)
-    throw std::runtime_error("init wrote a study that does not load: " + check.error());
+  std::error_code ec;
+  args.request.source_dir = fs::current_path(ec).string();
+  args.request.study_dir =
+      to_stdout ? args.request.source_dir
+                : fs::absolute(args.output, ec).parent_path().lexically_normal().string();
+  std::string text = unwrap_input(
+      render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+  // What init writes must load as any study does; a failure here is init's own bug. The
+  // `program:` section is read by the study parser of builds that have the prediction's side
+  // of it; this one writes it as comments when its parser refuses the key.
+  const std::string where = to_stdout ? "<init>" : args.output;
+  auto check = parse_study_spec(text, where);
+  if (!check && check.error().contains("key 'program")) {
+    // A parser that knows the key and refuses what init wrote in it is init's bug, but the
+    // rest of the study is still good: keep it, and say so.
+    if (!check.error().contains("unknown key"))
+      std::cerr << "tune init: warning: the program: section was refused (" << check.error()
+                << "); it is written as comments\n";
+    args.request.program_key = false;
+    text = unwrap_input(
+        render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+    check = parse_study_spec(text, where);
+  }
+  if (!check) throw std::runtime_error("init wrote a study that does not load: " + check.error());
   if (to_stdout) {
     std::cout << text;
     return 0;
@@ -98,10 +182,13 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
        {"tune init -o study.yaml -- mpirun -n 2 --bind-to none python3 train.py",
         "the same from your own mpirun line (the ranks are taken from -n)"},
        {"tune init --throughput-regex 'samples/s: ([0-9.]+)' -o study.yaml -- ./train",
-        "maximize the throughput the program prints, not minimize its wall time"}},
-      "init reads the command, looks at the program (the frameworks it uses, their thread\n"
-      "pools) and this machine, and writes a commented study; then run tune --trials 30 "
-      "study.yaml.");
+        "maximize the throughput the program prints, not minimize its wall time"},
+       {"tune init -o hpcc.yaml -- mpirun -n 2 hpcc",
+        "in a folder with hpccinf.txt: staged into every trial, HPL_Tflops read from the "
+        "hpccoutf.txt it writes"}},
+      "init runs the command briefly (--probe-for, the whole tree stopped after) to see what\n"
+      "its ranks map, start, read and print, reads this machine, and writes a commented study;\n"
+      "then run tune --trials 30 study.yaml.");
   init->add_option("COMMAND", args->request.command,
                    "The command one trial runs, after `--` (it may start with mpirun)")
       ->required();
@@ -113,7 +200,7 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
   init->add_option("--name", args->request.name, "Study name (default: the program's name)");
   init->add_option("--throughput-regex", args->request.throughput_regex,
                    "Score the first group of the last match in stdout, maximized (default: the "
-                   "trial's wall time, minimized)");
+                   "result line the probe run found, else the trial's wall time, minimized)");
   init->add_option("--knob", args->request.knob_flags,
                    "FLAG=KNOB: the program's flag that sets a catalog knob, e.g. "
                    "threads=torch_intra_op_threads (repeatable)")
@@ -126,6 +213,12 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
                    "Each trial's time limit, written as the study file's timeout: (default 1h)")
       ->type_name("DURATION");
   init->add_flag("--no-input", args->no_input, "Ask nothing, even on a terminal");
+  init->add_option("--probe-for", args->probe_for,
+                   "Run the command this long (at most) to see what it maps, starts, reads and "
+                   "prints; the whole tree is stopped after (default 10s)")
+      ->type_name("DURATION");
+  init->add_flag("--no-probe", args->no_probe,
+                 "Do not run the command: judge the program by its text (a script's imports)");
   return {{init, [args]() { return run_init(*args); }}};
 }
 

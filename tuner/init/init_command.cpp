@@ -7,10 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
+
+#include <unistd.h>
 
 #include "probes/predict.h"
 #include "tuner/base/text.h"
 #include "tuner/launch/pool_defaults.h"
+#include "tuner/launch/program_identity.h"
 
 namespace tune::tuner {
 
@@ -100,22 +104,60 @@ std::string head_of_file(const std::string& path, std::size_t bytes) {
   return text;
 }
 
-// Frameworks a script imports, by the import lines a person would grep for.
-void detect_imports(const std::string& text, ProgramInfo& info) {
-  const std::pair<const char*, const char*> k_imports[] = {
-      {"torch", "import torch"},   {"torch", "from torch"},      {"chainer", "import chainer"},
-      {"chainer", "from chainer"}, {"nccl", "backend=\"nccl\""}, {"nccl", "backend='nccl'"}};
-  for (const auto& [framework, needle] : k_imports) {
-    if (!text.contains(needle)) continue;
-    if (std::find(info.frameworks.begin(), info.frameworks.end(), framework) !=
-        info.frameworks.end())
-      continue;
-    info.frameworks.emplace_back(framework);
-    info.notes.push_back(fmt::format("{}: the script has '{}'", framework, needle));
+void add_framework(ProgramInfo& info, const std::string& framework, std::string note) {
+  if (std::find(info.frameworks.begin(), info.frameworks.end(), framework) != info.frameworks.end())
+    return;
+  info.frameworks.push_back(framework);
+  info.notes.push_back(std::move(note));
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+// The top-level modules an import line names: "import numpy as np, torch" -> numpy, torch;
+// "from torch.nn import Linear" -> torch. Anything else names none.
+std::vector<std::string> imported_modules(const std::string& raw) {
+  std::string line = trim(raw.substr(0, raw.find('#')));
+  std::vector<std::string> out;
+  auto root = [](const std::string& dotted) {
+    const std::string name = trim(dotted);
+    return name.substr(0, name.find_first_of(". \t"));
+  };
+  if (line.starts_with("from ")) {
+    if (const auto imp = line.find(" import "); imp != std::string::npos)
+      out.push_back(root(line.substr(5, imp - 5)));
+    return out;
   }
+  if (!line.starts_with("import ")) return out;
+  std::istringstream items(line.substr(7));
+  for (std::string item; std::getline(items, item, ',');) {
+    const std::string name = root(item);
+    if (!name.empty()) out.push_back(name);
+  }
+  return out;
 }
 
 }  // namespace
+
+// Frameworks a script imports, by its import lines (one module or several per line), and an
+// NCCL backend named in it.
+void detect_imports(const std::string& text, ProgramInfo& info) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    for (const auto& module : imported_modules(line)) {
+      if (module == "torch" || module == "chainer")
+        add_framework(info, module,
+                      fmt::format("{}: the script imports it ('{}')", module, trim(line)));
+    }
+  }
+  for (const char* needle : {"backend=\"nccl\"", "backend='nccl'"}) {
+    if (text.contains(needle))
+      add_framework(info, "nccl", fmt::format("nccl: the script has '{}'", needle));
+  }
+}
 
 Result<InitCommand> split_init_command(const std::vector<std::string>& argv) {
   if (argv.empty())
@@ -157,7 +199,7 @@ std::vector<std::string> absolute_paths(const std::vector<std::string>& args) {
   return out;
 }
 
-ProgramInfo inspect_program(const std::vector<std::string>& program) {
+ProgramInfo inspect_program(const std::vector<std::string>& program, const ProbeFindings* probe) {
   ProgramInfo info;
   const std::string exe = fs::path(program.at(0)).filename().string();
   info.display = exe;
@@ -175,13 +217,55 @@ ProgramInfo inspect_program(const std::vector<std::string>& program) {
     }
     return info;
   }
-  if (!is_python(exe)) return info;
-  const std::string script = python_script(program);
+  const std::string script = is_python(exe) ? python_script(program) : "";
+  if (!script.empty()) {
+    info.display = fs::path(script).filename().string();
+    info.stem = fs::path(script).stem().string();
+  }
+  // The script's text still speaks when the run showed nothing: it failed, or was stopped
+  // before its ranks had mapped a library tune knows.
+  const bool probe_decides = probe != nullptr && probe->ran && !probe->libraries.empty() &&
+                             (probe->bounded || probe->exit_code == 0);
+  if (probe != nullptr && probe->ran) {
+    // What the ranks mapped says what they are, whatever the text says.
+    for (const auto& lib : probe->libraries) {
+      if (!lib.program.empty() && lib.program != "openmpi" &&
+          std::find(info.frameworks.begin(), info.frameworks.end(), lib.program) ==
+              info.frameworks.end())
+        info.frameworks.push_back(lib.program);  // the header names the library
+    }
+    info.probe = *probe;
+  }
   if (script.empty()) return info;
-  info.display = fs::path(script).filename().string();
-  info.stem = fs::path(script).stem().string();
-  detect_imports(head_of_file(script, 1u << 20), info);
+  ProgramInfo text;
+  detect_imports(head_of_file(script, 1u << 20), text);
+  for (std::size_t i = 0; i < text.frameworks.size(); ++i) {
+    // Chainer maps no library of its own (Python over NumPy/CuPy): only its import tells it.
+    if (!probe_decides || text.frameworks[i] == "chainer")
+      add_framework(info, text.frameworks[i], text.notes[i]);
+  }
   return info;
+}
+
+Result<void> check_program_exists(const std::vector<std::string>& program) {
+  if (program.empty()) return std::unexpected("no program given");
+  const std::string& exe = program[0];
+  std::error_code ec;
+  if (exe.contains('{')) return {};  // a placeholder ({tune_trainer}): the study resolves it
+  if (exe.contains('/')) {
+    if (!fs::is_regular_file(exe, ec))
+      return std::unexpected(fmt::format("program '{}' does not exist", exe));
+    if (::access(exe.c_str(), X_OK) != 0)
+      return std::unexpected(fmt::format("program '{}' is not executable", exe));
+  } else if (find_in_path(exe, trial_environment(LaunchRequest{})).empty()) {
+    return std::unexpected(fmt::format("program '{}' is not found on PATH", exe));
+  }
+  if (is_python(exe)) {
+    const std::string script = python_script(program);
+    if (!script.empty() && !fs::is_regular_file(script, ec))
+      return std::unexpected(fmt::format("script '{}' does not exist", script));
+  }
+  return {};
 }
 
 void measure_pool_defaults(const std::vector<std::string>& program, ProgramInfo& info,

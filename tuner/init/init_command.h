@@ -6,16 +6,20 @@
 // split_init_command() is a pure function of the argv. inspect_program() reads the script a
 // Python command runs (its first MiB) to see which frameworks it imports, and turns relative
 // paths that exist into absolute ones, since trials run in their own folders. Both return plain
-// values; thread-safe. measure_pool_defaults() runs the program's interpreter once
-// (measure_torch_pools, tuner/launch/pool_defaults.h).
+// values; thread-safe. When init's probe run saw the program running (tuner/init/init_probe.h),
+// inspect_program() takes what the ranks mapped instead of the script's text: the text is the
+// fallback for a program the probe could not run. measure_pool_defaults() runs the program's
+// interpreter once (measure_torch_pools, tuner/launch/pool_defaults.h).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tuner/base/result.h"
+#include "tuner/init/init_probe.h"
 
 namespace tune::tuner {
 
@@ -47,11 +51,26 @@ struct ProgramInfo {
   // catalog's rule is what most machines do ("one intra-op thread per physical core"), but a
   // build or a VM may differ (Debian's torch 1.13 starts 1 thread on a 2-core VM).
   std::map<std::string, int> pool_defaults;
+  // What the probe run saw; nullopt when there was none (--no-probe) or it could not run.
+  std::optional<ProbeFindings> probe;
 };
 
 // What the program is. `program` is InitCommand::program, with relative paths already made
-// absolute (absolute_paths).
-ProgramInfo inspect_program(const std::vector<std::string>& program);
+// absolute (absolute_paths). With `probe` (a probe run that ran), the frameworks are those the
+// ranks mapped (libtorch -> torch, libnccl -> nccl); a Python script's import lines (`import
+// torch`, `import numpy as np, torch`, `from torch import nn`) are read only when there was no
+// probe run, or it failed or showed no library tune knows (stopped before the imports ended).
+ProgramInfo inspect_program(const std::vector<std::string>& program,
+                            const ProbeFindings* probe = nullptr);
+
+// Frameworks a script imports, by its import lines (one module or several per line: `import
+// numpy as np, torch`), and an NCCL backend named in it; added to `info` with a note each.
+void detect_imports(const std::string& text, ProgramInfo& info);
+
+// The program a command runs must be there: `program[0]` a file (a name with a '/') or found
+// on PATH, and for a Python interpreter the script it is given. The error names what is
+// missing.
+Result<void> check_program_exists(const std::vector<std::string>& program);
 
 // For a Python program that imports torch: runs the same interpreter once with nothing set
 // (OMP_NUM_THREADS and MKL_NUM_THREADS removed) and records torch.get_num_threads() and

@@ -38,6 +38,26 @@ struct InitParam {
   std::optional<int> program_default;
 };
 
+// The `program:` section: what the program is and starts, as the probe run saw it (the probes'
+// prediction reads it; tuner/study parses it).
+struct InitProgram {
+  bool present = false;
+  // Written as comments only: on a build whose study parser does not know the key yet.
+  bool commented = false;
+  std::string kind = "any";        // a catalog program tag: any, torch, chainer, tune-trainer
+  std::vector<std::string> pools;  // catalog pools the ranks start with nothing set
+  std::vector<std::pair<std::string, int>> pool_defaults;  // measured sizes of those pools
+  std::optional<int> runtime_threads;
+  std::vector<std::string> evidence;  // comment lines: what was seen
+};
+
+// One `files:` entry: an input the probe run saw the program read from its folder.
+struct InitFile {
+  std::string mode;  // copy | link
+  std::string src;   // relative to the study file's folder, or absolute
+  std::string comment;
+};
+
 struct InitPlan {
   std::string name;
   std::vector<std::string> header;  // comment lines at the top (without "# ")
@@ -46,7 +66,13 @@ struct InitPlan {
   std::vector<std::string> command;  // templates
   std::vector<std::pair<std::string, std::string>> env;  // templates
   std::vector<InitParam> params;
-  std::string regex;  // "" = wall time
+  std::string regex;           // "" = wall time
+  std::string objective_file;  // "" = the regex reads a stream; else the file the program writes
+  std::string objective_stream = "stdout";   // stdout | stderr, without objective_file
+  bool maximize = true;                      // with a regex
+  std::vector<std::string> objective_notes;  // why this objective, the other candidates
+  InitProgram program;
+  std::vector<InitFile> files;
   std::string timeout;
   std::vector<std::string> notes;  // knobs not used and why, for the end of the file
 };

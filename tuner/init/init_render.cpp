@@ -86,6 +86,29 @@ void write_launch(std::ostream& out, const InitPlan& plan) {
   }
 }
 
+// The `program:` section, or the same as comments when the parser does not know the key.
+void write_program(std::ostream& out, const InitProgram& p) {
+  if (!p.present) return;
+  std::ostringstream body;
+  body << "program:   # what the program is and starts, as `tune init` saw it run\n";
+  for (const auto& e : p.evidence) body << comment(e, "  ");
+  body << "  kind: " << p.kind << '\n';
+  body << "  pools: [" << fmt::format("{}", fmt::join(p.pools, ", ")) << "]\n";
+  if (!p.pool_defaults.empty()) {
+    std::vector<std::string> items;
+    for (const auto& [pool, n] : p.pool_defaults) items.push_back(fmt::format("{}: {}", pool, n));
+    body << "  pool_defaults: {" << fmt::format("{}", fmt::join(items, ", ")) << "}\n";
+  }
+  if (p.runtime_threads) body << "  runtime_threads: " << *p.runtime_threads << '\n';
+  if (!p.commented) {
+    out << body.str();
+    return;
+  }
+  out << "# This tune's study parser does not read `program:` yet; the section as found:\n";
+  std::istringstream lines(body.str());
+  for (std::string line; std::getline(lines, line);) out << "# " << line << '\n';
+}
+
 // One enqueue entry: each parameter at `value_of(param)`.
 template <typename F>
 std::string baseline(const InitPlan& plan, F value_of) {
@@ -95,7 +118,14 @@ std::string baseline(const InitPlan& plan, F value_of) {
 }
 
 void write_objective_and_baselines(std::ostream& out, const InitPlan& plan) {
-  if (plan.regex.empty()) {
+  if (!plan.regex.empty() && !plan.objective_notes.empty()) {
+    out << "objective:\n";
+    for (const auto& n : plan.objective_notes) out << comment(n, "  ");
+    if (!plan.objective_file.empty()) out << "  file: " << quoted(plan.objective_file) << '\n';
+    if (plan.objective_file.empty() && plan.objective_stream != "stdout")
+      out << "  stream: " << plan.objective_stream << '\n';
+    out << "  regex: " << quoted(plan.regex) << '\n';
+  } else if (plan.regex.empty()) {
     out << "objective:\n"
            "  # Seconds from launch to exit as tune measures them (startup included, the same\n"
            "  # for every trial). Has the program a throughput line? tune init\n"
@@ -157,7 +187,7 @@ std::string write_init_yaml(const InitPlan& plan) {
          "# A null choice leaves that flag or variable out, so the library keeps its own "
          "default.\n";
   out << "name: " << quoted(plan.name) << '\n'
-      << "direction: " << (plan.regex.empty() ? "minimize" : "maximize") << '\n'
+      << "direction: " << (plan.regex.empty() || !plan.maximize ? "minimize" : "maximize") << '\n'
       << "timeout: " << quoted(plan.timeout) << "   # per trial: a hung trial is stopped\n";
   write_launch(out, plan);
   out << "command:\n";
@@ -165,6 +195,12 @@ std::string write_init_yaml(const InitPlan& plan) {
   if (!plan.env.empty()) {
     out << "env:\n";
     for (const auto& [k, v] : plan.env) out << "  " << k << ": " << quoted(v) << '\n';
+  }
+  if (!plan.files.empty()) {
+    out << "files:   # staged into each trial's folder before it runs (trials run in their own)\n";
+    for (const auto& f : plan.files) {
+      out << comment(f.comment, "  ") << "  - {" << f.mode << ": " << quoted(f.src) << "}\n";
+    }
   }
   if (!plan.params.empty()) {
     out << "params:\n";
@@ -184,6 +220,7 @@ std::string write_init_yaml(const InitPlan& plan) {
       out << "}\n";
     }
   }
+  write_program(out, plan.program);
   write_objective_and_baselines(out, plan);
   out << "probes: {enabled: true}   # predict and watch CPU oversubscription of every trial\n";
   for (const auto& note : plan.notes) out << comment("Not tuned: " + note, "");

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "probes/predict.h"
@@ -80,8 +82,26 @@ std::vector<ParamValue> int_ladder(std::int64_t low, std::int64_t high, const Pa
 class Planner {
  public:
   Planner(const probes::KnobCatalog& catalog, probes::KnobContext ctx,
-          std::vector<std::string> frameworks)
-      : m_catalog(catalog), m_ctx(ctx), m_frameworks(std::move(frameworks)) {}
+          std::vector<std::string> frameworks, std::optional<std::set<std::string>> found_pools)
+      : m_catalog(catalog),
+        m_ctx(ctx),
+        m_frameworks(std::move(frameworks)),
+        m_found_pools(std::move(found_pools)) {}
+
+  // Whether the ranks start `pool` (or a pool that is the same threads), as the probe run saw;
+  // true when there was no probe run (the catalog's "any program may" stands).
+  bool started(const std::string& pool) const {
+    if (!m_found_pools) return true;
+    for (const auto& found : *m_found_pools) {
+      if (found == pool) return true;
+      const auto* p = m_catalog.pool(found);
+      if (p && contains(p->includes, pool)) return true;
+      const auto* q = m_catalog.pool(pool);
+      if (q && contains(q->includes, found)) return true;
+    }
+    return false;
+  }
+  bool probed() const { return m_found_pools.has_value(); }
 
   InitPlan& plan() { return m_plan; }
 
@@ -201,6 +221,7 @@ class Planner {
   const probes::KnobCatalog& m_catalog;
   probes::KnobContext m_ctx;
   std::vector<std::string> m_frameworks;
+  std::optional<std::set<std::string>> m_found_pools;
   InitPlan m_plan;
   std::set<std::string> m_names;
   std::set<std::string> m_covered;
@@ -386,6 +407,12 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
                         (planner.applies(knob) && pool && !planner.covered(pool->name) &&
                          !(torch && any_only && !planner.torch_team(pool->name)));
     if (!wanted) continue;
+    if (given.empty() && pool && any_only && !planner.started(pool->name)) {
+      if (!planner.covered(pool->name))
+        plan.notes.push_back(fmt::format("{} ({}): the ranks started no {} pool in the probe run",
+                                         knob.variable, knob.name, pool->name));
+      continue;
+    }
     if (auto ok = planner.add_env(knob, given); !ok) return ok;
   }
   return {};
@@ -412,6 +439,119 @@ std::vector<std::string> init_header(const InitRequest& request, const ProgramIn
                                         : fmt::format("{}", fmt::join(shown, ", "))));
   for (const auto& n : program.notes) h.push_back("  " + n);
   return h;
+}
+
+std::string size_text(std::uintmax_t bytes) {
+  if (bytes < 10 * 1024) return fmt::format("{} bytes", bytes);
+  if (bytes < 10 * 1024 * 1024) return fmt::format("{} KiB", bytes / 1024);
+  return fmt::format("{} MiB", bytes / (1024 * 1024));
+}
+
+// What the probe run saw, for the header: how it ran, each library that told something.
+void probe_header(const ProbeFindings& probe, std::vector<std::string>& h) {
+  h.push_back(fmt::format(
+      "Probe run: the command ran {:.1f} s ({}); {} rank(s) seen.", probe.seconds,
+      probe.bounded ? "stopped at the probe's bound" : fmt::format("exited {}", probe.exit_code),
+      probe.ranks));
+  for (const auto& lib : probe.libraries) {
+    std::string line = fmt::format("  ranks map {}: {}", lib.path, lib.what);
+    if (!lib.pools.empty()) line += fmt::format(" (pool {})", fmt::join(lib.pools, ", "));
+    h.push_back(line);
+    if (!lib.note.empty()) h.push_back("    " + lib.note);
+  }
+  if (probe.libraries.empty())
+    h.push_back("  the ranks map no OpenMP runtime, BLAS, framework or MPI library tune knows");
+}
+
+// The `program:` section from the probe run.
+InitProgram program_section(const ProgramInfo& program, const ProbeFindings& probe,
+                            const probes::KnobCatalog& catalog, bool live) {
+  InitProgram p;
+  p.present = true;
+  p.commented = !live;
+  for (const char* kind : {"torch", "chainer", "tune-trainer"}) {
+    if (contains(program.frameworks, kind)) p.kind = kind;
+  }
+  std::set<std::string> found;
+  for (const auto& lib : probe.libraries) found.insert(lib.pools.begin(), lib.pools.end());
+  for (const auto& pool : found) {
+    // A pool another found pool includes is the same threads (torch's intra-op team is OpenMP).
+    const bool included = std::any_of(found.begin(), found.end(), [&](const std::string& o) {
+      const auto* other = catalog.pool(o);
+      return other && contains(other->includes, pool);
+    });
+    if (!included) p.pools.push_back(pool);
+  }
+  for (const auto& [pool, n] : program.pool_defaults) {
+    if (contains(p.pools, pool)) p.pool_defaults.emplace_back(pool, n);
+  }
+  p.runtime_threads = probe.runtime_threads;
+  std::vector<std::string> names;
+  for (const auto& [name, n] : probe.thread_names) names.push_back(fmt::format("{} x{}", name, n));
+  p.evidence.push_back(fmt::format(
+      "Seen in the probe run: at most {} thread(s) per rank ({}); {} of them waited in "
+      "poll/epoll/select or carry a runtime's name (MPI and PMIx progress threads, libevent, "
+      "NCCL/CUDA helpers): the runtimes' own, which no knob sizes.",
+      probe.threads_per_rank, fmt::join(names, ", "), probe.runtime_threads));
+  std::vector<std::string> told;
+  for (const auto& lib : probe.libraries) {
+    if (!lib.pools.empty())
+      told.push_back(fmt::format("{} from {}", fmt::join(lib.pools, "+"), lib.what));
+  }
+  p.evidence.push_back(told.empty() ? "pools: the ranks map no library that starts a pool"
+                                    : fmt::format("pools: {}", fmt::join(told, "; ")));
+  return p;
+}
+
+// An input the probe saw read, as a `files:` source relative to the study file's folder.
+std::string file_source(const InitRequest& request, const std::string& name) {
+  if (request.source_dir.empty() || request.source_dir == request.study_dir) return name;
+  const std::filesystem::path src = std::filesystem::path(request.source_dir) / name;
+  if (request.study_dir.empty()) return src.string();
+  const auto rel = src.lexically_relative(request.study_dir);
+  return rel.empty() ? src.string() : rel.string();
+}
+
+void probe_files_and_objective(const InitRequest& request, const ProbeFindings& probe,
+                               InitPlan& plan) {
+  constexpr std::uintmax_t k_link_above = 64u << 20;  // the probe's copy limit
+  for (const auto& in : probe.inputs) {
+    InitFile f;
+    f.mode = in.folder || in.bytes > k_link_above ? "link" : "copy";
+    f.src = file_source(request, in.name);
+    f.comment = in.folder ? fmt::format("the ranks read {}/ in the probe run", in.name)
+                          : fmt::format("the ranks read {} ({}) in the probe run", in.name,
+                                        size_text(in.bytes));
+    plan.files.push_back(std::move(f));
+  }
+  if (!request.throughput_regex.empty()) return;
+  const ResultLine* best = probe.results.empty() ? nullptr : &probe.results.front();
+  if (best == nullptr) {
+    plan.notes.push_back(fmt::format(
+        "a result line as the objective: the probe run printed or wrote none (NAME: number, "
+        "NAME=number with a rate or time unit); the objective is the wall time{}",
+        probe.bounded ? fmt::format(". The run was stopped at the probe's bound ({:.0f} s): "
+                                    "tune init --probe-for LONGER lets it finish",
+                                    probe.seconds)
+                      : ""));
+    return;
+  }
+  plan.regex = best->regex;
+  plan.maximize = best->maximize;
+  const bool stream = best->source == "stdout" || best->source == "stderr";
+  plan.objective_file = stream ? "" : best->source;
+  if (stream) plan.objective_stream = best->source;
+  plan.objective_notes.push_back(fmt::format(
+      "Found in the probe run: {} gave {} {}{} ({}: {}).", best->source, best->name, best->value,
+      best->unit.empty() ? "" : " " + best->unit, best->rank == 2 ? "a time" : "a rate",
+      best->maximize ? "maximized" : "minimized"));
+  std::vector<std::string> others;
+  for (const auto& r : probe.results) {
+    if (&r == best || others.size() >= 8) continue;
+    others.push_back(fmt::format("{} ({})", r.name, r.source));
+  }
+  if (!others.empty())
+    plan.objective_notes.push_back(fmt::format("Other candidates: {}.", fmt::join(others, ", ")));
 }
 
 }  // namespace
@@ -447,7 +587,14 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
   if (launch_mpirun) frameworks.emplace_back("openmpi");
   frameworks.emplace_back("any");
 
-  Planner planner(catalog, probes::knob_context(topo, per_node), frameworks);
+  const ProbeFindings* probe = program.probe && program.probe->ran ? &*program.probe : nullptr;
+  std::optional<std::set<std::string>> found_pools;
+  if (probe) {
+    found_pools.emplace();
+    for (const auto& lib : probe->libraries)
+      found_pools->insert(lib.pools.begin(), lib.pools.end());
+  }
+  Planner planner(catalog, probes::knob_context(topo, per_node), frameworks, found_pools);
   InitPlan& plan = planner.plan();
   plan.command.clear();
   for (const auto& a : command.program) plan.command.push_back(escape_braces(a));
@@ -474,6 +621,11 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
       p.program_default = it->second;
   }
   plan.header = init_header(request, program, topo, *ranks, per_node, frameworks);
+  if (probe) {
+    probe_header(*probe, plan.header);
+    plan.program = program_section(program, *probe, catalog, request.program_key);
+    probe_files_and_objective(request, *probe, plan);
+  }
   return write_init_yaml(plan);
 }
 

@@ -11,6 +11,12 @@
 // render_init_study() is a pure function of its arguments (the caller reads the topology and
 // inspects the program), so tests give it invented machines and programs. The text it returns
 // loads with load_study_spec. Thread-safe.
+//
+// When the program was probed (ProgramInfo::probe), what the ranks did decides instead of the
+// catalog's "any program" guess: the variables of pools the ranks do not start are left out,
+// the `program:` section says what they start (with the libraries that told it as comments),
+// the files they read from their folder become `files:`, and the best result line they printed
+// or wrote becomes the objective (with --throughput-regex the user's regex wins).
 #pragma once
 
 #include <string>
@@ -32,6 +38,12 @@ struct InitRequest {
   std::vector<std::string> frameworks;  // --framework: added to those inspect_program found
   std::string trial_timeout = "1h";     // --trial-timeout: the study's per-trial timeout
   std::string generated_by;             // the header's "written by" line (command, host, date)
+  // Where the probe run's inputs are (the folder init ran in) and where the study file goes
+  // (`files:` sources are relative to it); "" = the same folder, names as they are.
+  std::string source_dir, study_dir;
+  // Write the `program:` section as YAML (true), or as comments for a study parser that does
+  // not know the key (the CLI retries with false when its parser refuses the key).
+  bool program_key = true;
 };
 
 // The study text. `command` is split_init_command(request.command) with absolute paths in its

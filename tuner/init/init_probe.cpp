@@ -1,0 +1,393 @@
+#include "tuner/init/init_probe.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "tuner/base/text.h"
+#include "tuner/launch/launcher.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool any_of_words(const std::string& text, std::initializer_list<const char*> words) {
+  return std::any_of(words.begin(), words.end(), [&](const char* w) { return text.contains(w); });
+}
+
+// 0 work rate, 1 data rate, 2 time; -1 not a result (a size, a count, a residual).
+int result_kind(const std::string& name, const std::string& unit) {
+  const std::string n = lower(name), u = lower(unit), both = n + " " + u;
+  if (any_of_words(both, {"byte", "gb/s", "mb/s", "kb/s", "gbs", "mbs", "bandwidth"})) return 1;
+  if (any_of_words(both, {"flop", "/s", "/sec", "per_s", "per sec", "throughput", "gups"}))
+    return 0;
+  static const std::set<std::string> k_time_units = {"s",  "sec",  "secs", "second", "seconds",
+                                                     "ms", "msec", "us",   "usec",   "min"};
+  if (any_of_words(n, {"time", "elapsed", "latency", "duration", "seconds", "runtime"}) ||
+      k_time_units.contains(u))
+    return 2;
+  return -1;
+}
+
+bool name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '/' || c == '.' ||
+         c == '-';
+}
+
+std::string re2_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '/' && c != ' ')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string tail_of_file(const fs::path& path, std::uintmax_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uintmax_t>(std::max<std::streamoff>(in.tellg(), 0));
+  in.seekg(static_cast<std::streamoff>(size > max_bytes ? size - max_bytes : 0));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::optional<std::string> environ_value(pid_t pid, const char* name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  const std::string key = std::string(name) + "=";
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    if (entry.starts_with(key)) return entry.substr(key.size());
+  }
+  return std::nullopt;
+}
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("PPid:")) return static_cast<pid_t>(std::atoi(line.c_str() + 5));
+  }
+  return 0;
+}
+
+bool is_rank(pid_t pid) {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    if (environ_value(pid, var)) return true;
+  }
+  return false;
+}
+
+// What the samples have gathered so far.
+struct Gathered {
+  std::set<std::string> libraries;
+  struct Rank {
+    bool mpi = false;  // has an MPI rank (else the command itself, seen before any had one)
+    int threads = 0, runtime = 0;
+    std::map<std::string, int> names;
+  };
+  std::map<pid_t, Rank> ranks;        // the most seen at once, per process
+  std::map<std::string, bool> files;  // name relative to the folder -> written
+  std::map<pid_t, int> looks;         // samples taken of each process
+};
+
+// `path` (an open file's real path) as a name relative to `work` (the mirror) or `source` (the
+// user's folder, reached through a link); "" when it is under neither.
+std::string relative_name(const std::string& path, const fs::path& work, const fs::path& source) {
+  for (const fs::path& root : {work, source}) {
+    const std::string prefix = root.string() + "/";
+    if (!root.empty() && path.starts_with(prefix)) return path.substr(prefix.size());
+  }
+  return "";
+}
+
+// One look at the tree below `root`. The ranks are the processes with an MPI rank in their
+// environment (a wrapper script that starts mpirun included), else `root` itself; processes
+// below a rank (workers it forks) add their libraries and files, not their threads.
+void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& source,
+            Gathered& g) {
+  std::vector<pid_t> tree = descendants(root);
+  tree.insert(tree.begin(), root);
+  std::set<pid_t> ranks;
+  for (pid_t p : tree) {
+    if (is_rank(p)) ranks.insert(p);
+  }
+  const bool mpi = !ranks.empty();
+  if (!mpi && has_mpirun) return;  // mpirun has not started the ranks yet
+  if (!mpi) ranks.insert(root);
+  for (pid_t p : tree) {
+    const bool rank = ranks.contains(p) && !(mpi && ranks.contains(parent_of(p)));
+    const bool below_rank = !rank && (ranks.contains(p) || !mpi);
+    if (!rank && !below_rank) continue;  // mpirun, orted
+    // Libraries are loaded early and stay: maps (thousands of lines for torch) is read on a
+    // process's first look and every fifth after; threads and open files every look.
+    const bool with_libraries = g.looks[p]++ % 5 == 0;
+    auto view = probes::read_process_view(p, "/proc", with_libraries);
+    if (!view) continue;
+    g.libraries.insert(view->libraries.begin(), view->libraries.end());
+    for (const auto& f : view->files) {
+      const std::string name = relative_name(f.path, work, source);
+      if (!name.empty()) g.files[name] = g.files[name] || f.write;
+    }
+    if (!rank) continue;
+    Gathered::Rank& r = g.ranks[p];
+    r.mpi = mpi;
+    int runtime = 0;
+    std::map<std::string, int> names;
+    for (const auto& t : view->threads) {
+      ++names[t.comm];
+      if (t.tid != p &&
+          (probes::is_event_wait_syscall(t.syscall) || probes::is_runtime_thread_name(t.comm)))
+        ++runtime;
+    }
+    r.threads = std::max(r.threads, static_cast<int>(view->threads.size()));
+    r.runtime = std::max(r.runtime, runtime);
+    for (const auto& [name, n] : names) r.names[name] = std::max(r.names[name], n);
+  }
+}
+
+// The mirror of `source` in `work`: small regular files copied, the rest linked. Returns the
+// names it holds and their sizes.
+std::map<std::string, ProbeInput> mirror(const fs::path& source, const fs::path& work,
+                                         std::uintmax_t copy_limit) {
+  std::map<std::string, ProbeInput> out;
+  std::uintmax_t copied = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(source, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "tune-out") continue;  // tune's own output: nothing a program reads
+    ProbeInput in{name, 0, entry.is_directory(ec)};
+    const bool regular = entry.is_regular_file(ec);
+    if (regular) in.bytes = entry.file_size(ec);
+    std::error_code op;
+    if (regular && in.bytes <= copy_limit && copied + in.bytes <= 4 * copy_limit) {
+      fs::copy_file(entry.path(), work / name, op);
+      copied += in.bytes;
+    } else {
+      fs::create_symlink(fs::absolute(entry.path()), work / name, op);
+    }
+    if (!op) out.emplace(name, in);
+  }
+  return out;
+}
+
+// mpirun's options that the study's launch adds to every trial and the command may lack: as
+// root --allow-run-as-root, and --oversubscribe for more ranks than cores.
+std::vector<std::string> with_mpirun_options(std::vector<std::string> argv, bool has_mpirun,
+                                             bool oversubscribe) {
+  if (!has_mpirun) return argv;
+  auto add = [&](const char* flag) {
+    if (std::find(argv.begin(), argv.end(), flag) == argv.end())
+      argv.insert(argv.begin() + 1, flag);
+  };
+  if (oversubscribe) add("--oversubscribe");
+  if (running_as_root()) add("--allow-run-as-root");
+  return argv;
+}
+
+// Best objective first: work rates, data rates, times; within one kind a metric's own name
+// (HPL_Tflops, throughput) before a bare unit (Gflop/s: 3.8 says of what only by its place),
+// then the order they appear.
+void sort_results(std::vector<ResultLine>& lines) {
+  std::stable_sort(lines.begin(), lines.end(), [](const ResultLine& a, const ResultLine& b) {
+    const bool bare_a = a.name.contains('/'), bare_b = b.name.contains('/');
+    return std::tie(a.rank, bare_a) < std::tie(b.rank, bare_b);
+  });
+}
+
+}  // namespace
+
+std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source) {
+  std::vector<ResultLine> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    for (std::size_t sep = line.find_first_of(":="); sep != std::string::npos;
+         sep = line.find_first_of(":=", sep + 1)) {
+      // NAME, optional blanks, ':' or '=', optional blanks, a number, an optional unit.
+      std::size_t end = sep;
+      while (end > 0 && line[end - 1] == ' ') --end;
+      std::size_t begin = end;
+      while (begin > 0 && name_char(line[begin - 1])) --begin;
+      if (begin == end || !std::isalpha(static_cast<unsigned char>(line[begin]))) continue;
+      std::size_t num = line.find_first_not_of(" \t", sep + 1);
+      if (num == std::string::npos) continue;
+      if (line[num] == '+') ++num;
+      double value = 0;
+      const char* first = line.data() + num;
+      auto [p, ec] = std::from_chars(first, line.data() + line.size(), value);
+      if (ec != std::errc() || p == first || !std::isfinite(value)) continue;
+      const std::size_t after = static_cast<std::size_t>(p - line.data());
+      if (after < line.size() && name_char(line[after]) && line[after] != '.' && line[after] != '/')
+        continue;  // "12abc": not a number
+      std::string unit;
+      if (const auto u = line.find_first_not_of(" \t", after); u != std::string::npos) {
+        const auto u_end = line.find_first_of(" \t,;():=", u);
+        unit = line.substr(u, u_end == std::string::npos ? std::string::npos : u_end - u);
+        if (!std::isalpha(static_cast<unsigned char>(unit[0])) && unit[0] != '/') unit.clear();
+        // "epoch: 1 samples/s: 1200": the word after the number names the next one.
+        if (u_end != std::string::npos && (line[u_end] == ':' || line[u_end] == '=')) unit.clear();
+      }
+      const std::string name = line.substr(begin, end - begin);
+      const int kind = result_kind(name, unit);
+      if (kind < 0) continue;
+      auto it = std::find_if(found.begin(), found.end(),
+                             [&](const ResultLine& r) { return r.name == name; });
+      if (it == found.end()) {
+        ResultLine r;
+        r.source = source;
+        r.name = name;
+        r.unit = unit;
+        r.rank = kind;
+        r.maximize = kind < 2;
+        r.regex = fmt::format("\\b{}{}{}\\s*([-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)",
+                              re2_escape(name), end < sep ? "\\s*" : "", line[sep]);
+        found.push_back(std::move(r));
+        it = found.end() - 1;
+      }
+      it->value = value;
+      ++it->count;
+    }
+  }
+  sort_results(found);
+  return found;
+}
+
+ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpirun,
+                            const ProbeOptions& options) {
+  ProbeFindings out;
+  std::error_code ec;
+  const fs::path source = fs::weakly_canonical(
+      options.source_dir.empty() ? fs::current_path(ec) : fs::path(options.source_dir), ec);
+  std::string pattern = (fs::temp_directory_path(ec) / "tune-init-probe-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    out.not_run = fmt::format("cannot make a folder for the probe run in {}",
+                              fs::temp_directory_path(ec).string());
+    return out;
+  }
+  const fs::path dir = pattern;
+  fs::create_directories(dir / "work", ec);
+  // The real path: open files are read back from /proc as real paths.
+  const fs::path work = fs::weakly_canonical(dir / "work", ec);
+  const auto before = mirror(source, work, options.copy_limit_bytes);
+  auto watch = probes::DirectoryWatch::open(work.string());
+
+  LaunchRequest request;
+  request.argv = with_mpirun_options(argv, has_mpirun, options.oversubscribe);
+  request.workdir = work.string();
+  request.stdout_path = (dir / "stdout").string();
+  request.stderr_path = (dir / "stderr").string();
+  request.output_cap_bytes = 2u << 20;
+  request.tick_s = 0.05;
+  request.kill_grace_s = 1.0;
+  Gathered g;
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const LaunchResult result = run_process(request, [&](pid_t pid) -> std::string {
+    sample(pid, has_mpirun, work, source, g);
+    if (watch) watch->drain();
+    return elapsed() >= options.seconds ? "the probe's bound" : "";
+  });
+  if (watch) watch->drain();
+  if (!result.started) {
+    out.not_run = result.error;
+    fs::remove_all(dir, ec);
+    return out;
+  }
+  out.ran = true;
+  out.seconds = result.wall_s;
+  out.bounded = result.stopped == StopReason::watcher;
+  out.exit_code = result.exit_code;
+  // A wrapper script is the one "rank" only until it starts processes with an MPI rank.
+  const bool any_mpi =
+      std::any_of(g.ranks.begin(), g.ranks.end(), [](const auto& r) { return r.second.mpi; });
+  for (const auto& [pid, r] : g.ranks) {
+    if (any_mpi && !r.mpi) continue;
+    ++out.ranks;
+    out.threads_per_rank = std::max(out.threads_per_rank, r.threads);
+    out.runtime_threads = std::max(out.runtime_threads, r.runtime);
+    for (const auto& [name, n] : r.names)
+      out.thread_names[name] = std::max(out.thread_names[name], n);
+  }
+  std::vector<std::string> real;
+  for (const auto& lib : g.libraries) real.push_back(fs::weakly_canonical(lib, ec).string());
+  out.libraries = probes::classify_libraries(real);
+
+  // Files: what inotify saw in the mirror says whether it was written (a file opened
+  // read-write and only read, a database, is an input); for what it could not see (a file
+  // reached through a linked folder), the open mode the samples read.
+  std::map<std::string, bool> touched = g.files;  // name -> written
+  if (watch) {
+    for (const auto& [name, e] : watch->entries()) {
+      if (e.opened || e.written || e.created)
+        touched[name] = e.written || (e.created && !before.contains(name));
+    }
+  }
+  // Files the command names (made absolute: the script itself) reach trials by their path.
+  std::set<std::string> named;
+  for (const auto& a : argv) {
+    const std::string value = a.starts_with("-") && a.contains('=') ? a.substr(a.find('=') + 1) : a;
+    if (value.starts_with("/")) named.insert(fs::weakly_canonical(value, ec).string());
+  }
+  for (const auto& [name, written] : touched) {
+    const std::string top = name.substr(0, name.find('/'));
+    if (named.contains((source / name).string())) continue;
+    if (written) {
+      out.outputs.push_back(name);
+    } else if (const auto it = before.find(top); it != before.end()) {
+      if (std::none_of(out.inputs.begin(), out.inputs.end(),
+                       [&](const ProbeInput& i) { return i.name == top; }))
+        out.inputs.push_back(it->second);
+    }
+  }
+  {
+    // The last line that says "error" (mpirun's own banner follows a rank's traceback), else
+    // the last one with words.
+    std::istringstream err(tail_of_file(request.stderr_path, 8192));
+    std::string last_words, last_error;
+    for (std::string line; std::getline(err, line);) {
+      if (std::none_of(line.begin(), line.end(),
+                       [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))
+        continue;
+      last_words = line;
+      if (lower(line).contains("error")) last_error = line;
+    }
+    const std::string& pick = last_error.empty() ? last_words : last_error;
+    out.last_error_line = printable(pick.substr(0, 200));
+  }
+  // Result lines: the run's stdout and stderr, then the files it wrote.
+  for (const auto& [stream, path] :
+       {std::pair{"stdout", request.stdout_path}, std::pair{"stderr", request.stderr_path}}) {
+    auto lines = find_result_lines(tail_of_file(path, 1u << 20), stream);
+    out.results.insert(out.results.end(), lines.begin(), lines.end());
+  }
+  for (const auto& name : out.outputs) {
+    const fs::path p = work / name;
+    if (!fs::is_regular_file(p, ec)) continue;
+    auto lines = find_result_lines(tail_of_file(p, 1u << 20), name);
+    out.results.insert(out.results.end(), lines.begin(), lines.end());
+  }
+  sort_results(out.results);
+  fs::remove_all(dir, ec);
+  return out;
+}
+
+}  // namespace tune::tuner

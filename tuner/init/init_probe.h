@@ -1,0 +1,87 @@
+// `tune init`'s probe run: the user's command started once, briefly, to see what the program
+// really is rather than what its text says. The command runs as a trial would (through the
+// launcher, under tune-keeper, so the whole tree is stopped after), for at most a bound, in a
+// temporary folder that mirrors the current one; every tick the ranks' processes are read from
+// /proc (probes/program_probe.h: mapped libraries, threads, open files), and an inotify watch
+// on the folder sees which of its files the run opened, created or wrote. From what it saw:
+// the frameworks and thread pools the ranks start (through the knob catalog's pools and program
+// tags), the threads the runtimes start on their own, the inputs the trials must be given
+// (`files:`), and the result lines the program prints or writes (offered as the objective).
+//
+// Why a mirror and not the current folder itself: the command as the user runs it expects its
+// inputs there (`./hpccinf.txt`), so each regular file of the current folder is copied into the
+// mirror (up to a size; bigger files and folders are linked), but what the program writes stays
+// in the mirror, which is removed after: a probe must not overwrite a result file the user
+// keeps, and the outputs it sees are then the run's own.
+//
+// find_result_lines() is pure; probe_program() runs a process tree and blocks for up to its
+// bound. Not thread-safe (one probe at a time: the launcher's interrupt flag is process-wide).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "probes/program_probe.h"
+
+namespace tune::tuner {
+
+// A number the program printed or wrote with a name: `samples/s: 1234.5`, `HPL_Tflops=0.0075`.
+struct ResultLine {
+  std::string source;  // "stdout", "stderr" or the file's name in the working folder
+  std::string name;    // as printed: "samples/s", "HPL_Tflops"
+  std::string unit;    // what follows the number on its line ("GFLOP/s", "sec"); may be ""
+  double value = 0;    // the last one seen
+  int count = 0;       // lines with this name (a progress line repeats; a result appears once)
+  bool maximize = true;
+  int rank = 0;       // lower is a better objective: work rates, then data rates, then times
+  std::string regex;  // RE2 pattern whose first group is the number
+};
+
+// Lines of `text` that give a named number whose name or unit says it is a rate (FLOP/s,
+// samples/s, images/s, bandwidth: maximize) or a time (time, elapsed, latency, sec: minimize),
+// best candidate first (work rates, then data rates, then times; within one kind, in the
+// order they first appear). Other named numbers (sizes, counts, residuals) are not offered.
+std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source);
+
+struct ProbeOptions {
+  double seconds = 10;     // the bound: the tree is stopped after it (--probe-for)
+  std::string source_dir;  // the folder the user runs from; "" = the current folder
+  // Files up to this size are copied into the mirror, bigger ones linked.
+  std::uintmax_t copy_limit_bytes = 64u << 20;
+  // Add mpirun's --oversubscribe, as the study's launch will (more ranks than cores). Default
+  // false.
+  bool oversubscribe = false;
+};
+
+struct ProbeInput {
+  std::string name;  // relative to the source folder
+  std::uintmax_t bytes = 0;
+  bool folder = false;
+};
+
+struct ProbeFindings {
+  bool ran = false;
+  std::string not_run;          // why the command could not be probed ("" when it ran)
+  double seconds = 0;           // how long it ran
+  bool bounded = false;         // stopped at the bound (still running then)
+  int exit_code = -1;           // when it exited by itself
+  std::string last_error_line;  // the last line it wrote to stderr (printable), for a failure
+  int ranks = 0;                // rank processes seen
+  std::vector<probes::LibraryFinding> libraries;
+  int threads_per_rank = 0;  // the most threads one rank had at once
+  int runtime_threads = 0;   // of them, the most that were the runtimes' own (event loops, ...)
+  std::map<std::string, int> thread_names;  // thread name -> most threads of it in one rank
+  std::vector<ProbeInput> inputs;           // read from the working folder, not written
+  std::vector<std::string> outputs;         // created or written there
+  std::vector<ResultLine> results;          // from stdout, stderr and the outputs, best first
+};
+
+// Runs `argv` (the command as init was given it, relative paths already absolute; starting with
+// mpirun when `has_mpirun`, whose options a trial's launch adds are added) as described above. A
+// command that cannot start is `not_run` with the reason; it is not an error here (the caller
+// decides).
+ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpirun,
+                            const ProbeOptions& options);
+
+}  // namespace tune::tuner
