@@ -36,10 +36,7 @@ namespace bp = boost::process;
 using search::TrialState;
 using Clock = std::chrono::steady_clock;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test_support::read_file;
 
 // Each run appends "NUMBER PID" to the shared log before it writes its value.
 constexpr const char* k_trial_script =
@@ -118,7 +115,7 @@ TEST_F(PostgresCrash, ServerCrashesLoseNoCreatedTrialAndRepeatNoNumber) {
   }
   for (int w = 0; w < 2; ++w) {
     EXPECT_EQ(m_workers[w].exit_code(), 0)
-        << "worker " << w << ": " << slurp(m_dir / ("w" + std::to_string(w) + ".err"));
+        << "worker " << w << ": " << read_file(m_dir / ("w" + std::to_string(w) + ".err"));
   }
   EXPECT_GE(crashes, 20) << "too few crashes to mean much";
 

@@ -30,10 +30,7 @@ namespace bp = boost::process;
 using search::TrialState;
 using Clock = std::chrono::steady_clock;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test_support::read_file;
 
 // SIGSTOP to the postmaster and every process below it (backends, background workers) from
 // construction to resume(), which SIGCONTs the same processes; the destructor resumes, so a
@@ -129,7 +126,7 @@ class PostgresStall : public tune::testing::PostgresTest {
 TEST_F(PostgresStall, ServerStoppedDuringATrialIsNotItsTime) {
   const auto study = write_study("", "3s");
   auto tune = start_tune(study, "tune");
-  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << slurp(m_dir / "tune.err");
+  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << read_file(m_dir / "tune.err");
   double stopped_s = 0;
   {
     StoppedServer stop(server().pid());
@@ -140,7 +137,7 @@ TEST_F(PostgresStall, ServerStoppedDuringATrialIsNotItsTime) {
     stopped_s = stop.resume();
   }
   ASSERT_TRUE(exited(tune, std::chrono::seconds(60)));
-  ASSERT_EQ(tune.exit_code(), 0) << slurp(m_dir / "tune.err");
+  ASSERT_EQ(tune.exit_code(), 0) << read_file(m_dir / "tune.err");
   const auto ts = trials();
   ASSERT_EQ(ts.size(), 1u);
   ASSERT_EQ(ts[0].state, TrialState::complete)
@@ -155,14 +152,14 @@ TEST_F(PostgresStall, ServerStoppedDuringATrialIsNotItsTime) {
 TEST_F(PostgresStall, TimeoutHoldsWhileTheServerIsStopped) {
   const auto study = write_study("", "2s", "sleep 60");
   auto tune = start_tune(study, "tune");
-  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << slurp(m_dir / "tune.err");
+  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << read_file(m_dir / "tune.err");
   {
     StoppedServer stop(server().pid());
     ASSERT_TRUE(stop.stopped());
     std::this_thread::sleep_until(stop.since() + std::chrono::seconds(4));  // the fault
   }
   ASSERT_TRUE(exited(tune, std::chrono::seconds(60)));
-  ASSERT_EQ(tune.exit_code(), 0) << slurp(m_dir / "tune.err");
+  ASSERT_EQ(tune.exit_code(), 0) << read_file(m_dir / "tune.err");
   const auto ts = trials();
   ASSERT_EQ(ts.size(), 1u);
   EXPECT_EQ(ts[0].state, TrialState::fail);
@@ -207,7 +204,7 @@ TEST_F(PostgresStall, ACallToAStoppedServerReturnsWithinRetryFor) {
 TEST_F(PostgresStall, ServerStoppedPastRetryForKeepsTheResultForTheResume) {
   const auto study = write_study("?retry_for=2s", "8s");
   auto tune = start_tune(study, "tune");
-  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << slurp(m_dir / "tune.err");
+  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << read_file(m_dir / "tune.err");
   const auto kept_path = trial_dir(0) / k_pending_result_file;
   double measured = 0;
   {
@@ -218,12 +215,12 @@ TEST_F(PostgresStall, ServerStoppedPastRetryForKeepsTheResultForTheResume) {
     ASSERT_TRUE(exited(tune, std::chrono::seconds(30)));
     // A heartbeat under way, then the trial's end: each gives up at 2 s.
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - done).count(), 7.0);
-    const std::string err = slurp(m_dir / "tune.err");
+    const std::string err = read_file(m_dir / "tune.err");
     EXPECT_EQ(tune.exit_code(), 1) << err;
     EXPECT_NE(err.find("retry_for"), std::string::npos) << err;
     EXPECT_NE(err.find(kept_path.string()), std::string::npos) << err;
     ASSERT_TRUE(fs::exists(kept_path)) << err;
-    const auto kept = nlohmann::json::parse(slurp(kept_path));
+    const auto kept = nlohmann::json::parse(read_file(kept_path));
     EXPECT_EQ(kept.at("state"), "COMPLETE");
     measured = kept.at("user_attrs").at(k_attr_wall_time).get<double>();
     EXPECT_GE(measured, 1.0);
@@ -236,7 +233,7 @@ TEST_F(PostgresStall, ServerStoppedPastRetryForKeepsTheResultForTheResume) {
   }
   auto resumed = start_tune(study, "resume");
   ASSERT_TRUE(exited(resumed, std::chrono::seconds(60)));
-  ASSERT_EQ(resumed.exit_code(), 0) << slurp(m_dir / "resume.err");
+  ASSERT_EQ(resumed.exit_code(), 0) << read_file(m_dir / "resume.err");
   const auto ts = trials();
   ASSERT_EQ(ts.size(), 2u);
   ASSERT_EQ(ts[0].state, TrialState::complete)
@@ -251,7 +248,7 @@ TEST_F(PostgresStall, ServerStoppedPastRetryForKeepsTheResultForTheResume) {
 TEST_F(PostgresStall, ServerRestartedDuringATrialIsNotItsTime) {
   const auto study = write_study("", "8s");
   auto tune = start_tune(study, "tune");
-  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << slurp(m_dir / "tune.err");
+  ASSERT_TRUE(wait_file(trial_dir(0) / "started")) << read_file(m_dir / "tune.err");
   const auto stopped_at = Clock::now();
   server().stop();
   struct Restart {  // the shared server runs again whatever is asserted below
@@ -264,7 +261,7 @@ TEST_F(PostgresStall, ServerRestartedDuringATrialIsNotItsTime) {
   std::this_thread::sleep_until(stopped_at + std::chrono::seconds(3));  // the fault's length
   ASSERT_TRUE(server().restart());
   ASSERT_TRUE(exited(tune, std::chrono::seconds(60)));
-  ASSERT_EQ(tune.exit_code(), 0) << slurp(m_dir / "tune.err");
+  ASSERT_EQ(tune.exit_code(), 0) << read_file(m_dir / "tune.err");
   const auto ts = trials();
   ASSERT_EQ(ts.size(), 1u);
   ASSERT_EQ(ts[0].state, TrialState::complete)

@@ -182,7 +182,8 @@ class LogFollower {
 }  // namespace
 
 std::vector<std::string> live_objective_names(const StudySpec& spec) {
-  if (spec.objectives.size() == 1 && spec.objective.use_regex) return {};
+  // One objective with no name of its own (a regex over stdout or over a file): "value".
+  if (spec.objectives.size() == 1 && objective_label(spec.objective).empty()) return {};
   return objective_names(spec);
 }
 
