@@ -18,6 +18,7 @@
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/pool_defaults.h"
 #include "tuner/probing/node_watchers.h"
+#include "tuner/probing/probe_learning.h"
 #include "tuner/run/prediction_quality.h"
 
 extern char** environ;
@@ -60,8 +61,9 @@ struct ProbeState {
   // the trial's process tree would see srun alone and judge it as the one rank. Such a trial
   // keeps its prediction and gets no verdict (the report then shows the prediction).
   bool ranks_outside_tree = false;
-  probes::LearnedDuty learned;   // the duty cycles earlier trials of the study measured
-  probes::VerdictMemory memory;  // the verdicts earlier trials of the same layout got
+  // The duty cycles earlier trials of the study measured and the verdicts earlier trials of the
+  // same layout got, updated with each trial that finished since the last prediction.
+  ProbeLearning learning;
   // Unnamed threads per rank the program's pools start (MonitorOptions::program_threads), where
   // the study says what the program starts; nullopt: the monitor tells runtimes by name only.
   std::optional<int> program_threads;
@@ -186,17 +188,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     launch.env_set[probes::k_probe_tag_env] = state->tag;
   };
   hooks.study_history = [state](const std::vector<search::FrozenTrial>& trials) {
-    state->learned = probes::LearnedDuty{};
-    state->memory = probes::VerdictMemory{};
-    for (const auto& t : trials) {
-      if (!verdict_counts(t)) continue;  // a second of start-up teaches nothing
-      if (auto it = t.system_attrs.find(k_attr_probe_duty); it != t.system_attrs.end())
-        state->learned.add(*it);
-      const auto predicted = t.system_attrs.find(k_attr_probe_prediction);
-      const auto observed = t.system_attrs.find(k_attr_probe_verdict);
-      if (predicted != t.system_attrs.end() && observed != t.system_attrs.end())
-        state->memory.add(*predicted, *observed);
-    }
+    state->learning.update(trials);
   };
   hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
     const auto env = rank_environment(launch);
@@ -204,9 +196,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     state->nodes =
         probes::predict_nodes(state->topology, plan, program_model(plan, state->spec, trial));
     for (auto& node : state->nodes) {
-      probes::apply_learned_duty(state->topology, node.prediction, state->learned,
+      probes::apply_learned_duty(state->topology, node.prediction, state->learning.learned(),
                                  probes::MonitorOptions{}.oversubscribed_ratio);
-      probes::apply_verdict_memory(node.prediction, state->memory);
+      probes::apply_verdict_memory(node.prediction, state->learning.memory());
     }
     state->local.reset();
     for (const auto& node : plan.layout)
@@ -220,7 +212,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     nlohmann::json attrs = {{k_attr_probe_prediction, probes::nodes_prediction_json(state->nodes)}};
     const double constraint = probes::nodes_prediction_constraint(state->nodes);
     const bool constrains =
-        state->spec.constrain && state->learned.trials() >= k_trials_before_constraining;
+        state->spec.constrain && state->learning.learned().trials() >= k_trials_before_constraining;
     // While learning, the trial runs and is recorded at the feasible boundary (0): constrained
     // TPE ranks a trial without a constraint value after every trial that has one.
     if (state->spec.constrain)
