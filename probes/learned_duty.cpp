@@ -14,6 +14,22 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// The median of the loads of `sets` (each sorted), each divided by its divisor: without a copy
+// when there is one set (the common case: one cpuset size and thread count), so a prediction
+// costs the same however many trials measured it. Equal to median_of over the quotients.
+double median_of_sets(const std::vector<std::pair<const std::vector<double>*, int>>& sets) {
+  if (sets.size() == 1) {
+    const std::vector<double>& v = *sets.front().first;
+    const double d = sets.front().second;
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] / d : (v[n / 2 - 1] / d + v[n / 2] / d) / 2;
+  }
+  std::vector<double> all;
+  for (const auto& [loads, d] : sets)
+    for (double l : *loads) all.push_back(d == 1 ? l : l / d);
+  return median_of(std::move(all));
+}
+
 double round3(double x) { return std::round(x * 1000) / 1000; }
 
 // Whether the monitor tells this group's threads apart (probes/sustained.h): the rank's own
@@ -82,7 +98,9 @@ bool LearnedDuty::add(const nlohmann::json& record) {
     const auto n = g.find("predicted_threads");
     const auto load = g.find("load");
     if (n == g.end() || load == g.end() || !n->is_number_integer() || !load->is_number()) continue;
-    m_loads[name][{pus, n->get<int>()}].push_back(std::max(0.0, load->get<double>()));
+    auto& loads = m_loads[name][{pus, n->get<int>()}];
+    const double l = std::max(0.0, load->get<double>());
+    loads.insert(std::upper_bound(loads.begin(), loads.end(), l), l);  // kept sorted
   }
   m_trials += 1;
   return true;
@@ -101,15 +119,14 @@ std::optional<double> LearnedDuty::load(const std::string& group, int threads, i
   const KnobPool* kp = knob_catalog().pool(group);
   const bool team = kp != nullptr && (kp->busy == PoolBusy::turns || kp->busy == PoolBusy::spin);
   for (int pass = 0; pass < (team ? 1 : 2); ++pass) {
-    std::vector<double> same, per_thread;
+    std::vector<std::pair<const std::vector<double>*, int>> same, per_thread;
     for (const auto& [key, loads] : it->second) {
       if (pass == 0 && key.first != pus) continue;
-      if (key.second == threads) same.insert(same.end(), loads.begin(), loads.end());
-      if (key.second > 0)
-        for (double l : loads) per_thread.push_back(l / key.second);
+      if (key.second == threads) same.emplace_back(&loads, 1);
+      if (key.second > 0) per_thread.emplace_back(&loads, key.second);
     }
-    if (!same.empty()) return median_of(same);
-    if (threads > 0 && !per_thread.empty()) return threads * median_of(per_thread);
+    if (!same.empty()) return median_of_sets(same);
+    if (threads > 0 && !per_thread.empty()) return threads * median_of_sets(per_thread);
   }
   if (threads <= 0) return 0.0;
   return std::nullopt;
@@ -139,9 +156,9 @@ std::optional<LearnedDuty::Other> LearnedDuty::other(int threads, int pus) const
       above_n = key.second;
     }
   }
-  if (below != nullptr) return Other{median_of(*below), below_n};
+  if (below != nullptr) return Other{median_of_sets({{below, 1}}), below_n};
   if (above != nullptr)
-    return Other{std::max(0.0, median_of(*above) - (above_n - threads)), threads};
+    return Other{std::max(0.0, median_of_sets({{above, 1}}) - (above_n - threads)), threads};
   return std::nullopt;
 }
 

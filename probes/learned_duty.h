@@ -66,7 +66,7 @@ class LearnedDuty {
   std::vector<std::string> groups() const;
 
  private:
-  // group -> (cpuset PUs, predicted threads) -> loads measured
+  // group -> (cpuset PUs, predicted threads) -> loads measured, sorted
   std::map<std::string, std::map<std::pair<int, int>, std::vector<double>>> m_loads;
   int m_trials = 0;
 };
