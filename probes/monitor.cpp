@@ -233,7 +233,10 @@ void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bo
     if (sums.allowed_fresh.insert(rank).second) acc->allowed.clear();
     acc->allowed.insert(t.cpus_allowed.begin(), t.cpus_allowed.end());
   }
-  if ((dcpu > 0 || is_r) && t.processor >= 0) acc->ran_on.insert(t.processor);
+  // Where it ran since the previous sample, weighed by the CPU time: a thread's first sample
+  // says only where it ran last, which for a rank caught between mpirun's fork and its binding
+  // is mpirun's PU.
+  if (tp != m_prev_thread.end() && dcpu > 0 && t.processor >= 0) acc->ran_on[t.processor] += dcpu;
 }
 
 void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
@@ -547,7 +550,10 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
     r.max_threads = a->max_threads;
     if (a->samples > 0) r.mean_runnable = a->runnable_sum / a->samples;
     r.allowed_pus.assign(a->allowed.begin(), a->allowed.end());
-    r.ran_on_pus.assign(a->ran_on.begin(), a->ran_on.end());
+    double ran_s = 0;
+    for (const auto& [pu, cpu] : a->ran_on) ran_s += cpu;
+    for (const auto& [pu, cpu] : a->ran_on)
+      if (cpu >= 0.05 * ran_s) r.ran_on_pus.push_back(pu);
     union_pus.insert(a->allowed.begin(), a->allowed.end());
     v.ranks.push_back(std::move(r));
   }

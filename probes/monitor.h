@@ -89,7 +89,9 @@ struct RankVerdict {
   double mean_runnable = 0;  // threads in state R, mean over samples
   double nonvoluntary_per_s = 0;
   std::vector<int> allowed_pus;  // Cpus_allowed_list of its threads (union)
-  std::vector<int> ran_on_pus;   // PUs its threads were seen running on
+  // PUs its threads ran on for at least 5% of its CPU time between samples (a rank caught
+  // before its binding, still on mpirun's PU for a few milliseconds, is not said to run there)
+  std::vector<int> ran_on_pus;
 };
 
 struct Verdict {
@@ -160,8 +162,8 @@ class TrialMonitor {
     double status_wall_s = 0;  // time between status reads that both saw this rank
     double last_status_s = -1;
     std::set<int> allowed;
-    std::set<int> ran_on;
-    int number_reads = 0;  // environ reads for the rank number so far
+    std::map<int, double> ran_on;  // PU -> CPU seconds seen there (between two samples)
+    int number_reads = 0;          // environ reads for the rank number so far
   };
   // How many samples may look for a rank's number (a plain command has none).
   static constexpr int k_number_reads = 10;

@@ -94,6 +94,27 @@ TEST(Monitor, WellSetTreeIsNotFlaggedAndVerdictsDiffer) {
             "involuntary switches/s");
 }
 
+// A rank first sampled between mpirun's fork and its binding last ran on mpirun's PU 0, and ran
+// there a few milliseconds more: no sign that the bound rank runs outside its cpuset (hpcc's
+// bound trials said so nearly every time). Where a rank runs for real is weighed by CPU time.
+TEST(Monitor, WhereARankRanBeforeItsFirstSampleIsNotABindingIssue) {
+  Scene s(1, {0}, {1});
+  s.src.run_thread(s.tid(1, 0), 0, 'R', 0);  // not yet moved to its core
+  TrialMonitor m(s.src, 100);
+  m.sample_once();
+  s.src.advance(0.05);  // 2 ms more there, then bound
+  s.src.run_thread(s.tid(0, 0), 0.05, 'R', 0);
+  s.src.run_thread(s.tid(1, 0), 0.002, 'R', 0);
+  m.sample_once();
+  for (int i = 0; i < 5; ++i) {
+    s.tick(0.2, 0.2, 0);
+    m.sample_once();
+  }
+  const Verdict v = m.verdict();
+  EXPECT_EQ(v.ranks[1].ran_on_pus, std::vector<int>{1});
+  EXPECT_TRUE(v.binding_issues.empty()) << v.diagnosis;
+}
+
 TEST(Monitor, PeakAndMeanDifferAndUsefulMaximumComesFromOptions) {
   FakeSource src(two_cores());
   src.add_process(500, 1, "train", {0, 1});  // a plain command: the root is the only rank
