@@ -1,6 +1,5 @@
 #include "probes/program_probe.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -12,39 +11,25 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "probes/proc_files.h"
+
 namespace tune::probes {
 namespace {
 
+// The whole file, or "" when it cannot be read.
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::string text;
+  return read_proc_file(path.c_str(), &text) ? text : std::string();
 }
 
 std::string read_link(const std::string& path) {
   std::array<char, 4096> buf{};
   const ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size() - 1);
   return n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : std::string();
-}
-
-std::vector<std::string> numeric_entries(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (!name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c));
-        }))
-      out.push_back(name);
-  }
-  ::closedir(d);
-  return out;
 }
 
 std::string chomp(std::string s) {
@@ -141,7 +126,8 @@ std::optional<ProcessView> read_process_view(pid_t pid, const std::string& proc_
   view.comm = chomp(read_text(base + "/comm"));
   view.cwd = read_link(base + "/cwd");
   if (with_libraries) view.libraries = parse_maps_libraries(read_text(base + "/maps"));
-  for (const auto& tid : numeric_entries(base + "/task")) {
+  for (const pid_t tid_number : numeric_entries((base + "/task").c_str())) {
+    const std::string tid = std::to_string(tid_number);
     ProcessView::Thread t;
     std::from_chars(tid.data(), tid.data() + tid.size(), t.tid);
     t.comm = chomp(read_text(base + "/task/" + tid + "/comm"));
@@ -150,7 +136,8 @@ std::optional<ProcessView> read_process_view(pid_t pid, const std::string& proc_
   }
   std::sort(view.threads.begin(), view.threads.end(),
             [](const auto& a, const auto& b) { return a.tid < b.tid; });
-  for (const auto& fd : numeric_entries(base + "/fd")) {
+  for (const pid_t fd_number : numeric_entries((base + "/fd").c_str())) {
+    const std::string fd = std::to_string(fd_number);
     const std::string target = read_link(base + "/fd/" + fd);
     if (!target.starts_with("/") || target.starts_with("/proc/") || target.starts_with("/dev/") ||
         target.starts_with("/sys/") || target.ends_with(" (deleted)"))

@@ -1,6 +1,5 @@
 #include "probes/system_source.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,44 +14,10 @@
 #include <string_view>
 
 #include "probes/fake_source.h"
+#include "probes/proc_files.h"
 
 namespace tune::probes {
 namespace {
-
-// Reads a small /proc file with plain syscalls: the sampler reads dozens per tick, and the
-// iostream machinery would cost more than the reading itself.
-bool read_small(const char* path, std::string* out) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[4096];
-  out->clear();
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      ::close(fd);
-      return false;
-    }
-    if (n == 0) break;
-    out->append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return true;
-}
-
-std::vector<pid_t> list_numeric_dir(const char* path) {
-  std::vector<pid_t> out;
-  DIR* d = ::opendir(path);
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    pid_t v = 0;
-    const char* end = e->d_name + std::strlen(e->d_name);
-    auto [p, ec] = std::from_chars(e->d_name, end, v);
-    if (ec == std::errc() && p == end) out.push_back(v);
-  }
-  ::closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // /proc/<pid>/stat: "pid (comm) state ppid ..." where comm may hold spaces and parentheses, so
 // the fields after it are counted from the last ')'.
@@ -172,7 +137,7 @@ class LiveSource : public SystemSource {
     std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
     std::string text;
     StatFields f;
-    if (!read_small(path, &text) || !parse_stat(text, &f)) return std::nullopt;
+    if (!read_proc_file(path, &text) || !parse_stat(text, &f)) return std::nullopt;
     ProcessSample p;
     p.pid = pid;
     p.ppid = f.ppid;
@@ -183,20 +148,20 @@ class LiveSource : public SystemSource {
     p.start_ticks = f.start_ticks;
     if (!with_threads) return p;
     std::snprintf(path, sizeof path, "/proc/%d/task", pid);
-    for (pid_t tid : list_numeric_dir(path)) {
+    for (pid_t tid : numeric_entries(path)) {
       ThreadSample t;
       t.tid = tid;
       std::snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
       StatFields tf;
-      if (!read_small(path, &text) || !parse_stat(text, &tf)) continue;  // thread exited
+      if (!read_proc_file(path, &text) || !parse_stat(text, &tf)) continue;  // thread exited
       t.comm = std::move(tf.comm);
       t.state = tf.state;
       t.processor = tf.processor;
       t.cpu_s = tf.cpu_s;
       std::snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
-      if (read_small(path, &text)) read_schedstat(text, &t);
+      if (read_proc_file(path, &text)) read_schedstat(text, &t);
       std::snprintf(path, sizeof path, "/proc/%d/task/%d/status", pid, tid);
-      if (with_status && read_small(path, &text)) {
+      if (with_status && read_proc_file(path, &text)) {
         parse_status(text, &t);
         t.has_status = true;
       }
@@ -209,7 +174,7 @@ class LiveSource : public SystemSource {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/environ", pid);
     std::string text;
-    if (!read_small(path, &text)) return std::nullopt;
+    if (!read_proc_file(path, &text)) return std::nullopt;
     const std::string key = name + "=";
     std::size_t pos = 0;
     while (pos < text.size()) {
@@ -244,9 +209,9 @@ class LiveSource : public SystemSource {
       todo.pop_front();
       out.push_back(pid);
       std::snprintf(path, sizeof path, "/proc/%d/task", pid);
-      for (pid_t tid : list_numeric_dir(path)) {
+      for (pid_t tid : numeric_entries(path)) {
         std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, tid);
-        if (!read_small(path, &text)) continue;
+        if (!read_proc_file(path, &text)) continue;
         std::string_view rest(text);
         while (!rest.empty()) {
           const auto sp = rest.find(' ');
@@ -268,10 +233,10 @@ class LiveSource : public SystemSource {
     std::multimap<pid_t, pid_t> children;
     char path[64];
     std::string text;
-    for (pid_t pid : list_numeric_dir("/proc")) {
+    for (pid_t pid : numeric_entries("/proc")) {
       std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
       StatFields f;
-      if (read_small(path, &text) && parse_stat(text, &f)) children.emplace(f.ppid, pid);
+      if (read_proc_file(path, &text) && parse_stat(text, &f)) children.emplace(f.ppid, pid);
     }
     std::vector<pid_t> out;
     std::deque<pid_t> todo{root};
