@@ -119,8 +119,9 @@ TEST_F(ForeignJobsE2E, HpccsBlasThreadsArePredictedAndObserved) {
       // The first trial's prediction has nothing learned to go on: the catalog's model alone.
       // Later ones learn from earlier verdicts, and one fast unbound run teaches them that the
       // BLAS threads were idle (a gap left open in issue 24: printed, not asserted).
-      if (t.number == 0)
+      if (t.number == 0) {
         EXPECT_TRUE(predicted(t)) << "2 ranks x 2 BLAS threads on 2 PUs, trial " << t.number;
+      }
       const bool slowed = wall_of(t) > 1.3 * bound_wall;
       if (observed(t) == slowed) ++agreed;
       std::cout << "[ measured ] hpcc trial " << t.number << ": " << wall_of(t)

@@ -22,10 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool has(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-
 TEST(ProgramProbe, MapsListEachSharedObjectOnceAndNothingElse) {
   const std::string maps =
       "55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1234  /usr/bin/hpcc\n"

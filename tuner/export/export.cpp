@@ -34,10 +34,6 @@ constexpr std::array<std::pair<std::string_view, ExportFormat>, 6> k_export_form
     {"slurm-array", ExportFormat::slurm_array},
 }};
 
-bool is_ascii_alnum(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
 // One shell word for an expanded template: literal pieces quoted, the marks replaced by
 // `out_expr` (the output folder) and "$(nproc)".
 std::string shell_word(const std::string& text, const std::string& out_expr,

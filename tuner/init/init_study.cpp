@@ -128,13 +128,11 @@ class Planner {
     ParamValue given;
     std::vector<std::string> args;
     auto& cmd = m_plan.command;
-    bool found = false;
     for (std::size_t i = 0; i < cmd.size(); ++i) {
       if (i == 0 || flag_name(cmd[i]) != flag) {
         args.push_back(cmd[i]);
         continue;
       }
-      found = true;
       if (knob.type == "bool") {
         given = flag;
       } else if (cmd[i].contains('=')) {

@@ -18,10 +18,6 @@ namespace {
 using search::FrozenTrial;
 using search::TrialState;
 
-bool better(search::Direction direction, double a, double b) {
-  return direction == search::Direction::maximize ? a > b : a < b;
-}
-
 std::string kind_of(const search::Distribution& dist) {
   if (std::holds_alternative<search::FloatDistribution>(dist)) return "float";
   if (std::holds_alternative<search::IntDistribution>(dist)) return "int";
