@@ -325,8 +325,13 @@ void judge_importance(ReportData& data) {
           "only split noise between the parameters";
       break;
     case NoiseVerdict::unknown:
-      data.importance_caveat =
-          "the noise is unknown (see Noise): these shares may rank parameters by noise";
+      // Unknown noise, or settings that could not be compared with it (one setting; a run
+      // without an interval among runs with one).
+      data.importance_caveat = data.noise.noise.known()
+                                   ? "not judged against the noise (see Noise): these shares may "
+                                     "rank parameters by noise"
+                                   : "the noise is unknown (see Noise): these shares may rank "
+                                     "parameters by noise";
       break;
   }
 }
