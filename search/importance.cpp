@@ -271,36 +271,38 @@ class FanovaTree {
   double m_variance = 0.0;
 };
 
-}  // namespace
-
-std::expected<std::vector<std::pair<std::string, double>>, std::string> fanova_importance(
-    const std::vector<FrozenTrial>& trials, const SearchSpace& space,
-    const ImportanceOptions& options) {
-  // Encoded columns: one per numeric parameter, one per choice of a categorical one.
+// The trials as the forest reads them: one column per numeric parameter, one per choice of a
+// categorical one, and the objective.
+struct Encoded {
   Box bounds;
-  std::vector<std::vector<std::size_t>> columns(space.size());
+  std::vector<std::vector<std::size_t>> columns;  // per parameter of the space
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+};
+
+Encoded encode(const std::vector<FrozenTrial>& trials, const SearchSpace& space) {
+  Encoded e;
+  e.columns.resize(space.size());
   for (std::size_t p = 0; p < space.size(); ++p) {
     const auto& dist = space[p].second;
     if (is_single(dist)) continue;
     if (const auto* c = std::get_if<CategoricalDistribution>(&dist)) {
       for (std::size_t k = 0; k < c->choices.size(); ++k) {
-        columns[p].push_back(bounds.size());
-        bounds.emplace_back(0.0, 1.0);
+        e.columns[p].push_back(e.bounds.size());
+        e.bounds.emplace_back(0.0, 1.0);
       }
     } else if (const auto* f = std::get_if<FloatDistribution>(&dist)) {
-      columns[p].push_back(bounds.size());
-      bounds.emplace_back(f->low, f->high);
+      e.columns[p].push_back(e.bounds.size());
+      e.bounds.emplace_back(f->low, f->high);
     } else {
       const auto& d = std::get<IntDistribution>(dist);
-      columns[p].push_back(bounds.size());
-      bounds.emplace_back(static_cast<double>(d.low), static_cast<double>(d.high));
+      e.columns[p].push_back(e.bounds.size());
+      e.bounds.emplace_back(static_cast<double>(d.low), static_cast<double>(d.high));
     }
   }
-  std::vector<std::vector<double>> x;
-  std::vector<double> y;
   for (const auto& t : trials) {
     if (t.state != TrialState::complete || !t.value || !std::isfinite(*t.value)) continue;
-    std::vector<double> row(bounds.size(), 0.0);
+    std::vector<double> row(e.bounds.size(), 0.0);
     bool ok = true;
     for (std::size_t p = 0; p < space.size() && ok; ++p) {
       auto it = t.params.find(space[p].first);
@@ -308,54 +310,112 @@ std::expected<std::vector<std::pair<std::string, double>>, std::string> fanova_i
         ok = false;
         break;
       }
-      if (columns[p].empty()) continue;
+      if (e.columns[p].empty()) continue;
       if (std::holds_alternative<CategoricalDistribution>(space[p].second)) {
-        row[columns[p][static_cast<std::size_t>(it->second)]] = 1.0;
+        row[e.columns[p][static_cast<std::size_t>(it->second)]] = 1.0;
       } else {
-        row[columns[p][0]] = it->second;
+        row[e.columns[p][0]] = it->second;
       }
     }
     if (!ok) continue;
-    x.push_back(std::move(row));
-    y.push_back(*t.value);
+    e.x.push_back(std::move(row));
+    e.y.push_back(*t.value);
   }
-  if (y.size() < 2) {
+  return e;
+}
+
+// Each parameter's share (summing to one when any varies) from a forest of `n_trees` fit to the
+// rows `rows` of the encoded trials, each tree on its own bootstrap of them.
+std::vector<double> forest_shares(const Encoded& e, const std::vector<std::size_t>& rows,
+                                  int n_trees, int max_depth, Rng& rng) {
+  std::vector<double> shares(e.columns.size(), 0.0);
+  if (e.bounds.empty()) return shares;
+  std::vector<FanovaTree> trees;
+  const std::size_t n = rows.size();
+  for (int i = 0; i < std::max(n_trees, 1); ++i) {
+    std::vector<std::size_t> sample(n);
+    for (auto& s : sample) s = rows[rng.below(n)];  // bootstrap
+    TreeBuilder builder(e.x, e.y, std::max(max_depth, 1), rng);
+    trees.emplace_back(builder.build(std::move(sample)), e.bounds);
+  }
+  double total = 0.0;
+  for (std::size_t p = 0; p < e.columns.size(); ++p) {
+    if (e.columns[p].empty()) continue;
+    double sum = 0.0;
+    int count = 0;
+    for (const auto& tree : trees) {
+      if (!(tree.variance() > 0.0)) continue;
+      sum += tree.marginal_variance(e.columns[p]) / tree.variance();
+      ++count;
+    }
+    shares[p] = count > 0 ? sum / count : 0.0;
+    total += shares[p];
+  }
+  if (total > 0.0) {
+    for (auto& s : shares) s /= total;
+  }
+  return shares;
+}
+
+// The value below which a fraction q of `v` lies (linear between order statistics).
+double quantile_of(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const auto i = static_cast<std::size_t>(std::floor(at));
+  if (i + 1 >= v.size()) return v.back();
+  return v[i] + (at - static_cast<double>(i)) * (v[i + 1] - v[i]);
+}
+
+}  // namespace
+
+std::expected<std::vector<ImportanceShare>, std::string> fanova_importance_with_interval(
+    const std::vector<FrozenTrial>& trials, const SearchSpace& space,
+    const ImportanceOptions& options) {
+  const Encoded e = encode(trials, space);
+  if (e.y.size() < 2) {
     return std::unexpected(fmt::format(
         "parameter importance needs at least 2 COMPLETE trials with every parameter; found {}",
-        y.size()));
+        e.y.size()));
   }
-  std::vector<double> shares(space.size(), 0.0);
-  if (!bounds.empty()) {
-    Rng rng(options.seed);
-    std::vector<FanovaTree> trees;
-    const std::size_t n = y.size();
-    for (int i = 0; i < std::max(options.n_trees, 1); ++i) {
-      std::vector<std::size_t> sample(n);
-      for (auto& s : sample) s = rng.below(n);  // bootstrap
-      TreeBuilder builder(x, y, std::max(options.max_depth, 1), rng);
-      trees.emplace_back(builder.build(std::move(sample)), bounds);
-    }
-    double total = 0.0;
-    for (std::size_t p = 0; p < space.size(); ++p) {
-      if (columns[p].empty()) continue;
-      double sum = 0.0;
-      int count = 0;
-      for (const auto& tree : trees) {
-        if (!(tree.variance() > 0.0)) continue;
-        sum += tree.marginal_variance(columns[p]) / tree.variance();
-        ++count;
-      }
-      shares[p] = count > 0 ? sum / count : 0.0;
-      total += shares[p];
-    }
-    if (total > 0.0) {
-      for (auto& s : shares) s /= total;
-    }
+  std::vector<std::size_t> all(e.y.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  Rng rng(options.seed);
+  const auto shares = forest_shares(e, all, options.n_trees, options.max_depth, rng);
+  // The interval: forests fit to bootstrap resamples of the trials, each from its own stream so
+  // that the main estimate above does not depend on how many there are.
+  std::vector<std::vector<double>> resampled(space.size());
+  Rng outer(splitmix64(options.seed ^ fnv1a("importance interval")));
+  for (int b = 0; b < options.resamples; ++b) {
+    std::vector<std::size_t> rows(e.y.size());
+    for (auto& r : rows) r = outer.below(e.y.size());
+    Rng inner(outer.next_u64());
+    const auto s = forest_shares(e, rows, options.resample_trees, options.max_depth, inner);
+    for (std::size_t p = 0; p < space.size(); ++p) resampled[p].push_back(s[p]);
   }
-  std::vector<std::pair<std::string, double>> out;
-  for (std::size_t p = 0; p < space.size(); ++p) out.emplace_back(space[p].first, shares[p]);
+  std::vector<ImportanceShare> out;
+  for (std::size_t p = 0; p < space.size(); ++p) {
+    ImportanceShare share{space[p].first, shares[p], shares[p], shares[p]};
+    if (!resampled[p].empty()) {
+      const double tail = (1.0 - options.interval) / 2.0;
+      share.low = std::min(shares[p], quantile_of(resampled[p], tail));
+      share.high = std::max(shares[p], quantile_of(resampled[p], 1.0 - tail));
+    }
+    out.push_back(std::move(share));
+  }
   std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+                   [](const auto& a, const auto& b) { return a.share > b.share; });
+  return out;
+}
+
+std::expected<std::vector<std::pair<std::string, double>>, std::string> fanova_importance(
+    const std::vector<FrozenTrial>& trials, const SearchSpace& space,
+    const ImportanceOptions& options) {
+  ImportanceOptions plain = options;
+  plain.resamples = 0;
+  auto shares = fanova_importance_with_interval(trials, space, plain);
+  if (!shares) return std::unexpected(shares.error());
+  std::vector<std::pair<std::string, double>> out;
+  for (auto& s : *shares) out.emplace_back(std::move(s.name), s.share);
   return out;
 }
 

@@ -68,6 +68,45 @@ TEST(Importance, DeterministicForASeedAndIgnoresUnusableTrials) {
   EXPECT_EQ(*a, *b);
 }
 
+// Each share's interval over forests fit to bootstrap resamples: it holds the share, the shares
+// are fanova_importance's own, the same seed gives the same intervals, a dominant parameter's
+// interval lies above a parameter without effect, and fewer trials widen it.
+TEST(Importance, IntervalsHoldTheShareAndSeparateWhatMatters) {
+  const auto history = trials(60);
+  const auto plain = fanova_importance(history, space());
+  const auto a = fanova_importance_with_interval(history, space());
+  const auto b = fanova_importance_with_interval(history, space());
+  ASSERT_TRUE(plain && a && b);
+  ASSERT_EQ(a->size(), plain->size());
+  std::map<std::string, ImportanceShare> by_name;
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const auto& s = (*a)[i];
+    EXPECT_EQ(s.name, (*plain)[i].first);
+    EXPECT_EQ(s.share, (*plain)[i].second);
+    EXPECT_LE(s.low, s.share);
+    EXPECT_GE(s.high, s.share);
+    EXPECT_EQ(s.low, (*b)[i].low);
+    EXPECT_EQ(s.high, (*b)[i].high);
+    by_name[s.name] = s;
+  }
+  EXPECT_GT(by_name["threads"].low, by_name["noise"].high);
+  EXPECT_EQ(by_name["fixed"].high, 0.0);
+  const auto few = fanova_importance_with_interval(trials(12), space());
+  ASSERT_TRUE(few);
+  double width_few = 0, width_many = 0;
+  for (const auto& s : *few) width_few += s.high - s.low;
+  for (const auto& s : *a) width_many += s.high - s.low;
+  EXPECT_GT(width_few, width_many);
+  ImportanceOptions none;
+  none.resamples = 0;
+  const auto without = fanova_importance_with_interval(history, space(), none);
+  ASSERT_TRUE(without);
+  for (const auto& s : *without) {
+    EXPECT_EQ(s.low, s.share);
+    EXPECT_EQ(s.high, s.share);
+  }
+}
+
 TEST(Importance, TooFewTrialsIsAnError) {
   auto result = fanova_importance(trials(1), space());
   ASSERT_FALSE(result.has_value());

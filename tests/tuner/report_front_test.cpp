@@ -79,20 +79,28 @@ TEST(ReportFront, TheFrontReplacesTheBestTrial) {
   EXPECT_TRUE(std::regex_search(text, std::regex(R"(\n +#1 +6 +0\.81 +- +dtype=1bit\n)"))) << text;
   EXPECT_EQ(text.find("Best trial"), std::string::npos);
   EXPECT_EQ(text.find("Top "), std::string::npos);
+  // The noise model compares one objective's values: every format says it did not assess them.
+  const std::string k_not_assessed =
+      "not assessed: the noise model compares the values of one objective";
+  EXPECT_NE(text.find("\nNoise\n  " + k_not_assessed + "\n"), std::string::npos) << text;
 
   const auto md = write("markdown", data);
   EXPECT_NE(md.find("## Pareto front"), std::string::npos);
   EXPECT_NE(md.find("| #0 | 10 | 0.86 | - | dtype=fp32 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("\n## Noise\n\n- " + k_not_assessed + "\n"), std::string::npos) << md;
 
   const auto j = nlohmann::json::parse(write("json", data));
   EXPECT_EQ(j["pareto_front"].size(), 2u);
   EXPECT_EQ(j["pareto_front"][1]["values"], nlohmann::json({6.0, 0.81}));
   EXPECT_EQ(j["directions"], nlohmann::json({"minimize", "maximize"}));
   EXPECT_EQ(j["trials"][3]["values"], nlohmann::json({1.0, 0.99}));
+  EXPECT_FALSE(j["noise"]["assessed"].get<bool>());
+  EXPECT_EQ(j["noise"]["lines"], nlohmann::json({k_not_assessed}));
 
   const auto html = write("html", data);
   EXPECT_NE(html.find("<svg id=\"pareto-scatter\""), std::string::npos);
   EXPECT_NE(html.find("<table id=\"front\">"), std::string::npos);
+  EXPECT_NE(html.find("<ul id=\"noise\">\n<li>" + k_not_assessed + "</li>"), std::string::npos);
   std::size_t circles = 0, on_front = 0;
   for (auto at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1))
     ++circles;
@@ -125,12 +133,13 @@ TEST(ReportFront, ImportanceIsGivenPerObjective) {
   ASSERT_EQ(data.importance_by_objective.size(), 2u);
   ASSERT_FALSE(data.importance_by_objective[0].shares.empty())
       << data.importance_by_objective[0].note;
-  EXPECT_EQ(data.importance_by_objective[0].shares.front().first, "threads");
-  EXPECT_EQ(data.importance_by_objective[1].shares.front().first, "dtype");
-  EXPECT_GT(data.importance_by_objective[1].shares.front().second, 0.9);
+  EXPECT_EQ(data.importance_by_objective[0].shares.front().name, "threads");
+  EXPECT_EQ(data.importance_by_objective[1].shares.front().name, "dtype");
+  EXPECT_GT(data.importance_by_objective[1].shares.front().share, 0.9);
 
   const auto text = write("text", data);
-  EXPECT_NE(text.find("Parameter importance for elapsed_time (fANOVA over 32 completed trials)"),
+  EXPECT_NE(text.find("Parameter importance for elapsed_time (fANOVA over 32 completed trials; "
+                      "90% intervals over 20 forests fit to bootstrap resamples)"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("Parameter importance for accuracy ("), std::string::npos) << text;

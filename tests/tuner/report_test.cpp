@@ -154,8 +154,11 @@ TEST(Report, SingleRunsGiveARatioWithoutAnInterval) {
   const auto d = build_report(v, "demo", k_space, quick());
   ASSERT_TRUE(d.speedup);
   EXPECT_DOUBLE_EQ(d.speedup->ratio, 4.0);
-  EXPECT_FALSE(d.speedup->ci_low);
-  EXPECT_NE(d.speedup->note.find("CI unavailable"), std::string::npos);
+  EXPECT_FALSE(d.speedup->ci_low) << "no setting measured twice: the noise is unknown";
+  EXPECT_EQ(d.speedup->verdict, NoiseVerdict::unknown);
+  EXPECT_NE(d.speedup->note.find("not judged against the noise, which is unknown"),
+            std::string::npos);
+  EXPECT_NE(d.speedup->note.find("tune confirm STUDY --repeats 5"), std::string::npos);
   EXPECT_EQ(d.best_basis, "best single run");
 }
 
@@ -214,12 +217,19 @@ TEST(Report, ImportanceIsComputedOverCompletedSearchTrials) {
   const auto d = build_report(v, "s", k_space);
   ASSERT_EQ(d.importance.size(), 2u) << d.importance_note;
   double sum = 0;
-  for (const auto& [name, share] : d.importance) {
-    EXPECT_GE(share, 0.0);
-    sum += share;
+  for (const auto& share : d.importance) {
+    EXPECT_GE(share.share, 0.0);
+    EXPECT_LE(share.low, share.share);
+    EXPECT_GE(share.high, share.share);
+    sum += share.share;
   }
   EXPECT_NEAR(sum, 1.0, 1e-6);
-  EXPECT_EQ(d.importance_note, "fANOVA over 12 completed trials");
+  EXPECT_EQ(d.importance_note,
+            "fANOVA over 12 completed trials; 90% intervals over 20 forests fit to bootstrap "
+            "resamples");
+  // Twelve settings run once each: the noise is unknown, and the shares say they may rank it.
+  EXPECT_EQ(d.importance_verdict, NoiseVerdict::unknown);
+  EXPECT_NE(d.importance_caveat.find("the noise is unknown"), std::string::npos);
 }
 
 TEST(Report, BootstrapIntervalIsDeterministicAndNeedsThreeRuns) {
@@ -261,7 +271,8 @@ TEST(ReportText, LinesAndAlignedTopTable) {
   ASSERT_NE(speed, lines.end());
   EXPECT_TRUE(
       speed->ends_with("(medians of 3 + 3 re-runs, bootstrap of the ratio of "
-                       "medians)"));
+                       "medians): beyond the noise"))
+      << *speed;
   EXPECT_TRUE(has("    1x  pruned at step 2  (#6)"));
   EXPECT_TRUE(has("    2x  exit code 1: </script><b>boom</b>  (#4, #5)"));
   EXPECT_TRUE(has("  #6    oversubscribed: 4 runnable threads on 2 PUs"));

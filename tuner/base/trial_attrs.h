@@ -82,6 +82,12 @@ inline constexpr const char* k_attr_files = "files";
 inline constexpr const char* k_attr_wall_time = "wall_time";
 inline constexpr const char* k_attr_exit_code = "exit_code";
 inline constexpr const char* k_attr_signal = "signal";
+// runner, for an objective measured over a window while the trial ran (a rate read from progress
+// lines): the bounds of the 95% confidence interval of the trial's value (float each, the
+// objective's unit), when its measurement gave one. The noise model (tuner/run/noise.h) takes the
+// interval as the noise of that one run; a trial without them is one run of unknown noise.
+inline constexpr const char* k_attr_window_ci_low = "window_ci_low";
+inline constexpr const char* k_attr_window_ci_high = "window_ci_high";
 
 // --- study user attrs ----------------------------------------------------------------------
 // runner: the study file's absolute path, so confirm/export find it from the database alone.

@@ -10,6 +10,8 @@
 #include "tuner/base/trial_attrs.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/report/report.h"
+#include "tuner/report/report_cells.h"
+#include "tuner/run/summary.h"
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
@@ -98,12 +100,9 @@ void print_confirmed(std::ostream& out, StudyRunner& runner, const ConfirmPlan& 
     }
   }
   if (data.best) out << fmt::format("best: #{} ({})\n", data.best->number, data.best_basis);
-  if (data.speedup) {
-    const auto& s = *data.speedup;
-    out << fmt::format("speedup over baseline: {:.3f}x", s.ratio);
-    if (s.ci_low) out << fmt::format("  95% CI [{:.3f}x, {:.3f}x]", *s.ci_low, *s.ci_high);
-    out << " (" << s.basis << ")\n";
-  }
+  if (data.speedup) out << "speedup over baseline: " << speedup_text(*data.speedup) << '\n';
+  // What the re-runs say of the noise, as the summary at the end of `tune` says it.
+  print_noise(out, runner.cache());
 }
 
 }  // namespace

@@ -62,6 +62,22 @@ std::string script_safe(std::string_view s) {
 
 const auto e = html_escape;
 
+// Escaped, with each `command` span set as code: the noise sentences name commands to run.
+std::string with_code(const std::string& text) {
+  std::string out;
+  bool open = false;
+  for (char c : e(text)) {
+    if (c == '`') {
+      out += open ? "</code>" : "<code>";
+      open = !open;
+    } else {
+      out += c;
+    }
+  }
+  if (open) out += "</code>";
+  return out;
+}
+
 // Escaped, with a line-break opportunity after each '_' and '/', so a long parameter name or
 // value ("torch_interop_threads", "recursive_doubling") wraps instead of widening its column.
 std::string breakable(const std::string& name) {
@@ -204,6 +220,8 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
   if (d.best) {
     out << "<p id=\"best\">Trial <b>#" << d.best->number << "</b>: " << e(measured_text(*d.best))
         << " (chosen by: " << e(d.best_basis) << ")</p>\n";
+    if (const auto caveat = best_caveat(d); !caveat.empty())
+      out << "<p id=\"best-caveat\"><b>" << e(caveat) << "</b></p>\n";
     if (const auto ran = programs_text(*d.best); !ran.empty())
       out << "<p id=\"programs\">Ran: <code>" << e(ran) << "</code></p>\n";
     open_table(out, "best-params");
@@ -218,17 +236,25 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
   if (d.baseline)
     out << "Baseline: trial #" << d.baseline->number << ", " << e(measured_text(*d.baseline))
         << ".<br>";
-  out << (d.speedup ? "<b>" + e(speedup_text(*d.speedup)) + "</b>"
-                    : "Unavailable: " + e(d.speedup_note))
+  out << (d.speedup ? "<b>" + with_code(speedup_text(*d.speedup)) + "</b>"
+                    : "Unavailable: " + with_code(d.speedup_note))
       << "</p>\n";
+}
+
+// How noisy one run is and whether the best's leads are beyond it, in every report.
+void write_noise(std::ostream& out, const ReportData& d) {
+  out << "<h2>Noise</h2>\n<ul id=\"noise\">\n";
+  for (const auto& line : noise_section(d)) out << "<li>" << with_code(line) << "</li>\n";
+  out << "</ul>\n";
 }
 
 // The importance shares of a multi-objective study, one column per objective.
 void write_importance_table(std::ostream& out, const ReportData& d) {
   std::vector<std::string> params;
   for (const auto& o : d.importance_by_objective)
-    for (const auto& [name, share] : o.shares)
-      if (std::find(params.begin(), params.end(), name) == params.end()) params.push_back(name);
+    for (const auto& share : o.shares)
+      if (std::find(params.begin(), params.end(), share.name) == params.end())
+        params.push_back(share.name);
   open_table(out, "importance-by-objective");
   out << "<tr><th>param</th>";
   for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i)
@@ -238,9 +264,8 @@ void write_importance_table(std::ostream& out, const ReportData& d) {
     out << "<tr><td>" << e(param) << "</td>";
     for (const auto& o : d.importance_by_objective) {
       const auto it = std::find_if(o.shares.begin(), o.shares.end(),
-                                   [&](const auto& s) { return s.first == param; });
-      out << "<td class=\"num\">"
-          << (it == o.shares.end() ? std::string("-") : fmt::format("{:.3f}", it->second))
+                                   [&](const auto& s) { return s.name == param; });
+      out << "<td class=\"num\">" << (it == o.shares.end() ? std::string("-") : share_text(*it))
           << "</td>";
     }
     out << "</tr>\n";
@@ -259,7 +284,10 @@ void write_chart_canvases(std::ostream& out, const ReportData& d) {
                                                  [](const auto& o) { return !o.shares.empty(); });
   if (!d.importance.empty() || per_objective) {
     out << "<h2>Parameter importance</h2>\n<p class=\"note\">" << e(d.importance_note) << "</p>\n";
-    if (!d.importance.empty())
+    // When the study cannot tell its settings apart, the caveat stands in for the chart.
+    if (!d.importance_caveat.empty())
+      out << "<p id=\"importance-caveat\"><b>" << e(d.importance_caveat) << "</b></p>\n";
+    if (!d.importance.empty() && importance_ranked(d))
       out << "<div class=\"chart\"><canvas id=\"chart-importance\"></canvas></div>\n";
     // A multi-objective study: each objective's shares side by side.
     if (per_objective) write_importance_table(out, d);
@@ -289,6 +317,8 @@ void write_top_table(std::ostream& out, const ReportData& d) {
   const bool probed =
       std::ranges::any_of(d.top, [](const ReportTrial& r) { return r.oversubscribed.has_value(); });
   out << "<h2>Top " << d.top.size() << " trials</h2>\n";
+  if (const auto caveat = best_caveat(d); !caveat.empty())
+    out << "<p class=\"note\">" << e(caveat) << "</p>\n";
   open_table(out, "top");
   out << "<tr><th>rank</th><th>trial</th><th>value</th>" << (confirmed ? "<th>confirmed</th>" : "")
       << "<th>wall_s</th>" << (probed ? "<th>probe</th>" : "");
@@ -340,6 +370,7 @@ class HtmlReporter final : public Reporter {
 
   void write(std::ostream& out, const ReportData& d) const override {
     write_head_and_summary(out, d);
+    write_noise(out, d);
     write_chart_canvases(out, d);
     write_tables(out, d);
     out << "<script id=\"tune-data\" type=\"application/json\">"

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "tuner/report/report_cells.h"
 #include "tuner/report/reporter.h"
 
 namespace tune::tuner {
@@ -45,10 +46,64 @@ json speedup_json(const std::optional<SpeedupEstimate>& speedup) {
   const auto& s = *speedup;
   return {{"ratio", s.ratio},
           {"ci95", s.ci_low ? json::array({*s.ci_low, *s.ci_high}) : json(nullptr)},
+          {"ci_method", opt_text(s.ci_method)},
+          {"verdict", to_string(s.verdict)},
           {"n_best", s.n_best},
           {"n_baseline", s.n_baseline},
           {"basis", s.basis},
           {"note", s.note}};
+}
+
+json lead_json(const std::optional<NoiseLead>& lead) {
+  if (!lead) return nullptr;
+  const auto& l = *lead;
+  return {{"best", l.best},
+          {"other", l.other},
+          {"n_best", l.n_best},
+          {"n_other", l.n_other},
+          {"best_value", l.best_value},
+          {"other_value", l.other_value},
+          {"ratio", opt(l.ratio)},
+          {"difference", l.difference},
+          {"ci95", l.low ? json::array({*l.low, *l.high}) : json(nullptr)},
+          {"method", opt_text(l.method)},
+          {"verdict", to_string(l.verdict)},
+          {"text", lead_text(l)}};
+}
+
+// The noise model's findings (tuner/run/noise.h) and the sentences every other format prints.
+json noise_json(const ReportData& d) {
+  const auto& n = d.noise;
+  const auto& e = n.noise;
+  json test = nullptr;
+  if (n.test)
+    test = {{"settings", n.test->settings},
+            {"f", std::isfinite(n.test->f) ? json(n.test->f) : json(nullptr)},
+            {"df1", n.test->df1},
+            {"df2", std::isfinite(n.test->df2) ? json(n.test->df2) : json(nullptr)},
+            {"p", n.test->p}};
+  return {{"assessed", n.assessed},
+          {"known", e.known()},
+          {"scale", e.scale == NoiseScale::relative ? "relative" : "absolute"},
+          {"sigma", opt(e.sigma)},
+          {"df", e.df},
+          {"repeated_settings", e.repeated_settings},
+          {"repeated_runs", e.repeated_runs},
+          {"window_runs", e.window_runs},
+          {"window_sigma", opt(e.window_sigma)},
+          {"settings", n.settings},
+          {"over_baseline", lead_json(n.over_baseline)},
+          {"over_runner_up", lead_json(n.over_runner_up)},
+          {"settings_test", test},
+          {"settings_verdict", to_string(n.settings_verdict)},
+          {"lines", noise_section(d)}};
+}
+
+json shares_json(const std::vector<search::ImportanceShare>& shares) {
+  json out = json::array();
+  for (const auto& s : shares)
+    out.push_back({{"param", s.name}, {"share", s.share}, {"low", s.low}, {"high", s.high}});
+  return out;
 }
 
 json axis_json(const ParamAxis& a) {
@@ -94,19 +149,18 @@ json report_to_json(const ReportData& d) {
   for (const auto& r : d.top) j["top"].push_back(trial_json(r));
   j["trials"] = json::array();
   for (const auto& r : d.trials) j["trials"].push_back(trial_json(r));
-  j["importance"] = json::array();
-  for (const auto& [name, share] : d.importance)
-    j["importance"].push_back({{"param", name}, {"share", share}});
+  j["noise"] = noise_json(d);
+  j["importance"] = shares_json(d.importance);
   j["importance_note"] = d.importance_note;
+  j["importance_verdict"] = to_string(d.importance_verdict);
+  j["importance_caveat"] = opt_text(d.importance_caveat);
   // A multi-objective study: each objective's, in the order of "objectives".
   j["importance_by_objective"] = json::array();
   for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
     const auto& o = d.importance_by_objective[i];
-    json shares = json::array();
-    for (const auto& [name, share] : o.shares)
-      shares.push_back({{"param", name}, {"share", share}});
-    j["importance_by_objective"].push_back(
-        {{"objective", d.objectives.at(i)}, {"importance", shares}, {"note", o.note}});
+    j["importance_by_objective"].push_back({{"objective", d.objectives.at(i)},
+                                            {"importance", shares_json(o.shares)},
+                                            {"note", o.note}});
   }
   j["failures"] = json::array();
   for (const auto& f : d.failures)

@@ -56,6 +56,7 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   if (d.best) {
     out << fmt::format("Trial **#{}**: {} (chosen by: {})\n\n", d.best->number,
                        measured_text(*d.best), d.best_basis);
+    if (const auto caveat = best_caveat(d); !caveat.empty()) out << "**" << caveat << "**\n\n";
     if (const auto ran = programs_text(*d.best); !ran.empty()) out << "Ran: `" << ran << "`\n\n";
     out << md_row({"param", "value"}) << md_row({"---", "---"});
     for (const auto& p : d.best->params) out << md_row({p.name, p.text});
@@ -70,10 +71,17 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
       << "\n";
 }
 
+// In every report, also when the noise is unknown (then what to run to measure it).
+void write_noise(std::ostream& out, const ReportData& d) {
+  out << "\n## Noise\n\n";
+  for (const auto& line : noise_section(d)) out << "- " << md_cell(line) << '\n';
+}
+
 void write_top(std::ostream& out, const ReportData& d) {
   // The front (write_front) is a multi-objective study's ranking; nothing completed, no table.
   if (d.multi_objective() || d.top.empty()) return;
   out << fmt::format("\n## Top {} trials\n\n", d.top.size());
+  if (const auto caveat = best_caveat(d); !caveat.empty()) out << caveat << "\n\n";
   std::vector<std::string> header = {"rank", "trial", "value", "confirmed", "wall_s", "probe"};
   for (const auto& a : d.axes) header.push_back(a.name);
   out << md_row(header) << md_row(std::vector<std::string>(header.size(), "---"));
@@ -88,18 +96,24 @@ void write_top(std::ostream& out, const ReportData& d) {
   }
 }
 
-void write_shares(std::ostream& out, const std::vector<std::pair<std::string, double>>& shares) {
+void write_shares(std::ostream& out, const std::vector<search::ImportanceShare>& shares) {
   if (shares.empty()) return;
-  out << md_row({"param", "share"}) << md_row({"---", "---:"});
-  for (const auto& [name, share] : shares) out << md_row({name, fmt::format("{:.3f}", share)});
+  out << md_row({"param", "share", "interval"}) << md_row({"---", "---:", "---:"});
+  for (const auto& s : shares)
+    out << md_row(
+        {s.name, fmt::format("{:.3f}", s.share), fmt::format("[{:.3f}, {:.3f}]", s.low, s.high)});
 }
 
-// Each section only when it has something to say: importance with shares, probes that looked,
-// failures.
+// Each section only when it has something to say: importance with shares (the caveat in place
+// of the table when the study cannot tell its settings apart), probes that looked, failures.
 void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
   if (d.importance_by_objective.empty() && !d.importance.empty()) {
     out << "\n## Parameter importance\n\n" << d.importance_note << "\n\n";
-    write_shares(out, d.importance);
+    if (!d.importance_caveat.empty()) out << "**" << d.importance_caveat << "**\n";
+    if (importance_ranked(d)) {
+      if (!d.importance_caveat.empty()) out << '\n';
+      write_shares(out, d.importance);
+    }
   }
   for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
     const auto& o = d.importance_by_objective[i];
@@ -131,7 +145,7 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
 
 std::unique_ptr<Reporter> make_markdown_reporter() {
   return make_sections_reporter(
-      {write_header_and_best, write_top, write_importance_probes_failures});
+      {write_header_and_best, write_noise, write_top, write_importance_probes_failures});
 }
 
 }  // namespace tune::tuner

@@ -38,10 +38,34 @@ std::string speedup_text(const SpeedupEstimate& s) {
   std::string out = fmt::format("{:.3f}x", s.ratio);
   if (s.ci_low) out += fmt::format("  95% CI [{:.3f}x, {:.3f}x]", *s.ci_low, *s.ci_high);
   out += " (" + s.basis;
-  if (s.ci_low) out += ", bootstrap of the ratio of medians";
+  if (s.ci_method == "bootstrap") out += ", bootstrap of the ratio of medians";
+  if (s.ci_method == "noise model") out += ", from the noise of one run";
   out += ")";
+  if (s.verdict == NoiseVerdict::beyond) out += ": beyond the noise";
   if (!s.note.empty()) out += "; " + s.note;
   return out;
+}
+
+std::vector<std::string> noise_section(const ReportData& data) {
+  if (data.multi_objective())
+    return {"not assessed: the noise model compares the values of one objective"};
+  if (!data.noise.assessed) return {"no completed trial yet"};
+  return noise_lines(data.noise);
+}
+
+std::string share_text(const search::ImportanceShare& share) {
+  if (share.low == share.share && share.high == share.share)
+    return fmt::format("{:.3f}", share.share);
+  return fmt::format("{:.3f} [{:.3f}, {:.3f}]", share.share, share.low, share.high);
+}
+
+bool importance_ranked(const ReportData& data) {
+  return data.importance_verdict != NoiseVerdict::within;
+}
+
+std::string best_caveat(const ReportData& data) {
+  if (data.multi_objective() || data.noise.settings_verdict != NoiseVerdict::within) return "";
+  return "first by value only: the settings are within the noise of each other (see Noise)";
 }
 
 std::string numbers_text(const std::vector<int>& numbers, std::size_t limit) {

@@ -17,8 +17,19 @@ namespace tune::tuner {
 std::string value_or_dash(const std::optional<double>& value);
 // "3 (median of 3 re-runs; its search run: 2)", "2 (one run)" or "-".
 std::string measured_text(const ReportTrial& trial);
-// "3.333x  95% CI [2.9x, 3.8x] (medians of 3 + 3 re-runs, bootstrap ...); note".
+// "3.333x  95% CI [2.900x, 3.800x] (medians of 3 + 3 re-runs, bootstrap of the ratio of
+// medians): beyond the noise", or the ratio with what it means when it is not beyond the noise.
 std::string speedup_text(const SpeedupEstimate& speedup);
+// The noise section's sentences (tuner/run/noise.h noise_lines), or why there is none: a
+// multi-objective study, no completed trial.
+std::vector<std::string> noise_section(const ReportData& data);
+// An importance share with its interval: "0.730 [0.210, 0.930]".
+std::string share_text(const search::ImportanceShare& share);
+// Whether the writers rank the parameters: not when the study cannot tell its settings apart.
+bool importance_ranked(const ReportData& data);
+// Under the best trial and the top table's heading when the study cannot tell its settings apart
+// (else ""): the best is only the first by value.
+std::string best_caveat(const ReportData& data);
 // A multi-objective trial's values with the objectives' names: "elapsed_time = 1.2, accuracy =
 // 0.85" (the names from data.objectives), or "-".
 std::string values_text(const ReportData& data, const ReportTrial& trial);

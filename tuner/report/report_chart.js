@@ -39,12 +39,14 @@
     options: {scales: {x: {title: axisLabel('trial')}, y: {title: axisLabel(objective)}}}
   });
 
-  // Parameter importance.
+  // Parameter importance, each share beside its interval (a floating bar from low to high).
   add('chart-importance', {
     type: 'bar',
     data: {labels: data.importance.map(function (p) { return p.param; }),
            datasets: [{label: 'importance (fANOVA share)', backgroundColor: '#5f3dc4',
-                       data: data.importance.map(function (p) { return p.share; })}]},
+                       data: data.importance.map(function (p) { return p.share; })},
+                      {label: 'interval', backgroundColor: '#d0bfff',
+                       data: data.importance.map(function (p) { return [p.low, p.high]; })}]},
     options: {indexAxis: 'y', scales: {x: {min: 0, max: 1}}}
   });
 

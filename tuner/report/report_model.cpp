@@ -219,7 +219,9 @@ void add_front(const SearchTrials& folded, ReportData& data) {
 }
 
 // The speedup of data.best over data.baseline, or data.speedup_note saying why there is none.
-void estimate_speedup(search::Direction direction, const ReportOptions& options, ReportData& data) {
+// Each side stands on its believed value (ranking.h): the median of its re-runs, else its one
+// run; the interval and the verdict are the noise model's lead over the baseline (noise.h).
+void estimate_speedup(search::Direction direction, ReportData& data) {
   if (!data.baseline) {
     data.speedup_note =
         "no baseline: the study enqueued no trial (add `enqueue:` with the defaults)";
@@ -236,34 +238,51 @@ void estimate_speedup(search::Direction direction, const ReportOptions& options,
                                                        : data.baseline->fail_reason);
     return;
   }
-  const bool both_repeated = data.best->median && data.baseline->median;
-  const std::vector<double> best_runs =
-      both_repeated ? data.best->rerun_values : std::vector<double>{*data.best->value};
-  const std::vector<double> base_runs =
-      both_repeated ? data.baseline->rerun_values : std::vector<double>{*data.baseline->value};
-  if (!(median(best_runs) > 0) || !(median(base_runs) > 0)) {
+  const auto believed = [](const ReportTrial& r) { return r.median ? *r.median : *r.value; };
+  const double best = believed(*data.best), base = believed(*data.baseline);
+  if (!(best > 0) || !(base > 0)) {
     data.speedup_note = "objective values are not all positive: no ratio";
     return;
   }
   SpeedupEstimate s;
-  const bool maximize = direction == search::Direction::maximize;
   // Speedup > 1 means better: time ratio base/best when minimizing, best/base otherwise.
-  const auto& num = maximize ? best_runs : base_runs;
-  const auto& den = maximize ? base_runs : best_runs;
-  s.ratio = median(num) / median(den);
-  s.n_best = static_cast<int>(best_runs.size());
-  s.n_baseline = static_cast<int>(base_runs.size());
-  if (both_repeated) {
+  s.ratio = direction == search::Direction::maximize ? best / base : base / best;
+  const auto runs = [](const ReportTrial& r) {
+    return r.median ? static_cast<int>(r.rerun_values.size()) : 1;
+  };
+  s.n_best = runs(*data.best);
+  s.n_baseline = runs(*data.baseline);
+  if (data.best->median && data.baseline->median) {
     s.basis = fmt::format("medians of {} + {} re-runs", s.n_best, s.n_baseline);
-    if (auto ci = bootstrap_ratio_ci(num, den, options.bootstrap_samples, options.seed)) {
-      s.ci_low = ci->first;
-      s.ci_high = ci->second;
-    } else {
-      s.note = "CI unavailable: needs at least 3 completed re-runs of each";
-    }
+  } else if (data.best->median) {
+    s.basis = fmt::format("median of {} re-runs against one run", s.n_best);
+  } else if (data.baseline->median) {
+    s.basis = fmt::format("one run against a median of {} re-runs", s.n_baseline);
   } else {
     s.basis = "single runs";
-    s.note = "CI unavailable with single runs: run `tune confirm STUDY --repeats 5`";
+  }
+  if (data.best->number == data.baseline->number) {
+    s.note = "the baseline is the best trial";
+    data.speedup = s;
+    return;
+  }
+  if (const auto& lead = data.noise.over_baseline; lead && lead->ratio) {
+    s.ci_low = lead->low;
+    s.ci_high = lead->high;
+    s.ci_method = lead->method;
+    s.verdict = lead->verdict;
+  }
+  switch (s.verdict) {
+    case NoiseVerdict::beyond:
+      break;
+    case NoiseVerdict::within:
+      s.note = "within the noise: not shown to be faster than the baseline";
+      break;
+    case NoiseVerdict::unknown:
+      s.note =
+          "not judged against the noise, which is unknown: measure it with `tune confirm STUDY "
+          "--repeats 5`";
+      break;
   }
   data.speedup = s;
 }
@@ -271,9 +290,9 @@ void estimate_speedup(search::Direction direction, const ReportOptions& options,
 // fANOVA parameter importance over the completed search trials, of objective `objective` (its
 // value in each trial's values; none: the single objective). Shares and how they were computed,
 // or empty shares and why not.
-std::pair<std::vector<std::pair<std::string, double>>, std::string> importance_of(
+std::pair<std::vector<search::ImportanceShare>, std::string> importance_of(
     const search::StudyView& search_view, const search::SearchSpace& space,
-    std::optional<std::size_t> objective) {
+    std::optional<std::size_t> objective, const ReportOptions& options) {
   if (space.empty()) return {{}, "unavailable: the study has no parameters"};
   std::vector<FrozenTrial> complete;
   for (const auto& t : search_view.trials()) {
@@ -282,9 +301,39 @@ std::pair<std::vector<std::pair<std::string, double>>, std::string> importance_o
     complete.push_back(t);
     if (objective) complete.back().value = t.values[*objective];
   }
-  auto imp = search::fanova_importance(complete, space);
+  search::ImportanceOptions fanova;
+  fanova.resamples = options.importance_resamples;
+  auto imp = search::fanova_importance_with_interval(complete, space, fanova);
   if (!imp) return {{}, "unavailable: " + imp.error()};
-  return {std::move(*imp), fmt::format("fANOVA over {} completed trials", complete.size())};
+  std::string note = fmt::format("fANOVA over {} completed trials", complete.size());
+  if (fanova.resamples > 0)
+    note += fmt::format("; {:.0f}% intervals over {} forests fit to bootstrap resamples",
+                        100 * fanova.interval, fanova.resamples);
+  return {std::move(*imp), note};
+}
+
+// Whether the shares rank anything, from the noise model's test of the settings.
+void judge_importance(ReportData& data) {
+  if (data.importance.empty() || !data.noise.assessed) return;
+  data.importance_verdict = data.noise.settings_verdict;
+  switch (data.importance_verdict) {
+    case NoiseVerdict::beyond:
+      break;
+    case NoiseVerdict::within:
+      data.importance_caveat =
+          "no ranking: the study cannot tell its settings apart (see Noise), so the shares would "
+          "only split noise between the parameters";
+      break;
+    case NoiseVerdict::unknown:
+      // Unknown noise, or settings that could not be compared with it (one setting; a run
+      // without an interval among runs with one).
+      data.importance_caveat = data.noise.noise.known()
+                                   ? "not judged against the noise (see Noise): these shares may "
+                                     "rank parameters by noise"
+                                   : "the noise is unknown (see Noise): these shares may rank "
+                                     "parameters by noise";
+      break;
+  }
 }
 
 void add_importance(const search::StudyView& search_view, const search::SearchSpace& space,
@@ -295,11 +344,12 @@ void add_importance(const search::StudyView& search_view, const search::SearchSp
   }
   if (!search_view.is_multi_objective()) {
     std::tie(data.importance, data.importance_note) =
-        importance_of(search_view, space, std::nullopt);
+        importance_of(search_view, space, std::nullopt, options);
+    judge_importance(data);
     return;
   }
   for (std::size_t i = 0; i < search_view.directions().size(); ++i) {
-    auto [shares, note] = importance_of(search_view, space, i);
+    auto [shares, note] = importance_of(search_view, space, i, options);
     data.importance_by_objective.push_back({std::move(shares), std::move(note)});
   }
   // The first objective's again for the HTML chart: the forest is not fitted twice.
@@ -374,7 +424,8 @@ ReportData build_report(const search::StudyView& study, const std::string& study
     data.top.back().baseline = data.baseline && data.baseline->number == t->number;
   }
   choose_best(ranked, folded, data);
-  estimate_speedup(direction, options, data);
+  data.noise = assess_noise(study, {options.bootstrap_samples, options.seed});
+  estimate_speedup(direction, data);
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
   if (study.is_multi_objective()) add_front(folded, data);

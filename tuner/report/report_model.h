@@ -4,11 +4,15 @@
 //
 // build_report() is a pure function of the trials (plus the study file's search space when
 // known): the best trial and its params, the speedup over the baseline (the first enqueued
-// trial) with a bootstrap confidence interval when re-runs (`tune confirm`, incumbent_repeats)
-// measured them again, the top trials, state counts, probe verdicts, fANOVA parameter importance
-// and grouped failure reasons. A re-run (system attr k_attr_rerun_of, the original's number) is
-// folded into its original, never ranked on its own (tuner/run/ranking.h).
-// Nothing here reads storage; everything is thread-compatible.
+// trial), the top trials, state counts, probe verdicts, fANOVA parameter importance and grouped
+// failure reasons; and how far to trust them: the study's noise (tuner/run/noise.h: one run's
+// noise from repeated settings, re-runs or the trials' own intervals, and whether the best's
+// lead over the baseline and the runner-up is beyond it), the speedup's 95% interval from it (a
+// bootstrap when re-runs (`tune confirm`, incumbent_repeats) measured both sides 3 times or
+// more), and each importance share's interval over forests fit to bootstrap resamples. When the
+// study cannot tell its settings apart, the model says so and the writers rank nothing. A re-run
+// (system attr k_attr_rerun_of, the original's number) is folded into its original, never ranked on
+// its own (tuner/run/ranking.h). Nothing here reads storage; everything is thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +23,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "search/importance.h"
 #include "search/trial.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/program_identity.h"
+#include "tuner/run/noise.h"
 #include "tuner/run/prediction_quality.h"
 #include "tuner/run/ranking.h"
 #include "tuner/run/summary.h"
@@ -31,7 +37,11 @@ namespace tune::tuner {
 // Bumped whenever a JSON field changes meaning or disappears (additions keep the version).
 // 2: a re-run is named one way: "rerun_of" (was "confirm_of"), "rerun_values" (was "repeats"),
 // "reruns_failed" and counts.reruns (were "repeats_failed" and counts.confirm_runs).
-inline constexpr int k_report_schema_version = 2;
+// 3: the report owns up to noise: speedup.ci95 is also given from the noise of one run (its
+// "ci_method" says which), and the speedup of a re-measured trial over one that was not compares
+// believed values (the median of re-runs against one run; was both search runs); added "noise",
+// speedup.verdict, importance[].low/high, "importance_verdict" and "importance_caveat".
+inline constexpr int k_report_schema_version = 3;
 
 struct ReportParam {
   std::string name;
@@ -67,10 +77,14 @@ struct ReportTrial {
 
 struct SpeedupEstimate {
   double ratio = 1.0;  // > 1: the best trial beats the baseline (time ratio for minimize)
-  std::optional<double> ci_low, ci_high;  // 95% percentile bootstrap of the ratio of medians
-  int n_best = 1, n_baseline = 1;         // runs behind each side
-  std::string basis;                      // e.g. "medians of 5 + 5 re-runs" or "single runs"
-  std::string note;                       // why there is no interval, when there is none
+  // 95%: the percentile bootstrap of the ratio of medians (3 or more re-runs each side), else
+  // from the noise of one run (tuner/run/noise.h); none when the noise is unknown.
+  std::optional<double> ci_low, ci_high;
+  std::string ci_method;  // "bootstrap", "noise model", or "" without an interval
+  NoiseVerdict verdict = NoiseVerdict::unknown;  // is the ratio beyond the noise?
+  int n_best = 1, n_baseline = 1;                // runs behind each side
+  std::string basis;                             // e.g. "medians of 5 + 5 re-runs" or "single runs"
+  std::string note;  // what the verdict means for the reader, when it is not beyond
 };
 
 struct FailureGroup {
@@ -101,8 +115,14 @@ struct ReportData {
   std::string speedup_note;         // why there is no speedup, when there is none
   std::vector<ReportTrial> top;     // best first, feasible before infeasible
   std::vector<ReportTrial> trials;  // every trial (re-runs too), number order
-  std::vector<std::pair<std::string, double>> importance;  // largest share first
-  std::string importance_note;         // what it was computed over, or why it is missing
+  StudyNoise noise;                 // one run's noise, and the leads and settings against it
+  std::vector<search::ImportanceShare> importance;  // largest share first, with its interval
+  std::string importance_note;  // what it was computed over, or why it is missing
+  // Whether the shares rank anything: beyond (the settings differ beyond the noise), within (they
+  // do not: the writers show no ranking, only the caveat), unknown (the noise is unknown, or not
+  // assessed: shown with the caveat).
+  NoiseVerdict importance_verdict = NoiseVerdict::unknown;
+  std::string importance_caveat;       // the plain words for it; "" when beyond
   std::vector<FailureGroup> failures;  // most frequent first
   PredictionQuality prediction;        // the probes' prediction against observed verdicts
   std::vector<ParamAxis> axes;         // the search space
@@ -114,7 +134,7 @@ struct ReportData {
   // And each parameter's importance for each objective, in the order of `objectives`
   // (importance and importance_note above are the first objective's, which the HTML chart draws).
   struct ObjectiveImportance {
-    std::vector<std::pair<std::string, double>> shares;  // largest share first
+    std::vector<search::ImportanceShare> shares;  // largest share first
     std::string note;
   };
   std::vector<ObjectiveImportance> importance_by_objective;
@@ -132,6 +152,9 @@ struct ReportOptions {
   int bootstrap_samples = 4000;  // resamples for the speedup interval
   std::uint64_t seed = 1;        // bootstrap RNG seed: the same study gives the same report
   bool importance = true;        // fANOVA (a forest fit; skip for quick looks)
+  // Forests fit to bootstrap resamples of the trials for each share's interval (16 trees each:
+  // 20 cost five times the estimate's own forest); 0: no interval.
+  int importance_resamples = 20;
 };
 
 // `space` is the study file's search space; empty = taken from the trials' distributions.

@@ -1,5 +1,6 @@
 // The plain-text report for a terminal: sections in the order a reader asks the questions (what
-// won, by how much, what else came close, what mattered, what went wrong).
+// won, by how much, whether that is more than the noise, what else came close, what mattered,
+// what went wrong).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -69,6 +70,7 @@ void write_best_and_speedup(std::ostream& out, const ReportData& d) {
     out << fmt::format("  #{}  {}{}\n", d.best->number, measured_text(*d.best),
                        d.best->feasible ? "" : "  (infeasible: violates a constraint)");
     out << "  chosen by: " << d.best_basis << '\n';
+    if (const auto caveat = best_caveat(d); !caveat.empty()) out << "  " << caveat << '\n';
     if (const auto ran = programs_text(*d.best); !ran.empty()) out << "  ran: " << ran << '\n';
     for (const auto& p : d.best->params) out << fmt::format("  {} = {}\n", p.name, p.text);
   }
@@ -83,10 +85,18 @@ void write_best_and_speedup(std::ostream& out, const ReportData& d) {
   out << (d.speedup ? speedup_text(*d.speedup) : "unavailable: " + d.speedup_note) << '\n';
 }
 
+// How noisy one run is, and whether the best's leads are beyond it: in every report, also when
+// the noise is unknown (then what to run to measure it).
+void write_noise(std::ostream& out, const ReportData& d) {
+  out << "\nNoise\n";
+  for (const auto& line : noise_section(d)) out << "  " << line << '\n';
+}
+
 void write_top(std::ostream& out, const ReportData& d) {
   // The front (write_front) is a multi-objective study's ranking; nothing completed, no table.
   if (d.multi_objective() || d.top.empty()) return;
   out << fmt::format("\nTop {} trials\n", d.top.size());
+  if (const auto caveat = best_caveat(d); !caveat.empty()) out << "  " << caveat << '\n';
   std::vector<std::vector<std::string>> rows = {
       {"rank", "trial", "value", "confirmed", "wall_s", "probe", "params"}};
   int rank = 1;
@@ -100,21 +110,29 @@ void write_top(std::ostream& out, const ReportData& d) {
   out << aligned_table(rows, {true, true, true, true, true, false, false});
 }
 
-void write_shares(std::ostream& out, const std::vector<std::pair<std::string, double>>& shares) {
-  std::size_t w = 0;
-  for (const auto& [name, s] : shares) w = std::max(w, name.size());
-  for (const auto& [name, share] : shares) {
-    const int bar = static_cast<int>(std::lround(share * 40));
-    out << fmt::format("  {:<{}}  {:5.3f}  {}\n", name, w, share, std::string(bar, '#'));
+// One row per parameter: name, share [interval], a bar of the share.
+void write_shares(std::ostream& out, const std::vector<search::ImportanceShare>& shares) {
+  std::size_t w = 0, t = 0;
+  for (const auto& s : shares) {
+    w = std::max(w, s.name.size());
+    t = std::max(t, share_text(s).size());
+  }
+  for (const auto& s : shares) {
+    const int bar = static_cast<int>(std::lround(s.share * 40));
+    out << fmt::format("  {:<{}}  {:<{}}  {}\n", s.name, w, share_text(s), t,
+                       std::string(bar, '#'));
   }
 }
 
 // Left out when there are no shares (too few trials, not computed), as every empty section is.
+// When the study cannot tell its settings apart, the caveat stands in for the ranking.
 void write_importance(std::ostream& out, const ReportData& d) {
   if (d.importance_by_objective.empty()) {
     if (d.importance.empty()) return;
     out << "\nParameter importance (" << d.importance_note << ")\n";
-    return write_shares(out, d.importance);
+    if (!d.importance_caveat.empty()) out << "  " << d.importance_caveat << '\n';
+    if (importance_ranked(d)) write_shares(out, d.importance);
+    return;
   }
   for (std::size_t i = 0; i < d.importance_by_objective.size(); ++i) {
     const auto& o = d.importance_by_objective[i];
@@ -147,8 +165,8 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
 }  // namespace
 
 std::unique_ptr<Reporter> make_text_reporter() {
-  return make_sections_reporter({write_header, write_best_and_speedup, write_top, write_importance,
-                                 write_probes_and_failures});
+  return make_sections_reporter({write_header, write_best_and_speedup, write_noise, write_top,
+                                 write_importance, write_probes_and_failures});
 }
 
 }  // namespace tune::tuner

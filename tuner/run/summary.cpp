@@ -2,6 +2,7 @@
 
 #include "search/pareto.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/run/noise.h"
 #include "tuner/run/prediction_quality.h"
 #include "tuner/run/ranking.h"
 #include "tuner/run/rerun.h"
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 
 namespace tune::tuner {
@@ -283,6 +285,49 @@ void print_best(std::ostream& out, const search::StudyView& study,
   }
 }
 
+namespace {
+
+// `text` after `first`, in lines of at most `width` bytes broken between words, every line after
+// the first indented by `indent` spaces. A `quoted command` is kept whole, to be copied; a word
+// or command longer than a line stands alone.
+std::string wrapped(const std::string& first, const std::string& text, std::size_t width,
+                    std::size_t indent) {
+  std::vector<std::string> words;
+  bool quoted = false;  // inside a `...` span: the word goes on with the next
+  std::istringstream in(text);
+  for (std::string word; in >> word;) {
+    if (quoted) {
+      words.back() += ' ' + word;
+    } else {
+      words.push_back(word);
+    }
+    if (std::ranges::count(word, '`') % 2 == 1) quoted = !quoted;
+  }
+  std::string out, line = first;
+  bool bare = true;  // no word on `line` yet
+  for (const auto& word : words) {
+    if (!bare && line.size() + 1 + word.size() > width) {
+      out += line + '\n';
+      line = std::string(indent, ' ');
+      bare = true;
+    }
+    if (!bare) line += ' ';
+    line += word;
+    bare = false;
+  }
+  return out + line + '\n';
+}
+
+}  // namespace
+
+void print_noise(std::ostream& out, const search::StudyView& study) {
+  const auto noise = assess_noise(study);
+  if (!noise.assessed) return;
+  const auto lines = noise_lines(noise);
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    out << wrapped(i == 0 ? "noise: " : "  ", lines[i], k_live_width, 4);
+}
+
 void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
                    const std::vector<std::string>& objective_names, SummaryDigits digits) {
   const auto c = count_states(study);
@@ -293,6 +338,7 @@ void print_summary(std::ostream& out, const std::string& study_name, const searc
   if (c.waiting) counts += fmt::format(", {} waiting", c.waiting);
   out << summary_line(counts, digits);
   print_best(out, study, objective_names, digits);
+  print_noise(out, study);
   if (const auto q = prediction_quality_text(prediction_quality(study.trials())); !q.empty())
     out << summary_line("probes: " + q, digits);
 }

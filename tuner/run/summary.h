@@ -90,11 +90,19 @@ std::string describe_objectives(const search::StudyView& study,
 // them); the end-of-run block prints them as the live lines do, and fits k_live_width.
 enum class SummaryDigits { exact, live };
 
+// The counts, the best trial (print_best), then how noisy one run is and whether the best's
+// lead over the baseline and the runner-up is beyond it (tuner/run/noise.h noise_lines, wrapped
+// at k_live_width), so that the summary never crowns a winner without saying how sure it is.
 // `objective_names` name a multi-objective study's objectives (study_spec.h objective_names);
 // without them they are "objective N".
 void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
                    const std::vector<std::string>& objective_names = {},
                    SummaryDigits digits = SummaryDigits::exact);
+// How noisy one run is and whether the best's leads are beyond it (tuner/run/noise.h
+// noise_lines), in lines of k_live_width: "noise: ..." then one indented line per sentence;
+// nothing for a multi-objective study or one with no completed trial. `tune confirm` prints it
+// after its re-runs.
+void print_noise(std::ostream& out, const search::StudyView& study);
 void print_best(std::ostream& out, const search::StudyView& study,
                 const std::vector<std::string>& objective_names = {},
                 SummaryDigits digits = SummaryDigits::exact);
