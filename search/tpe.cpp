@@ -206,6 +206,9 @@ class TpeSampler final : public Sampler {
       return;
     }
     slot.observed = true;
+    slot.number = t.number;
+    slot.state = t.state;
+    slot.has_constraints = !t.constraints.empty();
   }
 
   // Observations: the trials TPE learns from, in number order, with their rank keys.
@@ -236,18 +239,23 @@ class TpeSampler final : public Sampler {
     bool any_constraints = false;
     std::uint64_t signature = 1469598103934665603ULL;
     auto mix = [&](std::uint64_t v) { signature = (signature ^ v) * 1099511628211ULL; };
+    m_obs_number.clear();
+    m_obs_running.clear();
+    // The slots alone: no trial is touched (each is hundreds of bytes away from the next).
     for (std::size_t i = 0; i < trials.size(); ++i) {
       const Slot& slot = m_slots[i];
       if (!slot.observed) continue;
-      const FrozenTrial& t = trials[i];
       if (multi) m_losses.push_back(slot.losses);
-      if (t.state != TrialState::running) {
+      const bool running = slot.state == TrialState::running;
+      if (!running) {
         ++m_n_finished;
-        if (!t.constraints.empty()) any_constraints = true;
+        if (slot.has_constraints) any_constraints = true;
       }
-      m_obs.push_back(&t);
+      m_obs.push_back(&trials[i]);
+      m_obs_number.push_back(slot.number);
+      m_obs_running.push_back(running);
       m_scores.push_back(slot.score);
-      mix(static_cast<std::uint64_t>(t.number) * 8 + static_cast<std::uint64_t>(t.state));
+      mix(static_cast<std::uint64_t>(slot.number) * 8 + static_cast<std::uint64_t>(slot.state));
     }
     if (m_options.constraints && any_constraints) {
       // Optuna: the sum of the positive constraint values; a trial without constraint values
@@ -288,16 +296,16 @@ class TpeSampler final : public Sampler {
   using ValueCache = std::vector<std::pair<bool, double>>;  // by trial number: (known, value)
   double value_of(const std::string& name, const Distribution& dist, ValueCache& cache,
                   std::size_t i) {
-    const FrozenTrial& t = *m_obs[i];
     auto lookup = [&] {
+      const FrozenTrial& t = *m_obs[i];
       auto it = t.params.find(name);
       return it == t.params.end() ? k_nan : it->second;
     };
-    if (t.state == TrialState::running || t.number < 0) {
+    if (m_obs_running[i] || m_obs_number[i] < 0) {
       const double v = lookup();
       return usable_value(dist, v) ? v : k_nan;
     }
-    const auto number = static_cast<std::size_t>(t.number);
+    const auto number = static_cast<std::size_t>(m_obs_number[i]);
     if (cache.size() <= number) cache.resize(number + 1, std::make_pair(false, k_nan));
     auto& slot = cache[number];
     if (!slot.first) slot = {true, lookup()};
@@ -414,6 +422,9 @@ class TpeSampler final : public Sampler {
   // What each trial is to TPE, by position in the study's trials (collect()).
   struct Slot {
     bool observed = false;
+    bool has_constraints = false;
+    int number = -1;
+    TrialState state = TrialState::running;
     Score score{};
     std::vector<double> losses;  // multi-objective
   };
@@ -424,6 +435,8 @@ class TpeSampler final : public Sampler {
 
   // Per-suggestion scan of the history (collect()).
   std::vector<const FrozenTrial*> m_obs;
+  std::vector<int> m_obs_number;    // each observation's trial number
+  std::vector<char> m_obs_running;  // ... and whether it runs (its params may still change)
   std::vector<Score> m_scores;
   Losses m_losses;                      // multi-objective: per observation
   std::vector<double> m_below_weights;  // multi-objective: per m_below entry
