@@ -133,7 +133,7 @@ CREATE TYPE trialintermediatevaluetype AS ENUM ('FINITE', 'INF_POS', 'INF_NEG', 
 )sql";
 
 constexpr const char* k_tune_extras = R"sql(
-CREATE INDEX IF NOT EXISTS ix_tune_trials_study_id_state ON trials (study_id, state);
+CREATE INDEX IF NOT EXISTS ix_tune_trials_study_id_state_id ON trials (study_id, state, trial_id);
 CREATE INDEX IF NOT EXISTS ix_tune_trials_study_id_number ON trials (study_id, number);
 CREATE TABLE IF NOT EXISTS tune_study_changes (
 	study_id INTEGER NOT NULL, 

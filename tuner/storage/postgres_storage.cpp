@@ -382,6 +382,12 @@ Result<void> PostgresStorage::run_transaction(TxnKind kind,
                           : "BEGIN";
   if (read_only)
     begin += kind == TxnKind::read || kind == TxnKind::statement ? ", READ ONLY" : " READ ONLY";
+  // Every statement here finds its rows through an index on its keys (a delta by trial ids, a
+  // trial by id, the oldest WAITING trial, the highest number). The planner, judging by
+  // statistics that lag a fast-growing study, would read whole tables sequentially for a handful
+  // of ids (measured: the attribute tables, once per sync), and the rows read per trial would grow
+  // with the study.
+  begin += "; SET LOCAL enable_seqscan = off";
   // Commits wait for the server's disk only when a transaction asks (TxnKind::write_synced,
   // write_flush: what a trial's run relies on); the rest (heartbeats, intermediate values) may
   // be lost with the server's last fraction of a second, which costs nothing that the next such
