@@ -129,7 +129,7 @@ def run_optuna(trials, limit, block, work):
         rest = sum(my + slope * (k - mx) for k in range(ran, trials)) / 1000
         extrapolated = elapsed + rest
     return {"ran": ran, "elapsed": elapsed, "rates": rates, "extrapolated": extrapolated,
-            "load": (load0, load_average())}
+            "times": times, "load": (load0, load_average())}
 
 
 def main():
@@ -176,12 +176,14 @@ def main():
             print(f"  {optuna['ran']} trials in {optuna['elapsed']:.0f} s, stopped at "
                   f"--optuna-limit; {args.optuna_trials} trials extrapolated to "
                   f"{total:.0f} s (a line fitted to its ms/trial per block)")
+        # Like for like: the same number of trials on each side (each side's first k).
+        times = optuna["times"]
         for s in samplers:
             starts = results[s]["starts"]
-            k = min(args.optuna_trials, len(starts) - 1)
+            k = min(len(starts) - 1, len(times) - 1)
             ours = starts[k] - starts[0]
-            print(f"  tune ({s}) took {ours:.0f} s for its first {k} trials: "
-                  f"{total / ours:.1f}x faster than Optuna over {args.optuna_trials} trials")
+            print(f"  first {k} trials: tune ({s}) {ours:.0f} s, Optuna {times[k]:.0f} s: "
+                  f"{times[k] / ours:.1f}x")
 
 
 if __name__ == "__main__":
