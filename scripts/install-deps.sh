@@ -29,7 +29,8 @@ build=(
 )
 # chromium renders the HTML report in a test; slurm-wlm + munge run a local single-node Slurm
 # (exported scripts under sbatch, trials as job steps); postgresql is the throwaway server the
-# PostgreSQL storage tests start; python3-optuna (with python3-psycopg2 for PostgreSQL) reads
+# PostgreSQL storage tests start, and pgbouncer the pooler the cluster tests put in front of it
+# (transaction pooling, started on loopback by the fixture; never as a service); python3-optuna (with python3-psycopg2 for PostgreSQL) reads
 # tune's database; sqlite3 and hwloc are the command-line tools the tests and their failure
 # messages use. openssh-server + iproute2: scripts/netns-hosts.sh (hosts as network namespaces,
 # each with its own sshd; never started as a service) for the multi-host test and bench.
@@ -40,12 +41,12 @@ build=(
 test=(
   libgtest-dev libgmock-dev
   python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc
-  chromium slurm-wlm munge postgresql
+  chromium slurm-wlm munge postgresql pgbouncer
   openssh-server iproute2
 )
 # bench/: PyTorch DDP and Optuna, the peers each benchmark prints a ratio against; a PostgreSQL
-# server for bench/cluster/scale.py.
-bench=(python3-optuna python3-torch python3-numpy postgresql python3-psycopg2
+# server and PgBouncer for bench/cluster/scale.py.
+bench=(python3-optuna python3-torch python3-numpy postgresql pgbouncer python3-psycopg2
   openssh-server iproute2)
 # Optional extras for tests that are skipped with a message when absent.
 optional=(clang-format)

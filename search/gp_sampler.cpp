@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -102,7 +104,6 @@ class GpSampler final : public Sampler {
     if (space.empty() || n_finished < static_cast<std::size_t>(m_options.n_startup_trials)) {
       return out;
     }
-    keep_best_and_recent(obs);
     GpData data = make_data(dims, obs, [](const Observation& o) { return o.y; });
     if (!standardise(data.y, m_options.warp))
       return out;  // nothing measured yet: independent sampling
@@ -147,58 +148,118 @@ class GpSampler final : public Sampler {
   }
 
  private:
-  // The trials the model learns from, in number order; n_finished counts COMPLETE and PRUNED.
-  std::vector<Observation> collect(const StudyView& study, const FrozenTrial& trial,
-                                   const SearchSpace& space, const std::vector<EncodedDim>& dims,
-                                   std::size_t& n_finished) const {
-    const double sign = study.direction() == Direction::minimize ? 1.0 : -1.0;
-    std::vector<Observation> obs;
-    for (const auto& t : study.trials()) {
-      if (t.number == trial.number || t.system_attrs.contains(k_repeat_of_attr)) continue;
-      Observation o;
-      o.constraints = &t.constraints;
-      if (t.state == TrialState::complete && t.value) {
-        o.measured = std::isfinite(*t.value);
-        o.y = o.measured ? sign * *t.value : k_inf;
-      } else if (t.state != TrialState::pruned &&
-                 !(t.state == TrialState::running && m_options.constant_liar)) {
-        continue;  // FAIL and WAITING trials teach nothing
-      }
-      if (t.state == TrialState::complete || t.state == TrialState::pruned) ++n_finished;
-      o.x.resize(dims.size());
-      bool all = true;
-      for (std::size_t j = 0; j < dims.size() && all; ++j) {
-        auto it = t.params.find(space[j].first);
-        all = it != t.params.end() && usable_value(space[j].second, it->second);
-        if (all) o.x[j] = detail::encode(dims[j], it->second);
-      }
-      if (all) obs.push_back(std::move(o));
+  // One trial as the sampler last read it (by position in trials()): whether and how it is an
+  // observation of the modelled space. Kept across suggestions and refreshed from the study's
+  // change log, so a suggestion reads only the trials that changed since the last one.
+  struct Slot {
+    int number = -1;
+    bool counted = false;   // COMPLETE with a value, or PRUNED: counts towards n_startup_trials
+    bool eligible = false;  // an observation: its state teaches and it has every parameter
+    Observation obs;        // x and y when eligible (constraints: looked up when used)
+  };
+
+  // Reads trial `position` into its slot, keeping the counts and orders in step.
+  void refresh(const StudyView& study, std::size_t position) {
+    if (m_slots.size() <= position) m_slots.resize(position + 1);
+    Slot& slot = m_slots[position];
+    if (slot.eligible) {
+      m_by_y.erase({slot.obs.y, position});
+      m_eligible.erase(position);
     }
-    return obs;
+    if (slot.counted) --m_counted;
+    slot = Slot{};
+    const FrozenTrial& t = study.trials()[position];
+    slot.number = t.number;
+    if (t.system_attrs.contains(k_repeat_of_attr)) return;
+    Observation& o = slot.obs;
+    if (t.state == TrialState::complete && t.value) {
+      o.measured = std::isfinite(*t.value);
+      o.y = o.measured ? m_sign * *t.value : k_inf;
+    } else if (t.state != TrialState::pruned &&
+               !(t.state == TrialState::running && m_options.constant_liar)) {
+      return;  // FAIL and WAITING trials teach nothing
+    }
+    slot.counted = t.state == TrialState::complete || t.state == TrialState::pruned;
+    if (slot.counted) ++m_counted;
+    o.x.resize(m_dims.size());
+    for (std::size_t j = 0; j < m_dims.size(); ++j) {
+      auto it = t.params.find(m_slots_space[j].first);
+      if (it == t.params.end() || !usable_value(m_slots_space[j].second, it->second)) return;
+      o.x[j] = detail::encode(m_dims[j], it->second);
+    }
+    slot.eligible = true;
+    m_by_y.insert({o.y, position});
+    m_eligible.insert(position);
   }
 
-  // Over max_trials observations: the best half by value and the most recent others.
-  void keep_best_and_recent(std::vector<Observation>& obs) const {
-    const auto cap = static_cast<std::size_t>(std::max(m_options.max_trials, 2));
-    if (obs.size() <= cap) return;
-    std::vector<std::size_t> order(obs.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return obs[a].y < obs[b].y; });
-    std::vector<bool> keep(obs.size(), false);
-    for (std::size_t k = 0; k < cap / 2; ++k) keep[order[k]] = true;
-    std::size_t kept = cap / 2;
-    for (std::size_t i = obs.size(); i-- > 0 && kept < cap;) {
-      if (!keep[i]) {
-        keep[i] = true;
-        ++kept;
+  // Brings the slots up to `study` for `space`: the changed trials alone, or every trial when
+  // the space, the direction or the study's log is new.
+  void catch_up(const StudyView& study, const SearchSpace& space,
+                const std::vector<EncodedDim>& dims) {
+    const double sign = study.direction() == Direction::minimize ? 1.0 : -1.0;
+    ChangedTrials changes = take_changes(study, m_cursor);
+    bool same_space = space.size() == m_slots_space.size() && sign == m_sign;
+    for (std::size_t j = 0; same_space && j < space.size(); ++j) {
+      same_space = space[j].first == m_slots_space[j].first &&
+                   same_distribution(space[j].second, m_slots_space[j].second);
+    }
+    if (changes.from_scratch || !same_space) {
+      m_slots.clear();
+      m_by_y.clear();
+      m_eligible.clear();
+      m_counted = 0;
+      m_slots_space = space;
+      m_dims = dims;
+      m_sign = sign;
+      for (std::size_t i = 0; i < study.trials().size(); ++i) refresh(study, i);
+      return;
+    }
+    for (const std::size_t position : changes.positions) refresh(study, position);
+  }
+
+  // The trials the model learns from, in number order, the trial being sampled left out; over
+  // max_trials observations, the best half by value and the most recent others (ties by number,
+  // as a stable sort of the number-ordered list). n_finished counts COMPLETE (with a value) and
+  // PRUNED trials, parameters or not. O(max_trials log n) once caught up.
+  std::vector<Observation> collect(const StudyView& study, const FrozenTrial& trial,
+                                   const SearchSpace& space, const std::vector<EncodedDim>& dims,
+                                   std::size_t& n_finished) {
+    catch_up(study, space, dims);
+    // The trial being sampled, when the study holds it already (RUNNING, as the runner syncs).
+    std::optional<std::size_t> self;
+    for (std::size_t i = m_slots.size(); i-- > 0;) {
+      if (m_slots[i].number == trial.number) {
+        self = i;
+        break;
       }
+      if (m_slots[i].number >= 0 && m_slots[i].number < trial.number) break;
     }
-    std::vector<Observation> out;
-    for (std::size_t i = 0; i < obs.size(); ++i) {
-      if (keep[i]) out.push_back(std::move(obs[i]));
+    n_finished = m_counted - (self && m_slots[*self].counted ? 1 : 0);
+    const auto cap = static_cast<std::size_t>(std::max(m_options.max_trials, 2));
+    const std::size_t n_eligible = m_eligible.size() - (self && m_slots[*self].eligible ? 1 : 0);
+    std::vector<std::size_t> kept;
+    if (n_eligible <= cap) {
+      for (const std::size_t i : m_eligible)
+        if (i != self) kept.push_back(i);
+    } else {
+      std::set<std::size_t> keep;
+      for (auto it = m_by_y.begin(); it != m_by_y.end() && keep.size() < cap / 2; ++it)
+        if (it->second != self) keep.insert(it->second);
+      std::size_t n = keep.size();
+      for (auto it = m_eligible.rbegin(); it != m_eligible.rend() && n < cap; ++it) {
+        if (*it == self || keep.contains(*it)) continue;
+        keep.insert(*it);
+        ++n;
+      }
+      kept.assign(keep.begin(), keep.end());
     }
-    obs = std::move(out);
+    std::vector<Observation> obs;
+    obs.reserve(kept.size());
+    for (const std::size_t i : kept) {
+      obs.push_back(m_slots[i].obs);
+      obs.back().constraints = &study.trials()[i].constraints;
+    }
+    return obs;
   }
 
   template <class Target>
@@ -248,6 +309,16 @@ class GpSampler final : public Sampler {
   TrialStreams m_streams;  // acquisition search, per trial (rng.h)
   std::unique_ptr<Sampler> m_independent;
   IntersectionSearchSpace m_space;
+
+  // The observations, by position in the study's trials (collect()).
+  ChangeCursor m_cursor;
+  SearchSpace m_slots_space;  // the space the slots are encoded in
+  std::vector<EncodedDim> m_dims;
+  double m_sign = 1.0;  // +1 minimising, -1 maximising
+  std::vector<Slot> m_slots;
+  std::set<std::pair<double, std::size_t>> m_by_y;  // eligible slots by (y, position)
+  std::set<std::size_t> m_eligible;                 // eligible positions
+  std::size_t m_counted = 0;                        // slots with `counted`
 };
 
 }  // namespace

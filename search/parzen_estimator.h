@@ -86,6 +86,7 @@ class ParzenEstimator {
   // log density of one joint point (transformed values), by the fast linear-space kernel sums
   // with the exact log-space path as fallback when everything underflows.
   double joint_log_pdf(const double* x, std::vector<double>& e, std::vector<double>& m) const;
+  double log_sum(double* E, const double* M, std::size_t n, const double* x) const;
   double exact_log_pdf(const double* x) const;
   void merge_identical_kernels(Param& p) const;
   void set_kernels(Param& p, bool normalized, bool several_params) const;

@@ -29,7 +29,9 @@ bool usable_value(const Distribution& dist, double v) {
 }
 
 void IntersectionSearchSpace::update(const StudyView& study) {
-  for (const auto& t : study.trials()) {
+  const auto& trials = study.trials();
+  for (const std::size_t position : take_changes(study, m_cursor).positions) {
+    const FrozenTrial& t = trials[position];
     if (t.state != TrialState::complete && t.state != TrialState::pruned) continue;
     if (t.number < 0) continue;
     const auto number = static_cast<std::size_t>(t.number);

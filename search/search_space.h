@@ -2,8 +2,9 @@
 // every finished COMPLETE or PRUNED trial has, as Optuna's IntersectionSearchSpace. The joint
 // samplers (multivariate TPE, GP) model exactly these; the rest is sampled independently.
 //
-// Finished trials never change, so each trial is folded in once, by number: update() costs one
-// pass over the trial list and nothing per known trial. Owned by one sampler; not thread-safe.
+// Finished trials never change, so each trial is folded in once, by number: update() looks at
+// the trials the study's change log names (every trial where it keeps none) and does nothing per
+// known trial. Owned by one sampler; not thread-safe.
 #pragma once
 
 #include <map>
@@ -34,6 +35,7 @@ class IntersectionSearchSpace {
  private:
   std::vector<bool> m_seen;
   std::optional<std::map<std::string, Distribution>> m_intersection;
+  ChangeCursor m_cursor;  // the study's change log, read up to here
 };
 
 }  // namespace tune::search

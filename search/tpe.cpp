@@ -80,13 +80,26 @@ void split_observations(std::span<const Score> scores, std::size_t n_below,
       above.insert(above.end(), infeasible.begin(), infeasible.end());
     }
   } else {
+    // The n_below best by (score, index), as a stable sort would put first, found by a partial
+    // sort (n_below is at most 25): O(n) where sorting every observation was O(n log n).
+    const std::size_t cut = std::min(n_below, n);
     std::vector<std::size_t> order(n);
     std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return scores[a] < scores[b]; });
-    const std::size_t cut = std::min(n_below, n);
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(cut), order.end(),
+                      [&](std::size_t a, std::size_t b) {
+                        return scores[a] < scores[b] || (!(scores[b] < scores[a]) && a < b);
+                      });
     below.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(cut));
-    above.assign(order.begin() + static_cast<std::ptrdiff_t>(cut), order.end());
+    std::sort(below.begin(), below.end());
+    above.reserve(n - cut);
+    for (std::size_t i = 0, k = 0; i < n; ++i) {
+      if (k < below.size() && below[k] == i) {
+        ++k;
+      } else {
+        above.push_back(i);
+      }
+    }
+    return;
   }
   std::sort(below.begin(), below.end());
   std::sort(above.begin(), above.end());
@@ -177,14 +190,47 @@ class TpeSampler final : public Sampler {
     }
   }
 
+  // Reads trial `position` into its slot: whether TPE learns from it and its rank key.
+  void refresh(const StudyView& study, std::size_t position) {
+    if (m_slots.size() <= position) m_slots.resize(position + 1);
+    Slot& slot = m_slots[position];
+    slot = Slot{};
+    const FrozenTrial& t = study.trials()[position];
+    if (t.system_attrs.contains(k_repeat_of_attr)) return;
+    if (m_slot_directions.size() > 1) {
+      if (t.state != TrialState::complete || t.values.size() != m_slot_directions.size()) return;
+      slot.losses = to_losses(t.values, m_slot_directions);
+    } else if (auto single = score_of(t, m_slot_sign)) {
+      slot.score = *single;
+    } else {
+      return;
+    }
+    slot.observed = true;
+    slot.number = t.number;
+    slot.state = t.state;
+    slot.has_constraints = !t.constraints.empty();
+  }
+
   // Observations: the trials TPE learns from, in number order, with their rank keys.
   // A multi-objective study learns from COMPLETE trials only (as Optuna 3.1's MOTPE: no
-  // pruning, no constant liar), ranked by their losses instead of a score.
+  // pruning, no constant liar), ranked by their losses instead of a score. What each trial is
+  // (an observation, its key) is kept by position and refreshed from the study's change log, so
+  // only the changed trials are looked at again; the pass below reads the kept slots.
   void collect(const StudyView& study) {
     const auto& trials = study.trials();
     const double sign = study.direction() == Direction::minimize ? 1.0 : -1.0;
     const auto directions = study.directions();
     const bool multi = directions.size() > 1;
+    ChangedTrials changes = take_changes(study, m_cursor);
+    if (changes.from_scratch || sign != m_slot_sign || directions != m_slot_directions ||
+        m_slots.size() > trials.size()) {
+      m_slot_sign = sign;
+      m_slot_directions = directions;
+      m_slots.clear();
+      for (std::size_t i = 0; i < trials.size(); ++i) refresh(study, i);
+    } else {
+      for (const std::size_t position : changes.positions) refresh(study, position);
+    }
     m_obs.clear();
     m_scores.clear();
     m_losses.clear();
@@ -193,24 +239,23 @@ class TpeSampler final : public Sampler {
     bool any_constraints = false;
     std::uint64_t signature = 1469598103934665603ULL;
     auto mix = [&](std::uint64_t v) { signature = (signature ^ v) * 1099511628211ULL; };
-    for (const auto& t : trials) {
-      if (t.system_attrs.contains(k_repeat_of_attr)) continue;
-      Score score{};
-      if (multi) {
-        if (t.state != TrialState::complete || t.values.size() != directions.size()) continue;
-        m_losses.push_back(to_losses(t.values, directions));
-      } else if (auto single = score_of(t, sign)) {
-        score = *single;
-      } else {
-        continue;
-      }
-      if (t.state != TrialState::running) {
+    m_obs_number.clear();
+    m_obs_running.clear();
+    // The slots alone: no trial is touched (each is hundreds of bytes away from the next).
+    for (std::size_t i = 0; i < trials.size(); ++i) {
+      const Slot& slot = m_slots[i];
+      if (!slot.observed) continue;
+      if (multi) m_losses.push_back(slot.losses);
+      const bool running = slot.state == TrialState::running;
+      if (!running) {
         ++m_n_finished;
-        if (!t.constraints.empty()) any_constraints = true;
+        if (slot.has_constraints) any_constraints = true;
       }
-      m_obs.push_back(&t);
-      m_scores.push_back(score);
-      mix(static_cast<std::uint64_t>(t.number) * 8 + static_cast<std::uint64_t>(t.state));
+      m_obs.push_back(&trials[i]);
+      m_obs_number.push_back(slot.number);
+      m_obs_running.push_back(running);
+      m_scores.push_back(slot.score);
+      mix(static_cast<std::uint64_t>(slot.number) * 8 + static_cast<std::uint64_t>(slot.state));
     }
     if (m_options.constraints && any_constraints) {
       // Optuna: the sum of the positive constraint values; a trial without constraint values
@@ -251,16 +296,16 @@ class TpeSampler final : public Sampler {
   using ValueCache = std::vector<std::pair<bool, double>>;  // by trial number: (known, value)
   double value_of(const std::string& name, const Distribution& dist, ValueCache& cache,
                   std::size_t i) {
-    const FrozenTrial& t = *m_obs[i];
     auto lookup = [&] {
+      const FrozenTrial& t = *m_obs[i];
       auto it = t.params.find(name);
       return it == t.params.end() ? k_nan : it->second;
     };
-    if (t.state == TrialState::running || t.number < 0) {
+    if (m_obs_running[i] || m_obs_number[i] < 0) {
       const double v = lookup();
       return usable_value(dist, v) ? v : k_nan;
     }
-    const auto number = static_cast<std::size_t>(t.number);
+    const auto number = static_cast<std::size_t>(m_obs_number[i]);
     if (cache.size() <= number) cache.resize(number + 1, std::make_pair(false, k_nan));
     auto& slot = cache[number];
     if (!slot.first) slot = {true, lookup()};
@@ -336,7 +381,9 @@ class TpeSampler final : public Sampler {
       m_intersection.update(study);
       return;
     }
-    for (const auto& t : study.trials()) {
+    const auto& trials = study.trials();
+    for (const std::size_t position : take_changes(study, m_space_cursor).positions) {
+      const FrozenTrial& t = trials[position];
       if (t.state != TrialState::complete && t.state != TrialState::pruned) continue;
       if (t.number < 0) continue;
       const auto number = static_cast<std::size_t>(t.number);
@@ -372,8 +419,24 @@ class TpeSampler final : public Sampler {
   TrialStreams m_streams;             // EI candidates, per trial (rng.h)
   std::unique_ptr<Sampler> m_random;  // startup trials, per-trial streams of its own
 
+  // What each trial is to TPE, by position in the study's trials (collect()).
+  struct Slot {
+    bool observed = false;
+    bool has_constraints = false;
+    int number = -1;
+    TrialState state = TrialState::running;
+    Score score{};
+    std::vector<double> losses;  // multi-objective
+  };
+  std::vector<Slot> m_slots;
+  ChangeCursor m_cursor;
+  double m_slot_sign = 0.0;  // the direction the slots were read for
+  std::vector<Direction> m_slot_directions;
+
   // Per-suggestion scan of the history (collect()).
   std::vector<const FrozenTrial*> m_obs;
+  std::vector<int> m_obs_number;    // each observation's trial number
+  std::vector<char> m_obs_running;  // ... and whether it runs (its params may still change)
   std::vector<Score> m_scores;
   Losses m_losses;                      // multi-objective: per observation
   std::vector<double> m_below_weights;  // multi-objective: per m_below entry
@@ -389,6 +452,7 @@ class TpeSampler final : public Sampler {
   std::vector<double> m_log_l, m_log_g;
 
   std::vector<bool> m_space_seen;
+  ChangeCursor m_space_cursor;  // update_spaces() read the change log up to here
   IntersectionSearchSpace m_intersection;
   std::vector<std::map<std::string, Distribution>> m_groups;
 };

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,8 +69,23 @@ struct FrozenTrial {
   }
 };
 
+// Where a reader of a view's change log stands (StudyView::changes_since): which log, and how
+// many of its entries the reader has taken in. The default (log 0) has seen nothing.
+struct ChangeCursor {
+  std::uint64_t log = 0;
+  std::size_t position = 0;
+};
+
+// A new change log's identity: unique in the process, never 0.
+std::uint64_t new_change_log_id();
+
 // What a sampler or pruner may read of a study. trials() is every trial in number order,
 // RUNNING and WAITING ones included; callers filter by state.
+//
+// A view may also keep a change log, so that a reader which derives something from the whole
+// history (a sampler's observations, the probes' duty cycles, the best trial so far) folds in
+// only the trials that changed since its last look, and its cost per trial stays flat as the
+// study grows: changes_since(cursor) lists them, and cursor() is where the log ends now.
 class StudyView {
  public:
   virtual ~StudyView() = default;
@@ -79,9 +95,30 @@ class StudyView {
   virtual std::vector<Direction> directions() const { return {direction()}; }
   bool is_multi_objective() const { return directions().size() > 1; }
   virtual const std::vector<FrozenTrial>& trials() const = 0;
+  // The positions in trials() of the trials added or changed since `cursor` (a value cursor()
+  // returned), in the order of their changes, a position possibly more than once; positions of
+  // earlier trials never move within one log. nullopt when the view cannot tell (it keeps no
+  // log, `cursor` is of another log, or trials moved and a new log began): every trial may
+  // have changed, and the reader starts again from trials() whole.
+  virtual std::optional<std::span<const std::size_t>> changes_since(const ChangeCursor&) const {
+    return std::nullopt;
+  }
+  // The end of the change log now; {} for a view that keeps none.
+  virtual ChangeCursor cursor() const { return {}; }
 };
 
-// A StudyView over a vector the caller owns; handy for tests and benchmarks.
+// The trials a reader of `study` must fold in since `cursor`, and `cursor` moved to the log's
+// end: the positions changes_since() names, or, when it cannot tell, every position with
+// `from_scratch` set (the reader first drops what it derived). A position may repeat.
+struct ChangedTrials {
+  bool from_scratch = false;
+  std::vector<std::size_t> positions;
+};
+ChangedTrials take_changes(const StudyView& study, ChangeCursor& cursor);
+
+// A StudyView over a vector the caller owns; handy for tests and benchmarks. Trials given
+// through add() and replace() are logged as changes; mutable_trials() may change anything, so
+// it begins a new log.
 class VectorStudyView final : public StudyView {
  public:
   explicit VectorStudyView(Direction direction) : m_directions{direction} {}
@@ -90,11 +127,33 @@ class VectorStudyView final : public StudyView {
   Direction direction() const override { return m_directions.front(); }
   std::vector<Direction> directions() const override { return m_directions; }
   const std::vector<FrozenTrial>& trials() const override { return m_trials; }
-  std::vector<FrozenTrial>& mutable_trials() { return m_trials; }
+  std::vector<FrozenTrial>& mutable_trials() {
+    m_log_id = new_change_log_id();
+    m_log.clear();
+    return m_trials;
+  }
+  // Appends a trial (its number after every other's) and logs it.
+  void add(FrozenTrial trial) {
+    m_trials.push_back(std::move(trial));
+    m_log.push_back(m_trials.size() - 1);
+  }
+  // Replaces the trial at `position` and logs it.
+  void replace(std::size_t position, FrozenTrial trial) {
+    m_trials.at(position) = std::move(trial);
+    m_log.push_back(position);
+  }
+  std::optional<std::span<const std::size_t>> changes_since(
+      const ChangeCursor& cursor) const override {
+    if (cursor.log != m_log_id || cursor.position > m_log.size()) return std::nullopt;
+    return std::span<const std::size_t>(m_log).subspan(cursor.position);
+  }
+  ChangeCursor cursor() const override { return {m_log_id, m_log.size()}; }
 
  private:
   std::vector<Direction> m_directions;  // never empty
   std::vector<FrozenTrial> m_trials;
+  std::uint64_t m_log_id = new_change_log_id();
+  std::vector<std::size_t> m_log;  // positions, one per add() or replace()
 };
 
 }  // namespace tune::search

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/cluster/pgbouncer_fixture.h"
 #include "tests/cluster/postgres_fixture.h"
 #include "tests/tuner/storage_suite.h"
 #include "tuner/storage/postgres_storage.h"
@@ -45,7 +46,22 @@ const StorageBackend k_postgres{"postgresql", [](std::string* skip) -> std::stri
                                   EXPECT_EQ(error, "");
                                   return server->url(db);
                                 }};
-INSTANTIATE_TEST_SUITE_P(Backends, StorageSuite, ::testing::Values(&k_postgres),
+// The same through PgBouncer in transaction pooling mode, two server connections for all the
+// suite's connections: every call must work on whichever server connection runs it (no
+// session state, no named prepared statements: postgres_storage.h).
+const StorageBackend k_pgbouncer{"pgbouncer", [](std::string* skip) -> std::string {
+                                   std::string error;
+                                   *skip = tune::testing::start_shared_pgbouncer(&error);
+                                   if (!skip->empty()) return "";
+                                   if (!error.empty()) {
+                                     ADD_FAILURE() << error;
+                                     return "";
+                                   }
+                                   const auto db = tune::testing::test_database_name();
+                                   EXPECT_EQ(shared_postgres()->create_database(db), "");
+                                   return tune::testing::shared_pgbouncer()->url(db);
+                                 }};
+INSTANTIATE_TEST_SUITE_P(Backends, StorageSuite, ::testing::Values(&k_postgres, &k_pgbouncer),
                          [](const auto& info) { return info.param->name; });
 
 // Runs python3 (Debian's, which sees python3-optuna) on `script` with `args`; its exit status.
@@ -68,20 +84,21 @@ class PostgresStorageTest : public PostgresTest {
     EXPECT_TRUE(s) << s.error();
     return s ? std::move(*s) : nullptr;
   }
-  // Every column of the public schema: table.column:type:nullable, sorted.
-  std::string columns(const std::string& db) {
+  // Every column of the public schema: table.column:type:nullable, sorted; tune's own tables
+  // beside Optuna's (tune_*, optuna_schema.h tune_extras_sql) left out, or only them.
+  std::string columns(const std::string& db, bool tunes = false) {
     return server().scalar(
-        db,
-        "SELECT string_agg(table_name || '.' || column_name || ':' || udt_name || ':' || "
-        "is_nullable, ',' ORDER BY table_name, column_name) FROM information_schema.columns "
-        "WHERE table_schema = 'public'");
+        db, std::string("SELECT string_agg(table_name || '.' || column_name || ':' || udt_name || "
+                        "':' || is_nullable, ',' ORDER BY table_name, column_name) FROM "
+                        "information_schema.columns WHERE table_schema = 'public' AND ") +
+                (tunes ? "" : "NOT ") + "starts_with(table_name, 'tune_')");
   }
   std::string constraints(const std::string& db) {
     return server().scalar(
         db,
         "SELECT string_agg(conrelid::regclass || ':' || contype || ':' || "
         "pg_get_constraintdef(oid), ',' ORDER BY 1) FROM pg_constraint WHERE connamespace = "
-        "'public'::regnamespace");
+        "'public'::regnamespace AND NOT starts_with(conrelid::regclass::text, 'tune_')");
   }
   std::filesystem::path log() const { return server().dir() / (m_db + ".log"); }
   const PostgresServer& server() const { return *shared_postgres(); }
@@ -101,6 +118,11 @@ TEST_F(PostgresStorageTest, CreatesTheSchemaOptunaCreates) {
   EXPECT_NE(ours.find("trials.state:trialstate:NO"), std::string::npos) << ours;
   EXPECT_EQ(ours, columns(optuna_db));
   EXPECT_EQ(constraints(m_db), constraints(optuna_db));
+  // Beside them, tune's change count (Optuna maps its own tables only).
+  EXPECT_EQ(columns(m_db, true),
+            "tune_study_changes.seq:int8:NO,tune_study_changes.study_id:int4:NO,"
+            "tune_trial_changes.seq:int8:NO,tune_trial_changes.study_id:int4:NO,"
+            "tune_trial_changes.trial_id:int4:NO");
   // Reopening an existing schema changes nothing.
   ASSERT_TRUE(open());
   EXPECT_EQ(columns(m_db), ours);
@@ -141,6 +163,15 @@ TEST_F(PostgresStorageTest, OptunaAndTuneShareAStudy) {
   ASSERT_EQ(all->size(), 4u);
   EXPECT_EQ((*all)[0].state, TrialState::complete);
   EXPECT_TRUE((*all)[0].value.has_value());
+  // Optuna deletes the study whole: tune's change count beside it goes with it (cascade).
+  EXPECT_NE(server().scalar(m_db, "SELECT count(*) FROM tune_trial_changes"), "0");
+  EXPECT_EQ(run_python("import optuna, sys; optuna.delete_study(study_name='shared', "
+                       "storage=sys.argv[1])",
+                       {url()}, log()),
+            0)
+      << slurp(log());
+  EXPECT_EQ(server().scalar(m_db, "SELECT count(*) FROM tune_trial_changes"), "0");
+  EXPECT_EQ(server().scalar(m_db, "SELECT count(*) FROM tune_study_changes"), "0");
 }
 
 // The server cuts the worker's connection (a restart, a failover, a network cut): the next call

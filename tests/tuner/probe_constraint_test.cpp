@@ -31,8 +31,8 @@ TEST(ProbeConstraint, RunAndSkippedTrialsBothCarryTheirConstraint) {
   TrialHooks hooks;
   int calls = 0;
   std::vector<std::vector<search::FrozenTrial>::size_type> history;
-  hooks.study_history = [&](const std::vector<search::FrozenTrial>& trials) {
-    history.push_back(trials.size());
+  hooks.study_history = [&](const search::StudyView& study) {
+    history.push_back(study.trials().size());
   };
   hooks.before_launch = [&](const search::FrozenTrial&, const RenderedLaunch&) {
     return nlohmann::json{{k_hook_constraint, calls++ == 0 ? -0.25 : 0.5}};

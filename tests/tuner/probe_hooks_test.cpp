@@ -172,9 +172,16 @@ std::vector<search::FrozenTrial> history(int n, int omp_threads, double omp_load
   return trials;
 }
 
+// The history as the runner's study view.
+search::VectorStudyView view_of(std::vector<search::FrozenTrial> trials) {
+  search::VectorStudyView view(search::Direction::minimize);
+  view.mutable_trials() = std::move(trials);
+  return view;
+}
+
 TEST(ProbeHooks, ConstraintOnlyWhenConstrainingAndLearned) {
   auto plain = hooks_for();
-  plain.study_history(history(3, 3, 3.0));
+  plain.study_history(view_of(history(3, 3, 3.0)));
   EXPECT_FALSE(
       plain.before_launch(search::FrozenTrial{}, launch("prog", "4")).contains(k_hook_constraint));
   ProbeSpec spec;
@@ -182,11 +189,12 @@ TEST(ProbeHooks, ConstraintOnlyWhenConstrainingAndLearned) {
   auto constraining = hooks_for(spec);
   // Before three trials have measured anything, the prior does not skip trials: they run and
   // teach the prediction (a study constrained by the prior alone would never learn).
-  constraining.study_history(history(2, 3, 3.0));
+  constraining.study_history(view_of(history(2, 3, 3.0)));
   const auto learning = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
   ASSERT_TRUE(learning.contains(k_hook_constraint));
   EXPECT_DOUBLE_EQ(learning[k_hook_constraint].get<double>(), 0.0) << "runs, at the boundary";
-  constraining.study_history(history(3, 3, 3.0));  // OpenMP's 3 extra threads measured busy
+  constraining.study_history(
+      view_of(history(3, 3, 3.0)));  // OpenMP's 3 extra threads measured busy
   const auto busy = constraining.before_launch(search::FrozenTrial{}, launch("prog", "4"));
   const auto calm = constraining.before_launch(search::FrozenTrial{}, launch("prog", "1"));
   ASSERT_TRUE(busy.contains(k_hook_constraint) && calm.contains(k_hook_constraint));
@@ -198,14 +206,14 @@ TEST(ProbeHooks, PredictionsLearnFromEarlierTrialsDutyCycles) {
   auto hooks = hooks_for();
   const auto prior = prediction(hooks, launch("prog", "4"));
   EXPECT_TRUE(prior["oversubscribed"].get<bool>()) << prior.dump();
-  hooks.study_history(history(3, 3, 0.1));  // the pool of 4 was found idle on 2-PU cpusets
+  hooks.study_history(view_of(history(3, 3, 0.1)));  // the pool of 4 was found idle on 2-PU cpusets
   const auto learned = prediction(hooks, launch("prog", "4"));
   EXPECT_FALSE(learned["oversubscribed"].get<bool>()) << learned.dump();
   EXPECT_EQ(learned["basis"], "duty cycles of 3 earlier trials");
-  hooks.study_history({});  // another study, or a fresh one: the prior again
+  hooks.study_history(view_of({}));  // another study, or a fresh one: the prior again
   EXPECT_EQ(prediction(hooks, launch("prog", "4")), prior);
   // Trials that failed at start (a second of start-up, the pool never busy) teach nothing.
-  hooks.study_history(history(3, 3, 0.1, search::TrialState::fail));
+  hooks.study_history(view_of(history(3, 3, 0.1, search::TrialState::fail)));
   EXPECT_EQ(prediction(hooks, launch("prog", "4")), prior);
 }
 

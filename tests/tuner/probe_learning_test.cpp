@@ -202,5 +202,38 @@ TEST(ProbeLearning, AnotherHistoryIsRecomputed) {
   expect_same(once, ProbeLearning::recompute(all));
 }
 
+// Through a study view's change log (as the runner hands the probes its StudyCache): trials
+// appear running, then finish, in batches, and each update reads only what changed; at every step
+// the result equals a full recomputation over the same trials.
+TEST(ProbeLearning, ThroughTheChangeLogEqualsAFullRecomputation) {
+  const auto all = recorded_history(300, 13);
+  search::VectorStudyView view(search::Direction::minimize);
+  ProbeLearning kept;
+  std::mt19937 rng(5);
+  std::size_t started = 0, finished = 0;
+  while (finished < all.size()) {
+    // A few trials start (running, no records yet), a few of the running ones end.
+    const std::size_t start = std::min(all.size() - started, std::size_t{1 + rng() % 4});
+    for (std::size_t i = 0; i < start; ++i, ++started) {
+      FrozenTrial running = all[started];
+      running.state = TrialState::running;
+      running.system_attrs = nlohmann::json::object();
+      view.add(std::move(running));
+    }
+    const std::size_t end = std::min(started - finished, std::size_t{rng() % 4});
+    for (std::size_t i = 0; i < end; ++i, ++finished) view.replace(finished, all[finished]);
+    kept.update(view);
+    if (rng() % 10 == 0) expect_same(kept, ProbeLearning::recompute(view.trials()));
+  }
+  kept.update(view);
+  expect_same(kept, ProbeLearning::recompute(all));
+  EXPECT_EQ(kept.recomputations(), 0) << "the log said what changed: nothing recomputed";
+  EXPECT_EQ(kept.folded(), all.size());
+  // A view whose log cannot say (its trials were changed in place) is read whole.
+  view.mutable_trials().resize(100);
+  kept.update(view);
+  expect_same(kept, ProbeLearning::recompute(view.trials()));
+}
+
 }  // namespace
 }  // namespace tune::tuner

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -221,7 +222,8 @@ TEST_P(StorageSuite, CacheReadsOnlyWhatChanged) {
 }
 
 // A re-measured trial's believed value replaces a COMPLETE trial's value (tuner/run/rerun.h); any
-// other trial is left alone; the cache re-reads it once marked stale.
+// other trial is left alone; the replacement counts as the trial's change, which every cache
+// reads at its next sync.
 TEST_P(StorageSuite, CompleteTrialValueIsReplacedAndReRead) {
   auto s = open();
   auto study = s->get_or_create_study("v", search::Direction::minimize, nullptr);
@@ -244,10 +246,8 @@ TEST_P(StorageSuite, CompleteTrialValueIsReplacedAndReRead) {
   EXPECT_FALSE(*refused);
   EXPECT_FALSE(s->set_complete_trial_value(999999, 1.0));
   ASSERT_TRUE(cache.sync());
-  EXPECT_EQ(*cache.trials()[0].value, 2.0);  // a finished trial is not re-read unasked
-  cache.mark_stale(a->trial_id);
-  ASSERT_TRUE(cache.sync());
   EXPECT_EQ(*cache.trials()[0].value, 3.5);
+  EXPECT_EQ(cache.trials()[0].user_attrs.value("search_value", 0.0), 2.0);
   EXPECT_FALSE(cache.trials()[1].value.has_value());
 }
 
@@ -331,6 +331,112 @@ TEST_P(StorageSuite, ConcurrentWritersGetDistinctNumbersAndPops) {
   EXPECT_EQ(*all.rbegin(), k_waiting + k_writers * k_per_writer - 1);
   EXPECT_EQ(pops.size(), std::size_t{k_waiting});
   EXPECT_EQ(pop_count, std::size_t{k_waiting});
+}
+
+// The cache's delta (issue 27): several writers on their own connections change a study (and
+// another study in the same database) at random, as workers would; after every sync the cache
+// holds what a full read holds: every trial, its state and value; a finished trial whole; an
+// unfinished one with the params it runs. A sync reads only the changed trials: its change log
+// names them, and a sync after writes that count as no change (heartbeats, intermediate values,
+// attributes of a running trial) names none.
+TEST_P(StorageSuite, CacheDeltaEqualsAFullRead) {
+  auto reader = open();
+  auto study = reader->get_or_create_study("delta", search::Direction::minimize, nullptr);
+  ASSERT_TRUE(study);
+  std::vector<std::unique_ptr<Storage>> writers;
+  for (int w = 0; w < 3; ++w) writers.push_back(open());
+  auto other = writers[0]->get_or_create_study("other", search::Direction::minimize, nullptr);
+  ASSERT_TRUE(other);
+  StudyCache cache(*reader, *study);
+  search::ChangeCursor cursor;
+  std::mt19937 rng(27);
+  std::vector<std::int64_t> unfinished, complete;
+  const search::FloatDistribution dist{0, 10, false, std::nullopt};
+  const auto expect_equal = [&] {
+    ASSERT_TRUE(cache.sync());
+    auto all = reader->get_all_trials(study->study_id);
+    ASSERT_TRUE(all) << all.error();
+    ASSERT_EQ(cache.trials().size(), all->size());
+    for (std::size_t i = 0; i < all->size(); ++i) {
+      const auto& want = (*all)[i];
+      const auto& got = cache.trials()[i];
+      ASSERT_EQ(got.trial_id, want.trial_id);
+      EXPECT_EQ(got.number, want.number);
+      EXPECT_EQ(got.state, want.state) << "trial " << want.number;
+      EXPECT_EQ(got.value, want.value) << "trial " << want.number;
+      EXPECT_EQ(got.params, want.params) << "trial " << want.number;
+      if (!want.is_finished()) continue;
+      EXPECT_EQ(got.user_attrs, want.user_attrs) << "trial " << want.number;
+      EXPECT_EQ(got.system_attrs, want.system_attrs) << "trial " << want.number;
+      EXPECT_EQ(got.intermediate_values, want.intermediate_values) << "trial " << want.number;
+      EXPECT_EQ(got.constraints, want.constraints) << "trial " << want.number;
+    }
+    EXPECT_EQ(cache.waiting(),
+              static_cast<std::size_t>(std::ranges::count_if(
+                  *all, [](const auto& t) { return t.state == search::TrialState::waiting; })));
+  };
+  for (int step = 0; step < 150; ++step) {
+    Storage& s = *writers[rng() % writers.size()];
+    const int op = static_cast<int>(rng() % 8);
+    if (op == 0 || unfinished.empty()) {
+      const bool waiting = rng() % 4 == 0;
+      auto t = s.create_trial(rng() % 5 == 0 ? other->study_id : study->study_id,
+                              waiting ? search::TrialState::waiting : search::TrialState::running,
+                              {{"owner", static_cast<int>(step)}});
+      ASSERT_TRUE(t) << t.error();
+      unfinished.push_back(t->trial_id);
+    } else if (op == 1) {
+      ASSERT_TRUE(s.pop_waiting_trial(study->study_id));
+    } else if (op == 2 || op == 3) {
+      const auto id = unfinished[rng() % unfinished.size()];
+      TrialUpdate u;
+      u.system_attrs["sampler"] = step;
+      u.params.push_back({"x", static_cast<double>(step % 10), dist});
+      auto r = s.update_trial(id, u);
+      ASSERT_TRUE(r || is_finished_trial_error(r.error())) << r.error();
+    } else if (op == 4) {
+      const auto k = rng() % unfinished.size();
+      TrialUpdate end;
+      end.user_attrs["wall_time"] = 0.5 * step;
+      end.system_attrs["constraints"] = nlohmann::json::array({-1.0});
+      end.intermediate_values[1] = step;
+      end.state = rng() % 3 ? search::TrialState::complete : search::TrialState::fail;
+      if (end.state == search::TrialState::complete) end.values = TrialValues(step * 0.25);
+      ASSERT_TRUE(s.update_trial(unfinished[k], end));
+      if (end.state == search::TrialState::complete) complete.push_back(unfinished[k]);
+      unfinished.erase(unfinished.begin() + static_cast<std::ptrdiff_t>(k));
+    } else if (op == 5 && !complete.empty()) {
+      ASSERT_TRUE(s.set_complete_trial_value(complete[rng() % complete.size()], step, "kept"));
+    } else {
+      // Writes that count as no change: a running trial's heartbeat, curve and attributes.
+      const auto id = unfinished[rng() % unfinished.size()];
+      const auto t = reader->get_trial(id);
+      ASSERT_TRUE(t) << t.error();
+      if (t->state == search::TrialState::running) {
+        ASSERT_TRUE(cache.sync());  // what changed before
+        ASSERT_TRUE(s.record_heartbeat(id));
+        ASSERT_TRUE(s.set_trial_intermediate_value(id, step, 1.0));
+        ASSERT_TRUE(s.set_trial_user_attr(id, "note", step));
+        cursor = cache.cursor();  // the writes above are in no sync yet
+        ASSERT_TRUE(cache.sync());
+        const auto changed = cache.changes_since(cursor);
+        ASSERT_TRUE(changed.has_value());
+        EXPECT_TRUE(changed->empty()) << "a sync after no change read " << changed->size();
+      }
+    }
+    if (rng() % 3 == 0) expect_equal();
+  }
+  // Every unfinished trial ends: then the cache holds the whole study, finished, as stored.
+  for (const auto id : unfinished) {
+    TrialUpdate end;
+    end.state = search::TrialState::complete;
+    end.values = TrialValues(1.0);
+    ASSERT_TRUE(writers[0]->update_trial(id, end));
+  }
+  expect_equal();
+  cursor = cache.cursor();
+  ASSERT_TRUE(cache.sync());
+  EXPECT_TRUE(cache.changes_since(cursor)->empty());
 }
 
 // One `OR trial_id = ?` per unfinished trial hit SQLite's expression depth limit at 1,000.

@@ -187,9 +187,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     state->tag = fmt::format("{}.{}.{}", this_hostname(), ::getpid(), trial.number);
     launch.env_set[probes::k_probe_tag_env] = state->tag;
   };
-  hooks.study_history = [state](const std::vector<search::FrozenTrial>& trials) {
-    state->learning.update(trials);
-  };
+  hooks.study_history = [state](const search::StudyView& study) { state->learning.update(study); };
   hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
     const auto env = rank_environment(launch);
     const auto plan = launch.probe_plan(env);

@@ -35,6 +35,30 @@ bool ProbeLearning::extend(const std::vector<search::FrozenTrial>& trials) {
   return still_there == m_folded.size();  // else a folded trial is gone
 }
 
+void ProbeLearning::update(const search::StudyView& study) {
+  const search::ChangedTrials changes = search::take_changes(study, m_cursor);
+  const auto& trials = study.trials();
+  if (!changes.from_scratch && !m_untracked) {
+    const std::uint64_t update = ++m_update;
+    bool same = true;
+    for (const std::size_t pos : changes.positions) {
+      const auto& t = trials[pos];
+      const auto it = m_folded.find(t.trial_id);
+      if (it != m_folded.end()) {
+        same = same && it->second.state == t.state;  // a folded trial never changes state
+        continue;
+      }
+      if (!t.is_finished()) continue;  // folded once it ends, which the log will say
+      fold(t);
+      m_folded.emplace(t.trial_id, Folded{t.state, update});
+    }
+    if (same) return;
+  }
+  const search::ChangeCursor cursor = m_cursor;
+  update(trials);
+  m_cursor = cursor;
+}
+
 void ProbeLearning::update(const std::vector<search::FrozenTrial>& trials) {
   if (!m_untracked && extend(trials)) return;
   const int before = m_recomputations;

@@ -24,6 +24,9 @@ namespace tune::tuner {
 
 class ProbeLearning {
  public:
+  // Brings the learned state up to `study`: through its change log, the trials changed since the
+  // last update alone (O(changes)); where the log cannot say, as update(study.trials()).
+  void update(const search::StudyView& study);
   // Brings the learned state up to `trials` (the study's trials, in any order). Costs one hash
   // look-up per trial plus the work on trials finished since the last update.
   void update(const std::vector<search::FrozenTrial>& trials);
@@ -50,7 +53,8 @@ class ProbeLearning {
   probes::VerdictMemory m_memory;
   std::unordered_map<std::int64_t, Folded> m_folded;
   std::uint64_t m_update = 0;
-  bool m_untracked = false;  // trial ids repeated: the next update recomputes
+  search::ChangeCursor m_cursor;  // update(study): where its change log was read up to
+  bool m_untracked = false;       // trial ids repeated: the next update recomputes
   int m_recomputations = 0;
 };
 

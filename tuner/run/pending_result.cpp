@@ -20,21 +20,14 @@ constexpr int k_format = 1;  // "tune_pending_result": the file's format version
 
 Result<bool> store_final_record(Storage& storage, std::int64_t trial_id, const FinalRecord& record,
                                 bool with_intermediate) {
-  if (with_intermediate) {
-    for (const auto& [step, value] : record.intermediate_values) {
-      if (auto r = storage.set_trial_intermediate_value(trial_id, step, value); !r)
-        return std::unexpected(r.error());
-    }
-  }
-  for (const auto& [key, value] : record.user_attrs.items()) {
-    if (auto r = storage.set_trial_user_attr(trial_id, key, value); !r)
-      return std::unexpected(r.error());
-  }
-  for (const auto& [key, value] : record.system_attrs.items()) {
-    if (auto r = storage.set_trial_system_attr(trial_id, key, value); !r)
-      return std::unexpected(r.error());
-  }
-  return storage.set_trial_state_values(trial_id, record.state, TrialValues(record.values));
+  // One transaction: the trial ends with everything its end records, or not at all.
+  TrialUpdate end;
+  if (with_intermediate) end.intermediate_values = record.intermediate_values;
+  end.user_attrs = record.user_attrs;
+  end.system_attrs = record.system_attrs;
+  end.state = record.state;
+  end.values = TrialValues(record.values);
+  return storage.update_trial(trial_id, end);
 }
 
 Result<void> keep_pending_result(const fs::path& path, const search::FrozenTrial& trial,

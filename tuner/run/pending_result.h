@@ -38,9 +38,9 @@ struct FinalRecord {
   bool stored = false;             // set once its state reached the database
 };
 
-// Writes the record's attributes, then its state and values in one call (intermediate values
-// first, when `with_intermediate`: a resumed trial's, whose writes during the run may have been
-// lost). The state call's answer: false when the trial had already finished.
+// Writes the record's attributes, state and values in one transaction (Storage::update_trial;
+// with its intermediate values when `with_intermediate`: a resumed trial's, whose writes during
+// the run may have been lost). false, nothing written, when the trial had already finished.
 [[nodiscard]] Result<bool> store_final_record(Storage& storage, std::int64_t trial_id,
                                               const FinalRecord& record, bool with_intermediate);
 

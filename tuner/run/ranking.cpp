@@ -1,6 +1,8 @@
 #include "tuner/run/ranking.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "search/pareto.h"
@@ -78,6 +80,80 @@ const FrozenTrial* best_trial(const search::StudyView& study) {
     if (best == nullptr || ranks_before(r, *best, maximize)) best = &r;
   }
   return best ? best->trial : nullptr;
+}
+
+void BestTracker::clear() {
+  m_ranked.clear();
+  m_key.clear();
+  m_position.clear();
+  m_rerun_values.clear();
+  m_rerun_of.clear();
+  m_rerun_count.clear();
+}
+
+void BestTracker::catch_up(const search::StudyView& study) {
+  const bool maximize = study.direction() == search::Direction::maximize;
+  search::ChangedTrials changes = search::take_changes(study, m_cursor);
+  if (changes.from_scratch || maximize != m_maximize) {
+    clear();
+    m_maximize = maximize;
+    if (!changes.from_scratch) changes = {true, {}};
+    changes.positions.resize(study.trials().size());
+    for (std::size_t i = 0; i < changes.positions.size(); ++i) changes.positions[i] = i;
+  }
+  for (const std::size_t pos : changes.positions) fold(study, pos);
+}
+
+void BestTracker::fold(const search::StudyView& study, std::size_t position) {
+  const FrozenTrial& t = study.trials()[position];
+  m_position[t.number] = position;
+  if (const auto of = rerun_of(t)) {
+    // A re-run: its value (once completed) is part of its original's believed value.
+    if (m_rerun_of.emplace(t.number, *of).second) ++m_rerun_count[*of];
+    auto& values = m_rerun_values[*of];
+    if (const auto v = rerun_value(t))
+      values[t.number] = *v;
+    else
+      values.erase(t.number);
+    rank(study, *of);
+  }
+  rank(study, t.number);
+}
+
+void BestTracker::rank(const search::StudyView& study, int number) {
+  if (const auto it = m_key.find(number); it != m_key.end()) {
+    m_ranked.erase(it->second);
+    m_key.erase(it);
+  }
+  const auto pos = m_position.find(number);
+  if (pos == m_position.end()) return;  // an original not read yet: ranked when it is
+  const FrozenTrial& t = study.trials()[pos->second];
+  if (!is_ranked(t)) return;
+  double value = *t.value;
+  if (const auto reruns = m_rerun_values.find(number);
+      reruns != m_rerun_values.end() && !reruns->second.empty()) {
+    std::vector<double> values;  // in re-run number order, as ranked_with_values collects them
+    values.reserve(reruns->second.size());
+    for (const auto& [n, v] : reruns->second) values.push_back(v);
+    value = median(values);
+  }
+  double loss = m_maximize ? -value : value;
+  if (std::isnan(loss)) loss = std::numeric_limits<double>::infinity();
+  const Key key{!t.is_feasible(), loss, number};
+  m_ranked.insert(key);
+  m_key.emplace(number, key);
+}
+
+const FrozenTrial* BestTracker::best(const search::StudyView& study) {
+  catch_up(study);
+  if (m_ranked.empty()) return nullptr;
+  return &study.trials()[m_position.at(m_ranked.begin()->number)];
+}
+
+bool BestTracker::has_reruns(const search::StudyView& study, int number) {
+  catch_up(study);
+  const auto it = m_rerun_count.find(number);
+  return it != m_rerun_count.end() && it->second > 0;
 }
 
 std::vector<const FrozenTrial*> front_trials(const search::StudyView& study) {

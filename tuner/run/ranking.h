@@ -13,6 +13,9 @@
 // thread-safe.
 #pragma once
 
+#include <map>
+#include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "search/trial.h"
@@ -31,6 +34,44 @@ std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& s
 
 // ranked_trials(study).front(); nullptr when no trial is ranked.
 const search::FrozenTrial* best_trial(const search::StudyView& study);
+
+// best_trial() and whether a trial has re-runs, kept from a study's change log (StudyView):
+// each call folds in the trials that changed since the last (O(changes log n)), where
+// best_trial() passes over the whole study, so the live line and incumbent_repeats cost the same
+// at trial 50,000 as at trial 50. The same answers as best_trial() and a pass over the re-runs
+// (tests/tuner/ranking_test.cpp holds them equal on recorded histories). A view that keeps no log
+// is read whole at each call. Single-objective studies; one thread.
+class BestTracker {
+ public:
+  const search::FrozenTrial* best(const search::StudyView& study);
+  // Whether any trial (in any state) re-measures trial `number`.
+  bool has_reruns(const search::StudyView& study, int number);
+
+ private:
+  // A ranked trial's place: feasible first, then by believed value (the direction's better
+  // first), then number.
+  struct Key {
+    bool infeasible;
+    double loss;  // the believed value, negated when maximising; NaN as +inf
+    int number;
+    auto operator<=>(const Key&) const = default;
+  };
+  void catch_up(const search::StudyView& study);
+  void clear();
+  void fold(const search::StudyView& study, std::size_t position);
+  // Re-keys trial `number` (at `position`) from its stored value and its re-runs.
+  void rank(const search::StudyView& study, int number);
+
+  search::ChangeCursor m_cursor;
+  bool m_maximize = false;
+  std::set<Key> m_ranked;
+  std::unordered_map<int, Key> m_key;               // number -> its key in m_ranked
+  std::unordered_map<int, std::size_t> m_position;  // number -> position in trials()
+  // Original's number -> (re-run's number -> its measured value, when completed).
+  std::unordered_map<int, std::map<int, double>> m_rerun_values;
+  std::unordered_map<int, int> m_rerun_of;     // re-run's number -> original's number
+  std::unordered_map<int, int> m_rerun_count;  // original's number -> re-runs in any state
+};
 
 // A multi-objective study's best trials: the Pareto front (search/pareto.h) of its ranked trials'
 // values (feasible ones only when any is feasible), number order. Without constraints or re-runs,

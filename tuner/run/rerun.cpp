@@ -69,16 +69,14 @@ Result<void> believe_reruns(Storage& storage, StudyCache& cache, const FrozenTri
   return cache.sync();
 }
 
-Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache,
+Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache, BestTracker& tracker,
                                      const search::SearchSpace& space, int repeats) {
   if (repeats <= 0) return 0;
   if (auto r = cache.sync(); !r) return std::unexpected(r.error());
-  const FrozenTrial* best = best_trial(cache);
+  const FrozenTrial* best = tracker.best(cache);
   if (best == nullptr) return 0;
   const int number = best->number;
-  const bool has_reruns = std::any_of(cache.trials().begin(), cache.trials().end(),
-                                      [&](const FrozenTrial& t) { return rerun_of(t) == number; });
-  if (has_reruns) return 0;
+  if (tracker.has_reruns(cache, number)) return 0;
   auto fixed = fixed_params_of(*best, space);
   if (!fixed) return std::unexpected(fixed.error());
   for (int round = 0; round < repeats; ++round) {

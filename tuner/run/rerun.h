@@ -19,6 +19,7 @@
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
+#include "tuner/run/ranking.h"
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
@@ -50,7 +51,8 @@ Result<void> believe_reruns(Storage& storage, StudyCache& cache, const search::F
 // incumbent_repeats: when the best COMPLETE search trial by believed value (summary.h's
 // best_trial) has no re-run yet, enqueues `repeats` re-runs of it as WAITING trials, so they are
 // the next trials the runner takes. Returns the number enqueued (0 when the best has some).
-Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache,
+// `best` keeps the best trial and the re-runs from the cache's change log (O(changes) a call).
+Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache, BestTracker& best,
                                      const search::SearchSpace& space, int repeats);
 
 // `tune confirm`'s re-runs: which trials (the baseline, then the best), in which order.

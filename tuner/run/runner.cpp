@@ -136,10 +136,16 @@ class LogFollower {
   // database answers again, and a call that waits delays nothing of the trial. After the
   // trial, once one failed, none is tried: each would hold up the trial's end by retry_for, and
   // the end carries them (FinalRecord::intermediate_values).
+  // Heartbeats go out every heartbeat_interval_s() (the first with the trial's start), not every
+  // tick: a study of 200 workers would otherwise send the server 400 of them a second.
   std::string tick(bool prune = true) {
     const bool write = prune || !m_errors.failed();
     if (m_errors.lost()) return std::string(k_lost_reason);
-    if (write) m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
+    const auto now = Clock::now();
+    if (write && prune && now - m_last_heartbeat >= heartbeat_interval()) {
+      m_last_heartbeat = now;
+      m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
+    }
     if (m_errors.lost()) return std::string(k_lost_reason);
     if (m_objective.wall_time || m_objective.file)
       return "";  // no log to follow: the value is known at the end
@@ -177,6 +183,14 @@ class LogFollower {
   FrozenTrial& m_trial;
   ErrorSink& m_errors;
   fs::file_time_type m_last_mtime{};
+  Clock::time_point m_last_heartbeat = Clock::now();  // the start wrote the first
+
+  // A sixteenth of the grace period (7.5 s for the default 120 s), 0.5 s at least: a live
+  // trial's heartbeat is never near the age at which another worker fails it as stale.
+  Clock::duration heartbeat_interval() const {
+    const double s = std::clamp(m_storage.grace_period_s() / 16.0, 0.5, 10.0);
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
 };
 
 }  // namespace
@@ -323,9 +337,7 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
       break;
     }
     if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
-    const bool waiting = std::ranges::any_of(
-        m_cache->trials(), [](const FrozenTrial& t) { return t.state == TrialState::waiting; });
-    if (!waiting && m_sampler->exhausted(*m_cache)) {
+    if (m_cache->waiting() == 0 && m_sampler->exhausted(*m_cache)) {
       out << "the sampler has nothing left to try (every grid point ran); stopping\n";
       break;
     }
@@ -434,8 +446,8 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
     m_failures_in_row.clear();
   }
   // incumbent_repeats: a new best is re-measured (the next trials) before it is believed.
-  auto reruns =
-      enqueue_incumbent_reruns(*m_storage, *m_cache, m_spec.space, m_spec.incumbent_repeats);
+  auto reruns = enqueue_incumbent_reruns(*m_storage, *m_cache, m_best, m_spec.space,
+                                         m_spec.incumbent_repeats);
   if (!reruns) return std::unexpected(reruns.error());
   if (!m_options.quiet) print_progress(out, index, *trial, *ran);
   return {};
@@ -456,31 +468,29 @@ const nlohmann::json& StudyRunner::machine() {
   return m_machine;
 }
 
-// Takes the oldest WAITING trial, or creates a RUNNING one, stamped with this process as owner.
+// Takes the oldest WAITING trial, or creates a RUNNING one, stamped with this process as owner
+// (and the machine) in the transaction that creates it, or in one write after the pop.
 Result<FrozenTrial> StudyRunner::claim_trial() {
   const auto study_id = m_cache->study().study_id;
-  const auto owner = owner_identity(host());
+  nlohmann::json attrs = {{k_attr_owner, owner_identity(host())}};
+  if (const auto& machine = this->machine(); !machine.is_null()) attrs[k_attr_machine] = machine;
   NewTrial nt;
   auto popped = m_storage->pop_waiting_trial(study_id);
   if (!popped) return std::unexpected(popped.error());
   if (*popped) {
     nt = **popped;
-    if (auto r = m_storage->set_trial_system_attr(nt.trial_id, k_attr_owner, owner); !r) {
+    TrialUpdate stamp;
+    stamp.system_attrs = attrs;
+    if (auto r = m_storage->update_trial(nt.trial_id, stamp); !r) {
       return std::unexpected(r.error());
     }
   } else {
-    auto created = m_storage->create_trial(study_id, TrialState::running, {{k_attr_owner, owner}});
+    auto created = m_storage->create_trial(study_id, TrialState::running, attrs);
     if (!created) return std::unexpected(created.error());
     nt = *created;
   }
-  if (const auto& machine = this->machine(); !machine.is_null()) {
-    if (auto r = m_storage->set_trial_system_attr(nt.trial_id, k_attr_machine, machine); !r)
-      return std::unexpected(r.error());
-  }
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
-  for (const auto& t : m_cache->trials()) {
-    if (t.trial_id == nt.trial_id) return t;
-  }
+  if (const FrozenTrial* t = m_cache->find(nt.trial_id)) return *t;
   return std::unexpected(missing_trial_error(nt.trial_id));
 }
 
@@ -500,12 +510,11 @@ Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
   }
   const auto attrs_before = trial.system_attrs;
   m_sampler->before_trial(*m_cache, trial);
+  // What the sampler noted and every value, in one transaction (which other workers see as
+  // this trial's change: where it runs).
+  TrialUpdate update;
   for (const auto& [key, value] : trial.system_attrs.items()) {
-    if (!attrs_before.contains(key) || attrs_before[key] != value) {
-      if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) {
-        return std::unexpected(r.error());
-      }
-    }
+    if (!attrs_before.contains(key) || attrs_before[key] != value) update.system_attrs[key] = value;
   }
   const auto params = search::suggest_all(*m_sampler, *m_cache, trial, m_spec.space);
   TemplateValues values;
@@ -513,10 +522,11 @@ Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
     const double internal = params.at(name);
     trial.params[name] = internal;
     trial.distributions[name] = dist;
-    if (auto r = m_storage->set_trial_param(trial.trial_id, name, internal, dist); !r) {
-      return std::unexpected(r.error());
-    }
+    update.params.push_back({name, internal, dist});
     values[name] = search::to_external(dist, internal);
+  }
+  if (auto r = m_storage->update_trial(trial.trial_id, update); !r) {
+    return std::unexpected(r.error());
   }
   return values;
 }
@@ -592,13 +602,10 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
                                                           {k_attr_trial_dir, trial_dir.string()},
                                                           {k_attr_workdir, req.workdir},
                                                           {k_attr_files, staged}};
-  for (const auto& [key, value] : shown) {
-    if (auto r = m_storage->set_trial_user_attr(trial.trial_id, key, value); !r) {
-      return std::unexpected(r.error());
-    }
-  }
-
-  if (m_hooks.study_history) m_hooks.study_history(m_cache->trials());
+  // What it runs and what the probes predict, stored in one transaction before it runs.
+  TrialUpdate update;
+  for (const auto& [key, value] : shown) update.user_attrs[key] = value;
+  if (m_hooks.study_history) m_hooks.study_history(*m_cache);
   if (m_hooks.before_launch) {
     const auto attrs = m_hooks.before_launch(trial, *rendered);
     for (const auto& [key, value] : attrs.items()) {
@@ -607,10 +614,11 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
         if (value.is_number() && value.get<double>() <= 0) p.run_constraint = value.get<double>();
         continue;
       }
-      if (auto r = m_storage->set_trial_system_attr(trial.trial_id, key, value); !r) {
-        return std::unexpected(r.error());
-      }
+      update.system_attrs[key] = value;
     }
+  }
+  if (auto r = m_storage->update_trial(trial.trial_id, update); !r) {
+    return std::unexpected(r.error());
   }
   return p;
 }
@@ -733,11 +741,9 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record
   if (record.rerun) {
     if (auto r = believe_reruns(*m_storage, *m_cache, trial); !r) return r;
   }
-  for (const auto& t : m_cache->trials()) {
-    if (t.trial_id == trial.trial_id) {
-      m_sampler->after_trial(*m_cache, t);
-      trial = t;
-    }
+  if (const FrozenTrial* t = m_cache->find(trial.trial_id)) {
+    m_sampler->after_trial(*m_cache, *t);
+    trial = *t;
   }
   return {};
 }
@@ -769,7 +775,7 @@ void StudyRunner::print_lost(std::ostream& out, int index, const FrozenTrial& tr
 }
 
 void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial& trial,
-                                 const Ran& ran) const {
+                                 const Ran& ran) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - m_started).count();
   const int done = index + 1;
   const double eta = elapsed / done * (m_options.trials - done);
@@ -783,6 +789,7 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
   progress.reason = ran.outcome.reason;
   if (done < m_options.trials) progress.eta_s = eta;
   progress.objectives = live_objective_names(m_spec);
+  if (!m_cache->is_multi_objective()) progress.best = m_best.best(*m_cache);
   const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
   if (terminal) out << "\r\033[K";  // clear the progress bar drawn after the last line
   out << progress_line(trial, *m_cache, progress) << '\n';

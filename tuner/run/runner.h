@@ -21,6 +21,7 @@
 #include "search/trial.h"
 #include "tuner/launch/program_identity.h"  // ProgramIdentities, a member
 #include "tuner/run/pending_result.h"       // FinalRecord
+#include "tuner/run/ranking.h"              // BestTracker, a member
 #include "tuner/storage/storage.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
 #include "tuner/study/study_spec.h"
@@ -57,9 +58,10 @@ struct TrialHooks {
   // Right after the trial's launch is rendered, before anything of it is stored or run: may add
   // variables the launch carries to every rank (the probes tag a trial that spans hosts).
   std::function<void(const search::FrozenTrial&, RenderedLaunch& launch)> tag_launch;
-  // Before before_launch: the study's trials as stored now (finished ones carry what the probes
-  // measured), so a prediction can learn from the trials before it.
-  std::function<void(const std::vector<search::FrozenTrial>&)> study_history;
+  // Before before_launch: the study as stored now (finished trials carry what the probes
+  // measured, and its change log says which trials are new since the last call), so a
+  // prediction can learn from the trials before it.
+  std::function<void(const search::StudyView&)> study_history;
   // Before launch, with the trial's structured launch (its argv is exactly what will run): may
   // return system attrs to store and a constraint value (> 0 = skip).
   std::function<nlohmann::json(const search::FrozenTrial&, const RenderedLaunch& launch)>
@@ -108,7 +110,7 @@ class StudyRunner {
   // `problem`).
   Result<bool> store_kept_result(const search::FrozenTrial& trial, std::string& problem);
   void print_progress(std::ostream& out, int index, const search::FrozenTrial& trial,
-                      const Ran& ran) const;
+                      const Ran& ran);
   // The trial was finished by another worker (failed as stale while this one was suspended):
   // says so, with the state and reason the database holds; nothing more is written into it.
   void print_lost(std::ostream& out, int index, const search::FrozenTrial& trial,
@@ -122,6 +124,7 @@ class StudyRunner {
   std::unique_ptr<search::Sampler> m_sampler;
   std::unique_ptr<search::Pruner> m_pruner;
   TrialHooks m_hooks;
+  BestTracker m_best;  // the live line's best so far, from the cache's change log
   std::string m_trainer;
   ProgramIdentities m_programs;  // which programs trials ran, cached by name and PATH
   std::vector<std::string>

@@ -77,6 +77,18 @@ std::string fit_width(const std::string& text, std::size_t width) {
   return text.substr(0, cut) + "...";
 }
 
+namespace {
+
+// "best #3 1.2 s" for a single-objective study's best trial; "" when there is none.
+std::string best_text(const FrozenTrial* best, const std::vector<std::string>& names) {
+  if (best == nullptr) return "";
+  const auto unit = names.empty() ? "" : unit_of(names.front());
+  return fmt::format("best #{} {}{}{}", best->number, format_short(*best->value),
+                     unit.empty() ? "" : " ", unit);
+}
+
+}  // namespace
+
 std::string best_so_far(const search::StudyView& study, const std::vector<std::string>& names) {
   if (study.is_multi_objective()) {
     constexpr std::size_t k_shown = 6;  // a long front would push the parameters off the line
@@ -88,11 +100,7 @@ std::string best_so_far(const search::StudyView& study, const std::vector<std::s
     if (front.size() > k_shown) out += fmt::format(" +{}", front.size() - k_shown);
     return out;
   }
-  const auto* best = best_trial(study);
-  if (best == nullptr) return "";
-  const auto unit = names.empty() ? "" : unit_of(names.front());
-  return fmt::format("best #{} {}{}{}", best->number, format_short(*best->value),
-                     unit.empty() ? "" : " ", unit);
+  return best_text(best_trial(study), names);
 }
 
 namespace {
@@ -142,10 +150,13 @@ std::string progress_line(const FrozenTrial& trial, const search::StudyView& stu
   if (const auto mark = oversubscribed_mark(cpu_verdict(trial)); !mark.empty()) head += ' ' + mark;
 
   std::string tail;
-  const auto* best = study.is_multi_objective() ? nullptr : best_trial(study);
+  const bool multi = study.is_multi_objective();
+  const auto* best = multi ? nullptr : p.best ? *p.best : best_trial(study);
   if (best != nullptr && best->number == trial.number) {
     tail += " | new best";  // its value is on the line already
-  } else if (const auto text = best_so_far(study, p.objectives); !text.empty()) {
+  } else if (const auto text =
+                 multi ? best_so_far(study, p.objectives) : best_text(best, p.objectives);
+             !text.empty()) {
     tail += " | " + text;
   }
   if (p.eta_s) tail += " | eta " + format_duration(*p.eta_s);

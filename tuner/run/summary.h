@@ -62,6 +62,9 @@ struct TrialProgress {
   std::string reason;                   // why it failed or was pruned; "" = none
   std::optional<double> eta_s;          // none after the last trial
   std::vector<std::string> objectives;  // names (study_spec.h objective_names); may be empty
+  // The study's best trial (nullptr: none yet) when the caller keeps it (BestTracker, ranking.h);
+  // unset, progress_line() looks for it with a pass over the study.
+  std::optional<const search::FrozenTrial*> best;
 };
 
 // One line (no newline) of at most `width` columns: "[3/12] #2 COMPLETE elapsed_time 1.235 s

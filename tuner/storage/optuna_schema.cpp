@@ -132,7 +132,28 @@ CREATE TYPE trialvaluetype AS ENUM ('FINITE', 'INF_POS', 'INF_NEG');
 CREATE TYPE trialintermediatevaluetype AS ENUM ('FINITE', 'INF_POS', 'INF_NEG', 'NAN');
 )sql";
 
+constexpr const char* k_tune_extras = R"sql(
+CREATE INDEX IF NOT EXISTS ix_tune_trials_study_id_state_id ON trials (study_id, state, trial_id);
+CREATE INDEX IF NOT EXISTS ix_tune_trials_study_id_number ON trials (study_id, number);
+CREATE TABLE IF NOT EXISTS tune_study_changes (
+	study_id INTEGER NOT NULL, 
+	seq BIGINT NOT NULL, 
+	PRIMARY KEY (study_id), 
+	FOREIGN KEY(study_id) REFERENCES studies (study_id) ON DELETE CASCADE
+);
+CREATE TABLE IF NOT EXISTS tune_trial_changes (
+	trial_id INTEGER NOT NULL, 
+	study_id INTEGER NOT NULL, 
+	seq BIGINT NOT NULL, 
+	PRIMARY KEY (trial_id), 
+	FOREIGN KEY(trial_id) REFERENCES trials (trial_id) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS ix_tune_trial_changes_study_id_seq ON tune_trial_changes (study_id, seq);
+)sql";
+
 }  // namespace
+
+std::string tune_extras_sql() { return k_tune_extras; }
 
 std::string optuna_schema_sql(SqlFlavor flavor) {
   using fmt::arg;

@@ -24,6 +24,7 @@ constexpr SqlDialect k_dialect{
     .now_utc = "(now() AT TIME ZONE 'UTC')",
     .heartbeat_utc = "date_trunc('second', now() AT TIME ZONE 'UTC')",
     .age_seconds = "EXTRACT(EPOCH FROM (now() AT TIME ZONE 'UTC') - {})",
+    .datetime_text = "to_char({}, 'YYYY-MM-DD HH24:MI:SS.US')",
     .for_update = " FOR UPDATE",
     .skip_locked = " FOR UPDATE SKIP LOCKED",
     .in_id_list = "{} = ANY (CAST(? AS integer[]))",
@@ -33,10 +34,6 @@ constexpr SqlDialect k_dialect{
 };
 // Serialises the schema's creation between workers starting together ('tune', 0).
 constexpr const char* k_schema_lock = "SELECT pg_advisory_xact_lock(1953853029, 0)";
-// For the queries tune runs on every trial (pop a WAITING trial, the cache's delta); Optuna's
-// schema has no index on trials.study_id.
-constexpr const char* k_tune_index =
-    "CREATE INDEX IF NOT EXISTS ix_tune_trials_study_id_state ON trials (study_id, state)";
 
 // `?` placeholders as PostgreSQL's $1, $2, ... (none of the shared statements has a `?` inside
 // a quoted literal, but quotes are skipped anyway).
@@ -90,8 +87,7 @@ Result<std::unique_ptr<PostgresStorage>> PostgresStorage::open(const std::string
                                                                const StorageOptions& options) {
   auto storage =
       std::unique_ptr<PostgresStorage>(new PostgresStorage(conninfo, password, name, options));
-  storage->start_call_clock();
-  if (auto r = storage->connect(); !r) return std::unexpected(r.error());
+  if (auto r = storage->first_connect(); !r) return std::unexpected(r.error());
   if (auto r = storage->ensure_schema(); !r) {
     return std::unexpected(fmt::format("{}: {}", name, r.error()));
   }
@@ -130,12 +126,70 @@ bool wait_socket(int fd, short events, std::chrono::steady_clock::time_point dea
   }
 }
 
+// Exponential backoff with jitter, 50 ms doubling to 2 s, never past `deadline`: hundreds of
+// workers that lost their server do not come back at once.
+class Backoff {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit Backoff(Clock::time_point deadline)
+      : m_deadline(deadline),
+        m_jitter(static_cast<unsigned>(getpid()) ^
+                 static_cast<unsigned>(Clock::now().time_since_epoch().count())) {}
+  bool expired() const { return Clock::now() >= m_deadline; }
+  void pause() {
+    const Clock::duration wait =
+        std::chrono::milliseconds(m_pause.count() / 2 + m_jitter() % (m_pause.count() + 1));
+    std::this_thread::sleep_for(
+        std::clamp<Clock::duration>(m_deadline - Clock::now(), Clock::duration::zero(), wait));
+    m_pause = std::min(m_pause * 2, std::chrono::milliseconds(2000));
+  }
+
+ private:
+  Clock::time_point m_deadline;
+  std::mt19937 m_jitter;
+  std::chrono::milliseconds m_pause{50};
+};
+
+// Whether a failed connection attempt may succeed if tried again soon: the server is starting,
+// stopping or recovering (a restart), refuses connections on its port (not yet listening), or
+// has no slot free; a pooler in front says it cannot reach the server. Anything else (a wrong
+// host name, password, user or database) fails at once. libpq gives no SQLSTATE for a failed
+// connection, so the server's messages are matched (in English, the default lc_messages).
+bool transient_connect_error(std::string_view message) {
+  for (const char* transient :
+       {"Connection refused", "the database system is starting up",
+        "the database system is shutting down", "the database system is in recovery mode",
+        "the database system is not yet accepting connections",
+        "the database system is not accepting connections", "too many clients already",
+        "connection slots are reserved", "no more connections allowed",
+        "pgbouncer cannot connect to server", "server login has been failing",
+        "server closed the connection", "Connection reset by peer"}) {
+    if (message.find(transient) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+Result<void> PostgresStorage::first_connect() {
+  // A worker started while the server restarts (or before it is up) waits for it within
+  // retry_for, with the backoff of a lost connection; a mistake in the URL fails at once.
+  start_call_clock();
+  Backoff backoff(m_deadline);
+  for (int attempt = 1;; ++attempt) {
+    auto r = connect();
+    if (r || !transient_connect_error(r.error())) return r;
+    if (backoff.expired()) {
+      return std::unexpected(fmt::format("{} ({} attempts over {:.0f} s, retry_for)", r.error(),
+                                         attempt, m_options.retry_s));
+    }
+    backoff.pause();
+  }
+}
 
 Result<void> PostgresStorage::connect() {
   PQfinish(m_conn);
   m_conn = nullptr;
-  m_prepared.clear();  // prepared statements live and die with their connection
   // The URL is read as libpq's dbname (expand_dbname); a password given after it wins. TCP
   // keepalives notice a host that vanished on a connection left idle between calls; the
   // deadline (retry_for) bounds the call itself.
@@ -170,13 +224,10 @@ Result<void> PostgresStorage::connect() {
     st = PQconnectPoll(m_conn);
   }
   if (PQsetnonblocking(m_conn, 1) != 0) return failed("cannot make the connection non-blocking");
-  // ISO dates, as RdbStorage parses them. Commits wait for the server's disk only when a
-  // transaction asks (TxnKind::write_synced, write_flush: what a trial's run relies on); the
-  // rest (heartbeats, intermediate values) may be lost with the server's last fraction of a
-  // second, which costs nothing that the next such write does not restore.
-  std::string setup = "SET datestyle = 'ISO, YMD'; SET synchronous_commit = off;";
-  if (m_options.mode == OpenMode::read_only) setup += " SET default_transaction_read_only = on;";
-  return exec_script(setup);
+  // Nothing is set for the session: behind a pooler in transaction mode (PgBouncer) the next
+  // transaction may run on another server connection. What a transaction needs it says itself
+  // (run_transaction), and dates are read in a format named in the statement.
+  return {};
 }
 
 pg_result* PostgresStorage::await_result() {
@@ -185,7 +236,6 @@ pg_result* PostgresStorage::await_result() {
     m_wait_error = std::move(why);
     PQfinish(m_conn);  // the server rolls back what this connection had begun
     m_conn = nullptr;
-    m_prepared.clear();
     return nullptr;
   };
   const auto no_answer = [&] {
@@ -241,10 +291,10 @@ Result<void> PostgresStorage::ensure_schema() {
     if (write) {
       if (auto lock = query(k_schema_lock, {}); !lock) return std::unexpected(lock.error());
     }
-    auto present = query(
-        "SELECT to_regclass('version_info') IS NOT NULL, "
-        "to_regclass('ix_tune_trials_study_id_state') IS NOT NULL",
-        {});
+    auto present = query(fmt::format("SELECT to_regclass('version_info') IS NOT NULL, "
+                                     "to_regclass('{}') IS NOT NULL",
+                                     k_tune_changes_table),
+                         {});
     if (!present) return std::unexpected(present.error());
     if (present->at(0).text(0) != "t") {
       if (!write) return std::unexpected("no Optuna study schema in this database");
@@ -253,8 +303,10 @@ Result<void> PostgresStorage::ensure_schema() {
     auto version = query(k_version_query, {});
     if (!version) return std::unexpected(version.error());
     if (auto r = check_version_rows(*version); !r) return r;
-    if (write && present->at(0).text(1) != "t") {
-      if (auto r = query(k_tune_index, {}); !r) return std::unexpected(r.error());
+    m_change_log = present->at(0).text(1) == "t";
+    if (write && !m_change_log) {
+      if (auto r = exec_script(tune_extras_sql()); !r) return r;
+      m_change_log = true;
     }
     return {};
   });
@@ -287,20 +339,11 @@ Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<S
     values.push_back(null ? std::string() : text_param(p));
     pointers.push_back(null ? nullptr : values.back().c_str());
   }
-  // Each statement is parsed and planned once per connection, then executed by name: the
-  // server's work per call is the execution alone.
-  auto prepared = m_prepared.find(text);
-  if (prepared == m_prepared.end()) {
-    const std::string id = fmt::format("tune{}", m_prepared.size());
-    if (!PQsendPrepare(m_conn, id.c_str(), text.c_str(), 0, nullptr))
-      return statement_failed(nullptr);
-    PgResult made(await_result());
-    if (!made || PQresultStatus(made.get()) != PGRES_COMMAND_OK)
-      return statement_failed(made.get());
-    prepared = m_prepared.emplace(text, id).first;
-  }
-  if (!PQsendQueryPrepared(m_conn, prepared->second.c_str(), static_cast<int>(params.size()),
-                           pointers.data(), nullptr, nullptr, 0)) {
+  // The unnamed statement: parsed, bound and run in one round trip. A named prepared statement
+  // lives in its server connection, which a pooler in transaction mode (PgBouncer 1.18) swaps
+  // between transactions: "prepared statement does not exist".
+  if (!PQsendQueryParams(m_conn, text.c_str(), static_cast<int>(params.size()), nullptr,
+                         pointers.data(), nullptr, nullptr, 0)) {
     return statement_failed(nullptr);
   }
   PgResult res(await_result());
@@ -331,13 +374,29 @@ Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<S
 // A lone statement runs as it is (autocommit): one round trip instead of three.
 Result<void> PostgresStorage::run_transaction(TxnKind kind,
                                               const std::function<Result<void>()>& body) {
-  if (kind == TxnKind::statement) return body();
-  std::string begin = kind == TxnKind::read ? "BEGIN ISOLATION LEVEL REPEATABLE READ"  // a snapshot
-                                            : "BEGIN";
-  if ((kind == TxnKind::write_synced || kind == TxnKind::write_flush) &&
-      m_options.synchronous_full) {
-    begin += "; SET LOCAL synchronous_commit = on";  // this commit waits for the disk
-  }
+  const bool read_only = m_options.mode == OpenMode::read_only;
+  // A lone statement runs as it is (autocommit), except read-only, which needs its transaction.
+  if (kind == TxnKind::statement && !read_only) return body();
+  std::string begin = kind == TxnKind::read || kind == TxnKind::statement
+                          ? "BEGIN ISOLATION LEVEL REPEATABLE READ"  // a snapshot
+                          : "BEGIN";
+  if (read_only)
+    begin += kind == TxnKind::read || kind == TxnKind::statement ? ", READ ONLY" : " READ ONLY";
+  // Every statement here finds its rows through an index on its keys (a delta by trial ids, a
+  // trial by id, the oldest WAITING trial, the highest number). The planner, judging by
+  // statistics that lag a fast-growing study, would read whole tables sequentially for a handful
+  // of ids (measured: the attribute tables, once per sync), and the rows read per trial would grow
+  // with the study.
+  begin += "; SET LOCAL enable_seqscan = off";
+  // Commits wait for the server's disk only when a transaction asks (TxnKind::write_synced,
+  // write_flush: what a trial's run relies on); the rest (heartbeats, intermediate values) may
+  // be lost with the server's last fraction of a second, which costs nothing that the next such
+  // write does not restore. SET LOCAL: the setting ends with the transaction, as it must on a
+  // pooled connection.
+  const bool synced =
+      (kind == TxnKind::write_synced || kind == TxnKind::write_flush) && m_options.synchronous_full;
+  if (kind != TxnKind::read && kind != TxnKind::statement)
+    begin += fmt::format("; SET LOCAL synchronous_commit = {}", synced ? "on" : "off");
   if (auto r = exec_script(begin); !r) return r;
   auto r = body();
   if (!r) {
@@ -348,15 +407,11 @@ Result<void> PostgresStorage::run_transaction(TxnKind kind,
 }
 
 Result<void> PostgresStorage::transact(TxnKind kind, const std::function<Result<void>()>& body) {
-  using Clock = std::chrono::steady_clock;
   // Every statement of every attempt waits on the server until this deadline at the most, so
   // the call returns within retry_for even when the server stops answering without closing
   // the connection (await_result()).
   start_call_clock();
-  const auto give_up = m_deadline;
-  std::mt19937 jitter(static_cast<unsigned>(getpid()) ^
-                      static_cast<unsigned>(Clock::now().time_since_epoch().count()));
-  auto pause = std::chrono::milliseconds(50);
+  Backoff backoff(m_deadline);
   std::string last_error;
   for (int attempt = 1;; ++attempt) {
     m_lost = m_retryable = false;
@@ -368,18 +423,13 @@ Result<void> PostgresStorage::transact(TxnKind kind, const std::function<Result<
     if (r) r = run_transaction(kind, body);
     if (r || (!m_lost && !m_retryable)) return r;
     last_error = r.error();
-    if (Clock::now() >= give_up) {
+    if (backoff.expired()) {
       return std::unexpected(fmt::format(
           "{}: the database server stopped answering and {} attempts over {:.0f} s (retry_for) "
           "did not get it back: {}",
           name(), attempt, m_options.retry_s, last_error));
     }
-    // Exponential backoff with jitter, so that hundreds of workers do not come back at once.
-    const Clock::duration wait =
-        std::chrono::milliseconds(pause.count() / 2 + jitter() % (pause.count() + 1));
-    std::this_thread::sleep_for(
-        std::clamp<Clock::duration>(give_up - Clock::now(), Clock::duration::zero(), wait));
-    pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    backoff.pause();
   }
 }
 

@@ -8,7 +8,14 @@
 // holds the trial's row, and study and schema creation are serialised by advisory locks. Every
 // timestamp (start, end, heartbeat) and every age is the server's clock in UTC, so the workers'
 // clocks do not matter. Each call is one short transaction on one connection per worker (a lone
-// statement runs without BEGIN/COMMIT; statements are prepared once per connection).
+// statement runs without BEGIN/COMMIT).
+//
+// Behind a pooler in transaction mode (PgBouncer, Debian 12's 1.18 included): the connection
+// keeps no session state. Statements are unnamed (parsed, bound and run in one round trip), not
+// prepared by name; each transaction sets what it needs with SET LOCAL (synchronous_commit;
+// READ ONLY for a storage opened read-only); dates are read through to_char, whatever the
+// server's DateStyle; locks are row locks and transaction-scoped advisory locks, released at
+// COMMIT. So any server connection of the pool may run any transaction.
 //
 // Acknowledged means durable: a call returns once the server has written what a trial's run
 // relies on (synchronous_commit for TxnKind::write_synced and write_flush: the trial's creation
@@ -29,7 +36,6 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <optional>
 #include <string>
 
@@ -45,8 +51,10 @@ class PostgresStorage final : public RdbStorage {
   // `conninfo` is what libpq takes (a postgresql:// URL without tune's options and without a
   // password); `password` is given to libpq apart from it, so that no message of libpq's (which
   // may quote the URL) holds it ("" leaves it to PGPASSWORD or ~/.pgpass); `name` names the
-  // database in errors (the URL, its password masked). The first connection is tried once: a
-  // wrong address or database fails at once. Read-write creates the schema when absent.
+  // database in errors (the URL, its password masked). The first connection is retried with
+  // backoff within retry_for while the server is restarting or not yet up (refused, starting,
+  // shutting down, recovering, out of slots); any other failure (a wrong host, user, password or
+  // database) fails at once. Read-write creates the schema when absent.
   [[nodiscard]] static Result<std::unique_ptr<PostgresStorage>> open(
       const std::string& conninfo, const std::string& password, const std::string& name,
       const StorageOptions& options = {});
@@ -70,6 +78,7 @@ class PostgresStorage final : public RdbStorage {
   PostgresStorage(std::string conninfo, std::string password, std::string name,
                   const StorageOptions& options);
   [[nodiscard]] Result<void> connect();
+  [[nodiscard]] Result<void> first_connect();
   [[nodiscard]] Result<void> run_transaction(TxnKind kind,
                                              const std::function<Result<void>()>& body);
   [[nodiscard]] Result<void> exec_script(const std::string& sql);
@@ -89,7 +98,6 @@ class PostgresStorage final : public RdbStorage {
   std::string m_password;    // never in a message
   bool m_lost = false;       // the last statement failed because the connection is gone
   bool m_retryable = false;  // ... or because the server asked for a retry (deadlock)
-  std::map<std::string, std::string> m_prepared;  // statement text -> prepared name
 };
 
 }  // namespace tune::tuner

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 #include <random>
+#include <unordered_map>
 
 #include "tuner/base/trial_attrs.h"
 #include "tuner/storage/optuna_schema.h"
@@ -263,10 +264,13 @@ Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialSt
     }
     // The number in the INSERT itself: every statement under the study's row is a round trip
     // that the other creators of the study wait for (a statement after the lock sees the
-    // previous holder's commit, so the count is every earlier trial).
+    // previous holder's commit). One past the highest number, read from the index on (study_id,
+    // number) in a step, where Optuna counts the earlier trials (a pass over all of them): the
+    // same number, as neither tune nor Optuna leaves a gap, and never one already taken if a
+    // trial was deleted.
     auto ins = query(fmt::format("INSERT INTO trials (number, study_id, state, datetime_start) "
-                                 "VALUES ((SELECT COUNT(*) FROM trials WHERE study_id = ?), ?, ?, "
-                                 "{}) RETURNING trial_id, number",
+                                 "VALUES ((SELECT COALESCE(MAX(number), -1) + 1 FROM trials "
+                                 "WHERE study_id = ?), ?, ?, {}) RETURNING trial_id, number",
                                  running ? m_dialect.now_utc : "NULL"),
                      {study_id, study_id, std::string(search::to_string(state))});
     if (!ins) return failed("create trial", ins.error());
@@ -323,6 +327,7 @@ Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study
         !c) {
       return c;
     }
+    if (auto b = bump_change(t.trial_id); !b) return b;
     out = t;
     return {};
   });
@@ -415,6 +420,7 @@ Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double 
       }
     }
     if (auto w = write_value(trial_id, 0, value); !w) return w;
+    if (auto b = bump_change(trial_id); !b) return b;
     changed = true;
     return {};
   });
@@ -439,7 +445,88 @@ Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
                 m_dialect.now_utc);
   auto upd = query(sql, {std::string(search::to_string(state)), trial_id});
   if (!upd) return failed("set trial state", upd.error());
+  return bump_change(trial_id);
+}
+
+// The study's count goes up by one under its row's lock (held to the commit), and the trial
+// records it: counts commit in the order they were taken, so a reader that saw count N has seen
+// every change up to N (get_trials_changed). Always the last statement of its transaction, after
+// the trial's row lock: one lock order, no deadlock.
+Result<void> RdbStorage::bump_change(std::int64_t trial_id) {
+  auto seq = query(
+      "INSERT INTO tune_study_changes (study_id, seq) SELECT study_id, 1 FROM trials WHERE "
+      "trial_id = ? ON CONFLICT (study_id) DO UPDATE SET seq = tune_study_changes.seq + 1 "
+      "RETURNING study_id, seq",
+      {trial_id});
+  if (!seq) return failed("count the trial's change", seq.error());
+  if (seq->empty()) return std::unexpected(missing_trial_error(trial_id));
+  auto mark = query(
+      "INSERT INTO tune_trial_changes (trial_id, study_id, seq) VALUES (?, ?, ?) ON CONFLICT "
+      "(trial_id) DO UPDATE SET study_id = excluded.study_id, seq = excluded.seq",
+      {trial_id, seq->front().int64(0), seq->front().int64(1)});
+  if (!mark) return failed("count the trial's change", mark.error());
   return {};
+}
+
+Result<bool> RdbStorage::update_trial(std::int64_t trial_id, const TrialUpdate& update) {
+  const bool ends = update.state && is_finished(*update.state);
+  bool changed = false;
+  int runs = 0;
+  auto r =
+      transact(durable(ends ? TxnKind::write_flush : TxnKind::write_synced), [&]() -> Result<void> {
+        changed = false;
+        const bool again = runs++ > 0;
+        auto old = locked_state(trial_id, "update trial");
+        if (!old) return std::unexpected(old.error());
+        if (*old && is_finished(**old)) {
+          if (!update.state) {
+            return std::unexpected(
+                fmt::format("update trial: {}", finished_trial_error(trial_id, **old)));
+          }
+          // As set_trial_state_values: run again after a COMMIT whose answer was
+          // lost, finding the very state it writes, the last run's write went
+          // through.
+          changed = again && **old == *update.state;
+          return {};
+        }
+        for (const auto& [step, value] : update.intermediate_values) {
+          auto iv = query(
+              "INSERT INTO trial_intermediate_values (trial_id, step, "
+              "intermediate_value, intermediate_value_type) VALUES (?, ?, ?, ?) ON "
+              "CONFLICT (trial_id, step) DO UPDATE SET intermediate_value = "
+              "excluded.intermediate_value, intermediate_value_type = "
+              "excluded.intermediate_value_type",
+              {trial_id, step, finite_or_null(value), value_type(value)});
+          if (!iv) return failed("update trial", iv.error());
+        }
+        for (const auto& [key, value] : update.user_attrs.items()) {
+          if (auto a = set_attr("trial_user_attributes", "trial_id", trial_id, key, value); !a)
+            return a;
+        }
+        for (const auto& [key, value] : update.system_attrs.items()) {
+          if (auto a = set_attr("trial_system_attributes", "trial_id", trial_id, key, value); !a)
+            return a;
+        }
+        for (const auto& p : update.params) {
+          auto w = query(
+              "INSERT INTO trial_params (trial_id, param_name, param_value, "
+              "distribution_json) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, "
+              "param_name) DO UPDATE SET param_value = excluded.param_value, "
+              "distribution_json = excluded.distribution_json",
+              {trial_id, p.name, p.internal, search::to_json(p.distribution).dump()});
+          if (!w) return failed("update trial", w.error());
+        }
+        if (update.state) {
+          // finish_trial counts the change
+          if (auto f = finish_trial(trial_id, *update.state, update.values); !f) return f;
+        } else if (!update.params.empty()) {
+          if (auto b = bump_change(trial_id); !b) return b;
+        }
+        changed = true;
+        return {};
+      });
+  if (!r) return std::unexpected(r.error());
+  return changed;
 }
 
 Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
@@ -524,37 +611,51 @@ Result<std::vector<FrozenTrial>> RdbStorage::load_trials(const std::string& wher
   std::vector<FrozenTrial> trials;
   // One read transaction, so that both reads see one snapshot.
   auto r = transact(TxnKind::read, [&]() -> Result<void> {
-    trials.clear();
-    auto rows = query(
-        "SELECT trial_id, number, state, datetime_start, datetime_complete FROM "
-        "trials WHERE " +
-            where + " ORDER BY number, trial_id",
-        params);
-    if (!rows) return failed("load trials", rows.error());
-    for (const auto& row : *rows) {
-      FrozenTrial t;
-      t.trial_id = row.int64(0);
-      t.number = static_cast<int>(row.int64(1));
-      t.state = parse_state(row.text(2)).value_or(TrialState::fail);
-      if (!row.is_null(3)) t.datetime_start = parse_datetime(row.text(3));
-      if (!row.is_null(4)) t.datetime_complete = parse_datetime(row.text(4));
-      trials.push_back(std::move(t));
-    }
-    if (trials.empty()) return {};
-    return read_trial_details(trials, where, params);
+    auto t = select_trials(where, params);
+    if (!t) return std::unexpected(t.error());
+    trials = std::move(*t);
+    return {};
   });
   if (!r) return std::unexpected(r.error());
   return trials;
 }
 
-// Params, values, intermediate values and attributes of `trials` (those matching `where`), in
-// one statement: one round trip to a server instead of five. Each row is (what, trial_id, name,
-// number, text), `what` saying which table it came from.
-Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
-                                            const std::string& where,
-                                            const std::vector<SqlValue>& params) {
+Result<std::vector<FrozenTrial>> RdbStorage::select_trials(const std::string& where,
+                                                           const std::vector<SqlValue>& params) {
+  std::vector<FrozenTrial> trials;
+  auto rows = query(
+      fmt::format("SELECT trial_id, number, state, {}, {} FROM trials WHERE {} "
+                  "ORDER BY number, trial_id",
+                  fmt::format(fmt::runtime(m_dialect.datetime_text), "datetime_start"),
+                  fmt::format(fmt::runtime(m_dialect.datetime_text), "datetime_complete"), where),
+      params);
+  if (!rows) return failed("load trials", rows.error());
+  trials.reserve(rows->size());
+  for (const auto& row : *rows) {
+    FrozenTrial t;
+    t.trial_id = row.int64(0);
+    t.number = static_cast<int>(row.int64(1));
+    t.state = parse_state(row.text(2)).value_or(TrialState::fail);
+    if (!row.is_null(3)) t.datetime_start = parse_datetime(row.text(3));
+    if (!row.is_null(4)) t.datetime_complete = parse_datetime(row.text(4));
+    trials.push_back(std::move(t));
+  }
+  if (trials.empty()) return trials;
+  if (auto d = read_trial_details(trials); !d) return std::unexpected(d.error());
+  return trials;
+}
+
+std::string RdbStorage::id_list(const std::vector<std::int64_t>& ids) const {
+  return fmt::format("{}{}{}", m_dialect.list_open, fmt::join(ids, ","), m_dialect.list_close);
+}
+
+// Params, values, intermediate values and attributes of `trials`, in one statement: one round
+// trip to a server instead of five, each table read through its (trial_id, ...) index for the
+// listed ids alone. Each row is (what, trial_id, name, number, text), `what` saying which table
+// it came from.
+Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials) {
   enum What : std::int64_t { param, value, intermediate, user_attr, system_attr };
-  const std::string among = "trial_id IN (SELECT trial_id FROM trials WHERE " + where + ")";
+  const std::string among = fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id");
   const std::string sql = fmt::format(
       "SELECT 0, trial_id, param_name, param_value, distribution_json FROM trial_params "
       "WHERE {0} UNION ALL "
@@ -566,11 +667,14 @@ Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials,
       "WHERE {0} UNION ALL SELECT 4, trial_id, \"key\", NULL, value_json FROM "
       "trial_system_attributes WHERE {0}",
       among);
-  std::vector<SqlValue> all_params;
-  for (int i = 0; i < 5; ++i) all_params.insert(all_params.end(), params.begin(), params.end());
-  auto rows = query(sql, all_params);
+  std::vector<std::int64_t> ids;
+  ids.reserve(trials.size());
+  for (const auto& t : trials) ids.push_back(t.trial_id);
+  const SqlValue list = id_list(ids);
+  auto rows = query(sql, {list, list, list, list, list});
   if (!rows) return failed("load trials", rows.error());
-  std::map<std::int64_t, FrozenTrial*> by_id;
+  std::unordered_map<std::int64_t, FrozenTrial*> by_id;
+  by_id.reserve(trials.size());
   for (auto& t : trials) by_id[t.trial_id] = &t;
   for (const auto& row : *rows) {
     const auto it = by_id.find(row.int64(1));
@@ -624,18 +728,53 @@ Result<std::vector<FrozenTrial>> RdbStorage::get_all_trials(std::int64_t study_i
   return load_trials("study_id = ?", {study_id});
 }
 
-Result<std::vector<FrozenTrial>> RdbStorage::get_trials_since(
-    std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) {
-  // The ids travel as one list bound to one parameter: the statement stays the same size
-  // however many trials are unfinished (one `OR trial_id = ?` each hit SQLite's expression
-  // depth limit at 1,000 waiting trials). A trial still WAITING is as the caller saw it (see
-  // storage.h), so only its state is looked at: a thousand queued re-runs cost a lookup each,
-  // not a reload of their attributes, per sync.
-  const std::string where = "study_id = ? AND (trial_id > ? OR (state != 'WAITING' AND " +
-                            fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id") + "))";
-  const std::string list =
-      fmt::format("{}{}{}", m_dialect.list_open, fmt::join(refresh, ","), m_dialect.list_close);
-  return load_trials(where, {study_id, after_id, list});
+Result<std::vector<FrozenTrial>> RdbStorage::get_trials_changed(
+    std::int64_t study_id, StudyMark& mark, const std::vector<std::int64_t>& refresh) {
+  std::vector<FrozenTrial> trials;
+  StudyMark seen = mark;
+  // One snapshot: the count read first covers every change the trials read after it show, and
+  // no later one (get_trials_changed in storage.h).
+  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+    seen = mark;
+    trials.clear();
+    std::string where;
+    std::vector<SqlValue> params;
+    if (m_change_log) {
+      auto count = query("SELECT seq FROM tune_study_changes WHERE study_id = ?",
+                         std::vector<SqlValue>{study_id});
+      if (!count) return failed("load trials", count.error());
+      if (!count->empty()) seen.changes = count->front().int64(0);
+      // New trials by id (the primary key's range), changed ones through the index on
+      // (study_id, seq): neither reads a row that did not change.
+      auto ids = query(
+          "SELECT trial_id FROM trials WHERE trial_id > ? AND study_id = ? UNION SELECT trial_id "
+          "FROM tune_trial_changes WHERE study_id = ? AND seq > ?",
+          {mark.trial_id, study_id, study_id, mark.changes});
+      if (!ids) return failed("load trials", ids.error());
+      if (ids->empty()) return {};
+      std::vector<std::int64_t> list;
+      list.reserve(ids->size());
+      for (const auto& row : *ids) list.push_back(row.int64(0));
+      where = fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id") + " AND study_id = ?";
+      params = {id_list(list), study_id};
+    } else {
+      // No change count: the ids bound as one list, so the statement stays the same size however
+      // many trials are unfinished. A trial still WAITING is as the caller saw it (a WAITING trial
+      // is written once, when created, and changes only when popped), so only its state is
+      // looked at.
+      where = "study_id = ? AND (trial_id > ? OR (state != 'WAITING' AND " +
+              fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id") + "))";
+      params = {study_id, mark.trial_id, id_list(refresh)};
+    }
+    auto t = select_trials(where, params);
+    if (!t) return std::unexpected(t.error());
+    trials = std::move(*t);
+    return {};
+  });
+  if (!r) return std::unexpected(r.error());
+  for (const auto& t : trials) seen.trial_id = std::max(seen.trial_id, t.trial_id);
+  mark = seen;
+  return trials;
 }
 
 }  // namespace tune::tuner

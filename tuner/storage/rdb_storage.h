@@ -9,7 +9,8 @@
 // What lives here, once: the statements for every Storage call, trial numbering (Optuna's: the
 // count of the study's earlier trials, taken while holding the study's row, the lock Optuna's own
 // create_trial takes), the frozen-once-finished rule, the trial rows <-> FrozenTrial mapping, and
-// the delta query behind StudyCache. Statements use `?` placeholders.
+// the delta query behind StudyCache with the change count it reads (tune_extras_sql()).
+// Statements use `?` placeholders.
 //
 // An object owns one connection (its backend's) and is used by one thread at a time.
 #pragma once
@@ -77,9 +78,12 @@ enum class TxnKind {
 
 // The SQL that differs between the backends, as fragments of the shared statements.
 struct SqlDialect {
-  const char* now_utc;         // the current UTC time as a naive DATETIME, sub-second
-  const char* heartbeat_utc;   // the same in whole seconds, as Optuna's heartbeats (storage.cpp)
-  const char* age_seconds;     // fmt pattern: seconds from the naive UTC DATETIME {} until now
+  const char* now_utc;        // the current UTC time as a naive DATETIME, sub-second
+  const char* heartbeat_utc;  // the same in whole seconds, as Optuna's heartbeats (storage.cpp)
+  const char* age_seconds;    // fmt pattern: seconds from the naive UTC DATETIME {} until now
+  // fmt pattern: the DATETIME column {} as parse_datetime() reads it, whatever the session's
+  // settings (a pooled connection keeps none: postgres_storage.h)
+  const char* datetime_text;
   const char* for_update;      // suffix locking the selected rows ("" where writers are serial)
   const char* skip_locked;     // suffix taking only rows no other transaction holds
   const char* in_id_list;      // fmt pattern: {} is in the list bound as one parameter
@@ -116,11 +120,12 @@ class RdbStorage : public Storage {
   [[nodiscard]] Result<void> set_trial_system_attr(std::int64_t trial_id, const std::string& key,
                                                    const nlohmann::json& value) final;
   [[nodiscard]] Result<void> record_heartbeat(std::int64_t trial_id) final;
+  [[nodiscard]] Result<bool> update_trial(std::int64_t trial_id, const TrialUpdate& update) final;
   [[nodiscard]] Result<search::FrozenTrial> get_trial(std::int64_t trial_id) final;
   [[nodiscard]] Result<std::vector<search::FrozenTrial>> get_all_trials(
       std::int64_t study_id) final;
-  [[nodiscard]] Result<std::vector<search::FrozenTrial>> get_trials_since(
-      std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) final;
+  [[nodiscard]] Result<std::vector<search::FrozenTrial>> get_trials_changed(
+      std::int64_t study_id, StudyMark& mark, const std::vector<std::int64_t>& refresh) final;
   [[nodiscard]] Result<TrialLiveness> trial_liveness(std::int64_t trial_id) final;
   double grace_period_s() const final { return m_options.grace_period_s; }
 
@@ -144,6 +149,9 @@ class RdbStorage : public Storage {
   const std::string& name() const { return m_name; }
 
   StorageOptions m_options;
+  // Whether the database keeps the change count (tune_extras_sql(): always once opened for
+  // writing; a database an older tune wrote, opened read-only, may not). Set by the backend.
+  bool m_change_log = true;
 
  private:
   [[nodiscard]] Result<std::optional<StudyInfo>> find_study(const std::string& name);
@@ -166,13 +174,18 @@ class RdbStorage : public Storage {
                                          double value);
   [[nodiscard]] Result<void> finish_trial(std::int64_t trial_id, search::TrialState state,
                                           const TrialValues& values);
+  // Inside a write transaction: counts a change of the trial (get_trials_changed).
+  [[nodiscard]] Result<void> bump_change(std::int64_t trial_id);
   // The trials matching `where` (a condition on `trials` with `?`s for `params`) in number
-  // order, each whole, read in one snapshot.
+  // order, each whole, read in one snapshot (its own read transaction).
   [[nodiscard]] Result<std::vector<search::FrozenTrial>> load_trials(
       const std::string& where, const std::vector<SqlValue>& params);
-  [[nodiscard]] Result<void> read_trial_details(std::vector<search::FrozenTrial>& trials,
-                                                const std::string& where,
-                                                const std::vector<SqlValue>& params);
+  // The same inside a transaction the caller runs.
+  [[nodiscard]] Result<std::vector<search::FrozenTrial>> select_trials(
+      const std::string& where, const std::vector<SqlValue>& params);
+  [[nodiscard]] Result<void> read_trial_details(std::vector<search::FrozenTrial>& trials);
+  // `ids` as the one parameter of m_dialect.in_id_list.
+  std::string id_list(const std::vector<std::int64_t>& ids) const;
 
   const SqlDialect& m_dialect;
   std::string m_name;

@@ -130,6 +130,7 @@ constexpr SqlDialect k_dialect{
     .now_utc = "strftime('%Y-%m-%d %H:%M:%f000', 'now')",
     .heartbeat_utc = "CURRENT_TIMESTAMP",
     .age_seconds = "(julianday('now') - julianday({})) * 86400.0",
+    .datetime_text = "{}",
     .for_update = "",
     .skip_locked = "",
     .in_id_list = "{} IN (SELECT value FROM json_each(?))",
@@ -282,6 +283,8 @@ Result<void> SqliteStorage::create_schema() {
   if (!txn.ok()) return db_error(m_db, "begin");
   if (auto r = exec(optuna_schema_sql(SqlFlavor::sqlite).c_str()); !r) return r;
   if (auto r = check_schema(); !r) return r;
+  if (auto r = exec(tune_extras_sql().c_str()); !r) return r;
+  m_change_log = true;
   return txn.commit();
 }
 
@@ -303,7 +306,14 @@ Result<void> SqliteStorage::check_schema() {
   };
   auto rows = query(k_version_query, {});
   if (!rows) return failed();
-  return check_version_rows(*rows);
+  if (auto r = check_version_rows(*rows); !r) return r;
+  // A database an older tune (or Optuna alone) wrote has no change count until tune opens it
+  // for writing.
+  auto changes = query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                       {std::string(k_tune_changes_table)});
+  if (!changes) return failed();
+  m_change_log = !changes->empty();
+  return {};
 }
 
 Result<SqlRows> SqliteStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {

@@ -14,10 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,14 +57,41 @@ struct NewTrial {
   int number = -1;
 };
 
+// One parameter's value as a trial stores it (Optuna's trial_params row).
+struct ParamWrite {
+  std::string name;
+  double internal = 0.0;
+  search::Distribution distribution;
+};
+
+// Writes to one trial that Storage::update_trial makes in one transaction: one round of locks
+// and one commit instead of one per attribute. Every part may be empty.
+struct TrialUpdate {
+  nlohmann::json user_attrs = nlohmann::json::object();
+  nlohmann::json system_attrs = nlohmann::json::object();
+  std::vector<ParamWrite> params;
+  std::map<std::int64_t, double> intermediate_values;
+  // The trial's new state, with `values`; none leaves its state alone.
+  std::optional<search::TrialState> state;
+  TrialValues values;
+};
+
+// What a reader of a study has seen (Storage::get_trials_changed): the newest trial, by id, and
+// the study's change count then. {} has seen nothing.
+struct StudyMark {
+  std::int64_t trial_id = 0;
+  std::int64_t changes = 0;
+};
+
 enum class OpenMode {
   read_write,  // creates the database and its schema when absent
   read_only,   // the database must exist; nothing is written (tune best/trials/report/export)
 };
 
 // A RUNNING trial of another host is given up for dead when it has shown no sign of life (a
-// heartbeat, else its start) for this long. The owner writes a heartbeat about every 0.5 s, so
-// this is mostly room for clocks that disagree between hosts.
+// heartbeat, else its start) for this long. The owner writes a heartbeat every sixteenth of the
+// grace period (7.5 s here; 0.5 s at least, 10 s at most), so this is mostly room for clocks that
+// disagree between hosts.
 inline constexpr double k_default_grace_period_s = 120.0;
 
 // Options given in the storage URL's query ("sqlite:///study.db?synchronous=normal").
@@ -148,16 +179,31 @@ class Storage {
   // Optuna writes it). A trial created RUNNING or popped gets its first one in that transaction.
   [[nodiscard]] virtual Result<void> record_heartbeat(std::int64_t trial_id) = 0;
 
+  // The writes of `update` in one transaction (the trial's end: write_flush, as
+  // set_trial_state_values'; else write_synced). Returns false, writing nothing, when the trial
+  // had finished and `update` sets a state; without a state, a finished trial is an error
+  // (finished_trial_error()), as any other write to it.
+  [[nodiscard]] virtual Result<bool> update_trial(std::int64_t trial_id,
+                                                  const TrialUpdate& update) = 0;
+
   [[nodiscard]] virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
   // Every trial of the study in number order.
   [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_all_trials(
       std::int64_t study_id) = 0;
-  // Trials with trial_id > after_id, plus those listed in `refresh` (not finished when the
-  // caller last looked) that are no longer WAITING: the delta a cache needs. A WAITING trial is
-  // written once, when created (as Optuna's enqueued trials are), and changes only when popped,
-  // so one still WAITING has not changed. The query does not grow with `refresh`.
-  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_trials_since(
-      std::int64_t study_id, std::int64_t after_id, const std::vector<std::int64_t>& refresh) = 0;
+  // The delta a cache needs, whole trials in number order: those created since `mark` (by
+  // trial id: ids grow in creation order within a study) and those changed since (the study's
+  // change count, see below); `mark` moves to what this read saw. A trial counts as changed when
+  // its state changes (a pop, its end, failed as stale by another worker), when its params are
+  // stored through update_trial (a worker's trial as it starts, so that the constant liar sees
+  // where it runs) and when its value is replaced (set_complete_trial_value). Its other writes
+  // (heartbeats, intermediate values, attributes while it runs) reach other readers with its
+  // next change. The count is bumped in the writing transaction, under a row lock, so counts
+  // are committed in order and a read misses none. The cost is that of the delta alone, however
+  // long the study and however many workers write it. A database whose change count this
+  // storage cannot keep (one written by an older tune, opened read-only) re-reads the trials in
+  // `refresh` (those the caller holds unfinished) that are no longer WAITING instead.
+  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_trials_changed(
+      std::int64_t study_id, StudyMark& mark, const std::vector<std::int64_t>& refresh) = 0;
   [[nodiscard]] virtual Result<TrialLiveness> trial_liveness(std::int64_t trial_id) = 0;
   // Seconds without a sign of life after which another host's RUNNING trial counts as dead.
   virtual double grace_period_s() const = 0;
@@ -210,25 +256,45 @@ bool is_secret_env_var(std::string_view name);
 // plain path names; nullopt for any other URL (a server).
 std::optional<std::string> sqlite_file_of(const std::string& url);
 
-// A cache of a study's trials that re-reads only what may have changed since the last sync, so
-// the per-trial cost of looking at the history stays flat as the study grows.
+// A cache of a study's trials that reads only what changed since its last sync (new trials and
+// changed ones, Storage::get_trials_changed), so the per-trial cost of looking at the history
+// stays flat as the study grows and as workers are added. It keeps a change log (StudyView):
+// each trial a sync added or replaced, by position, so readers derive from the history
+// incrementally too.
 class StudyCache final : public search::StudyView {
  public:
-  StudyCache(Storage& storage, StudyInfo study) : m_storage(storage), m_study(std::move(study)) {}
+  StudyCache(Storage& storage, StudyInfo study)
+      : m_storage(storage), m_study(std::move(study)), m_log_id(search::new_change_log_id()) {}
   [[nodiscard]] Result<void> sync();
-  // The next sync() re-reads this finished trial too (this process changed its value).
+  // The next sync() re-reads this finished trial too (this process changed its value; needed
+  // only where the storage keeps no change count).
   void mark_stale(std::int64_t trial_id) { m_stale.push_back(trial_id); }
   search::Direction direction() const override { return m_study.direction; }
   std::vector<search::Direction> directions() const override { return m_study.directions; }
   const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
+  std::optional<std::span<const std::size_t>> changes_since(
+      const search::ChangeCursor& cursor) const override;
+  search::ChangeCursor cursor() const override { return {m_log_id, m_log.size()}; }
   const StudyInfo& study() const { return m_study; }
+  // The trial with this id, as last synced; nullptr when the cache holds none.
+  const search::FrozenTrial* find(std::int64_t trial_id) const;
+  // How many trials are WAITING, as last synced.
+  std::size_t waiting() const { return m_waiting; }
 
  private:
+  void apply(search::FrozenTrial trial);
+  void count(const search::FrozenTrial& trial, int sign);
+
   Storage& m_storage;
   StudyInfo m_study;
-  std::vector<search::FrozenTrial> m_trials;  // number order
-  std::int64_t m_max_trial_id = 0;
+  std::vector<search::FrozenTrial> m_trials;                 // number order
+  std::unordered_map<std::int64_t, std::size_t> m_position;  // trial id -> index
+  StudyMark m_mark;
+  std::set<std::int64_t> m_unfinished;  // trial ids (Storage::get_trials_changed's `refresh`)
+  std::size_t m_waiting = 0;
   std::vector<std::int64_t> m_stale;  // finished trials to re-read at the next sync()
+  std::uint64_t m_log_id;             // a new one whenever trials move (an insertion)
+  std::vector<std::size_t> m_log;     // positions added or replaced, in order
 };
 
 // Why `url` names no storage this build can open (an SQLite path or sqlite:///path, or a
