@@ -14,6 +14,7 @@
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/run/runner.h"
+#include "tuner/run/window_follower.h"
 
 namespace tune::tuner {
 namespace {
@@ -189,6 +190,41 @@ TEST_F(WindowRun, ALoserIsPrunedWithItsEstimate) {
   EXPECT_EQ(w.value("status", ""), "pruned");
   EXPECT_EQ(w["best"]["trial"].get<int>(), 0);
   EXPECT_LT(w["high"].get<double>(), w["best"]["low"].get<double>());
+}
+
+// What a loser must fall below: the best's own window, widened by its re-runs' windows (a
+// re-measured best's value is their median, and the runs differ by more than one window's
+// interval where the load moves).
+TEST(WindowBest, ARemeasuredBestSpansAllItsWindows) {
+  search::VectorStudyView study(search::Direction::maximize);
+  auto& ts = study.mutable_trials();
+  const auto trial = [&](int number, double value, double low, double high) {
+    search::FrozenTrial t;
+    t.number = number;
+    t.state = TrialState::complete;
+    t.value = value;
+    t.user_attrs[k_attr_window] = {{"value", value}, {"low", low}, {"high", high}};
+    ts.push_back(t);
+    return &ts.back();
+  };
+  trial(0, 20, 19, 21);
+  auto best = window_best(study);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->trial, 0);
+  EXPECT_EQ(best->low, 19);
+  EXPECT_EQ(best->high, 21);
+  trial(1, 30, 29, 31)->user_attrs[k_attr_search_value] = 30;  // re-measured: median 30
+  for (auto [n, v] : {std::pair{2, 26.0}, std::pair{3, 34.0}}) {
+    auto* r = trial(n, v, v - 1, v + 1);
+    r->state = TrialState::pruned;  // a completed re-run is stored PRUNED, its value aside
+    r->value.reset();
+    r->system_attrs[k_attr_rerun_of] = 1;
+  }
+  best = window_best(study);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->trial, 1);
+  EXPECT_EQ(best->low, 25);
+  EXPECT_EQ(best->high, 35);
 }
 
 }  // namespace

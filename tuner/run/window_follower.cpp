@@ -6,6 +6,7 @@
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/run/ranking.h"
+#include "tuner/run/rerun.h"
 
 namespace tune::tuner {
 namespace {
@@ -30,16 +31,23 @@ std::optional<WindowBest> window_best(const search::StudyView& study) {
   WindowBest b;
   b.trial = best->number;
   b.low = b.high = *best->value;
-  const auto it = best->user_attrs.find(k_attr_window);
-  // A re-measured best's value is the median of its re-runs: its own window's interval no longer
-  // describes it, and the point is what tune believes.
-  if (it != best->user_attrs.end() && it->is_object() &&
-      !best->user_attrs.contains(k_attr_search_value)) {
-    const auto low = it->find("low"), high = it->find("high");
-    if (low != it->end() && high != it->end() && low->is_number() && high->is_number()) {
-      b.low = std::min(low->get<double>(), *best->value);
-      b.high = std::max(high->get<double>(), *best->value);
+  // What is known of the best: every window it was measured in, its own and its re-runs'. A
+  // re-measured best's value is the median of those runs, and the runs differ by more than one
+  // window's interval where the machine's load moves (the interval is within one window): the
+  // range of their intervals, not the median, is what a loser must fall below.
+  const auto widen = [&](const search::FrozenTrial& t) {
+    const auto it = t.user_attrs.find(k_attr_window);
+    if (it == t.user_attrs.end() || !it->is_object()) return;
+    for (const char* key : {"low", "high", "value"}) {
+      const auto v = it->find(key);
+      if (v == it->end() || !v->is_number()) continue;
+      b.low = std::min(b.low, v->get<double>());
+      b.high = std::max(b.high, v->get<double>());
     }
+  };
+  widen(*best);
+  for (const auto& t : study.trials()) {
+    if (rerun_of(t) == best->number) widen(t);  // a waiting re-run has no window yet
   }
   return b;
 }

@@ -41,8 +41,9 @@ struct WindowBest {
   double low = 0, high = 0;
 };
 
-// The best to prune against from the study's trials (ranking.h best_trial): its window
-// interval, else its value; nullopt when no trial is ranked yet.
+// The best to prune against from the study's trials (ranking.h best_trial): the range of the
+// intervals of every window it was measured in (its own run's and its re-runs'), its value
+// included; its value alone when it has no window; nullopt when no trial is ranked yet.
 std::optional<WindowBest> window_best(const search::StudyView& study);
 
 class WindowFollower {
