@@ -467,7 +467,7 @@ TEST_F(InitFromProbe, ProgressLinesOfAJobThatWouldRunOnMakeAWindowObjective) {
   EXPECT_EQ(w.settings.measure, WindowMeasure::counter);
   EXPECT_EQ(w.settings.warmup_s, 2);
   EXPECT_EQ(w.settings.min_s, 3);
-  EXPECT_EQ(w.max_s, 20);
+  EXPECT_EQ(w.max_s, 10);
   EXPECT_EQ(w.startup_s, 60);
   EXPECT_EQ(spec.direction, search::Direction::maximize);
   EXPECT_TRUE(text.contains("Found in the probe run: 40 progress lines like \"step 200 loss 0.5\""))
