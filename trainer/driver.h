@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstdio>
 
 #include "trainer/data.h"
 #include "trainer/options.h"
@@ -37,6 +38,13 @@ void run_loop(const Options& o, MPI_Comm comm, RunSetup& setup, DataIterator& it
     backend.train(iterator.next(), it * global_batch >= o.warm_start);
     const bool last = it + 1 == total;
     if (last) backend.finish();
+    // A progress line is appended and flushed, never a log rewritten whole: an hour's run prints
+    // as many as it likes at no growing cost.
+    if (o.progress_interval > 0 && (it + 1) % o.progress_interval == 0 && rank == 0) {
+      std::printf("tune-trainer: iteration %lld elapsed %.6f s\n", static_cast<long long>(it + 1),
+                  seconds_since(t0));
+      std::fflush(stdout);
+    }
     if (o.benchmark || ((it + 1) % o.log_interval != 0 && !last)) continue;
     const auto te = Clock::now();
     const Sums train = backend.take_sums().global(comm);

@@ -102,6 +102,7 @@ std::map<std::string, Setter> value_flags(Options& o) {
       {"train-samples", integer<std::int64_t>("train-samples", o.train_samples, 0)},
       {"val-samples", integer<std::int64_t>("val-samples", o.val_samples, 0)},
       {"log-interval", integer<std::int64_t>("log-interval", o.log_interval, 1)},
+      {"progress-interval", integer<std::int64_t>("progress-interval", o.progress_interval, 0)},
       {"iterator-workers", integer<int>("iterator-workers", o.iterator_workers, 0)},
       {"prefetch", integer<int>("prefetch", o.prefetch, 0)},
       {"augment",
@@ -203,7 +204,7 @@ std::string usage() {
          "[--optimizer momentum|adam]\n"
          "  [--momentum 0.9 (0.5 with 1bit)] [--epochs 1] [--max-iterations N] [--train-samples N] "
          "[--val-samples N]\n"
-         "  [--log-interval 100] [--benchmark] [--iterator-workers " +
+         "  [--log-interval 100] [--benchmark] [--progress-interval N] [--iterator-workers " +
          std::to_string(knob_defaults::k_iterator_workers) +
          "] [--prefetch N]\n"
          "  [--augment none|light|heavy] [--omp-threads N] [--blas-threads N] [--opencv-threads "

@@ -38,6 +38,10 @@ struct Options {
   std::int64_t val_samples = 0;                       // --val-samples, 0 = whole test set
   std::int64_t log_interval = 100;                    // --log-interval (iterations)
   bool benchmark = false;                             // --benchmark: no evaluation, one final entry
+  // --progress-interval N (iterations; 0 = none): rank 0 prints "tune-trainer: iteration N
+  // elapsed T s" (its own clock, since training began) every N iterations, flushed, with no
+  // evaluation and nothing collective, for tune's window objective to follow.
+  std::int64_t progress_interval = 0;
   // The thread and communication flags below take their defaults from the knob catalog
   // (probes/knobs.yaml, which says why each is what it is).
   int iterator_workers = knob_defaults::k_iterator_workers;  // --iterator-workers, 0 = main loads

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -25,15 +26,24 @@ namespace fs = std::filesystem;
 struct Result {
   int rc = -1;
   std::string err;
+  std::string out;
 };
 
-// Runs argv (no shell) with extra environment entries; stderr is captured, stdout discarded.
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs argv (no shell) with extra environment entries; stdout and stderr are captured.
 Result run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
            const fs::path& dir) {
   const fs::path err_file = dir / "stderr.txt";
+  const fs::path out_file = dir / "stdout.txt";
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<std::string> env_strings = extra_env;
   for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
@@ -50,10 +60,8 @@ Result run(const std::vector<std::string>& argv, const std::vector<std::string>&
     r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   posix_spawn_file_actions_destroy(&fa);
-  std::ifstream in(err_file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
+  r.err = slurp(err_file);
+  r.out = slurp(out_file);
   return r;
 }
 
@@ -197,6 +205,28 @@ TEST_F(TrainerRun, SingletonWithoutMpirunAndThreadFlags) {
   const auto entries = log();
   ASSERT_EQ(entries.size(), 2u) << entries.dump();
   EXPECT_EQ(entries[1]["iteration"], 10);
+}
+
+// --progress-interval: a line every N iterations from rank 0 alone, its clock rising, for tune's
+// window objective; --benchmark keeps its one log entry.
+TEST_F(TrainerRun, ProgressLinesEveryNIterations) {
+  const Result r = train(mpirun(2), {"--synthetic=4000", "--max-iterations=12", "--hidden=64",
+                                     "--benchmark", "--progress-interval=4"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::vector<std::pair<long, double>> seen;
+  for (std::string line; std::getline(lines, line);) {
+    long it = 0;
+    double t = 0;
+    if (std::sscanf(line.c_str(), "tune-trainer: iteration %ld elapsed %lf s", &it, &t) == 2)
+      seen.emplace_back(it, t);
+  }
+  ASSERT_EQ(seen.size(), 3u) << r.out;
+  EXPECT_EQ(seen[0].first, 4);
+  EXPECT_EQ(seen[2].first, 12);
+  EXPECT_LT(seen[0].second, seen[1].second);
+  EXPECT_LT(seen[1].second, seen[2].second);
+  EXPECT_EQ(log().size(), 1u);
 }
 
 TEST_F(TrainerRun, BadFlagIsOneLineAndExitTwo) {

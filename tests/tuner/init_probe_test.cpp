@@ -327,7 +327,9 @@ TEST_F(InitFromProbe, NoResultLineKeepsTheWallTime) {
   const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, p);
   EXPECT_TRUE(spec.objective.wall_time);
   EXPECT_EQ(spec.direction, search::Direction::minimize);
-  EXPECT_TRUE(text.contains("#   the probe's bound (10 s): tune init --probe-for LONGER lets it"))
+  EXPECT_TRUE(text.contains("#   the probe's bound (10 s) with no progress line seen either, so "
+                            "each trial runs the whole job:\n#   tune init --probe-for LONGER lets "
+                            "it finish; a job that prints a progress line"))
       << text;
 }
 
@@ -372,6 +374,138 @@ TEST_F(InitFromProbe, TorchFromTheMappedLibrariesWithThreadsFromTheEnvironment) 
   EXPECT_TRUE(text.contains("  regex: \"\\\\bsamples/s:")) << text;
   EXPECT_TRUE(text.contains("direction: maximize")) << text;
   EXPECT_FALSE(text.contains("files:")) << text;
+}
+
+// Lines as the probe run reads them: `per_read` lines every `dt` seconds, from `first_s`.
+std::vector<TimedLine> timed(const std::vector<std::string>& texts, double first_s, double dt,
+                             int per_read = 1, const std::string& source = "stdout") {
+  std::vector<TimedLine> out;
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    out.push_back({first_s + dt * static_cast<double>(i / per_read), source, texts[i]});
+  return out;
+}
+
+TEST(InitProgress, AStepCounterIsTheBestProgress) {
+  std::vector<std::string> texts = {"settings: 2 ranks, torch threads 1", "warning: step size"};
+  for (int i = 1; i <= 30; ++i)
+    texts.push_back("epoch 0 step " + std::to_string(5 * i) + " loss 2." + std::to_string(i % 10) +
+                    " lr 0.01");
+  texts.push_back("samples/s: 1234.5");
+  const auto found = find_progress_lines(timed(texts, 3.0, 0.1, 2));
+  ASSERT_FALSE(found.empty());
+  const auto& p = found.front();
+  EXPECT_EQ(p.measure, WindowMeasure::counter);
+  EXPECT_EQ(p.name, "step");
+  EXPECT_EQ(p.regex, "\\bstep ([0-9]+)");
+  EXPECT_EQ(p.count, 30);
+  EXPECT_NEAR(p.interval_s, 0.1, 1e-9);
+  EXPECT_NEAR(p.rate, 100, 2);  // two lines of 5 steps a read, a read every 0.1 s
+  EXPECT_EQ(p.source, "stdout");
+  // The regex reads each line's own number, and nothing of the other lines.
+  EXPECT_EQ(regex_first_group(p.regex, "epoch 0 step 45 loss 2.1 lr 0.01"), "45");
+  EXPECT_FALSE(regex_first_group(p.regex, "warning: step size"));
+}
+
+TEST(InitProgress, PrintedRatesAndRepeatedLinesAreOfferedAfterCounters) {
+  std::vector<std::string> rates;
+  for (int i = 0; i < 12; ++i)
+    rates.push_back("throughput: " + std::to_string(900 + i) + ".5 samples/s");
+  auto found = find_progress_lines(timed(rates, 1, 0.5));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::rate);
+  EXPECT_EQ(regex_first_group(found[0].regex, "throughput: 1234.5 samples/s"), "1234.5");
+  EXPECT_TRUE(found[0].spread.has_value());
+
+  // A counter that starts again each epoch is no counter: its lines are counted instead.
+  std::vector<std::string> epochs;
+  for (int e = 0; e < 3; ++e)
+    for (int i = 1; i <= 4; ++i)
+      epochs.push_back("epoch " + std::to_string(e) + " batch " + std::to_string(i) + " done");
+  found = find_progress_lines(timed(epochs, 1, 0.2));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::lines);
+  EXPECT_TRUE(regex_first_group(found[0].regex, "epoch 7 batch 12 done").has_value());
+  EXPECT_FALSE(regex_first_group(found[0].regex, "epoch 7 batch 12 failed").has_value());
+}
+
+TEST(InitProgress, ATableWrittenAtOnceIsNoProgress) {
+  // hpcc's result table: many lines of one shape, all read at one moment.
+  std::vector<std::string> table;
+  for (int i = 0; i < 20; ++i)
+    table.push_back("WR11C2R4  " + std::to_string(500 + i) + "  80  1  2  0.01");
+  EXPECT_TRUE(find_progress_lines(timed(table, 2, 0, 20)).empty());
+  // Three lines are not enough either.
+  EXPECT_TRUE(find_progress_lines(timed({"step 1", "step 2", "step 3"}, 1, 1)).empty());
+}
+
+TEST(InitProgress, ACounterWithoutALeadingWordIsReadFromTheLineStart) {
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 10; ++i) texts.push_back("[" + std::to_string(i * 10) + "/1000] 0.5");
+  const auto found = find_progress_lines(timed(texts, 1, 0.3));
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found[0].measure, WindowMeasure::counter);
+  EXPECT_EQ(regex_first_group(found[0].regex, "[70/1000] 0.25"), "70") << found[0].regex;
+}
+
+// A job still running at the probe's bound that printed progress lines: the study measures a
+// window of them; a noisy rate adds incumbent_repeats.
+TEST_F(InitFromProbe, ProgressLinesOfAJobThatWouldRunOnMakeAWindowObjective) {
+  ProbeFindings p;
+  p.ran = true;
+  p.bounded = true;
+  p.seconds = 10;
+  p.ranks = 2;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 40; ++i) texts.push_back("step " + std::to_string(5 * i) + " loss 0.5");
+  p.progress = find_progress_lines(timed(texts, 3.5, 0.15));
+  ASSERT_FALSE(p.progress.empty());
+  const auto [text, spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p);
+  ASSERT_TRUE(spec.objective.window) << text;
+  const auto& w = *spec.objective.window;
+  EXPECT_EQ(w.regex, "\\bstep ([0-9]+)");
+  EXPECT_EQ(w.settings.measure, WindowMeasure::counter);
+  EXPECT_EQ(w.settings.warmup_s, 2);
+  EXPECT_EQ(w.settings.min_s, 3);
+  EXPECT_EQ(w.max_s, 10);
+  EXPECT_EQ(w.startup_s, 60);
+  EXPECT_EQ(spec.direction, search::Direction::maximize);
+  EXPECT_TRUE(text.contains("Found in the probe run: 40 progress lines like \"step 200 loss 0.5\""))
+      << text;
+  EXPECT_TRUE(text.contains("still running at its bound (10 s)")) << text;
+  EXPECT_EQ(spec.incumbent_repeats, 0) << "an even rate is no noise";
+
+  // The same lines at an uneven pace: the rate varies between stretches of the run.
+  ProbeFindings noisy = p;
+  std::vector<TimedLine> lines;
+  double t = 3.5;
+  for (int i = 1; i <= 40; ++i) {
+    t += (i / 8) % 2 ? 0.3 : 0.1;
+    lines.push_back({t, "stdout", "step " + std::to_string(5 * i) + " loss 0.5"});
+  }
+  noisy.progress = find_progress_lines(lines);
+  ASSERT_FALSE(noisy.progress.empty());
+  ASSERT_TRUE(noisy.progress[0].spread);
+  const auto [noisy_text, noisy_spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, noisy);
+  EXPECT_EQ(noisy_spec.incumbent_repeats, 2) << noisy_text;
+  EXPECT_TRUE(noisy_text.contains("between stretches of the probe run")) << noisy_text;
+}
+
+// A job that ended by itself with a result line keeps that line as its objective, progress or
+// not: it is short enough to run whole.
+TEST_F(InitFromProbe, AShortJobWithAResultLineKeepsIt) {
+  ProbeFindings p;
+  p.ran = true;
+  p.exit_code = 0;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 10; ++i) texts.push_back("step " + std::to_string(i) + "/10 loss 0.5");
+  p.progress = find_progress_lines(timed(texts, 3, 0.2));
+  p.results = find_result_lines("samples/s: 1234.5\n", "stdout");
+  const auto [text, spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p);
+  EXPECT_FALSE(spec.objective.window) << text;
+  EXPECT_TRUE(spec.objective.use_regex) << text;
 }
 
 }  // namespace

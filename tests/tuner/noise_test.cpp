@@ -202,8 +202,9 @@ TEST(Noise, TrialsOwnIntervalsAreTheirNoise) {
   const auto windowed = [](int number, double value, double half, int bind, int threads,
                            nlohmann::json system = nlohmann::json::object()) {
     auto t = trial(number, value, bind, threads, std::move(system));
-    t.user_attrs[k_attr_window_ci_low] = value - half;
-    t.user_attrs[k_attr_window_ci_high] = value + half;
+    t.user_attrs[k_attr_window] = {{"value", value}, {"low", value - half},
+                                   {"high", value + half}, {"confidence", 0.95},
+                                   {"batches", 10}};
     return t;
   };
   search::VectorStudyView tight(Direction::maximize);  // samples/s: narrow intervals
@@ -213,13 +214,14 @@ TEST(Noise, TrialsOwnIntervalsAreTheirNoise) {
   EXPECT_FALSE(n.noise.sigma);
   ASSERT_TRUE(n.noise.window_sigma);
   EXPECT_EQ(n.noise.window_runs, 3);
-  EXPECT_NEAR(*n.noise.window_sigma, (std::log(111.0) - std::log(109.0)) / (2 * 1.959964), 1e-6);
+  const double q = student_t_quantile(0.975, 9);  // each interval's: 10 batches at 95%
+  EXPECT_NEAR(*n.noise.window_sigma, (std::log(111.0) - std::log(109.0)) / (2 * q), 1e-6);
   ASSERT_TRUE(n.over_baseline && n.over_baseline->low);
   EXPECT_EQ(n.over_baseline->best, 1);
   EXPECT_NEAR(*n.over_baseline->ratio, 1.2, 1e-12);
   // The normal law (the intervals' noise is taken as known), each side its own standard error.
-  const double se_best = (std::log(121.0) - std::log(119.0)) / (2 * 1.959964);
-  const double se_base = (std::log(101.0) - std::log(99.0)) / (2 * 1.959964);
+  const double se_best = (std::log(121.0) - std::log(119.0)) / (2 * q);
+  const double se_base = (std::log(101.0) - std::log(99.0)) / (2 * q);
   EXPECT_NEAR(*n.over_baseline->low,
               std::exp(std::log(1.2) - 1.959964 * std::hypot(se_best, se_base)), 1e-6);
   EXPECT_EQ(n.over_baseline->verdict, NoiseVerdict::beyond);
@@ -227,8 +229,8 @@ TEST(Noise, TrialsOwnIntervalsAreTheirNoise) {
   EXPECT_TRUE(std::isinf(n.test->df2));
   EXPECT_EQ(n.settings_verdict, NoiseVerdict::beyond);
   EXPECT_TRUE(
-      noise_text(n.noise).starts_with("one run varies by 0.5% (the median standard error "
-                                      "of 3 runs' own 95% intervals; no setting was run "
+      noise_text(n.noise).starts_with("one run varies by 0.4% (the median standard error "
+                                      "of 3 runs' own intervals; no setting was run "
                                       "twice"))
       << noise_text(n.noise);
 
@@ -247,6 +249,18 @@ TEST(Noise, TrialsOwnIntervalsAreTheirNoise) {
   EXPECT_EQ(n.over_baseline->verdict, NoiseVerdict::unknown);
   EXPECT_FALSE(n.test);
   EXPECT_TRUE(noise_verdict_text(n).starts_with("the 2 settings cannot be compared"));
+
+  // A window's statistics are the job's output: one batch, a bound that is not a number, or a
+  // confidence out of range gives no interval rather than a wrong one.
+  search::VectorStudyView broken(Direction::maximize);
+  broken.mutable_trials() = {windowed(0, 100.0, 1.0, 0, 0, enqueued()),
+                             windowed(1, 120.0, 1.0, 1, 1), windowed(2, 110.0, 1.0, 0, 1)};
+  broken.mutable_trials()[0].user_attrs[k_attr_window]["batches"] = 1;
+  broken.mutable_trials()[1].user_attrs[k_attr_window]["low"] = "119";
+  broken.mutable_trials()[2].user_attrs[k_attr_window]["confidence"] = 95;
+  n = assess_noise(broken);
+  EXPECT_FALSE(n.noise.known());
+  EXPECT_FALSE(n.noise.window_sigma);
 }
 
 // Repeats and intervals together: a run counts with the larger of the noise between runs and its
@@ -257,16 +271,17 @@ TEST(Noise, ARunCountsWithTheLargerOfBothNoises) {
   ts.push_back(trial(0, 10.0, 0, 0, enqueued()));
   ts.push_back(trial(1, 10.2, 0, 0));  // the baseline's setting: sigma ~1.4%
   ts.push_back(trial(2, 9.0, 1, 1));
-  ts.back().user_attrs[k_attr_window_ci_low] = 6.0;  // a wide interval of its own
-  ts.back().user_attrs[k_attr_window_ci_high] = 12.0;
+  // A wide interval of its own, at 90% over 5 batches.
+  ts.back().user_attrs[k_attr_window] = {
+      {"low", 6.0}, {"high", 12.0}, {"confidence", 0.9}, {"batches", 5}};
   const auto n = assess_noise(v);
   ASSERT_TRUE(n.noise.sigma && n.noise.window_sigma);
-  const double own = (std::log(12.0) - std::log(6.0)) / (2 * 1.959964);
+  const double own = (std::log(12.0) - std::log(6.0)) / (2 * student_t_quantile(0.95, 4));
   ASSERT_GT(own, *n.noise.sigma);
   const double half = student_t_quantile(0.975, 1) * std::hypot(own, *n.noise.sigma);
   EXPECT_NEAR(*n.over_baseline->high, std::exp(std::log(10.0 / 9.0) + half), 1e-6);
   EXPECT_EQ(n.over_baseline->verdict, NoiseVerdict::within);
-  EXPECT_TRUE(noise_text(n.noise).ends_with("; 1 run carries its own interval (median 17.7%)"))
+  EXPECT_TRUE(noise_text(n.noise).ends_with("; 1 run carries its own interval (median 16.3%)"))
       << noise_text(n.noise);
 }
 

@@ -82,12 +82,26 @@ inline constexpr const char* k_attr_files = "files";
 inline constexpr const char* k_attr_wall_time = "wall_time";
 inline constexpr const char* k_attr_exit_code = "exit_code";
 inline constexpr const char* k_attr_signal = "signal";
-// runner, for an objective measured over a window while the trial ran (a rate read from progress
-// lines): the bounds of the 95% confidence interval of the trial's value (float each, the
-// objective's unit), when its measurement gave one. The noise model (tuner/run/noise.h) takes the
-// interval as the noise of that one run; a trial without them is one run of unknown noise.
-inline constexpr const char* k_attr_window_ci_low = "window_ci_low";
-inline constexpr const char* k_attr_window_ci_high = "window_ci_high";
+// runner (objective `window:`, tuner/run/window_follower.h): the window's statistics, stored on
+// every trial that ran (also one that failed: how far it got).
+// {"status": str (below), "note": str (a sentence; only where something is worth saying),
+//  "value": float (the rate, x scale), "low", "high": float (its interval; absent with fewer
+//  than 2 batches), "confidence": float, "half_width": float (relative: (high - low) / 2 /
+//  value), "target": float, "points": int (progress points in the window), "batches": int,
+//  "window_s": float (its length, on the estimate's clock), "warmup_s": float, "warmup_steps":
+//  float (what the warm-up took), "first_progress_s": float (launch to the first progress
+//  point, tune's clock), "measure": "counter"|"lines"|"rate", "clock": "job"|"tune", "scale",
+//  "unit", "source": str, "lines": {"read", "points", "refused", "long", "skipped_bytes"},
+//  "best": {"trial", "low", "high"} (what a pruned trial was judged against)}
+// status: "target" (the interval reached the target: stopped, COMPLETE), "max" (the window's
+// max passed: stopped, COMPLETE), "pruned" (its interval clear below the best's: stopped,
+// PRUNED with the value as its last intermediate value), "ended" / "ended_in_warmup" (the job
+// exited 0 first: scored on what was seen, COMPLETE), "no_progress" (no progress point by the
+// window's startup limit: FAIL), "stalled" (no point after the warm-up: FAIL),
+// "warmup_unfinished" (the warm-up did not end within warmup + max: FAIL), "too_few_points"
+// (the job exited 0 with fewer than two points: FAIL), "unfinished" (the trial ended otherwise:
+// a crash, a signal, its timeout: FAIL as such).
+inline constexpr const char* k_attr_window = "window";
 
 // --- study user attrs ----------------------------------------------------------------------
 // runner: the study file's absolute path, so confirm/export find it from the database alone.

@@ -45,11 +45,14 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
                                 given.end() - static_cast<std::ptrdiff_t>(command.program.size()));
   argv.insert(argv.end(), command.program.begin(), command.program.end());
   std::cerr << fmt::format(
-      "tune init: running the command for up to {} to see what it starts (--no-probe skips "
-      "this)\n",
-      args.probe_for);
+      "tune init: running the command for up to {} ({:g}s while it shows no progress line) to "
+      "see what it starts (--no-probe skips this)\n",
+      args.probe_for, 3 * seconds);
   ProbeOptions options;
   options.seconds = seconds;
+  // A job still starting at the bound (torch on a loaded machine) is given the time to show its
+  // progress lines, which decide whether its trials can be measured over a window.
+  options.progress_wait_s = 3 * seconds;
   // As the study's launch will: more ranks on this node than cores need --oversubscribe.
   const auto per_node = probes::parse_int(
       command.mpirun.npernode.empty() ? command.mpirun.n : command.mpirun.npernode);
@@ -214,8 +217,9 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
       ->type_name("DURATION");
   init->add_flag("--no-input", args->no_input, "Ask nothing, even on a terminal");
   init->add_option("--probe-for", args->probe_for,
-                   "Run the command this long (at most) to see what it maps, starts, reads and "
-                   "prints; the whole tree is stopped after (default 10s)")
+                   "Run the command this long (at most; 3x as long while it has printed no "
+                   "progress line) to see what it maps, starts, reads and prints; the whole tree "
+                   "is stopped after (default 10s)")
       ->type_name("DURATION");
   init->add_flag("--no-probe", args->no_probe,
                  "Do not run the command: judge the program by its text (a script's imports)");

@@ -58,6 +58,16 @@ struct InitFile {
   std::string comment;
 };
 
+// The window objective `tune init` proposes when its probe run saw progress lines: the
+// `objective: {window: ...}` keys, as written.
+struct InitWindow {
+  std::string stream = "stdout";  // stdout | stderr
+  std::string regex;
+  std::string measure;                    // counter | lines | rate
+  std::string warmup, min, max, startup;  // durations ("2s")
+  std::string target = "2%";
+};
+
 struct InitPlan {
   std::string name;
   std::vector<std::string> header;  // comment lines at the top (without "# ")
@@ -71,6 +81,10 @@ struct InitPlan {
   std::string objective_stream = "stdout";   // stdout | stderr, without objective_file
   bool maximize = true;                      // with a regex
   std::vector<std::string> objective_notes;  // why this objective, the other candidates
+  std::optional<InitWindow> window;          // the objective is a window (maximize)
+  // incumbent_repeats, when the probe run showed the rate varying (0 = not written), and why.
+  int incumbent_repeats = 0;
+  std::string repeats_note;
   InitProgram program;
   std::vector<InitFile> files;
   std::string timeout;

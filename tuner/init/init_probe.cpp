@@ -188,6 +188,51 @@ std::map<std::string, ProbeInput> mirror(const fs::path& source, const fs::path&
   return out;
 }
 
+// The lines a stream's file gains while the probe runs, each with the moment it was read: the
+// new bytes only, at most a MiB a read (the older part of a flood is skipped), lines cut at
+// k_timed_line_bytes, k_max_timed_lines kept.
+class LineTimes {
+ public:
+  static constexpr std::size_t k_max_timed_lines = 20000;
+  LineTimes(std::string path, std::string source)
+      : m_path(std::move(path)), m_source(std::move(source)) {}
+
+  void read(double now_s, std::vector<TimedLine>& out) {
+    std::ifstream in(m_path, std::ios::binary);
+    if (!in) return;
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<std::uintmax_t>(std::max<std::streamoff>(in.tellg(), 0));
+    if (size <= m_offset) return;
+    constexpr std::uintmax_t k_max_read = 1u << 20;
+    if (size - m_offset > k_max_read) {
+      m_offset = size - k_max_read;
+      m_partial.clear();
+      m_skip_to_newline = true;
+    }
+    in.seekg(static_cast<std::streamoff>(m_offset));
+    std::string buf(static_cast<std::size_t>(size - m_offset), '\0');
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    buf.resize(static_cast<std::size_t>(in.gcount()));
+    m_offset += buf.size();
+    for (char c : buf) {
+      if (c != '\n') {
+        if (!m_skip_to_newline && m_partial.size() < k_timed_line_bytes) m_partial += c;
+        continue;
+      }
+      if (!m_skip_to_newline && out.size() < k_max_timed_lines)
+        out.push_back({now_s, m_source, m_partial});
+      m_partial.clear();
+      m_skip_to_newline = false;
+    }
+  }
+
+ private:
+  std::string m_path, m_source;
+  std::uintmax_t m_offset = 0;
+  std::string m_partial;
+  bool m_skip_to_newline = false;
+};
+
 // mpirun's options that the study's launch adds to every trial and the command may lack: as
 // root --allow-run-as-root, and --oversubscribe for more ranks than cores.
 std::vector<std::string> with_mpirun_options(std::vector<std::string> argv, bool has_mpirun,
@@ -301,11 +346,29 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
+  // The job's lines as they come: progress lines are told by their arrival.
+  std::vector<TimedLine> timed;
+  LineTimes out_lines(request.stdout_path, "stdout"), err_lines(request.stderr_path, "stderr");
+  bool no_progress_yet = true;
+  double checked_at = 0;
   const LaunchResult result = run_process(request, [&](pid_t pid) -> std::string {
+    const double now = elapsed();
+    out_lines.read(now, timed);
+    err_lines.read(now, timed);
     sample(pid, has_mpirun, work, source, g);
     if (watch) watch->drain();
-    return elapsed() >= options.seconds ? "the probe's bound" : "";
+    if (now < options.seconds) return "";
+    if (now < options.progress_wait_s) {
+      if (now - checked_at >= 0.5) {  // the lines so far, twice a second
+        checked_at = now;
+        no_progress_yet = find_progress_lines(timed).empty();
+      }
+      if (no_progress_yet) return "";
+    }
+    return "the probe's bound";
   });
+  out_lines.read(elapsed(), timed);
+  err_lines.read(elapsed(), timed);
   if (watch) watch->drain();
   if (!result.started) {
     out.not_run = result.error;
@@ -386,6 +449,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     out.results.insert(out.results.end(), lines.begin(), lines.end());
   }
   sort_results(out.results);
+  out.progress = find_progress_lines(timed);
   fs::remove_all(dir, ec);
   return out;
 }

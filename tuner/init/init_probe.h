@@ -19,10 +19,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "probes/program_probe.h"
+#include "tuner/base/rate_window.h"
 
 namespace tune::tuner {
 
@@ -44,8 +46,46 @@ struct ResultLine {
 // order they first appear). Other named numbers (sizes, counts, residuals) are not offered.
 std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source);
 
+// A line the probe run's job printed, with the moment tune read it (seconds since launch).
+struct TimedLine {
+  double t = 0;
+  std::string source;  // "stdout" | "stderr"
+  std::string text;    // at most k_timed_line_bytes
+};
+inline constexpr std::size_t k_timed_line_bytes = 512;
+
+// Progress lines: lines of one shape (the same text with other numbers) that kept coming while
+// the probe ran, offered as a window objective (StudySpec's WindowSpec).
+struct ProgressLines {
+  std::string source;  // "stdout" | "stderr"
+  WindowMeasure measure = WindowMeasure::counter;
+  std::string regex;      // RE2: its first group is the number (none for `lines`)
+  std::string name;       // the word before the number ("step"); "" for lines
+  std::string example;    // one of the lines, printable
+  int count = 0;          // lines of this shape
+  double first_s = 0;     // when the first was read, after launch
+  double interval_s = 0;  // the median time between the reads that brought new ones
+  double span_s = 0;      // from the first to the last
+  // Units per second over the run after its first line (counter, lines), or the mean of the
+  // rates printed (rate); the spread of that rate between stretches of the run (the standard
+  // deviation of 5 stretches' rates over their mean), when there were enough lines to tell.
+  double rate = 0;
+  std::optional<double> spread;
+};
+
+// The progress lines among `lines` (in the order read), best candidate first: a counter named
+// like a step (step, iter, iteration, batch, samples, ...), then any counter, then a printed rate,
+// then lines that repeat their shape. A shape needs at least 4 lines read at 3 or more distinct
+// moments; the regex built for a candidate is checked to give exactly its numbers and to match
+// no other line of its stream.
+std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lines);
+
 struct ProbeOptions {
-  double seconds = 10;     // the bound: the tree is stopped after it (--probe-for)
+  double seconds = 10;  // the bound: the tree is stopped after it (--probe-for)
+  // A command still running at the bound that has shown no progress lines yet (a framework
+  // still starting on a loaded machine) is watched on until they show, up to this long in all;
+  // 0 = not at all. Default 0 (the CLI: 3 x --probe-for).
+  double progress_wait_s = 0;
   std::string source_dir;  // the folder the user runs from; "" = the current folder
   // Files up to this size are copied into the mirror, bigger ones linked.
   std::uintmax_t copy_limit_bytes = 64u << 20;
@@ -75,6 +115,7 @@ struct ProbeFindings {
   std::vector<ProbeInput> inputs;           // read from the working folder, not written
   std::vector<std::string> outputs;         // created or written there
   std::vector<ResultLine> results;          // from stdout, stderr and the outputs, best first
+  std::vector<ProgressLines> progress;      // from stdout and stderr as they came, best first
 };
 
 // Runs `argv` (the command as init was given it, relative paths already absolute; starting with

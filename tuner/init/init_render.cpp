@@ -118,7 +118,25 @@ std::string baseline(const InitPlan& plan, F value_of) {
 }
 
 void write_objective_and_baselines(std::ostream& out, const InitPlan& plan) {
-  if (!plan.regex.empty() && !plan.objective_notes.empty()) {
+  if (plan.window) {
+    const auto& w = *plan.window;
+    out << "objective:\n";
+    for (const auto& n : plan.objective_notes) out << comment(n, "  ");
+    out << "  window:\n";
+    if (w.stream != "stdout") out << "    stream: " << w.stream << '\n';
+    out << "    regex: " << quoted(w.regex) << '\n'
+        << "    measure: " << w.measure << '\n'
+        << "    warmup: " << w.warmup << "   # not measured: the job's first steps are slow\n"
+        << "    target: " << w.target << "   # stop once the rate's 95% interval is within +-"
+        << w.target << " of it\n"
+        << "    min: " << w.min << "   # ... over a window at least this long\n"
+        << "    max: " << w.max << "   # stop after this long a window anyway\n"
+        << "    startup: " << w.startup << "   # no progress line by then: the trial fails\n";
+    if (plan.incumbent_repeats > 0) {
+      out << comment(plan.repeats_note, "") << "incumbent_repeats: " << plan.incumbent_repeats
+          << '\n';
+    }
+  } else if (!plan.regex.empty() && !plan.objective_notes.empty()) {
     out << "objective:\n";
     for (const auto& n : plan.objective_notes) out << comment(n, "  ");
     if (!plan.objective_file.empty()) out << "  file: " << quoted(plan.objective_file) << '\n';
@@ -187,7 +205,8 @@ std::string write_init_yaml(const InitPlan& plan) {
          "# A null choice leaves that flag or variable out, so the library keeps its own "
          "default.\n";
   out << "name: " << quoted(plan.name) << '\n'
-      << "direction: " << (plan.regex.empty() || !plan.maximize ? "minimize" : "maximize") << '\n'
+      << "direction: "
+      << (plan.window || (!plan.regex.empty() && plan.maximize) ? "maximize" : "minimize") << '\n'
       << "timeout: " << quoted(plan.timeout) << "   # per trial: a hung trial is stopped\n";
   write_launch(out, plan);
   out << "command:\n";

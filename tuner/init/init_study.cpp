@@ -510,6 +510,70 @@ std::string file_source(const InitRequest& request, const std::string& name) {
   return rel.empty() ? src.string() : rel.string();
 }
 
+// "2s", "0.5s", "20s": seconds to a tenth.
+std::string seconds_text(double s) { return fmt::format("{:g}s", std::round(s * 10) / 10); }
+
+// The window objective from the probe run's best progress lines, and why.
+void propose_window(const ProbeFindings& probe, const ResultLine* result, InitPlan& plan) {
+  const ProgressLines& p = probe.progress.front();
+  const double every = std::max(p.interval_s, 0.05);
+  InitWindow w;
+  w.stream = p.source;
+  w.regex = p.regex;
+  w.measure = window_measure_name(p.measure);
+  w.warmup = seconds_text(std::max(2.0, 3 * every));
+  w.min = seconds_text(std::max(3.0, 8 * every));
+  // 10 s: a DDP job on the 2-core machine varies by 15% between 2-s stretches, so a 2% target
+  // is seldom met there and max decides a trial's length (issue 26: 20 trials in 5 minutes).
+  w.max = seconds_text(std::max(10.0, 20 * every));
+  w.startup = seconds_text(std::max(60.0, std::ceil(4 * p.first_s)));
+  plan.window = w;
+  plan.maximize = true;
+  const std::string what =
+      p.measure == WindowMeasure::counter
+          ? fmt::format("the number after '{}' counts up ({:.4g} a second here)", p.name, p.rate)
+      : p.measure == WindowMeasure::rate
+          ? fmt::format("the number after '{}' is a rate (mean {:.4g})", p.name, p.rate)
+          : fmt::format("tune counts the lines ({:.3g} a second here)", p.rate);
+  plan.objective_notes.push_back(fmt::format(
+      "Found in the probe run: {} progress lines like \"{}\" on {}, one every {:.2g} s, the "
+      "first {:.1f} s after launch; {}.",
+      p.count, p.example, p.source, every, p.first_s, what));
+  plan.objective_notes.push_back(fmt::format(
+      "A trial is scored by that rate over a window after a warm-up, and stopped as soon as the "
+      "rate is known to +-{} (95% confidence), or after {} of window: seconds a trial, however "
+      "long the job would run. A trial whose interval falls clear below the best's is stopped "
+      "early as PRUNED (window.prune: false keeps them).",
+      w.target, w.max));
+  if (probe.bounded) {
+    plan.objective_notes.push_back(fmt::format(
+        "Not the wall time: the probe run was still running at its bound ({:.0f} s), so a trial "
+        "would run the whole job{}.",
+        probe.seconds,
+        result ? fmt::format("; nor '{}', which the job prints once", result->name) : ""));
+  } else {
+    plan.objective_notes.push_back(
+        "The job printed no result line to score at its end (NAME: number with a rate or time).");
+  }
+  std::vector<std::string> others;
+  for (std::size_t i = 1; i < probe.progress.size() && others.size() < 4; ++i)
+    others.push_back(
+        fmt::format("\"{}\" ({})", probe.progress[i].example, probe.progress[i].source));
+  if (!others.empty())
+    plan.objective_notes.push_back(
+        fmt::format("Other progress lines: {}.", fmt::join(others, ", ")));
+  // Noise: a rate that varies between stretches of one run varies between runs at least as much.
+  constexpr double k_noisy_spread = 0.05;
+  if (p.spread && *p.spread > k_noisy_spread) {
+    plan.incumbent_repeats = 2;
+    plan.repeats_note = fmt::format(
+        "The rate varied by {:.0f}% (standard deviation over mean) between stretches of the probe "
+        "run: single measurements are noisy on this machine, so each new best is re-measured "
+        "twice before it is believed.",
+        *p.spread * 100);
+  }
+}
+
 void probe_files_and_objective(const InitRequest& request, const ProbeFindings& probe,
                                InitPlan& plan) {
   constexpr std::uintmax_t k_link_above = 64u << 20;  // the probe's copy limit
@@ -524,14 +588,24 @@ void probe_files_and_objective(const InitRequest& request, const ProbeFindings& 
   }
   if (!request.throughput_regex.empty()) return;
   const ResultLine* best = probe.results.empty() ? nullptr : &probe.results.front();
+  // Progress lines make a window objective when the job would not end soon by itself (the probe
+  // run stopped it still running) or printed no result to score at its end.
+  if (!probe.progress.empty() && (probe.bounded || best == nullptr)) {
+    propose_window(probe, best, plan);
+    return;
+  }
   if (best == nullptr) {
     plan.notes.push_back(fmt::format(
         "a result line as the objective: the probe run printed or wrote none (NAME: number, "
         "NAME=number with a rate or time unit); the objective is the wall time{}",
-        probe.bounded ? fmt::format(". The run was stopped at the probe's bound ({:.0f} s): "
-                                    "tune init --probe-for LONGER lets it finish",
-                                    probe.seconds)
-                      : ""));
+        probe.bounded
+            ? fmt::format(". The run was stopped at the probe's bound ({:.0f} s) with no "
+                          "progress line seen either, so each trial runs the whole job: tune init "
+                          "--probe-for LONGER lets it finish; a job that prints a progress line "
+                          "(a step counter) is measured over a window at seconds a trial, "
+                          "objective: {{window: {{regex: 'step ([0-9]+)'}}}} (docs/study-file.md)",
+                          probe.seconds)
+            : ""));
     return;
   }
   plan.regex = best->regex;

@@ -21,24 +21,37 @@ using search::TrialState;
 
 namespace {
 
-constexpr double k_z95 = 1.959963984540054;  // the normal law's 97.5% quantile
 constexpr double k_infinite = std::numeric_limits<double>::infinity();
 
-// One measurement of a setting: its value, and the 95% interval the trial carried for it.
+// One measurement of a setting: its value, and the interval the trial carried for it (from its
+// window: the bounds, and the quantile that turns their half width into a standard error).
 struct Run {
   double value = 0;
   std::optional<double> ci_low, ci_high;
+  double ci_quantile = 0;
 };
 
-std::optional<double> number_attr(const FrozenTrial& t, const char* key) {
-  const auto it = t.user_attrs.find(key);
-  if (it == t.user_attrs.end() || !it->is_number()) return std::nullopt;
+std::optional<double> finite_number(const nlohmann::json& o, const char* key) {
+  const auto it = o.find(key);
+  if (it == o.end() || !it->is_number()) return std::nullopt;
   const double v = it->get<double>();
   return std::isfinite(v) ? std::optional(v) : std::nullopt;
 }
 
+// The window's statistics are the trial's own output turned into numbers: anything missing,
+// out of range or inconsistent leaves the run without an interval rather than with a wrong one.
 Run run_of(const FrozenTrial& t, double value) {
-  return {value, number_attr(t, k_attr_window_ci_low), number_attr(t, k_attr_window_ci_high)};
+  Run r{value, std::nullopt, std::nullopt, 0};
+  const auto it = t.user_attrs.find(k_attr_window);
+  if (it == t.user_attrs.end() || !it->is_object()) return r;
+  const auto low = finite_number(*it, "low"), high = finite_number(*it, "high");
+  const auto batches = finite_number(*it, "batches");
+  const double confidence = finite_number(*it, "confidence").value_or(0.95);
+  if (!low || !high || !batches || *batches < 2 || !(confidence > 0 && confidence < 1)) return r;
+  r.ci_low = low;
+  r.ci_high = high;
+  r.ci_quantile = student_t_quantile(0.5 + confidence / 2, *batches - 1);  // batch means' t
+  return r;
 }
 
 // A completed search trial and the runs its believed value stands on: its re-runs when it has
@@ -65,12 +78,14 @@ class Model {
 
   // The standard error of a run's own interval, on the model's scale.
   std::optional<double> window_se(const Run& r) const {
-    if (!r.ci_low || !r.ci_high || *r.ci_high < *r.ci_low) return std::nullopt;
+    if (!r.ci_low || !r.ci_high || *r.ci_high < *r.ci_low || !(r.ci_quantile > 0)) {
+      return std::nullopt;
+    }
     if (m_noise.scale == NoiseScale::relative) {
       if (!(*r.ci_low > 0)) return std::nullopt;
-      return (std::log(*r.ci_high) - std::log(*r.ci_low)) / (2 * k_z95);
+      return (std::log(*r.ci_high) - std::log(*r.ci_low)) / (2 * r.ci_quantile);
     }
-    return (*r.ci_high - *r.ci_low) / (2 * k_z95);
+    return (*r.ci_high - *r.ci_low) / (2 * r.ci_quantile);
   }
 
   // One run's variance: the larger of the noise between runs and its own interval's.
@@ -332,7 +347,7 @@ std::string noise_text(const NoiseEstimate& noise) {
   }
   if (noise.window_sigma)
     return fmt::format(
-        "one run varies by {} (the median standard error of {}' own 95% intervals; no setting "
+        "one run varies by {} (the median standard error of {}' own intervals; no setting "
         "was run twice, so how runs differ from each other is not measured)",
         spread_text(noise, *noise.window_sigma), plural(noise.window_runs, "run"));
   return "one run's noise is unknown: no setting was measured twice and no trial carries its "

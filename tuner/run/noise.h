@@ -13,8 +13,9 @@
 //     (rerun.h): its own run was picked for being good, and would make the noise look larger
 //     than it is by as much as the luck that picked it.
 //   - a trial's own interval: a trial whose objective was measured over a window while it ran
-//     carries the bounds of its value's 95% interval (user attrs k_attr_window_ci_low/high,
-//     tuner/base/trial_attrs.h); its standard error is the interval's half width over 1.96.
+//     carries its value's interval (user attr k_attr_window: low, high, confidence, batches;
+//     tuner/base/trial_attrs.h); its standard error is the interval's half width over the
+//     Student's t quantile it was built with (batches - 1 degrees of freedom).
 //     That is the noise within one run; when repeats measured the noise between runs too, each
 //     run counts with the larger of the two.
 //   - neither: the noise is unknown, and every output says so and how to measure it instead of

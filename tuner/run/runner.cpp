@@ -18,10 +18,12 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/rendered_launch.h"
 #include "tuner/run/pending_result.h"
+#include "tuner/run/ranking.h"
 #include "tuner/run/rerun.h"
 #include "tuner/run/staging.h"
 #include "tuner/run/summary.h"
 #include "tuner/run/trial_outcome.h"
+#include "tuner/run/window_follower.h"
 #include "tuner/storage/storage.h"
 #include "tuner/storage/trial_owner.h"
 #include "tuner/study/objective.h"
@@ -53,6 +55,9 @@ using Clock = std::chrono::steady_clock;
 
 // Bytes kept of each of a trial's stdout and stderr: the first and the last half (tune-keeper).
 constexpr std::size_t k_trial_output_cap = 16u << 20;
+// The watcher's period: heartbeats and the log followed for pruning; a window's progress.
+constexpr double k_follow_tick_s = 0.5;
+constexpr double k_window_tick_s = 0.05;
 
 // A fresh output folder for a trial, never one that holds somebody's files: trials/<number>, or
 // trials/<number>.<k> when that exists already (e.g. left by a study in another database).
@@ -147,8 +152,8 @@ class LogFollower {
       m_errors.note(m_storage.record_heartbeat(m_trial.trial_id));
     }
     if (m_errors.lost()) return std::string(k_lost_reason);
-    if (m_objective.wall_time || m_objective.file)
-      return "";  // no log to follow: the value is known at the end
+    if (m_objective.wall_time || m_objective.file || m_objective.window)
+      return "";  // no log to follow for pruning: the value is known at the end, or the window's
     std::error_code ec;
     const auto mtime = fs::last_write_time(m_log_path, ec);
     if (ec || mtime == m_last_mtime) return "";
@@ -384,6 +389,8 @@ struct StudyRunner::Ran {
   // the trial's result is still recorded (or kept), then tune stops with this.
   std::string storage_error;
   nlohmann::json end_attrs = nlohmann::json::object();  // system attrs of the trial's end
+  nlohmann::json window_attrs;       // objective window: the user attr k_attr_window
+  bool window_intermediate = false;  // a pruned loser's estimate added to its intermediate values
 };
 
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
@@ -584,7 +591,9 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
       p.study_deadline_bites = true;
     }
   }
-  req.tick_s = 0.5;
+  // A window reads the job's progress lines within a tick of their writing: the tick is the
+  // resolution of the times it gives them (and of its stop). Heartbeats stay at 0.5 s.
+  req.tick_s = m_spec.objective.window ? k_window_tick_s : k_follow_tick_s;
   req.output_cap_bytes = k_trial_output_cap;
   auto log = expand_template(m_spec.objective.log, values);
   p.log_path = log && *log ? **log : (trial_dir / "log").string();
@@ -644,6 +653,32 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   ErrorSink errors;
   LogFollower follower(m_spec.objective, p.log_path, *m_storage, *m_cache, m_pruner.get(), trial,
                        errors);
+  // objective `window:`: the rate measured while the trial runs, which may stop it.
+  std::optional<WindowFollower> window;
+  if (const auto& ws = m_spec.objective.window) {
+    std::string path = ws->stream == "stderr" ? p.request.stderr_path : p.request.stdout_path;
+    if (ws->source != WindowSpec::Source::stream) {
+      auto expanded = expand_template(ws->path, p.values);
+      if (!expanded || !*expanded)
+        return std::unexpected(
+            fmt::format("{}: objective.window: {}", m_spec.file,
+                        expanded ? "its path names a null value" : expanded.error()));
+      fs::path at(**expanded);
+      if (at.is_relative()) at = fs::path(p.request.workdir) / at;
+      path = at.lexically_normal().string();
+    }
+    // Losers are stopped only among the sampler's own trials: a baseline or a re-run is
+    // measured whole, and tune confirm's repeats run without pruning.
+    std::optional<WindowBest> best;
+    if (m_options.prune && !trial.system_attrs.contains(k_attr_fixed_params) && !is_rerun(trial))
+      best = window_best(*m_cache);
+    window.emplace(*ws, path, best, k_trial_output_cap / 2);
+  }
+  const auto launched = Clock::now();
+  const auto since_launch = [&] {
+    return std::chrono::duration<double>(Clock::now() - launched).count();
+  };
+  double followed_at = -k_follow_tick_s;
   // The watcher runs on the launcher's own thread while this one waits in run_process(), so
   // the storage, the cache and `trial` are used by one thread at a time (storage.h): its
   // heartbeats, intermediate values and the pruner's reads may wait on the database without
@@ -655,6 +690,12 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
       if (m_hooks.on_start) m_hooks.on_start(pid);
       errors.note(m_storage->record_heartbeat(trial.trial_id));
       return std::string();
+    }
+    if (window) {
+      const double now = since_launch();
+      if (auto why = window->tick(now); !why.empty()) return why;
+      if (now - followed_at < k_follow_tick_s) return std::string();
+      followed_at = now;
     }
     return follower.tick();
   });
@@ -669,6 +710,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   if (!p.slurm_step.empty() && res.started)
     ran.end_attrs[k_attr_slurm_step] = end_slurm_step(p.slurm_step, res);
   if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
+  if (window && res.started) window->finish(since_launch());
   if (m_hooks.on_end && res.started) {
     const auto attrs = m_hooks.on_end();  // items() refers into it: keep it alive
     for (const auto& [key, v] : attrs.items()) ran.end_attrs[key] = v;
@@ -680,10 +722,27 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     ctx.last_intermediate = trial.intermediate_values.rbegin()->second;
   }
   ctx.stderr_path = p.request.stderr_path;
-  ran.outcome = classify_outcome(res, ctx, [&] {
+  if (window) ctx.window = window->decision();
+  ran.outcome = classify_outcome(res, ctx, [&]() -> Result<ObjectiveReading> {
+    std::optional<double> window_value;
+    if (window) {
+      auto v = window->ended_value();  // the decision's value, or the estimate of what was seen
+      if (!v) return std::unexpected(v.error());
+      window_value = *v;
+    }
     return read_objectives(m_spec.objectives, m_spec.constraints, p.log_path, p.request.stdout_path,
-                           p.request.stderr_path, res.wall_s, p.request.workdir, p.values);
+                           p.request.stderr_path, res.wall_s, p.request.workdir, p.values,
+                           window_value);
   });
+  if (window && res.started) {
+    ran.window_attrs = window->attrs();
+    // A loser stopped by its window is PRUNED with its estimate as its last intermediate value,
+    // as Optuna stores a pruned trial (its samplers read that pair).
+    if (ran.outcome.state == TrialState::pruned && ran.outcome.value) {
+      trial.intermediate_values[std::max<std::int64_t>(window->points(), 1)] = *ran.outcome.value;
+      ran.window_intermediate = true;
+    }
+  }
   if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
   if (errors.lost()) {
     ran.lost = true;
@@ -712,6 +771,7 @@ FinalRecord StudyRunner::final_record(const FrozenTrial& trial, const Ran& ran) 
   if (!outcome.constraints.empty()) system[k_attr_constraints] = outcome.constraints;
   if (!outcome.reason.empty()) system[k_attr_fail_reason] = outcome.reason;
   for (const auto& [key, value] : ran.end_attrs.items()) system[key] = value;
+  if (!ran.window_attrs.is_null()) user[k_attr_window] = ran.window_attrs;
   // A completed re-run is stored so that Optuna never ranks a lucky repeat (rerun.h).
   const auto stored = stored_outcome(trial, outcome.state, outcome.value);
   if (stored.rerun_value) {
@@ -722,7 +782,7 @@ FinalRecord StudyRunner::final_record(const FrozenTrial& trial, const Ran& ran) 
   record.values = outcome.values.empty() ? TrialValues(stored.value).values : outcome.values;
   record.intermediate_values = trial.intermediate_values;
   // Writes failed during the run, so some of these may be missing: all are stored with the end.
-  record.with_intermediate = !ran.storage_error.empty();
+  record.with_intermediate = !ran.storage_error.empty() || ran.window_intermediate;
   return record;
 }
 
@@ -787,6 +847,11 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
   progress.values = ran.outcome.values;
   if (ran.launch.started) progress.wall_s = ran.launch.wall_s;
   progress.reason = ran.outcome.reason;
+  if (ran.window_attrs.is_object()) {
+    if (const auto it = ran.window_attrs.find("half_width");
+        it != ran.window_attrs.end() && it->is_number())
+      progress.half_width = it->get<double>();
+  }
   if (done < m_options.trials) progress.eta_s = eta;
   progress.objectives = live_objective_names(m_spec);
   if (!m_cache->is_multi_objective()) progress.best = m_best.best(*m_cache);

@@ -143,6 +143,7 @@ std::string progress_line(const FrozenTrial& trial, const search::StudyView& stu
   for (std::size_t i = 0; i < p.values.size(); ++i)
     head += (i ? ", " : " ") + format_measure(name(i), p.values[i]);
   if (p.value && p.values.empty()) head += ' ' + format_measure(name(0), *p.value);
+  if (p.value && p.half_width) head += fmt::format(" +-{:.1f}%", *p.half_width * 100);
   // With a wall_time objective the value printed is the wall time already.
   const bool wall_shown = (p.value || !p.values.empty()) &&
                           std::ranges::find(p.objectives, "wall_time") != p.objectives.end();

@@ -59,6 +59,7 @@ struct TrialProgress {
   std::optional<double> value;          // one objective
   std::vector<double> values;           // several objectives (value is then unset)
   std::optional<double> wall_s;         // launch to exit, when it was launched
+  std::optional<double> half_width;     // objective window: its interval, relative to the value
   std::string reason;                   // why it failed or was pruned; "" = none
   std::optional<double> eta_s;          // none after the last trial
   std::vector<std::string> objectives;  // names (study_spec.h objective_names); may be empty

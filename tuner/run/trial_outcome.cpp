@@ -38,6 +38,22 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
   } else if (res.stopped == StopReason::timeout) {
     o.reason = ctx.study_deadline_bites ? "stopped: the study's --time-limit was reached"
                                         : res.stop_detail;
+  } else if (ctx.window) {
+    // Stopped by its window as a timeout stops a trial (or ending by itself as the window
+    // decided): its measure is what counts, not the stopped tree's exit status.
+    o.state = ctx.window->state;
+    o.value = ctx.window->value;
+    o.reason = ctx.window->reason;
+    if (o.state == TrialState::complete) {
+      if (auto reading = read(); reading) {
+        o.value = reading->value;
+        o.constraints = reading->constraints;
+      } else {
+        o.state = TrialState::fail;
+        o.value.reset();
+        o.reason = reading.error();
+      }
+    }
   } else if (res.stopped == StopReason::watcher) {
     o.state = TrialState::pruned;
     o.reason = res.stop_detail;

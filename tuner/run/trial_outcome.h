@@ -27,16 +27,27 @@ struct TrialOutcome {
   bool stop_study = false;          // an interrupt: no further trial
 };
 
+// What a window objective (tuner/run/window_follower.h) decided when it stopped the trial: its
+// state (COMPLETE on its target or max, PRUNED a loser, FAIL no progress), value and reason.
+struct WindowDecision {
+  search::TrialState state = search::TrialState::fail;
+  std::optional<double> value;
+  std::string reason;  // a FAIL's or PRUNED's; "" for COMPLETE
+};
+
 struct OutcomeContext {
   bool study_deadline_bites = false;        // the study's --time-limit set the trial's limit
   int interrupt_signal = 0;                 // the signal behind StopReason::interrupted
   std::optional<double> last_intermediate;  // what a pruned trial is ranked by
   std::string stderr_path;                  // its explaining lines name a non-zero exit's cause
+  // Set when the window objective stopped the trial (StopReason::watcher): the trial ends as it
+  // decided, whatever the stopped tree's exit status.
+  std::optional<WindowDecision> window;
 };
 
 using ObjectiveReader = std::function<Result<ObjectiveReading>()>;
 
-// `read` is called only when the command exited 0.
+// `read` is called only when the command exited 0 by itself.
 TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx,
                               const ObjectiveReader& read);
 

@@ -101,6 +101,18 @@ std::optional<std::string> regex_error(const std::string& pattern) {
   return re.error();
 }
 
+std::optional<std::string> regex_first_group(const std::string& pattern, std::string_view text) {
+  const RE2 re(pattern, regex_options());
+  if (!re.ok()) return std::nullopt;
+  const int groups = std::min(re.NumberOfCapturingGroups(), 1);
+  re2::StringPiece match[2];
+  if (!re.Match(re2::StringPiece(text.data(), text.size()), 0, text.size(), RE2::UNANCHORED, match,
+                groups + 1))
+    return std::nullopt;
+  const auto& m = match[groups];
+  return std::string(m.data() ? m.data() : "", m.size());
+}
+
 Result<nlohmann::json> read_log(const std::string& path) {
   auto text = slurp(path, "log", k_max_log_bytes);
   if (!text) return std::unexpected(text.error());
@@ -380,6 +392,7 @@ std::string objective_label(const ObjectiveSpec& objective) {
   if (objective.file)
     return objective.file->regex.empty() ? objective.file->json + objective.file->csv : "";
   if (objective.wall_time) return "wall_time";
+  if (objective.window) return objective.window->unit.empty() ? "rate" : objective.window->unit;
   return objective.use_regex ? "" : objective.key;
 }
 
@@ -387,10 +400,12 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,
                                         const std::string& stderr_path, double wall_s,
-                                        const std::string& workdir, const TemplateValues& values) {
+                                        const std::string& workdir, const TemplateValues& values,
+                                        std::optional<double> window_value) {
   ObjectiveReading reading;
   nlohmann::json entries;
-  bool need_log = !objective.use_regex && !objective.wall_time && !objective.file;
+  bool need_log =
+      !objective.use_regex && !objective.wall_time && !objective.file && !objective.window;
   for (const auto& c : constraints) need_log = need_log || !c.file;
   if (need_log) {
     auto log = read_log(log_path);
@@ -398,7 +413,12 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
     entries = std::move(*log);
     if (entries.empty()) return std::unexpected(fmt::format("log {} has no entries", log_path));
   }
-  if (objective.file) {
+  if (objective.window) {
+    if (!window_value || !std::isfinite(*window_value))
+      return std::unexpected(std::string("the window measured no rate"));
+    reading.value = *window_value;
+    if (!entries.is_null()) reading.entry = entries.back();
+  } else if (objective.file) {
     auto v = read_file_metric(*objective.file, workdir, values);
     if (!v) return std::unexpected(v.error());
     reading.value = *v;
@@ -434,10 +454,11 @@ Result<ObjectiveReading> read_objectives(const std::vector<ObjectiveSpec>& objec
                                          const std::string& log_path,
                                          const std::string& stdout_path,
                                          const std::string& stderr_path, double wall_s,
-                                         const std::string& workdir, const TemplateValues& values) {
+                                         const std::string& workdir, const TemplateValues& values,
+                                         std::optional<double> window_value) {
   if (objectives.size() == 1) {
     return read_objective(objectives[0], constraints, log_path, stdout_path, stderr_path, wall_s,
-                          workdir, values);
+                          workdir, values, window_value);
   }
   ObjectiveReading all;
   for (std::size_t i = 0; i < objectives.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,11 @@ inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
 // Why `pattern` is not a valid objective regex (RE2 syntax), or nullopt when it is.
 std::optional<std::string> regex_error(const std::string& pattern);
 
+// The first match of `pattern` (RE2) in `text`: its first group's text, or the whole match
+// without a group; nullopt for no match or an invalid pattern. For checking a pattern built
+// from text against that text (tune init's progress lines).
+std::optional<std::string> regex_first_group(const std::string& pattern, std::string_view text);
+
 // Why `path` is not a JSON key path (names joined by '.', [N] for an array element, e.g.
 // results.runs[0].gflops), or nullopt when it is.
 std::optional<std::string> json_path_error(const std::string& path);
@@ -44,7 +50,8 @@ std::optional<std::string> json_path_error(const std::string& path);
 Result<double> read_file_metric(const FileMetric& metric, const std::string& workdir,
                                 const TemplateValues& values);
 
-// What the reports call the objective: the log key, "wall_time", or "" for a regex (no name).
+// What the reports call the objective: the log key, "wall_time", a window's unit (else "rate"),
+// or "" for a regex (no name).
 std::string objective_label(const ObjectiveSpec& objective);
 
 // Reads a Chainer-style log: a JSON array of objects (at most 256 MiB).
@@ -53,13 +60,15 @@ Result<nlohmann::json> read_log(const std::string& path);
 // `wall_s` is the trial's wall time as the runner measured it (launch to exit): the value of a
 // `wall_time` objective, which then reads the log only for constraints. `workdir` and `values`
 // are for objectives and constraints read from a file (read_file_metric); the log is read only
-// when something needs it.
+// when something needs it. `window_value` is a window objective's value, measured while the
+// trial ran (tuner/run/window_follower.h); without one such an objective is an error.
 Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::vector<ConstraintSpec>& constraints,
                                         const std::string& log_path, const std::string& stdout_path,
                                         const std::string& stderr_path, double wall_s = 0,
                                         const std::string& workdir = "",
-                                        const TemplateValues& values = {});
+                                        const TemplateValues& values = {},
+                                        std::optional<double> window_value = std::nullopt);
 
 // Every objective of a study (StudySpec::objectives) from one trial: one objective is
 // read_objective(); several give `values` in order, the constraints read with the first, and an
@@ -67,7 +76,8 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
 Result<ObjectiveReading> read_objectives(
     const std::vector<ObjectiveSpec>& objectives, const std::vector<ConstraintSpec>& constraints,
     const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path,
-    double wall_s = 0, const std::string& workdir = "", const TemplateValues& values = {});
+    double wall_s = 0, const std::string& workdir = "", const TemplateValues& values = {},
+    std::optional<double> window_value = std::nullopt);
 
 // (step, value) pairs for pruning from the entries of a log that is still being written.
 std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -268,8 +270,20 @@ class Parser : private YamlReader {
                        ObjectiveSpec& obj) {
     check_keys(o, where,
                {"log", "key", "entry", "regex", "stream", "intermediate", "step_key", "wall_time",
-                "file", "json", "csv"});
+                "file", "json", "csv", "window"});
     const auto k = [&](const char* name) { return where + "." + name; };
+    if (o["window"]) {
+      for (const char* key : {"log", "key", "entry", "regex", "stream", "intermediate", "step_key",
+                              "wall_time", "file", "json", "csv"}) {
+        if (o[key]) {
+          fail(o[key], k(key),
+               "makes no sense next to 'window' (the value is the rate measured over the window; "
+               "where its progress comes from goes inside it); remove one of them");
+        }
+      }
+      obj.window = parse_window(o["window"], k("window"), spec);
+      return;
+    }
     if (o["file"] || o["json"] || o["csv"]) {
       for (const char* key :
            {"log", "key", "entry", "stream", "intermediate", "step_key", "wall_time"}) {
@@ -312,6 +326,146 @@ class Parser : private YamlReader {
     }
     if (o["intermediate"]) obj.intermediate_key = string(o["intermediate"], k("intermediate"));
     if (o["step_key"]) obj.step_key = string(o["step_key"], k("step_key"));
+  }
+
+  // A duration that may be 0 ("0", "0s"): a warm-up may be none.
+  double duration_or_zero(const YAML::Node& n, const std::string& key) const {
+    const auto text = scalar_text(n, key);
+    if (text == "0" || text == "0s" || text == "0ms") return 0;
+    auto d = parse_duration(text);
+    if (!d) fail(n, key, d.error());
+    return *d;
+  }
+
+  double positive_duration(const YAML::Node& n, const std::string& key) const {
+    auto d = parse_duration(scalar_text(n, key));
+    if (!d) fail(n, key, d.error());
+    return *d;
+  }
+
+  // A fraction written as a percentage ("2%") or a number (0.02), within (low, high].
+  double fraction(const YAML::Node& n, const std::string& key, double low, double high) const {
+    std::string text = scalar_text(n, key);
+    const bool percent = !text.empty() && text.back() == '%';
+    if (percent) text.pop_back();
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) {
+      fail(n, key,
+           fmt::format("'{}' is not a fraction (write e.g. 2% or 0.02)",
+                       escape_controls(scalar_text(n, key))));
+    }
+    if (percent) v /= 100;
+    if (!(v > low && v <= high + 1e-12)) {  // 99.9% / 100 is 0.99900000000000011
+      fail(n, key,
+           fmt::format("{} is outside ({}%, {}%]", escape_controls(scalar_text(n, key)), low * 100,
+                       high * 100));
+    }
+    return v;
+  }
+
+  // objective.window: where the progress comes from, what its number is, and when to stop.
+  WindowSpec parse_window(const YAML::Node& w, const std::string& where, const StudySpec& spec) {
+    if (!w.IsMap()) {
+      fail(w, where,
+           "expected a mapping such as {regex: 'step ([0-9]+)', scale: 256} or {log: "
+           "'{trial_dir}/log'}");
+    }
+    check_keys(
+        w, where,
+        {"regex", "stream", "file", "log", "key", "time_key", "measure", "scale", "unit", "warmup",
+         "warmup_steps", "target", "confidence", "min", "max", "startup", "prune"});
+    const auto k = [&](const char* name) { return where + "." + name; };
+    WindowSpec ws;
+    if (w["log"]) {
+      for (const char* key : {"regex", "stream", "file"}) {
+        if (w[key]) {
+          fail(w[key], k(key),
+               "give either 'log' (a Chainer log's entries) or 'regex' (progress lines of a "
+               "stream or a file), not both");
+        }
+      }
+      ws.source = WindowSpec::Source::log;
+      ws.path = template_text(w["log"], k("log"), spec);
+      if (ws.path.empty()) fail(w["log"], k("log"), "must not be empty");
+      if (w["key"]) ws.key = string(w["key"], k("key"));
+      if (ws.key.empty()) fail(w["key"], k("key"), "must not be empty");
+      if (w["time_key"]) ws.time_key = string(w["time_key"], k("time_key"));
+    } else {
+      for (const char* key : {"key", "time_key"}) {
+        if (w[key]) fail(w[key], k(key), "goes with 'log' (a key of the log's entries)");
+      }
+      if (!w["regex"]) {
+        fail(w, k("regex"),
+             "missing: the progress lines' regex (RE2), e.g. 'step ([0-9]+)', or log: PATH for a "
+             "Chainer log");
+      }
+      ws.regex = string(w["regex"], k("regex"));
+      if (ws.regex.empty()) fail(w["regex"], k("regex"), "must not be empty");
+      if (auto error = regex_error(ws.regex)) {
+        fail(w["regex"], k("regex"),
+             fmt::format("invalid regular expression (RE2 syntax): {}", *error));
+      }
+      if (w["file"] && w["stream"]) {
+        fail(w["stream"], k("stream"),
+             "give either 'stream' (stdout or stderr) or 'file' (a file the job appends to)");
+      }
+      if (w["file"]) {
+        ws.source = WindowSpec::Source::file;
+        ws.path = template_text(w["file"], k("file"), spec);
+        if (ws.path.empty()) fail(w["file"], k("file"), "must not be empty");
+      }
+      if (w["stream"]) {
+        ws.stream = string(w["stream"], k("stream"));
+        if (ws.stream != "stdout" && ws.stream != "stderr")
+          fail(w["stream"], k("stream"), "expected stdout or stderr");
+      }
+    }
+    auto& st = ws.settings;
+    if (w["measure"]) {
+      const auto m = string(w["measure"], k("measure"));
+      if (m == "counter") {
+        st.measure = WindowMeasure::counter;
+      } else if (m == "lines") {
+        st.measure = WindowMeasure::lines;
+      } else if (m == "rate") {
+        st.measure = WindowMeasure::rate;
+      } else {
+        fail(w["measure"], k("measure"),
+             "expected counter (the number counts work done), lines (each line is one unit of "
+             "work) or rate (the number is itself a rate)");
+      }
+      if (st.measure == WindowMeasure::lines && ws.source == WindowSpec::Source::log)
+        fail(w["measure"], k("measure"),
+             "lines counts progress lines; a log has entries: use "
+             "counter (the entries' key) or rate");
+    }
+    if (w["scale"]) {
+      st.scale = number(w["scale"], k("scale"));
+      if (!(st.scale > 0)) fail(w["scale"], k("scale"), "must be positive (units per count)");
+    }
+    if (w["unit"]) {
+      ws.unit = string(w["unit"], k("unit"));
+      if (has_control_char(ws.unit) || ws.unit.size() > 40)
+        fail(w["unit"], k("unit"), "expected a short name such as samples/s");
+    }
+    if (w["warmup"]) st.warmup_s = duration_or_zero(w["warmup"], k("warmup"));
+    if (w["warmup_steps"]) {
+      st.warmup_steps = number(w["warmup_steps"], k("warmup_steps"));
+      if (st.warmup_steps < 0) fail(w["warmup_steps"], k("warmup_steps"), "must be 0 or more");
+    }
+    if (w["target"]) st.target = fraction(w["target"], k("target"), 0, 0.5);
+    if (w["confidence"]) st.confidence = fraction(w["confidence"], k("confidence"), 0.5, 0.999);
+    if (w["max"]) ws.max_s = positive_duration(w["max"], k("max"));
+    if (w["min"]) st.min_s = duration_or_zero(w["min"], k("min"));
+    if (st.min_s > ws.max_s) {
+      fail(
+          w["min"] ? w["min"] : w["max"], w["min"] ? k("min") : k("max"),
+          fmt::format("the window's min ({} s) is longer than its max ({} s)", st.min_s, ws.max_s));
+    }
+    if (w["startup"]) ws.startup_s = positive_duration(w["startup"], k("startup"));
+    if (w["prune"]) ws.prune = boolean(w["prune"], k("prune"));
+    return ws;
   }
 
   // `file: PATH` with one of regex/json/csv, in an objective or a constraint.
@@ -493,6 +647,31 @@ class Parser : private YamlReader {
 
   // Checks across sections, once everything is read.
   void check_wall_time(const YAML::Node& root, const StudySpec& spec) const {
+    for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
+      if (!spec.objectives[i].window) continue;
+      const auto& o = root["objective"];
+      if (spec.objectives.size() > 1) {
+        fail(o[i]["window"], fmt::format("objective[{}].window", i),
+             "a window measures one rate and stops the trial on it: a study with one objective "
+             "only (direction, not directions)");
+      }
+      if (spec.directions[i] != search::Direction::maximize) {
+        fail(root["direction"] ? root["direction"] : o["window"],
+             root["direction"] ? "direction" : "objective.window",
+             "a window measures a rate: use direction: maximize");
+      }
+      if (root["pruner"] && spec.pruner.value("type", "") != "none") {
+        fail(root["pruner"], "pruner",
+             "the window prunes by itself (objective.window.prune: a trial whose interval is clear "
+             "below the best's); remove 'pruner'");
+      }
+      if (spec.timeout_s && *spec.timeout_s <= spec.objectives[i].window->max_s) {
+        fail(root["timeout"], "timeout",
+             fmt::format("{} s is not longer than the window's max ({} s): every trial would time "
+                         "out before its window is measured",
+                         *spec.timeout_s, spec.objectives[i].window->max_s));
+      }
+    }
     for (std::size_t i = 0; i < spec.objectives.size(); ++i) {
       if (spec.objectives[i].wall_time && spec.directions[i] != search::Direction::minimize) {
         const char* key = root["directions"] ? "directions" : "direction";

@@ -25,6 +25,7 @@
 
 #include "search/distribution.h"
 #include "search/trial.h"
+#include "tuner/base/rate_window.h"
 #include "tuner/base/result.h"
 #include "tuner/study/launch_spec.h"
 #include "tuner/study/study_knobs.h"
@@ -44,6 +45,28 @@ struct FileMetric {
   std::string csv_row = "last";  // last | first | max | min (over the data rows)
 };
 
+// The objective `window:`: a rate measured from the job's progress while it runs, the trial
+// stopped as soon as the rate is known well enough (tuner/base/rate_window.h says how it is
+// estimated; tuner/run/window_follower.h when it stops). The progress comes from one source: a
+// regex over stdout or stderr (`stream`), over a file the job appends to (`file`), or the
+// entries of a Chainer log (`log`: `key` the counter, `time_key` the job's own clock).
+struct WindowSpec {
+  enum class Source { stream, file, log };
+  Source source = Source::stream;
+  std::string stream = "stdout";  // stdout | stderr (Source::stream)
+  std::string path;               // template: the file (Source::file) or the log (Source::log)
+  // RE2 (stream and file): the first group that is not named `time` is the number (the whole
+  // match without one); a group named `time` is the job's own clock in seconds.
+  std::string regex;
+  std::string key = "iteration";          // log: the counter (or rate) of each entry
+  std::string time_key = "elapsed_time";  // log: the job's clock; "" = when tune read the entry
+  WindowSettings settings;                // measure, scale, warm-up, target, confidence, min
+  double max_s = 60;       // the window (after the warm-up) is stopped after this long anyway
+  double startup_s = 300;  // no progress point this long after launch: the trial fails
+  bool prune = true;       // stop a trial whose interval is clear below the best's (PRUNED)
+  std::string unit;        // what the value is in ("samples/s"); "" = "steps/s" etc.
+};
+
 struct ObjectiveSpec {
   // Chainer LogReport JSON (array of entries) at `log`, a regex over the trial's stdout, or the
   // trial's wall time (launch to exit, as tune measured it) for a program that logs nothing.
@@ -58,7 +81,8 @@ struct ObjectiveSpec {
   // intermediate_key = the objective key.
   std::string intermediate_key;
   std::string step_key = "iteration";
-  std::optional<FileMetric> file;  // objective: {file: PATH, regex|json|csv: ...}
+  std::optional<FileMetric> file;    // objective: {file: PATH, regex|json|csv: ...}
+  std::optional<WindowSpec> window;  // objective: {window: {...}}; maximize, one objective
 };
 
 struct ConstraintSpec {
