@@ -136,8 +136,9 @@ StudyCounts check_study(const std::string& url, const std::string& name, const f
       ++counts.complete;
       EXPECT_TRUE(t.value.has_value()) << "COMPLETE trial " << t.number << " has no value";
       EXPECT_TRUE(t.params.contains("x")) << "COMPLETE trial " << t.number << " has no param x";
-      if (t.value && t.params.contains("x"))
+      if (t.value && t.params.contains("x")) {
         EXPECT_NEAR(*t.value, t.params.at("x"), 1e-5) << "trial " << t.number;
+      }
       EXPECT_EQ(runs[t.number], 1) << "COMPLETE trial " << t.number << " is not in the runs' log";
     } else if (t.state == TrialState::fail) {  // the last ones, cut by --time-limit
       ++counts.failed;

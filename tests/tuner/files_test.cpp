@@ -267,9 +267,9 @@ TEST_F(FilesTest, MissingFilesKeysColumnsAndMatchesAreNamed) {
 TEST_F(FilesTest, ObjectivesAndConstraintsReadFilesWithoutALog) {
   write("r.json", R"({"gflops": 12.5, "mem": 3})");
   ObjectiveSpec o;
-  o.file = FileMetric{.file = "r.json", .json = "gflops"};
+  o.file = FileMetric{.file = "r.json", .regex = "", .json = "gflops", .csv = ""};
   ConstraintSpec c;
-  c.file = FileMetric{.file = "r.json", .json = "mem"};
+  c.file = FileMetric{.file = "r.json", .regex = "", .json = "mem", .csv = ""};
   c.max = 2;
   // No log exists: nothing here needs one.
   auto r = read_objective(o, {c}, (m_dir / "log").string(), "", "", 1.0, m_dir.string(), {});

@@ -128,8 +128,8 @@ TEST_F(ObjectiveTest, RegexOverStdout) {
 TEST_F(ObjectiveTest, ConstraintsFromTheSameEntry) {
   const auto log = write("log", R"([{"elapsed_time": 2, "acc": 0.75, "loss": 0.3}])");
   ObjectiveSpec spec;
-  ConstraintSpec min_acc{"acc", 0.8, std::nullopt, 1};
-  ConstraintSpec max_loss{"loss", std::nullopt, 0.5, 2};
+  ConstraintSpec min_acc{"acc", 0.8, std::nullopt, 1, std::nullopt};
+  ConstraintSpec max_loss{"loss", std::nullopt, 0.5, 2, std::nullopt};
   auto r = read_objective(spec, {min_acc, max_loss}, log, "", "");
   ASSERT_TRUE(r) << r.error();
   ASSERT_EQ(r->constraints.size(), 2u);
@@ -146,7 +146,7 @@ TEST_F(ObjectiveTest, WallTimeIsTheValueAndTheLogOnlyFeedsConstraints) {
   EXPECT_DOUBLE_EQ(r->value, 2.5);
   EXPECT_FALSE(read_objective(spec, {}, "", "", "", 0));  // nothing measured
   const auto log = write("log", R"([{"elapsed_time": 9, "acc": 0.9}])");
-  ConstraintSpec min_acc{"acc", 0.8, std::nullopt, 1};
+  ConstraintSpec min_acc{"acc", 0.8, std::nullopt, 1, std::nullopt};
   auto c = read_objective(spec, {min_acc}, log, "", "", 1.25);
   ASSERT_TRUE(c) << c.error();
   EXPECT_DOUBLE_EQ(c->value, 1.25);  // not the log's elapsed_time

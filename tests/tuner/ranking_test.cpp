@@ -44,7 +44,9 @@ void expect_agrees(BestTracker& tracker, const search::StudyView& study) {
   const FrozenTrial* expected = best_trial(study);
   const FrozenTrial* kept = tracker.best(study);
   ASSERT_EQ(expected == nullptr, kept == nullptr);
-  if (expected) EXPECT_EQ(kept->number, expected->number);
+  if (expected) {
+    EXPECT_EQ(kept->number, expected->number);
+  }
   std::set<int> originals;
   for (const auto& r : study.trials())
     if (const auto of = rerun_of(r)) originals.insert(*of);

@@ -194,9 +194,9 @@ TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
   const std::filesystem::path python =
       test_support::write_file(dir / "python3", "#!/bin/sh\necho 3 2\n");
   std::filesystem::permissions(python, std::filesystem::perms::owner_all);
-  std::vector<StudyKnob> knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch"},
-                                  StudyKnob{"interop", "", "torch_inter_op", "torch"},
-                                  StudyKnob{"workers", "", "dataloader_workers", "torch"}};
+  std::vector<StudyKnob> knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch", std::nullopt},
+                                  StudyKnob{"interop", "", "torch_inter_op", "torch", std::nullopt},
+                                  StudyKnob{"workers", "", "dataloader_workers", "torch", std::nullopt}};
   knobs[1].program_default = 5;  // declared: kept
   std::optional<StudyProgram> program;
   const auto notes = measure_missing_pool_defaults(knobs, program, {python.string(), "train.py"});
@@ -207,7 +207,7 @@ TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
   EXPECT_EQ(notes[0], "knobs.threads: torch_intra_op pool defaults to 3 here (measured with " +
                           python.string() + ")");
   // Not a Python interpreter, or a templated program: nothing is run, nothing changes.
-  std::vector<StudyKnob> other = {StudyKnob{"threads", "", "torch_intra_op", "torch"}};
+  std::vector<StudyKnob> other = {StudyKnob{"threads", "", "torch_intra_op", "torch", std::nullopt}};
   EXPECT_TRUE(measure_missing_pool_defaults(other, program, {"/bin/false"}).empty());
   EXPECT_TRUE(measure_missing_pool_defaults(other, program, {"{python}", "train.py"}).empty());
   EXPECT_FALSE(other[0].program_default.has_value());
