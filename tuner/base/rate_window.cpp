@@ -6,6 +6,19 @@
 #include "tuner/base/stats.h"
 
 namespace tune::tuner {
+namespace {
+
+// The interval of `e.value` from the standard error of the batches' rate (before `scale`):
+// Student's t at `confidence` with batches - 1 degrees of freedom.
+void set_interval(WindowEstimate& e, double se, std::size_t batches, double confidence,
+                  double scale) {
+  const double half = student_t_quantile(0.5 + confidence / 2,
+                                         static_cast<double>(batches) - 1) * se * std::abs(scale);
+  e.low = e.value - half;
+  e.high = e.value + half;
+}
+
+}  // namespace
 
 const char* window_measure_name(WindowMeasure m) {
   switch (m) {
@@ -90,10 +103,7 @@ WindowEstimate RateWindow::estimate_from(std::size_t first) const {
     for (double m : means) ss += (m - mean) * (m - mean);
     const double se =
         std::sqrt(ss / static_cast<double>(batches - 1) / static_cast<double>(batches));
-    const double half = student_t_quantile(0.5 + confidence / 2, static_cast<int>(batches) - 1) *
-                        se * std::abs(m_settings.scale);
-    e.low = e.value - half;
-    e.high = e.value + half;
+    set_interval(e, se, batches, confidence, m_settings.scale);
     return e;
   }
   if (e.span_s <= 0) {
@@ -124,10 +134,7 @@ WindowEstimate RateWindow::estimate_from(std::size_t first) const {
   const double mean_d = e.span_s / static_cast<double>(batches);
   const double se =
       std::sqrt(ss / static_cast<double>(batches - 1) / static_cast<double>(batches)) / mean_d;
-  const double half = student_t_quantile(0.5 + confidence / 2, static_cast<int>(batches) - 1) * se *
-                      std::abs(m_settings.scale);
-  e.low = e.value - half;
-  e.high = e.value + half;
+  set_interval(e, se, batches, confidence, m_settings.scale);
   return e;
 }
 

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "tuner/base/result.h"
 
 namespace tune::tuner {
@@ -72,6 +74,14 @@ std::string one_line(std::string_view text);
 // `text` when it is a plain positive decimal integer ("4"); nullopt for anything else ("",
 // "0", "-2", "4x", "{ranks}": a value known only once a trial's template is expanded).
 std::optional<int> positive_int(std::string_view text);
+
+// The number under `key` of a JSON object (a trial's attribute, a log entry: untrusted) when it
+// is a finite number; nullopt when `object` is no object, the key is missing, or the value is
+// another type, NaN or infinite.
+std::optional<double> finite_number_at(const nlohmann::json& object, const std::string& key);
+
+// "3 runs", "1 run": `n` and the word for that many.
+std::string plural(int n, std::string_view one, std::string_view many);
 
 // "90", "90s", "1.5m", "2h", "250ms" -> seconds; an error naming the text otherwise.
 Result<double> parse_duration(const std::string& text);

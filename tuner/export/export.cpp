@@ -312,10 +312,6 @@ std::optional<TunedMachine> tuned_machine(const search::FrozenTrial& trial) {
   return m;
 }
 
-std::string plural(int n, std::string_view one, std::string_view many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
 std::string machine_text(const TunedMachine& m) {
   return fmt::format("{}: {}, {}, {}, {}", m.host.empty() ? "unknown host" : one_line(m.host),
                      plural(m.packages, "package", "packages"),

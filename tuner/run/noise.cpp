@@ -9,6 +9,7 @@
 #include <numbers>
 
 #include "tuner/base/stats.h"
+#include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/run/ranking.h"
 #include "tuner/run/rerun.h"
@@ -31,22 +32,15 @@ struct Run {
   double ci_quantile = 0;
 };
 
-std::optional<double> finite_number(const nlohmann::json& o, const char* key) {
-  const auto it = o.find(key);
-  if (it == o.end() || !it->is_number()) return std::nullopt;
-  const double v = it->get<double>();
-  return std::isfinite(v) ? std::optional(v) : std::nullopt;
-}
-
 // The window's statistics are the trial's own output turned into numbers: anything missing,
 // out of range or inconsistent leaves the run without an interval rather than with a wrong one.
 Run run_of(const FrozenTrial& t, double value) {
   Run r{value, std::nullopt, std::nullopt, 0};
   const auto it = t.user_attrs.find(k_attr_window);
-  if (it == t.user_attrs.end() || !it->is_object()) return r;
-  const auto low = finite_number(*it, "low"), high = finite_number(*it, "high");
-  const auto batches = finite_number(*it, "batches");
-  const double confidence = finite_number(*it, "confidence").value_or(0.95);
+  if (it == t.user_attrs.end()) return r;
+  const auto low = finite_number_at(*it, "low"), high = finite_number_at(*it, "high");
+  const auto batches = finite_number_at(*it, "batches");
+  const double confidence = finite_number_at(*it, "confidence").value_or(0.95);
   if (!low || !high || !batches || *batches < 2 || !(confidence > 0 && confidence < 1)) return r;
   r.ci_low = low;
   r.ci_high = high;
@@ -214,10 +208,6 @@ std::string spread_text(const NoiseEstimate& noise, double sigma) {
   return noise.scale == NoiseScale::relative ? percent(sigma) : format_short(sigma);
 }
 
-std::string plural(int n, const char* word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-}
-
 std::string p_text(double p) {
   if (p < 0.001) return "p < 0.001";
   return p < 0.01 ? fmt::format("p = {:.3f}", p) : fmt::format("p = {:.2f}", p);
@@ -337,10 +327,10 @@ std::string noise_text(const NoiseEstimate& noise) {
     std::string out = fmt::format(
         "one run varies by {} (the standard deviation of {} measured {} times each, {} of "
         "freedom)",
-        spread_text(noise, *noise.sigma), plural(noise.repeated_settings, "setting"), times,
-        plural(noise.df, "degree"));
+        spread_text(noise, *noise.sigma), plural(noise.repeated_settings, "setting", "settings"), times,
+        plural(noise.df, "degree", "degrees"));
     if (noise.window_sigma)
-      out += fmt::format("; {} {} own interval (median {})", plural(noise.window_runs, "run"),
+      out += fmt::format("; {} {} own interval (median {})", plural(noise.window_runs, "run", "runs"),
                          noise.window_runs == 1 ? "carries its" : "carry their",
                          spread_text(noise, *noise.window_sigma));
     return out;
@@ -349,7 +339,7 @@ std::string noise_text(const NoiseEstimate& noise) {
     return fmt::format(
         "one run varies by {} (the median standard error of {}' own intervals; no setting "
         "was run twice, so how runs differ from each other is not measured)",
-        spread_text(noise, *noise.window_sigma), plural(noise.window_runs, "run"));
+        spread_text(noise, *noise.window_sigma), plural(noise.window_runs, "run", "runs"));
   return "one run's noise is unknown: no setting was measured twice and no trial carries its "
          "own interval";
 }

@@ -7,20 +7,19 @@
 #include "tuner/base/trial_attrs.h"
 #include "tuner/run/ranking.h"
 #include "tuner/run/rerun.h"
+#include "tuner/run/summary.h"
 
 namespace tune::tuner {
 namespace {
 
 using search::TrialState;
 
-std::string num(double v) { return fmt::format("{:.4g}", v); }
-
 // "812 +- 9.3 (1.1%, 95%)" or "812 (no interval yet)".
 std::string interval_text(const WindowEstimate& e, double confidence) {
   const auto rel = e.relative_half_width();
-  if (!e.low || !e.high || !rel) return fmt::format("{} (no interval yet)", num(e.value));
-  return fmt::format("{} +- {} ({:.1f}%, {:.0f}% confidence)", num(e.value),
-                     num((*e.high - *e.low) / 2), *rel * 100, confidence * 100);
+  if (!e.low || !e.high || !rel) return fmt::format("{} (no interval yet)", format_short(e.value));
+  return fmt::format("{} +- {} ({:.1f}%, {:.0f}% confidence)", format_short(e.value),
+                     format_short((*e.high - *e.low) / 2), *rel * 100, confidence * 100);
 }
 
 }  // namespace
@@ -37,12 +36,12 @@ std::optional<WindowBest> window_best(const search::StudyView& study) {
   // range of their intervals, not the median, is what a loser must fall below.
   const auto widen = [&](const search::FrozenTrial& t) {
     const auto it = t.user_attrs.find(k_attr_window);
-    if (it == t.user_attrs.end() || !it->is_object()) return;
+    if (it == t.user_attrs.end()) return;
     for (const char* key : {"low", "high", "value"}) {
-      const auto v = it->find(key);
-      if (v == it->end() || !v->is_number()) continue;
-      b.low = std::min(b.low, v->get<double>());
-      b.high = std::max(b.high, v->get<double>());
+      const auto v = finite_number_at(*it, key);
+      if (!v) continue;
+      b.low = std::min(b.low, *v);
+      b.high = std::max(b.high, *v);
     }
   };
   widen(*best);
@@ -112,7 +111,7 @@ std::string WindowFollower::tick(double now_s) {
     if (now_s < m_spec.startup_s) return "";
     return decide(TrialState::fail, "no_progress",
                   fmt::format("no progress in the first {} s (window.startup): {}",
-                              num(m_spec.startup_s), no_progress_hint()),
+                              format_short(m_spec.startup_s), no_progress_hint()),
                   m_window.estimate());
   }
   if (!m_window.warmed_up()) {
@@ -122,23 +121,23 @@ std::string WindowFollower::tick(double now_s) {
         TrialState::fail, "warmup_unfinished",
         fmt::format("the warm-up ({} s and {} steps after the first progress point) "
                     "did not end in {} s: {} point(s), progress {} in {} s",
-                    num(st.warmup_s), num(st.warmup_steps), num(st.warmup_s + m_spec.max_s),
-                    all.points, num(all.warmup_steps), num(all.span_s)),
+                    format_short(st.warmup_s), format_short(st.warmup_steps), format_short(st.warmup_s + m_spec.max_s),
+                    all.points, format_short(all.warmup_steps), format_short(all.span_s)),
         m_window.estimate());
   }
   const auto e = m_window.estimate();
   if (m_window.target_met(e)) {
     return decide(TrialState::complete, "target",
                   fmt::format("window measured: {} over {} s", interval_text(e, st.confidence),
-                              num(e.span_s)),
+                              format_short(e.span_s)),
                   e);
   }
   if (m_best && m_window.judgeable(e) && *e.high < m_best->low) {
     return decide(TrialState::pruned, "pruned",
                   fmt::format("pruned: its window's rate {} is clear below the best's (trial {}: "
                               "{} to {})",
-                              interval_text(e, st.confidence), m_best->trial, num(m_best->low),
-                              num(m_best->high)),
+                              interval_text(e, st.confidence), m_best->trial, format_short(m_best->low),
+                              format_short(m_best->high)),
                   e);
   }
   if (now_s - *m_origin_read >= m_spec.max_s || m_window.full()) {
@@ -146,12 +145,12 @@ std::string WindowFollower::tick(double now_s) {
       return decide(TrialState::fail, "stalled",
                     fmt::format("no progress in the {} s after the warm-up (window.max): the last "
                                 "progress point came {} s after launch",
-                                num(now_s - *m_origin_read), num(m_last_read)),
+                                format_short(now_s - *m_origin_read), format_short(m_last_read)),
                     e);
     }
     return decide(TrialState::complete, "max",
                   fmt::format("window max reached: {} over {} s", interval_text(e, st.confidence),
-                              num(e.span_s)),
+                              format_short(e.span_s)),
                   e);
   }
   return "";
@@ -179,7 +178,7 @@ Result<double> WindowFollower::ended_value() {
       m_note = fmt::format(
           "the job ended before its window was measured to the target ({:.1f}%): scored on the "
           "{} s it ran after the warm-up ({} point(s){})",
-          st.target * 100, num(e.span_s), e.points,
+          st.target * 100, format_short(e.span_s), e.points,
           rel ? fmt::format(", interval {:.1f}%", *rel * 100) : std::string(", no interval"));
     }
     return e.value;
@@ -193,7 +192,7 @@ Result<double> WindowFollower::ended_value() {
     m_note = fmt::format(
         "the job ended during its warm-up: scored on all it showed, warm-up included ({} s, {} "
         "point(s))",
-        num(e.span_s), e.points);
+        format_short(e.span_s), e.points);
     return e.value;
   }
   m_final = e;

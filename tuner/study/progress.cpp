@@ -28,14 +28,6 @@ std::optional<double> finite_number_text(std::string_view text) {
   return v;
 }
 
-std::optional<double> finite_json_number(const nlohmann::json& entry, const std::string& key) {
-  const auto it = entry.find(key);
-  if (it == entry.end() || !it->is_number()) return std::nullopt;
-  const double v = it->get<double>();
-  if (!std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
 }  // namespace
 
 ProgressReader::ProgressReader(const WindowSpec& spec, std::string path)
@@ -193,14 +185,14 @@ void ProgressReader::read_log_entries(double now_s, std::vector<ProgressPoint>& 
       ++m_counts.refused;
       continue;
     }
-    const auto v = finite_json_number(e, m_spec.key);
+    const auto v = finite_number_at(e, m_spec.key);
     if (!v) {
       ++m_counts.refused;
       continue;
     }
     ProgressPoint p{now_s, *v};
     if (!m_spec.time_key.empty()) {
-      const auto t = finite_json_number(e, m_spec.time_key);
+      const auto t = finite_number_at(e, m_spec.time_key);
       if (!t) {
         ++m_counts.refused;
         continue;
