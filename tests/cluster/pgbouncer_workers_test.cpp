@@ -12,6 +12,7 @@
 
 #include "tests/cluster/pgbouncer_fixture.h"
 #include "tests/cluster/postgres_fixture.h"
+#include "tests/common/test_support.h"
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
@@ -20,11 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace bp = boost::process;
 using search::TrialState;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class PgBouncerWorkers : public ::testing::Test {
  protected:
@@ -67,7 +63,7 @@ TEST_F(PgBouncerWorkers, EightWorkersThroughTwoServerConnectionsShareOneStudy) {
   }
   for (int w = 0; w < k_workers; ++w) {
     workers[w].wait();
-    EXPECT_EQ(workers[w].exit_code(), 0) << slurp(m_dir / ("w" + std::to_string(w) + ".err"));
+    EXPECT_EQ(workers[w].exit_code(), 0) << test_support::read_file(m_dir / ("w" + std::to_string(w) + ".err"));
   }
   auto storage = open_storage(pooled_url(), OpenMode::read_only);
   ASSERT_TRUE(storage) << storage.error();
@@ -95,7 +91,7 @@ TEST_F(PgBouncerWorkers, EightWorkersThroughTwoServerConnectionsShareOneStudy) {
                                      std::to_string(k_workers * k_trials)},
                                     log),
             0)
-      << slurp(log);
+      << test_support::read_file(log);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "tests/cluster/postgres_fixture.h"
+#include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/storage/storage.h"
 
@@ -23,11 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace bp = boost::process;
 using search::TrialState;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class PostgresWorkers : public tune::testing::PostgresTest {
  protected:
@@ -86,7 +82,7 @@ TEST_F(PostgresWorkers, ThreeWorkersShareOneStudyAndOptunaAgrees) {
   }
   for (int w = 0; w < k_workers; ++w) {
     workers[w].wait();
-    EXPECT_EQ(workers[w].exit_code(), 0) << slurp(m_dir / ("w" + std::to_string(w) + ".err"));
+    EXPECT_EQ(workers[w].exit_code(), 0) << test_support::read_file(m_dir / ("w" + std::to_string(w) + ".err"));
   }
   auto ts = trials();
   std::set<int> numbers;
@@ -109,7 +105,7 @@ TEST_F(PostgresWorkers, ThreeWorkersShareOneStudyAndOptunaAgrees) {
       "assert all(isinstance(x.params['y'], int) for x in t)\n";
   const auto log = m_dir / "optuna.log";
   EXPECT_EQ(tune::testing::run_argv({"/usr/bin/python3", "-c", k_check, url()}, log), 0)
-      << slurp(log);
+      << test_support::read_file(log);
 }
 
 // Waits (bounded) for a condition; the condition, not a fixed delay, ends the wait.
@@ -160,7 +156,7 @@ TEST_F(PostgresWorkers, AKilledWorkersTrialIsRecoveredAsFail) {
     }
     auto b = worker(write_study("plain.yaml"), "1", "b", more);
     b.wait();
-    ASSERT_EQ(b.exit_code(), 0) << slurp(m_dir / "b.err");
+    ASSERT_EQ(b.exit_code(), 0) << test_support::read_file(m_dir / "b.err");
     ts = trials();
     const auto& recovered = ts[static_cast<std::size_t>(killed.number)];
     EXPECT_EQ(recovered.state, TrialState::fail);
