@@ -139,8 +139,7 @@ bool explains(std::string_view line) {
       "error",     "fail",    "unable",    "cannot",    "can't",      "could not",
       "not found", "denied",  "refused",   "no such",   "fatal",      "abort",
       "killed",    "invalid", "timed out", "exception", "terminated", "segmentation"};
-  std::string lower(line);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(line);
   return std::any_of(std::begin(k_words), std::end(k_words),
                      [&](std::string_view w) { return lower.find(w) != std::string::npos; });
 }
@@ -300,6 +299,12 @@ std::optional<double> finite_number_at(const nlohmann::json& object, const std::
   if (it == object.end() || !it->is_number()) return std::nullopt;
   const double v = it->get<double>();
   return std::isfinite(v) ? std::optional(v) : std::nullopt;
+}
+
+std::string ascii_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 std::string plural(int n, std::string_view one, std::string_view many) {

@@ -80,6 +80,9 @@ std::optional<int> positive_int(std::string_view text);
 // another type, NaN or infinite.
 std::optional<double> finite_number_at(const nlohmann::json& object, const std::string& key);
 
+// `text` with ASCII letters in lower case (other bytes as they are).
+std::string ascii_lower(std::string_view text);
+
 // "3 runs", "1 run": `n` and the word for that many.
 std::string plural(int n, std::string_view one, std::string_view many);
 

@@ -1,16 +1,11 @@
 #include "tuner/cli/suggest.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "tuner/base/text.h"
 
 namespace tune::tuner {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 }  // namespace
 
@@ -35,12 +30,12 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> nearest_name(std::string_view word,
                                         const std::vector<std::string>& names) {
-  const std::string w = lower(word);
+  const std::string w = ascii_lower(word);
   if (w.empty()) return std::nullopt;
   std::optional<std::string> best;
   std::size_t best_distance = 0;
   for (const auto& name : names) {
-    const std::string n = lower(name);
+    const std::string n = ascii_lower(name);
     std::size_t d = edit_distance(w, n);
     const std::size_t limit = std::max(w.size(), n.size()) <= 4 ? 1 : 2;
     if (d > limit && w.size() >= 3 && n.starts_with(w)) d = limit;  // "conf" for confirm

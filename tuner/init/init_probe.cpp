@@ -24,18 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool any_of_words(const std::string& text, std::initializer_list<const char*> words) {
   return std::any_of(words.begin(), words.end(), [&](const char* w) { return text.contains(w); });
 }
 
 // 0 work rate, 1 data rate, 2 time; -1 not a result (a size, a count, a residual).
 int result_kind(const std::string& name, const std::string& unit) {
-  const std::string n = lower(name), u = lower(unit), both = n + " " + u;
+  const std::string n = ascii_lower(name), u = ascii_lower(unit), both = n + " " + u;
   if (any_of_words(both, {"byte", "gb/s", "mb/s", "kb/s", "gbs", "mbs", "bandwidth"})) return 1;
   if (any_of_words(both, {"flop", "/s", "/sec", "per_s", "per sec", "throughput", "gups"}))
     return 0;
@@ -431,7 +426,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
                        [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }))
         continue;
       last_words = line;
-      if (lower(line).contains("error")) last_error = line;
+      if (ascii_lower(line).contains("error")) last_error = line;
     }
     const std::string& pick = last_error.empty() ? last_words : last_error;
     out.last_error_line = printable(pick.substr(0, 200));

@@ -31,11 +31,6 @@ struct Token {
 bool digit(char c) { return c >= '0' && c <= '9'; }
 bool alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The numbers of a line (digits, a fraction, an exponent) and its shape: the line with each
 // replaced by \x01.
 std::vector<Token> tokens_of(const std::string& line, std::string& shape) {
@@ -93,7 +88,7 @@ std::string name_before(const std::string& line, std::size_t begin) {
   }
   const std::size_t end = i;
   while (i > 0 && (alpha(line[i - 1]) || line[i - 1] == '_')) --i;
-  return lower(line.substr(i, end - i));
+  return ascii_lower(line.substr(i, end - i));
 }
 
 // The word just after a number ("samples/s" in "12.5 samples/s").
@@ -102,7 +97,7 @@ std::string unit_after(const std::string& line, std::size_t end) {
   while (i < line.size() && line[i] == ' ') ++i;
   const std::size_t from = i;
   while (i < line.size() && !std::string_view(" ,;()[]").contains(line[i])) ++i;
-  return lower(line.substr(from, i - from));
+  return ascii_lower(line.substr(from, i - from));
 }
 
 bool step_like(const std::string& name) {

@@ -154,7 +154,7 @@ class Planner {
   Result<void> add_env(const Knob& knob, const std::string& given_text) {
     const ParamValue given =
         given_text.empty() ? ParamValue{} : ParamValue{typed_value(given_text)};
-    auto param = make_param(knob, unique_name(lower(knob.variable)), "env " + knob.variable, given);
+    auto param = make_param(knob, unique_name(ascii_lower(knob.variable)), "env " + knob.variable, given);
     if (!param) return std::unexpected(param.error());
     std::erase_if(m_plan.env, [&](const auto& e) { return e.first == knob.variable; });
     m_plan.env.emplace_back(knob.variable, "{" + param->name + "}");
@@ -174,11 +174,6 @@ class Planner {
   }
 
  private:
-  static std::string lower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  }
-
   // "--interop-threads" -> "interop_threads", unique among the plan's parameters.
   std::string param_name(const std::string& flag) const {
     std::string name;
