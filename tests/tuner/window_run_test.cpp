@@ -13,6 +13,7 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/run/ranking.h"
 #include "tuner/run/runner.h"
 #include "tuner/run/window_follower.h"
 
@@ -208,7 +209,7 @@ TEST(WindowBest, ARemeasuredBestSpansAllItsWindows) {
     return &ts.back();
   };
   trial(0, 20, 19, 21);
-  auto best = window_best(study);
+  auto best = window_best(study, best_trial(study));
   ASSERT_TRUE(best);
   EXPECT_EQ(best->trial, 0);
   EXPECT_EQ(best->low, 19);
@@ -220,7 +221,7 @@ TEST(WindowBest, ARemeasuredBestSpansAllItsWindows) {
     r->value.reset();
     r->system_attrs[k_attr_rerun_of] = 1;
   }
-  best = window_best(study);
+  best = window_best(study, best_trial(study));
   ASSERT_TRUE(best);
   EXPECT_EQ(best->trial, 1);
   EXPECT_EQ(best->low, 25);

@@ -671,7 +671,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
     // measured whole, and tune confirm's repeats run without pruning.
     std::optional<WindowBest> best;
     if (m_options.prune && !trial.system_attrs.contains(k_attr_fixed_params) && !is_rerun(trial))
-      best = window_best(*m_cache);
+      best = window_best(*m_cache, m_best.best(*m_cache));
     window.emplace(*ws, path, best, k_trial_output_cap / 2);
   }
   const auto launched = Clock::now();
@@ -847,11 +847,7 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
   progress.values = ran.outcome.values;
   if (ran.launch.started) progress.wall_s = ran.launch.wall_s;
   progress.reason = ran.outcome.reason;
-  if (ran.window_attrs.is_object()) {
-    if (const auto it = ran.window_attrs.find("half_width");
-        it != ran.window_attrs.end() && it->is_number())
-      progress.half_width = it->get<double>();
-  }
+  progress.half_width = finite_number_at(ran.window_attrs, "half_width");
   if (done < m_options.trials) progress.eta_s = eta;
   progress.objectives = live_objective_names(m_spec);
   if (!m_cache->is_multi_objective()) progress.best = m_best.best(*m_cache);

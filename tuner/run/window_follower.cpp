@@ -5,7 +5,6 @@
 
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/run/ranking.h"
 #include "tuner/run/rerun.h"
 #include "tuner/run/summary.h"
 
@@ -24,8 +23,8 @@ std::string interval_text(const WindowEstimate& e, double confidence) {
 
 }  // namespace
 
-std::optional<WindowBest> window_best(const search::StudyView& study) {
-  const search::FrozenTrial* best = best_trial(study);
+std::optional<WindowBest> window_best(const search::StudyView& study,
+                                      const search::FrozenTrial* best) {
   if (best == nullptr || !best->value) return std::nullopt;
   WindowBest b;
   b.trial = best->number;

@@ -41,10 +41,12 @@ struct WindowBest {
   double low = 0, high = 0;
 };
 
-// The best to prune against from the study's trials (ranking.h best_trial): the range of the
+// The best to prune against, from `best`, the study's best trial (ranking.h: best_trial, or the
+// runner's BestTracker, which keeps it without a pass over the history): the range of the
 // intervals of every window it was measured in (its own run's and its re-runs'), its value
-// included; its value alone when it has no window; nullopt when no trial is ranked yet.
-std::optional<WindowBest> window_best(const search::StudyView& study);
+// included; its value alone when it has no window; nullopt when there is no best yet.
+std::optional<WindowBest> window_best(const search::StudyView& study,
+                                      const search::FrozenTrial* best);
 
 class WindowFollower {
  public:
