@@ -70,11 +70,7 @@ class Parser : private YamlReader {
     if (const auto& env = root["env"]) parse_env(env, spec);
     if (const auto& w = root["workdir"]) parse_workdir(w, spec);
     if (const auto& f = root["files"]) parse_files(f, spec);
-    if (const auto& t = root["timeout"]) {
-      auto d = parse_duration(scalar_text(t, "timeout"));
-      if (!d) fail(t, "timeout", d.error());
-      spec.timeout_s = *d;
-    }
+    if (const auto& t = root["timeout"]) spec.timeout_s = positive_duration(t, "timeout");
     parse_objectives(root, spec);
     if (const auto& c = root["constraints"]) parse_constraints(c, spec);
     if (const auto& l = root["launch"]) parse_launch(l, spec);
