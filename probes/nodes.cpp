@@ -1,6 +1,7 @@
 #include "probes/nodes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -175,6 +176,10 @@ nlohmann::json nodes_prediction_json(const std::vector<NodePrediction>& nodes) {
   j["host"] = top->host;
   j["oversubscribed"] = !over.empty();
   j["constraint"] = nodes_prediction_constraint(nodes);
+  double risk = 0;  // the riskiest node's
+  for (const NodePrediction& n : nodes) risk = std::max(risk, n.prediction.risk);
+  j["risk"] = std::round(risk * 1000) / 1000;
+  j["at_risk"] = risk >= k_at_risk;
   j["nodes"] = nlohmann::json::array();
   for (const NodePrediction& n : nodes)
     j["nodes"].push_back({{"host", n.host},

@@ -346,6 +346,7 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     out.ranks.push_back(std::move(rp));
   }
   summarize_prediction(topo, out);
+  out.rules_oversubscribed = out.oversubscribed;
   return out;
 }
 
@@ -406,6 +407,9 @@ nlohmann::json Prediction::to_json() const {
   j["oversubscribed_ratio"] = oversubscribed_ratio;
   j["basis"] = basis;
   if (remembered) j["remembered"] = *remembered;
+  j["risk"] = std::round(risk * 1000) / 1000;
+  j["at_risk"] = at_risk;
+  j["risk_runs"] = risk_runs;
   j["pus"] = pus;
   j["idle_cores"] = idle_cores;
   j["idle_core_count"] = idle_core_count;

@@ -33,6 +33,10 @@ namespace tune::probes {
 
 inline constexpr int k_prediction_schema_version = 1;
 
+// A setting is at risk of oversubscription when at least this share of its runs is expected to
+// be (one in five).
+inline constexpr double k_at_risk = 0.2;
+
 // "12" -> 12; anything else (junk, a sign, a trailing character, overflow) -> nullopt. The one
 // number reader of mpirun options, hostfiles and thread flags.
 std::optional<int> parse_int(std::string_view text);
@@ -198,6 +202,23 @@ struct Prediction {
   // Set when earlier trials with the same threads and cpusets were observed and decide the
   // verdict (probes/verdict_memory.h): their majority verdict.
   std::optional<bool> remembered;
+  // The prior rules' verdict, as predict() made it before anything was learned: whether the
+  // threads the settings start exceed the PUs when they are all busy. The hazard `risk` starts
+  // from once runs of the same layout were observed.
+  bool rules_oversubscribed = false;
+  // The chance that one run of these settings is observed oversubscribed, and whether that makes
+  // them "at risk" (risk >= k_at_risk). Some programs are oversubscribed in some runs of one
+  // setting and not in others: two hpcc ranks with two OpenBLAS threads each, unbound on 2 PUs,
+  // ran 5-10x slower when the kernel happened to place each rank's two threads on different PUs
+  // and at full speed when it placed them on one; the placement is made at start and kept, so
+  // no verdict made before the run is right for every run. `oversubscribed` is the likelier
+  // outcome of one run; `at_risk` says the setting can be. Before any run of the layout: 1 or 0
+  // by the rules' verdict, or the learned chance of being over (over_probability); after runs of
+  // the layout (apply_verdict_memory): (observed oversubscribed + rules' verdict as one run) /
+  // (runs + 1).
+  double risk = 0;
+  bool at_risk = false;
+  int risk_runs = 0;  // earlier runs of the layout `risk` was learned from
   int pus = 0;                  // of the node
   std::vector<int> idle_cores;  // indices into Topology::cores no busy thread is expected on
   int idle_core_count = 0;      // cores left idle, counting unfilled shares of wide cpusets

@@ -110,6 +110,15 @@ void summarize_prediction(const Topology& topo, Prediction& out) {
     out.oversubscribed = out.oversubscribed || load.oversubscribed;
     out.cpusets.push_back(std::move(load));
   }
+  // Before any run of this layout was observed, the risk is the verdict's own: certain by the
+  // rules, the learned chance of being over once duty cycles were measured.
+  out.risk = out.oversubscribed ? 1.0 : 0.0;
+  if (!out.basis.empty()) {
+    out.risk = 0;
+    for (const CpusetLoad& c : out.cpusets) out.risk = std::max(out.risk, c.over_probability);
+  }
+  out.at_risk = out.risk >= k_at_risk;
+  out.risk_runs = 0;
 
   // 5. Idle cores: cores no cpuset covers, plus the unfilled share of each widest cpuset.
   std::set<int> covered;

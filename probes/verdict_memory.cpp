@@ -1,9 +1,22 @@
 #include "probes/verdict_memory.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace tune::probes {
+namespace {
+
+// "; at risk (36%): oversubscribed in 4 of 10 earlier runs": said of a layout whose likelier
+// outcome is ok.
+std::string risk_text(const Prediction& p, int over, int all) {
+  return "; at risk (" + std::to_string(static_cast<int>(std::lround(100 * p.risk))) +
+         "%): oversubscribed in " + std::to_string(over) + " of " + std::to_string(all) +
+         " earlier run" + (all == 1 ? "" : "s") +
+         (p.rules_oversubscribed ? ", and the threads exceed the PUs when all are busy" : "");
+}
+
+}  // namespace
 
 std::string layout_signature(const nlohmann::json& prediction) {
   if (!prediction.is_object() || prediction.contains("nodes")) return {};
@@ -53,7 +66,18 @@ std::pair<int, int> VerdictMemory::seen(const std::string& signature) const {
 
 void apply_verdict_memory(Prediction& prediction, const VerdictMemory& memory) {
   const auto [over, all] = memory.seen(layout_signature(prediction.to_json()));
-  if (all == 0 || 2 * over == all) return;
+  if (all == 0) return;
+  // The rules' verdict weighs as one run: a layout they call oversubscribed stays at risk until
+  // five of its runs, and over four in five, were observed ok; otherwise one run in five
+  // observed oversubscribed makes a layout at risk.
+  prediction.risk = (over + (prediction.rules_oversubscribed ? 1.0 : 0.0)) / (all + 1.0);
+  prediction.at_risk = prediction.risk >= k_at_risk;
+  prediction.risk_runs = all;
+  if (2 * over == all) {
+    if (prediction.at_risk && !prediction.oversubscribed)
+      prediction.summary += risk_text(prediction, over, all);
+    return;
+  }
   const bool verdict = 2 * over > all;
   prediction.remembered = verdict;
   prediction.oversubscribed = verdict;
@@ -63,6 +87,7 @@ void apply_verdict_memory(Prediction& prediction, const VerdictMemory& memory) {
                             std::to_string(all) + " earlier trial" + (all == 1 ? "" : "s") +
                             " with these threads and cpusets";
   prediction.summary = (verdict ? "oversubscribed: " : "ok: ") + rest + "; " + basis;
+  if (prediction.at_risk && !verdict) prediction.summary += risk_text(prediction, over, all);
   prediction.basis = prediction.basis.empty() ? basis : prediction.basis + "; " + basis;
 }
 

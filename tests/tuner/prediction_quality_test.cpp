@@ -75,6 +75,54 @@ TEST(PredictionQuality, OnlyTrialsThatRanTheirWorkCount) {
   EXPECT_EQ(q.true_negative, 1);
 }
 
+// hpcc's unbound BLAS threads, as measured: the setting is oversubscribed in some runs and not in
+// others, so run by run half the "oversubscribed" predictions are wrong; by setting the
+// prediction that it is at risk is right every time, and the chance beats the yes or no.
+TEST(PredictionQuality, BySettingAtRiskIsJudgedAgainstAnyRunOfTheSameLayout) {
+  auto run = [](int number, const std::string& cpuset, bool at_risk, double risk, bool observed) {
+    auto t = trial(number, at_risk, observed);
+    auto& p = t.system_attrs[k_attr_probe_prediction];
+    p["at_risk"] = at_risk;
+    p["risk"] = risk;
+    p["ranks"] = {{{"rank", 0},
+                   {"cpuset", cpuset},
+                   {"groups", {{{"name", "blas"}, {"threads", cpuset == "0-1" ? 1 : 0}}}}}};
+    return t;
+  };
+  std::vector<search::FrozenTrial> trials;
+  int n = 0;
+  // Unbound, two BLAS threads per rank: slowed in 2 runs of 4, predicted at risk in all.
+  for (const bool observed : {true, false, true, false})
+    trials.push_back(run(n++, "0-1", true, 0.5, observed));
+  // Bound, one thread: never oversubscribed, never at risk.
+  for (int i = 0; i < 4; ++i) trials.push_back(run(n++, "0", false, 0.0, false));
+  const auto q = prediction_quality(trials);
+  EXPECT_DOUBLE_EQ(*q.precision, 0.5);  // run by run
+  EXPECT_DOUBLE_EQ(*q.recall, 1.0);
+  EXPECT_EQ(q.risk_trials, 8);
+  EXPECT_EQ(q.risk_true_positive, 4);
+  EXPECT_EQ(q.risk_false_positive, 0);
+  EXPECT_EQ(q.risk_false_negative, 0);
+  EXPECT_DOUBLE_EQ(*q.risk_precision, 1.0);
+  EXPECT_DOUBLE_EQ(*q.risk_recall, 1.0);
+  EXPECT_DOUBLE_EQ(*q.brier, 4 * 0.25 / 8);  // 0.5 against 1 or 0 on half the runs, exact on half
+  EXPECT_DOUBLE_EQ(*q.brier_yes_no, 2.0 / 8);  // "oversubscribed" wrong in 2 runs of 8
+  EXPECT_NE(prediction_quality_text(q).find("; by setting (at risk vs oversubscribed in some run): "
+                                            "precision 100% (4 of 4), recall 100% (4 of 4)"),
+            std::string::npos)
+      << prediction_quality_text(q);
+  EXPECT_EQ(prediction_quality_json(q)["by_setting"]["precision"], 1.0);
+
+  // A setting at risk whose runs were all ok is a false positive by setting; one never predicted
+  // at risk that was oversubscribed once, a false negative for each of its runs.
+  trials.push_back(run(n++, "1", true, 0.5, false));
+  trials.push_back(run(n++, "0-1,2", false, 0.0, false));
+  trials.push_back(run(n++, "0-1,2", false, 0.0, true));
+  const auto r = prediction_quality(trials);
+  EXPECT_EQ(r.risk_false_positive, 1);
+  EXPECT_EQ(r.risk_false_negative, 2);
+}
+
 TEST(PredictionQuality, UndefinedSharesAreSaidNotInvented) {
   const auto q = prediction_quality({trial(0, false, false)});
   EXPECT_FALSE(q.precision.has_value());

@@ -1,6 +1,10 @@
 #include "tuner/run/prediction_quality.h"
 
+#include <map>
+
 #include <fmt/format.h>
+
+#include "probes/verdict_memory.h"
 
 #include "tuner/base/trial_attrs.h"
 
@@ -85,8 +89,58 @@ bool verdict_counts(const search::FrozenTrial& trial) {
          reason->get<std::string>().starts_with(k_timed_out_reason);
 }
 
+namespace {
+
+std::optional<double> share(int hits, int of) {
+  return of > 0 ? std::optional<double>(static_cast<double>(hits) / of) : std::nullopt;
+}
+
+// The setting a trial ran, for judging "at risk": its threads and cpusets, else its parameters.
+std::string setting_key(const search::FrozenTrial& t) {
+  if (const auto* prediction = object_attr(t, k_attr_probe_prediction)) {
+    std::string layout = probes::layout_signature(*prediction);
+    if (!layout.empty()) return "layout " + layout;
+  }
+  std::string params = "params";
+  for (const auto& [name, value] : t.params) params += fmt::format(" {}={}", name, value);
+  return params;
+}
+
+// One judged run: its prediction's at_risk and risk, and its observed verdict.
+struct RiskRun {
+  std::string setting;
+  bool at_risk = false;
+  double risk = 0;
+  bool predicted = false;  // the yes/no prediction
+  bool observed = false;
+};
+
+void add_risk_quality(const std::vector<RiskRun>& runs, PredictionQuality& q) {
+  std::map<std::string, bool> seen_over;  // setting -> observed oversubscribed in some run
+  for (const RiskRun& r : runs) seen_over[r.setting] = seen_over[r.setting] || r.observed;
+  double squared = 0, wrong = 0;
+  for (const RiskRun& r : runs) {
+    const bool truth = seen_over[r.setting];
+    q.risk_trials += 1;
+    if (r.at_risk) (truth ? q.risk_true_positive : q.risk_false_positive) += 1;
+    if (!r.at_risk && truth) q.risk_false_negative += 1;
+    const double o = r.observed ? 1.0 : 0.0;
+    squared += (r.risk - o) * (r.risk - o);
+    wrong += r.predicted == r.observed ? 0 : 1;
+  }
+  q.risk_precision = share(q.risk_true_positive, q.risk_true_positive + q.risk_false_positive);
+  q.risk_recall = share(q.risk_true_positive, q.risk_true_positive + q.risk_false_negative);
+  if (!runs.empty()) {
+    q.brier = squared / runs.size();
+    q.brier_yes_no = wrong / runs.size();
+  }
+}
+
+}  // namespace
+
 PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials) {
   PredictionQuality q;
+  std::vector<RiskRun> risk_runs;
   for (const auto& t : trials) {
     if (!verdict_counts(t)) continue;
     const auto predicted = flag(t, k_attr_probe_prediction, "oversubscribed");
@@ -97,21 +151,35 @@ PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& tri
       (*observed ? q.true_positive : q.false_positive) += 1;
     else
       (*observed ? q.false_negative : q.true_negative) += 1;
+    const auto at_risk = flag(t, k_attr_probe_prediction, "at_risk");
+    const auto* prediction = object_attr(t, k_attr_probe_prediction);
+    const auto risk = prediction->find("risk");
+    if (at_risk && risk != prediction->end() && risk->is_number())
+      risk_runs.push_back({setting_key(t), *at_risk, risk->get<double>(), *predicted, *observed});
   }
-  const int predicted = q.true_positive + q.false_positive;
-  const int observed = q.true_positive + q.false_negative;
-  if (predicted > 0) q.precision = static_cast<double>(q.true_positive) / predicted;
-  if (observed > 0) q.recall = static_cast<double>(q.true_positive) / observed;
+  q.precision = share(q.true_positive, q.true_positive + q.false_positive);
+  q.recall = share(q.true_positive, q.true_positive + q.false_negative);
+  add_risk_quality(risk_runs, q);
   return q;
 }
 
 std::string prediction_quality_text(const PredictionQuality& q) {
   if (q.trials == 0) return "";
-  return fmt::format(
+  std::string text = fmt::format(
       "predicted vs observed oversubscription, {} trial{}: precision {}, recall {}", q.trials,
       q.trials == 1 ? "" : "s",
       share_text(q.precision, q.true_positive, q.true_positive + q.false_positive, "predicted"),
       share_text(q.recall, q.true_positive, q.true_positive + q.false_negative, "observed"));
+  const bool same = q.risk_true_positive == q.true_positive &&
+                    q.risk_false_positive == q.false_positive &&
+                    q.risk_false_negative == q.false_negative && q.risk_trials == q.trials;
+  if (q.risk_trials == 0 || same) return text;
+  return text + fmt::format(
+                    "; by setting (at risk vs oversubscribed in some run): precision {}, recall {}",
+                    share_text(q.risk_precision, q.risk_true_positive,
+                               q.risk_true_positive + q.risk_false_positive, "at risk"),
+                    share_text(q.risk_recall, q.risk_true_positive,
+                               q.risk_true_positive + q.risk_false_negative, "oversubscribed"));
 }
 
 nlohmann::json prediction_quality_json(const PredictionQuality& q) {
@@ -124,7 +192,16 @@ nlohmann::json prediction_quality_json(const PredictionQuality& q) {
           {"false_negative", q.false_negative},
           {"true_negative", q.true_negative},
           {"precision", opt(q.precision)},
-          {"recall", opt(q.recall)}};
+          {"recall", opt(q.recall)},
+          {"by_setting",
+           {{"trials", q.risk_trials},
+            {"true_positive", q.risk_true_positive},
+            {"false_positive", q.risk_false_positive},
+            {"false_negative", q.risk_false_negative},
+            {"precision", opt(q.risk_precision)},
+            {"recall", opt(q.risk_recall)},
+            {"brier", opt(q.brier)},
+            {"brier_yes_no", opt(q.brier_yes_no)}}}};
 }
 
 }  // namespace tune::tuner

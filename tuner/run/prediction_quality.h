@@ -21,6 +21,19 @@ struct PredictionQuality {
   int true_positive = 0, false_positive = 0, false_negative = 0, true_negative = 0;
   std::optional<double> precision;  // none when nothing was predicted oversubscribed
   std::optional<double> recall;     // none when nothing was observed oversubscribed
+  // The same trials judged by setting: each trial's "at risk" (probes::Prediction::at_risk)
+  // against whether any run of the study with its threads and cpusets (probes::layout_signature;
+  // its parameters where there is none, as with several nodes) was observed oversubscribed. A
+  // program that is oversubscribed in some runs of one setting and not in others (hpcc's unbound
+  // BLAS threads) cannot be predicted run by run; by setting it can. Trials whose prediction
+  // has no `at_risk` (stored before it existed) are left out.
+  int risk_trials = 0;
+  int risk_true_positive = 0, risk_false_positive = 0, risk_false_negative = 0;
+  std::optional<double> risk_precision, risk_recall;
+  // Calibration of the predicted chance `risk` against each run's observed verdict: the mean
+  // squared difference (Brier score; 0 is perfect), and the same for the yes/no prediction
+  // (`oversubscribed` as a chance of 1 or 0: its share of wrong runs), which `risk` should beat.
+  std::optional<double> brier, brier_yes_no;
 };
 
 // Whether a trial's observed verdict and duty cycles say something of its settings: it ran to its
@@ -51,12 +64,14 @@ std::string oversubscribed_mark(const CpuVerdict& verdict);
 PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials);
 
 // "predicted vs observed oversubscription, 48 trials: precision 95% (19 of 20), recall 90% (19
-// of 21)" (precision: of the trials predicted oversubscribed; recall: of those observed so);
-// "" when no trial has both.
+// of 21)" (precision: of the trials predicted oversubscribed; recall: of those observed so), then,
+// when the two ways differ, "; by setting (at risk vs oversubscribed in some run): precision 100%
+// (8 of 8), recall 100% (8 of 8)"; "" when no trial has both.
 std::string prediction_quality_text(const PredictionQuality& q);
 
 // {"trials", "true_positive", "false_positive", "false_negative", "true_negative", "precision",
-// "recall"} (null where undefined).
+// "recall", "by_setting": {"trials", "true_positive", "false_positive", "false_negative",
+// "precision", "recall", "brier", "brier_yes_no"}} (null where undefined).
 nlohmann::json prediction_quality_json(const PredictionQuality& q);
 
 }  // namespace tune::tuner
