@@ -501,9 +501,18 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
       } else {
         d << "; as predicted";
       }
+      // Ok this time, but runs of these settings are oversubscribed at some odds.
+      if (!v.observed_oversubscribed && predicted->at_risk)
+        d << " (at risk: " << static_cast<int>(std::lround(100 * predicted->risk))
+          << "% of runs)";
     } else {
-      d << (predicted->oversubscribed ? "; predicted oversubscribed, not observed"
-                                      : "; not predicted");
+      if (predicted->oversubscribed)
+        d << "; predicted oversubscribed, not observed";
+      else if (predicted->at_risk)
+        d << "; predicted at risk (" << static_cast<int>(std::lround(100 * predicted->risk))
+          << "% of runs), not likely";
+      else
+        d << "; not predicted";
     }
   }
   if (v.samples < 2) d << " (too few samples: " << v.samples << ")";

@@ -139,6 +139,16 @@ TEST(Monitor, PeakAndMeanDifferAndUsefulMaximumComesFromOptions) {
   EXPECT_EQ(v.ranks[0].ran_on_pus, (std::vector<int>{0, 1}));
   EXPECT_FALSE(v.observed_oversubscribed);  // 2 threads on 2 PUs
   EXPECT_NE(v.diagnosis.find("rank 0 above its useful 100%"), std::string::npos) << v.diagnosis;
+  // Predicted ok and seen ok; a setting at risk says its odds beside.
+  Prediction p;
+  p.ranks.resize(1);
+  p.ranks[0].cpuset = {0, 1};
+  EXPECT_NE(m.verdict(&p).diagnosis.find("; as predicted"), std::string::npos);
+  EXPECT_EQ(m.verdict(&p).diagnosis.find("at risk"), std::string::npos);
+  p.at_risk = true;
+  p.risk = 0.25;
+  const std::string risky = m.verdict(&p).diagnosis;
+  EXPECT_NE(risky.find("; as predicted (at risk: 25% of runs)"), std::string::npos) << risky;
 }
 
 TEST(Monitor, RanksSharingACoreAndBindingOutsideThePrediction) {
@@ -165,6 +175,13 @@ TEST(Monitor, RanksSharingACoreAndBindingOutsideThePrediction) {
             std::string::npos)
       << v.diagnosis;
   EXPECT_NE(v.diagnosis.find("; not predicted"), std::string::npos) << v.diagnosis;
+  // A setting oversubscribed in some of its earlier runs: likelier ok, but at risk.
+  p.at_risk = true;
+  p.risk = 0.45;
+  const Verdict risky = m.verdict(&p);
+  EXPECT_NE(risky.diagnosis.find("; predicted at risk (45% of runs), not likely"),
+            std::string::npos)
+      << risky.diagnosis;
 }
 
 TEST(Monitor, RanksConfinedByAContainerAreNotCalledBound) {
