@@ -398,4 +398,48 @@ void GaussianProcess::predict(std::span<const double> point, double& mean, doubl
   variance = std::max(m_scale - explained, 1e-12);
 }
 
+void GaussianProcess::predict_many(std::span<const double> points, std::span<double> mean,
+                                   std::span<double> variance) const {
+  const std::size_t n = m_data.size(), d = m_data.d;
+  const std::size_t m = d == 0 ? mean.size() : points.size() / d;
+  if (n == 0 || m_alpha.size() != n) {
+    for (std::size_t p = 0; p < m; ++p) {
+      mean[p] = 0.0;
+      variance[p] = m_scale;
+    }
+    return;
+  }
+  constexpr std::size_t k_lanes = 4;
+  // kstar of lane l at row i in kstar[i * k_lanes + l]: the lanes' solves run side by side.
+  thread_local std::vector<double> kstar;
+  kstar.assign(n * k_lanes, 0.0);
+  for (std::size_t first = 0; first < m; first += k_lanes) {
+    const std::size_t lanes = std::min(k_lanes, m - first);
+    double sum[k_lanes] = {0.0, 0.0, 0.0, 0.0};
+    for (std::size_t l = 0; l < lanes; ++l) {
+      const double* point = &points[(first + l) * d];
+      for (std::size_t i = 0; i < n; ++i) {
+        const double k = m_scale * matern52(distance2(point, &m_data.x[i * d]));
+        kstar[i * k_lanes + l] = k;
+        sum[l] += k * m_alpha[i];
+      }
+    }
+    // forward_solve on every lane: lane l's sums in the one-point order.
+    for (std::size_t i = 0; i < n; ++i) {
+      const double* row = &m_chol[i * n];
+      double s[k_lanes];
+      for (std::size_t l = 0; l < k_lanes; ++l) s[l] = kstar[i * k_lanes + l];
+      for (std::size_t k = 0; k < i; ++k)
+        for (std::size_t l = 0; l < k_lanes; ++l) s[l] -= row[k] * kstar[k * k_lanes + l];
+      for (std::size_t l = 0; l < k_lanes; ++l) kstar[i * k_lanes + l] = s[l] / row[i];
+    }
+    for (std::size_t l = 0; l < lanes; ++l) {
+      double explained = 0.0;
+      for (std::size_t i = 0; i < n; ++i) explained += kstar[i * k_lanes + l] * kstar[i * k_lanes + l];
+      mean[first + l] = sum[l];
+      variance[first + l] = std::max(m_scale - explained, 1e-12);
+    }
+  }
+}
+
 }  // namespace tune::search::detail

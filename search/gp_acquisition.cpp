@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <utility>
 #include <variant>
 
 #include "search/normal_math.h"
@@ -34,23 +35,15 @@ struct Scored {
 void local_search(const Acquisition& acquisition, const std::vector<EncodedDim>& dims,
                   Scored& point, int max_steps) {
   double delta = 0.1;
-  std::vector<double> trial = point.x;
+  const std::size_t d = dims.size();
+  std::vector<std::pair<std::size_t, double>> moves;  // (dimension, new value), in order
+  std::vector<double> xs, scores;
   for (int step = 0; step < max_steps && delta >= 1e-3; ++step) {
-    double best_score = point.score;
-    std::size_t best_dim = dims.size();
-    double best_value = 0.0;
+    moves.clear();
     auto consider = [&](std::size_t j, double value) {
-      if (value == point.x[j]) return;
-      trial[j] = value;
-      const double s = acquisition(trial);
-      trial[j] = point.x[j];
-      if (s > best_score) {
-        best_score = s;
-        best_dim = j;
-        best_value = value;
-      }
+      if (value != point.x[j]) moves.emplace_back(j, value);
     };
-    for (std::size_t j = 0; j < dims.size(); ++j) {
+    for (std::size_t j = 0; j < d; ++j) {
       if (dims[j].categorical) {
         for (std::size_t c = 0; c < dims[j].n_choices; ++c) consider(j, static_cast<double>(c));
       } else {
@@ -58,11 +51,29 @@ void local_search(const Acquisition& acquisition, const std::vector<EncodedDim>&
         consider(j, step_neighbour(dims[j], point.x[j], -1.0, delta));
       }
     }
-    if (best_dim == dims.size()) {
+    // Every move scored in one batch, then taken in order: the first best wins, as when each
+    // was scored in turn.
+    xs.clear();
+    for (const auto& [j, value] : moves) {
+      xs.insert(xs.end(), point.x.begin(), point.x.end());
+      xs[xs.size() - d + j] = value;
+    }
+    if (!moves.empty()) acquisition.score_many(xs, d, scores);
+    double best_score = point.score;
+    std::size_t best_dim = d;
+    double best_value = 0.0;
+    for (std::size_t m = 0; m < moves.size(); ++m) {
+      if (scores[m] > best_score) {
+        best_score = scores[m];
+        best_dim = moves[m].first;
+        best_value = moves[m].second;
+      }
+    }
+    if (best_dim == d) {
       delta *= 0.5;
       continue;
     }
-    point.x[best_dim] = trial[best_dim] = best_value;
+    point.x[best_dim] = best_value;
     point.score = best_score;
   }
 }
@@ -138,16 +149,32 @@ double Acquisition::operator()(std::span<const double> x) const {
   return score;
 }
 
+void Acquisition::score_many(std::span<const double> xs, std::size_t d,
+                             std::vector<double>& scores) const {
+  const std::size_t m = d == 0 ? 0 : xs.size() / d;
+  scores.assign(m, 0.0);
+  std::vector<double> mean(m), variance(m);
+  if (has_best) {
+    objective->predict_many(xs, mean, variance);
+    for (std::size_t i = 0; i < m; ++i)
+      scores[i] = log_expected_improvement(mean[i], variance[i], best);
+  }
+  for (std::size_t c = 0; c < constraints.size(); ++c) {
+    constraints[c]->predict_many(xs, mean, variance);
+    for (std::size_t i = 0; i < m; ++i)
+      scores[i] += log_ndtr((thresholds[c] - mean[i]) / std::sqrt(variance[i]));
+  }
+}
+
 std::vector<double> maximise_acquisition(const Acquisition& acquisition,
                                          const std::vector<EncodedDim>& dims,
                                          const std::vector<std::vector<double>>& incumbents,
                                          Rng& rng, const AcquisitionSearch& search) {
   const std::size_t d = dims.size();
+  // Every point is drawn first and scored after, in one batch: the draws do not depend on the
+  // scores, so the pool is the one a point-by-point scoring would build.
   std::vector<Scored> pool;
-  auto add = [&](std::vector<double> x) {
-    const double s = acquisition(x);
-    pool.push_back({std::isnan(s) ? k_neg_inf : s, std::move(x)});
-  };
+  auto add = [&](std::vector<double> x) { pool.push_back({0.0, std::move(x)}); };
   for (int k = 0; k < search.n_random; ++k) {
     std::vector<double> x(d);
     for (std::size_t j = 0; j < d; ++j) {
@@ -167,6 +194,14 @@ std::vector<double> maximise_acquisition(const Acquisition& acquisition,
       }
       add(std::move(x));
     }
+  }
+  std::vector<double> xs, scores;
+  xs.reserve(pool.size() * d);
+  for (const Scored& p : pool) xs.insert(xs.end(), p.x.begin(), p.x.end());
+  if (d > 0) acquisition.score_many(xs, d, scores);
+  for (std::size_t i = 0; i < pool.size(); ++i) {
+    const double s = d > 0 ? scores[i] : acquisition(pool[i].x);
+    pool[i].score = std::isnan(s) ? k_neg_inf : s;
   }
   // The best distinct points, refined; ties keep the earlier point (stable).
   std::stable_sort(pool.begin(), pool.end(),

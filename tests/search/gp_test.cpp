@@ -67,6 +67,47 @@ TEST(GpModel, InterpolatesDataAndIsUnsureAwayFromIt) {
   EXPECT_LT(model.noise_variance(), 1e-2) << "noise-free data";
 }
 
+// The batched posterior and acquisition give the single-point numbers bit for bit, for any
+// count of points (whole and partial batches of four) and with a constraint model.
+TEST(GpModel, PredictionsInBatchesAreThoseOfOnePointAtATime) {
+  detail::GpData data;
+  data.d = 3;
+  data.categorical = {false, false, true};
+  for (int i = 0; i < 23; ++i) {
+    const double u = std::fmod(0.37 * i, 1.0), v = std::fmod(0.61 * i + 0.2, 1.0);
+    data.x.insert(data.x.end(), {u, v, static_cast<double>(i % 3)});
+    data.y.push_back(std::sin(5.0 * u) + v * v - 0.3 * (i % 3));
+  }
+  const detail::GaussianProcess model(data);
+  detail::GpData cdata = data;
+  for (std::size_t i = 0; i < cdata.y.size(); ++i) cdata.y[i] = cdata.x[i * 3] - 0.5;
+  const detail::GaussianProcess constraint(cdata);
+  detail::Acquisition acquisition;
+  acquisition.objective = &model;
+  acquisition.has_best = true;
+  acquisition.best = -1.0;
+  acquisition.constraints = {&constraint};
+  acquisition.thresholds = {0.0};
+  for (const std::size_t m : {1u, 4u, 7u, 13u}) {
+    std::vector<double> points;
+    for (std::size_t p = 0; p < m; ++p)
+      points.insert(points.end(), {std::fmod(0.13 * p + 0.05, 1.0), std::fmod(0.29 * p, 1.0),
+                                   static_cast<double>(p % 3)});
+    std::vector<double> mean(m), variance(m), scores;
+    model.predict_many(points, mean, variance);
+    acquisition.score_many(points, 3, scores);
+    ASSERT_EQ(scores.size(), m);
+    for (std::size_t p = 0; p < m; ++p) {
+      const std::span<const double> x(&points[p * 3], 3);
+      double one_mean = 0.0, one_variance = 0.0;
+      model.predict(x, one_mean, one_variance);
+      EXPECT_EQ(mean[p], one_mean) << m << " points, point " << p;
+      EXPECT_EQ(variance[p], one_variance) << m << " points, point " << p;
+      EXPECT_EQ(scores[p], acquisition(x)) << m << " points, point " << p;
+    }
+  }
+}
+
 TEST(GpEncoding, DecodeRoundsOntoTheGridAndEncodeInvertsIt) {
   const auto ints = detail::encoded_dim(IntDistribution{1, 16, true, 1});
   const auto stepped = detail::encoded_dim(FloatDistribution{0.5, 2.5, false, 0.5});
