@@ -31,6 +31,7 @@ constexpr SqlDialect k_dialect{
     .list_open = '{',
     .list_close = '}',
     .serialize_study_creation = "SELECT pg_advisory_xact_lock(1953853029, 1)",
+    .study_of_listed_trials = "study_id = ?",
 };
 // Serialises the schema's creation between workers starting together ('tune', 0).
 constexpr const char* k_schema_lock = "SELECT pg_advisory_xact_lock(1953853029, 0)";

@@ -747,22 +747,25 @@ Result<std::vector<FrozenTrial>> RdbStorage::get_trials_changed(
       // New trials by id (the primary key's range), changed ones through the index on
       // (study_id, seq): neither reads a row that did not change.
       auto ids = query(
-          "SELECT trial_id FROM trials WHERE trial_id > ? AND study_id = ? UNION SELECT trial_id "
-          "FROM tune_trial_changes WHERE study_id = ? AND seq > ?",
+          fmt::format("SELECT trial_id FROM trials WHERE trial_id > ? AND {} UNION SELECT "
+                      "trial_id FROM tune_trial_changes WHERE study_id = ? AND seq > ?",
+                      m_dialect.study_of_listed_trials),
           {mark.trial_id, study_id, study_id, mark.changes});
       if (!ids) return failed("load trials", ids.error());
       if (ids->empty()) return {};
       std::vector<std::int64_t> list;
       list.reserve(ids->size());
       for (const auto& row : *ids) list.push_back(row.int64(0));
-      where = fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id") + " AND study_id = ?";
+      where = fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id") + " AND " +
+              m_dialect.study_of_listed_trials;
       params = {id_list(list), study_id};
     } else {
       // No change count: the ids bound as one list, so the statement stays the same size however
       // many trials are unfinished. A trial still WAITING is as the caller saw it (a WAITING trial
       // is written once, when created, and changes only when popped), so only its state is
       // looked at.
-      where = "study_id = ? AND (trial_id > ? OR (state != 'WAITING' AND " +
+      where = std::string(m_dialect.study_of_listed_trials) +
+              " AND (trial_id > ? OR (state != 'WAITING' AND " +
               fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id") + "))";
       params = {study_id, mark.trial_id, id_list(refresh)};
     }

@@ -89,6 +89,11 @@ struct SqlDialect {
   const char* in_id_list;      // fmt pattern: {} is in the list bound as one parameter
   char list_open, list_close;  // how that list is written: [1,2] (JSON) or {1,2} (an array)
   const char* serialize_study_creation;  // a statement run first, or "" (writers are serial)
+  // How a statement that picks trials by id says which study they must be of. SQLite's planner
+  // would take study_id = ? to the index on (study_id, number) and walk every trial of the study
+  // instead of looking the ids up by primary key (measured: 0.85 ms against 0.05 ms a statement
+  // at 11,000 trials, growing with the study); a unary + keeps it off that index.
+  const char* study_of_listed_trials;
 };
 
 class RdbStorage : public Storage {

@@ -137,6 +137,7 @@ constexpr SqlDialect k_dialect{
     .list_open = '[',
     .list_close = ']',
     .serialize_study_creation = "",
+    .study_of_listed_trials = "+study_id = ?",
 };
 
 // A file: URI for sqlite3_open_v2 with SQLITE_OPEN_URI (the path percent-encoded).
