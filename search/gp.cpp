@@ -379,29 +379,13 @@ bool GaussianProcess::factorise() {
 }
 
 void GaussianProcess::predict(std::span<const double> point, double& mean, double& variance) const {
-  const std::size_t n = m_data.size(), d = m_data.d;
-  if (n == 0 || m_alpha.size() != n) {
-    mean = 0.0;
-    variance = m_scale;
-    return;
-  }
-  thread_local std::vector<double> kstar;
-  kstar.resize(n);
-  mean = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    kstar[i] = m_scale * matern52(distance2(point.data(), &m_data.x[i * d]));
-    mean += kstar[i] * m_alpha[i];
-  }
-  forward_solve(m_chol, n, kstar.data());
-  double explained = 0.0;
-  for (double v : kstar) explained += v * v;
-  variance = std::max(m_scale - explained, 1e-12);
+  predict_many(point, std::span<double>(&mean, 1), std::span<double>(&variance, 1));
 }
 
 void GaussianProcess::predict_many(std::span<const double> points, std::span<double> mean,
                                    std::span<double> variance) const {
   const std::size_t n = m_data.size(), d = m_data.d;
-  const std::size_t m = d == 0 ? mean.size() : points.size() / d;
+  const std::size_t m = mean.size();  // points holds m x d values
   if (n == 0 || m_alpha.size() != n) {
     for (std::size_t p = 0; p < m; ++p) {
       mean[p] = 0.0;
@@ -417,7 +401,7 @@ void GaussianProcess::predict_many(std::span<const double> points, std::span<dou
     const std::size_t lanes = std::min(k_lanes, m - first);
     double sum[k_lanes] = {0.0, 0.0, 0.0, 0.0};
     for (std::size_t l = 0; l < lanes; ++l) {
-      const double* point = &points[(first + l) * d];
+      const double* point = points.data() + (first + l) * d;
       for (std::size_t i = 0; i < n; ++i) {
         const double k = m_scale * matern52(distance2(point, &m_data.x[i * d]));
         kstar[i * k_lanes + l] = k;

@@ -36,9 +36,11 @@ class GaussianProcess {
   // Posterior mean and variance (of the latent function, noise excluded) at one point of d
   // values; the variance is at least 1e-12.
   void predict(std::span<const double> point, double& mean, double& variance) const;
-  // predict() at each of the m points in `points` (row-major m x d) into mean[i] and
-  // variance[i]: the same numbers, bit for bit, computed four points at a time (their triangular
-  // solves interleaved, which a single point's chain of dependent sums cannot be).
+  // predict() at each of the m = mean.size() points in `points` (row-major m x d) into mean[i]
+  // and variance[i], computed four points at a time (their triangular solves interleaved, which
+  // a single point's chain of dependent sums cannot be); each point's sums are added in the same
+  // order whatever the batch, so a point's numbers do not depend on its neighbours. predict() is
+  // a batch of one.
   void predict_many(std::span<const double> points, std::span<double> mean,
                     std::span<double> variance) const;
 

@@ -58,7 +58,7 @@ void local_search(const Acquisition& acquisition, const std::vector<EncodedDim>&
       xs.insert(xs.end(), point.x.begin(), point.x.end());
       xs[xs.size() - d + j] = value;
     }
-    if (!moves.empty()) acquisition.score_many(xs, d, scores);
+    acquisition.score_many(xs, moves.size(), scores);
     double best_score = point.score;
     std::size_t best_dim = d;
     double best_value = 0.0;
@@ -136,22 +136,13 @@ double log_expected_improvement(double mean, double variance, double best) {
 }
 
 double Acquisition::operator()(std::span<const double> x) const {
-  double score = 0.0;
-  double mean = 0.0, variance = 1.0;
-  if (has_best) {
-    objective->predict(x, mean, variance);
-    score = log_expected_improvement(mean, variance, best);
-  }
-  for (std::size_t c = 0; c < constraints.size(); ++c) {
-    constraints[c]->predict(x, mean, variance);
-    score += log_ndtr((thresholds[c] - mean) / std::sqrt(variance));
-  }
-  return score;
+  std::vector<double> score;
+  score_many(x, 1, score);
+  return score[0];
 }
 
-void Acquisition::score_many(std::span<const double> xs, std::size_t d,
+void Acquisition::score_many(std::span<const double> xs, std::size_t m,
                              std::vector<double>& scores) const {
-  const std::size_t m = d == 0 ? 0 : xs.size() / d;
   scores.assign(m, 0.0);
   std::vector<double> mean(m), variance(m);
   if (has_best) {
@@ -198,11 +189,9 @@ std::vector<double> maximise_acquisition(const Acquisition& acquisition,
   std::vector<double> xs, scores;
   xs.reserve(pool.size() * d);
   for (const Scored& p : pool) xs.insert(xs.end(), p.x.begin(), p.x.end());
-  if (d > 0) acquisition.score_many(xs, d, scores);
-  for (std::size_t i = 0; i < pool.size(); ++i) {
-    const double s = d > 0 ? scores[i] : acquisition(pool[i].x);
-    pool[i].score = std::isnan(s) ? k_neg_inf : s;
-  }
+  acquisition.score_many(xs, pool.size(), scores);
+  for (std::size_t i = 0; i < pool.size(); ++i)
+    pool[i].score = std::isnan(scores[i]) ? k_neg_inf : scores[i];
   // The best distinct points, refined; ties keep the earlier point (stable).
   std::stable_sort(pool.begin(), pool.end(),
                    [](const Scored& a, const Scored& b) { return a.score > b.score; });

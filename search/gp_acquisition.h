@@ -43,10 +43,10 @@ struct Acquisition {
   bool has_best = false;
   std::vector<const GaussianProcess*> constraints;  // each models a standardised constraint
   std::vector<double> thresholds;                   // feasible where the constraint <= this
-  double operator()(std::span<const double> x) const;
-  // operator() at each of the rows of `xs` (m x d, row-major) into `scores`: the same values,
-  // with the models' predictions made in batches (GaussianProcess::predict_many).
-  void score_many(std::span<const double> xs, std::size_t d, std::vector<double>& scores) const;
+  double operator()(std::span<const double> x) const;  // a batch of one
+  // The value at each of the m points of `xs` (m rows of d, row-major) into `scores`, the
+  // models' predictions made in batches (GaussianProcess::predict_many).
+  void score_many(std::span<const double> xs, std::size_t m, std::vector<double>& scores) const;
 };
 
 struct AcquisitionSearch {

@@ -95,7 +95,7 @@ TEST(GpModel, PredictionsInBatchesAreThoseOfOnePointAtATime) {
                                    static_cast<double>(p % 3)});
     std::vector<double> mean(m), variance(m), scores;
     model.predict_many(points, mean, variance);
-    acquisition.score_many(points, 3, scores);
+    acquisition.score_many(points, m, scores);
     ASSERT_EQ(scores.size(), m);
     for (std::size_t p = 0; p < m; ++p) {
       const std::span<const double> x(&points[p * 3], 3);
