@@ -503,13 +503,13 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
       }
       // Ok this time, but runs of these settings are oversubscribed at some odds.
       if (!v.observed_oversubscribed && predicted->at_risk)
-        d << " (at risk: " << static_cast<int>(std::lround(100 * predicted->risk))
+        d << " (at risk: " << predicted->risk_percent()
           << "% of runs)";
     } else {
       if (predicted->oversubscribed)
         d << "; predicted oversubscribed, not observed";
       else if (predicted->at_risk)
-        d << "; predicted at risk (" << static_cast<int>(std::lround(100 * predicted->risk))
+        d << "; predicted at risk (" << predicted->risk_percent()
           << "% of runs), not likely";
       else
         d << "; not predicted";

@@ -19,6 +19,7 @@
 // Pure functions of their arguments: thread-safe.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -218,6 +219,7 @@ struct Prediction {
   // (runs + 1).
   double risk = 0;
   bool at_risk = false;
+  int risk_percent() const { return static_cast<int>(std::lround(100 * risk)); }  // as said
   int risk_runs = 0;  // earlier runs of the layout `risk` was learned from
   int pus = 0;                  // of the node
   std::vector<int> idle_cores;  // indices into Topology::cores no busy thread is expected on

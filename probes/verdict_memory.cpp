@@ -1,7 +1,6 @@
 #include "probes/verdict_memory.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 namespace tune::probes {
@@ -10,7 +9,7 @@ namespace {
 // "; at risk (36%): oversubscribed in 4 of 10 earlier runs": said of a layout whose likelier
 // outcome is ok.
 std::string risk_text(const Prediction& p, int over, int all) {
-  return "; at risk (" + std::to_string(static_cast<int>(std::lround(100 * p.risk))) +
+  return "; at risk (" + std::to_string(p.risk_percent()) +
          "%): oversubscribed in " + std::to_string(over) + " of " + std::to_string(all) +
          " earlier run" + (all == 1 ? "" : "s") +
          (p.rules_oversubscribed ? ", and the threads exceed the PUs when all are busy" : "");
