@@ -19,6 +19,7 @@
 #include "tests/cluster/postgres_fixture.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/process_tree.h"
 #include "tuner/run/pending_result.h"
 #include "tuner/storage/storage.h"
 

@@ -14,6 +14,7 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/process_tree.h"
 
 namespace tune::tuner {
 namespace {

@@ -18,6 +18,7 @@
 
 #include "tuner/base/text.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/process_tree.h"
 
 namespace tune::tuner {
 namespace {

@@ -10,19 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-#include <boost/process/search_path.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "tuner/launch/launcher.h"
+#include "tuner/launch/process_tree.h"
 
 namespace tune::tuner {
 namespace {
@@ -77,9 +75,9 @@ class Capture {
       m_tail.erase(0, m_tail.size() - m_tail_cap);
     }
     if (m_cut > 0) {
-      const auto marker = fmt::format(
-          "\n[tune-keeper: {} bytes of {} cut here; the first and last {} bytes are kept]\n", m_cut,
-          m_name, m_tail_cap);
+      const std::string marker = "\n[tune-keeper: " + std::to_string(m_cut) + " bytes of " +
+                                 m_name + " cut here; the first and last " +
+                                 std::to_string(m_tail_cap) + " bytes are kept]\n";
       write(marker.data(), marker.size());
     }
     write(m_tail.data(), m_tail.size());
@@ -96,7 +94,7 @@ class Capture {
   void write(const char* data, std::size_t size) {
     if (m_error != 0 || size == 0) return;
     m_error = write_all(m_sink, data, size);
-    if (m_error != 0) send_line(m_control, fmt::format("write-error {} {}\n", m_name, m_error));
+    if (m_error != 0) send_line(m_control, std::string("write-error ") + m_name + " " + std::to_string(m_error) + "\n");
   }
 
   const char* m_name;
@@ -246,7 +244,7 @@ class Keeper {
   [[noreturn]] void finish() {
     for (auto& c : m_captures) {
       if (const auto cut = c.finish(); cut > 0) {
-        send_line(m_control, fmt::format("cut {} {}\n", c.name(), cut));
+        send_line(m_control, std::string("cut ") + c.name() + " " + std::to_string(cut) + "\n");
       }
     }
     close(m_control);
@@ -289,7 +287,7 @@ class Keeper {
     while (read(exec_pipe[0], &exec_error, sizeof exec_error) < 0 && errno == EINTR) {
     }
     close(exec_pipe[0]);
-    send_line(m_control, fmt::format("pid {}\n", m_child));
+    send_line(m_control, "pid " + std::to_string(m_child) + "\n");
     return true;
   }
 
@@ -366,16 +364,6 @@ class Keeper {
 };
 
 }  // namespace
-
-std::string keeper_path() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto candidate = self.parent_path() / "tune-keeper";
-    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return boost::process::search_path("tune-keeper").string();
-}
 
 int run_keeper(int argc, char** argv) {
   const auto args = parse_args(argc, argv);

@@ -29,6 +29,7 @@
 
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/keeper.h"
+#include "tuner/launch/process_tree.h"
 
 namespace tune::tuner {
 namespace {
@@ -441,35 +442,14 @@ void clear_interrupted() {
 
 bool running_as_root() { return geteuid() == 0; }
 
-std::vector<pid_t> descendants(pid_t root) {
-  std::map<pid_t, std::vector<pid_t>> children;
+std::string keeper_path() {
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const auto name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    children[ppid].push_back(static_cast<pid_t>(std::stol(name)));
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto candidate = self.parent_path() / "tune-keeper";
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
   }
-  std::vector<pid_t> out;
-  std::vector<pid_t> todo{root};
-  while (!todo.empty()) {
-    const pid_t p = todo.back();
-    todo.pop_back();
-    for (pid_t c : children[p]) {
-      out.push_back(c);
-      todo.push_back(c);
-    }
-  }
-  return out;
+  return bp::search_path("tune-keeper").string();
 }
 
 LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {

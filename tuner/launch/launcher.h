@@ -101,7 +101,4 @@ void clear_interrupted();  // tests
 // True when this process runs as root (mpirun then needs --allow-run-as-root).
 bool running_as_root();
 
-// Every descendant pid of `root` (children, grandchildren, ...), read from /proc.
-std::vector<pid_t> descendants(pid_t root);
-
 }  // namespace tune::tuner
