@@ -105,6 +105,34 @@ void split_observations(std::span<const Score> scores, std::size_t n_below,
   std::sort(above.begin(), above.end());
 }
 
+// Which bad-side observations g(x) is built from, and their weights, when there are more than
+// `cap` of them (positions into `above`, chronological): the newest cap/2 as they are, weighted
+// as default_weights(n) weighs them; the older ones cut into cap - cap/2 runs of consecutive
+// trials, each run kept as its newest trial with the run's summed weight. The mixture's total
+// weight, and so the prior's share, stays that of all n observations; its cost is O(cap).
+void thin_bad_side(std::size_t n, std::size_t cap, std::vector<double>& full_weights,
+                   std::vector<std::size_t>& keep, std::vector<double>& weights) {
+  detail::default_weights(n, full_weights);
+  keep.clear();
+  weights.clear();
+  const std::size_t recent = cap / 2;
+  const std::size_t old = n - recent;
+  const std::size_t runs = cap - recent;
+  for (std::size_t r = 0; r < runs; ++r) {
+    const std::size_t lo = r * old / runs;
+    const std::size_t hi = (r + 1) * old / runs;
+    if (hi <= lo) continue;
+    double w = 0.0;
+    for (std::size_t i = lo; i < hi; ++i) w += full_weights[i];
+    keep.push_back(hi - 1);
+    weights.push_back(w);
+  }
+  for (std::size_t i = old; i < n; ++i) {
+    keep.push_back(i);
+    weights.push_back(full_weights[i]);
+  }
+}
+
 class TpeSampler final : public Sampler {
  public:
   explicit TpeSampler(const TpeOptions& options)
@@ -222,6 +250,15 @@ class TpeSampler final : public Sampler {
     const auto directions = study.directions();
     const bool multi = directions.size() > 1;
     ChangedTrials changes = take_changes(study, m_cursor);
+    // Nothing changed since the last pass (the next parameter of the same suggestion): the
+    // observations, their keys and the split are still those.
+    if (m_collected && !changes.from_scratch && changes.positions.empty() && sign == m_slot_sign &&
+        directions == m_slot_directions && m_slots.size() == trials.size() &&
+        m_collected_from == trials.data()) {
+      return;
+    }
+    m_collected = true;
+    m_collected_from = trials.data();
     if (changes.from_scratch || sign != m_slot_sign || directions != m_slot_directions ||
         m_slots.size() > trials.size()) {
       m_slot_sign = sign;
@@ -329,11 +366,12 @@ class TpeSampler final : public Sampler {
     // One cache look-up per parameter, not per trial and parameter.
     std::vector<ValueCache*> caches(n_params);
     for (std::size_t p = 0; p < n_params; ++p) caches[p] = &m_value_cache[space[p].first];
-    // Multi-objective: the good side's weights, kept for the observations gathered.
-    std::vector<double> weights;
-    auto gather = [&](const std::vector<std::size_t>& idx, std::vector<std::vector<double>>& cols,
-                      bool weigh) {
+    // The observations of one side, with their weights where the side has its own (empty
+    // `given`: default_weights over those gathered). m_obs[idx[k]] is observation k.
+    auto gather = [&](std::span<const std::size_t> idx, std::span<const double> given,
+                      std::vector<std::vector<double>>& cols, std::vector<double>& weights) {
       cols.assign(n_params, {});
+      weights.clear();
       for (auto& c : cols) c.reserve(idx.size());
       for (std::size_t k = 0; k < idx.size(); ++k) {
         const std::size_t i = idx[k];
@@ -344,15 +382,27 @@ class TpeSampler final : public Sampler {
         }
         if (!all) continue;  // the parameter did not exist in this trial
         for (std::size_t p = 0; p < n_params; ++p) cols[p].push_back(m_values[p]);
-        if (weigh) weights.push_back(m_below_weights[k]);
+        if (!given.empty()) weights.push_back(given[k]);
       }
     };
-    gather(m_below, m_below_cols, !m_below_weights.empty());
-    gather(m_above, m_above_cols, false);
+    gather(m_below, m_below_weights, m_below_cols, m_below_gathered_weights);
+    const auto cap = static_cast<std::size_t>(std::max(m_options.max_observations, 0));
+    if (cap > 0 && m_above.size() > cap) {
+      if (m_thin_signature != m_split_signature || m_thin_cap != cap) {
+        thin_bad_side(m_above.size(), cap, m_thin_full_weights, m_thin_keep, m_thin_weights);
+        m_thin_idx.clear();
+        for (std::size_t k : m_thin_keep) m_thin_idx.push_back(m_above[k]);
+        m_thin_signature = m_split_signature;
+        m_thin_cap = cap;
+      }
+      gather(m_thin_idx, m_thin_weights, m_above_cols, m_above_gathered_weights);
+    } else {
+      gather(m_above, {}, m_above_cols, m_above_gathered_weights);
+    }
     std::vector<std::span<const double>> below_spans(m_below_cols.begin(), m_below_cols.end());
     std::vector<std::span<const double>> above_spans(m_above_cols.begin(), m_above_cols.end());
-    const detail::ParzenEstimator l(dists, below_spans, m_parzen, weights);
-    const detail::ParzenEstimator g(dists, above_spans, m_parzen);
+    const detail::ParzenEstimator l(dists, below_spans, m_parzen, m_below_gathered_weights);
+    const detail::ParzenEstimator g(dists, above_spans, m_parzen, m_above_gathered_weights);
     const auto n_candidates = static_cast<std::size_t>(std::max(m_options.n_ei_candidates, 1));
     std::string key;
     for (const auto& [name, dist] : space) {
@@ -443,12 +493,19 @@ class TpeSampler final : public Sampler {
   std::vector<double> m_violations;
   std::size_t m_n_finished = 0;
   std::uint64_t m_split_signature = 0;
+  bool m_collected = false;                       // collect() has run once
+  const FrozenTrial* m_collected_from = nullptr;  // the trials m_obs points into
   std::vector<std::size_t> m_below, m_above;
   std::unordered_map<std::string, ValueCache> m_value_cache;
 
   // Scratch buffers kept between calls to avoid reallocating.
   std::vector<double> m_values;
   std::vector<std::vector<double>> m_below_cols, m_above_cols, m_candidates;
+  std::vector<double> m_below_gathered_weights, m_above_gathered_weights;
+  std::vector<double> m_thin_full_weights, m_thin_weights;  // thin_bad_side()
+  std::vector<std::size_t> m_thin_keep, m_thin_idx;
+  std::uint64_t m_thin_signature = 0;  // the split m_thin_idx was made for
+  std::size_t m_thin_cap = 0;
   std::vector<double> m_log_l, m_log_g;
 
   std::vector<bool> m_space_seen;
@@ -514,11 +571,17 @@ std::expected<TpeOptions, std::string> tpe_options_from_json(const nlohmann::jso
       ok = integer(key, value, 0, o.n_startup_trials);
     } else if (key == "n_ei_candidates") {
       ok = integer(key, value, 1, o.n_ei_candidates);
+    } else if (key == "max_observations") {
+      ok = integer(key, value, 0, o.max_observations);
+      if (ok && o.max_observations > 0 && o.max_observations < 50) {
+        return std::unexpected("sampler.max_observations: must be 0 (no cap) or at least 50");
+      }
     } else {
       return std::unexpected(fmt::format(
           "sampler.{}: unknown option for the TPE sampler (known: seed, n_startup_trials, "
-          "n_ei_candidates, multivariate, group, constant_liar, constraints, consider_prior, "
-          "prior_weight, consider_magic_clip, consider_endpoints, normalized_kernels)",
+          "n_ei_candidates, max_observations, multivariate, group, constant_liar, constraints, "
+          "consider_prior, prior_weight, consider_magic_clip, consider_endpoints, "
+          "normalized_kernels)",
           key));
     }
     if (!ok) return std::unexpected(ok.error());

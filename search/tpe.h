@@ -33,6 +33,12 @@ struct TpeOptions {
   bool constant_liar = false;       // RUNNING trials count as bad (concurrent workers)
   bool constraints = true;          // use FrozenTrial::constraints as constrained TPE does
   bool normalized_kernels = false;  // true densities (see parzen_estimator.h); Optuna 3.1: off
+  // The most observations the bad side's estimator g(x) is built from; 0: all (Optuna's
+  // algorithm, whose cost per suggestion grows with the study). Over the cap, the newest half
+  // are kept as they are and the older bad trials are thinned in order, each kept one standing
+  // for its run of neighbours with their summed weight (tpe.cpp, thin_bad_side). Below it,
+  // suggestions are exactly those of the uncapped sampler.
+  int max_observations = 1000;
 };
 
 // From the `sampler:` JSON (type "tpe" plus the options above by Optuna's names). Unknown keys

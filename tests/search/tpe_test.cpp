@@ -201,6 +201,67 @@ TEST(Tpe, PrunedTrialsRankByTheirLastIntermediateValue) {
   EXPECT_GE(near, 8);
 }
 
+// max_observations bounds the bad side's estimator. A study whose bad side fits under the cap
+// gets exactly the uncapped (Optuna) suggestions; over it, the thinned bad side still steers
+// TPE to the good region, and every suggestion is a function of the history alone.
+TEST(Tpe, UnderItsCapTheBadSideIsOptunasAndOverItStillFindsTheGoodRegion) {
+  for (bool multivariate : {false, true}) {
+    auto capped = tpe(2, [&](TpeOptions& o) {
+      o.multivariate = multivariate;
+      o.max_observations = 200;
+    });
+    auto uncapped = tpe(2, [&](TpeOptions& o) {
+      o.multivariate = multivariate;
+      o.max_observations = 0;
+    });
+    VectorStudyView a(Direction::minimize), b(Direction::minimize);
+    run_study(*capped, a, k_plane, quadratic, 150);
+    run_study(*uncapped, b, k_plane, quadratic, 150);
+    for (std::size_t i = 0; i < 150; ++i) {
+      ASSERT_EQ(a.trials()[i].params, b.trials()[i].params) << "trial " << i;
+    }
+
+    int capped_near = 0, random_near = 0;
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      auto small_cap = tpe(seed, [&](TpeOptions& o) {
+        o.multivariate = multivariate;
+        o.max_observations = 50;  // thinned from trial ~75 on
+      });
+      auto r = make_random_sampler(seed);
+      VectorStudyView sc(Direction::minimize), sr(Direction::minimize);
+      run_study(*small_cap, sc, k_plane, quadratic, 200);
+      run_study(*r, sr, k_plane, quadratic, 200);
+      if (seed == 0) {  // the cap is in force: the same seed uncapped goes elsewhere
+        auto all = tpe(seed, [&](TpeOptions& o) {
+          o.multivariate = multivariate;
+          o.max_observations = 0;
+        });
+        VectorStudyView su(Direction::minimize);
+        run_study(*all, su, k_plane, quadratic, 200);
+        int differ = 0;
+        for (std::size_t i = 0; i < 200; ++i)
+          differ += sc.trials()[i].params != su.trials()[i].params;
+        EXPECT_GT(differ, 0);
+      }
+      for (int i = 100; i < 200; ++i) {
+        capped_near += quadratic(sc.trials()[static_cast<std::size_t>(i)].params) < 0.05;
+        random_near += quadratic(sr.trials()[static_cast<std::size_t>(i)].params) < 0.05;
+      }
+      // The same history gives the same suggestion from a fresh sampler.
+      auto again = tpe(seed, [&](TpeOptions& o) {
+        o.multivariate = multivariate;
+        o.max_observations = 50;
+      });
+      FrozenTrial x, y;
+      x.number = y.number = 200;
+      suggest_all(*small_cap, sc, x, k_plane);
+      suggest_all(*again, sc, y, k_plane);
+      EXPECT_EQ(x.params, y.params);
+    }
+    EXPECT_GT(capped_near, 3 * random_near) << "multivariate=" << multivariate;
+  }
+}
+
 TEST(Tpe, ParsesOptionsAndNamesUnknownKeys) {
   auto o = tpe_options_from_json(nlohmann::json{{"type", "tpe"},
                                                 {"seed", 4},
@@ -222,6 +283,11 @@ TEST(Tpe, ParsesOptionsAndNamesUnknownKeys) {
   EXPECT_NE(group.error().find("multivariate"), std::string::npos);
   EXPECT_FALSE(tpe_options_from_json(nlohmann::json{{"seed", -1}}).has_value());
   EXPECT_FALSE(tpe_options_from_json(nlohmann::json{{"consider_prior", 1}}).has_value());
+  EXPECT_EQ(tpe_options_from_json(nlohmann::json{{"max_observations", 0}})->max_observations, 0);
+  EXPECT_EQ(TpeOptions{}.max_observations, 1000);
+  auto tiny = tpe_options_from_json(nlohmann::json{{"max_observations", 10}});
+  ASSERT_FALSE(tiny.has_value());
+  EXPECT_NE(tiny.error().find("sampler.max_observations"), std::string::npos);
 }
 
 TEST(Tpe, MakeSamplerBuildsTpeAndNamesBadOptions) {

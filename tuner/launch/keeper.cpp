@@ -94,7 +94,9 @@ class Capture {
   void write(const char* data, std::size_t size) {
     if (m_error != 0 || size == 0) return;
     m_error = write_all(m_sink, data, size);
-    if (m_error != 0) send_line(m_control, std::string("write-error ") + m_name + " " + std::to_string(m_error) + "\n");
+    if (m_error != 0)
+      send_line(m_control,
+                std::string("write-error ") + m_name + " " + std::to_string(m_error) + "\n");
   }
 
   const char* m_name;
