@@ -104,6 +104,9 @@ class GpSampler final : public Sampler {
     if (space.empty() || n_finished < static_cast<std::size_t>(m_options.n_startup_trials)) {
       return out;
     }
+    if (m_options.tpe_after > 0 && n_finished >= static_cast<std::size_t>(m_options.tpe_after)) {
+      return out;  // handed over: sample_independent (TPE) draws every parameter
+    }
     GpData data = make_data(dims, obs, [](const Observation& o) { return o.y; });
     if (!standardise(data.y, m_options.warp))
       return out;  // nothing measured yet: independent sampling
@@ -346,19 +349,21 @@ std::expected<GpOptions, std::string> gp_options_from_json(const nlohmann::json&
         return std::unexpected(fmt::format("sampler.{}: must be true or false", key));
       }
       (key == "constant_liar" ? o.constant_liar : o.constraints) = value.get<bool>();
-    } else if (key == "n_startup_trials" || key == "max_trials") {
+    } else if (key == "n_startup_trials" || key == "max_trials" || key == "tpe_after") {
       const int min = key == "max_trials" ? 2 : 0;
+      const std::int64_t max = key == "tpe_after" ? 10000000 : 100000;
       if (!value.is_number_integer() || value.get<std::int64_t>() < min ||
-          value.get<std::int64_t>() > 100000) {
+          value.get<std::int64_t>() > max) {
         return std::unexpected(
-            fmt::format("sampler.{}: must be an integer from {} to 100000", key, min));
+            fmt::format("sampler.{}: must be an integer from {} to {}", key, min, max));
       }
-      (key == "max_trials" ? o.max_trials : o.n_startup_trials) =
-          static_cast<int>(value.get<std::int64_t>());
+      (key == "max_trials"  ? o.max_trials
+       : key == "tpe_after" ? o.tpe_after
+                            : o.n_startup_trials) = static_cast<int>(value.get<std::int64_t>());
     } else {
       return std::unexpected(
           fmt::format("sampler.{}: unknown option for the GP sampler (known: seed, "
-                      "n_startup_trials, constant_liar, constraints, max_trials, warp)",
+                      "n_startup_trials, constant_liar, constraints, max_trials, warp, tpe_after)",
                       key));
     }
   }

@@ -105,7 +105,11 @@ std::vector<std::string> selected(const char* env, std::vector<std::string> all)
 }
 
 int efficiency(int seeds, int trials) {
-  const std::vector<int> budgets = {10, 20, 50, 100};
+  // Budgets up to TRIALS (run.py asks for 100: the first four).
+  std::vector<int> budgets;
+  for (int b : {10, 20, 50, 100, 200, 300, 500, 1000, 2000}) {
+    if (b <= trials) budgets.push_back(b);
+  }
   const auto methods =
       selected("TUNE_BENCH_METHODS", {"ours_random", "ours_tpe", "ours_tpe_mv", "ours_gp"});
   const auto names = selected("TUNE_BENCH_OBJECTIVES", {});

@@ -332,6 +332,34 @@ TEST(GpSampler, ConcurrentWorkersSuggestDistinctPoints) {
   }
 }
 
+// After tpe_after finished trials the GP hands every parameter to its TPE: each suggestion is
+// then the one a TPE with the same seed and options makes on the same history.
+TEST(GpSampler, HandsOverToTpeAfterTpeAfterTrials) {
+  auto sampler = gp(3, [](GpOptions& o) { o.tpe_after = 20; });
+  VectorStudyView study(Direction::minimize);
+  run_study(*sampler, study, k_plane, quadratic, 30);
+  TpeOptions t;
+  t.seed = 3;
+  t.n_startup_trials = GpOptions{}.n_startup_trials;
+  t.constant_liar = true;
+  for (std::size_t i = 15; i < 30; ++i) {
+    VectorStudyView prefix(Direction::minimize);
+    for (std::size_t k = 0; k < i; ++k) prefix.add(study.trials()[k]);
+    auto tpe = make_tpe_sampler(t);
+    FrozenTrial x;
+    x.number = static_cast<int>(i);
+    suggest_all(*tpe, prefix, x, k_plane);
+    if (i < 20) {
+      EXPECT_NE(x.params, study.trials()[i].params) << "trial " << i << " is still the GP's";
+    } else {
+      EXPECT_EQ(x.params, study.trials()[i].params) << "trial " << i;
+    }
+  }
+  EXPECT_EQ(GpOptions{}.tpe_after, 1000);
+  EXPECT_EQ(gp_options_from_json({{"tpe_after", 0}})->tpe_after, 0);
+  EXPECT_FALSE(gp_options_from_json({{"tpe_after", -1}}).has_value());
+}
+
 TEST(GpSampler, ParsesOptionsAndNamesUnknownKeys) {
   auto o = gp_options_from_json({{"type", "gp"},
                                  {"seed", 3},
