@@ -183,13 +183,19 @@ std::vector<int> Topology::all_pus() const {
   return out;
 }
 
-std::expected<Topology, std::string> read_topology() {
-  auto topo = init(/*with_io=*/true);
+namespace {
+std::expected<Topology, std::string> read_live(bool with_io) {
+  auto topo = init(with_io);
   if (!topo) return std::unexpected(topo.error());
   if (hwloc_topology_load(topo->get()) != 0)
     return std::unexpected("hwloc_topology_load failed: cannot read the machine's topology");
   return convert(topo->get(), "hwloc");
 }
+}  // namespace
+
+std::expected<Topology, std::string> read_topology() { return read_live(/*with_io=*/true); }
+
+std::expected<Topology, std::string> read_cpu_topology() { return read_live(/*with_io=*/false); }
 
 std::expected<Topology, std::string> read_synthetic_topology(const std::string& description) {
   auto topo = init(/*with_io=*/false);

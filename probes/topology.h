@@ -74,6 +74,11 @@ struct Topology {
 
 // The live machine. Errors name the hwloc call that failed.
 std::expected<Topology, std::string> read_topology();
+// The live machine without its I/O devices (`gpus` stays empty): what a run needs (cores, PUs,
+// caches, NUMA). Reading PCI devices is most of hwloc's time on a virtual machine (about 25 ms
+// of CPU here, where each config-space read traps to the hypervisor), paid at every start of a
+// `tune` worker; the knob catalog, `tune init` and `tune probe` read the whole machine.
+std::expected<Topology, std::string> read_cpu_topology();
 // An invented machine from hwloc's synthetic syntax, e.g. "pack:2 core:8 pu:2".
 std::expected<Topology, std::string> read_synthetic_topology(const std::string& description);
 

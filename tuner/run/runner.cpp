@@ -464,7 +464,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
 const nlohmann::json& StudyRunner::machine() {
   if (!m_machine_read) {
     m_machine_read = true;
-    if (auto topo = probes::read_topology()) {
+    if (auto topo = probes::read_cpu_topology()) {
       m_machine = {{"host", host().host_name()},
                    {"packages", topo->packages.size()},
                    {"numa_nodes", topo->numa_nodes.size()},
