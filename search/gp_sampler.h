@@ -49,8 +49,10 @@ struct GpOptions {
   // conditional ones, learning from the whole history); 0: the GP to the end. A GP's suggestion
   // costs 10-25 ms and its model sees max_trials observations however long the study; TPE's
   // costs about a millisecond and sees a thousand. Optuna's sampler table recommends a GP for
-  // budgets of 10-100 trials and TPE for 100-1,000 and beyond.
-  int tpe_after = 1000;
+  // budgets of 10-100 trials and TPE for 100-1,000 and beyond. In bench/search (3 seeds, 1,000
+  // trials) the hand-over at 200 was at or below the GP alone at 300, 500 and 1,000 trials on
+  // every objective (docs/samplers-and-noise.md, "Long studies").
+  int tpe_after = 200;
 };
 
 // From the `sampler:` JSON (type "gp" plus the options above). Unknown keys are an error naming

@@ -355,7 +355,7 @@ TEST(GpSampler, HandsOverToTpeAfterTpeAfterTrials) {
       EXPECT_EQ(x.params, study.trials()[i].params) << "trial " << i;
     }
   }
-  EXPECT_EQ(GpOptions{}.tpe_after, 1000);
+  EXPECT_EQ(GpOptions{}.tpe_after, 200);
   EXPECT_EQ(gp_options_from_json({{"tpe_after", 0}})->tpe_after, 0);
   EXPECT_FALSE(gp_options_from_json({{"tpe_after", -1}}).has_value());
 }
