@@ -159,7 +159,7 @@ def rss_mb(pid):
 
 
 def run_workers(server, build, work, workers, per_worker, sampler, bouncer=None, sleep=0.0,
-                verbose=False):
+                verbose=False, probes=True):
     db = f'scale{workers}{sampler}'
     server.create_db(db)
     out = os.path.join(work, db)
@@ -175,7 +175,8 @@ def run_workers(server, build, work, workers, per_worker, sampler, bouncer=None,
                 f"command: [/bin/sh, -c, '{script}', '{trivial}', '{{trial_dir}}', '{{x}}']\n"
                 f"sampler: {{type: {sampler}, seed: 1{', constant_liar: true' if sampler == 'tpe' else ''}}}\n"
                 "params:\n  x: {type: float, low: 0, high: 10}\n"
-                "  threads: {type: int, low: 1, high: 16}\n  bind: [none, core, socket]\n")
+                "  threads: {type: int, low: 1, high: 16}\n  bind: [none, core, socket]\n"
+                + ("" if probes else "probes: {enabled: false}\n"))
     peak = [0]
     waits = []  # sessions of the study waiting on a lock, per sample
     rss = []  # workers' resident memory, MB, per sample
@@ -310,6 +311,9 @@ def main():
                     help="PgBouncer's server connections for the study's database")
     ap.add_argument('--sleep', type=float, default=0.0, help='seconds each trial sleeps')
     ap.add_argument('--tables', action='store_true', help='where the rows were read, per table')
+    ap.add_argument('--no-probes', action='store_true',
+                    help="probes: {enabled: false}: no worker samples its trial's processes (on a "
+                         "cluster each node's monitor has its node's cores; here all share two)")
     ap.add_argument('--overhead', action='store_true')
     ap.add_argument('--overhead-trials', type=int, default=200)
     ap.add_argument('--overhead-reps', type=int, default=3)
@@ -324,6 +328,7 @@ def main():
             load = f.read().split()[0]
         print(f'{args.trials_per_worker} trials per worker'
               f'{f" sleeping {args.sleep:g} s" if args.sleep else ""}, sampler {args.sampler}, '
+              f'probes {"off" if args.no_probes else "on"}, '
               f'one study, server on 127.0.0.1:{server.port}'
               f'{f", through PgBouncer (transaction pooling, {args.pool_size} server connections)" if bouncer else ""}'
               f'; load average {load} at start')
@@ -333,7 +338,7 @@ def main():
               ' steady  worker  MB/w')
         for n in (int(x) for x in args.workers.split(',')):
             ok = run_workers(server, args.build, work, n, args.trials_per_worker, args.sampler,
-                             bouncer, args.sleep, args.tables) and ok
+                             bouncer, args.sleep, args.tables, not args.no_probes) and ok
         with open('/proc/loadavg') as f:
             print(f'load average {f.read().split()[0]} at the end')
         if args.overhead:
