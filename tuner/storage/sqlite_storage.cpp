@@ -20,21 +20,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A prepared statement that finalizes itself.
+// One use of a cached prepared statement (SqliteStorage::m_statements): reset, with its
+// bindings cleared, when the use ends, however it ends, so the next use starts afresh.
 class Stmt {
  public:
-  Stmt(sqlite3* db, std::string_view sql) : m_db(db) {
-    if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &m_stmt, nullptr) !=
-        SQLITE_OK) {
-      m_stmt = nullptr;
-    }
+  explicit Stmt(sqlite3_stmt* stmt) : m_stmt(stmt) {}
+  ~Stmt() {
+    sqlite3_reset(m_stmt);
+    sqlite3_clear_bindings(m_stmt);
   }
-  ~Stmt() { sqlite3_finalize(m_stmt); }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
-  bool ok() const { return m_stmt != nullptr; }
-  std::string error() const { return sqlite3_errmsg(m_db); }
   Stmt& bind(int i, std::int64_t v) {
     sqlite3_bind_int64(m_stmt, i, v);
     return *this;
@@ -82,7 +79,6 @@ class Stmt {
   }
 
  private:
-  sqlite3* m_db;
   sqlite3_stmt* m_stmt = nullptr;
 };
 
@@ -239,8 +235,7 @@ Result<void> SqliteStorage::connect_read_only() {
   // A writer that closes between the look at -wal and the open takes the -wal file with it:
   // look again.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    sqlite3_close(m_db);
-    m_db = nullptr;
+    close();
     m_immutable = header_says_wal(m_path) && !fs::exists(m_path + "-wal", ec);
     auto db = open_connection(m_path, file_uri(m_path, m_immutable ? "immutable=1" : "mode=ro"),
                               SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, m_options.retry_s);
@@ -261,7 +256,14 @@ Result<void> SqliteStorage::reader_follows_writers() {
   return connect_read_only();
 }
 
-SqliteStorage::~SqliteStorage() { sqlite3_close(m_db); }
+SqliteStorage::~SqliteStorage() { close(); }
+
+void SqliteStorage::close() {
+  for (auto& [text, stmt] : m_statements) sqlite3_finalize(stmt);
+  m_statements.clear();
+  sqlite3_close(m_db);
+  m_db = nullptr;
+}
 
 Result<int> SqliteStorage::synchronous_level() {
   auto rows = query("PRAGMA synchronous", {});
@@ -318,8 +320,22 @@ Result<void> SqliteStorage::check_schema() {
 }
 
 Result<SqlRows> SqliteStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {
-  Stmt st(m_db, sql);
-  if (!st.ok()) return db_error(m_db, "prepare");
+  constexpr std::size_t k_max_statements = 256;  // tune's statements are a few dozen texts
+  auto it = m_statements.find(sql);
+  if (it == m_statements.end()) {
+    if (m_statements.size() >= k_max_statements) {
+      for (auto& [text, stmt] : m_statements) sqlite3_finalize(stmt);
+      m_statements.clear();
+    }
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(m_db, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+        SQLITE_OK) {
+      sqlite3_finalize(stmt);
+      return db_error(m_db, "prepare");
+    }
+    it = m_statements.emplace(std::string(sql), stmt).first;
+  }
+  Stmt st(it->second);
   for (std::size_t i = 0; i < params.size(); ++i) st.bind(static_cast<int>(i + 1), params[i]);
   SqlRows rows;
   while (true) {
