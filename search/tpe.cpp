@@ -6,6 +6,7 @@
 #include "search/tpe.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -293,6 +294,9 @@ class TpeSampler final : public Sampler {
       m_obs_running.push_back(running);
       m_scores.push_back(slot.score);
       mix(static_cast<std::uint64_t>(slot.number) * 8 + static_cast<std::uint64_t>(slot.state));
+      // A finished trial's value may still be replaced (tune confirm): the split follows it.
+      mix(std::bit_cast<std::uint64_t>(slot.score.value));
+      for (double loss : slot.losses) mix(std::bit_cast<std::uint64_t>(loss));
     }
     if (m_options.constraints && any_constraints) {
       // Optuna: the sum of the positive constraint values; a trial without constraint values

@@ -262,6 +262,34 @@ TEST(Tpe, UnderItsCapTheBadSideIsOptunasAndOverItStillFindsTheGoodRegion) {
   }
 }
 
+// What TPE keeps between suggestions (observation keys, the split, the thinned bad side) follows
+// a finished trial whose value is replaced afterwards, as `tune confirm` does: the next
+// suggestion is the one a fresh sampler makes on the changed history.
+TEST(Tpe, AReplacedValueIsLearnedAsAFreshSamplerLearnsIt) {
+  for (int cap : {0, 60}) {
+    auto kept = tpe(4, [&](TpeOptions& o) { o.max_observations = cap; });
+    VectorStudyView study(Direction::minimize);
+    run_study(*kept, study, k_plane, quadratic, 100);
+    FrozenTrial warm;  // the sampler reads the history up to here
+    warm.number = 100;
+    suggest_all(*kept, study, warm, k_plane);
+    // The best trial turns out bad on re-measurement.
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < study.trials().size(); ++i) {
+      if (*study.trials()[i].value < *study.trials()[best].value) best = i;
+    }
+    FrozenTrial worse = study.trials()[best];
+    worse.value = 1e6;
+    study.replace(best, worse);
+    auto fresh = tpe(4, [&](TpeOptions& o) { o.max_observations = cap; });
+    FrozenTrial a, b;
+    a.number = b.number = 101;
+    suggest_all(*kept, study, a, k_plane);
+    suggest_all(*fresh, study, b, k_plane);
+    EXPECT_EQ(a.params, b.params) << "max_observations " << cap;
+  }
+}
+
 TEST(Tpe, ParsesOptionsAndNamesUnknownKeys) {
   auto o = tpe_options_from_json(nlohmann::json{{"type", "tpe"},
                                                 {"seed", 4},
