@@ -258,9 +258,13 @@ Result<void> SqliteStorage::reader_follows_writers() {
 
 SqliteStorage::~SqliteStorage() { close(); }
 
-void SqliteStorage::close() {
+void SqliteStorage::drop_statements() {
   for (auto& [text, stmt] : m_statements) sqlite3_finalize(stmt);
   m_statements.clear();
+}
+
+void SqliteStorage::close() {
+  drop_statements();
   sqlite3_close(m_db);
   m_db = nullptr;
 }
@@ -323,10 +327,7 @@ Result<SqlRows> SqliteStorage::query(std::string_view sql, const std::vector<Sql
   constexpr std::size_t k_max_statements = 256;  // tune's statements are a few dozen texts
   auto it = m_statements.find(sql);
   if (it == m_statements.end()) {
-    if (m_statements.size() >= k_max_statements) {
-      for (auto& [text, stmt] : m_statements) sqlite3_finalize(stmt);
-      m_statements.clear();
-    }
+    if (m_statements.size() >= k_max_statements) drop_statements();
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v2(m_db, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
         SQLITE_OK) {

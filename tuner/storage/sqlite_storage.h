@@ -62,6 +62,8 @@ class SqliteStorage final : public RdbStorage {
   [[nodiscard]] Result<void> create_schema();
   [[nodiscard]] Result<void> check_schema();
 
+  // Finalizes the cached statements (m_statements).
+  void drop_statements();
   // Finalizes the cached statements and closes the connection.
   void close();
 
