@@ -1,7 +1,7 @@
 // The operating system behind a seam (like LevelDB's Env): topology, the process tree of a
 // trial, per-process and per-thread counters from /proc, and a monotonic clock.
 //
-// make_live_source() reads hwloc and /proc; FakeSource (probes/fake_source.h) serves invented
+// make_live_source() reads hwloc and /proc; FakeSource (tests/common/fake_source.h) serves invented
 // machines and processes so the prediction and monitor logic is tested without a busy machine.
 // A source is used by one TrialMonitor thread at a time; the live source's only state is its
 // cached topology (guarded by a mutex), so it may be shared; the fake is not thread-safe.

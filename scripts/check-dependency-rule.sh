@@ -5,11 +5,14 @@
 #   1. between the module folders: tuner/ may include search/ and probes/; search/, probes/ and
 #      trainer/ include no other module;
 #   2. between the rooms inside tuner/ (one subfolder per idea), in one order, each room including
-#      only itself and the rooms below it:
-#        base < storage < study < launch < run < {probing, report, export, init} < cli
-#      (the four rooms of one level do not include each other); no source sits in tuner/ itself;
-#   3. each third-party library's headers in its one room: SQLite and libpq in storage/, yaml-cpp
-#      and RE2 in study/, Boost.Process in launch/, CLI11 in cli/.
+#      only itself and rooms below it:
+#        base < storage < study < {judge, launch} < measure < run < {probing, report, export, init} < cli
+#      (the rooms of one level do not include each other; report/ and export/ judge a stored study
+#      and do not include measure/ or run/, init/ does not include run/); no source sits in tuner/
+#      itself;
+#   3. each third-party library's headers in its rooms: SQLite and libpq in storage/, yaml-cpp in
+#      study/, RE2 in study/ (checking a study's patterns) and measure/ (reading output with them),
+#      Boost.Process in launch/, CLI11 in cli/.
 #
 # Run by the build (before any module library compiles) and by ctest (architecture.dependency_rule).
 #
@@ -28,30 +31,33 @@ declare -A may_include=(
 )
 
 # The rooms of tuner/, bottom first, and which rooms each may include (its own is always allowed).
-tuner_rooms=(base storage study launch run probing report export init cli)
+tuner_rooms=(base storage study judge launch measure run probing report export init cli)
 declare -A room_may_include=(
   [base]=""
   [storage]="base"
   [study]="base storage"
+  [judge]="base storage study"
   [launch]="base storage study"
-  [run]="base storage study launch"
-  [probing]="base storage study launch run"
-  [report]="base storage study launch run"
-  [export]="base storage study launch run"
-  [init]="base storage study launch run"
-  [cli]="base storage study launch run probing report export init"
+  [measure]="base storage study judge launch"
+  [run]="base storage study judge launch measure"
+  [probing]="base storage study judge launch measure run"
+  [report]="base storage study judge launch"
+  [export]="base storage study judge launch"
+  [init]="base storage study judge launch measure"
+  [cli]="base storage study judge launch measure run probing report export init"
 )
 
-# Third-party headers (an #include path prefix) and the one room each belongs to.
+# Third-party headers (an #include path prefix) and the rooms each belongs to.
 declare -A library_room=(
   ["sqlite3.h"]=storage
   ["libpq-fe.h"]=storage
   ["yaml-cpp/"]=study
-  ["re2/"]=study
+  ["re2/"]="study measure"
   ["boost/process"]=launch
   ["CLI/"]=cli
 )
 
+order="base < storage < study < {judge, launch} < measure < run < {probing, report, export, init} < cli"
 sources=(--include='*.h' --include='*.hpp' --include='*.cpp' --include='*.cc' --include='*.cu'
          --include='*.cuh')
 violations=0
@@ -108,8 +114,7 @@ if [[ -d "$root/tuner" ]]; then
         allowed="tuner/$room/ includes no other room"
       fi
       report "${file#"$root"/}:$line: tuner/$room/ may not include tuner/$target/" \
-        "($(trimmed "$text")): $allowed (order: base < storage < study < launch < run <" \
-        "{probing, report, export, init} < cli; ARCHITECTURE.md)"
+        "($(trimmed "$text")): $allowed (order: $order; ARCHITECTURE.md)"
     done < <(grep -rnE "${sources[@]}" "$room_re" "$root/tuner/$room" || true)
   done
   while IFS= read -r hit; do
@@ -121,14 +126,15 @@ if [[ -d "$root/tuner" ]]; then
 
   # 3. Third-party libraries in their rooms.
   for header in "${!library_room[@]}"; do
-    home=${library_room[$header]}
+    homes=${library_room[$header]}
     while IFS= read -r hit; do
       file=${hit%%:*}
       rest=${hit#*:}
       rel=${file#"$root"/tuner/}
       here=${rel%%/*}
-      [[ $here == "$home" ]] && continue
-      report "${file#"$root"/}:${rest%%:*}: <$header...> belongs to tuner/$home/ only" \
+      [[ " $homes " == *" $here "* ]] && continue
+      where=tuner/${homes// //, tuner/}/
+      report "${file#"$root"/}:${rest%%:*}: <$header...> belongs to $where only" \
         "($(trimmed "${rest#*:}")): call that room's interface instead (ARCHITECTURE.md)"
     done < <(grep -rnE "${sources[@]}" \
                "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]${header//./\\.}" \

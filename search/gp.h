@@ -46,7 +46,6 @@ class GaussianProcess {
 
   // Fitted hyperparameters, for tests and diagnostics.
   const std::vector<double>& inverse_squared_lengthscales() const { return m_isl; }
-  double kernel_scale() const { return m_scale; }
   double noise_variance() const { return m_noise; }
 
  private:

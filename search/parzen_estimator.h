@@ -57,8 +57,6 @@ class ParzenEstimator {
   // log density (mass for discrete parameters) of each joint sample; samples[p][j] as sample().
   void log_pdf(const std::vector<std::vector<double>>& samples, std::vector<double>& out) const;
 
-  std::size_t n_components() const { return m_weights.size(); }
-
  private:
   enum class Kind { continuous, discrete, categorical };
   struct Param {

@@ -52,13 +52,4 @@ std::map<std::string, double> suggest_all(Sampler& sampler, const StudyView& stu
 // The `sampler.seed` option of any sampler's section: an integer >= 0, else an error naming it.
 std::expected<std::uint64_t, std::string> seed_from_json(const nlohmann::json& value);
 
-// Builds a sampler from the study file's `sampler:` section given as JSON, e.g.
-// {"type": "tpe", "seed": 7, "n_startup_trials": 10}. Types: "gp" (the default, also for a
-// null or typeless config), "tpe", "random", "grid". For a study of n_objectives > 1 the
-// default is "tpe" (multi-objective TPE) and "gp", single-objective only, is an error.
-// Unknown types or options give an error naming the key.
-std::expected<std::unique_ptr<Sampler>, std::string> make_sampler(const nlohmann::json& config,
-                                                                  const SearchSpace& space,
-                                                                  std::size_t n_objectives = 1);
-
 }  // namespace tune::search

@@ -23,8 +23,9 @@
 
 #include "search/pruner.h"
 #include "search/sampler.h"
-#include "tuner/study/objective.h"
-#include "tuner/study/study_spec.h"
+#include "search/sampler_factory.h"
+#include "tuner/measure/objective.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::fuzz {
 

@@ -46,12 +46,24 @@ plant() {  # plant FILE LINE: appends LINE to FILE of a fresh copy
 fresh_copy
 check "the tree as it is" 0 ""
 
-plant tuner/storage/storage.cpp '#include "tuner/study/study_spec.h"'
+plant tuner/storage/storage.cpp '#include "tuner/study/study_file.h"'
 check "storage/ including study/ (upward)" 1 "tuner/storage/storage.cpp:"
 plant tuner/base/text.h '#include "tuner/cli/cli.h"'
 check "base/ including cli/ (upward)" 1 "tuner/base/ may not include tuner/cli/"
 plant tuner/probing/probe_hooks.cpp '#include "tuner/report/report.h"'
 check "probing/ including report/ (same level)" 1 "tuner/probing/ may not include tuner/report/"
+plant tuner/judge/ranking.cpp '#include "tuner/measure/objective.h"'
+check "judge/ including measure/ (upward)" 1 "tuner/judge/ may not include tuner/measure/"
+plant tuner/measure/objective.cpp '#include "tuner/run/runner.h"'
+check "measure/ including run/ (upward)" 1 "tuner/measure/ may not include tuner/run/"
+plant tuner/judge/noise.cpp '#include "tuner/launch/launcher.h"'
+check "judge/ including launch/ (same level)" 1 "tuner/judge/ may not include tuner/launch/"
+plant tuner/report/report_model.cpp '#include "tuner/run/runner.h"'
+check "report/ including run/ (it judges a stored study)" 1 "tuner/report/ may not include tuner/run/"
+plant tuner/measure/window_follower.cpp '#include <sqlite3.h>'
+check "SQLite in measure/" 1 "<sqlite3.h...> belongs to tuner/storage/ only"
+plant tuner/judge/noise.cpp '#include <re2/re2.h>'
+check "RE2 outside study/ and measure/" 1 "belongs to tuner/study/, tuner/measure/ only"
 plant tuner/run/runner.cpp '#include <yaml-cpp/yaml.h>'
 check "yaml-cpp outside study/" 1 "<yaml-cpp/...> belongs to tuner/study/ only"
 plant tuner/report/reporter.cpp '#include <sqlite3.h>'

@@ -17,7 +17,7 @@
 
 #include "tests/cluster/pgbouncer_fixture.h"
 #include "tests/cluster/postgres_fixture.h"
-#include "tests/tuner/storage_suite.h"
+#include "tests/tuner/storage/storage_suite.h"
 #include "tuner/storage/postgres_storage.h"
 
 namespace tune::tuner {

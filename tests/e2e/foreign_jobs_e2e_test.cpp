@@ -24,7 +24,7 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/run/prediction_quality.h"
+#include "tuner/judge/prediction_quality.h"
 
 namespace tune::tuner {
 namespace {

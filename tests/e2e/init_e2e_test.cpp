@@ -18,7 +18,7 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 namespace {

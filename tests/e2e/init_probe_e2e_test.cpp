@@ -21,7 +21,7 @@
 #include <regex>
 
 #include "tests/common/test_support.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "search/pareto.h"
 #include "tests/common/test_support.h"
-#include "tuner/run/ranking.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/judge/ranking.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 namespace {

@@ -1,5 +1,5 @@
-// Re-runs end to end (tuner/run/rerun.h): after `tune confirm`, python3-optuna's best_trial (what
-// its CLI and dashboard show) is the trial tune believes best, not a lucky re-run; and
+// Re-runs end to end (tuner/judge/reruns.h): after `tune confirm`, python3-optuna's best_trial
+// (what its CLI and dashboard show) is the trial tune believes best, not a lucky re-run; and
 // `incumbent_repeats:` re-measures each new best as the next trials. The trial command is `cat`
 // of a file the test wrote for that trial number, so the noisy values are known in advance.
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/run/ranking.h"
-#include "tuner/run/rerun.h"
+#include "tuner/judge/ranking.h"
+#include "tuner/judge/reruns.h"
 
 namespace tune::tuner {
 namespace {

@@ -16,10 +16,10 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/ranking.h"
 #include "tuner/launch/launcher.h"
-#include "tuner/run/ranking.h"
 #include "tuner/storage/sqlite_storage.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 namespace {

@@ -17,8 +17,8 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/run/ranking.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/judge/ranking.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 namespace {

@@ -2,8 +2,8 @@
 // hand and sample_once() is called directly, so every figure is known exactly.
 #include <gtest/gtest.h>
 
-#include "probes/fake_source.h"
 #include "probes/monitor.h"
+#include "tests/common/fake_source.h"
 
 namespace tune::probes {
 namespace {

@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "probes/fake_source.h"
 #include "probes/monitor.h"
 #include "probes/node_watch.h"
 #include "probes/nodes.h"
+#include "tests/common/fake_source.h"
 
 namespace tune::probes {
 namespace {

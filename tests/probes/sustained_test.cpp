@@ -3,8 +3,8 @@
 // each named thread group's busy share is measured as it was.
 #include <gtest/gtest.h>
 
-#include "probes/fake_source.h"
 #include "probes/monitor.h"
+#include "tests/common/fake_source.h"
 
 namespace tune::probes {
 namespace {

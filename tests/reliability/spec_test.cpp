@@ -24,7 +24,7 @@
 #include "search/trial.h"
 #include "tests/common/test_support.h"
 #include "tuner/export/export.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 namespace {

@@ -12,6 +12,7 @@
 #include "search/gp_acquisition.h"
 #include "search/gp_sampler.h"
 #include "search/random_sampler.h"
+#include "search/sampler_factory.h"
 #include "search/tpe.h"
 #include "tests/search/study_helpers.h"
 

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "search/sampler.h"
+#include "search/sampler_factory.h"
 #include "search/search_space.h"
 
 namespace tune::search {

@@ -12,6 +12,7 @@
 #include "search/random_sampler.h"
 #include "search/rng.h"
 #include "search/sampler.h"
+#include "search/sampler_factory.h"
 #include "search/tpe.h"
 #include "tests/search/study_helpers.h"
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/random_sampler.h"
+#include "search/sampler_factory.h"
 #include "search/tpe.h"
 #include "tests/search/study_helpers.h"
 

@@ -1,6 +1,6 @@
 // The statistics behind the report's speedup and noise lines: the median of a sample, a
 // percentile-bootstrap confidence interval for a ratio of medians, and the few distributions the
-// noise model (tuner/run/noise.h) tests with: Student's t (a difference beyond the noise) and
+// noise model (tuner/judge/noise.h) tests with: Student's t (a difference beyond the noise) and
 // Fisher's F, or chi-square when the noise is taken as known (settings told apart). Pure
 // functions; the bootstrap draws from its own seeded generator, so the same inputs and seed give
 // the same interval everywhere. Thread-safe.

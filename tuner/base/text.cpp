@@ -112,21 +112,6 @@ std::string tail_of_file(const std::string& path, std::size_t max_bytes) {
   return out;
 }
 
-std::string last_line_of_file(const std::string& path, std::size_t max_bytes) {
-  const std::string tail = tail_of_file(path, 64 * 1024);
-  std::size_t end = tail.size();
-  while (end > 0) {
-    const std::size_t nl = tail.rfind('\n', end - 1);
-    const std::size_t begin = nl == std::string::npos ? 0 : nl + 1;
-    std::string_view line(tail.data() + begin, end - begin);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (!line.empty()) return printable(line, max_bytes);
-    if (nl == std::string::npos) break;
-    end = nl;
-  }
-  return {};
-}
-
 namespace {
 
 bool has_alnum(std::string_view line) {

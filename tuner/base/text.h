@@ -38,9 +38,6 @@ bool has_control_char(std::string_view text);
 // The last `max_bytes` bytes of a file (all of it when smaller); empty when unreadable.
 std::string tail_of_file(const std::string& path, std::size_t max_bytes);
 
-// The last non-empty line within the file's last 64 KiB, through printable(max_bytes).
-std::string last_line_of_file(const std::string& path, std::size_t max_bytes);
-
 // Why a program failed, from the last 64 KiB of its stderr: the lines that say so (error, failed,
 // unable, refused, ...; the first two and the last when there are more than three), joined by
 // " | ", through printable(max_bytes). Launchers print the cause first and a banner after it

@@ -48,7 +48,7 @@ inline constexpr const char* k_attr_probe_verdict = "probe_verdict";
 // prediction gave each (probes::duty_record JSON: {"schema_version", "groups": {name:
 // {"predicted_threads", "threads", "runnable", "cpu", "load"}}}); later predictions learn from it.
 inline constexpr const char* k_attr_probe_duty = "probe_duty_cycles";
-// re-runs (`tune confirm`, incumbent_repeats; tuner/run/rerun.h): the number of the trial a
+// re-runs (`tune confirm`, incumbent_repeats; tuner/judge/reruns.h): the number of the trial a
 // re-run re-measures (int); samplers read it too. Stored as "confirm_of", the key studies have
 // always carried, so older studies and python3-optuna scripts read the same.
 inline constexpr const char* k_attr_rerun_of = search::k_repeat_of_attr;
@@ -82,7 +82,7 @@ inline constexpr const char* k_attr_files = "files";
 inline constexpr const char* k_attr_wall_time = "wall_time";
 inline constexpr const char* k_attr_exit_code = "exit_code";
 inline constexpr const char* k_attr_signal = "signal";
-// runner (objective `window:`, tuner/run/window_follower.h): the window's statistics, stored on
+// runner (objective `window:`, tuner/measure/window_follower.h): the window's statistics, stored on
 // every trial that ran (also one that failed: how far it got).
 // {"status": str (below), "note": str (a sentence; only where something is worth saying),
 //  "value": float (the rate, x scale), "low", "high": float (its interval; absent with fewer

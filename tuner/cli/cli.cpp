@@ -13,11 +13,11 @@
 #include "tuner/base/install_layout.h"
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
+#include "tuner/judge/ranking.h"
+#include "tuner/judge/summary.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/probing/probe_hooks.h"
-#include "tuner/run/ranking.h"
 #include "tuner/run/runner.h"
-#include "tuner/run/summary.h"
 
 namespace tune::tuner {
 namespace {

@@ -8,10 +8,10 @@
 #include <ostream>
 
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/summary.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
-#include "tuner/run/summary.h"
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {

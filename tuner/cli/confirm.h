@@ -13,9 +13,9 @@
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
-#include "tuner/run/rerun.h"
+#include "tuner/judge/reruns.h"
 #include "tuner/run/runner.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 

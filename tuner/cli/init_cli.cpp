@@ -17,7 +17,7 @@
 #include "tuner/cli/subcommands.h"
 #include "tuner/init/init_study.h"
 #include "tuner/launch/launcher.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 namespace {

@@ -25,10 +25,10 @@
 #include "tuner/cli/subcommands.h"
 #include "tuner/export/export.h"
 #include "tuner/export/worker_array.h"
+#include "tuner/measure/objective.h"
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/run/runner.h"
-#include "tuner/study/objective.h"
 
 namespace tune::tuner {
 namespace {

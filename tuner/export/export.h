@@ -20,7 +20,7 @@
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "tuner/base/result.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 

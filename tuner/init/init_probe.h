@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "probes/program_probe.h"
-#include "tuner/base/rate_window.h"
+#include "tuner/measure/rate_window.h"
 
 namespace tune::tuner {
 

@@ -10,7 +10,7 @@
 
 #include "tuner/base/text.h"
 #include "tuner/init/init_probe.h"
-#include "tuner/study/objective.h"
+#include "tuner/measure/objective.h"
 
 namespace tune::tuner {
 namespace {

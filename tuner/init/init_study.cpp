@@ -12,7 +12,7 @@
 #include "probes/predict.h"
 #include "tuner/base/text.h"
 #include "tuner/init/init_plan.h"
-#include "tuner/study/objective.h"
+#include "tuner/measure/objective.h"
 #include "tuner/study/templates.h"
 
 namespace tune::tuner {

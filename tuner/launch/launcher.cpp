@@ -434,11 +434,6 @@ void install_interrupt_handlers() {
 bool interrupted() { return g_interrupted.load(); }
 int interrupt_signal() { return g_interrupt_signal.load(); }
 
-void clear_interrupted() {
-  g_interrupted.store(false);
-  g_interrupt_signal.store(0);
-  drain_wake_pipe();
-}
 
 bool running_as_root() { return geteuid() == 0; }
 

@@ -96,7 +96,6 @@ CapturedRun run_captured(LaunchRequest request, std::size_t max_bytes = 4096);
 void install_interrupt_handlers();
 bool interrupted();
 int interrupt_signal();    // the signal that set the flag (0 when none)
-void clear_interrupted();  // tests
 
 // True when this process runs as root (mpirun then needs --allow-run-as-root).
 bool running_as_root();

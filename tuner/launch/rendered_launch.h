@@ -49,7 +49,7 @@
 #include "tuner/launch/slurm_launch.h"
 #include "tuner/storage/storage.h"
 #include "tuner/study/launch_spec.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 

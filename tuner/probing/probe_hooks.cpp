@@ -16,10 +16,10 @@
 #include "probes/system_source.h"
 #include "probes/verdict_memory.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/prediction_quality.h"
 #include "tuner/launch/pool_defaults.h"
 #include "tuner/probing/node_watchers.h"
 #include "tuner/probing/probe_learning.h"
-#include "tuner/run/prediction_quality.h"
 
 extern char** environ;
 

@@ -1,7 +1,7 @@
 #include "tuner/probing/probe_learning.h"
 
 #include "tuner/base/trial_attrs.h"
-#include "tuner/run/prediction_quality.h"
+#include "tuner/judge/prediction_quality.h"
 
 namespace tune::tuner {
 

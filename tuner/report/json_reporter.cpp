@@ -71,7 +71,7 @@ json lead_json(const std::optional<NoiseLead>& lead) {
           {"text", lead_text(l)}};
 }
 
-// The noise model's findings (tuner/run/noise.h) and the sentences every other format prints.
+// The noise model's findings (tuner/judge/noise.h) and the sentences every other format prints.
 json noise_json(const ReportData& d) {
   const auto& n = d.noise;
   const auto& e = n.noise;

@@ -20,7 +20,7 @@ std::string measured_text(const ReportTrial& trial);
 // "3.333x  95% CI [2.900x, 3.800x] (medians of 3 + 3 re-runs, bootstrap of the ratio of
 // medians): beyond the noise", or the ratio with what it means when it is not beyond the noise.
 std::string speedup_text(const SpeedupEstimate& speedup);
-// The noise section's sentences (tuner/run/noise.h noise_lines), or why there is none: a
+// The noise section's sentences (tuner/judge/noise.h noise_lines), or why there is none: a
 // multi-objective study, no completed trial.
 std::vector<std::string> noise_section(const ReportData& data);
 // An importance share with its interval: "0.730 [0.210, 0.930]".

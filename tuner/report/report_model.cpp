@@ -9,8 +9,8 @@
 #include "search/importance.h"
 #include "tuner/base/stats.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/reruns.h"
 #include "tuner/report/report_cells.h"
-#include "tuner/run/rerun.h"
 
 namespace tune::tuner {
 namespace {
@@ -171,7 +171,7 @@ SearchTrials fold_reruns(const search::StudyView& study, const search::SearchSpa
   return folded;
 }
 
-// The best trial is the ranking rules' (tuner/run/ranking.h), as in `tune best` and the live
+// The best trial is the ranking rules' (tuner/judge/ranking.h), as in `tune best` and the live
 // line: the first ranked trial by its stored value, which for a re-measured trial is the median
 // of its re-runs. Sets data.best and data.best_basis.
 void choose_best(const std::vector<const FrozenTrial*>& ranked, const SearchTrials& folded,

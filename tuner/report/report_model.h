@@ -5,14 +5,14 @@
 // build_report() is a pure function of the trials (plus the study file's search space when
 // known): the best trial and its params, the speedup over the baseline (the first enqueued
 // trial), the top trials, state counts, probe verdicts, fANOVA parameter importance and grouped
-// failure reasons; and how far to trust them: the study's noise (tuner/run/noise.h: one run's
+// failure reasons; and how far to trust them: the study's noise (tuner/judge/noise.h: one run's
 // noise from repeated settings, re-runs or the trials' own intervals, and whether the best's
 // lead over the baseline and the runner-up is beyond it), the speedup's 95% interval from it (a
 // bootstrap when re-runs (`tune confirm`, incumbent_repeats) measured both sides 3 times or
 // more), and each importance share's interval over forests fit to bootstrap resamples. When the
 // study cannot tell its settings apart, the model says so and the writers rank nothing. A re-run
 // (system attr k_attr_rerun_of, the original's number) is folded into its original, never ranked on
-// its own (tuner/run/ranking.h). Nothing here reads storage; everything is thread-compatible.
+// its own (tuner/judge/ranking.h). Nothing here reads storage; everything is thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -26,11 +26,11 @@
 #include "search/importance.h"
 #include "search/trial.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/noise.h"
+#include "tuner/judge/prediction_quality.h"
+#include "tuner/judge/ranking.h"
+#include "tuner/judge/summary.h"
 #include "tuner/launch/program_identity.h"
-#include "tuner/run/noise.h"
-#include "tuner/run/prediction_quality.h"
-#include "tuner/run/ranking.h"
-#include "tuner/run/summary.h"
 
 namespace tune::tuner {
 
@@ -71,14 +71,14 @@ struct ReportTrial {
   std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
 
   std::string params_text() const;  // "a=1 b=core bucket_mb=0.8846" (short_text)
-  // state_word (tuner/run/summary.h): RERUN for a completed re-run, else Optuna's word.
+  // state_word (tuner/judge/summary.h): RERUN for a completed re-run, else Optuna's word.
   std::string state_text() const;
 };
 
 struct SpeedupEstimate {
   double ratio = 1.0;  // > 1: the best trial beats the baseline (time ratio for minimize)
   // 95%: the percentile bootstrap of the ratio of medians (3 or more re-runs each side), else
-  // from the noise of one run (tuner/run/noise.h); none when the noise is unknown.
+  // from the noise of one run (tuner/judge/noise.h); none when the noise is unknown.
   std::optional<double> ci_low, ci_high;
   std::string ci_method;  // "bootstrap", "noise model", or "" without an interval
   NoiseVerdict verdict = NoiseVerdict::unknown;  // is the ratio beyond the noise?

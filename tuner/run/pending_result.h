@@ -20,23 +20,13 @@
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
+#include "tuner/measure/trial_record.h"  // FinalRecord
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
 
 // The name of the file in the trial's folder.
 inline constexpr const char* k_pending_result_file = "result.json";
-
-struct FinalRecord {
-  search::TrialState state = search::TrialState::fail;
-  std::vector<double> values;                              // none, one, or one per objective
-  nlohmann::json user_attrs = nlohmann::json::object();    // wall_time, exit_code, ...
-  nlohmann::json system_attrs = nlohmann::json::object();  // fail_reason, constraints, ...
-  std::map<std::int64_t, double> intermediate_values;      // what the log showed (all of it)
-  bool rerun = false;              // a completed re-run (rerun.h): believe_reruns after storing
-  bool with_intermediate = false;  // store intermediate_values with it (some may be missing)
-  bool stored = false;             // set once its state reached the database
-};
 
 // Writes the record's attributes, state and values in one transaction (Storage::update_trial;
 // with its intermediate values when `with_intermediate`: a resumed trial's, whose writes during

@@ -1,53 +1,14 @@
 #include "tuner/run/rerun.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "tuner/base/stats.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/run/ranking.h"
 
 namespace tune::tuner {
 
 using search::FrozenTrial;
 using search::TrialState;
-
-std::optional<int> rerun_of(const FrozenTrial& t) {
-  const auto it = t.system_attrs.find(k_attr_rerun_of);
-  if (it == t.system_attrs.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int>();
-}
-
-std::optional<double> rerun_value(const FrozenTrial& t) {
-  if (t.state == TrialState::complete) return t.value;  // stored before re-runs were PRUNED
-  const auto it = t.user_attrs.find(k_attr_rerun_value);
-  if (t.state != TrialState::pruned || it == t.user_attrs.end() || !it->is_number())
-    return std::nullopt;
-  return it->get<double>();
-}
-
-std::optional<double> search_value(const FrozenTrial& t) {
-  const auto it = t.user_attrs.find(k_attr_search_value);
-  if (t.state == TrialState::complete && it != t.user_attrs.end() && it->is_number())
-    return it->get<double>();
-  return t.value;
-}
-
-StoredOutcome stored_outcome(const FrozenTrial& trial, TrialState state,
-                             std::optional<double> value) {
-  if (!rerun_of(trial) || state != TrialState::complete || !value) return {state, value, {}};
-  return {TrialState::pruned, std::nullopt, value};
-}
-
-std::vector<double> rerun_values_of(const search::StudyView& study, int number) {
-  std::vector<double> values;
-  for (const auto& t : study.trials()) {
-    if (rerun_of(t) != number) continue;
-    if (auto v = rerun_value(t)) values.push_back(*v);
-  }
-  return values;
-}
 
 Result<void> believe_reruns(Storage& storage, StudyCache& cache, const FrozenTrial& rerun) {
   const auto of = rerun_of(rerun);
@@ -87,54 +48,6 @@ Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache, BestTr
   }
   if (auto r = cache.sync(); !r) return std::unexpected(r.error());
   return repeats;
-}
-
-Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int repeats) {
-  if (repeats < 1) return std::unexpected("--repeats: must be at least 1");
-  if (top < 0) return std::unexpected("--top: must be 0 or more");
-  ConfirmPlan plan;
-  const FrozenTrial* baseline = find_baseline(study);
-  if (baseline == nullptr) {
-    plan.note = "the study enqueued no baseline trial; only the top trials are re-run";
-  } else if (!baseline->is_finished() || baseline->params.empty()) {
-    plan.note =
-        fmt::format("the baseline trial #{} has not run yet; it is left out", baseline->number);
-    baseline = nullptr;
-  } else {
-    plan.originals.push_back(baseline->number);
-  }
-  int taken = 0;
-  for (const FrozenTrial* t : ranked_trials(study)) {
-    if (taken >= top) break;
-    if (baseline != nullptr && t->number == baseline->number) continue;
-    plan.originals.push_back(t->number);
-    ++taken;
-  }
-  if (plan.originals.empty())
-    return std::unexpected("nothing to confirm: the study has no completed trial and no baseline");
-  for (int r = 0; r < repeats; ++r)
-    plan.order.insert(plan.order.end(), plan.originals.begin(), plan.originals.end());
-  return plan;
-}
-
-Result<nlohmann::json> fixed_params_of(const FrozenTrial& trial, const search::SearchSpace& space) {
-  nlohmann::json fixed = nlohmann::json::object();
-  for (const auto& [name, dist] : space) {
-    const auto p = trial.params.find(name);
-    if (p == trial.params.end())
-      return std::unexpected(fmt::format(
-          "trial #{} has no value for parameter '{}' (was the study file changed after it ran?)",
-          trial.number, name));
-    const auto d = trial.distributions.find(name);
-    const auto external =
-        search::to_external(d != trial.distributions.end() ? d->second : dist, p->second);
-    // The runner converts back with the study file's distribution: make sure that works now.
-    if (auto back = search::to_internal(dist, external); !back)
-      return std::unexpected(fmt::format("trial #{}: parameter '{}': {} (the study file changed)",
-                                         trial.number, name, back.error()));
-    fixed[name] = search::param_value_to_json(external);
-  }
-  return fixed;
 }
 
 }  // namespace tune::tuner

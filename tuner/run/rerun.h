@@ -1,48 +1,17 @@
-// Re-runs: trials that re-measure another trial's settings (`tune confirm`, and
-// `incumbent_repeats:`), and how they are stored so that python3-optuna ranks what tune ranks.
-//
-// A re-run carries the system attr "confirm_of" (the original's number). When it completes, its
-// measured value goes into its user attr "rerun_value" and it is finished as PRUNED without a
-// value, so Optuna (best_trial, CLI, dashboard) never ranks a lucky repeat; the original keeps
-// its search run's value in the user attr "search_value" and its stored value becomes the
-// believed one: the median of its re-runs (the search run is left out: it was picked for being
-// good, so it is biased). Studies written before this stored re-runs as COMPLETE with their value;
-// rerun_value() reads both. Stateless functions; not thread-safe with respect to the storage and
-// cache they are given (one runner, one thread).
+// Re-runs as the runner stores them: the original's believed value once a re-run completed, and
+// the re-runs of a new best enqueued (`incumbent_repeats:`). The rules (which trial a re-run
+// measures, its value, which trials `tune confirm` re-runs) are tuner/judge/reruns.h. Stateless
+// functions; not thread-safe with respect to the storage and cache they are given (one runner,
+// one thread).
 #pragma once
-
-#include <optional>
-#include <string>
-#include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
-#include "tuner/run/ranking.h"
+#include "tuner/judge/ranking.h"
+#include "tuner/judge/reruns.h"
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
-
-// The number of the trial `t` re-measures, when it is a re-run.
-std::optional<int> rerun_of(const search::FrozenTrial& t);
-// A completed re-run's measured value (either storage form); none when it did not complete.
-std::optional<double> rerun_value(const search::FrozenTrial& t);
-// The value of a trial's own run: search_value when re-measured, else its value.
-std::optional<double> search_value(const search::FrozenTrial& t);
-// The measured values of the completed re-runs of trial `number`, in number order.
-std::vector<double> rerun_values_of(const search::StudyView& study, int number);
-
-// How a trial that ended in `state` with `value` is stored: a completed re-run as PRUNED with no
-// value and its measurement in rerun_value (for the user attr k_attr_rerun_value); any other
-// trial as it ended.
-struct StoredOutcome {
-  search::TrialState state;
-  std::optional<double> value;
-  std::optional<double> rerun_value;
-};
-StoredOutcome stored_outcome(const search::FrozenTrial& trial, search::TrialState state,
-                             std::optional<double> value);
 
 // After re-run `rerun` completed with `measured` and was stored as PRUNED: stores the original's
 // search value (once) and its believed value, and marks it for the cache's next sync.
@@ -54,19 +23,5 @@ Result<void> believe_reruns(Storage& storage, StudyCache& cache, const search::F
 // `best` keeps the best trial and the re-runs from the cache's change log (O(changes) a call).
 Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache, BestTracker& best,
                                      const search::SearchSpace& space, int repeats);
-
-// `tune confirm`'s re-runs: which trials (the baseline, then the best), in which order.
-struct ConfirmPlan {
-  std::vector<int> originals;  // baseline first (when there is one), then best first
-  std::vector<int> order;      // trial numbers to re-run, round-robin over `originals`
-  std::string note;            // e.g. why the baseline is missing
-};
-
-// Which trials to re-run and in which order. Error when there is nothing to confirm.
-Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int repeats);
-
-// The fixed_params of a re-run of `trial`: its external values for every parameter of `space`.
-Result<nlohmann::json> fixed_params_of(const search::FrozenTrial& trial,
-                                       const search::SearchSpace& space);
 
 }  // namespace tune::tuner

@@ -19,12 +19,12 @@
 #include <string>
 
 #include "search/trial.h"
+#include "tuner/judge/ranking.h"            // BestTracker, a member
 #include "tuner/launch/program_identity.h"  // ProgramIdentities, a member
 #include "tuner/run/pending_result.h"       // FinalRecord
-#include "tuner/run/ranking.h"              // BestTracker, a member
 #include "tuner/storage/storage.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::search {
 class Pruner;
@@ -71,7 +71,7 @@ struct TrialHooks {
   std::function<nlohmann::json()> on_end;
 };
 
-// The objectives' names as live output shows them (study_spec.h objective_names), or none for a
+// The objectives' names as live output shows them (study_file.h objective_names), or none for a
 // single regex objective, whose value then stands alone ("value 1.2", not "objective 0 1.2").
 std::vector<std::string> live_objective_names(const StudySpec& spec);
 
@@ -103,7 +103,6 @@ class StudyRunner {
   Result<TemplateValues> sample_params(search::FrozenTrial& trial);
   Result<Prepared> prepare_launch(const search::FrozenTrial& trial, TemplateValues values);
   Result<Ran> execute(search::FrozenTrial& trial, const Prepared& prepared);
-  FinalRecord final_record(const search::FrozenTrial& trial, const Ran& ran) const;
   Result<void> record_outcome(search::FrozenTrial& trial, FinalRecord& record);
   // A RUNNING trial of a dead owner whose result was kept in its folder (pending_result.h):
   // stores it; whether it did (false: no such file, or one that cannot be read, named in

@@ -1,4 +1,4 @@
-// Staging: a study's `files:` (StagedFile, tuner/study/study_spec.h) put into one trial's working
+// Staging: a study's `files:` (StagedFile, tuner/study/study_file.h) put into one trial's working
 // directory before its command runs: copies, symbolic links and rendered templates.
 //
 // A failure (a source gone since the study loaded, a full disk) comes back as an error naming
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/base/result.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 

@@ -157,7 +157,7 @@ class Storage {
   [[nodiscard]] virtual Result<bool> set_trial_state_values(std::int64_t trial_id,
                                                             search::TrialState state,
                                                             const TrialValues& values) = 0;
-  // Replaces a COMPLETE trial's value: a re-measured trial's believed value (tuner/run/rerun.h).
+  // Replaces a COMPLETE trial's value: a re-measured trial's believed value (tuner/judge/reruns.h).
   // With `keep_old_as`, the value replaced is first kept as that user attribute, unless the
   // trial has one by that name (the one write a finished trial takes). Returns false, changing
   // nothing, when the trial is not COMPLETE.

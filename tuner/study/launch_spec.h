@@ -1,7 +1,7 @@
 // The study file's `launch:` section as plain values: as written (LaunchSpec, with
 // launch.mpirun's and launch.slurm's templates) and as expanded for one trial (RenderedMpirun,
 // RenderedSrun), and the two tables that join them key by key: the study file's key, the
-// launcher's flag, and the field in each form. The study parser (tuner/study/study_spec.cpp)
+// launcher's flag, and the field in each form. The study parser (tuner/study/study_file.cpp)
 // walks a table to read the keys; render_launch (tuner/launch/launch_plan.h) walks it to expand
 // them and to write the argv, so an option added here is read, expanded and passed on alike.
 // How each key maps to the probes' terms is in the tables at the top of tuner/launch/launch_plan.h
@@ -95,7 +95,7 @@ inline constexpr MpirunValueOption k_mpirun_value_options[] = {
 };
 
 // srun's value options: the study file's key, srun's flag (written --flag=value), and the field in
-// each layer. One table for parsing (study_spec.cpp), rendering (launch_plan.cpp) and the argv.
+// each layer. One table for parsing (study_file.cpp), rendering (launch_plan.cpp) and the argv.
 struct SrunValueOption {
   const char* key;
   const char* flag;

@@ -11,7 +11,7 @@
 
 #include "tuner/base/result.h"
 #include "tuner/storage/storage.h"
-#include "tuner/study/study_spec.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 

@@ -1,7 +1,7 @@
 // Typed reads of a study file's YAML nodes, each failing with "FILE:LINE: key 'a.b': what is
 // wrong" so the user can fix the file without guessing.
 //
-// YamlReader is what the study-file parser (tuner/study/study_spec.cpp) reads every value with:
+// YamlReader is what the study-file parser (tuner/study/study_file.cpp) reads every value with:
 // strings, booleans, finite numbers, integers, template text, parameter values with YAML's own
 // typing, parameter domains (search::Distribution) and whole subtrees as JSON (the sampler and
 // pruner sections handed to search/). A failed read throws SpecError, which the parser turns

@@ -1,0 +1,512 @@
+// `tune init` from what the probe run saw: result lines found in output (hpcc's summary, a
+// training script's progress and result lines), import lines read as Python reads them, a
+// program that is not there, and the study written from invented findings (the knobs of the
+// pools the ranks start, the `program:` section, `files:`, the objective from a file).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "probes/knob_catalog.h"
+#include "tuner/init/init_probe.h"
+#include "tuner/init/init_study.h"
+#include "tuner/measure/objective.h"
+#include "tuner/study/study_file.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+const ResultLine* find(const std::vector<ResultLine>& lines, const std::string& name) {
+  const auto it =
+      std::find_if(lines.begin(), lines.end(), [&](const ResultLine& r) { return r.name == name; });
+  return it == lines.end() ? nullptr : &*it;
+}
+
+// hpcc 1.5.0's hpccoutf.txt, shortened: rates, times, sizes and counts in one summary.
+TEST(InitProbe, ResultLinesOfAnHpccSummary) {
+  const std::string text =
+      "Execution time (wall clock)      =     1.606 sec on 2 processes\n"
+      "On naturally ordered ring: latency=      0.000291 msec, bandwidth=  12484.608818 MB/s\n"
+      "Gflop/s:     3.800\n"
+      "Begin of Summary section.\n"
+      "VersionMajor=1\n"
+      "CommWorldProcs=2\n"
+      "HPL_Tflops=0.00749878\n"
+      "HPL_time=0.0111629\n"
+      "HPL_eps=1.11022e-16\n"
+      "HPL_N=500\n"
+      "StarDGEMM_Gflops=25.7324\n"
+      "PTRANS_GBs=0.0368307\n"
+      "MPIRandomAccess_GUPs=0.035796\n";
+  const auto lines = find_result_lines(text, "hpccoutf.txt");
+  ASSERT_FALSE(lines.empty());
+  // Work rates first, named ones in the order they appear; then data rates; then times.
+  EXPECT_EQ(lines[0].name, "HPL_Tflops");
+  EXPECT_DOUBLE_EQ(lines[0].value, 0.00749878);
+  EXPECT_TRUE(lines[0].maximize);
+  EXPECT_EQ(lines[0].source, "hpccoutf.txt");
+  EXPECT_EQ(lines[0].regex, R"(\bHPL_Tflops=\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))");
+  EXPECT_EQ(lines[1].name, "StarDGEMM_Gflops");
+  EXPECT_EQ(lines[2].name, "MPIRandomAccess_GUPs");
+  EXPECT_EQ(lines[3].name, "Gflop/s");  // a bare unit: of what, only its place says
+  ASSERT_NE(find(lines, "bandwidth"), nullptr);
+  EXPECT_EQ(find(lines, "bandwidth")->unit, "MB/s");
+  EXPECT_EQ(find(lines, "bandwidth")->rank, 1);
+  ASSERT_NE(find(lines, "PTRANS_GBs"), nullptr);
+  ASSERT_NE(find(lines, "HPL_time"), nullptr);
+  EXPECT_FALSE(find(lines, "HPL_time")->maximize);
+  EXPECT_EQ(find(lines, "latency")->unit, "msec");
+  EXPECT_FALSE(find(lines, "latency")->maximize);
+  // Sizes, counts, versions and residuals are no objective.
+  for (const char* name : {"VersionMajor", "CommWorldProcs", "HPL_eps", "HPL_N"})
+    EXPECT_EQ(find(lines, name), nullptr) << name;
+}
+
+TEST(InitProbe, ResultLinesOfATrainingScript) {
+  const std::string text =
+      "step 1/20 loss 2.3012\n"
+      "epoch: 1 samples/s: 1200.5 loss: 2.1\n"
+      "step 2/20 loss 2.2\n"
+      "epoch: 2 samples/s: 1300.5 loss: 2.0\n"
+      "elapsed: 3.25 s\n"
+      "samples/s: 1234.5 (12000 samples in 9.7 s)\n"
+      "img/s=+88 version: 2x\n";
+  const auto lines = find_result_lines(text, "stdout");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].name, "samples/s");
+  EXPECT_DOUBLE_EQ(lines[0].value, 1234.5);  // the last one
+  EXPECT_EQ(lines[0].count, 3);
+  EXPECT_EQ(lines[0].regex, R"(\bsamples/s:\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))");
+  EXPECT_EQ(lines[1].name, "img/s");
+  EXPECT_DOUBLE_EQ(lines[1].value, 88);
+  EXPECT_EQ(lines[2].name, "elapsed");
+  EXPECT_FALSE(lines[2].maximize);
+  EXPECT_TRUE(find_result_lines("no numbers here: none\nloss: 0.5\nN = 12\n", "stdout").empty());
+}
+
+// Every regex offered is valid RE2 and reads the number back, whatever the name holds.
+TEST(InitProbe, OfferedRegexesReadTheirNumberBack) {
+  const std::string text = "train.img-per/s: 12.5\nHPL_Tflops=1.5e-03\nstep_time = 0.25 ms\n";
+  const auto lines = find_result_lines(text, "stdout");
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& line : lines) {
+    EXPECT_FALSE(regex_error(line.regex)) << line.regex;
+    ObjectiveSpec objective;
+    objective.use_regex = true;
+    objective.regex = line.regex;
+    const fs::path out = fs::temp_directory_path() / ("tune-regex-" + std::to_string(getpid()));
+    std::ofstream(out) << text;
+    auto reading = read_objective(objective, {}, "", out.string(), "", 1.0, "", {});
+    fs::remove(out);
+    ASSERT_TRUE(reading) << line.regex << ": " << reading.error();
+    EXPECT_DOUBLE_EQ(reading->value, line.value) << line.regex;
+  }
+}
+
+TEST(InitProbe, ImportLinesAsPythonReadsThem) {
+  auto frameworks = [](const std::string& text) {
+    ProgramInfo info;
+    detect_imports(text, info);
+    return info.frameworks;
+  };
+  EXPECT_EQ(frameworks("import os, sys, numpy as np, torch\n"), std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("import numpy as np, torch\n"), std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("  import torch.distributed as dist  # DDP\n"),
+            std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("from torch.nn import Linear\n"), std::vector<std::string>{"torch"});
+  EXPECT_EQ(frameworks("import chainer, cupy\n"), std::vector<std::string>{"chainer"});
+  EXPECT_TRUE(frameworks("import torchvision\n# import torch\nx = 'import torch'\n").empty());
+  EXPECT_EQ(frameworks("import torch\ndist.init_process_group(backend=\"nccl\")\n"),
+            (std::vector<std::string>{"torch", "nccl"}));
+}
+
+TEST(InitProbe, AProgramThatIsNotThereIsNamed) {
+  EXPECT_TRUE(check_program_exists({"/bin/sh", "-c", "true"}));
+  EXPECT_TRUE(check_program_exists({"sh"}));
+  EXPECT_EQ(check_program_exists({"./nope"}).error(), "program './nope' does not exist");
+  EXPECT_EQ(check_program_exists({"no-such-program-tune"}).error(),
+            "program 'no-such-program-tune' is not found on PATH");
+  EXPECT_EQ(check_program_exists({"/usr/bin/python3", "-u", "nope.py"}).error(),
+            "script 'nope.py' does not exist");
+  EXPECT_TRUE(check_program_exists({"/usr/bin/python3", "-c", "print(1)"}));
+}
+
+// The probe run itself on a small shell program: it finds the input it read (opened and closed
+// at once) and the output it wrote, its result line, and leaves the user's folder as it was.
+TEST(InitProbeRun, SeesInputsOutputsAndResultsAndLeavesTheFolderAlone) {
+  const fs::path dir = fs::temp_directory_path() / ("tune-probe-run-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "data");
+  std::ofstream(dir / "input.txt") << "1 2 3\n";
+  std::ofstream(dir / "unused.txt") << "never read\n";
+  std::ofstream(dir / "state.db") << "opened read-write, only read\n";
+  std::ofstream(dir / "data" / "x") << "in a folder\n";
+  ProbeOptions options;
+  options.source_dir = dir.string();
+  const auto found =
+      probe_program({"/bin/sh", "-c",
+                     "cat input.txt > /dev/null; exec 3<>state.db; cat <&3 > /dev/null; "
+                     "echo 'rate: 5.5 GFLOP/s'; echo 'elapsed=2 s' > out.txt"},
+                    false, options);
+  ASSERT_TRUE(found.ran) << found.not_run;
+  EXPECT_FALSE(found.bounded);
+  EXPECT_EQ(found.exit_code, 0);
+  ASSERT_EQ(found.inputs.size(), 2u);
+  EXPECT_EQ(found.inputs[0].name, "input.txt");
+  EXPECT_EQ(found.inputs[0].bytes, 6u);
+  EXPECT_EQ(found.inputs[1].name, "state.db");
+  EXPECT_EQ(found.outputs, std::vector<std::string>{"out.txt"});
+  ASSERT_EQ(found.results.size(), 2u);
+  EXPECT_EQ(found.results[0].name, "rate");
+  EXPECT_EQ(found.results[0].source, "stdout");
+  EXPECT_EQ(found.results[1].name, "elapsed");
+  EXPECT_EQ(found.results[1].source, "out.txt");
+  EXPECT_FALSE(fs::exists(dir / "out.txt"));  // written in the mirror, removed with it
+  fs::remove_all(dir);
+}
+
+TEST(InitProbeRun, StopsTheTreeAtTheBound) {
+  ProbeOptions options;
+  options.seconds = 0.3;
+  const auto start = std::chrono::steady_clock::now();
+  const auto found = probe_program({"/bin/sh", "-c", "sleep 30 & sleep 30"}, false, options);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(found.ran) << found.not_run;
+  EXPECT_TRUE(found.bounded);
+  EXPECT_EQ(found.ranks, 1);  // no MPI rank in the environment: the command is the one rank
+  EXPECT_GE(found.threads_per_rank, 1);
+  EXPECT_LT(took, 10.0);  // the tree was stopped, not waited for
+  EXPECT_TRUE(found.results.empty());
+}
+
+// The keeper starts, its exec fails: a failed run, whose error line init shows the user.
+TEST(InitProbeRun, AProgramThatCannotStartIsAFailedRunWithItsError) {
+  const auto found = probe_program({"/nonexistent/prog"}, false, ProbeOptions{});
+  ASSERT_TRUE(found.ran) << found.not_run;
+  EXPECT_FALSE(found.bounded);
+  EXPECT_EQ(found.exit_code, 127);
+  EXPECT_EQ(found.last_error_line,
+            "tune-keeper: cannot run /nonexistent/prog: No such file or directory");
+  EXPECT_TRUE(found.libraries.empty());
+}
+
+class InitFromProbe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("tune-init-from-probe-" + std::to_string(getpid()));
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+    std::ofstream(m_dir / "hpccinf.txt") << "HPLinpack benchmark input file\n";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(m_dir);
+  }
+
+  // The text render_init_study writes for `argv` with `probe`, and the study it loads as (from
+  // `study_dir`, default the folder init runs in).
+  std::pair<std::string, StudySpec> init(const std::vector<std::string>& argv,
+                                         const ProbeFindings& probe, bool program_key = false,
+                                         fs::path study_dir = {}) {
+    if (study_dir.empty()) study_dir = m_dir;
+    InitRequest r;
+    r.command = argv;
+    r.source_dir = m_dir.string();
+    r.study_dir = study_dir.string();
+    r.program_key = program_key;
+    auto command = split_init_command(argv);
+    EXPECT_TRUE(command);
+    ProgramInfo program = inspect_program(command->program, &probe);
+    auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
+    auto text = render_init_study(r, *command, program, *topo, probes::knob_catalog());
+    EXPECT_TRUE(text) << text.error();
+    if (!program_key) {
+      auto spec = parse_study_spec(*text, (study_dir / "init.yaml").string());
+      EXPECT_TRUE(spec) << spec.error() << "\n" << *text;
+      if (spec) return {*text, *spec};
+    }
+    return {*text, StudySpec{}};
+  }
+
+  fs::path m_dir;
+};
+
+std::vector<std::string> env_names(const StudySpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : spec.env) out.push_back(name);
+  return out;
+}
+
+ProbeFindings hpcc_findings() {
+  const std::string d = "/usr/lib/x86_64-linux-gnu/";
+  ProbeFindings p;
+  p.ran = true;
+  p.seconds = 2.5;
+  p.exit_code = 0;
+  p.ranks = 2;
+  p.libraries = probes::classify_libraries(
+      {d + "libmpi.so.40.30.4", d + "openblas-pthread/libblas.so.3", d + "libc.so.6"});
+  p.threads_per_rank = 3;
+  p.runtime_threads = 2;
+  p.thread_names = {{"hpcc", 3}};
+  p.inputs = {{"hpccinf.txt", 1429, false}};
+  p.outputs = {"hpccoutf.txt"};
+  p.results = find_result_lines("HPL_Tflops=0.0075\nHPL_time=0.011\n", "hpccoutf.txt");
+  return p;
+}
+
+// hpcc as the probe saw it: OpenBLAS's pthreads pool and Open MPI, no OpenMP runtime.
+TEST_F(InitFromProbe, NativeMpiProgramGetsItsBlasKnobItsInputAndItsResultFile) {
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, hpcc_findings());
+  const auto env = env_names(spec);
+  EXPECT_EQ(env, std::vector<std::string>{"OPENBLAS_NUM_THREADS"}) << text;
+  EXPECT_TRUE(
+      text.contains("#   ranks map /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3: "
+                    "OpenBLAS (pthreads) (pool blas)"))
+      << text;
+  EXPECT_TRUE(text.contains("OMP_NUM_THREADS (omp_num_threads): the ranks started no openmp pool"))
+      << text;
+  ASSERT_EQ(spec.files.size(), 1u);
+  EXPECT_EQ(spec.files[0].src, (m_dir / "hpccinf.txt").string());
+  EXPECT_EQ(spec.files[0].dest, "hpccinf.txt");
+  EXPECT_EQ(spec.files[0].mode, StagedFile::Mode::copy);
+  ASSERT_TRUE(spec.objective.file);
+  EXPECT_EQ(spec.objective.file->file, "hpccoutf.txt");
+  EXPECT_EQ(spec.objective.file->regex, hpcc_findings().results[0].regex);
+  EXPECT_EQ(spec.direction, search::Direction::maximize);
+  EXPECT_TRUE(text.contains("Other candidates: HPL_time (hpccoutf.txt)")) << text;
+  // The parser on this build does not know `program:`: the section is written as comments.
+  EXPECT_TRUE(text.contains("# program:   # what the program is and starts")) << text;
+  EXPECT_TRUE(text.contains("#   kind: any\n#   pools: [blas]\n#   runtime_threads: 2\n")) << text;
+}
+
+TEST_F(InitFromProbe, TheProgramSectionAsYaml) {
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, hpcc_findings(), true);
+  EXPECT_TRUE(
+      text.contains("\nprogram:   # what the program is and starts, as `tune init` saw "
+                    "it run\n"))
+      << text;
+  EXPECT_TRUE(text.contains("\n  kind: any\n  pools: [blas]\n  runtime_threads: 2\n")) << text;
+  EXPECT_TRUE(text.contains("at most 3 thread(s) per rank (hpcc x3); 2 of them")) << text;
+}
+
+// The study file in another folder: `files:` sources relative to it; a big input or a folder
+// linked, not copied; a result line on stderr read from there.
+TEST_F(InitFromProbe, FilesRelativeToTheStudyBigOnesLinkedResultOnStderr) {
+  fs::create_directories(m_dir / "studies");
+  fs::create_directories(m_dir / "data");
+  std::ofstream(m_dir / "big.bin") << "stands for 100 MiB\n";
+  ProbeFindings p = hpcc_findings();
+  p.inputs = {{"hpccinf.txt", 1429, false}, {"big.bin", 100u << 20, false}, {"data", 0, true}};
+  p.outputs.clear();
+  p.results = find_result_lines("time: 2.5 s\n", "stderr");
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, p, false, m_dir / "studies");
+  ASSERT_EQ(spec.files.size(), 3u) << text;
+  EXPECT_TRUE(text.contains("- {copy: \"../hpccinf.txt\"}")) << text;
+  EXPECT_TRUE(text.contains("- {link: \"../big.bin\"}")) << text;
+  EXPECT_TRUE(text.contains("- {link: \"../data\"}")) << text;
+  EXPECT_EQ(spec.files[0].src, (m_dir / "hpccinf.txt").string());
+  EXPECT_EQ(spec.files[1].mode, StagedFile::Mode::link);
+  EXPECT_TRUE(spec.objective.use_regex);
+  EXPECT_EQ(spec.objective.stream, "stderr");
+  EXPECT_EQ(spec.direction, search::Direction::minimize);  // a time
+}
+
+// A run that showed no result line keeps the wall time, and says why.
+TEST_F(InitFromProbe, NoResultLineKeepsTheWallTime) {
+  ProbeFindings p = hpcc_findings();
+  p.results.clear();
+  p.bounded = true;
+  p.seconds = 10;
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, p);
+  EXPECT_TRUE(spec.objective.wall_time);
+  EXPECT_EQ(spec.direction, search::Direction::minimize);
+  EXPECT_TRUE(text.contains("#   the probe's bound (10 s) with no progress line seen either, so "
+                            "each trial runs the whole job:\n#   tune init --probe-for LONGER lets "
+                            "it finish; a job that prints a progress line"))
+      << text;
+}
+
+// With a probe run that showed the libraries, the import lines no longer decide torch (the
+// libraries do), but Chainer, which maps no library of its own, is still read from them.
+TEST(InitProbe, ImportLinesSpeakOnlyForWhatNoLibraryShows) {
+  const fs::path script =
+      fs::temp_directory_path() / ("tune-import-" + std::to_string(getpid()) + ".py");
+  std::ofstream(script) << "import numpy as np, torch, chainer\n";
+  ProbeFindings probe;
+  probe.ran = true;
+  probe.exit_code = 0;
+  probe.libraries =
+      probes::classify_libraries({"/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"});
+  const auto seen = inspect_program({"/usr/bin/python3", script.string()}, &probe);
+  EXPECT_EQ(seen.frameworks, std::vector<std::string>{"chainer"});
+  probe.exit_code = 1;  // a failed run: the text speaks whole
+  const auto failed = inspect_program({"/usr/bin/python3", script.string()}, &probe);
+  EXPECT_EQ(failed.frameworks, (std::vector<std::string>{"torch", "chainer"}));
+  const auto unprobed = inspect_program({"/usr/bin/python3", script.string()});
+  EXPECT_EQ(unprobed.frameworks, (std::vector<std::string>{"torch", "chainer"}));
+  fs::remove(script);
+}
+
+// A torch script whose imports a grep would miss: torch is what its ranks map.
+TEST_F(InitFromProbe, TorchFromTheMappedLibrariesWithThreadsFromTheEnvironment) {
+  const std::string d = "/usr/lib/x86_64-linux-gnu/";
+  ProbeFindings p;
+  p.ran = true;
+  p.ranks = 2;
+  p.libraries = probes::classify_libraries(
+      {d + "libgomp.so.1.0.0", d + "libtorch_cpu.so.1.13.0", d + "openblas-pthread/libblas.so.3"});
+  p.threads_per_rank = 6;
+  p.runtime_threads = 2;
+  p.results = find_result_lines("step 1/2 loss 2.3\nsamples/s: 1234.5\n", "stdout");
+  const auto [text, spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p, true);
+  EXPECT_TRUE(text.contains("knobs of: torch, openmpi")) << text;
+  EXPECT_TRUE(text.contains("  # env OMP_NUM_THREADS:")) << text;
+  EXPECT_FALSE(text.contains("  # env OPENBLAS_NUM_THREADS:")) << text;  // torch's math is OpenMP
+  EXPECT_TRUE(text.contains("\n  kind: torch\n  pools: [blas, torch_intra_op]\n")) << text;
+  EXPECT_TRUE(text.contains("  regex: \"\\\\bsamples/s:")) << text;
+  EXPECT_TRUE(text.contains("direction: maximize")) << text;
+  EXPECT_FALSE(text.contains("files:")) << text;
+}
+
+// Lines as the probe run reads them: `per_read` lines every `dt` seconds, from `first_s`.
+std::vector<TimedLine> timed(const std::vector<std::string>& texts, double first_s, double dt,
+                             int per_read = 1, const std::string& source = "stdout") {
+  std::vector<TimedLine> out;
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    out.push_back({first_s + dt * static_cast<double>(i / per_read), source, texts[i]});
+  return out;
+}
+
+TEST(InitProgress, AStepCounterIsTheBestProgress) {
+  std::vector<std::string> texts = {"settings: 2 ranks, torch threads 1", "warning: step size"};
+  for (int i = 1; i <= 30; ++i)
+    texts.push_back("epoch 0 step " + std::to_string(5 * i) + " loss 2." + std::to_string(i % 10) +
+                    " lr 0.01");
+  texts.push_back("samples/s: 1234.5");
+  const auto found = find_progress_lines(timed(texts, 3.0, 0.1, 2));
+  ASSERT_FALSE(found.empty());
+  const auto& p = found.front();
+  EXPECT_EQ(p.measure, WindowMeasure::counter);
+  EXPECT_EQ(p.name, "step");
+  EXPECT_EQ(p.regex, "\\bstep ([0-9]+)");
+  EXPECT_EQ(p.count, 30);
+  EXPECT_NEAR(p.interval_s, 0.1, 1e-9);
+  EXPECT_NEAR(p.rate, 100, 2);  // two lines of 5 steps a read, a read every 0.1 s
+  EXPECT_EQ(p.source, "stdout");
+  // The regex reads each line's own number, and nothing of the other lines.
+  EXPECT_EQ(regex_first_group(p.regex, "epoch 0 step 45 loss 2.1 lr 0.01"), "45");
+  EXPECT_FALSE(regex_first_group(p.regex, "warning: step size"));
+}
+
+TEST(InitProgress, PrintedRatesAndRepeatedLinesAreOfferedAfterCounters) {
+  std::vector<std::string> rates;
+  for (int i = 0; i < 12; ++i)
+    rates.push_back("throughput: " + std::to_string(900 + i) + ".5 samples/s");
+  auto found = find_progress_lines(timed(rates, 1, 0.5));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::rate);
+  EXPECT_EQ(regex_first_group(found[0].regex, "throughput: 1234.5 samples/s"), "1234.5");
+  EXPECT_TRUE(found[0].spread.has_value());
+
+  // A counter that starts again each epoch is no counter: its lines are counted instead.
+  std::vector<std::string> epochs;
+  for (int e = 0; e < 3; ++e)
+    for (int i = 1; i <= 4; ++i)
+      epochs.push_back("epoch " + std::to_string(e) + " batch " + std::to_string(i) + " done");
+  found = find_progress_lines(timed(epochs, 1, 0.2));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::lines);
+  EXPECT_TRUE(regex_first_group(found[0].regex, "epoch 7 batch 12 done").has_value());
+  EXPECT_FALSE(regex_first_group(found[0].regex, "epoch 7 batch 12 failed").has_value());
+}
+
+TEST(InitProgress, ATableWrittenAtOnceIsNoProgress) {
+  // hpcc's result table: many lines of one shape, all read at one moment.
+  std::vector<std::string> table;
+  for (int i = 0; i < 20; ++i)
+    table.push_back("WR11C2R4  " + std::to_string(500 + i) + "  80  1  2  0.01");
+  EXPECT_TRUE(find_progress_lines(timed(table, 2, 0, 20)).empty());
+  // Three lines are not enough either.
+  EXPECT_TRUE(find_progress_lines(timed({"step 1", "step 2", "step 3"}, 1, 1)).empty());
+}
+
+TEST(InitProgress, ACounterWithoutALeadingWordIsReadFromTheLineStart) {
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 10; ++i) texts.push_back("[" + std::to_string(i * 10) + "/1000] 0.5");
+  const auto found = find_progress_lines(timed(texts, 1, 0.3));
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found[0].measure, WindowMeasure::counter);
+  EXPECT_EQ(regex_first_group(found[0].regex, "[70/1000] 0.25"), "70") << found[0].regex;
+}
+
+// A job still running at the probe's bound that printed progress lines: the study measures a
+// window of them; a noisy rate adds incumbent_repeats.
+TEST_F(InitFromProbe, ProgressLinesOfAJobThatWouldRunOnMakeAWindowObjective) {
+  ProbeFindings p;
+  p.ran = true;
+  p.bounded = true;
+  p.seconds = 10;
+  p.ranks = 2;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 40; ++i) texts.push_back("step " + std::to_string(5 * i) + " loss 0.5");
+  p.progress = find_progress_lines(timed(texts, 3.5, 0.15));
+  ASSERT_FALSE(p.progress.empty());
+  const auto [text, spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p);
+  ASSERT_TRUE(spec.objective.window) << text;
+  const auto& w = *spec.objective.window;
+  EXPECT_EQ(w.regex, "\\bstep ([0-9]+)");
+  EXPECT_EQ(w.settings.measure, WindowMeasure::counter);
+  EXPECT_EQ(w.settings.warmup_s, 2);
+  EXPECT_EQ(w.settings.min_s, 3);
+  EXPECT_EQ(w.max_s, 10);
+  EXPECT_EQ(w.startup_s, 60);
+  EXPECT_EQ(spec.direction, search::Direction::maximize);
+  EXPECT_TRUE(text.contains("Found in the probe run: 40 progress lines like \"step 200 loss 0.5\""))
+      << text;
+  EXPECT_TRUE(text.contains("still running at its bound (10 s)")) << text;
+  EXPECT_EQ(spec.incumbent_repeats, 0) << "an even rate is no noise";
+
+  // The same lines at an uneven pace: the rate varies between stretches of the run.
+  ProbeFindings noisy = p;
+  std::vector<TimedLine> lines;
+  double t = 3.5;
+  for (int i = 1; i <= 40; ++i) {
+    t += (i / 8) % 2 ? 0.3 : 0.1;
+    lines.push_back({t, "stdout", "step " + std::to_string(5 * i) + " loss 0.5"});
+  }
+  noisy.progress = find_progress_lines(lines);
+  ASSERT_FALSE(noisy.progress.empty());
+  ASSERT_TRUE(noisy.progress[0].spread);
+  const auto [noisy_text, noisy_spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, noisy);
+  EXPECT_EQ(noisy_spec.incumbent_repeats, 2) << noisy_text;
+  EXPECT_TRUE(noisy_text.contains("between stretches of the probe run")) << noisy_text;
+}
+
+// A job that ended by itself with a result line keeps that line as its objective, progress or
+// not: it is short enough to run whole.
+TEST_F(InitFromProbe, AShortJobWithAResultLineKeepsIt) {
+  ProbeFindings p;
+  p.ran = true;
+  p.exit_code = 0;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 10; ++i) texts.push_back("step " + std::to_string(i) + "/10 loss 0.5");
+  p.progress = find_progress_lines(timed(texts, 3, 0.2));
+  p.results = find_result_lines("samples/s: 1234.5\n", "stdout");
+  const auto [text, spec] =
+      init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p);
+  EXPECT_FALSE(spec.objective.window) << text;
+  EXPECT_TRUE(spec.objective.use_regex) << text;
+}
+
+}  // namespace
+}  // namespace tune::tuner

@@ -1,0 +1,191 @@
+// Trial outcome: every way a launch can end maps to one state, value and reason.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tuner/measure/trial_outcome.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::TrialState;
+
+LaunchResult started(int exit_code = 0) {
+  LaunchResult r;
+  r.started = true;
+  r.exit_code = exit_code;
+  return r;
+}
+
+ObjectiveReader reading(double value) {
+  return [value]() -> std::expected<ObjectiveReading, std::string> {
+    ObjectiveReading r;
+    r.value = value;
+    r.constraints = {-1.0};
+    return r;
+  };
+}
+
+ObjectiveReader never_read() {
+  return []() -> std::expected<ObjectiveReading, std::string> {
+    ADD_FAILURE() << "the objective is read only after exit code 0";
+    return std::unexpected("unreachable");
+  };
+}
+
+TEST(TrialOutcome, ExitZeroWithAValueCompletes) {
+  const auto o = classify_outcome(started(), {}, reading(2.5));
+  EXPECT_EQ(o.state, TrialState::complete);
+  EXPECT_EQ(o.value, 2.5);
+  EXPECT_EQ(o.constraints, std::vector<double>{-1.0});
+  EXPECT_EQ(o.reason, "");
+  EXPECT_FALSE(o.stop_study);
+}
+
+// Output that could not be written fails the trial with the error and the file, even when the
+// command exited 0 and what was written holds a value (issue 25: a full disk once read as "the
+// objective regex matched nothing", exit status 0).
+TEST(TrialOutcome, AWriteErrorFailsTheTrialNamingErrorAndPath) {
+  auto res = started(0);
+  res.write_errors = {"writing /o/trials/3/stdout: No space left on device",
+                      "writing /o/trials/3/stderr: No space left on device"};
+  const auto o = classify_outcome(res, {}, never_read());
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason,
+            "writing /o/trials/3/stdout: No space left on device; writing /o/trials/3/stderr: No "
+            "space left on device");
+  res.exit_code = 2;  // the job's own failure is often the full disk too: the disk is named
+  EXPECT_EQ(classify_outcome(res, {}, never_read()).reason.rfind("writing /o/trials/3/stdout", 0),
+            0u);
+}
+
+TEST(TrialOutcome, AnUnreadableObjectiveFailsWithItsReason) {
+  const auto o = classify_outcome(started(), {}, [] {
+    return std::expected<ObjectiveReading, std::string>(std::unexpected("log x has no entries"));
+  });
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason, "log x has no entries");
+}
+
+TEST(TrialOutcome, NonZeroExitNamesTheLastStderrLine) {
+  const auto path = std::filesystem::temp_directory_path() / "tune-outcome-stderr";
+  std::ofstream(path) << "first\nlast words \xFF\n\n";
+  OutcomeContext ctx;
+  ctx.stderr_path = path.string();
+  const auto o = classify_outcome(started(3), ctx, never_read());
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason, "exit code 3: last words \xEF\xBF\xBD");
+  std::filesystem::remove(path);
+}
+
+// Open MPI prints the cause first, then a banner whose last line is a rule of dashes.
+TEST(TrialOutcome, NonZeroExitKeepsTheLinesThatExplainNotTheLauncherBanner) {
+  const auto path = std::filesystem::temp_directory_path() / "tune-outcome-banner";
+  const std::string rule(74, '-');
+  std::ofstream(path) << "Host key verification failed.\n"
+                      << rule << "\n"
+                      << "ORTE was unable to reliably start one or more daemons.\n"
+                      << "This usually is caused by:\n\n* not finding the required libraries\n"
+                      << rule << "\n";
+  OutcomeContext ctx;
+  ctx.stderr_path = path.string();
+  const auto o = classify_outcome(started(255), ctx, never_read());
+  EXPECT_EQ(o.reason,
+            "exit code 255: Host key verification failed. | ORTE was unable to reliably start one "
+            "or more daemons.");
+  // Many explaining lines: the first two (the cause) and the last (the final word).
+  std::ofstream(path) << "error 1\nerror 2\nerror 3\nnoise\nerror 4\n***\n";
+  EXPECT_EQ(classify_outcome(started(1), ctx, never_read()).reason,
+            "exit code 1: error 1 | error 2 | error 4");
+  std::filesystem::remove(path);
+}
+
+// Open MPI's own errors come in help boxes, advice around one headline and "Key: value" details;
+// a second box (opal_init failing after it) must not push out the first's cause.
+TEST(TrialOutcome, AnMpirunHelpBoxGivesItsHeadlineAndDetails) {
+  const auto path = std::filesystem::temp_directory_path() / "tune-outcome-helpbox";
+  const std::string rule(74, '-');
+  std::ofstream(path)
+      << rule << "\nThe specified binding policy is not recognized:\n\n"
+      << "  Policy: bogus\n\nPlease check for a typo or ensure that the option "
+      << "is a supported\none.\n"
+      << rule << "\n"
+      << rule << "\n"
+      << "It looks like opal_init failed for some reason; your parallel process is\n"
+      << "likely to abort.\n\n  opal_hwloc_base_open failed\n"
+      << "  --> Returned value -5 instead of OPAL_SUCCESS\n"
+      << rule << "\n";
+  OutcomeContext ctx;
+  ctx.stderr_path = path.string();
+  EXPECT_EQ(classify_outcome(started(1), ctx, never_read()).reason,
+            "exit code 1: The specified binding policy is not recognized: | Policy: bogus");
+  // A misspelt program under mpirun: the executable it could not find is named.
+  std::ofstream(path) << rule << "\nmpirun was unable to find the specified executable file, and "
+                      << "therefore\ndid not launch the job.\n\nNOTE: A common cause for this "
+                      << "error is misspelling a mpirun command\n\nNode:       vm\n"
+                      << "Executable: pyhton3\n"
+                      << rule << "\n";
+  EXPECT_EQ(classify_outcome(started(1), ctx, never_read()).reason,
+            "exit code 1: mpirun was unable to find the specified executable file, and therefore | "
+            "NOTE: A common cause for this error is misspelling a mpirun command | Executable: "
+            "pyhton3");
+  std::filesystem::remove(path);
+}
+
+TEST(TrialOutcome, SignalsTimeoutsAndStartFailures) {
+  auto killed = started();
+  killed.signal = SIGSEGV;
+  EXPECT_EQ(classify_outcome(killed, {}, never_read()).reason, "killed by SIGSEGV");
+
+  auto timed_out = started();
+  timed_out.stopped = StopReason::timeout;
+  timed_out.stop_detail = "timed out after 1.0s";
+  EXPECT_EQ(classify_outcome(timed_out, {}, never_read()).reason, "timed out after 1.0s");
+  OutcomeContext study_deadline;
+  study_deadline.study_deadline_bites = true;
+  EXPECT_EQ(classify_outcome(timed_out, study_deadline, never_read()).reason,
+            "stopped: the study's --time-limit was reached");
+
+  LaunchResult not_started;
+  not_started.error = "'nope' was not found in PATH";
+  const auto o = classify_outcome(not_started, {}, never_read());
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(o.reason, not_started.error);
+}
+
+TEST(TrialOutcome, PrunedTrialsKeepTheirLastIntermediateValue) {
+  auto pruned = started();
+  pruned.stopped = StopReason::watcher;
+  pruned.stop_detail = "pruned at step 4";
+  OutcomeContext ctx;
+  ctx.last_intermediate = 7.0;
+  const auto o = classify_outcome(pruned, ctx, never_read());
+  EXPECT_EQ(o.state, TrialState::pruned);
+  EXPECT_EQ(o.value, 7.0);
+  EXPECT_EQ(o.reason, "pruned at step 4");
+}
+
+TEST(TrialOutcome, AnInterruptStopsTheStudyAndNamesTheSignal) {
+  auto r = started();
+  r.stopped = StopReason::interrupted;
+  OutcomeContext ctx;
+  ctx.interrupt_signal = SIGINT;
+  auto o = classify_outcome(r, ctx, never_read());
+  EXPECT_TRUE(o.stop_study);
+  EXPECT_EQ(o.reason, "interrupted (Ctrl-C); the trial's processes were stopped");
+  ctx.interrupt_signal = SIGHUP;
+  o = classify_outcome(r, ctx, never_read());
+  EXPECT_EQ(o.reason, "interrupted (SIGHUP); the trial's processes were stopped");
+}
+
+TEST(TrialOutcome, APredictedOversubscriptionIsRecordedNotRun) {
+  const auto o = skipped_outcome(1.5);
+  EXPECT_EQ(o.state, TrialState::pruned);
+  EXPECT_EQ(o.constraints, std::vector<double>{1.5});
+  EXPECT_FALSE(o.value);
+}
+
+}  // namespace
+}  // namespace tune::tuner

@@ -1,0 +1,129 @@
+// The noise model: how far one run of a setting varies in this study, and whether the best
+// trial's lead over the baseline and over the runner-up, and the spread of all the settings
+// tried, is beyond that. Every output that names a winner asks it (each report format,
+// tuner/report/report_model.h, and the summary at the end of `tune`, tuner/judge/summary.h), so
+// none announces a speedup or a ranking the measurements cannot back.
+//
+// Where the noise comes from, in the order it is believed:
+//   - repeated settings: trials whose parameters are identical, and re-runs (`tune confirm`,
+//     incumbent_repeats; tuner/judge/reruns.h), each a run of its original's setting. One run's
+//     standard deviation is pooled over every setting measured more than once (the spread of
+//     each setting's runs around their own mean, summed, over runs minus settings degrees of
+//     freedom). A re-measured trial counts with its re-runs only, as its believed value does
+//     (rerun.h): its own run was picked for being good, and would make the noise look larger
+//     than it is by as much as the luck that picked it.
+//   - a trial's own interval: a trial whose objective was measured over a window while it ran
+//     carries its value's interval (user attr k_attr_window: low, high, confidence, batches;
+//     tuner/base/trial_attrs.h); its standard error is the interval's half width over the
+//     Student's t quantile it was built with (batches - 1 degrees of freedom).
+//     That is the noise within one run; when repeats measured the noise between runs too, each
+//     run counts with the larger of the two.
+//   - neither: the noise is unknown, and every output says so and how to measure it instead of
+//     inventing a figure.
+// The noise is relative (the logarithm of the values: a 5% jitter is the same on 2 s and on
+// 200 s) when every measured value is positive, else absolute.
+//
+// "Beyond the noise": the 95% interval of the ratio between two trials' values (of their
+// difference on the absolute scale) excludes 1 (0). The interval is the percentile bootstrap of
+// the ratio of medians when both sides have 3 or more re-runs (tuner/base/stats.h), else
+// Student's t on the log difference with the pooled estimate's degrees of freedom (the normal
+// law when only trials' own intervals are known), each side's standard error being one run's
+// noise over the square root of its runs (times sqrt(pi/2) for a median of 3 or more, the
+// median's large-sample loss against a mean, which is conservative for few runs). "Settings told
+// apart": a one-way analysis of variance over the distinct settings (each setting's runs'
+// inverse-variance-weighted mean), F test at 5% (chi-square when the noise is only known from
+// trials' own intervals). Neither corrects for the best having been picked as the best of many:
+// the remedy is to re-run it (`tune confirm`), which the texts say.
+//
+// Pure functions over a StudyView; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/trial.h"
+
+namespace tune::tuner {
+
+enum class NoiseScale { relative, absolute };
+
+// How a lead or the settings' spread compares with the noise.
+enum class NoiseVerdict { unknown, within, beyond };
+// "unknown", "within", "beyond".
+std::string to_string(NoiseVerdict verdict);
+
+// One run's noise, as measured in the study.
+struct NoiseEstimate {
+  NoiseScale scale = NoiseScale::relative;
+  // From repeated settings: one run's pooled standard deviation (on `scale`: log units, about a
+  // fraction, when relative), its degrees of freedom (runs minus settings), how many settings
+  // were measured more than once, by how many runs in all, and the fewest and most of one.
+  std::optional<double> sigma;
+  int df = 0;
+  int repeated_settings = 0, repeated_runs = 0, fewest_runs = 0, most_runs = 0;
+  // From the trials' own intervals: how many runs carry one, and their median standard error.
+  int window_runs = 0;
+  std::optional<double> window_sigma;
+
+  bool known() const { return sigma.has_value() || window_sigma.has_value(); }
+};
+
+// The best trial's lead over another trial (the baseline, the runner-up).
+struct NoiseLead {
+  int best = -1, other = -1;    // trial numbers
+  int n_best = 1, n_other = 1;  // runs behind each side's value (re-runs, else its one run)
+  double best_value = 0, other_value = 0;  // each side's believed value (ranking.h)
+  // Relative scale: how many times better the best is (other / best when minimizing, best /
+  // other when maximizing); the interval bounds are ratios. Absolute scale: no ratio; the
+  // interval bounds are differences, better by (positive: the best is better).
+  std::optional<double> ratio;
+  double difference = 0;
+  std::optional<double> low, high;  // 95%; none when the noise is unknown
+  std::string method;               // "bootstrap", "noise model", or "" without an interval
+  NoiseVerdict verdict = NoiseVerdict::unknown;
+};
+
+// The one-way analysis of variance over the distinct settings that completed.
+struct SettingsTest {
+  int settings = 0;
+  double f = 0, df1 = 0, df2 = 0;  // df2 infinite: the noise is taken as known
+  double p = 1;
+};
+
+struct StudyNoise {
+  NoiseEstimate noise;
+  int settings = 0;  // distinct settings (parameter values) with a completed run
+  std::optional<NoiseLead> over_baseline;   // none without a baseline, or when it is the best
+  std::optional<NoiseLead> over_runner_up;  // the best-ranked trial with other parameters
+  std::optional<SettingsTest> test;         // none when the noise is unknown or < 2 settings
+  // beyond: the settings are told apart; within: they are not; unknown: no noise, or nothing to
+  // tell apart.
+  NoiseVerdict settings_verdict = NoiseVerdict::unknown;
+  bool assessed = false;  // false for a multi-objective study, or with no completed trial
+};
+
+struct NoiseOptions {
+  int bootstrap_samples = 4000;  // for the ratio of medians (>= 3 re-runs each side)
+  std::uint64_t seed = 1;        // the bootstrap's: the same study gives the same interval
+};
+
+StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& options = {});
+
+// The plain words every output prints, one sentence each; the commands they suggest name the
+// study file STUDY, as the CLI's own hints do. One run's noise: "one run varies by 4.2% (the
+// standard deviation of 3 settings measured 2-5 times, 7 degrees of freedom)", or that it is
+// unknown and why.
+std::string noise_text(const NoiseEstimate& noise);
+// A lead: "1.037x, 95% CI [0.850x, 1.264x] (noise model): within the noise, not shown to be
+// better", "... beyond the noise", or "1.037x: not judged against the noise, which is unknown".
+std::string lead_text(const NoiseLead& lead);
+// The conclusion: whether the settings are told apart, or what to run to find out.
+std::string noise_verdict_text(const StudyNoise& noise);
+// noise_text; "best #3 vs baseline #0: " + lead_text, and so for the runner-up (one line when
+// the baseline is the runner-up: "best #3 vs baseline #0 (also the runner-up): ..."); then the
+// conclusion.
+std::vector<std::string> noise_lines(const StudyNoise& noise);
+
+}  // namespace tune::tuner

@@ -1,0 +1,81 @@
+// The ranking rules: which trials count, in which order, and which one is best. Every output that
+// names a best trial or ranks trials (the live line, `tune best`, `tune trials`, every report
+// format, `tune confirm`, `tune export`, incumbent_repeats) asks these functions, so they cannot
+// disagree.
+//
+// A trial is ranked when it is COMPLETE, has a value and is not a re-run (a trial that re-measures
+// another one, tuner/judge/reruns.h). It is ranked by its believed value: the median of its
+// completed re-runs when it has any, else its own run's value. That is the value tune stores on a
+// re-measured trial (so python3-optuna's best_trial ranks the same); studies written before
+// re-runs were stored that way kept the search run's value, and are ranked by the median all the
+// same. Feasible trials come before infeasible ones (as Optuna's constrained studies rank them);
+// ties keep number order. Pure functions over a StudyView, linear in its trials (the sort aside);
+// thread-safe.
+#pragma once
+
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "search/trial.h"
+
+namespace tune::tuner {
+
+// True for a re-run: a trial that re-measures another one (system attr k_attr_rerun_of).
+bool is_rerun(const search::FrozenTrial& trial);
+
+// The baseline: the lowest-numbered enqueued trial (system attr "fixed_params") that is not a
+// re-run; nullptr when the study enqueued none.
+const search::FrozenTrial* find_baseline(const search::StudyView& study);
+
+// The ranked trials (see above), best first.
+std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& study);
+
+// ranked_trials(study).front(); nullptr when no trial is ranked.
+const search::FrozenTrial* best_trial(const search::StudyView& study);
+
+// best_trial() and whether a trial has re-runs, kept from a study's change log (StudyView):
+// each call folds in the trials that changed since the last (O(changes log n)), where
+// best_trial() passes over the whole study, so the live line and incumbent_repeats cost the same
+// at trial 50,000 as at trial 50. The same answers as best_trial() and a pass over the re-runs
+// (tests/tuner/judge/ranking_test.cpp holds them equal on recorded histories). A view that keeps no
+// log is read whole at each call. Single-objective studies; one thread.
+class BestTracker {
+ public:
+  const search::FrozenTrial* best(const search::StudyView& study);
+  // Whether any trial (in any state) re-measures trial `number`.
+  bool has_reruns(const search::StudyView& study, int number);
+
+ private:
+  // A ranked trial's place: feasible first, then by believed value (the direction's better
+  // first), then number.
+  struct Key {
+    bool infeasible;
+    double loss;  // the believed value, negated when maximising; NaN as +inf
+    int number;
+    auto operator<=>(const Key&) const = default;
+  };
+  void catch_up(const search::StudyView& study);
+  void clear();
+  void fold(const search::StudyView& study, std::size_t position);
+  // Re-keys trial `number` (at `position`) from its stored value and its re-runs.
+  void rank(const search::StudyView& study, int number);
+
+  search::ChangeCursor m_cursor;
+  bool m_maximize = false;
+  std::set<Key> m_ranked;
+  std::unordered_map<int, Key> m_key;               // number -> its key in m_ranked
+  std::unordered_map<int, std::size_t> m_position;  // number -> position in trials()
+  // Original's number -> (re-run's number -> its measured value, when completed).
+  std::unordered_map<int, std::map<int, double>> m_rerun_values;
+  std::unordered_map<int, int> m_rerun_of;     // re-run's number -> original's number
+  std::unordered_map<int, int> m_rerun_count;  // original's number -> re-runs in any state
+};
+
+// A multi-objective study's best trials: the Pareto front (search/pareto.h) of its ranked trials'
+// values (feasible ones only when any is feasible), number order. Without constraints or re-runs,
+// Optuna's best_trials.
+std::vector<const search::FrozenTrial*> front_trials(const search::StudyView& study);
+
+}  // namespace tune::tuner

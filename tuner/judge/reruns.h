@@ -1,0 +1,60 @@
+// Re-runs: trials that re-measure another trial's settings (`tune confirm`, and
+// `incumbent_repeats:`), and how they are stored so that python3-optuna ranks what tune ranks.
+//
+// A re-run carries the system attr "confirm_of" (the original's number). When it completes, its
+// measured value goes into its user attr "rerun_value" and it is finished as PRUNED without a
+// value, so Optuna (best_trial, CLI, dashboard) never ranks a lucky repeat; the original keeps
+// its search run's value in the user attr "search_value" and its stored value becomes the
+// believed one: the median of its re-runs (the search run is left out: it was picked for being
+// good, so it is biased). Studies written before this stored re-runs as COMPLETE with their value;
+// rerun_value() reads both. The rules only: storing a re-run's effect on its original and
+// enqueueing re-runs are the runner's (tuner/run/rerun.h). Stateless functions; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/trial.h"
+#include "tuner/base/result.h"
+#include "tuner/judge/ranking.h"
+
+namespace tune::tuner {
+
+// The number of the trial `t` re-measures, when it is a re-run.
+std::optional<int> rerun_of(const search::FrozenTrial& t);
+// A completed re-run's measured value (either storage form); none when it did not complete.
+std::optional<double> rerun_value(const search::FrozenTrial& t);
+// The value of a trial's own run: search_value when re-measured, else its value.
+std::optional<double> search_value(const search::FrozenTrial& t);
+// The measured values of the completed re-runs of trial `number`, in number order.
+std::vector<double> rerun_values_of(const search::StudyView& study, int number);
+
+// How a trial that ended in `state` with `value` is stored: a completed re-run as PRUNED with no
+// value and its measurement in rerun_value (for the user attr k_attr_rerun_value); any other
+// trial as it ended.
+struct StoredOutcome {
+  search::TrialState state;
+  std::optional<double> value;
+  std::optional<double> rerun_value;
+};
+StoredOutcome stored_outcome(const search::FrozenTrial& trial, search::TrialState state,
+                             std::optional<double> value);
+
+// `tune confirm`'s re-runs: which trials (the baseline, then the best), in which order.
+struct ConfirmPlan {
+  std::vector<int> originals;  // baseline first (when there is one), then best first
+  std::vector<int> order;      // trial numbers to re-run, round-robin over `originals`
+  std::string note;            // e.g. why the baseline is missing
+};
+
+// Which trials to re-run and in which order. Error when there is nothing to confirm.
+Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int repeats);
+
+// The fixed_params of a re-run of `trial`: its external values for every parameter of `space`.
+Result<nlohmann::json> fixed_params_of(const search::FrozenTrial& trial,
+                                       const search::SearchSpace& space);
+
+}  // namespace tune::tuner

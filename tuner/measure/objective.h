@@ -1,0 +1,71 @@
+// Objective parsing: turns what a finished trial left behind into its value.
+//
+// The default reads a Chainer LogReport file (a JSON array of entries) and takes `key` of the
+// last entry; a regex (RE2 syntax, linear time) over the tail of stdout/stderr works for
+// programs with no JSON log. Every way a trial
+// can fail to produce a value (no file, bad JSON, missing key, non-finite value) comes back as
+// an error string that is stored with the trial as its failure reason. Stateless functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/base/result.h"
+#include "tuner/study/patterns.h"
+#include "tuner/study/study_file.h"
+
+namespace tune::tuner {
+
+struct ObjectiveReading {
+  double value = 0;                 // the first objective's
+  std::vector<double> values;       // every objective's, when there are several (else empty)
+  std::vector<double> constraints;  // one per ConstraintSpec, c <= 0 feasible
+  nlohmann::json entry;             // the log entry the value came from (null for regex)
+};
+
+// How much of a stream's end the regex objective scans: the last match is what counts.
+inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
+
+// A FileMetric's value from the file the trial wrote: `workdir` is the trial's working directory
+// (a relative `file` is taken from it), `values` fill the file's placeholders. A missing file, no
+// match, a missing key or column, or a non-finite value is an error naming the file and what was
+// looked for.
+Result<double> read_file_metric(const FileMetric& metric, const std::string& workdir,
+                                const TemplateValues& values);
+
+// Reads a Chainer-style log: a JSON array of objects (at most 256 MiB).
+Result<nlohmann::json> read_log(const std::string& path);
+
+// `wall_s` is the trial's wall time as the runner measured it (launch to exit): the value of a
+// `wall_time` objective, which then reads the log only for constraints. `workdir` and `values`
+// are for objectives and constraints read from a file (read_file_metric); the log is read only
+// when something needs it. `window_value` is a window objective's value, measured while the
+// trial ran (tuner/measure/window_follower.h); without one such an objective is an error.
+Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
+                                        const std::vector<ConstraintSpec>& constraints,
+                                        const std::string& log_path, const std::string& stdout_path,
+                                        const std::string& stderr_path, double wall_s = 0,
+                                        const std::string& workdir = "",
+                                        const TemplateValues& values = {},
+                                        std::optional<double> window_value = std::nullopt);
+
+// Every objective of a study (StudySpec::objectives) from one trial: one objective is
+// read_objective(); several give `values` in order, the constraints read with the first, and an
+// error names the objective at fault (objective[1]: ...).
+Result<ObjectiveReading> read_objectives(
+    const std::vector<ObjectiveSpec>& objectives, const std::vector<ConstraintSpec>& constraints,
+    const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path,
+    double wall_s = 0, const std::string& workdir = "", const TemplateValues& values = {},
+    std::optional<double> window_value = std::nullopt);
+
+// (step, value) pairs for pruning from the entries of a log that is still being written.
+std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,
+                                                                 const nlohmann::json& entries);
+
+}  // namespace tune::tuner

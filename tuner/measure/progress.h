@@ -1,0 +1,93 @@
+// Reading a running job's progress for the window objective (StudySpec's WindowSpec): what the
+// job appended since the last look, as progress points (tuner/measure/rate_window.h).
+//
+// Sources: a stream's file (the trial's stdout or stderr, as tune-keeper writes it), a file the
+// job appends to, or a Chainer log (a JSON array rewritten whole, as the trainer writes it).
+// Each poll reads only what was added (a log: when its size or time changed), so following a
+// job costs little per tick whatever it has written before.
+//
+// The output is untrusted: a line that does not match is ignored; a match whose number is not a
+// finite number (nan, inf, 1e999, garbage) is refused and counted; a line longer than
+// k_progress_line_bytes is skipped whole and counted; when more than k_progress_read_bytes came
+// since the last poll, the older part is skipped (counted in bytes): the last progress line is
+// what a counter needs. RE2 matches in linear time whatever the bytes. Nothing read is kept
+// beyond the unfinished last line.
+//
+// Time of a point: the job's own clock when the line has a group named `time` (or the log's
+// `time_key`), else `now_s`, the moment of the poll on the caller's clock: a line is read within
+// one tick of being written, and for a counter only the last line of a poll matters.
+//
+// One reader per trial; not thread-safe (the trial's watcher thread owns it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tuner/study/study_file.h"
+
+namespace re2 {
+class RE2;
+}
+
+namespace tune::tuner {
+
+inline constexpr std::size_t k_progress_line_bytes = 64u << 10;
+inline constexpr std::size_t k_progress_read_bytes = 4u << 20;
+// A log larger than this is not re-read while the trial runs (it is rewritten whole each time).
+inline constexpr std::uintmax_t k_progress_log_bytes = 64u << 20;
+
+struct ProgressPoint {
+  double t = 0;      // seconds: the job's clock, or the poll's
+  double value = 0;  // the counter, the number of lines so far, or the rate
+};
+
+struct ProgressCounts {
+  std::uint64_t lines = 0;          // complete lines read (a log: entries)
+  std::uint64_t points = 0;         // progress points given
+  std::uint64_t refused = 0;        // matched, but no finite number (or time) in it
+  std::uint64_t long_lines = 0;     // longer than k_progress_line_bytes: skipped
+  std::uint64_t skipped_bytes = 0;  // not read: more than k_progress_read_bytes in one poll
+  std::uintmax_t bytes = 0;         // the source's size when last seen
+  bool job_clock = false;           // some point carried the job's own time
+};
+
+class ProgressReader {
+ public:
+  // `path`: the file to follow (absolute); it may not exist yet.
+  ProgressReader(const WindowSpec& spec, std::string path);
+  ~ProgressReader();
+  ProgressReader(const ProgressReader&) = delete;
+  ProgressReader& operator=(const ProgressReader&) = delete;
+
+  // The points added since the last call, in order; `now_s` is the time of this read.
+  std::vector<ProgressPoint> poll(double now_s);
+
+  const ProgressCounts& counts() const { return m_counts; }
+  const std::string& path() const { return m_path; }
+  // "regex 'step ([0-9]+)' on stdout", "key 'iteration' of log PATH": for messages.
+  std::string describe() const;
+
+ private:
+  void read_lines(double now_s, std::vector<ProgressPoint>& out);
+  void read_log_entries(double now_s, std::vector<ProgressPoint>& out);
+  void take_line(std::string_view line, double now_s, std::vector<ProgressPoint>& out);
+
+  WindowSpec m_spec;
+  std::string m_path;
+  std::unique_ptr<re2::RE2> m_re;
+  int m_value_group = 0;  // 1-based group of the number; 0 = the whole match
+  int m_time_group = 0;   // 1-based group named `time`; 0 = none
+  std::uintmax_t m_offset = 0;
+  std::string m_partial;           // the unfinished last line
+  bool m_in_long = false;          // inside a line being skipped
+  std::uint64_t m_line_count = 0;  // matching lines so far (measure: lines)
+  std::size_t m_entries_seen = 0;  // log entries taken
+  std::filesystem::file_time_type m_log_mtime{};
+  ProgressCounts m_counts;
+};
+
+}  // namespace tune::tuner

@@ -1,0 +1,60 @@
+// Trial outcome: how a finished launch becomes a trial's final state, value and reason.
+//
+// One pure function over what the launcher saw (exit status, signal, why it was stopped) and
+// the objective reading, so every way a trial can end is decided in one place and tested
+// without running anything. Every failure carries a one-line reason that is safe to store
+// (printable(): any bytes a trial printed). Stateless; thread-safe.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/trial.h"
+#include "tuner/base/result.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/measure/objective.h"
+
+namespace tune::tuner {
+
+struct TrialOutcome {
+  search::TrialState state = search::TrialState::fail;
+  std::optional<double> value;
+  std::vector<double> values;       // multi-objective: every objective's (value = values[0])
+  std::string reason;               // empty for COMPLETE; printable, at most ~1000 bytes
+  std::vector<double> constraints;  // c <= 0 feasible, one per constraint
+  bool stop_study = false;          // an interrupt: no further trial
+};
+
+// What a window objective (tuner/measure/window_follower.h) decided when it stopped the trial: its
+// state (COMPLETE on its target or max, PRUNED a loser, FAIL no progress), value and reason.
+struct WindowDecision {
+  search::TrialState state = search::TrialState::fail;
+  std::optional<double> value;
+  std::string reason;  // a FAIL's or PRUNED's; "" for COMPLETE
+};
+
+struct OutcomeContext {
+  bool study_deadline_bites = false;        // the study's --time-limit set the trial's limit
+  int interrupt_signal = 0;                 // the signal behind StopReason::interrupted
+  std::optional<double> last_intermediate;  // what a pruned trial is ranked by
+  std::string stderr_path;                  // its explaining lines name a non-zero exit's cause
+  // Set when the window objective stopped the trial (StopReason::watcher): the trial ends as it
+  // decided, whatever the stopped tree's exit status.
+  std::optional<WindowDecision> window;
+};
+
+using ObjectiveReader = std::function<Result<ObjectiveReading>()>;
+
+// `read` is called only when the command exited 0 by itself.
+TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx,
+                              const ObjectiveReader& read);
+
+// A trial the probes predicted to oversubscribe: recorded as infeasible instead of being run.
+TrialOutcome skipped_outcome(double constraint);
+
+// "SIGSEGV", or "signal N" when the name is unknown.
+std::string signal_name(int sig);
+
+}  // namespace tune::tuner

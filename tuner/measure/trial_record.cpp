@@ -1,0 +1,43 @@
+#include "tuner/measure/trial_record.h"
+
+#include "tuner/base/trial_attrs.h"
+#include "tuner/judge/reruns.h"
+#include "tuner/storage/storage.h"  // TrialValues
+
+namespace tune::tuner {
+
+using search::FrozenTrial;
+
+FinalRecord final_record(const FrozenTrial& trial, const TrialRun& ran) {
+  const LaunchResult& res = ran.launch;
+  const TrialOutcome& outcome = ran.outcome;
+  FinalRecord record;
+  auto& user = record.user_attrs;
+  auto& system = record.system_attrs;
+  if (ran.launched) user[k_attr_wall_time] = res.wall_s;
+  if (res.started) {
+    user[k_attr_exit_code] = res.signal ? nlohmann::json() : nlohmann::json(res.exit_code);
+    if (res.signal) user[k_attr_signal] = res.signal;
+    system[k_attr_containment] = res.containment;
+    // The trial wrote more than the cap: its files hold the head and tail only.
+    if (!res.output_cut.empty()) system[k_attr_output_cut] = res.output_cut;
+  }
+  if (!outcome.constraints.empty()) system[k_attr_constraints] = outcome.constraints;
+  if (!outcome.reason.empty()) system[k_attr_fail_reason] = outcome.reason;
+  for (const auto& [key, value] : ran.end_attrs.items()) system[key] = value;
+  if (!ran.window_attrs.is_null()) user[k_attr_window] = ran.window_attrs;
+  // A completed re-run is stored so that Optuna never ranks a lucky repeat (rerun.h).
+  const auto stored = stored_outcome(trial, outcome.state, outcome.value);
+  if (stored.rerun_value) {
+    user[k_attr_rerun_value] = *stored.rerun_value;
+    record.rerun = true;
+  }
+  record.state = stored.state;
+  record.values = outcome.values.empty() ? TrialValues(stored.value).values : outcome.values;
+  record.intermediate_values = trial.intermediate_values;
+  // Writes failed during the run, so some of these may be missing: all are stored with the end.
+  record.with_intermediate = !ran.storage_error.empty() || ran.window_intermediate;
+  return record;
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,170 @@
+// The study file: what to tune, how to launch one trial and how to score it.
+//
+// load_study_spec() reads a YAML file (yaml-cpp) into a StudySpec and checks it whole: unknown
+// keys, wrong types, bad ranges and placeholders that name no parameter are errors of the form
+// "FILE:LINE: key 'a.b': what is wrong", so the user can fix the file without guessing. A
+// StudySpec is a plain value; nothing in it refers back to the YAML document. The reading has
+// three rooms: check_yaml_document (tuner/study/yaml_document_check.h) vets the raw event stream,
+// YamlReader (tuner/study/yaml_reader.h) reads typed values off nodes, and study_file.cpp knows the
+// sections (parse_launch for `launch:`, parse_objective, parse_params, ...).
+//
+// Templates (tuner/study/templates.h): command arguments, env values, launch options and the
+// objective's log path may hold `{param}` placeholders, the built-ins {trial_dir},
+// {trial_number}, {study}, {study_dir}, {output_dir}, {tune_trainer}, {nproc}, and `{{`/`}}` for
+// literal braces. An argument or env value that refers to a parameter whose value is null
+// (categorical choice `null`) is left out entirely: that is how a trial says "leave this
+// library at its default".
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/distribution.h"
+#include "search/trial.h"
+#include "tuner/base/result.h"
+#include "tuner/study/launch_spec.h"
+#include "tuner/study/study_knobs.h"
+#include "tuner/study/templates.h"  // TemplateValues, expand_template: part of this interface
+#include "tuner/study/window_settings.h"
+
+namespace tune::tuner {
+
+// A metric read from a file the trial wrote, once it has ended: `file` (a template, relative to
+// the trial's working directory) with exactly one of `regex` (first group of the last match in
+// the file's last k_regex_scan_bytes), `json` (a key path a.b[0].c) or `csv` (a column by its
+// header name, in the row `csv_row` picks).
+struct FileMetric {
+  std::string file;              // template
+  std::string regex;             // RE2
+  std::string json;              // key path: names joined by '.', [N] for an array element
+  std::string csv;               // header name of the column
+  std::string csv_row = "last";  // last | first | max | min (over the data rows)
+};
+
+// The objective `window:`: a rate measured from the job's progress while it runs, the trial
+// stopped as soon as the rate is known well enough (tuner/measure/rate_window.h says how it is
+// estimated; tuner/measure/window_follower.h when it stops). The progress comes from one source: a
+// regex over stdout or stderr (`stream`), over a file the job appends to (`file`), or the
+// entries of a Chainer log (`log`: `key` the counter, `time_key` the job's own clock).
+struct WindowSpec {
+  enum class Source { stream, file, log };
+  Source source = Source::stream;
+  std::string stream = "stdout";  // stdout | stderr (Source::stream)
+  std::string path;               // template: the file (Source::file) or the log (Source::log)
+  // RE2 (stream and file): the first group that is not named `time` is the number (the whole
+  // match without one); a group named `time` is the job's own clock in seconds.
+  std::string regex;
+  std::string key = "iteration";          // log: the counter (or rate) of each entry
+  std::string time_key = "elapsed_time";  // log: the job's clock; "" = when tune read the entry
+  WindowSettings settings;                // measure, scale, warm-up, target, confidence, min
+  double max_s = 60;       // the window (after the warm-up) is stopped after this long anyway
+  double startup_s = 300;  // no progress point this long after launch: the trial fails
+  bool prune = true;       // stop a trial whose interval is clear below the best's (PRUNED)
+  std::string unit;        // what the value is in ("samples/s"); "" = "steps/s" etc.
+};
+
+struct ObjectiveSpec {
+  // Chainer LogReport JSON (array of entries) at `log`, a regex over the trial's stdout, or the
+  // trial's wall time (launch to exit, as tune measured it) for a program that logs nothing.
+  bool use_regex = false;
+  bool wall_time = false;  // objective: {wall_time: true}; minimize only; `log` for constraints
+  std::string log = "{trial_dir}/log";  // template
+  std::string key = "elapsed_time";     // key of the chosen entry
+  std::string entry = "last";           // last | first | min | max (over all entries)
+  std::string regex;                    // first capture group (or whole match) of the last match
+  std::string stream = "stdout";        // stdout | stderr, for regex
+  // Intermediate values while the trial runs: key and step key of each log entry. Empty
+  // intermediate_key = the objective key.
+  std::string intermediate_key;
+  std::string step_key = "iteration";
+  std::optional<FileMetric> file;    // objective: {file: PATH, regex|json|csv: ...}
+  std::optional<WindowSpec> window;  // objective: {window: {...}}; maximize, one objective
+};
+
+struct ConstraintSpec {
+  std::string key;  // logged metric, read from the same entry as the objective (unless `file`)
+  std::optional<double> min;  // feasible when value >= min
+  std::optional<double> max;  // feasible when value <= max
+  int line = 0;
+  std::optional<FileMetric> file;  // {file: PATH, regex|json|csv: ..., min|max} instead of key
+};
+
+struct ProbeSpec {
+  bool enabled = true;      // predict before and monitor during each trial
+  bool constrain = false;   // predicted-oversubscribed trials are constrained out, not run
+  double interval_s = 0.2;  // /proc sampling interval
+  // The study's top-level `knobs:` section (tuner/study/study_knobs.h): which parameter sizes which
+  // pool of the program. Kept here because the prediction is its one reader. Default: none.
+  std::vector<StudyKnob> knobs;
+  // The top-level `program:` section (tuner/study/study_knobs.h): what the program starts with
+  // nothing set. nullopt: not given (the program is predicted from its knobs and environment).
+  std::optional<StudyProgram> program;
+};
+
+// One entry of `files:`: an input put into each trial's working directory before it runs.
+struct StagedFile {
+  enum class Mode { copy, link, render };
+  Mode mode = Mode::copy;
+  std::string src;   // absolute path of the user's file
+  std::string dest;  // relative path inside the working directory
+  std::string text;  // render: the template's text, read when the study loads
+  int line = 0;      // of the entry in the study file
+};
+
+// "copy", "link" or "template": the word the study file and the stored trial use.
+const char* staged_mode_name(StagedFile::Mode mode);
+
+struct StudySpec {
+  std::string file;  // path as given
+  std::string dir;   // absolute directory of the file ({study_dir})
+  std::string name;
+  search::Direction direction = search::Direction::minimize;  // directions[0]
+  ObjectiveSpec objective;                                    // objectives[0]
+  // One direction and one objective per objective, in the file's order: `direction:` and an
+  // objective mapping give one of each; `directions: [...]` with an objective list several (a
+  // multi-objective study).
+  std::vector<search::Direction> directions = {search::Direction::minimize};
+  std::vector<ObjectiveSpec> objectives = std::vector<ObjectiveSpec>(1);
+  std::vector<ConstraintSpec> constraints;
+  LaunchSpec launch;
+  std::vector<std::string> command;  // argv templates
+  // Where the command runs: a template; a relative result is taken from the study file's folder
+  // and created when missing. `workdir: trial` (the default) is the trial's own folder, so
+  // trials never overwrite each other's outputs; `workdir: study` is the study file's folder.
+  std::string workdir = "{trial_dir}";
+  std::vector<StagedFile> files;  // staged into the working directory, in order
+  std::vector<std::pair<std::string, std::string>> env;  // env templates, file order
+  std::optional<double> timeout_s;                       // per trial; none = no limit
+  search::SearchSpace space;                             // file order
+  nlohmann::json sampler = nlohmann::json::object();     // passed to search::make_sampler
+  nlohmann::json pruner = nlohmann::json::object();      // passed to search::make_pruner
+  int incumbent_repeats = 0;  // re-runs of each new best before it is believed (rerun.h)
+  // max_failures: the study stops (exit 1) after this many trials in a row failed without
+  // reaching their time limit (a misspelt program, a missing input: every trial would fail
+  // alike); 0 = never. Default 3.
+  int max_failures = 3;
+  std::vector<std::map<std::string, search::ParamValue>> enqueue;  // run first, in order
+  std::string output;   // study output folder; default tune-out/{study}
+  std::string storage;  // database URL/path; default {output}/study.db
+  ProbeSpec probes;
+};
+
+// What the reports call the objective: the log key, "wall_time", a window's unit (else "rate"),
+// or "" for a regex (no name).
+std::string objective_label(const ObjectiveSpec& objective);
+
+Result<StudySpec> load_study_spec(const std::string& path);
+// Each objective's name in messages and reports: its log key, "objective N" for a regex one.
+std::vector<std::string> objective_names(const StudySpec& spec);
+// Same, from YAML text (tests); `path` is used in messages and for {study_dir}.
+Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::string& path);
+
+// Why `name` cannot be a study's name (it is one folder of the output: tune-out/NAME), if it
+// cannot: "is empty", "holds a '/'", ...
+std::optional<std::string> study_name_problem(const std::string& name);
+
+}  // namespace tune::tuner
