@@ -34,12 +34,6 @@ std::optional<double> search_value(const FrozenTrial& t) {
   return t.value;
 }
 
-StoredOutcome stored_outcome(const FrozenTrial& trial, TrialState state,
-                             std::optional<double> value) {
-  if (!rerun_of(trial) || state != TrialState::complete || !value) return {state, value, {}};
-  return {TrialState::pruned, std::nullopt, value};
-}
-
 std::vector<double> rerun_values_of(const search::StudyView& study, int number) {
   std::vector<double> values;
   for (const auto& t : study.trials()) {

@@ -32,16 +32,6 @@ std::optional<double> search_value(const search::FrozenTrial& t);
 // The measured values of the completed re-runs of trial `number`, in number order.
 std::vector<double> rerun_values_of(const search::StudyView& study, int number);
 
-// How a trial that ended in `state` with `value` is stored: a completed re-run as PRUNED with no
-// value and its measurement in rerun_value (for the user attr k_attr_rerun_value); any other
-// trial as it ended.
-struct StoredOutcome {
-  search::TrialState state;
-  std::optional<double> value;
-  std::optional<double> rerun_value;
-};
-StoredOutcome stored_outcome(const search::FrozenTrial& trial, search::TrialState state,
-                             std::optional<double> value);
 
 // `tune confirm`'s re-runs: which trials (the baseline, then the best), in which order.
 struct ConfirmPlan {

@@ -26,14 +26,16 @@ FinalRecord final_record(const FrozenTrial& trial, const TrialRun& ran) {
   if (!outcome.reason.empty()) system[k_attr_fail_reason] = outcome.reason;
   for (const auto& [key, value] : ran.end_attrs.items()) system[key] = value;
   if (!ran.window_attrs.is_null()) user[k_attr_window] = ran.window_attrs;
-  // A completed re-run is stored so that Optuna never ranks a lucky repeat (rerun.h).
-  const auto stored = stored_outcome(trial, outcome.state, outcome.value);
-  if (stored.rerun_value) {
-    user[k_attr_rerun_value] = *stored.rerun_value;
+  record.state = outcome.state;
+  record.values = outcome.values.empty() ? TrialValues(outcome.value).values : outcome.values;
+  // A completed re-run is stored as PRUNED with no value and its measurement in the user attr
+  // rerun_value, so that Optuna never ranks a lucky repeat (judge/reruns.h).
+  if (rerun_of(trial) && outcome.state == search::TrialState::complete && outcome.value) {
+    user[k_attr_rerun_value] = *outcome.value;
     record.rerun = true;
+    record.state = search::TrialState::pruned;
+    if (outcome.values.empty()) record.values.clear();
   }
-  record.state = stored.state;
-  record.values = outcome.values.empty() ? TrialValues(stored.value).values : outcome.values;
   record.intermediate_values = trial.intermediate_values;
   // Writes failed during the run, so some of these may be missing: all are stored with the end.
   record.with_intermediate = !ran.storage_error.empty() || ran.window_intermediate;
