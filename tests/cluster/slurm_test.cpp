@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -176,6 +178,84 @@ TEST_F(SlurmEngine, MpiTrainerRunsThroughSrunPmix) {
     const auto out = slurp(t.user_attrs.at("trial_dir").get<std::string>() + "/stdout");
     EXPECT_NE(out.find(", 2 ranks,"), std::string::npos) << out;
   }
+}
+#endif
+
+// The quickstart's oversubscribed winner (issue 35): 2 ranks x 2 OpenMP threads, unbound, tuned
+// on this machine. Its exported Slurm script asks for no more CPUs than this node has, says how
+// the winner's threads relate to its cores, and sbatch runs it to COMPLETED on the local Slurm of
+// the very machine it was tuned on (it asked for 2 x 2 CPUs on 2 and stayed pending forever).
+#ifdef TUNE_TRAINER
+TEST_F(SlurmEngine, ExportedQuickstartWinnerCompletesUnderSbatch) {
+  std::string text = slurp(TUNE_SOURCE_DIR "/studies/quickstart.yaml");
+  const auto samples = text.find("--train-samples=");
+  ASSERT_NE(samples, std::string::npos);
+  text.replace(samples, text.find('\n', samples) - samples, "--train-samples=800");
+  // One enqueued trial, the winner of the issue, instead of the defaults baseline.
+  const auto enqueue = text.find("\nenqueue:\n");
+  const auto after = text.find("\nsampler:", enqueue);
+  ASSERT_NE(enqueue, std::string::npos);
+  ASSERT_NE(after, std::string::npos);
+  text.replace(enqueue, after - enqueue,
+               "\nenqueue:\n  - {iterator_workers: 0, omp_threads: 2, blas_threads: 1, "
+               "opencv_threads: 1,\n     bind_to: none, allreduce: mpi, grad_dtype: fp32, "
+               "bucket_mb: 4}\n");
+  ASSERT_NE(text.find("probes: {enabled: true}"), std::string::npos) << "probes predict the pools";
+  const auto study = write_study(text);
+  auto r = run(m_dir, {TUNE_BIN, "--trials", "1", study}, {}, 180);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto ts = trials("quickstart");
+  ASSERT_EQ(ts.size(), 1u);
+  ASSERT_EQ(ts[0].state, TrialState::complete) << ts[0].system_attrs.dump();
+  const int pus = ts[0].system_attrs.at("tune:machine").at("pus").get<int>();
+
+  const auto script = m_dir / "best.slurm";
+  r = run(m_dir, {TUNE_BIN, "export", study, "--format", "slurm", "-o", script.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto exported = slurp(script);
+  const int cpus = std::max(1, std::min(2, pus / 2));  // 2 threads per rank, 2 ranks on `pus`
+  EXPECT_NE(exported.find("\n#SBATCH --ntasks-per-node=2\n#SBATCH --cpus-per-task=" +
+                          std::to_string(cpus) + "\n"),
+            std::string::npos)
+      << exported;
+  EXPECT_NE(exported.find("the probes' prediction"), std::string::npos) << exported;
+  if (pus < 4) {
+    EXPECT_NE(exported.find("# The winner ran 2 ranks x 2 threads on "), std::string::npos)
+        << exported;
+  }
+
+  // Submitted to the local Slurm of the machine it was tuned on, it runs and completes.
+  const auto out = m_dir / "slurm-run";
+  auto env = s_slurm->env();
+  env["TUNE_OUT"] = out.string();
+  const auto job_out = m_dir / "slurm-job.out";
+  r = run(m_dir, {"sbatch", "--parsable", "--output=" + job_out.string(), script.string()}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string job = r.out.substr(0, r.out.find_first_of(";\n"));
+  ASSERT_FALSE(job.empty()) << r.out;
+  // Poll the job's state with a deadline: scontrol keeps a finished job for MinJobAge (300 s).
+  std::string state, line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (;;) {
+    r = run(m_dir, {"scontrol", "--oneliner", "show", "job", job}, s_slurm->env());
+    line = r.out;
+    const auto at = line.find("JobState=");
+    state = at == std::string::npos ? "" : line.substr(at + 9, line.find(' ', at) - at - 9);
+    if (state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
+        state == "NODE_FAIL" || state == "OUT_OF_MEMORY")
+      break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      run(m_dir, {"scancel", job}, s_slurm->env());
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_EQ(state, "COMPLETED") << "job " << job << ": " << line << "\n"
+                                << slurp(job_out) << exported;
+  ASSERT_TRUE(fs::exists(out / "log")) << slurp(job_out);
+  const auto log = nlohmann::json::parse(slurp(out / "log"));
+  ASSERT_TRUE(log.is_array() && !log.empty());
+  EXPECT_GT(log.back().value("elapsed_time", 0.0), 0.0);
 }
 #endif
 

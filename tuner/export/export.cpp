@@ -7,10 +7,13 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <utility>
 
+#include "probes/predict.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/program_identity.h"
@@ -255,35 +258,104 @@ std::optional<TimeLimit> time_limit(const search::FrozenTrial& trial, const Expo
   return TimeLimit{seconds, std::move(why)};
 }
 
-// Threads per rank: the largest thread pool the trial set. With launch.slurm, the step's
-// --cpus-per-task when it is a number; else the largest plain positive number among the trial's
-// variables whose name holds "THREADS" (OMP_NUM_THREADS, MKL_NUM_THREADS,
-// OPENBLAS_NUM_THREADS, OPENCV_FOR_THREADS_NUM, ...). The largest, not the sum: a rank's pools
-// take turns (OpenMP regions, then BLAS calls), which is what the probes' prediction assumes
-// too; the user's own thread flags in the command are not read. nullopt: the trial set none,
-// and the scheduler's default (one CPU per task) stands.
+// Threads per rank, and the CPUs per task a batch script asks for them.
+//
+// Where the threads per rank come from, first that applies:
+//  - step: with launch.slurm, the step's --cpus-per-task when it is a number (Slurm granted it).
+//  - prediction: the trial's stored prediction (k_attr_probe_prediction): the busy threads of a
+//    rank, each pool's share as the probes counted it for this trial from the knob catalog and
+//    the study's `knobs:`, so a pool sized by the program's own flag (`--threads={t}`) counts; the
+//    rank with the most, the main thread included and the runtimes' own threads (no knob's) not.
+//  - variable names: the trial has no prediction (probes off): the largest plain positive number
+//    among the trial's variables whose name holds "THREADS" (OMP_NUM_THREADS, MKL_NUM_THREADS,
+//    OPENBLAS_NUM_THREADS, OPENCV_FOR_THREADS_NUM, ...). The largest, not the sum: a rank's
+//    pools take turns (OpenMP regions, then BLAS calls), as the prediction assumes too.
+// nullopt: none of them applies, and the scheduler's default (one CPU per task) stands.
+//
+// The CPUs asked never exceed the node the trial ran on (k_attr_machine): ranks per node x CPUs
+// per task <= its PUs. A winner that oversubscribed its node on purpose (2 ranks x 2 OpenMP
+// threads on 2 cores) is asked floor(PUs / ranks per node) CPUs, at least 1: what it had, and
+// what a scheduler of that very machine can grant (more stays pending forever).
 struct ThreadsPerRank {
-  int threads = 0;
-  std::string source;      // "OMP_NUM_THREADS=4"
+  enum class Basis { step, prediction, variable_names };
+  Basis basis = Basis::variable_names;
+  int threads = 0;         // the threads per rank the trial ran (busy at once)
+  int cpus = 0;            // what the script asks per task: `threads`, capped to the tuned node
+  std::string source;      // "OMP_NUM_THREADS=4", "main 1, openmp 1 (OMP_NUM_THREADS=2)"
   std::optional<int> omp;  // OMP_NUM_THREADS, when the trial set it to a plain number
+  std::string fit;  // comment lines: how the threads relate to the tuned node's cores; "" = none
 };
 
-std::optional<ThreadsPerRank> threads_per_rank(const Rendered& r) {
-  std::optional<ThreadsPerRank> best;
-  if (r.launch.srun && r.launch.srun->cpus_per_task) {
-    if (auto n = positive_int(*r.launch.srun->cpus_per_task))
-      best = ThreadsPerRank{*n, "the step's --cpus-per-task=" + std::to_string(*n), {}};
+// The busy threads per rank of the trial's stored prediction, and each pool's share; nullopt
+// when the trial has none (probes off, or a prediction without ranks). A prediction that is there
+// but not as the probes write it is an error naming the attribute.
+struct PredictedThreads {
+  int threads = 0;
+  std::string pools;  // "main 1, openmp 1 (OMP_NUM_THREADS=2)"
+};
+
+Result<std::optional<PredictedThreads>> predicted_threads(const search::FrozenTrial& trial) {
+  const auto it = trial.system_attrs.find(k_attr_probe_prediction);
+  if (it == trial.system_attrs.end() || it->is_null()) return std::nullopt;
+  const auto bad = [&](const std::string& key, const std::string& why) {
+    return std::unexpected(fmt::format(
+        "trial #{}: system attr '{}{}' {}, not as tune's probes store it; pick another trial "
+        "with --trial",
+        trial.number, k_attr_probe_prediction, key, why));
+  };
+  if (!it->is_object()) return bad("", "is not a JSON object");
+  if (const auto v = it->find("schema_version");
+      v != it->end() && *v != probes::k_prediction_schema_version)
+    return bad(".schema_version", fmt::format("is {}, this tune reads {}", one_line(v->dump()),
+                                              probes::k_prediction_schema_version));
+  const auto ranks = it->find("ranks");
+  if (ranks == it->end()) return std::nullopt;
+  if (!ranks->is_array()) return bad(".ranks", "is not a list");
+  std::optional<PredictedThreads> most;
+  for (std::size_t r = 0; r < ranks->size(); ++r) {
+    const auto& rank = (*ranks)[r];
+    const auto groups = rank.is_object() ? rank.find("groups") : rank.end();
+    if (!rank.is_object() || groups == rank.end() || !groups->is_array())
+      return bad(fmt::format(".ranks[{}].groups", r), "is not a list");
+    PredictedThreads p;
+    for (std::size_t g = 0; g < groups->size(); ++g) {
+      const auto& group = (*groups)[g];
+      const auto key = fmt::format(".ranks[{}].groups[{}]", r, g);
+      if (!group.is_object() || !group.contains("name") || !group["name"].is_string())
+        return bad(key + ".name", "is not a string");
+      if (!group.contains("busy") || !group["busy"].is_number_integer() ||
+          group["busy"].get<std::int64_t>() < 0 || group["busy"].get<std::int64_t>() > 1 << 20)
+        return bad(key + ".busy", "is not a whole number of threads");
+      const auto name = group["name"].get<std::string>();
+      const int busy = group["busy"].get<int>();
+      // The runtimes' own threads are no pool a CPU is asked for (the prediction's verdict
+      // leaves them out too).
+      if (busy == 0 || name == probes::k_runtime_group) continue;
+      p.threads += busy;
+      if (!p.pools.empty()) p.pools += ", ";
+      p.pools += one_line(name) + " " + std::to_string(busy);
+      const auto detail = group.find("detail");
+      if (name != "main" && detail != group.end() && detail->is_string() &&
+          !detail->get<std::string>().empty())
+        p.pools += " (" + one_line(detail->get<std::string>()) + ")";
+    }
+    if (!most || p.threads > most->threads) most = std::move(p);
   }
+  if (most && most->threads < 1) return std::nullopt;
+  return most;
+}
+
+// The threads per rank by the last rule: the trial's variables named *THREADS*.
+std::optional<ThreadsPerRank> threads_from_variable_names(const Rendered& r) {
+  std::optional<ThreadsPerRank> best;
   for (const auto& [name, value] : r.request.env_set) {
     const auto n = positive_int(value);
     if (!n || !name.contains("THREADS")) continue;
-    if (!best)
-      best = ThreadsPerRank{*n, name + "=" + std::to_string(*n), {}};
-    else if (*n > best->threads && !r.launch.srun) {
+    if (!best || *n > best->threads) {
+      if (!best) best.emplace();
       best->threads = *n;
       best->source = name + "=" + std::to_string(*n);
     }
-    if (name == "OMP_NUM_THREADS") best->omp = *n;
   }
   return best;
 }
@@ -373,6 +445,94 @@ std::string comment_lines(const std::string& text, const std::string& first,
   return out + line + "\n";
 }
 
+// "2x", "1.5x": how many times the PUs the busy threads were.
+std::string times(int busy, int pus) {
+  return fmt::format("{:.3g}x", static_cast<double>(busy) / std::max(1, pus));
+}
+
+// Threads per rank by the rules above, with the CPUs asked capped to the tuned node (`shape`: the
+// job's ranks per node) and the header's lines on how they relate to its cores. `asked` spells
+// the request for those lines from the CPUs per rank ("--cpus-per-task=1", "ncpus=2").
+Result<std::optional<ThreadsPerRank>> threads_per_rank(
+    const Rendered& r, const search::FrozenTrial& trial, const JobShape& shape,
+    const std::function<std::string(int cpus_per_rank)>& asked) {
+  std::optional<int> omp;
+  if (const auto it = r.request.env_set.find("OMP_NUM_THREADS"); it != r.request.env_set.end())
+    omp = positive_int(it->second);
+  std::optional<ThreadsPerRank> t;
+  if (r.launch.srun && r.launch.srun->cpus_per_task) {
+    if (auto n = positive_int(*r.launch.srun->cpus_per_task)) {
+      t = ThreadsPerRank{ThreadsPerRank::Basis::step, *n, *n, "", omp, ""};
+      t->source = "the step's own --cpus-per-task=" + std::to_string(*n);
+      return t;  // what Slurm granted the trial's steps: no cap to judge
+    }
+  }
+  auto predicted = predicted_threads(trial);
+  if (!predicted) return std::unexpected(predicted.error());
+  if (*predicted) {
+    t = ThreadsPerRank{
+        ThreadsPerRank::Basis::prediction, (*predicted)->threads, 0, (*predicted)->pools, omp, ""};
+  } else if ((t = threads_from_variable_names(r))) {
+    t->basis = ThreadsPerRank::Basis::variable_names;
+    t->omp = omp;
+  } else {
+    return t;
+  }
+  t->cpus = t->threads;
+  const auto m = tuned_machine(trial);
+  if (!m) {
+    t->fit =
+        "# Not checked against the node it was tuned on: the trial did not record its machine.\n";
+    return t;
+  }
+  const int per_node = std::max(1, shape.tasks_per_node.value_or(1));
+  const int busy = per_node * t->threads;
+  const std::string on = m->pus == m->cores ? plural(m->cores, "core", "cores")
+                                            : plural(m->cores, "core", "cores") + " (" +
+                                                  plural(m->pus, "PU", "PUs") + ")";
+  const std::string ran =
+      fmt::format("The winner ran {} x {} on {}", plural(per_node, "rank", "ranks"),
+                  plural(t->threads, "thread", "threads"), on);
+  if (busy <= m->pus) {
+    t->fit = fmt::format("# {}: {} of its {} busy, as {} asks.\n", ran, busy,
+                         plural(m->pus, "PU", "PUs"), asked(t->cpus));
+    return t;
+  }
+  t->cpus = std::max(1, m->pus / per_node);
+  t->fit = fmt::format("# {} ({} oversubscribed); {} asks for what it had", ran,
+                       times(busy, m->pus), asked(t->cpus));
+  t->fit += per_node > m->pus ? fmt::format(" (its {} ranks alone outnumber the {}).\n", per_node,
+                                            plural(m->pus, "PU", "PUs"))
+                              : ".\n";
+  return t;
+}
+
+// The header's lines on the CPUs per task: how many (`what`: "CPUs per task: 1"), from where, how
+// they fit the tuned node.
+std::string cpus_note(const ThreadsPerRank& t, const std::string& what) {
+  std::string s;
+  switch (t.basis) {
+    case ThreadsPerRank::Basis::step:
+      s = fmt::format("# {}, {} (launch.slurm).\n", what, t.source);
+      break;
+    case ThreadsPerRank::Basis::prediction:
+      s = comment_lines(
+          fmt::format("{}; the trial's busy threads per rank, {}, from the probes' prediction "
+                      "for it: {}.",
+                      what, t.threads, t.source),
+          "#", "#  ");
+      break;
+    case ThreadsPerRank::Basis::variable_names:
+      s = comment_lines(
+          fmt::format("{}; the largest thread pool of a rank ({}), read from the trial's "
+                      "variables named *THREADS*: the trial has no prediction (probes off).",
+                      what, t.source),
+          "#", "#  ");
+      break;
+  }
+  return s + t.fit;
+}
+
 // Flags the study needed on its own machine and a cluster may not want: kept, so the script
 // runs what the trial ran, and named in a comment so nobody submits them unawares.
 std::string development_flag_notes(const Rendered& r) {
@@ -424,7 +584,7 @@ std::string srun_equivalent(const RenderedMpirun& m, const JobShape& shape,
                             const std::optional<ThreadsPerRank>& threads) {
   std::string s = fmt::format("srun --mpi=pmix --ntasks={}", shape.total_tasks);
   if (shape.tasks_per_node) s += fmt::format(" --ntasks-per-node={}", *shape.tasks_per_node);
-  if (threads) s += fmt::format(" --cpus-per-task={}", threads->threads);
+  if (threads) s += fmt::format(" --cpus-per-task={}", threads->cpus);
   if (m.bind_to) {
     const std::string how = m.bind_to->substr(0, m.bind_to->find(':'));
     const std::map<std::string, std::string> k_bind = {
@@ -468,7 +628,7 @@ std::string launcher_note(const StudySpec& spec, const Rendered& r, const JobSha
 // Slurm: the OpenMP pool and the CPUs each task gets agree; warn when the allocation differs.
 std::string threads_check(const std::optional<ThreadsPerRank>& threads) {
   if (!threads || !threads->omp) return "";
-  const int n = threads->threads;
+  const int n = threads->cpus;
   std::string s;
   if (*threads->omp == n) {
     s = fmt::format(
@@ -477,17 +637,18 @@ std::string threads_check(const std::optional<ThreadsPerRank>& threads) {
         "gives another number.\n",
         n);
   } else {
-    s = fmt::format(
-        "\n# --cpus-per-task={} above is the largest pool the trial set ({}); its "
-        "OMP_NUM_THREADS is {}.\n",
-        n, threads->source, *threads->omp);
+    s = fmt::format("\n# --cpus-per-task={} above is {}; the trial's OMP_NUM_THREADS is {}.\n", n,
+                    n < threads->threads ? "what the winner had on the node it was tuned on"
+                                         : "the trial's threads per rank",
+                    *threads->omp);
   }
   s += fmt::format(
       "if [ \"${{SLURM_CPUS_PER_TASK:-{0}}}\" != {0} ]; then\n"
-      "  echo \"warning: SLURM_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK, but the tuned setting runs {0} "
-      "thread(s) per rank\" >&2\n"
+      "  echo \"warning: SLURM_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK, but the tuned setting {1} "
+      "per rank\" >&2\n"
       "fi\n",
-      n);
+      n,
+      n < threads->threads ? fmt::format("had {} CPU(s)", n) : fmt::format("runs {} thread(s)", n));
   return s;
 }
 
@@ -736,19 +897,20 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
              ")\n\n" + script_body(spec, *r, options, trial);
     case ExportFormat::slurm: {
       const JobShape shape = shape_of(r->launch);
-      const auto threads = threads_per_rank(*r);
+      const auto per_rank = threads_per_rank(
+          *r, trial, shape, [](int n) { return "--cpus-per-task=" + std::to_string(n); });
+      if (!per_rank) return std::unexpected(per_rank.error());
+      const auto& threads = *per_rank;
       const auto limit = time_limit(trial, options, "sbatch --time");
       std::string s = "#!/usr/bin/env bash\n";
       s += "#SBATCH --job-name=" + job_name(spec.name, 64) + "\n";
       s += fmt::format("#SBATCH --nodes={}\n", shape.nodes);
       if (shape.tasks_per_node)
         s += fmt::format("#SBATCH --ntasks-per-node={}\n", *shape.tasks_per_node);
-      if (threads) s += fmt::format("#SBATCH --cpus-per-task={}\n", threads->threads);
+      if (threads) s += fmt::format("#SBATCH --cpus-per-task={}\n", threads->cpus);
       if (limit) s += "#SBATCH --time=" + format_walltime(limit->seconds) + "\n";
       s += head;
-      if (threads)
-        s += fmt::format("# CPUs per task: {}, the largest thread pool of a rank ({}).\n",
-                         threads->threads, threads->source);
+      if (threads) s += cpus_note(*threads, fmt::format("CPUs per task: {}", threads->cpus));
       s += limit ? limit->why
                  : "# No time limit: the trial has no measured wall time; give one with sbatch "
                    "--time.\n";
@@ -763,10 +925,15 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
     }
     case ExportFormat::pbs: {
       const JobShape shape = shape_of(r->launch);
-      const auto threads = threads_per_rank(*r);
-      const auto limit = time_limit(trial, options, "qsub -l walltime=");
       const int per_node = shape.tasks_per_node.value_or(1);
-      const int per_rank = threads ? threads->threads : 1;
+      const auto ncpus = [per_node](int n) {
+        return fmt::format("ncpus={} ({} per rank)", per_node * n, n);
+      };
+      const auto found = threads_per_rank(*r, trial, shape, ncpus);
+      if (!found) return std::unexpected(found.error());
+      const auto& threads = *found;
+      const auto limit = time_limit(trial, options, "qsub -l walltime=");
+      const int per_rank = threads ? threads->cpus : 1;
       std::string s = "#!/usr/bin/env bash\n";
       s += "#PBS -N " + job_name(spec.name, 15) + "\n";
       s += fmt::format("#PBS -l select={}:ncpus={}:mpiprocs={}", shape.nodes, per_node * per_rank,
@@ -777,9 +944,8 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
       s += "#PBS -j oe\n";
       s += head;
       if (threads)
-        s +=
-            fmt::format("# ncpus: {} ranks x {} threads, the largest thread pool of a rank ({}).\n",
-                        per_node, per_rank, threads->source);
+        s += cpus_note(*threads, fmt::format("ncpus: {} ({} ranks x {})", per_node * per_rank,
+                                             per_node, plural(per_rank, "CPU", "CPUs")));
       s += limit ? limit->why
                  : "# No time limit: the trial has no measured wall time; give one with qsub -l "
                    "walltime=.\n";

@@ -7,10 +7,12 @@
 // stay live in the shell are written as shell expansions: {trial_dir} becomes the job's output
 // folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)" of the machine the
 // script runs on. Slurm and PBS scripts also ask for a time limit (from the measured wall time),
-// CPUs per task (the largest thread pool a rank was given), keep the study's mpirun with a
-// comment on why and on the flags meant for the development machine, and name the machine the
-// trial was tuned on (k_attr_machine), warning when they run on another.
-// Pure functions of their arguments; thread-safe.
+// CPUs per task (the busy threads per rank of the trial's stored prediction,
+// k_attr_probe_prediction, or without one the largest *THREADS* variable, never more than the PUs
+// of the node the trial ran on allow for its ranks per node), keep the study's mpirun with a
+// comment on why and on the flags meant for the development machine, and name the machine the trial
+// was tuned on (k_attr_machine), warning when they run on another. A stored prediction that cannot
+// be read is an error naming it. Pure functions of their arguments; thread-safe.
 #pragma once
 
 #include <optional>

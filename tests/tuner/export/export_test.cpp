@@ -1,6 +1,7 @@
 // Job-script export: shell quoting round-trips nasty values through a real bash, every format is
 // checked line by line and with `bash -n`, and the exported command is word for word what the
 // runner would launch for the same trial.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,12 +9,14 @@
 #include <sstream>
 #include <thread>
 
+#include "probes/fake_source.h"
 #include "tests/common/test_support.h"
 #include "tests/tuner/support/text_lines.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/export/export.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/probing/probe_hooks.h"
 #include "tuner/run/runner.h"
 
 namespace tune::tuner {
@@ -419,7 +422,14 @@ TEST_F(ExportTest, SlurmScriptAsksForTimeCpusAndNamesTheTunedMachine) {
     return std::find(lines.begin(), lines.end(), l) != lines.end();
   };
   EXPECT_TRUE(has("# Tuned on: node7: 2 packages, 2 NUMA nodes, 16 cores, 32 PUs")) << *text;
-  EXPECT_TRUE(has("# CPUs per task: 2, the largest thread pool of a rank (OMP_NUM_THREADS=2)."));
+  // No prediction stored (probes off): the variables' guess, and the header says so.
+  EXPECT_NE(
+      text->find("\n# CPUs per task: 2; the largest thread pool of a rank (OMP_NUM_THREADS=2), "
+                 "read from the trial's\n#   variables named *THREADS*: the trial has no "
+                 "prediction (probes off).\n# The winner ran 2 ranks x 2 threads on 16 "
+                 "cores (32 PUs): 4 of its 32 PUs busy, as --cpus-per-task=2 asks.\n"),
+      std::string::npos)
+      << *text;
   EXPECT_TRUE(
       has("# Time limit 00:07:00: twice the trial's run (100.0 s), at least 5 minutes "
           "more, rounded up to minutes."))
@@ -601,6 +611,176 @@ TEST_F(ExportTest, NoFormatCarriesAPassword) {
         << *out;
     if (format != ExportFormat::env) expect_bash_syntax_ok("secret.sh", *out);
   }
+}
+
+// --- CPUs per task from the trial's prediction (issue 35) -----------------------------------
+
+// `trial` with what the runner and the probes store before it runs: the machine it ran on and
+// the prediction the probe hooks make from its rendered launch, on an invented machine of
+// `cores` cores (one PU each).
+search::FrozenTrial with_prediction(const StudySpec& s, search::FrozenTrial t, int cores) {
+  auto topo = probes::read_synthetic_topology(fmt::format("pack:1 core:{} pu:1", cores));
+  EXPECT_TRUE(topo.has_value());
+  auto hooks = make_probe_hooks(s.probes, std::make_unique<probes::FakeSource>(*topo));
+  EXPECT_TRUE(hooks.has_value()) << (hooks ? "" : hooks.error());
+  std::map<std::string, search::ParamValue> params;
+  for (const auto& [name, dist] : s.space)
+    params[name] = search::to_external(dist, t.params.at(name));
+  const auto launch = render_launch(
+      s, trial_template_values(s, params, "/tmp/trial", t.number, "/opt/tune/bin/tune-trainer"),
+      false);
+  EXPECT_TRUE(launch.has_value()) << (launch ? "" : launch.error());
+  const auto attrs = hooks->before_launch(t, *launch);
+  t.system_attrs[k_attr_probe_prediction] = attrs.at(k_attr_probe_prediction);
+  t.system_attrs[k_attr_machine] = {
+      {"host", "node1"}, {"packages", 1}, {"numa_nodes", 1}, {"cores", cores}, {"pus", cores}};
+  return t;
+}
+
+// A program whose threads are its own flag, `--threads={t}`, which the study's `knobs:` says
+// sizes its intra-op pool; no variable of the trial names a thread count.
+const char* k_flag_study = R"(name: flag study
+command: [python3, train.py, "--threads={t}"]
+launch:
+  mpirun: {n: 2, bind_to: none}
+knobs:
+  t: {pool: torch_intra_op}
+params:
+  t: [1, 2, 4]
+)";
+
+search::FrozenTrial trial_of(const StudySpec& s,
+                             const std::map<std::string, search::ParamValue>& v) {
+  search::FrozenTrial t;
+  t.number = 7;
+  t.state = search::TrialState::complete;
+  t.value = 1.0;
+  for (const auto& [name, dist] : s.space) {
+    t.distributions[name] = dist;
+    t.params[name] = *search::to_internal(dist, v.at(name));
+  }
+  return t;
+}
+
+TEST_F(ExportTest, AFlagKnobGetsCpusPerTaskFromThePrediction) {
+  const auto s = parse_study_spec(k_flag_study, "/studies/flag.yaml");
+  ASSERT_TRUE(s) << s.error();
+  // 2 ranks x 4 intra-op threads on 16 cores: the prediction's 4 busy threads per rank fit.
+  const auto t = with_prediction(*s, trial_of(*s, {{"t", std::int64_t{4}}}), 16);
+  const auto text = render_export(*s, t, ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("flag.slurm", *text);
+  const auto lines = lines_of(*text);
+  ASSERT_GE(lines.size(), 5u);
+  EXPECT_EQ(lines[2], "#SBATCH --nodes=1");
+  EXPECT_EQ(lines[3], "#SBATCH --ntasks-per-node=2");
+  EXPECT_EQ(lines[4], "#SBATCH --cpus-per-task=4") << *text;
+  EXPECT_NE(text->find("\n# CPUs per task: 4; the trial's busy threads per rank, 4, from the "
+                       "probes' prediction for it:\n#   main 1, torch_intra_op 3 ({t} = 4 (study "
+                       "knob)).\n"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("\n# The winner ran 2 ranks x 4 threads on 16 cores: 8 of its 16 PUs "
+                       "busy, as --cpus-per-task=4 asks.\n"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("--cpus-per-task=4 --cpu-bind=none ..."), std::string::npos) << *text;
+  const auto pbs = render_export(*s, t, ExportFormat::pbs, options());
+  ASSERT_TRUE(pbs) << pbs.error();
+  EXPECT_NE(pbs->find("\n#PBS -l select=1:ncpus=8:mpiprocs=2:ompthreads=4\n"), std::string::npos)
+      << *pbs;
+
+  // Without a prediction (probes off), the variable-name rule finds nothing: no request, as before.
+  auto off = t;
+  off.system_attrs.erase(k_attr_probe_prediction);
+  const auto guessed = render_export(*s, off, ExportFormat::slurm, options());
+  ASSERT_TRUE(guessed) << guessed.error();
+  EXPECT_EQ(guessed->find("--cpus-per-task"), std::string::npos) << *guessed;
+}
+
+// The quickstart's winner: 2 ranks x 2 OpenMP threads, unbound, on 2 cores (oversubscribed on
+// purpose). The script asks for the 2 CPUs the node has, 1 per task, and says why; a node of
+// that size could never grant 2 x 2.
+TEST_F(ExportTest, CpusPerTaskNeverExceedTheTunedNode) {
+  auto s = parse_study_spec(R"(name: omp
+command: [prog]
+launch:
+  mpirun: {n: 2, bind_to: none, oversubscribe: true}
+env: {OMP_NUM_THREADS: "{omp}"}
+params:
+  omp: [1, 2]
+)",
+                            "/studies/omp.yaml");
+  ASSERT_TRUE(s) << s.error();
+  const auto t = with_prediction(*s, trial_of(*s, {{"omp", std::int64_t{2}}}), 2);
+  const auto text = render_export(*s, t, ExportFormat::slurm, options());
+  ASSERT_TRUE(text) << text.error();
+  expect_bash_syntax_ok("omp.slurm", *text);
+  const auto lines = lines_of(*text);
+  ASSERT_GE(lines.size(), 5u);
+  EXPECT_EQ(lines[3], "#SBATCH --ntasks-per-node=2");
+  EXPECT_EQ(lines[4], "#SBATCH --cpus-per-task=1") << *text;
+  auto has = [&](const std::string& l) {
+    return std::find(lines.begin(), lines.end(), l) != lines.end();
+  };
+  EXPECT_TRUE(
+      has("# The winner ran 2 ranks x 2 threads on 2 cores (2x oversubscribed); "
+          "--cpus-per-task=1 asks for what it had."))
+      << *text;
+  EXPECT_TRUE(
+      has("# --cpus-per-task=1 above is what the winner had on the node it was tuned on; "
+          "the trial's OMP_NUM_THREADS is 2."))
+      << *text;
+  EXPECT_TRUE(has("if [ \"${SLURM_CPUS_PER_TASK:-1}\" != 1 ]; then")) << *text;
+  EXPECT_TRUE(has("export OMP_NUM_THREADS=2")) << "the winner's threads stay what was measured";
+  const auto pbs = render_export(*s, t, ExportFormat::pbs, options());
+  ASSERT_TRUE(pbs) << pbs.error();
+  EXPECT_NE(pbs->find("\n#PBS -l select=1:ncpus=2:mpiprocs=2:ompthreads=1\n"), std::string::npos)
+      << *pbs;
+  EXPECT_NE(pbs->find("\n# ncpus: 2 (2 ranks x 1 CPU); the trial's busy threads per rank, 2, "),
+            std::string::npos)
+      << *pbs;
+  EXPECT_NE(pbs->find("(2x oversubscribed); ncpus=2 (1 per rank) asks for what it had.\n"),
+            std::string::npos)
+      << *pbs;
+
+  // Without a prediction the variables' guess (OMP_NUM_THREADS=2) is capped the same way.
+  auto off = t;
+  off.system_attrs.erase(k_attr_probe_prediction);
+  const auto guessed = render_export(*s, off, ExportFormat::slurm, options());
+  ASSERT_TRUE(guessed) << guessed.error();
+  EXPECT_NE(guessed->find("\n#SBATCH --cpus-per-task=1\n"), std::string::npos) << *guessed;
+  EXPECT_NE(guessed->find("the trial has no prediction (probes off)"), std::string::npos)
+      << *guessed;
+  // 4 cores hold 2 x 2: asked as it ran.
+  const auto roomy = with_prediction(*s, trial_of(*s, {{"omp", std::int64_t{2}}}), 4);
+  const auto fits = render_export(*s, roomy, ExportFormat::slurm, options());
+  ASSERT_TRUE(fits) << fits.error();
+  EXPECT_NE(fits->find("\n#SBATCH --cpus-per-task=2\n"), std::string::npos) << *fits;
+  EXPECT_NE(fits->find("\n# The winner ran 2 ranks x 2 threads on 4 cores: 4 of its 4 PUs busy"),
+            std::string::npos)
+      << *fits;
+}
+
+// A stored prediction that is not as the probes write it is an error naming the attribute.
+TEST_F(ExportTest, AMalformedPredictionIsAnErrorNamingTheAttribute) {
+  const auto s = spec();
+  auto t = winner(s);
+  t.system_attrs[k_attr_probe_prediction] = {{"schema_version", 1},
+                                             {"ranks", {{{"groups", {{{"name", "main"}}}}}}}};
+  const auto r = render_export(s, t, ExportFormat::slurm, options());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("trial #3: system attr 'probe_prediction.ranks[0].groups[0].busy' is "
+                           "not a whole number"),
+            std::string::npos)
+      << r.error();
+  t.system_attrs[k_attr_probe_prediction] = "oops";
+  const auto p = render_export(s, t, ExportFormat::pbs, options());
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().find("'probe_prediction' is not a JSON object"), std::string::npos)
+      << p.error();
+  // bash and env ask the scheduler for nothing: they export as before.
+  EXPECT_TRUE(render_export(s, t, ExportFormat::bash, options()));
 }
 
 TEST_F(ExportTest, TrialMissingAParameterIsAnErrorNamingIt) {
