@@ -21,7 +21,7 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/process_tree.h"
 #include "tuner/run/pending_result.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

@@ -20,6 +20,8 @@
 
 #include "tuner/base/trial_attrs.h"
 #include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
+#include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
 
@@ -270,7 +272,8 @@ TEST_P(StorageSuite, FinishedTrialRefusesEveryWrite) {
   expect_refused(s->set_trial_system_attr(t->trial_id, "fail_reason", "mine"));
   expect_refused(s->set_trial_intermediate_value(t->trial_id, 1, 0.5));
   expect_refused(s->record_heartbeat(t->trial_id));
-  expect_refused(s->set_trial_param(t->trial_id, "x", 1.0, search::FloatDistribution{0, 2, false, std::nullopt}));
+  expect_refused(s->set_trial_param(t->trial_id, "x", 1.0,
+                                    search::FloatDistribution{0, 2, false, std::nullopt}));
   auto state = s->set_trial_state_values(t->trial_id, search::TrialState::complete, 1.0);
   ASSERT_TRUE(state) << state.error();
   EXPECT_FALSE(*state);

@@ -18,6 +18,7 @@
 #include "tuner/run/ranking.h"
 #include "tuner/run/runner.h"
 #include "tuner/run/summary.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

@@ -12,7 +12,7 @@
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/run/summary.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
 

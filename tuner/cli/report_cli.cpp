@@ -28,6 +28,7 @@
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/run/runner.h"
+#include "tuner/storage/storage_url.h"
 #include "tuner/study/objective.h"
 
 namespace tune::tuner {

@@ -20,7 +20,7 @@
 #include "search/trial.h"
 #include "tuner/base/result.h"
 #include "tuner/run/ranking.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
 

@@ -24,7 +24,8 @@
 #include "tuner/run/summary.h"
 #include "tuner/run/trial_outcome.h"
 #include "tuner/run/window_follower.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
+#include "tuner/storage/study_cache.h"
 #include "tuner/storage/trial_owner.h"
 #include "tuner/study/objective.h"
 

@@ -22,7 +22,7 @@
 #include "tuner/launch/program_identity.h"  // ProgramIdentities, a member
 #include "tuner/run/pending_result.h"       // FinalRecord
 #include "tuner/run/ranking.h"              // BestTracker, a member
-#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
 #include "tuner/study/study_spec.h"
 

@@ -78,9 +78,10 @@ enum class TxnKind {
 
 // The SQL that differs between the backends, as fragments of the shared statements.
 struct SqlDialect {
-  const char* now_utc;        // the current UTC time as a naive DATETIME, sub-second
-  const char* heartbeat_utc;  // the same in whole seconds, as Optuna's heartbeats (storage.cpp)
-  const char* age_seconds;    // fmt pattern: seconds from the naive UTC DATETIME {} until now
+  const char* now_utc;  // the current UTC time as a naive DATETIME, sub-second
+  const char*
+      heartbeat_utc;        // the same in whole seconds, as Optuna's heartbeats (insert_heartbeat)
+  const char* age_seconds;  // fmt pattern: seconds from the naive UTC DATETIME {} until now
   // fmt pattern: the DATETIME column {} as parse_datetime() reads it, whatever the session's
   // settings (a pooled connection keeps none: postgres_storage.h)
   const char* datetime_text;

@@ -11,17 +11,15 @@
 // another worker failed as stale takes nothing more from the worker that ran it. Timestamps are
 // UTC, so hosts in different time zones agree on a trial's age. A storage opened read-only never
 // writes, not even its schema. One Storage object is used by one thread at a time.
+//
+// Opening one from its URL: storage_url.h; the cache of a study's trials: study_cache.h.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
-#include <set>
-#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -209,18 +207,6 @@ class Storage {
   virtual double grace_period_s() const = 0;
 };
 
-// Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
-// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite), or
-// "postgresql://user[:password]@host[:port]/db" (also postgres://, postgresql+psycopg2://). A
-// URL may end in options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain
-// paths take none), retry_for=60s (StorageOptions::retry_s), for PostgreSQL also any option of
-// libpq's (sslmode=...).
-[[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
-                                                            OpenMode mode = OpenMode::read_write);
-
-// Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
-bool is_postgres_url(const std::string& url);
-
 // The error of a write to a finished trial: "trial id 7 is finished (FAIL) and takes no more
 // writes". is_finished_trial_error() tells it from any other storage error (the runner then
 // knows another worker finished its trial).
@@ -232,75 +218,5 @@ bool is_finished_trial_error(std::string_view error);
 // server or the machine) or someone deleted it: the runner then drops that trial and goes on.
 std::string missing_trial_error(std::int64_t trial_id);
 bool is_missing_trial_error(std::string_view error);
-
-// What stands for a secret wherever one would be shown.
-inline constexpr std::string_view k_redacted = "***";
-
-// `url` as it may be shown (banners, reports, errors, exported comments): its password, in the
-// user info (scheme://user:PASSWORD@host) or the query (?password=...), replaced by k_redacted;
-// user, host, port, database and other options kept. A URL or path without one comes back
-// unchanged. The user info ends at the query's last '@', so a password holding an unencoded
-// '@', ':' or '/' is hidden whole.
-std::string redact_storage_url(const std::string& url);
-
-// `url` without its password (neither in the user info nor as ?password=), for what tune writes
-// for a later run to use (an exported job script): libpq then reads the password from the
-// PGPASSWORD variable or ~/.pgpass where that run happens.
-std::string storage_url_without_password(const std::string& url);
-
-// Whether an environment variable holds a database secret (PGPASSWORD): a trial's stored and
-// shown environment holds k_redacted for its value, and exported scripts leave it out.
-bool is_secret_env_var(std::string_view name);
-
-// The database file a SQLite URL ("sqlite:///x.db?synchronous=full": its options dropped) or a
-// plain path names; nullopt for any other URL (a server).
-std::optional<std::string> sqlite_file_of(const std::string& url);
-
-// A cache of a study's trials that reads only what changed since its last sync (new trials and
-// changed ones, Storage::get_trials_changed), so the per-trial cost of looking at the history
-// stays flat as the study grows and as workers are added. It keeps a change log (StudyView):
-// each trial a sync added or replaced, by position, so readers derive from the history
-// incrementally too.
-class StudyCache final : public search::StudyView {
- public:
-  StudyCache(Storage& storage, StudyInfo study)
-      : m_storage(storage), m_study(std::move(study)), m_log_id(search::new_change_log_id()) {}
-  [[nodiscard]] Result<void> sync();
-  // The next sync() re-reads this finished trial too (this process changed its value; needed
-  // only where the storage keeps no change count).
-  void mark_stale(std::int64_t trial_id) { m_stale.push_back(trial_id); }
-  search::Direction direction() const override { return m_study.direction; }
-  std::vector<search::Direction> directions() const override { return m_study.directions; }
-  const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
-  std::optional<std::span<const std::size_t>> changes_since(
-      const search::ChangeCursor& cursor) const override;
-  search::ChangeCursor cursor() const override { return {m_log_id, m_log.size()}; }
-  const StudyInfo& study() const { return m_study; }
-  // The trial with this id, as last synced; nullptr when the cache holds none.
-  const search::FrozenTrial* find(std::int64_t trial_id) const;
-  // How many trials are WAITING, as last synced.
-  std::size_t waiting() const { return m_waiting; }
-
- private:
-  void apply(search::FrozenTrial trial);
-  void count(const search::FrozenTrial& trial, int sign);
-
-  Storage& m_storage;
-  StudyInfo m_study;
-  std::vector<search::FrozenTrial> m_trials;                 // number order
-  std::unordered_map<std::int64_t, std::size_t> m_position;  // trial id -> index
-  StudyMark m_mark;
-  std::set<std::int64_t> m_unfinished;  // trial ids (Storage::get_trials_changed's `refresh`)
-  std::size_t m_waiting = 0;
-  std::vector<std::int64_t> m_stale;  // finished trials to re-read at the next sync()
-  std::uint64_t m_log_id;             // a new one whenever trials move (an insertion)
-  std::vector<std::size_t> m_log;     // positions added or replaced, in order
-};
-
-// Why `url` names no storage this build can open (an SQLite path or sqlite:///path, or a
-// PostgreSQL URL; its options, ?grace_period=abc, read as open_storage() reads them), if it does
-// not; the text shows no password. For the study file's `storage:` and the --storage flag, so
-// both fail as bad input before anything is opened.
-std::optional<std::string> storage_url_problem(const std::string& url);
 
 }  // namespace tune::tuner

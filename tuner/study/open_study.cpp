@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <filesystem>
 
+#include "tuner/storage/storage_url.h"
+
 namespace tune::tuner {
 
 namespace fs = std::filesystem;

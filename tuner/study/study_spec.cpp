@@ -16,7 +16,7 @@
 #include "search/pruner.h"
 #include "search/sampler.h"
 #include "tuner/base/text.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 #include "tuner/study/launch_spec.h"
 #include "tuner/study/objective.h"
 #include "tuner/study/yaml_document_check.h"
