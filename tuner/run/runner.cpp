@@ -77,38 +77,32 @@ Result<fs::path> make_trial_dir(const fs::path& trials, int number) {
       fmt::format("{}: 1000 folders for trial {} exist already", trials.string(), number));
 }
 
-// The trial is no longer this worker's: another worker finished it (its writes are refused), or
-// its row is gone.
-bool is_lost_trial_error(const std::string& error) {
-  return is_finished_trial_error(error) || is_missing_trial_error(error);
-}
-
 // Remembers the first error of storage writes made where no error can be returned (inside the
 // launcher's watcher), so the trial loop reports it once the trial is over: none is dropped.
 class ErrorSink {
  public:
   template <typename T>
-  void note(const Result<T>& r) {
+  void note(const StorageResult<T>& r) {
     if (r) return;
-    if (!m_error) m_error = r.error();
-    if (!m_lost && is_lost_trial_error(r.error())) m_lost = r.error();
+    if (!m_error) m_error = r.error().message;
+    if (!m_lost && r.error().lost_trial()) m_lost = r.error();
   }
   Result<void> result() const {
     if (m_error) return std::unexpected(*m_error);
     return {};
   }
-  // The trial is no longer this worker's (is_lost_trial_error), also when another error came
-  // first (the database was away meanwhile).
+  // The trial is no longer this worker's (StorageError::lost_trial()), also when another error
+  // came first (the database was away meanwhile).
   bool lost() const { return m_lost.has_value(); }
   // The storage's word for it, when lost().
-  const std::string& error() const { return *m_lost; }
+  const StorageError& error() const { return *m_lost; }
   // A write failed (the database unreachable past retry_for): the trial's end carries what the
   // failed writes would have stored.
   bool failed() const { return m_error.has_value(); }
 
  private:
   std::optional<std::string> m_error;
-  std::optional<std::string> m_lost;
+  std::optional<StorageError> m_lost;
 };
 
 // Why a trial this worker ran is stopped and its result discarded: another worker finished it.
@@ -233,7 +227,7 @@ Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const Run
   }
   bool created = false;
   auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created);
-  if (!study) return std::unexpected(study.error());
+  if (!study) return std::unexpected(study.error().message);
   runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
   runner->m_spec = std::move(spec);
   runner->m_trainer = bundled_trainer_path();
@@ -253,13 +247,13 @@ Result<void> StudyRunner::enqueue_baselines() {
     // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
     auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting,
                                      {{k_attr_fixed_params, params}});
-    if (!t) return std::unexpected(t.error());
+    if (!t) return std::unexpected(t.error().message);
   }
   return {};
 }
 
 Result<void> StudyRunner::recover_stale_trials() {
-  if (auto r = m_cache->sync(); !r) return r;
+  if (auto r = m_cache->sync(); !r) return to_result(r);
   for (const auto& t : m_cache->trials()) {
     if (t.state != TrialState::running) continue;
     const auto owner = t.system_attrs.value(k_attr_owner, nlohmann::json());
@@ -271,8 +265,9 @@ Result<void> StudyRunner::recover_stale_trials() {
     std::string problem;
     auto kept = store_kept_result(t, problem);
     if (!kept) {
-      if (is_finished_trial_error(kept.error())) continue;  // another worker stored it first
-      return std::unexpected(kept.error());
+      // another worker stored it first
+      if (kept.error().kind == StorageErrorKind::finished) continue;
+      return std::unexpected(kept.error().message);
     }
     if (*kept) continue;
     if (auto r = m_storage->set_trial_system_attr(
@@ -282,15 +277,16 @@ Result<void> StudyRunner::recover_stale_trials() {
                                           "cannot be read ({}); marked FAIL on resume",
                                           problem));
         !r) {
-      if (is_finished_trial_error(r.error())) continue;  // another worker recovered it first
-      return r;
+      // another worker recovered it first
+      if (r.error().kind == StorageErrorKind::finished) continue;
+      return to_result(r);
     }
     if (auto r = m_storage->set_trial_state_values(t.trial_id, TrialState::fail, std::nullopt);
         !r) {
-      return std::unexpected(r.error());
+      return std::unexpected(r.error().message);
     }
   }
-  if (auto r = m_cache->sync(); !r) return r;
+  if (auto r = m_cache->sync(); !r) return to_result(r);
   // A kept re-run's value now counts towards its original's believed value (rerun.h), as it
   // would have had it been stored when it ended. After the loop: this syncs the cache.
   for (const auto& rerun : m_kept_reruns) {
@@ -300,7 +296,7 @@ Result<void> StudyRunner::recover_stale_trials() {
   return {};
 }
 
-Result<bool> StudyRunner::store_kept_result(const FrozenTrial& trial, std::string& problem) {
+StorageResult<bool> StudyRunner::store_kept_result(const FrozenTrial& trial, std::string& problem) {
   const auto dir = trial.user_attrs.find(k_attr_trial_dir);
   if (dir == trial.user_attrs.end() || !dir->is_string()) return false;
   const auto path = fs::path(dir->get<std::string>()) / k_pending_result_file;
@@ -342,7 +338,7 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
                          format_duration(*m_options.study_timeout_s));
       break;
     }
-    if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+    if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
     if (m_cache->waiting() == 0 && m_sampler->exhausted(*m_cache)) {
       out << "the sampler has nothing left to try (every grid point ran); stopping\n";
       break;
@@ -358,7 +354,7 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
     }
   }
   totals.interrupted = interrupted();
-  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
   return totals;
 }
 
@@ -381,9 +377,10 @@ struct StudyRunner::Prepared {
 
 // How a trial ended.
 struct StudyRunner::Ran {
-  bool launched = false;   // false: the probes ruled it out
-  bool lost = false;       // another worker finished the trial: nothing of this run is stored
-  std::string lost_error;  // ... the storage's word for it (is_lost_trial_error)
+  bool launched = false;  // false: the probes ruled it out
+  // The trial is no longer this worker's (another worker finished it, or its row is gone), in
+  // the storage's words: nothing of this run is stored.
+  std::optional<StorageError> lost;
   LaunchResult launch;
   TrialOutcome outcome;
   // A storage write made while the trial ran failed (the database unreachable past retry_for):
@@ -397,9 +394,10 @@ struct StudyRunner::Ran {
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   auto trial = claim_trial();
   if (!trial) {
-    if (!is_missing_trial_error(trial.error())) return std::unexpected(trial.error());
+    if (trial.error().kind != StorageErrorKind::missing)
+      return std::unexpected(trial.error().message);
     // Its creation was acknowledged, then lost before the trial was read back: not started.
-    out << fmt::format("[{}/{}] {}: {}\n", index + 1, m_options.trials, trial.error(),
+    out << fmt::format("[{}/{}] {}: {}\n", index + 1, m_options.trials, trial.error().message,
                        k_gone_reason)
         << std::flush;
     return {};
@@ -407,22 +405,25 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   // Another worker may finish the trial while this one is suspended (its heartbeat aged past
   // the grace period), or its row may be gone: the storage refuses every write then, and this
   // worker goes on with the next trial, having said so.
-  const auto lost = [&](const std::string& error) {
-    if (!is_lost_trial_error(error)) return false;
-    if (!m_options.quiet || is_missing_trial_error(error)) print_lost(out, index, *trial, error);
+  const auto lost = [&](const StorageError& error) {
+    if (!error.lost_trial()) return false;
+    if (!m_options.quiet || error.kind == StorageErrorKind::missing)
+      print_lost(out, index, *trial, error);
     return true;
   };
+  // A step failed: the trial was lost (said; the run goes on), or the error ends the run.
+  const auto step_failed = [&](const StorageError& error) -> Result<void> {
+    if (lost(error)) return {};
+    return std::unexpected(error.message);
+  };
   auto values = sample_params(*trial);
-  if (!values) return lost(values.error()) ? Result<void>() : std::unexpected(values.error());
+  if (!values) return step_failed(values.error());
   auto prepared = prepare_launch(*trial, std::move(*values));
-  if (!prepared) return lost(prepared.error()) ? Result<void>() : std::unexpected(prepared.error());
+  if (!prepared) return step_failed(prepared.error());
   auto ran = execute(*trial, *prepared);
-  if (!ran) return lost(ran.error()) ? Result<void>() : std::unexpected(ran.error());
+  if (!ran) return step_failed(ran.error());
   *stop = ran->outcome.stop_study;
-  if (ran->lost) {
-    lost(ran->lost_error);
-    return {};
-  }
+  if (ran->lost) return step_failed(*ran->lost);
   FinalRecord record = final_record(*trial, *ran);
   if (auto r = record_outcome(*trial, record); !r) {
     if (lost(r.error())) return {};
@@ -432,14 +433,14 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
       const auto path = fs::path(prepared->trial_dir) / k_pending_result_file;
       if (auto kept = keep_pending_result(path, *trial, record); !kept) {
         return std::unexpected(fmt::format("{}; and trial {}'s result could not be kept: {}",
-                                           r.error(), trial->number, kept.error()));
+                                           r.error().message, trial->number, kept.error()));
       }
       return std::unexpected(fmt::format(
           "{}; trial {} ended {} and its result is kept in {}: the next tune on this study "
           "stores it",
-          r.error(), trial->number, search::to_string(record.state), path.string()));
+          r.error().message, trial->number, search::to_string(record.state), path.string()));
     }
-    return r;
+    return to_result(r);
   }
   if (!ran->storage_error.empty()) {
     return std::unexpected(fmt::format("{} (trial {} was stored once the database answered)",
@@ -478,7 +479,7 @@ const nlohmann::json& StudyRunner::machine() {
 
 // Takes the oldest WAITING trial, or creates a RUNNING one, stamped with this process as owner
 // (and the machine) in the transaction that creates it, or in one write after the pop.
-Result<FrozenTrial> StudyRunner::claim_trial() {
+StorageResult<FrozenTrial> StudyRunner::claim_trial() {
   const auto study_id = m_cache->study().study_id;
   nlohmann::json attrs = {{k_attr_owner, owner_identity(host())}};
   if (const auto& machine = this->machine(); !machine.is_null()) attrs[k_attr_machine] = machine;
@@ -503,7 +504,7 @@ Result<FrozenTrial> StudyRunner::claim_trial() {
 }
 
 // Enqueued values first; the sampler fills in the rest. Every value is stored before launch.
-Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
+StorageResult<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
   if (auto it = trial.system_attrs.find(k_attr_fixed_params); it != trial.system_attrs.end()) {
     for (const auto& [name, dist] : m_spec.space) {
       if (!it->contains(name)) continue;
@@ -540,8 +541,8 @@ Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
 }
 
 // The trial's folder, command, environment and limits; what it runs is stored before it runs.
-Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
-                                                          TemplateValues values) {
+StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
+                                                                 TemplateValues values) {
   auto made_dir = make_trial_dir(fs::path(m_spec.output) / "trials", trial.number);
   if (!made_dir) {
     // A full or read-only output folder fails this trial with its reason (and max_failures
@@ -634,7 +635,7 @@ Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& tri
 }
 
 // Runs the trial (unless the probes ruled it out), following its log, and classifies the end.
-Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared& p) {
+StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared& p) {
   Ran ran;
   if (p.skip_constraint) {
     ran.outcome = skipped_outcome(*p.skip_constraint);
@@ -702,8 +703,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   });
   const LaunchResult& res = ran.launch;
   if (errors.lost()) {  // nothing more goes into a trial another worker finished
-    ran.lost = true;
-    ran.lost_error = errors.error();
+    ran.lost = errors.error();
     return ran;
   }
   // What the trial's end adds goes with its final record, kept with it when the database
@@ -746,8 +746,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   }
   if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
   if (errors.lost()) {
-    ran.lost = true;
-    ran.lost_error = errors.error();
+    ran.lost = errors.error();
     return ran;
   }
   if (auto r = errors.result(); !r) ran.storage_error = r.error();
@@ -789,7 +788,7 @@ FinalRecord StudyRunner::final_record(const FrozenTrial& trial, const Ran& ran) 
 
 // The final state in one transaction; the sampler hears of it. record.stored says whether the
 // trial's end reached the database (what may fail after it is only reading back).
-Result<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record) {
+StorageResult<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record) {
   auto set = store_final_record(*m_storage, trial.trial_id, record, record.with_intermediate);
   if (!set) return std::unexpected(set.error());
   record.stored = true;
@@ -810,8 +809,8 @@ Result<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record
 }
 
 void StudyRunner::print_lost(std::ostream& out, int index, const FrozenTrial& trial,
-                             const std::string& error) const {
-  if (is_missing_trial_error(error)) {
+                             const StorageError& error) const {
+  if (error.kind == StorageErrorKind::missing) {
     out << fmt::format("[{}/{}] trial {} GONE  # {}\n", index + 1, m_options.trials, trial.number,
                        k_gone_reason)
         << std::flush;

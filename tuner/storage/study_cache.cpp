@@ -4,7 +4,7 @@
 
 namespace tune::tuner {
 
-Result<void> StudyCache::sync() {
+StorageResult<void> StudyCache::sync() {
   std::vector<std::int64_t> refresh(m_unfinished.begin(), m_unfinished.end());
   refresh.insert(refresh.end(), m_stale.begin(), m_stale.end());
   StudyMark mark = m_mark;

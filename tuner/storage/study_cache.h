@@ -26,7 +26,7 @@ class StudyCache final : public search::StudyView {
  public:
   StudyCache(Storage& storage, StudyInfo study)
       : m_storage(storage), m_study(std::move(study)), m_log_id(search::new_change_log_id()) {}
-  [[nodiscard]] Result<void> sync();
+  [[nodiscard]] StorageResult<void> sync();
   // The next sync() re-reads this finished trial too (this process changed its value; needed
   // only where the storage keeps no change count).
   void mark_stale(std::int64_t trial_id) { m_stale.push_back(trial_id); }
