@@ -235,77 +235,32 @@ StorageResult<std::optional<NewTrial>> RdbStorage::claimed_trial(std::int64_t st
   return NewTrial{rows->front().int64(0), static_cast<int>(rows->front().int64(1))};
 }
 
-StorageResult<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialState state,
-                                                 const nlohmann::json& system_attrs) {
-  NewTrial out;
-  const bool running = state == TrialState::running;
-  const std::string token = new_claim_token();
-  int runs = 0;
-  // Acknowledged means durable: the number is handed out once it is on disk, so that no crash
-  // (of this machine, or of a database server other workers outlive) can take the trial back
-  // after its worker started it and hand the number to another. A body run again after a
-  // connection lost at COMMIT (which may have gone through) first looks for the trial its claim
-  // token marks: it never makes a second trial, nor a number nobody runs.
-  // An enqueued (WAITING) trial starts when popped, and the pop flushes it: its own commit need
-  // only survive the database server.
-  const auto kind = durable(running ? TxnKind::write_flush : TxnKind::write_synced);
-  auto r = transact(kind, [&]() -> StorageResult<void> {
-    // Optuna numbers a trial by the count of the study's trials created before it. Holding the
-    // study's row (as Optuna's create_trial does) keeps creators of one study in line.
-    auto lock = query(
-        fmt::format("SELECT study_id FROM studies WHERE study_id = ?{}", m_dialect.for_update),
-        {study_id});
-    if (!lock) return failed("create trial", lock.error());
-    if (lock->empty()) {
-      return std::unexpected(StorageError(StorageErrorKind::missing,
-                                          fmt::format("study id {} does not exist", study_id)));
-    }
-    if (runs++ > 0) {  // run again: did the last run commit?
-      auto mine = claimed_trial(study_id, token);
-      if (!mine) return std::unexpected(mine.error());
-      if (*mine) {
-        out = **mine;
-        return {};
-      }
-    }
-    // The number in the INSERT itself: every statement under the study's row is a round trip
-    // that the other creators of the study wait for (a statement after the lock sees the
-    // previous holder's commit). One past the highest number, read from the index on (study_id,
-    // number) in a step, where Optuna counts the earlier trials (a pass over all of them): the
-    // same number, as neither tune nor Optuna leaves a gap, and never one already taken if a
-    // trial was deleted.
-    auto ins = query(fmt::format("INSERT INTO trials (number, study_id, state, datetime_start) "
-                                 "VALUES ((SELECT COALESCE(MAX(number), -1) + 1 FROM trials "
-                                 "WHERE study_id = ?), ?, ?, {}) RETURNING trial_id, number",
-                                 running ? m_dialect.now_utc : "NULL"),
-                     {study_id, study_id, std::string(search::to_string(state))});
-    if (!ins) return failed("create trial", ins.error());
-    out.trial_id = ins->at(0).int64(0);
-    out.number = static_cast<int>(ins->at(0).int64(1));
-    // The first heartbeat comes with the start, so that a trial whose tune dies before
-    // launching it still ages (another host then recovers it).
-    if (running) {
-      if (auto h = insert_heartbeat(out.trial_id); !h) return h;
-    }
-    for (const auto& [key, value] : system_attrs.items()) {
-      if (auto a = set_attr("trial_system_attributes", "trial_id", out.trial_id, key, value); !a) {
-        return a;
-      }
-    }
-    return set_attr("trial_system_attributes", "trial_id", out.trial_id, k_attr_claim_token, token);
-  });
-  if (!r) return std::unexpected(r.error());
-  return out;
-}
-
-StorageResult<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study_id) {
+// The claim token's retry, for every call that hands a trial to its caller (a creation, a pop).
+// A backend runs a transaction's body again after a connection lost at COMMIT, which may have
+// gone through: a body run again first looks for the trial its token marks and returns that one,
+// so that a retry never makes a second trial, nor pops a second, nor leaves a number nobody runs.
+// `take` makes or pops the trial (nullopt: none to pop); the token is written with it, and the
+// change counted after it (`counts_change`, a pop: bump_change is the last statement). With
+// `lock_study`, the study's row is locked first, also before the look-up: a run cut off at
+// COMMIT holds that lock until its commit is done, so the look-up sees it.
+StorageResult<std::optional<NewTrial>> RdbStorage::claim_trial(
+    TxnKind kind, std::int64_t study_id, bool lock_study, bool counts_change,
+    const std::function<StorageResult<std::optional<NewTrial>>()>& take) {
   std::optional<NewTrial> out;
   const std::string token = new_claim_token();
   int runs = 0;
-  // Durable before the trial starts, as create_trial's (a popped trial lost back to WAITING
-  // would run twice).
-  auto r = transact(durable(TxnKind::write_flush), [&]() -> StorageResult<void> {
+  auto r = transact(kind, [&]() -> StorageResult<void> {
     out.reset();
+    if (lock_study) {
+      auto lock = query(
+          fmt::format("SELECT study_id FROM studies WHERE study_id = ?{}", m_dialect.for_update),
+          {study_id});
+      if (!lock) return failed("create trial", lock.error());
+      if (lock->empty()) {
+        return std::unexpected(StorageError(StorageErrorKind::missing,
+                                            fmt::format("study id {} does not exist", study_id)));
+      }
+    }
     if (runs++ > 0) {  // run again: did the last run commit?
       auto mine = claimed_trial(study_id, token);
       if (!mine) return std::unexpected(mine.error());
@@ -314,31 +269,91 @@ StorageResult<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_
         return {};
       }
     }
-    // Several workers pop at once: each takes a WAITING row no other holds.
-    auto sel = query(fmt::format("SELECT trial_id, number FROM trials WHERE study_id = ? AND "
-                                 "state = 'WAITING' ORDER BY trial_id LIMIT 1{}",
-                                 m_dialect.skip_locked),
-                     {study_id});
-    if (!sel) return failed("pop waiting trial", sel.error());
-    if (sel->empty()) return {};
-    const NewTrial t{sel->at(0).int64(0), static_cast<int>(sel->at(0).int64(1))};
-    auto upd = query(fmt::format("UPDATE trials SET state = 'RUNNING', datetime_start = {} "
-                                 "WHERE trial_id = ?",
-                                 m_dialect.now_utc),
-                     {t.trial_id});
-    if (!upd) return failed("pop waiting trial", upd.error());
-    if (auto h = insert_heartbeat(t.trial_id); !h) return h;
+    auto taken = take();
+    if (!taken) return std::unexpected(taken.error());
+    if (!*taken) return {};
+    const NewTrial t = **taken;
     if (auto c =
             set_attr("trial_system_attributes", "trial_id", t.trial_id, k_attr_claim_token, token);
         !c) {
       return c;
     }
-    if (auto b = bump_change(t.trial_id); !b) return b;
+    if (counts_change) {
+      if (auto b = bump_change(t.trial_id); !b) return b;
+    }
     out = t;
     return {};
   });
   if (!r) return std::unexpected(r.error());
   return out;
+}
+
+StorageResult<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialState state,
+                                                 const nlohmann::json& system_attrs) {
+  const bool running = state == TrialState::running;
+  // Acknowledged means durable: the number is handed out once it is on disk, so that no crash
+  // (of this machine, or of a database server other workers outlive) can take the trial back
+  // after its worker started it and hand the number to another (claim_trial: nor a retry make a
+  // second one). An enqueued (WAITING) trial starts when popped, and the pop flushes it: its own
+  // commit need only survive the database server.
+  const auto kind = durable(running ? TxnKind::write_flush : TxnKind::write_synced);
+  // Optuna numbers a trial by the count of the study's trials created before it. Holding the
+  // study's row (as Optuna's create_trial does) keeps creators of one study in line.
+  auto r = claim_trial(
+      kind, study_id, /*lock_study=*/true, /*counts_change=*/false,
+      [&]() -> StorageResult<std::optional<NewTrial>> {
+        // The number in the INSERT itself: every statement under the study's row is a round trip
+        // that the other creators of the study wait for (a statement after the lock sees the
+        // previous holder's commit). One past the highest number, read from the index on
+        // (study_id, number) in a step, where Optuna counts the earlier trials (a pass over all
+        // of them): the same number, as neither tune nor Optuna leaves a gap, and never one
+        // already taken if a trial was deleted.
+        auto ins = query(fmt::format("INSERT INTO trials (number, study_id, state, datetime_start) "
+                                     "VALUES ((SELECT COALESCE(MAX(number), -1) + 1 FROM trials "
+                                     "WHERE study_id = ?), ?, ?, {}) RETURNING trial_id, number",
+                                     running ? m_dialect.now_utc : "NULL"),
+                         {study_id, study_id, std::string(search::to_string(state))});
+        if (!ins) return failed("create trial", ins.error());
+        const NewTrial t{ins->at(0).int64(0), static_cast<int>(ins->at(0).int64(1))};
+        // The first heartbeat comes with the start, so that a trial whose tune dies before
+        // launching it still ages (another host then recovers it).
+        if (running) {
+          if (auto h = insert_heartbeat(t.trial_id); !h) return std::unexpected(h.error());
+        }
+        for (const auto& [key, value] : system_attrs.items()) {
+          if (auto a = set_attr("trial_system_attributes", "trial_id", t.trial_id, key, value);
+              !a) {
+            return std::unexpected(a.error());
+          }
+        }
+        return t;
+      });
+  if (!r) return std::unexpected(r.error());
+  return **r;  // a creation always takes a trial
+}
+
+StorageResult<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study_id) {
+  // Durable before the trial starts, as create_trial's (a popped trial lost back to WAITING
+  // would run twice).
+  return claim_trial(
+      durable(TxnKind::write_flush), study_id, /*lock_study=*/false, /*counts_change=*/true,
+      [&]() -> StorageResult<std::optional<NewTrial>> {
+        // Several workers pop at once: each takes a WAITING row no other holds.
+        auto sel = query(fmt::format("SELECT trial_id, number FROM trials WHERE study_id = ? AND "
+                                     "state = 'WAITING' ORDER BY trial_id LIMIT 1{}",
+                                     m_dialect.skip_locked),
+                         {study_id});
+        if (!sel) return failed("pop waiting trial", sel.error());
+        if (sel->empty()) return std::optional<NewTrial>();
+        const NewTrial t{sel->at(0).int64(0), static_cast<int>(sel->at(0).int64(1))};
+        auto upd = query(fmt::format("UPDATE trials SET state = 'RUNNING', datetime_start = {} "
+                                     "WHERE trial_id = ?",
+                                     m_dialect.now_utc),
+                         {t.trial_id});
+        if (!upd) return failed("pop waiting trial", upd.error());
+        if (auto h = insert_heartbeat(t.trial_id); !h) return std::unexpected(h.error());
+        return t;
+      });
 }
 
 StorageResult<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::string& name,

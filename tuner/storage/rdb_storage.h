@@ -177,6 +177,9 @@ class RdbStorage : public Storage {
   [[nodiscard]] StorageResult<void> insert_heartbeat(std::int64_t trial_id);
   [[nodiscard]] StorageResult<std::optional<NewTrial>> claimed_trial(std::int64_t study_id,
                                                                      const std::string& token);
+  [[nodiscard]] StorageResult<std::optional<NewTrial>> claim_trial(
+      TxnKind kind, std::int64_t study_id, bool lock_study, bool counts_change,
+      const std::function<StorageResult<std::optional<NewTrial>>()>& take);
   [[nodiscard]] StorageResult<void> update_unfinished(
       std::int64_t trial_id, std::string_view what, TxnKind kind,
       const std::function<StorageResult<void>()>& body);
