@@ -46,8 +46,8 @@ plant() {  # plant FILE LINE: appends LINE to FILE of a fresh copy
 fresh_copy
 check "the tree as it is" 0 ""
 
-plant tuner/storage/storage.cpp '#include "tuner/study/study_file.h"'
-check "storage/ including study/ (upward)" 1 "tuner/storage/storage.cpp:"
+plant tuner/storage/storage_url.cpp '#include "tuner/study/study_file.h"'
+check "storage/ including study/ (upward)" 1 "tuner/storage/storage_url.cpp:"
 plant tuner/base/text.h '#include "tuner/cli/cli.h"'
 check "base/ including cli/ (upward)" 1 "tuner/base/ may not include tuner/cli/"
 plant tuner/probing/probe_hooks.cpp '#include "tuner/report/report.h"'

@@ -13,7 +13,7 @@
 #include "tests/cluster/pgbouncer_fixture.h"
 #include "tests/cluster/postgres_fixture.h"
 #include "tests/common/test_support.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {
@@ -63,7 +63,8 @@ TEST_F(PgBouncerWorkers, EightWorkersThroughTwoServerConnectionsShareOneStudy) {
   }
   for (int w = 0; w < k_workers; ++w) {
     workers[w].wait();
-    EXPECT_EQ(workers[w].exit_code(), 0) << test_support::read_file(m_dir / ("w" + std::to_string(w) + ".err"));
+    EXPECT_EQ(workers[w].exit_code(), 0)
+        << test_support::read_file(m_dir / ("w" + std::to_string(w) + ".err"));
   }
   auto storage = open_storage(pooled_url(), OpenMode::read_only);
   ASSERT_TRUE(storage) << storage.error();

@@ -30,7 +30,7 @@
 #include "tests/cluster/pgbouncer_fixture.h"
 #include "tests/cluster/postgres_fixture.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

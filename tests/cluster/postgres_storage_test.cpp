@@ -358,7 +358,8 @@ TEST_F(PostgresStorageTest, ACommitWhoseAnswerWasLostIsNotDoneTwice) {
 }
 
 // With the server gone for longer than retry_for, a call fails after about that long, with an
-// error naming the server; once it is back, the same storage object works again.
+// error of kind unreachable naming the server; once it is back, the same storage object works
+// again.
 TEST_F(PostgresStorageTest, AServerGoneLongerThanTheRetryTimeIsAClearError) {
   auto s = open("?retry_for=1s");
   auto study = s->get_or_create_study("gone", search::Direction::minimize, nullptr);
@@ -370,8 +371,9 @@ TEST_F(PostgresStorageTest, AServerGoneLongerThanTheRetryTimeIsAClearError) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(srv.restart());
   ASSERT_FALSE(t);
-  EXPECT_NE(t.error().find("stopped answering"), std::string::npos) << t.error();
-  EXPECT_NE(t.error().find("127.0.0.1"), std::string::npos) << t.error();
+  EXPECT_EQ(t.error().kind, StorageErrorKind::unreachable) << t.error();
+  EXPECT_NE(t.error().message.find("stopped answering"), std::string::npos) << t.error();
+  EXPECT_NE(t.error().message.find("127.0.0.1"), std::string::npos) << t.error();
   EXPECT_GE(took, 0.9);
   EXPECT_LT(took, 10.0);
   auto again = s->create_trial(study->study_id, TrialState::running, {});
@@ -397,7 +399,7 @@ TEST_F(PostgresStorageTest, ReadOnlyOpeningWritesNothing) {
   ASSERT_TRUE(study);
   auto refused = (*r)->create_trial(study->study_id, TrialState::running, {});
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().find("read-only"), std::string::npos) << refused.error();
+  EXPECT_NE(refused.error().message.find("read-only"), std::string::npos) << refused.error();
 }
 
 }  // namespace

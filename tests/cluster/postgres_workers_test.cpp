@@ -16,7 +16,7 @@
 #include "tests/cluster/postgres_fixture.h"
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {
@@ -82,7 +82,8 @@ TEST_F(PostgresWorkers, ThreeWorkersShareOneStudyAndOptunaAgrees) {
   }
   for (int w = 0; w < k_workers; ++w) {
     workers[w].wait();
-    EXPECT_EQ(workers[w].exit_code(), 0) << test_support::read_file(m_dir / ("w" + std::to_string(w) + ".err"));
+    EXPECT_EQ(workers[w].exit_code(), 0)
+        << test_support::read_file(m_dir / ("w" + std::to_string(w) + ".err"));
   }
   auto ts = trials();
   std::set<int> numbers;

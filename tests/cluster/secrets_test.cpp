@@ -16,7 +16,7 @@
 #include "tests/cluster/postgres_fixture.h"
 #include "tests/cluster/run_command.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

@@ -20,7 +20,7 @@
 #include "tests/cluster/run_command.h"
 #include "tests/cluster/slurm_fixture.h"
 #include "tuner/launch/slurm_launch.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::test_support {
 namespace {

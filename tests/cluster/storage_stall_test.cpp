@@ -21,7 +21,7 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/process_tree.h"
 #include "tuner/run/pending_result.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {
@@ -173,8 +173,8 @@ TEST_F(PostgresStall, TimeoutHoldsWhileTheServerIsStopped) {
   EXPECT_FALSE(fs::exists(trial_dir(0) / "done"));
 }
 
-// One call while the server is stopped returns within retry_for, with an error naming the
-// database, instead of hanging on a socket that stays open.
+// One call while the server is stopped returns within retry_for, with an error of kind
+// unreachable naming the database, instead of hanging on a socket that stays open.
 TEST_F(PostgresStall, ACallToAStoppedServerReturnsWithinRetryFor) {
   auto storage = open_storage(url() + "?retry_for=1s");
   ASSERT_TRUE(storage) << storage.error();
@@ -190,8 +190,9 @@ TEST_F(PostgresStall, ACallToAStoppedServerReturnsWithinRetryFor) {
     auto r = (*storage)->record_heartbeat(trial->trial_id);
     const double took = std::chrono::duration<double>(Clock::now() - t0).count();
     ASSERT_FALSE(r) << "call " << call;
-    EXPECT_NE(r.error().find("retry_for"), std::string::npos) << r.error();
-    EXPECT_NE(r.error().find("127.0.0.1"), std::string::npos) << r.error();
+    EXPECT_EQ(r.error().kind, StorageErrorKind::unreachable) << r.error();
+    EXPECT_NE(r.error().message.find("retry_for"), std::string::npos) << r.error();
+    EXPECT_NE(r.error().message.find("127.0.0.1"), std::string::npos) << r.error();
     EXPECT_GE(took, 0.9);
     EXPECT_LT(took, 1.6) << "call " << call << ": " << r.error();
   }

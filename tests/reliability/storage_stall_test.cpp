@@ -17,7 +17,7 @@
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/run/pending_result.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

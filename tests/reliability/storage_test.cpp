@@ -20,6 +20,8 @@
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/storage/sqlite_storage.h"
+#include "tuner/storage/storage_url.h"
+#include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
 namespace {

@@ -57,7 +57,7 @@ inline constexpr const char* k_attr_rerun_round = "confirm_round";
 
 // --- user attrs (what a person looks at) ---------------------------------------------------
 // runner: the argv launched ([str]), the variables set ({name: value}, a secret's value
-// (PGPASSWORD) masked: storage.h is_secret_env_var) and unset ([name]).
+// (PGPASSWORD) masked: storage_url.h is_secret_env_var) and unset ([name]).
 // re-runs: a completed re-run's measured value (float); the re-run itself is stored PRUNED
 // without a value, so that nothing ranks a lucky repeat.
 inline constexpr const char* k_attr_rerun_value = "rerun_value";

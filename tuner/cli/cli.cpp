@@ -18,6 +18,7 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/run/runner.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

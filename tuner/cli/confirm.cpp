@@ -12,7 +12,7 @@
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
 
@@ -63,7 +63,7 @@ Result<void> enqueue_reruns(Storage& storage, const StudyCache& study, const Con
     auto t = storage.create_trial(
         study.study().study_id, TrialState::waiting,
         {{k_attr_fixed_params, fixed.at(n)}, {k_attr_rerun_of, n}, {k_attr_rerun_round, r}});
-    if (!t) return std::unexpected(t.error());
+    if (!t) return std::unexpected(t.error().message);
   }
   return {};
 }

@@ -29,6 +29,7 @@
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/run/runner.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {
@@ -39,7 +40,8 @@ namespace fs = std::filesystem;
 // error says why there is none to use (bad input); a database that cannot be read throws.
 Result<StudySpec> spec_of(const OpenedStudy& opened) {
   if (opened.spec) return *opened.spec;
-  auto attrs = unwrap(opened.storage->get_study_user_attrs(opened.cache->study().study_id));
+  auto attrs =
+      unwrap(to_result(opened.storage->get_study_user_attrs(opened.cache->study().study_id)));
   const auto file = attrs.value(k_attr_study_file, std::string());
   if (file.empty())
     return std::unexpected(

@@ -17,7 +17,7 @@
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/program_identity.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "tuner/base/text.h"
 #include "tuner/export/export.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

@@ -10,9 +10,6 @@ namespace tune::tuner {
 
 namespace fs = std::filesystem;
 
-bool is_lost_trial_error(const std::string& error) {
-  return is_finished_trial_error(error) || is_missing_trial_error(error);
-}
 
 std::string LogFollower::tick(bool prune) {
   const bool write = prune || !m_errors.failed();

@@ -17,13 +17,10 @@
 #include "search/trial.h"
 #include "tuner/base/result.h"
 #include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {
-
-// The trial is no longer this worker's: another worker finished it (its writes are refused), or
-// its row is gone.
-bool is_lost_trial_error(const std::string& error);
 
 // Why a trial this worker ran is stopped and its result discarded: another worker finished it.
 inline constexpr std::string_view k_lost_reason =
@@ -41,27 +38,27 @@ inline constexpr std::string_view k_gone_reason =
 class ErrorSink {
  public:
   template <typename T>
-  void note(const Result<T>& r) {
+  void note(const StorageResult<T>& r) {
     if (r) return;
-    if (!m_error) m_error = r.error();
-    if (!m_lost && is_lost_trial_error(r.error())) m_lost = r.error();
+    if (!m_error) m_error = r.error().message;
+    if (!m_lost && r.error().lost_trial()) m_lost = r.error();
   }
   Result<void> result() const {
     if (m_error) return std::unexpected(*m_error);
     return {};
   }
-  // The trial is no longer this worker's (is_lost_trial_error), also when another error came
-  // first (the database was away meanwhile).
+  // The trial is no longer this worker's (StorageError::lost_trial()), also when another error
+  // came first (the database was away meanwhile).
   bool lost() const { return m_lost.has_value(); }
   // The storage's word for it, when lost().
-  const std::string& error() const { return *m_lost; }
+  const StorageError& error() const { return *m_lost; }
   // A write failed (the database unreachable past retry_for): the trial's end carries what the
   // failed writes would have stored.
   bool failed() const { return m_error.has_value(); }
 
  private:
   std::optional<std::string> m_error;
-  std::optional<std::string> m_lost;
+  std::optional<StorageError> m_lost;
 };
 
 // Follows a trial's log while it runs: stores new intermediate values and asks the pruner.

@@ -22,8 +22,8 @@ using search::FrozenTrial;
 using search::TrialState;
 
 void StudyRunner::print_lost(std::ostream& out, int index, const FrozenTrial& trial,
-                             const std::string& error) const {
-  if (is_missing_trial_error(error)) {
+                             const StorageError& error) const {
+  if (error.kind == StorageErrorKind::missing) {
     out << fmt::format("[{}/{}] trial {} GONE  # {}\n", index + 1, m_options.trials, trial.number,
                        k_gone_reason)
         << std::flush;

@@ -18,8 +18,8 @@ constexpr int k_format = 1;  // "tune_pending_result": the file's format version
 
 }  // namespace
 
-Result<bool> store_final_record(Storage& storage, std::int64_t trial_id, const FinalRecord& record,
-                                bool with_intermediate) {
+StorageResult<bool> store_final_record(Storage& storage, std::int64_t trial_id,
+                                       const FinalRecord& record, bool with_intermediate) {
   // One transaction: the trial ends with everything its end records, or not at all.
   TrialUpdate end;
   if (with_intermediate) end.intermediate_values = record.intermediate_values;

@@ -31,8 +31,9 @@ inline constexpr const char* k_pending_result_file = "result.json";
 // Writes the record's attributes, state and values in one transaction (Storage::update_trial;
 // with its intermediate values when `with_intermediate`: a resumed trial's, whose writes during
 // the run may have been lost). false, nothing written, when the trial had already finished.
-[[nodiscard]] Result<bool> store_final_record(Storage& storage, std::int64_t trial_id,
-                                              const FinalRecord& record, bool with_intermediate);
+[[nodiscard]] StorageResult<bool> store_final_record(Storage& storage, std::int64_t trial_id,
+                                                     const FinalRecord& record,
+                                                     bool with_intermediate);
 
 // Keeps `record` of `trial` in `path`, atomically; the error names the file.
 [[nodiscard]] Result<void> keep_pending_result(const std::filesystem::path& path,

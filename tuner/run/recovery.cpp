@@ -20,7 +20,7 @@ using search::FrozenTrial;
 using search::TrialState;
 
 Result<void> StudyRunner::recover_stale_trials() {
-  if (auto r = m_cache->sync(); !r) return r;
+  if (auto r = m_cache->sync(); !r) return to_result(r);
   for (const auto& t : m_cache->trials()) {
     if (t.state != TrialState::running) continue;
     const auto owner = t.system_attrs.value(k_attr_owner, nlohmann::json());
@@ -32,8 +32,9 @@ Result<void> StudyRunner::recover_stale_trials() {
     std::string problem;
     auto kept = store_kept_result(t, problem);
     if (!kept) {
-      if (is_finished_trial_error(kept.error())) continue;  // another worker stored it first
-      return std::unexpected(kept.error());
+      // another worker stored it first
+      if (kept.error().kind == StorageErrorKind::finished) continue;
+      return std::unexpected(kept.error().message);
     }
     if (*kept) continue;
     if (auto r = m_storage->set_trial_system_attr(
@@ -43,15 +44,16 @@ Result<void> StudyRunner::recover_stale_trials() {
                                           "cannot be read ({}); marked FAIL on resume",
                                           problem));
         !r) {
-      if (is_finished_trial_error(r.error())) continue;  // another worker recovered it first
-      return r;
+      // another worker recovered it first
+      if (r.error().kind == StorageErrorKind::finished) continue;
+      return to_result(r);
     }
     if (auto r = m_storage->set_trial_state_values(t.trial_id, TrialState::fail, std::nullopt);
         !r) {
-      return std::unexpected(r.error());
+      return std::unexpected(r.error().message);
     }
   }
-  if (auto r = m_cache->sync(); !r) return r;
+  if (auto r = m_cache->sync(); !r) return to_result(r);
   // A kept re-run's value now counts towards its original's believed value (rerun.h), as it
   // would have had it been stored when it ended. After the loop: this syncs the cache.
   for (const auto& rerun : m_kept_reruns) {
@@ -61,7 +63,7 @@ Result<void> StudyRunner::recover_stale_trials() {
   return {};
 }
 
-Result<bool> StudyRunner::store_kept_result(const FrozenTrial& trial, std::string& problem) {
+StorageResult<bool> StudyRunner::store_kept_result(const FrozenTrial& trial, std::string& problem) {
   const auto dir = trial.user_attrs.find(k_attr_trial_dir);
   if (dir == trial.user_attrs.end() || !dir->is_string()) return false;
   const auto path = fs::path(dir->get<std::string>()) / k_pending_result_file;

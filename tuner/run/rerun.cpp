@@ -13,7 +13,7 @@ using search::TrialState;
 Result<void> believe_reruns(Storage& storage, StudyCache& cache, const FrozenTrial& rerun) {
   const auto of = rerun_of(rerun);
   if (!of) return {};
-  if (auto r = cache.sync(); !r) return r;
+  if (auto r = cache.sync(); !r) return to_result(r);
   const auto& trials = cache.trials();
   const auto original = std::find_if(trials.begin(), trials.end(),
                                      [&](const FrozenTrial& t) { return t.number == *of; });
@@ -25,15 +25,15 @@ Result<void> believe_reruns(Storage& storage, StudyCache& cache, const FrozenTri
   // finished, and takes no attribute write of its own.
   auto set =
       storage.set_complete_trial_value(original->trial_id, median(values), k_attr_search_value);
-  if (!set) return std::unexpected(set.error());
+  if (!set) return std::unexpected(set.error().message);
   cache.mark_stale(original->trial_id);
-  return cache.sync();
+  return to_result(cache.sync());
 }
 
 Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache, BestTracker& tracker,
                                      const search::SearchSpace& space, int repeats) {
   if (repeats <= 0) return 0;
-  if (auto r = cache.sync(); !r) return std::unexpected(r.error());
+  if (auto r = cache.sync(); !r) return std::unexpected(r.error().message);
   const FrozenTrial* best = tracker.best(cache);
   if (best == nullptr) return 0;
   const int number = best->number;
@@ -44,9 +44,9 @@ Result<int> enqueue_incumbent_reruns(Storage& storage, StudyCache& cache, BestTr
     auto t = storage.create_trial(
         cache.study().study_id, TrialState::waiting,
         {{k_attr_fixed_params, *fixed}, {k_attr_rerun_of, number}, {k_attr_rerun_round, round}});
-    if (!t) return std::unexpected(t.error());
+    if (!t) return std::unexpected(t.error().message);
   }
-  if (auto r = cache.sync(); !r) return std::unexpected(r.error());
+  if (auto r = cache.sync(); !r) return std::unexpected(r.error().message);
   return repeats;
 }
 

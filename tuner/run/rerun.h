@@ -9,7 +9,7 @@
 #include "tuner/base/result.h"
 #include "tuner/judge/ranking.h"
 #include "tuner/judge/reruns.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
 

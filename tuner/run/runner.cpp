@@ -29,7 +29,8 @@
 #include "tuner/run/rerun.h"
 #include "tuner/run/runner_parts.h"
 #include "tuner/run/staging.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
+#include "tuner/storage/study_cache.h"
 #include "tuner/storage/trial_owner.h"
 
 namespace tune::tuner {
@@ -90,7 +91,7 @@ Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const Run
   }
   bool created = false;
   auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created);
-  if (!study) return std::unexpected(study.error());
+  if (!study) return std::unexpected(study.error().message);
   runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
   runner->m_spec = std::move(spec);
   runner->m_trainer = bundled_trainer_path();
@@ -110,7 +111,7 @@ Result<void> StudyRunner::enqueue_baselines() {
     // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
     auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting,
                                      {{k_attr_fixed_params, params}});
-    if (!t) return std::unexpected(t.error());
+    if (!t) return std::unexpected(t.error().message);
   }
   return {};
 }
@@ -129,7 +130,7 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
                          format_duration(*m_options.study_timeout_s));
       break;
     }
-    if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+    if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
     if (m_cache->waiting() == 0 && m_sampler->exhausted(*m_cache)) {
       out << "the sampler has nothing left to try (every grid point ran); stopping\n";
       break;
@@ -145,16 +146,17 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
     }
   }
   totals.interrupted = interrupted();
-  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error());
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
   return totals;
 }
 
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   auto trial = claim_trial();
   if (!trial) {
-    if (!is_missing_trial_error(trial.error())) return std::unexpected(trial.error());
+    if (trial.error().kind != StorageErrorKind::missing)
+      return std::unexpected(trial.error().message);
     // Its creation was acknowledged, then lost before the trial was read back: not started.
-    out << fmt::format("[{}/{}] {}: {}\n", index + 1, m_options.trials, trial.error(),
+    out << fmt::format("[{}/{}] {}: {}\n", index + 1, m_options.trials, trial.error().message,
                        k_gone_reason)
         << std::flush;
     return {};
@@ -162,22 +164,25 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   // Another worker may finish the trial while this one is suspended (its heartbeat aged past
   // the grace period), or its row may be gone: the storage refuses every write then, and this
   // worker goes on with the next trial, having said so.
-  const auto lost = [&](const std::string& error) {
-    if (!is_lost_trial_error(error)) return false;
-    if (!m_options.quiet || is_missing_trial_error(error)) print_lost(out, index, *trial, error);
+  const auto lost = [&](const StorageError& error) {
+    if (!error.lost_trial()) return false;
+    if (!m_options.quiet || error.kind == StorageErrorKind::missing)
+      print_lost(out, index, *trial, error);
     return true;
   };
+  // A step failed: the trial was lost (said; the run goes on), or the error ends the run.
+  const auto step_failed = [&](const StorageError& error) -> Result<void> {
+    if (lost(error)) return {};
+    return std::unexpected(error.message);
+  };
   auto values = sample_params(*trial);
-  if (!values) return lost(values.error()) ? Result<void>() : std::unexpected(values.error());
+  if (!values) return step_failed(values.error());
   auto prepared = prepare_launch(*trial, std::move(*values));
-  if (!prepared) return lost(prepared.error()) ? Result<void>() : std::unexpected(prepared.error());
+  if (!prepared) return step_failed(prepared.error());
   auto ran = execute(*trial, *prepared);
-  if (!ran) return lost(ran.error()) ? Result<void>() : std::unexpected(ran.error());
+  if (!ran) return step_failed(ran.error());
   *stop = ran->outcome.stop_study;
-  if (ran->lost) {
-    lost(ran->lost_error);
-    return {};
-  }
+  if (ran->lost) return step_failed(*ran->lost);
   FinalRecord record = final_record(*trial, *ran);  // measure/trial_record.h
   if (auto r = record_outcome(*trial, record); !r) {
     if (lost(r.error())) return {};
@@ -187,14 +192,14 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
       const auto path = fs::path(prepared->trial_dir) / k_pending_result_file;
       if (auto kept = keep_pending_result(path, *trial, record); !kept) {
         return std::unexpected(fmt::format("{}; and trial {}'s result could not be kept: {}",
-                                           r.error(), trial->number, kept.error()));
+                                           r.error().message, trial->number, kept.error()));
       }
       return std::unexpected(fmt::format(
           "{}; trial {} ended {} and its result is kept in {}: the next tune on this study "
           "stores it",
-          r.error(), trial->number, search::to_string(record.state), path.string()));
+          r.error().message, trial->number, search::to_string(record.state), path.string()));
     }
-    return r;
+    return to_result(r);
   }
   if (!ran->storage_error.empty()) {
     return std::unexpected(fmt::format("{} (trial {} was stored once the database answered)",
@@ -233,7 +238,7 @@ const nlohmann::json& StudyRunner::machine() {
 
 // Takes the oldest WAITING trial, or creates a RUNNING one, stamped with this process as owner
 // (and the machine) in the transaction that creates it, or in one write after the pop.
-Result<FrozenTrial> StudyRunner::claim_trial() {
+StorageResult<FrozenTrial> StudyRunner::claim_trial() {
   const auto study_id = m_cache->study().study_id;
   nlohmann::json attrs = {{k_attr_owner, owner_identity(host())}};
   if (const auto& machine = this->machine(); !machine.is_null()) attrs[k_attr_machine] = machine;
@@ -258,7 +263,7 @@ Result<FrozenTrial> StudyRunner::claim_trial() {
 }
 
 // Runs the trial (unless the probes ruled it out), following its log, and classifies the end.
-Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared& p) {
+StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared& p) {
   Ran ran;
   if (p.skip_constraint) {
     ran.outcome = skipped_outcome(*p.skip_constraint);
@@ -326,8 +331,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   });
   const LaunchResult& res = ran.launch;
   if (errors.lost()) {  // nothing more goes into a trial another worker finished
-    ran.lost = true;
-    ran.lost_error = errors.error();
+    ran.lost = errors.error();
     return ran;
   }
   // What the trial's end adds goes with its final record, kept with it when the database
@@ -370,8 +374,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
   }
   if (p.run_constraint) ran.outcome.constraints.push_back(*p.run_constraint);
   if (errors.lost()) {
-    ran.lost = true;
-    ran.lost_error = errors.error();
+    ran.lost = errors.error();
     return ran;
   }
   if (auto r = errors.result(); !r) ran.storage_error = r.error();
@@ -380,7 +383,7 @@ Result<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const Prepared
 
 // The final state in one transaction; the sampler hears of it. record.stored says whether the
 // trial's end reached the database (what may fail after it is only reading back).
-Result<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record) {
+StorageResult<void> StudyRunner::record_outcome(FrozenTrial& trial, FinalRecord& record) {
   auto set = store_final_record(*m_storage, trial.trial_id, record, record.with_intermediate);
   if (!set) return std::unexpected(set.error());
   record.stored = true;

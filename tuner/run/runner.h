@@ -22,7 +22,7 @@
 #include "tuner/judge/ranking.h"            // BestTracker, a member
 #include "tuner/launch/program_identity.h"  // ProgramIdentities, a member
 #include "tuner/run/pending_result.h"       // FinalRecord
-#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
 #include "tuner/study/study_file.h"
 
@@ -94,26 +94,28 @@ class StudyRunner {
   Result<void> enqueue_baselines();
   Result<void> run_one(std::ostream& out, int index, bool* stop);
 
-  // The steps of one trial, in order (run_one).
+  // The steps of one trial, in order (run_one). A step fails with a StorageError, of the
+  // storage's kind where the storage failed it (run_one goes on when the trial was lost).
   struct Prepared;
   struct Ran;
-  Result<search::FrozenTrial> claim_trial();
+  StorageResult<search::FrozenTrial> claim_trial();
   // The k_attr_machine value for this runner's trials (null when hwloc cannot read the machine).
   const nlohmann::json& machine();
-  Result<TemplateValues> sample_params(search::FrozenTrial& trial);
-  Result<Prepared> prepare_launch(const search::FrozenTrial& trial, TemplateValues values);
-  Result<Ran> execute(search::FrozenTrial& trial, const Prepared& prepared);
-  Result<void> record_outcome(search::FrozenTrial& trial, FinalRecord& record);
+  StorageResult<TemplateValues> sample_params(search::FrozenTrial& trial);
+  StorageResult<Prepared> prepare_launch(const search::FrozenTrial& trial, TemplateValues values);
+  StorageResult<Ran> execute(search::FrozenTrial& trial, const Prepared& prepared);
+  StorageResult<void> record_outcome(search::FrozenTrial& trial, FinalRecord& record);
   // A RUNNING trial of a dead owner whose result was kept in its folder (pending_result.h):
   // stores it; whether it did (false: no such file, or one that cannot be read, named in
   // `problem`).
-  Result<bool> store_kept_result(const search::FrozenTrial& trial, std::string& problem);
+  StorageResult<bool> store_kept_result(const search::FrozenTrial& trial, std::string& problem);
   void print_progress(std::ostream& out, int index, const search::FrozenTrial& trial,
                       const Ran& ran);
-  // The trial was finished by another worker (failed as stale while this one was suspended):
-  // says so, with the state and reason the database holds; nothing more is written into it.
+  // The trial is no longer this worker's (StorageError::lost_trial()): finished by another
+  // worker (failed as stale while this one was suspended), said with the state and reason the
+  // database holds, or its row gone; nothing more is written into it.
   void print_lost(std::ostream& out, int index, const search::FrozenTrial& trial,
-                  const std::string& error) const;
+                  const StorageError& error) const;
   const HostEnv& host() const;
 
   StudySpec m_spec;

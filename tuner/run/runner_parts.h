@@ -11,6 +11,7 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/measure/trial_record.h"
 #include "tuner/run/runner.h"
+#include "tuner/storage/storage_error.h"
 #include "tuner/study/templates.h"
 
 namespace tune::tuner {
@@ -43,8 +44,9 @@ struct StudyRunner::Prepared {
 // How a trial ended: what its run left behind (trial_record.h), and whether the trial is still
 // this worker's.
 struct StudyRunner::Ran : TrialRun {
-  bool lost = false;       // another worker finished the trial: nothing of this run is stored
-  std::string lost_error;  // ... the storage's word for it (is_lost_trial_error)
+  // The trial is no longer this worker's (another worker finished it, or its row is gone), in
+  // the storage's words: nothing of this run is stored.
+  std::optional<StorageError> lost;
 };
 
 }  // namespace tune::tuner

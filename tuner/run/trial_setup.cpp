@@ -12,6 +12,7 @@
 #include "tuner/launch/rendered_launch.h"
 #include "tuner/run/runner_parts.h"
 #include "tuner/run/staging.h"
+#include "tuner/storage/storage_url.h"  // is_secret_env_var
 
 namespace tune::tuner {
 namespace {
@@ -42,7 +43,7 @@ using search::FrozenTrial;
 using search::TrialState;
 
 // Enqueued values first; the sampler fills in the rest. Every value is stored before launch.
-Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
+StorageResult<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
   if (auto it = trial.system_attrs.find(k_attr_fixed_params); it != trial.system_attrs.end()) {
     for (const auto& [name, dist] : m_spec.space) {
       if (!it->contains(name)) continue;
@@ -79,7 +80,7 @@ Result<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
 }
 
 // The trial's folder, command, environment and limits; what it runs is stored before it runs.
-Result<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
+StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
                                                           TemplateValues values) {
   auto made_dir = make_trial_dir(fs::path(m_spec.output) / "trials", trial.number);
   if (!made_dir) {

@@ -90,7 +90,7 @@ Result<std::unique_ptr<PostgresStorage>> PostgresStorage::open(const std::string
       std::unique_ptr<PostgresStorage>(new PostgresStorage(conninfo, password, name, options));
   if (auto r = storage->first_connect(); !r) return std::unexpected(r.error());
   if (auto r = storage->ensure_schema(); !r) {
-    return std::unexpected(fmt::format("{}: {}", name, r.error()));
+    return std::unexpected(fmt::format("{}: {}", name, r.error().message));
   }
   return storage;
 }
@@ -277,7 +277,7 @@ pg_result* PostgresStorage::await_result() {
   return kept;
 }
 
-Result<void> PostgresStorage::exec_script(const std::string& sql) {
+StorageResult<void> PostgresStorage::exec_script(const std::string& sql) {
   if (!PQsendQuery(m_conn, sql.c_str())) return statement_failed(nullptr);
   PgResult res(await_result());
   if (!res) return statement_failed(nullptr);
@@ -286,9 +286,9 @@ Result<void> PostgresStorage::exec_script(const std::string& sql) {
   return statement_failed(res.get());
 }
 
-Result<void> PostgresStorage::ensure_schema() {
+StorageResult<void> PostgresStorage::ensure_schema() {
   const bool write = m_options.mode == OpenMode::read_write;
-  return transact(write ? TxnKind::write_flush : TxnKind::read, [&]() -> Result<void> {
+  return transact(write ? TxnKind::write_flush : TxnKind::read, [&]() -> StorageResult<void> {
     if (write) {
       if (auto lock = query(k_schema_lock, {}); !lock) return std::unexpected(lock.error());
     }
@@ -314,11 +314,11 @@ Result<void> PostgresStorage::ensure_schema() {
 }
 
 // Notes whether a failed statement lost the connection or may simply be tried again.
-std::unexpected<std::string> PostgresStorage::statement_failed(const pg_result* res) {
+std::unexpected<StorageError> PostgresStorage::statement_failed(const pg_result* res) {
   if (!m_conn) {  // await_result() gave up on it
     m_lost = true;
     m_retryable = false;
-    return std::unexpected(fmt::format("postgresql: {}", m_wait_error));
+    return std::unexpected<StorageError>(fmt::format("postgresql: {}", m_wait_error));
   }
   const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
   const std::string_view code = state ? state : "";
@@ -326,11 +326,12 @@ std::unexpected<std::string> PostgresStorage::statement_failed(const pg_result* 
   m_lost = !res || PQstatus(m_conn) != CONNECTION_OK || code.starts_with("08") ||
            code.starts_with("57P0");
   m_retryable = code == "40001" || code == "40P01";
-  return std::unexpected(
+  return std::unexpected<StorageError>(
       fmt::format("postgresql: {}", one_line(error_text(PQerrorMessage(m_conn)))));
 }
 
-Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {
+StorageResult<SqlRows> PostgresStorage::query(std::string_view sql,
+                                              const std::vector<SqlValue>& params) {
   const std::string text = numbered_placeholders(sql);
   std::vector<std::string> values;
   std::vector<const char*> pointers;
@@ -373,8 +374,8 @@ Result<SqlRows> PostgresStorage::query(std::string_view sql, const std::vector<S
 
 // One attempt: BEGIN, the body, COMMIT (ROLLBACK when the body failed and the link still works).
 // A lone statement runs as it is (autocommit): one round trip instead of three.
-Result<void> PostgresStorage::run_transaction(TxnKind kind,
-                                              const std::function<Result<void>()>& body) {
+StorageResult<void> PostgresStorage::run_transaction(
+    TxnKind kind, const std::function<StorageResult<void>()>& body) {
   const bool read_only = m_options.mode == OpenMode::read_only;
   // A lone statement runs as it is (autocommit), except read-only, which needs its transaction.
   if (kind == TxnKind::statement && !read_only) return body();
@@ -407,7 +408,8 @@ Result<void> PostgresStorage::run_transaction(TxnKind kind,
   return exec_script("COMMIT");
 }
 
-Result<void> PostgresStorage::transact(TxnKind kind, const std::function<Result<void>()>& body) {
+StorageResult<void> PostgresStorage::transact(TxnKind kind,
+                                              const std::function<StorageResult<void>()>& body) {
   // Every statement of every attempt waits on the server until this deadline at the most, so
   // the call returns within retry_for even when the server stops answering without closing
   // the connection (await_result()).
@@ -416,19 +418,20 @@ Result<void> PostgresStorage::transact(TxnKind kind, const std::function<Result<
   std::string last_error;
   for (int attempt = 1;; ++attempt) {
     m_lost = m_retryable = false;
-    Result<void> r;
+    StorageResult<void> r;
     if (!m_conn || PQstatus(m_conn) != CONNECTION_OK) {
       r = connect();
       if (!r) m_lost = true;
     }
     if (r) r = run_transaction(kind, body);
     if (r || (!m_lost && !m_retryable)) return r;
-    last_error = r.error();
+    last_error = r.error().message;
     if (backoff.expired()) {
-      return std::unexpected(fmt::format(
-          "{}: the database server stopped answering and {} attempts over {:.0f} s (retry_for) "
-          "did not get it back: {}",
-          name(), attempt, m_options.retry_s, last_error));
+      return std::unexpected(StorageError(
+          StorageErrorKind::unreachable,
+          fmt::format("{}: the database server stopped answering and {} attempts over {:.0f} s "
+                      "(retry_for) did not get it back: {}",
+                      name(), attempt, m_options.retry_s, last_error)));
     }
     backoff.pause();
   }

@@ -69,21 +69,21 @@ class PostgresStorage final : public RdbStorage {
   [[nodiscard]] Result<int> backend_pid();
 
  protected:
-  [[nodiscard]] Result<SqlRows> query(std::string_view sql,
-                                      const std::vector<SqlValue>& params) override;
-  [[nodiscard]] Result<void> transact(TxnKind kind,
-                                      const std::function<Result<void>()>& body) override;
+  [[nodiscard]] StorageResult<SqlRows> query(std::string_view sql,
+                                             const std::vector<SqlValue>& params) override;
+  [[nodiscard]] StorageResult<void> transact(
+      TxnKind kind, const std::function<StorageResult<void>()>& body) override;
 
  private:
   PostgresStorage(std::string conninfo, std::string password, std::string name,
                   const StorageOptions& options);
   [[nodiscard]] Result<void> connect();
   [[nodiscard]] Result<void> first_connect();
-  [[nodiscard]] Result<void> run_transaction(TxnKind kind,
-                                             const std::function<Result<void>()>& body);
-  [[nodiscard]] Result<void> exec_script(const std::string& sql);
-  [[nodiscard]] Result<void> ensure_schema();
-  std::unexpected<std::string> statement_failed(const pg_result* res);
+  [[nodiscard]] StorageResult<void> run_transaction(
+      TxnKind kind, const std::function<StorageResult<void>()>& body);
+  [[nodiscard]] StorageResult<void> exec_script(const std::string& sql);
+  [[nodiscard]] StorageResult<void> ensure_schema();
+  std::unexpected<StorageError> statement_failed(const pg_result* res);
   // The result of the statement just sent (the last one's, or the first error, of a script),
   // waited for until m_deadline; null when the connection broke or the server gave no answer in
   // time (m_lost set, the connection dropped, m_wait_error says which).

@@ -41,8 +41,9 @@ std::string directions_text(const std::vector<search::Direction>& directions) {
   return names.size() == 1 ? names[0] : fmt::format("[{}]", fmt::join(names, ", "));
 }
 
-std::unexpected<std::string> failed(std::string_view what, const std::string& error) {
-  return std::unexpected(fmt::format("{}: {}", what, error));
+// `error` with what failed before its message, its kind kept.
+std::unexpected<StorageError> failed(std::string_view what, const StorageError& error) {
+  return std::unexpected(error.in(what));
 }
 
 // Attributes may carry a trial's bytes: never throw on invalid UTF-8, store U+FFFD instead.
@@ -75,8 +76,8 @@ Result<void> RdbStorage::check_version_rows(const SqlRows& rows) {
 
 // The studies matching `where` (a condition on `s`, the studies table), each with one direction
 // per objective, in objective order (Optuna's study_directions rows).
-Result<std::vector<StudyInfo>> RdbStorage::read_studies(const std::string& where,
-                                                        const std::vector<SqlValue>& params) {
+StorageResult<std::vector<StudyInfo>> RdbStorage::read_studies(
+    const std::string& where, const std::vector<SqlValue>& params) {
   auto rows = query(
       "SELECT s.study_id, s.study_name, d.direction FROM studies s LEFT JOIN study_directions d "
       "ON d.study_id = s.study_id WHERE " +
@@ -94,29 +95,32 @@ Result<std::vector<StudyInfo>> RdbStorage::read_studies(const std::string& where
   return out;
 }
 
-Result<std::optional<StudyInfo>> RdbStorage::find_study(const std::string& name) {
+StorageResult<std::optional<StudyInfo>> RdbStorage::find_study(const std::string& name) {
   auto studies = read_studies("s.study_name = ?", {name});
   if (!studies) return std::unexpected(studies.error());
   if (studies->empty()) return std::optional<StudyInfo>();
   return studies->front();
 }
 
-Result<StudyInfo> RdbStorage::get_study(const std::string& name) {
+StorageResult<StudyInfo> RdbStorage::get_study(const std::string& name) {
   std::optional<StudyInfo> found;
-  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> StorageResult<void> {
     auto f = find_study(name);
     if (!f) return std::unexpected(f.error());
     found = std::move(*f);
     return {};
   });
   if (!r) return std::unexpected(r.error());
-  if (!found) return std::unexpected(fmt::format("no study named '{}' in {}", name, m_name));
+  if (!found) {
+    return std::unexpected(StorageError(StorageErrorKind::missing,
+                                        fmt::format("no study named '{}' in {}", name, m_name)));
+  }
   return *found;
 }
 
-Result<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
+StorageResult<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
   std::vector<StudyInfo> out;
-  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> StorageResult<void> {
     auto studies = read_studies("1 = 1", {});
     if (!studies) return std::unexpected(studies.error());
     out = std::move(*studies);
@@ -126,15 +130,14 @@ Result<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
   return out;
 }
 
-Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
-                                                  const std::vector<search::Direction>& directions,
-                                                  bool* created) {
+StorageResult<StudyInfo> RdbStorage::get_or_create_study(
+    const std::string& name, const std::vector<search::Direction>& directions, bool* created) {
   if (directions.empty()) return std::unexpected("create study: no direction given");
   StudyInfo info{-1, name, directions.front(), directions};
   bool made = false;
   // Run again after its COMMIT (made = true) lost its answer, the body finds the study it made.
   bool made_before = false;
-  auto r = transact(durable(TxnKind::write_flush), [&]() -> Result<void> {
+  auto r = transact(durable(TxnKind::write_flush), [&]() -> StorageResult<void> {
     made_before = made;
     made = false;
     if (*m_dialect.serialize_study_creation) {
@@ -171,9 +174,9 @@ Result<StudyInfo> RdbStorage::get_or_create_study(const std::string& name,
   return info;
 }
 
-Result<void> RdbStorage::set_attr(const char* table, const char* owner_column,
-                                  std::int64_t owner_id, const std::string& key,
-                                  const nlohmann::json& value) {
+StorageResult<void> RdbStorage::set_attr(const char* table, const char* owner_column,
+                                         std::int64_t owner_id, const std::string& key,
+                                         const nlohmann::json& value) {
   const std::string sql = fmt::format(
       "INSERT INTO {0} ({1}, \"key\", value_json) VALUES (?, ?, ?) "
       "ON CONFLICT ({1}, \"key\") DO UPDATE SET value_json = excluded.value_json",
@@ -183,16 +186,16 @@ Result<void> RdbStorage::set_attr(const char* table, const char* owner_column,
   return {};
 }
 
-Result<void> RdbStorage::set_study_user_attr(std::int64_t study_id, const std::string& key,
-                                             const nlohmann::json& value) {
+StorageResult<void> RdbStorage::set_study_user_attr(std::int64_t study_id, const std::string& key,
+                                                    const nlohmann::json& value) {
   return transact(TxnKind::statement, [&] {
     return set_attr("study_user_attributes", "study_id", study_id, key, value);
   });
 }
 
-Result<nlohmann::json> RdbStorage::get_study_user_attrs(std::int64_t study_id) {
+StorageResult<nlohmann::json> RdbStorage::get_study_user_attrs(std::int64_t study_id) {
   nlohmann::json out = nlohmann::json::object();
-  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> StorageResult<void> {
     auto rows = query("SELECT \"key\", value_json FROM study_user_attributes WHERE study_id = ?",
                       {study_id});
     if (!rows) return failed("get_study_user_attrs", rows.error());
@@ -209,7 +212,7 @@ Result<nlohmann::json> RdbStorage::get_study_user_attrs(std::int64_t study_id) {
 // A heartbeat in whole seconds of the database's UTC clock, as Optuna writes one on SQLite
 // (CURRENT_TIMESTAMP): Optuna's fail_stale_trials() takes `(now - heartbeat).seconds`, which for
 // a heartbeat a fraction of a second "ahead" wraps to a day and fails a live trial.
-Result<void> RdbStorage::insert_heartbeat(std::int64_t trial_id) {
+StorageResult<void> RdbStorage::insert_heartbeat(std::int64_t trial_id) {
   const std::string sql = fmt::format(
       "INSERT INTO trial_heartbeats (trial_id, heartbeat) VALUES (?, {}) "
       "ON CONFLICT (trial_id) DO UPDATE SET heartbeat = excluded.heartbeat",
@@ -221,8 +224,8 @@ Result<void> RdbStorage::insert_heartbeat(std::int64_t trial_id) {
 
 // Inside a write transaction, when its body runs again: the trial of the study that an earlier
 // run of it claimed (its COMMIT went through, its answer was lost), if any.
-Result<std::optional<NewTrial>> RdbStorage::claimed_trial(std::int64_t study_id,
-                                                          const std::string& token) {
+StorageResult<std::optional<NewTrial>> RdbStorage::claimed_trial(std::int64_t study_id,
+                                                                 const std::string& token) {
   auto rows = query(
       "SELECT t.trial_id, t.number FROM trials t JOIN trial_system_attributes a ON "
       "a.trial_id = t.trial_id WHERE t.study_id = ? AND a.\"key\" = ? AND a.value_json = ?",
@@ -232,74 +235,32 @@ Result<std::optional<NewTrial>> RdbStorage::claimed_trial(std::int64_t study_id,
   return NewTrial{rows->front().int64(0), static_cast<int>(rows->front().int64(1))};
 }
 
-Result<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialState state,
-                                          const nlohmann::json& system_attrs) {
-  NewTrial out;
-  const bool running = state == TrialState::running;
-  const std::string token = new_claim_token();
-  int runs = 0;
-  // Acknowledged means durable: the number is handed out once it is on disk, so that no crash
-  // (of this machine, or of a database server other workers outlive) can take the trial back
-  // after its worker started it and hand the number to another. A body run again after a
-  // connection lost at COMMIT (which may have gone through) first looks for the trial its claim
-  // token marks: it never makes a second trial, nor a number nobody runs.
-  // An enqueued (WAITING) trial starts when popped, and the pop flushes it: its own commit need
-  // only survive the database server.
-  const auto kind = durable(running ? TxnKind::write_flush : TxnKind::write_synced);
-  auto r = transact(kind, [&]() -> Result<void> {
-    // Optuna numbers a trial by the count of the study's trials created before it. Holding the
-    // study's row (as Optuna's create_trial does) keeps creators of one study in line.
-    auto lock = query(
-        fmt::format("SELECT study_id FROM studies WHERE study_id = ?{}", m_dialect.for_update),
-        {study_id});
-    if (!lock) return failed("create trial", lock.error());
-    if (lock->empty()) return std::unexpected(fmt::format("study id {} does not exist", study_id));
-    if (runs++ > 0) {  // run again: did the last run commit?
-      auto mine = claimed_trial(study_id, token);
-      if (!mine) return std::unexpected(mine.error());
-      if (*mine) {
-        out = **mine;
-        return {};
-      }
-    }
-    // The number in the INSERT itself: every statement under the study's row is a round trip
-    // that the other creators of the study wait for (a statement after the lock sees the
-    // previous holder's commit). One past the highest number, read from the index on (study_id,
-    // number) in a step, where Optuna counts the earlier trials (a pass over all of them): the
-    // same number, as neither tune nor Optuna leaves a gap, and never one already taken if a
-    // trial was deleted.
-    auto ins = query(fmt::format("INSERT INTO trials (number, study_id, state, datetime_start) "
-                                 "VALUES ((SELECT COALESCE(MAX(number), -1) + 1 FROM trials "
-                                 "WHERE study_id = ?), ?, ?, {}) RETURNING trial_id, number",
-                                 running ? m_dialect.now_utc : "NULL"),
-                     {study_id, study_id, std::string(search::to_string(state))});
-    if (!ins) return failed("create trial", ins.error());
-    out.trial_id = ins->at(0).int64(0);
-    out.number = static_cast<int>(ins->at(0).int64(1));
-    // The first heartbeat comes with the start, so that a trial whose tune dies before
-    // launching it still ages (another host then recovers it).
-    if (running) {
-      if (auto h = insert_heartbeat(out.trial_id); !h) return h;
-    }
-    for (const auto& [key, value] : system_attrs.items()) {
-      if (auto a = set_attr("trial_system_attributes", "trial_id", out.trial_id, key, value); !a) {
-        return a;
-      }
-    }
-    return set_attr("trial_system_attributes", "trial_id", out.trial_id, k_attr_claim_token, token);
-  });
-  if (!r) return std::unexpected(r.error());
-  return out;
-}
-
-Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study_id) {
+// The claim token's retry, for every call that hands a trial to its caller (a creation, a pop).
+// A backend runs a transaction's body again after a connection lost at COMMIT, which may have
+// gone through: a body run again first looks for the trial its token marks and returns that one,
+// so that a retry never makes a second trial, nor pops a second, nor leaves a number nobody runs.
+// `take` makes or pops the trial (nullopt: none to pop); the token is written with it, and the
+// change counted after it (`counts_change`, a pop: bump_change is the last statement). With
+// `lock_study`, the study's row is locked first, also before the look-up: a run cut off at
+// COMMIT holds that lock until its commit is done, so the look-up sees it.
+StorageResult<std::optional<NewTrial>> RdbStorage::claim_trial(
+    TxnKind kind, std::int64_t study_id, bool lock_study, bool counts_change,
+    const std::function<StorageResult<std::optional<NewTrial>>()>& take) {
   std::optional<NewTrial> out;
   const std::string token = new_claim_token();
   int runs = 0;
-  // Durable before the trial starts, as create_trial's (a popped trial lost back to WAITING
-  // would run twice).
-  auto r = transact(durable(TxnKind::write_flush), [&]() -> Result<void> {
+  auto r = transact(kind, [&]() -> StorageResult<void> {
     out.reset();
+    if (lock_study) {
+      auto lock = query(
+          fmt::format("SELECT study_id FROM studies WHERE study_id = ?{}", m_dialect.for_update),
+          {study_id});
+      if (!lock) return failed("create trial", lock.error());
+      if (lock->empty()) {
+        return std::unexpected(StorageError(StorageErrorKind::missing,
+                                            fmt::format("study id {} does not exist", study_id)));
+      }
+    }
     if (runs++ > 0) {  // run again: did the last run commit?
       auto mine = claimed_trial(study_id, token);
       if (!mine) return std::unexpected(mine.error());
@@ -308,26 +269,18 @@ Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study
         return {};
       }
     }
-    // Several workers pop at once: each takes a WAITING row no other holds.
-    auto sel = query(fmt::format("SELECT trial_id, number FROM trials WHERE study_id = ? AND "
-                                 "state = 'WAITING' ORDER BY trial_id LIMIT 1{}",
-                                 m_dialect.skip_locked),
-                     {study_id});
-    if (!sel) return failed("pop waiting trial", sel.error());
-    if (sel->empty()) return {};
-    const NewTrial t{sel->at(0).int64(0), static_cast<int>(sel->at(0).int64(1))};
-    auto upd = query(fmt::format("UPDATE trials SET state = 'RUNNING', datetime_start = {} "
-                                 "WHERE trial_id = ?",
-                                 m_dialect.now_utc),
-                     {t.trial_id});
-    if (!upd) return failed("pop waiting trial", upd.error());
-    if (auto h = insert_heartbeat(t.trial_id); !h) return h;
+    auto taken = take();
+    if (!taken) return std::unexpected(taken.error());
+    if (!*taken) return {};
+    const NewTrial t = **taken;
     if (auto c =
             set_attr("trial_system_attributes", "trial_id", t.trial_id, k_attr_claim_token, token);
         !c) {
       return c;
     }
-    if (auto b = bump_change(t.trial_id); !b) return b;
+    if (counts_change) {
+      if (auto b = bump_change(t.trial_id); !b) return b;
+    }
     out = t;
     return {};
   });
@@ -335,10 +288,78 @@ Result<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study
   return out;
 }
 
-Result<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::string& name,
-                                         double internal, const search::Distribution& dist) {
+StorageResult<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialState state,
+                                                 const nlohmann::json& system_attrs) {
+  const bool running = state == TrialState::running;
+  // Acknowledged means durable: the number is handed out once it is on disk, so that no crash
+  // (of this machine, or of a database server other workers outlive) can take the trial back
+  // after its worker started it and hand the number to another (claim_trial: nor a retry make a
+  // second one). An enqueued (WAITING) trial starts when popped, and the pop flushes it: its own
+  // commit need only survive the database server.
+  const auto kind = durable(running ? TxnKind::write_flush : TxnKind::write_synced);
+  // Optuna numbers a trial by the count of the study's trials created before it. Holding the
+  // study's row (as Optuna's create_trial does) keeps creators of one study in line.
+  auto r = claim_trial(
+      kind, study_id, /*lock_study=*/true, /*counts_change=*/false,
+      [&]() -> StorageResult<std::optional<NewTrial>> {
+        // The number in the INSERT itself: every statement under the study's row is a round trip
+        // that the other creators of the study wait for (a statement after the lock sees the
+        // previous holder's commit). One past the highest number, read from the index on
+        // (study_id, number) in a step, where Optuna counts the earlier trials (a pass over all
+        // of them): the same number, as neither tune nor Optuna leaves a gap, and never one
+        // already taken if a trial was deleted.
+        auto ins = query(fmt::format("INSERT INTO trials (number, study_id, state, datetime_start) "
+                                     "VALUES ((SELECT COALESCE(MAX(number), -1) + 1 FROM trials "
+                                     "WHERE study_id = ?), ?, ?, {}) RETURNING trial_id, number",
+                                     running ? m_dialect.now_utc : "NULL"),
+                         {study_id, study_id, std::string(search::to_string(state))});
+        if (!ins) return failed("create trial", ins.error());
+        const NewTrial t{ins->at(0).int64(0), static_cast<int>(ins->at(0).int64(1))};
+        // The first heartbeat comes with the start, so that a trial whose tune dies before
+        // launching it still ages (another host then recovers it).
+        if (running) {
+          if (auto h = insert_heartbeat(t.trial_id); !h) return std::unexpected(h.error());
+        }
+        for (const auto& [key, value] : system_attrs.items()) {
+          if (auto a = set_attr("trial_system_attributes", "trial_id", t.trial_id, key, value);
+              !a) {
+            return std::unexpected(a.error());
+          }
+        }
+        return t;
+      });
+  if (!r) return std::unexpected(r.error());
+  return **r;  // a creation always takes a trial
+}
+
+StorageResult<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study_id) {
+  // Durable before the trial starts, as create_trial's (a popped trial lost back to WAITING
+  // would run twice).
+  return claim_trial(
+      durable(TxnKind::write_flush), study_id, /*lock_study=*/false, /*counts_change=*/true,
+      [&]() -> StorageResult<std::optional<NewTrial>> {
+        // Several workers pop at once: each takes a WAITING row no other holds.
+        auto sel = query(fmt::format("SELECT trial_id, number FROM trials WHERE study_id = ? AND "
+                                     "state = 'WAITING' ORDER BY trial_id LIMIT 1{}",
+                                     m_dialect.skip_locked),
+                         {study_id});
+        if (!sel) return failed("pop waiting trial", sel.error());
+        if (sel->empty()) return std::optional<NewTrial>();
+        const NewTrial t{sel->at(0).int64(0), static_cast<int>(sel->at(0).int64(1))};
+        auto upd = query(fmt::format("UPDATE trials SET state = 'RUNNING', datetime_start = {} "
+                                     "WHERE trial_id = ?",
+                                     m_dialect.now_utc),
+                         {t.trial_id});
+        if (!upd) return failed("pop waiting trial", upd.error());
+        if (auto h = insert_heartbeat(t.trial_id); !h) return std::unexpected(h.error());
+        return t;
+      });
+}
+
+StorageResult<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::string& name,
+                                                double internal, const search::Distribution& dist) {
   return update_unfinished(
-      trial_id, "set_trial_param", durable(TxnKind::write_synced), [&]() -> Result<void> {
+      trial_id, "set_trial_param", durable(TxnKind::write_synced), [&]() -> StorageResult<void> {
         auto r = query(
             "INSERT INTO trial_params (trial_id, param_name, param_value, distribution_json) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, param_name) DO UPDATE SET "
@@ -349,13 +370,13 @@ Result<void> RdbStorage::set_trial_param(std::int64_t trial_id, const std::strin
       });
 }
 
-Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialState state,
-                                                const TrialValues& values) {
+StorageResult<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialState state,
+                                                       const TrialValues& values) {
   bool changed = false;
   // A finished trial is what a power loss must not take; the writes before it go along.
   const auto kind = durable(is_finished(state) ? TxnKind::write_flush : TxnKind::write_synced);
   int runs = 0;
-  auto r = transact(kind, [&]() -> Result<void> {
+  auto r = transact(kind, [&]() -> StorageResult<void> {
     changed = false;
     const bool again = runs++ > 0;
     auto old = locked_state(trial_id, "set trial state");
@@ -375,8 +396,8 @@ Result<bool> RdbStorage::set_trial_state_values(std::int64_t trial_id, TrialStat
 }
 
 // Inside a write transaction: the trial's state, its row locked where the dialect can.
-Result<std::optional<TrialState>> RdbStorage::locked_state(std::int64_t trial_id,
-                                                           std::string_view what) {
+StorageResult<std::optional<TrialState>> RdbStorage::locked_state(std::int64_t trial_id,
+                                                                  std::string_view what) {
   auto sel =
       query(fmt::format("SELECT state FROM trials WHERE trial_id = ?{}", m_dialect.for_update),
             {trial_id});
@@ -386,7 +407,8 @@ Result<std::optional<TrialState>> RdbStorage::locked_state(std::int64_t trial_id
 }
 
 // Inside a write transaction: the trial's value of objective `objective`, inserted or replaced.
-Result<void> RdbStorage::write_value(std::int64_t trial_id, std::int64_t objective, double value) {
+StorageResult<void> RdbStorage::write_value(std::int64_t trial_id, std::int64_t objective,
+                                            double value) {
   auto val = query(
       "INSERT INTO trial_values (trial_id, objective, value, value_type) VALUES (?, ?, ?, ?) "
       "ON CONFLICT (trial_id, objective) DO UPDATE SET value = excluded.value, "
@@ -396,10 +418,10 @@ Result<void> RdbStorage::write_value(std::int64_t trial_id, std::int64_t objecti
   return {};
 }
 
-Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value,
-                                                  const std::string& keep_old_as) {
+StorageResult<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double value,
+                                                         const std::string& keep_old_as) {
   bool changed = false;
-  auto r = transact(durable(TxnKind::write_synced), [&]() -> Result<void> {
+  auto r = transact(durable(TxnKind::write_synced), [&]() -> StorageResult<void> {
     changed = false;
     auto old = locked_state(trial_id, "set complete trial value");
     if (!old) return std::unexpected(old.error());
@@ -429,8 +451,8 @@ Result<bool> RdbStorage::set_complete_trial_value(std::int64_t trial_id, double 
 }
 
 // set_trial_state_values() once the trial is known to be unfinished (and held).
-Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
-                                      const TrialValues& values) {
+StorageResult<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
+                                             const TrialValues& values) {
   for (std::size_t i = 0; i < values.values.size(); ++i) {
     if (auto w = write_value(trial_id, static_cast<std::int64_t>(i), values.values[i]); !w)
       return w;
@@ -452,7 +474,7 @@ Result<void> RdbStorage::finish_trial(std::int64_t trial_id, TrialState state,
 // records it: counts commit in the order they were taken, so a reader that saw count N has seen
 // every change up to N (get_trials_changed). Always the last statement of its transaction, after
 // the trial's row lock: one lock order, no deadlock.
-Result<void> RdbStorage::bump_change(std::int64_t trial_id) {
+StorageResult<void> RdbStorage::bump_change(std::int64_t trial_id) {
   auto seq = query(
       "INSERT INTO tune_study_changes (study_id, seq) SELECT study_id, 1 FROM trials WHERE "
       "trial_id = ? ON CONFLICT (study_id) DO UPDATE SET seq = tune_study_changes.seq + 1 "
@@ -468,20 +490,19 @@ Result<void> RdbStorage::bump_change(std::int64_t trial_id) {
   return {};
 }
 
-Result<bool> RdbStorage::update_trial(std::int64_t trial_id, const TrialUpdate& update) {
+StorageResult<bool> RdbStorage::update_trial(std::int64_t trial_id, const TrialUpdate& update) {
   const bool ends = update.state && is_finished(*update.state);
   bool changed = false;
   int runs = 0;
-  auto r =
-      transact(durable(ends ? TxnKind::write_flush : TxnKind::write_synced), [&]() -> Result<void> {
+  auto r = transact(
+      durable(ends ? TxnKind::write_flush : TxnKind::write_synced), [&]() -> StorageResult<void> {
         changed = false;
         const bool again = runs++ > 0;
         auto old = locked_state(trial_id, "update trial");
         if (!old) return std::unexpected(old.error());
         if (*old && is_finished(**old)) {
           if (!update.state) {
-            return std::unexpected(
-                fmt::format("update trial: {}", finished_trial_error(trial_id, **old)));
+            return std::unexpected(finished_trial_error(trial_id, **old).in("update trial"));
           }
           // As set_trial_state_values: run again after a COMMIT whose answer was
           // lost, finding the very state it writes, the last run's write went
@@ -529,12 +550,12 @@ Result<bool> RdbStorage::update_trial(std::int64_t trial_id, const TrialUpdate& 
   return changed;
 }
 
-Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
-                                                      double value) {
+StorageResult<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id,
+                                                             std::int64_t step, double value) {
   // Asynchronous on a server: a crash may take the last fraction of a second's values, points
   // of a curve that only the pruner and the charts read; the trial's value is written with its end.
   return update_unfinished(
-      trial_id, "set_trial_intermediate_value", TxnKind::write, [&]() -> Result<void> {
+      trial_id, "set_trial_intermediate_value", TxnKind::write, [&]() -> StorageResult<void> {
         auto r = query(
             "INSERT INTO trial_intermediate_values (trial_id, step, intermediate_value, "
             "intermediate_value_type) VALUES (?, ?, ?, ?) ON CONFLICT (trial_id, step) DO UPDATE "
@@ -546,15 +567,15 @@ Result<void> RdbStorage::set_trial_intermediate_value(std::int64_t trial_id, std
       });
 }
 
-Result<void> RdbStorage::set_trial_user_attr(std::int64_t trial_id, const std::string& key,
-                                             const nlohmann::json& value) {
+StorageResult<void> RdbStorage::set_trial_user_attr(std::int64_t trial_id, const std::string& key,
+                                                    const nlohmann::json& value) {
   return update_unfinished(trial_id, "set_trial_user_attr", durable(TxnKind::write_synced), [&] {
     return set_attr("trial_user_attributes", "trial_id", trial_id, key, value);
   });
 }
 
-Result<void> RdbStorage::set_trial_system_attr(std::int64_t trial_id, const std::string& key,
-                                               const nlohmann::json& value) {
+StorageResult<void> RdbStorage::set_trial_system_attr(std::int64_t trial_id, const std::string& key,
+                                                      const nlohmann::json& value) {
   return update_unfinished(trial_id, "set_trial_system_attr", durable(TxnKind::write_synced), [&] {
     return set_attr("trial_system_attributes", "trial_id", trial_id, key, value);
   });
@@ -562,7 +583,7 @@ Result<void> RdbStorage::set_trial_system_attr(std::int64_t trial_id, const std:
 
 // Asynchronous on a server: a heartbeat a crash takes is replaced by the next one, a tick later,
 // long before the grace period would count it (the first one is written with the trial).
-Result<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
+StorageResult<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
   return update_unfinished(trial_id, "record_heartbeat", TxnKind::write,
                            [&] { return insert_heartbeat(trial_id); });
 }
@@ -570,20 +591,20 @@ Result<void> RdbStorage::record_heartbeat(std::int64_t trial_id) {
 // One trial has one owner of its state: a write to a trial another worker finished (say, failed
 // as stale while this one was suspended) is refused in the transaction that would make it, with
 // the error finished_trial_error() names (Optuna's RDBStorage raises on it too).
-Result<void> RdbStorage::update_unfinished(std::int64_t trial_id, std::string_view what,
-                                           TxnKind kind,
-                                           const std::function<Result<void>()>& body) {
-  return transact(kind, [&]() -> Result<void> {
+StorageResult<void> RdbStorage::update_unfinished(
+    std::int64_t trial_id, std::string_view what, TxnKind kind,
+    const std::function<StorageResult<void>()>& body) {
+  return transact(kind, [&]() -> StorageResult<void> {
     auto old = locked_state(trial_id, what);
     if (!old) return std::unexpected(old.error());
     if (*old && is_finished(**old)) {
-      return std::unexpected(fmt::format("{}: {}", what, finished_trial_error(trial_id, **old)));
+      return std::unexpected(finished_trial_error(trial_id, **old).in(what));
     }
     return body();
   });
 }
 
-Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
+StorageResult<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
   // Both ages by the database's clock against timestamps it wrote in UTC: neither this host's
   // clock nor its time zone matters. A timestamp the database cannot read gives NULL.
   const std::string sql = fmt::format(
@@ -592,7 +613,7 @@ Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
       fmt::format(fmt::runtime(m_dialect.age_seconds), "h.heartbeat"),
       fmt::format(fmt::runtime(m_dialect.age_seconds), "t.datetime_start"));
   TrialLiveness out;
-  auto r = transact(TxnKind::statement, [&]() -> Result<void> {
+  auto r = transact(TxnKind::statement, [&]() -> StorageResult<void> {
     auto rows = query(sql, {trial_id});
     if (!rows) return failed("trial_liveness", rows.error());
     if (rows->empty()) return std::unexpected(missing_trial_error(trial_id));
@@ -606,11 +627,11 @@ Result<TrialLiveness> RdbStorage::trial_liveness(std::int64_t trial_id) {
   return out;
 }
 
-Result<std::vector<FrozenTrial>> RdbStorage::load_trials(const std::string& where,
-                                                         const std::vector<SqlValue>& params) {
+StorageResult<std::vector<FrozenTrial>> RdbStorage::load_trials(
+    const std::string& where, const std::vector<SqlValue>& params) {
   std::vector<FrozenTrial> trials;
   // One read transaction, so that both reads see one snapshot.
-  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+  auto r = transact(TxnKind::read, [&]() -> StorageResult<void> {
     auto t = select_trials(where, params);
     if (!t) return std::unexpected(t.error());
     trials = std::move(*t);
@@ -620,8 +641,8 @@ Result<std::vector<FrozenTrial>> RdbStorage::load_trials(const std::string& wher
   return trials;
 }
 
-Result<std::vector<FrozenTrial>> RdbStorage::select_trials(const std::string& where,
-                                                           const std::vector<SqlValue>& params) {
+StorageResult<std::vector<FrozenTrial>> RdbStorage::select_trials(
+    const std::string& where, const std::vector<SqlValue>& params) {
   std::vector<FrozenTrial> trials;
   auto rows = query(
       fmt::format("SELECT trial_id, number, state, {}, {} FROM trials WHERE {} "
@@ -653,7 +674,7 @@ std::string RdbStorage::id_list(const std::vector<std::int64_t>& ids) const {
 // trip to a server instead of five, each table read through its (trial_id, ...) index for the
 // listed ids alone. Each row is (what, trial_id, name, number, text), `what` saying which table
 // it came from.
-Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials) {
+StorageResult<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials) {
   enum What : std::int64_t { param, value, intermediate, user_attr, system_attr };
   const std::string among = fmt::format(fmt::runtime(m_dialect.in_id_list), "trial_id");
   const std::string sql = fmt::format(
@@ -717,24 +738,24 @@ Result<void> RdbStorage::read_trial_details(std::vector<FrozenTrial>& trials) {
   return {};
 }
 
-Result<FrozenTrial> RdbStorage::get_trial(std::int64_t trial_id) {
+StorageResult<FrozenTrial> RdbStorage::get_trial(std::int64_t trial_id) {
   auto trials = load_trials("trial_id = ?", {trial_id});
   if (!trials) return std::unexpected(trials.error());
   if (trials->empty()) return std::unexpected(missing_trial_error(trial_id));
   return std::move(trials->front());
 }
 
-Result<std::vector<FrozenTrial>> RdbStorage::get_all_trials(std::int64_t study_id) {
+StorageResult<std::vector<FrozenTrial>> RdbStorage::get_all_trials(std::int64_t study_id) {
   return load_trials("study_id = ?", {study_id});
 }
 
-Result<std::vector<FrozenTrial>> RdbStorage::get_trials_changed(
+StorageResult<std::vector<FrozenTrial>> RdbStorage::get_trials_changed(
     std::int64_t study_id, StudyMark& mark, const std::vector<std::int64_t>& refresh) {
   std::vector<FrozenTrial> trials;
   StudyMark seen = mark;
   // One snapshot: the count read first covers every change the trials read after it show, and
   // no later one (get_trials_changed in storage.h).
-  auto r = transact(TxnKind::read, [&]() -> Result<void> {
+  auto r = transact(TxnKind::read, [&]() -> StorageResult<void> {
     seen = mark;
     trials.clear();
     std::string where;
@@ -746,11 +767,11 @@ Result<std::vector<FrozenTrial>> RdbStorage::get_trials_changed(
       if (!count->empty()) seen.changes = count->front().int64(0);
       // New trials by id (the primary key's range), changed ones through the index on
       // (study_id, seq): neither reads a row that did not change.
-      auto ids = query(
-          fmt::format("SELECT trial_id FROM trials WHERE trial_id > ? AND {} UNION SELECT "
-                      "trial_id FROM tune_trial_changes WHERE study_id = ? AND seq > ?",
-                      m_dialect.study_of_listed_trials),
-          {mark.trial_id, study_id, study_id, mark.changes});
+      auto ids =
+          query(fmt::format("SELECT trial_id FROM trials WHERE trial_id > ? AND {} UNION SELECT "
+                            "trial_id FROM tune_trial_changes WHERE study_id = ? AND seq > ?",
+                            m_dialect.study_of_listed_trials),
+                {mark.trial_id, study_id, study_id, mark.changes});
       if (!ids) return failed("load trials", ids.error());
       if (ids->empty()) return {};
       std::vector<std::int64_t> list;

@@ -78,9 +78,10 @@ enum class TxnKind {
 
 // The SQL that differs between the backends, as fragments of the shared statements.
 struct SqlDialect {
-  const char* now_utc;        // the current UTC time as a naive DATETIME, sub-second
-  const char* heartbeat_utc;  // the same in whole seconds, as Optuna's heartbeats (storage.cpp)
-  const char* age_seconds;    // fmt pattern: seconds from the naive UTC DATETIME {} until now
+  const char* now_utc;  // the current UTC time as a naive DATETIME, sub-second
+  const char*
+      heartbeat_utc;        // the same in whole seconds, as Optuna's heartbeats (insert_heartbeat)
+  const char* age_seconds;  // fmt pattern: seconds from the naive UTC DATETIME {} until now
   // fmt pattern: the DATETIME column {} as parse_datetime() reads it, whatever the session's
   // settings (a pooled connection keeps none: postgres_storage.h)
   const char* datetime_text;
@@ -100,38 +101,46 @@ class RdbStorage : public Storage {
  public:
   using Storage::get_or_create_study;
   using Storage::set_complete_trial_value;
-  [[nodiscard]] Result<StudyInfo> get_or_create_study(
+  [[nodiscard]] StorageResult<StudyInfo> get_or_create_study(
       const std::string& name, const std::vector<search::Direction>& directions,
       bool* created) final;
-  [[nodiscard]] Result<StudyInfo> get_study(const std::string& name) final;
-  [[nodiscard]] Result<std::vector<StudyInfo>> get_all_studies() final;
-  [[nodiscard]] Result<void> set_study_user_attr(std::int64_t study_id, const std::string& key,
-                                                 const nlohmann::json& value) final;
-  [[nodiscard]] Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) final;
-  [[nodiscard]] Result<NewTrial> create_trial(std::int64_t study_id, search::TrialState state,
-                                              const nlohmann::json& system_attrs) final;
-  [[nodiscard]] Result<std::optional<NewTrial>> pop_waiting_trial(std::int64_t study_id) final;
-  [[nodiscard]] Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
-                                             double internal,
-                                             const search::Distribution& dist) final;
-  [[nodiscard]] Result<bool> set_trial_state_values(std::int64_t trial_id, search::TrialState state,
-                                                    const TrialValues& values) final;
-  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value,
-                                                      const std::string& keep_old_as) final;
-  [[nodiscard]] Result<void> set_trial_intermediate_value(std::int64_t trial_id, std::int64_t step,
-                                                          double value) final;
-  [[nodiscard]] Result<void> set_trial_user_attr(std::int64_t trial_id, const std::string& key,
-                                                 const nlohmann::json& value) final;
-  [[nodiscard]] Result<void> set_trial_system_attr(std::int64_t trial_id, const std::string& key,
-                                                   const nlohmann::json& value) final;
-  [[nodiscard]] Result<void> record_heartbeat(std::int64_t trial_id) final;
-  [[nodiscard]] Result<bool> update_trial(std::int64_t trial_id, const TrialUpdate& update) final;
-  [[nodiscard]] Result<search::FrozenTrial> get_trial(std::int64_t trial_id) final;
-  [[nodiscard]] Result<std::vector<search::FrozenTrial>> get_all_trials(
+  [[nodiscard]] StorageResult<StudyInfo> get_study(const std::string& name) final;
+  [[nodiscard]] StorageResult<std::vector<StudyInfo>> get_all_studies() final;
+  [[nodiscard]] StorageResult<void> set_study_user_attr(std::int64_t study_id,
+                                                        const std::string& key,
+                                                        const nlohmann::json& value) final;
+  [[nodiscard]] StorageResult<nlohmann::json> get_study_user_attrs(std::int64_t study_id) final;
+  [[nodiscard]] StorageResult<NewTrial> create_trial(std::int64_t study_id,
+                                                     search::TrialState state,
+                                                     const nlohmann::json& system_attrs) final;
+  [[nodiscard]] StorageResult<std::optional<NewTrial>> pop_waiting_trial(
       std::int64_t study_id) final;
-  [[nodiscard]] Result<std::vector<search::FrozenTrial>> get_trials_changed(
+  [[nodiscard]] StorageResult<void> set_trial_param(std::int64_t trial_id, const std::string& name,
+                                                    double internal,
+                                                    const search::Distribution& dist) final;
+  [[nodiscard]] StorageResult<bool> set_trial_state_values(std::int64_t trial_id,
+                                                           search::TrialState state,
+                                                           const TrialValues& values) final;
+  [[nodiscard]] StorageResult<bool> set_complete_trial_value(std::int64_t trial_id, double value,
+                                                             const std::string& keep_old_as) final;
+  [[nodiscard]] StorageResult<void> set_trial_intermediate_value(std::int64_t trial_id,
+                                                                 std::int64_t step,
+                                                                 double value) final;
+  [[nodiscard]] StorageResult<void> set_trial_user_attr(std::int64_t trial_id,
+                                                        const std::string& key,
+                                                        const nlohmann::json& value) final;
+  [[nodiscard]] StorageResult<void> set_trial_system_attr(std::int64_t trial_id,
+                                                          const std::string& key,
+                                                          const nlohmann::json& value) final;
+  [[nodiscard]] StorageResult<void> record_heartbeat(std::int64_t trial_id) final;
+  [[nodiscard]] StorageResult<bool> update_trial(std::int64_t trial_id,
+                                                 const TrialUpdate& update) final;
+  [[nodiscard]] StorageResult<search::FrozenTrial> get_trial(std::int64_t trial_id) final;
+  [[nodiscard]] StorageResult<std::vector<search::FrozenTrial>> get_all_trials(
+      std::int64_t study_id) final;
+  [[nodiscard]] StorageResult<std::vector<search::FrozenTrial>> get_trials_changed(
       std::int64_t study_id, StudyMark& mark, const std::vector<std::int64_t>& refresh) final;
-  [[nodiscard]] Result<TrialLiveness> trial_liveness(std::int64_t trial_id) final;
+  [[nodiscard]] StorageResult<TrialLiveness> trial_liveness(std::int64_t trial_id) final;
   double grace_period_s() const final { return m_options.grace_period_s; }
 
  protected:
@@ -139,12 +148,12 @@ class RdbStorage : public Storage {
       : m_options(options), m_dialect(dialect), m_name(std::move(name)) {}
 
   // Runs one statement with `params` bound to its `?`s in order; every row it returns.
-  [[nodiscard]] virtual Result<SqlRows> query(std::string_view sql,
-                                              const std::vector<SqlValue>& params) = 0;
+  [[nodiscard]] virtual StorageResult<SqlRows> query(std::string_view sql,
+                                                     const std::vector<SqlValue>& params) = 0;
   // Runs `body` in one transaction of `kind`, committed when it succeeds and rolled back when it
   // fails. A backend may run it more than once (a retried transaction): it must start afresh.
-  [[nodiscard]] virtual Result<void> transact(TxnKind kind,
-                                              const std::function<Result<void>()>& body) = 0;
+  [[nodiscard]] virtual StorageResult<void> transact(
+      TxnKind kind, const std::function<StorageResult<void>()>& body) = 0;
   // Optuna's version row (none before the schema is written), and the check of what it read:
   // an error unless the schema is version 12.
   static constexpr const char* k_version_query =
@@ -159,36 +168,39 @@ class RdbStorage : public Storage {
   bool m_change_log = true;
 
  private:
-  [[nodiscard]] Result<std::optional<StudyInfo>> find_study(const std::string& name);
-  [[nodiscard]] Result<std::vector<StudyInfo>> read_studies(const std::string& where,
-                                                            const std::vector<SqlValue>& params);
-  [[nodiscard]] Result<void> set_attr(const char* table, const char* owner_column,
-                                      std::int64_t owner_id, const std::string& key,
-                                      const nlohmann::json& value);
-  [[nodiscard]] Result<void> insert_heartbeat(std::int64_t trial_id);
-  [[nodiscard]] Result<std::optional<NewTrial>> claimed_trial(std::int64_t study_id,
-                                                              const std::string& token);
-  [[nodiscard]] Result<void> update_unfinished(std::int64_t trial_id, std::string_view what,
-                                               TxnKind kind,
-                                               const std::function<Result<void>()>& body);
+  [[nodiscard]] StorageResult<std::optional<StudyInfo>> find_study(const std::string& name);
+  [[nodiscard]] StorageResult<std::vector<StudyInfo>> read_studies(
+      const std::string& where, const std::vector<SqlValue>& params);
+  [[nodiscard]] StorageResult<void> set_attr(const char* table, const char* owner_column,
+                                             std::int64_t owner_id, const std::string& key,
+                                             const nlohmann::json& value);
+  [[nodiscard]] StorageResult<void> insert_heartbeat(std::int64_t trial_id);
+  [[nodiscard]] StorageResult<std::optional<NewTrial>> claimed_trial(std::int64_t study_id,
+                                                                     const std::string& token);
+  [[nodiscard]] StorageResult<std::optional<NewTrial>> claim_trial(
+      TxnKind kind, std::int64_t study_id, bool lock_study, bool counts_change,
+      const std::function<StorageResult<std::optional<NewTrial>>()>& take);
+  [[nodiscard]] StorageResult<void> update_unfinished(
+      std::int64_t trial_id, std::string_view what, TxnKind kind,
+      const std::function<StorageResult<void>()>& body);
   // `kind` as the options allow: synchronous=normal makes every write a plain `write`.
   TxnKind durable(TxnKind kind) const { return m_options.synchronous_full ? kind : TxnKind::write; }
-  [[nodiscard]] Result<std::optional<search::TrialState>> locked_state(std::int64_t trial_id,
-                                                                       std::string_view what);
-  [[nodiscard]] Result<void> write_value(std::int64_t trial_id, std::int64_t objective,
-                                         double value);
-  [[nodiscard]] Result<void> finish_trial(std::int64_t trial_id, search::TrialState state,
-                                          const TrialValues& values);
+  [[nodiscard]] StorageResult<std::optional<search::TrialState>> locked_state(
+      std::int64_t trial_id, std::string_view what);
+  [[nodiscard]] StorageResult<void> write_value(std::int64_t trial_id, std::int64_t objective,
+                                                double value);
+  [[nodiscard]] StorageResult<void> finish_trial(std::int64_t trial_id, search::TrialState state,
+                                                 const TrialValues& values);
   // Inside a write transaction: counts a change of the trial (get_trials_changed).
-  [[nodiscard]] Result<void> bump_change(std::int64_t trial_id);
+  [[nodiscard]] StorageResult<void> bump_change(std::int64_t trial_id);
   // The trials matching `where` (a condition on `trials` with `?`s for `params`) in number
   // order, each whole, read in one snapshot (its own read transaction).
-  [[nodiscard]] Result<std::vector<search::FrozenTrial>> load_trials(
+  [[nodiscard]] StorageResult<std::vector<search::FrozenTrial>> load_trials(
       const std::string& where, const std::vector<SqlValue>& params);
   // The same inside a transaction the caller runs.
-  [[nodiscard]] Result<std::vector<search::FrozenTrial>> select_trials(
+  [[nodiscard]] StorageResult<std::vector<search::FrozenTrial>> select_trials(
       const std::string& where, const std::vector<SqlValue>& params);
-  [[nodiscard]] Result<void> read_trial_details(std::vector<search::FrozenTrial>& trials);
+  [[nodiscard]] StorageResult<void> read_trial_details(std::vector<search::FrozenTrial>& trials);
   // `ids` as the one parameter of m_dialect.in_id_list.
   std::string id_list(const std::vector<std::int64_t>& ids) const;
 

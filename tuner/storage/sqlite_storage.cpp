@@ -323,7 +323,8 @@ Result<void> SqliteStorage::check_schema() {
   return {};
 }
 
-Result<SqlRows> SqliteStorage::query(std::string_view sql, const std::vector<SqlValue>& params) {
+StorageResult<SqlRows> SqliteStorage::query(std::string_view sql,
+                                            const std::vector<SqlValue>& params) {
   constexpr std::size_t k_max_statements = 256;  // tune's statements are a few dozen texts
   auto it = m_statements.find(sql);
   if (it == m_statements.end()) {
@@ -347,7 +348,8 @@ Result<SqlRows> SqliteStorage::query(std::string_view sql, const std::vector<Sql
   }
 }
 
-Result<void> SqliteStorage::transact(TxnKind kind, const std::function<Result<void>()>& body) {
+StorageResult<void> SqliteStorage::transact(TxnKind kind,
+                                            const std::function<StorageResult<void>()>& body) {
   if (kind == TxnKind::read || kind == TxnKind::statement) {
     if (auto r = reader_follows_writers(); !r) return r;
   }

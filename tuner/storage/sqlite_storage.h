@@ -48,10 +48,10 @@ class SqliteStorage final : public RdbStorage {
   [[nodiscard]] Result<int> synchronous_level();
 
  protected:
-  [[nodiscard]] Result<SqlRows> query(std::string_view sql,
-                                      const std::vector<SqlValue>& params) override;
-  [[nodiscard]] Result<void> transact(TxnKind kind,
-                                      const std::function<Result<void>()>& body) override;
+  [[nodiscard]] StorageResult<SqlRows> query(std::string_view sql,
+                                             const std::vector<SqlValue>& params) override;
+  [[nodiscard]] StorageResult<void> transact(
+      TxnKind kind, const std::function<StorageResult<void>()>& body) override;
 
  private:
   SqliteStorage(std::string path, const StorageOptions& options);

@@ -7,27 +7,27 @@
 // survives a crash of the process once the call returns; what survives a power loss or an OS
 // crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
 // set_trial_state_values() on it returns false and changes nothing, and every other write to it
-// (param, intermediate value, attribute, heartbeat) fails with finished_trial_error(): a trial
-// another worker failed as stale takes nothing more from the worker that ran it. Timestamps are
-// UTC, so hosts in different time zones agree on a trial's age. A storage opened read-only never
-// writes, not even its schema. One Storage object is used by one thread at a time.
+// (param, intermediate value, attribute, heartbeat) fails with an error of kind finished
+// (storage_error.h): a trial another worker failed as stale takes nothing more from the worker
+// that ran it. A trial or study with no row gives kind missing; a PostgreSQL server that stays
+// away past retry_for, kind unreachable (SQLite's wait for a lock past it is of kind other).
+// Timestamps are UTC, so hosts in different time zones agree on a trial's age. A storage opened
+// read-only never writes, not even its schema. One Storage object is used by one thread at a time.
+//
+// Opening one from its URL: storage_url.h; the cache of a study's trials: study_cache.h.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
-#include <set>
-#include <span>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
+#include "tuner/storage/storage_error.h"
 
 namespace tune::tuner {
 
@@ -127,68 +127,70 @@ class Storage {
 
   // Returns the study, creating it when absent with one direction per objective; `created` says
   // which happened. An existing study with other directions is an error.
-  [[nodiscard]] virtual Result<StudyInfo> get_or_create_study(
+  [[nodiscard]] virtual StorageResult<StudyInfo> get_or_create_study(
       const std::string& name, const std::vector<search::Direction>& directions, bool* created) = 0;
   // The same for a single-objective study.
-  [[nodiscard]] Result<StudyInfo> get_or_create_study(const std::string& name,
-                                                      search::Direction direction, bool* created) {
+  [[nodiscard]] StorageResult<StudyInfo> get_or_create_study(const std::string& name,
+                                                             search::Direction direction,
+                                                             bool* created) {
     return get_or_create_study(name, std::vector<search::Direction>{direction}, created);
   }
-  [[nodiscard]] virtual Result<StudyInfo> get_study(const std::string& name) = 0;
-  [[nodiscard]] virtual Result<std::vector<StudyInfo>> get_all_studies() = 0;
-  [[nodiscard]] virtual Result<void> set_study_user_attr(std::int64_t study_id,
-                                                         const std::string& key,
-                                                         const nlohmann::json& value) = 0;
-  [[nodiscard]] virtual Result<nlohmann::json> get_study_user_attrs(std::int64_t study_id) = 0;
-
-  // A new trial in `state` (RUNNING, or WAITING for enqueued ones) with the given system attrs.
-  [[nodiscard]] virtual Result<NewTrial> create_trial(std::int64_t study_id,
-                                                      search::TrialState state,
-                                                      const nlohmann::json& system_attrs) = 0;
-  // Atomically takes the oldest WAITING trial and makes it RUNNING; nullopt when none waits.
-  [[nodiscard]] virtual Result<std::optional<NewTrial>> pop_waiting_trial(
+  [[nodiscard]] virtual StorageResult<StudyInfo> get_study(const std::string& name) = 0;
+  [[nodiscard]] virtual StorageResult<std::vector<StudyInfo>> get_all_studies() = 0;
+  [[nodiscard]] virtual StorageResult<void> set_study_user_attr(std::int64_t study_id,
+                                                                const std::string& key,
+                                                                const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual StorageResult<nlohmann::json> get_study_user_attrs(
       std::int64_t study_id) = 0;
 
-  [[nodiscard]] virtual Result<void> set_trial_param(std::int64_t trial_id, const std::string& name,
-                                                     double internal,
-                                                     const search::Distribution& dist) = 0;
+  // A new trial in `state` (RUNNING, or WAITING for enqueued ones) with the given system attrs.
+  [[nodiscard]] virtual StorageResult<NewTrial> create_trial(
+      std::int64_t study_id, search::TrialState state, const nlohmann::json& system_attrs) = 0;
+  // Atomically takes the oldest WAITING trial and makes it RUNNING; nullopt when none waits.
+  [[nodiscard]] virtual StorageResult<std::optional<NewTrial>> pop_waiting_trial(
+      std::int64_t study_id) = 0;
+
+  [[nodiscard]] virtual StorageResult<void> set_trial_param(std::int64_t trial_id,
+                                                            const std::string& name,
+                                                            double internal,
+                                                            const search::Distribution& dist) = 0;
   // Moves a trial to `state` (with its values when given). Returns false, changing nothing, when
   // the trial had already finished.
-  [[nodiscard]] virtual Result<bool> set_trial_state_values(std::int64_t trial_id,
-                                                            search::TrialState state,
-                                                            const TrialValues& values) = 0;
+  [[nodiscard]] virtual StorageResult<bool> set_trial_state_values(std::int64_t trial_id,
+                                                                   search::TrialState state,
+                                                                   const TrialValues& values) = 0;
   // Replaces a COMPLETE trial's value: a re-measured trial's believed value (tuner/judge/reruns.h).
   // With `keep_old_as`, the value replaced is first kept as that user attribute, unless the
   // trial has one by that name (the one write a finished trial takes). Returns false, changing
   // nothing, when the trial is not COMPLETE.
-  [[nodiscard]] virtual Result<bool> set_complete_trial_value(std::int64_t trial_id, double value,
-                                                              const std::string& keep_old_as) = 0;
-  [[nodiscard]] Result<bool> set_complete_trial_value(std::int64_t trial_id, double value) {
+  [[nodiscard]] virtual StorageResult<bool> set_complete_trial_value(
+      std::int64_t trial_id, double value, const std::string& keep_old_as) = 0;
+  [[nodiscard]] StorageResult<bool> set_complete_trial_value(std::int64_t trial_id, double value) {
     return set_complete_trial_value(trial_id, value, "");
   }
-  [[nodiscard]] virtual Result<void> set_trial_intermediate_value(std::int64_t trial_id,
-                                                                  std::int64_t step,
-                                                                  double value) = 0;
-  [[nodiscard]] virtual Result<void> set_trial_user_attr(std::int64_t trial_id,
-                                                         const std::string& key,
-                                                         const nlohmann::json& value) = 0;
-  [[nodiscard]] virtual Result<void> set_trial_system_attr(std::int64_t trial_id,
-                                                           const std::string& key,
-                                                           const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual StorageResult<void> set_trial_intermediate_value(std::int64_t trial_id,
+                                                                         std::int64_t step,
+                                                                         double value) = 0;
+  [[nodiscard]] virtual StorageResult<void> set_trial_user_attr(std::int64_t trial_id,
+                                                                const std::string& key,
+                                                                const nlohmann::json& value) = 0;
+  [[nodiscard]] virtual StorageResult<void> set_trial_system_attr(std::int64_t trial_id,
+                                                                  const std::string& key,
+                                                                  const nlohmann::json& value) = 0;
   // Records that the process running the trial is alive (Optuna's trial_heartbeats, UTC as
   // Optuna writes it). A trial created RUNNING or popped gets its first one in that transaction.
-  [[nodiscard]] virtual Result<void> record_heartbeat(std::int64_t trial_id) = 0;
+  [[nodiscard]] virtual StorageResult<void> record_heartbeat(std::int64_t trial_id) = 0;
 
   // The writes of `update` in one transaction (the trial's end: write_flush, as
   // set_trial_state_values'; else write_synced). Returns false, writing nothing, when the trial
-  // had finished and `update` sets a state; without a state, a finished trial is an error
-  // (finished_trial_error()), as any other write to it.
-  [[nodiscard]] virtual Result<bool> update_trial(std::int64_t trial_id,
-                                                  const TrialUpdate& update) = 0;
+  // had finished and `update` sets a state; without a state, a finished trial is an error of
+  // kind finished, as any other write to it.
+  [[nodiscard]] virtual StorageResult<bool> update_trial(std::int64_t trial_id,
+                                                         const TrialUpdate& update) = 0;
 
-  [[nodiscard]] virtual Result<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
+  [[nodiscard]] virtual StorageResult<search::FrozenTrial> get_trial(std::int64_t trial_id) = 0;
   // Every trial of the study in number order.
-  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_all_trials(
+  [[nodiscard]] virtual StorageResult<std::vector<search::FrozenTrial>> get_all_trials(
       std::int64_t study_id) = 0;
   // The delta a cache needs, whole trials in number order: those created since `mark` (by
   // trial id: ids grow in creation order within a study) and those changed since (the study's
@@ -202,105 +204,11 @@ class Storage {
   // long the study and however many workers write it. A database whose change count this
   // storage cannot keep (one written by an older tune, opened read-only) re-reads the trials in
   // `refresh` (those the caller holds unfinished) that are no longer WAITING instead.
-  [[nodiscard]] virtual Result<std::vector<search::FrozenTrial>> get_trials_changed(
+  [[nodiscard]] virtual StorageResult<std::vector<search::FrozenTrial>> get_trials_changed(
       std::int64_t study_id, StudyMark& mark, const std::vector<std::int64_t>& refresh) = 0;
-  [[nodiscard]] virtual Result<TrialLiveness> trial_liveness(std::int64_t trial_id) = 0;
+  [[nodiscard]] virtual StorageResult<TrialLiveness> trial_liveness(std::int64_t trial_id) = 0;
   // Seconds without a sign of life after which another host's RUNNING trial counts as dead.
   virtual double grace_period_s() const = 0;
 };
-
-// Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
-// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite), or
-// "postgresql://user[:password]@host[:port]/db" (also postgres://, postgresql+psycopg2://). A
-// URL may end in options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain
-// paths take none), retry_for=60s (StorageOptions::retry_s), for PostgreSQL also any option of
-// libpq's (sslmode=...).
-[[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
-                                                            OpenMode mode = OpenMode::read_write);
-
-// Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
-bool is_postgres_url(const std::string& url);
-
-// The error of a write to a finished trial: "trial id 7 is finished (FAIL) and takes no more
-// writes". is_finished_trial_error() tells it from any other storage error (the runner then
-// knows another worker finished its trial).
-std::string finished_trial_error(std::int64_t trial_id, search::TrialState state);
-bool is_finished_trial_error(std::string_view error);
-// The error of a read or write of a trial with no row: "trial id 7 does not exist".
-// is_missing_trial_error() tells it from any other storage error. A trial a worker holds is
-// gone only where its creation was not durable (synchronous=normal, then a crash of the database
-// server or the machine) or someone deleted it: the runner then drops that trial and goes on.
-std::string missing_trial_error(std::int64_t trial_id);
-bool is_missing_trial_error(std::string_view error);
-
-// What stands for a secret wherever one would be shown.
-inline constexpr std::string_view k_redacted = "***";
-
-// `url` as it may be shown (banners, reports, errors, exported comments): its password, in the
-// user info (scheme://user:PASSWORD@host) or the query (?password=...), replaced by k_redacted;
-// user, host, port, database and other options kept. A URL or path without one comes back
-// unchanged. The user info ends at the query's last '@', so a password holding an unencoded
-// '@', ':' or '/' is hidden whole.
-std::string redact_storage_url(const std::string& url);
-
-// `url` without its password (neither in the user info nor as ?password=), for what tune writes
-// for a later run to use (an exported job script): libpq then reads the password from the
-// PGPASSWORD variable or ~/.pgpass where that run happens.
-std::string storage_url_without_password(const std::string& url);
-
-// Whether an environment variable holds a database secret (PGPASSWORD): a trial's stored and
-// shown environment holds k_redacted for its value, and exported scripts leave it out.
-bool is_secret_env_var(std::string_view name);
-
-// The database file a SQLite URL ("sqlite:///x.db?synchronous=full": its options dropped) or a
-// plain path names; nullopt for any other URL (a server).
-std::optional<std::string> sqlite_file_of(const std::string& url);
-
-// A cache of a study's trials that reads only what changed since its last sync (new trials and
-// changed ones, Storage::get_trials_changed), so the per-trial cost of looking at the history
-// stays flat as the study grows and as workers are added. It keeps a change log (StudyView):
-// each trial a sync added or replaced, by position, so readers derive from the history
-// incrementally too.
-class StudyCache final : public search::StudyView {
- public:
-  StudyCache(Storage& storage, StudyInfo study)
-      : m_storage(storage), m_study(std::move(study)), m_log_id(search::new_change_log_id()) {}
-  [[nodiscard]] Result<void> sync();
-  // The next sync() re-reads this finished trial too (this process changed its value; needed
-  // only where the storage keeps no change count).
-  void mark_stale(std::int64_t trial_id) { m_stale.push_back(trial_id); }
-  search::Direction direction() const override { return m_study.direction; }
-  std::vector<search::Direction> directions() const override { return m_study.directions; }
-  const std::vector<search::FrozenTrial>& trials() const override { return m_trials; }
-  std::optional<std::span<const std::size_t>> changes_since(
-      const search::ChangeCursor& cursor) const override;
-  search::ChangeCursor cursor() const override { return {m_log_id, m_log.size()}; }
-  const StudyInfo& study() const { return m_study; }
-  // The trial with this id, as last synced; nullptr when the cache holds none.
-  const search::FrozenTrial* find(std::int64_t trial_id) const;
-  // How many trials are WAITING, as last synced.
-  std::size_t waiting() const { return m_waiting; }
-
- private:
-  void apply(search::FrozenTrial trial);
-  void count(const search::FrozenTrial& trial, int sign);
-
-  Storage& m_storage;
-  StudyInfo m_study;
-  std::vector<search::FrozenTrial> m_trials;                 // number order
-  std::unordered_map<std::int64_t, std::size_t> m_position;  // trial id -> index
-  StudyMark m_mark;
-  std::set<std::int64_t> m_unfinished;  // trial ids (Storage::get_trials_changed's `refresh`)
-  std::size_t m_waiting = 0;
-  std::vector<std::int64_t> m_stale;  // finished trials to re-read at the next sync()
-  std::uint64_t m_log_id;             // a new one whenever trials move (an insertion)
-  std::vector<std::size_t> m_log;     // positions added or replaced, in order
-};
-
-// Why `url` names no storage this build can open (an SQLite path or sqlite:///path, or a
-// PostgreSQL URL; its options, ?grace_period=abc, read as open_storage() reads them), if it does
-// not; the text shows no password. For the study file's `storage:` and the --storage flag, so
-// both fail as bad input before anything is opened.
-std::optional<std::string> storage_url_problem(const std::string& url);
 
 }  // namespace tune::tuner

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <filesystem>
 
+#include "tuner/storage/storage_url.h"
+
 namespace tune::tuner {
 
 namespace fs = std::filesystem;
@@ -41,7 +43,7 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
   opened.url = url;
   if (name.empty()) {
     auto studies = opened.storage->get_all_studies();
-    if (!studies) return std::unexpected(studies.error());
+    if (!studies) return std::unexpected(studies.error().message);
     if (studies->size() != 1) {
       return std::unexpected(fmt::format("{} holds {} studies; name one with --study",
                                          redact_storage_url(url), studies->size()));
@@ -49,9 +51,9 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
     name = studies->front().name;
   }
   auto info = opened.storage->get_study(name);
-  if (!info) return std::unexpected(info.error());
+  if (!info) return std::unexpected(info.error().message);
   opened.cache = std::make_unique<StudyCache>(*opened.storage, *info);
-  if (auto r = opened.cache->sync(); !r) return std::unexpected(r.error());
+  if (auto r = opened.cache->sync(); !r) return std::unexpected(r.error().message);
   return opened;
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "tuner/base/result.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {

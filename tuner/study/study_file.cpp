@@ -17,7 +17,7 @@
 #include "search/sampler.h"
 #include "search/sampler_factory.h"
 #include "tuner/base/text.h"
-#include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
 #include "tuner/study/launch_spec.h"
 #include "tuner/study/patterns.h"
 #include "tuner/study/yaml_document_check.h"

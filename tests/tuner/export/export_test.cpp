@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "probes/fake_source.h"
+#include "tests/common/fake_source.h"
 #include "tests/common/test_support.h"
 #include "tests/tuner/support/text_lines.h"
 #include "tuner/base/text.h"

@@ -9,6 +9,7 @@
 
 #include "tuner/export/worker_array.h"
 #include "tuner/launch/rendered_launch.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <cmath>
@@ -16,10 +17,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "tuner/base/trial_attrs.h"
 #include "tuner/storage/storage.h"
+#include "tuner/storage/storage_url.h"
+#include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
 
@@ -141,7 +145,7 @@ TEST_P(StorageSuite, MultiObjectiveDirectionsAndValues) {
   EXPECT_EQ(again->direction, search::Direction::minimize);
   auto other = s->get_or_create_study("mo", search::Direction::minimize, nullptr);
   ASSERT_FALSE(other);
-  EXPECT_NE(other.error().find("[MINIMIZE, MAXIMIZE]"), std::string::npos) << other.error();
+  EXPECT_NE(other.error().message.find("[MINIMIZE, MAXIMIZE]"), std::string::npos) << other.error();
   EXPECT_FALSE(s->get_or_create_study("mo", {search::Direction::maximize, dirs[1]}, nullptr));
   ASSERT_TRUE(s->get_or_create_study("single", search::Direction::maximize, nullptr));
   auto studies = s->get_all_studies();
@@ -252,7 +256,8 @@ TEST_P(StorageSuite, CompleteTrialValueIsReplacedAndReRead) {
 }
 
 // A trial's state has one owner (issue 25, point 4): once another worker finished it, every
-// write to it is refused with the error the runner tells apart, and nothing of it is stored.
+// write to it is refused with an error of kind finished, which the runner tells apart by its
+// kind, and nothing of it is stored.
 TEST_P(StorageSuite, FinishedTrialRefusesEveryWrite) {
   auto s = open();
   auto study = s->get_or_create_study("frozen", search::Direction::minimize, nullptr);
@@ -261,16 +266,27 @@ TEST_P(StorageSuite, FinishedTrialRefusesEveryWrite) {
   ASSERT_TRUE(s->set_trial_user_attr(t->trial_id, "before", 1));
   ASSERT_TRUE(s->set_trial_system_attr(t->trial_id, "fail_reason", "stale: the other worker"));
   ASSERT_TRUE(s->set_trial_state_values(t->trial_id, search::TrialState::fail, std::nullopt));
-  const auto expect_refused = [](const Result<void>& r) {
+  const auto expect_refused = [&](const StorageResult<void>& r, std::string_view what) {
     ASSERT_FALSE(r);
-    EXPECT_TRUE(is_finished_trial_error(r.error())) << r.error();
-    EXPECT_NE(r.error().find("(FAIL)"), std::string::npos) << r.error();
+    EXPECT_EQ(r.error().kind, StorageErrorKind::finished) << r.error();
+    EXPECT_EQ(r.error().message, fmt::format("{}: trial id {} is finished (FAIL) and takes no "
+                                             "more writes",
+                                             what, t->trial_id));
   };
-  expect_refused(s->set_trial_user_attr(t->trial_id, "after", 2));
-  expect_refused(s->set_trial_system_attr(t->trial_id, "fail_reason", "mine"));
-  expect_refused(s->set_trial_intermediate_value(t->trial_id, 1, 0.5));
-  expect_refused(s->record_heartbeat(t->trial_id));
-  expect_refused(s->set_trial_param(t->trial_id, "x", 1.0, search::FloatDistribution{0, 2, false, std::nullopt}));
+  expect_refused(s->set_trial_user_attr(t->trial_id, "after", 2), "set_trial_user_attr");
+  expect_refused(s->set_trial_system_attr(t->trial_id, "fail_reason", "mine"),
+                 "set_trial_system_attr");
+  expect_refused(s->set_trial_intermediate_value(t->trial_id, 1, 0.5),
+                 "set_trial_intermediate_value");
+  expect_refused(s->record_heartbeat(t->trial_id), "record_heartbeat");
+  expect_refused(s->set_trial_param(t->trial_id, "x", 1.0,
+                                    search::FloatDistribution{0, 2, false, std::nullopt}),
+                 "set_trial_param");
+  TrialUpdate attrs;  // no state: a write like any other
+  attrs.user_attrs["after"] = 3;
+  auto update = s->update_trial(t->trial_id, attrs);
+  ASSERT_FALSE(update);
+  EXPECT_EQ(update.error().kind, StorageErrorKind::finished) << update.error();
   auto state = s->set_trial_state_values(t->trial_id, search::TrialState::complete, 1.0);
   ASSERT_TRUE(state) << state.error();
   EXPECT_FALSE(*state);
@@ -282,7 +298,44 @@ TEST_P(StorageSuite, FinishedTrialRefusesEveryWrite) {
   EXPECT_TRUE(back->intermediate_values.empty());
   EXPECT_TRUE(back->params.empty());
   EXPECT_FALSE(back->value.has_value());
-  EXPECT_FALSE(is_finished_trial_error("set_trial_user_attr: database is locked"));
+}
+
+// A trial or study with no row is an error of kind missing, whatever the call (the runner drops
+// a trial whose row is gone by that kind); the message names it as before. Any other refusal
+// (a study with other directions) is of kind other.
+TEST_P(StorageSuite, MissingTrialOrStudyIsKindMissing) {
+  auto s = open();
+  auto study = s->get_or_create_study("kinds", search::Direction::minimize, nullptr);
+  ASSERT_TRUE(study) << study.error();
+  constexpr std::int64_t k_none = 987654;
+  const auto expect_missing = [](const auto& r, const std::string& message) {
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().kind, StorageErrorKind::missing) << r.error();
+    EXPECT_EQ(r.error().message, message);
+  };
+  const std::string trial_gone = fmt::format("trial id {} does not exist", k_none);
+  expect_missing(s->get_trial(k_none), trial_gone);
+  expect_missing(s->trial_liveness(k_none), trial_gone);
+  expect_missing(s->set_trial_user_attr(k_none, "a", 1), trial_gone);
+  expect_missing(s->record_heartbeat(k_none), trial_gone);
+  expect_missing(s->set_trial_state_values(k_none, search::TrialState::complete, 1.0), trial_gone);
+  expect_missing(s->update_trial(k_none, TrialUpdate{}), trial_gone);
+  expect_missing(s->set_complete_trial_value(k_none, 1.0), trial_gone);
+  expect_missing(s->create_trial(k_none, search::TrialState::running, {}),
+                 fmt::format("study id {} does not exist", k_none));
+  auto no_study = s->get_study("no such study");
+  ASSERT_FALSE(no_study);
+  EXPECT_EQ(no_study.error().kind, StorageErrorKind::missing) << no_study.error();
+  EXPECT_TRUE(no_study.error().message.starts_with("no study named 'no such study' in "))
+      << no_study.error();
+
+  auto other = s->get_or_create_study("kinds", search::Direction::maximize, nullptr);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().kind, StorageErrorKind::other) << other.error();
+  // The project's Result<T> carries the message alone.
+  const Result<StudyInfo> plain = to_result(std::move(other));
+  ASSERT_FALSE(plain);
+  EXPECT_TRUE(plain.error().starts_with("study 'kinds' in ")) << plain.error();
 }
 
 // Writers on their own connections, as separate processes or hosts would be: every number once,
@@ -393,7 +446,7 @@ TEST_P(StorageSuite, CacheDeltaEqualsAFullRead) {
       u.system_attrs["sampler"] = step;
       u.params.push_back({"x", static_cast<double>(step % 10), dist});
       auto r = s.update_trial(id, u);
-      ASSERT_TRUE(r || is_finished_trial_error(r.error())) << r.error();
+      ASSERT_TRUE(r || r.error().kind == StorageErrorKind::finished) << r.error();
     } else if (op == 4) {
       const auto k = rng() % unfinished.size();
       TrialUpdate end;

@@ -7,6 +7,7 @@
 
 #include "tuner/base/trial_attrs.h"
 #include "tuner/run/runner.h"
+#include "tuner/storage/storage_url.h"
 #include "tuner/storage/trial_owner.h"
 
 namespace tune::tuner {

@@ -1,0 +1,59 @@
+// Storage URLs: the one parser of what names a database (a SQLite file, sqlite:///path or a
+// plain path, or a PostgreSQL server, postgresql://user@host/db), its options
+// (?synchronous=...&grace_period=...&retry_for=..., StorageOptions), the rules that keep its
+// password out of what tune shows and writes, and open_storage(), which opens the backend a URL
+// names. Plain functions over strings; thread-safe.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tuner/base/result.h"
+#include "tuner/storage/storage.h"
+
+namespace tune::tuner {
+
+// Opens the storage named by a URL or path: "sqlite:///rel/path.db", "sqlite:////abs/path.db"
+// (SQLAlchemy's spelling, as Optuna takes it) or a plain file path (SQLite), or
+// "postgresql://user[:password]@host[:port]/db" (also postgres://, postgresql+psycopg2://). A
+// URL may end in options, "?synchronous=full|normal&grace_period=120s" (StorageOptions; plain
+// paths take none), retry_for=60s (StorageOptions::retry_s), for PostgreSQL also any option of
+// libpq's (sslmode=...).
+[[nodiscard]] Result<std::unique_ptr<Storage>> open_storage(const std::string& url,
+                                                            OpenMode mode = OpenMode::read_write);
+
+// Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
+bool is_postgres_url(const std::string& url);
+
+// What stands for a secret wherever one would be shown.
+inline constexpr std::string_view k_redacted = "***";
+
+// `url` as it may be shown (banners, reports, errors, exported comments): its password, in the
+// user info (scheme://user:PASSWORD@host) or the query (?password=...), replaced by k_redacted;
+// user, host, port, database and other options kept. A URL or path without one comes back
+// unchanged. The user info ends at the query's last '@', so a password holding an unencoded
+// '@', ':' or '/' is hidden whole.
+std::string redact_storage_url(const std::string& url);
+
+// `url` without its password (neither in the user info nor as ?password=), for what tune writes
+// for a later run to use (an exported job script): libpq then reads the password from the
+// PGPASSWORD variable or ~/.pgpass where that run happens.
+std::string storage_url_without_password(const std::string& url);
+
+// Whether an environment variable holds a database secret (PGPASSWORD): a trial's stored and
+// shown environment holds k_redacted for its value, and exported scripts leave it out.
+bool is_secret_env_var(std::string_view name);
+
+// The database file a SQLite URL ("sqlite:///x.db?synchronous=full": its options dropped) or a
+// plain path names; nullopt for any other URL (a server).
+std::optional<std::string> sqlite_file_of(const std::string& url);
+
+// Why `url` names no storage this build can open (an SQLite path or sqlite:///path, or a
+// PostgreSQL URL; its options, ?grace_period=abc, read as open_storage() reads them), if it does
+// not; the text shows no password. For the study file's `storage:` and the --storage flag, so
+// both fail as bad input before anything is opened.
+std::optional<std::string> storage_url_problem(const std::string& url);
+
+}  // namespace tune::tuner
