@@ -72,8 +72,6 @@ std::string secret_env_note(const std::string& name) {
 
 bool mentions_out(const std::string& text) { return text.find(k_out_mark) != std::string::npos; }
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
 // A name a shell function may be handed safely as a quoted word: printable, no control bytes.
 bool is_plain_program_name(const std::string& name) {
   return !name.empty() && !has_control_char(name) && name.size() < 256;
@@ -270,8 +268,8 @@ struct ThreadsPerRank {
 
 std::optional<ThreadsPerRank> threads_per_rank(const Rendered& r) {
   std::optional<ThreadsPerRank> best;
-  if (r.launch.srun && r.launch.srun->cpus_per_task) {
-    if (auto n = positive_int(*r.launch.srun->cpus_per_task))
+  if (const auto step_cpus = r.launch.kind->cpus_per_task()) {
+    if (auto n = positive_int(*step_cpus))
       best = ThreadsPerRank{*n, "the step's --cpus-per-task=" + std::to_string(*n), {}};
   }
   for (const auto& [name, value] : r.request.env_set) {
@@ -279,7 +277,7 @@ std::optional<ThreadsPerRank> threads_per_rank(const Rendered& r) {
     if (!n || !name.contains("THREADS")) continue;
     if (!best)
       best = ThreadsPerRank{*n, name + "=" + std::to_string(*n), {}};
-    else if (*n > best->threads && !r.launch.srun) {
+    else if (*n > best->threads && !r.launch.kind->places_tasks()) {
       best->threads = *n;
       best->source = name + "=" + std::to_string(*n);
     }
@@ -376,21 +374,12 @@ std::string comment_lines(const std::string& text, const std::string& first,
 // Flags the study needed on its own machine and a cluster may not want: kept, so the script
 // runs what the trial ran, and named in a comment so nobody submits them unawares.
 std::string development_flag_notes(const Rendered& r) {
-  if (!r.launch.mpirun) return "";
-  const RenderedMpirun& m = *r.launch.mpirun;
   std::vector<std::string> notes;
-  bool oversubscribe = m.oversubscribe;
-  std::vector<std::pair<std::string, std::string>> mca = m.mca;
-  for (std::size_t i = 0; i < m.extra.size(); ++i) {
-    if (m.extra[i] == "--oversubscribe" || m.extra[i] == "-oversubscribe") oversubscribe = true;
-    if ((m.extra[i] == "--mca" || m.extra[i] == "-mca") && i + 2 < m.extra.size())
-      mca.emplace_back(m.extra[i + 1], m.extra[i + 2]);
-  }
-  if (oversubscribe)
+  if (r.launch.kind->oversubscribes())
     notes.push_back(
         "--oversubscribe: lets more ranks start than the node has slots, as the study needed "
         "on its development machine; in an allocation it hides a job shape that does not fit");
-  for (const auto& [key, value] : mca) {
+  for (const auto& [key, value] : r.launch.kind->mca()) {
     if (key == "pml" && value.contains("cm"))
       notes.push_back("--mca pml " + one_line(value) +
                       ": turns off the cm PML (PSM/OFI), a workaround on the study's machine; "
@@ -445,8 +434,9 @@ std::string srun_equivalent(const RenderedMpirun& m, const JobShape& shape,
 // Slurm: why the job starts with the study's mpirun, not srun.
 std::string launcher_note(const StudySpec& spec, const Rendered& r, const JobShape& shape,
                           const std::optional<ThreadsPerRank>& threads) {
-  if (!r.launch.mpirun) return "";
-  const RenderedMpirun& m = *r.launch.mpirun;
+  const RenderedMpirun* mpirun = r.launch.kind->mpirun();
+  if (mpirun == nullptr) return "";
+  const RenderedMpirun& m = *mpirun;
   std::string binding;
   if (m.bind_to) binding += " --bind-to " + one_line(*m.bind_to);
   if (m.map_by) binding += " --map-by " + one_line(*m.map_by);
@@ -661,57 +651,10 @@ std::string format_walltime(int seconds) {
   return fmt::format("{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
 }
 
-JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
-                      std::optional<int> tasks_per_node) {
-  JobShape shape;
-  shape.nodes = nodes ? *nodes : (tasks && tasks_per_node ? ceil_div(*tasks, *tasks_per_node) : 1);
-  if (tasks_per_node) {
-    shape.tasks_per_node = *tasks_per_node;
-  } else if (tasks) {
-    shape.tasks_per_node = ceil_div(*tasks, shape.nodes);
-  }
-  shape.total_tasks = tasks.value_or(tasks_per_node.value_or(1) * shape.nodes);
-  return shape;
-}
-
-namespace {
-
-// The shape of a trial's job, from its rendered launch: srun's --nodes / --ntasks /
-// --ntasks-per-node; mpirun's hosts when they can be read, else -n and --npernode; one task
-// without a launcher. A count that is no plain number ("$(nproc)") is left to the scheduler.
-JobShape shape_of(const RenderedLaunch& launch) {
-  const auto count = [](const std::optional<std::string>& text) {
-    return text ? positive_int(*text) : std::nullopt;
-  };
-  if (launch.srun) {
-    const RenderedSrun& s = *launch.srun;
-    return job_shape_of(count(s.nodes), count(s.ntasks), count(s.ntasks_per_node));
-  }
-  if (!launch.mpirun) {
-    JobShape shape;
-    shape.tasks_per_node = 1;
-    return shape;
-  }
-  const RenderedMpirun& m = *launch.mpirun;
-  if (m.hostfile || m.host) {
-    const auto plan = launch.probe_plan({});
-    if (!plan.layout.empty()) {  // the hosts could be read: they size the job
-      JobShape shape;
-      shape.nodes = plan.nodes;
-      shape.tasks_per_node = plan.ranks_per_node;
-      shape.total_tasks = plan.n;
-      return shape;
-    }
-  }
-  return job_shape_of(std::nullopt, count(m.n), count(m.npernode));
-}
-
-}  // namespace
-
 Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial) {
   auto r = render_request(spec, trial, ExportOptions{}, /*allow_run_as_root=*/false);
   if (!r) return std::unexpected(r.error());
-  return shape_of(r->launch);
+  return r->launch.job_shape();
 }
 
 Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
@@ -735,7 +678,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
              "# Run: bash THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
              ")\n\n" + script_body(spec, *r, options, trial);
     case ExportFormat::slurm: {
-      const JobShape shape = shape_of(r->launch);
+      const JobShape shape = r->launch.job_shape();
       const auto threads = threads_per_rank(*r);
       const auto limit = time_limit(trial, options, "sbatch --time");
       std::string s = "#!/usr/bin/env bash\n";
@@ -762,7 +705,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
                          threads_check(threads) + launcher_note(spec, *r, shape, threads));
     }
     case ExportFormat::pbs: {
-      const JobShape shape = shape_of(r->launch);
+      const JobShape shape = r->launch.job_shape();
       const auto threads = threads_per_rank(*r);
       const auto limit = time_limit(trial, options, "qsub -l walltime=");
       const int per_node = shape.tasks_per_node.value_or(1);

@@ -113,8 +113,8 @@ std::vector<ProgramIdentity> ProgramIdentities::identify(
     const RenderedLaunch& launch, const std::map<std::string, std::string>& env,
     const std::string& workdir) {
   std::vector<ProgramIdentity> out;
-  if (launch.mpirun) out.push_back(identify_one("launcher", launch.mpirun->program, env, workdir));
-  if (launch.srun) out.push_back(identify_one("launcher", launch.srun->program, env, workdir));
+  if (const auto launcher = launch.kind->program())
+    out.push_back(identify_one("launcher", *launcher, env, workdir));
   if (!launch.command.empty())
     out.push_back(identify_one("program", launch.command.front(), env, workdir));
   return out;

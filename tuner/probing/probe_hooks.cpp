@@ -167,14 +167,14 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   // watcher finds its part of the trial. Only launches tune renders forward it.
   hooks.tag_launch = [state](const search::FrozenTrial& trial, RenderedLaunch& launch) {
     state->tag.clear();
-    if (!launch.mpirun) return;
-    if (remote_nodes(launch.probe_plan(trial_environment(launch.env_set, launch.env_unset))).empty()) return;
+    if (!launch.kind->forwards_env_to_hosts()) return;
+    if (remote_nodes(launch.probe_plan(launch.environment())).empty()) return;
     state->tag = fmt::format("{}.{}.{}", this_hostname(), ::getpid(), trial.number);
     launch.env_set[probes::k_probe_tag_env] = state->tag;
   };
   hooks.study_history = [state](const search::StudyView& study) { state->learning.update(study); };
   hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
-    const auto env = trial_environment(launch.env_set, launch.env_unset);
+    const auto env = launch.environment();
     const auto plan = launch.probe_plan(env);
     state->nodes =
         probes::predict_nodes(state->topology, plan, program_model(plan, state->spec, trial));
@@ -209,7 +209,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
                              ec ? std::string("tune") : self.string(), state->tag,
                              state->spec.interval_s);
     }
-    state->ranks_outside_tree = launch.srun.has_value();
+    state->ranks_outside_tree = !launch.kind->ranks_in_tree();
     return attrs;
   };
   hooks.on_start = [state](pid_t pid) {
