@@ -1,55 +1,18 @@
-// Reading a launch: mpirun's options from an argv, and the LaunchPlan they make, hosts and the
-// ranks on each included (declarations in probes/predict.h and probes/nodes.h).
+// Reading a launch: mpirun's options from an argv (their spellings: probes/mpirun_flags.h), and
+// the LaunchPlan they make, hosts and the ranks on each included (declarations in
+// probes/predict.h and probes/nodes.h).
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <thread>
 
+#include "probes/mpirun_flags.h"
 #include "probes/nodes.h"
 #include "probes/predict.h"
 
 namespace tune::probes {
 
 std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOptions& options) {
-  // mpirun options that take one value (two for --mca); anything else is a switch.
-  static const std::set<std::string> k_one = {"-n",
-                                              "-np",
-                                              "--np",
-                                              "--n",
-                                              "-c",
-                                              "-N",
-                                              "--npernode",
-                                              "-npernode",
-                                              "--bind-to",
-                                              "-bind-to",
-                                              "--map-by",
-                                              "-map-by",
-                                              "--rank-by",
-                                              "-rank-by",
-                                              "-H",
-                                              "--host",
-                                              "-host",
-                                              "--hostfile",
-                                              "-hostfile",
-                                              "--machinefile",
-                                              "-machinefile",
-                                              "-x",
-                                              "--prefix",
-                                              "-wdir",
-                                              "--wdir",
-                                              "-wd",
-                                              "--output-filename",
-                                              "--timeout",
-                                              "--cpus-per-proc",
-                                              "--cpus-per-rank",
-                                              "--tag-output-file",
-                                              "--app",
-                                              "--preload-files",
-                                              "--path",
-                                              "--rankfile",
-                                              "-rf",
-                                              "--report-child-jobs-separately"};
-  static const std::set<std::string> k_two = {"--mca", "-mca", "--gmca", "-gmca"};
+  // Options with values (probes/mpirun_flags.h) take them along; anything else is a switch.
   std::size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -65,31 +28,41 @@ std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOpti
       value = a.substr(a.find('=') + 1);
       inline_value = true;
     }
-    if (k_two.contains(key)) {
+    const MpirunFlag* flag = find_mpirun_flag(key);
+    if (flag == nullptr || flag->values == 0) continue;
+    if (flag->values == 2) {
       i += 2;
       continue;
     }
-    if (!k_one.contains(key)) continue;
     if (!inline_value) {
       if (i + 1 >= args.size()) break;  // a value-less last option: taken as the program
       value = args[++i];
     }
-    if (key == "-n" || key == "-np" || key == "--np" || key == "--n" || key == "-c")
-      options.n = value;
-    else if (key == "-N" || key == "--npernode" || key == "-npernode")
-      options.npernode = value;
-    else if (key == "--bind-to" || key == "-bind-to")
-      options.bind_to = value;
-    else if (key == "--map-by" || key == "-map-by")
-      options.map_by = value;
-    else if (key == "-H" || key == "--host" || key == "-host")
-      options.host = value;
-    else if (key == "--hostfile" || key == "-hostfile" || key == "--machinefile" ||
-             key == "-machinefile")
-      options.hostfile = value;
-    else if (key == "-x") {
-      const auto eq = value.find('=');
-      if (eq != std::string::npos) options.env[value.substr(0, eq)] = value.substr(eq + 1);
+    switch (flag->setting) {
+      case MpirunSetting::n:
+        options.n = value;
+        break;
+      case MpirunSetting::npernode:
+        options.npernode = value;
+        break;
+      case MpirunSetting::bind_to:
+        options.bind_to = value;
+        break;
+      case MpirunSetting::map_by:
+        options.map_by = value;
+        break;
+      case MpirunSetting::host:
+        options.host = value;
+        break;
+      case MpirunSetting::hostfile:
+        options.hostfile = value;
+        break;
+      case MpirunSetting::env:
+        if (const auto eq = value.find('='); eq != std::string::npos)
+          options.env[value.substr(0, eq)] = value.substr(eq + 1);
+        break;
+      default:
+        break;
     }
   }
   return std::min(i, args.size());

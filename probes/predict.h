@@ -59,8 +59,8 @@ struct NodeRanks {
 };
 
 // How the ranks of one trial are started, as the prediction needs it. One spelling throughout
-// (the table in tuner/launch/launch_plan.h maps it to the study file and to mpirun's flags): `n`
-// total ranks over `nodes` nodes, at most `ranks_per_node` on one.
+// (the table in tuner/launch/rendered_launch.h maps it to the study file and to mpirun's
+// flags): `n` total ranks over `nodes` nodes, at most `ranks_per_node` on one.
 struct LaunchPlan {
   int n = 1;  // total ranks (-n)
   int nodes = 1;
@@ -141,7 +141,7 @@ const ProgramModel& trainer_program_model();
 // For a command line the user wrote: an argv that may start with mpirun/mpiexec/orterun/prterun
 // (read_mpirun_options, then launch_plan_from_mpirun), otherwise a one-rank plan. `env` is the
 // environment the command is started with. A launch the tuner renders itself (launch.mpirun)
-// builds its plan from its settings instead (tuner/launch/launch_plan.h), never from its argv.
+// builds its plan from its settings instead (tuner/launch/launch_kind.h), never from its argv.
 LaunchPlan launch_plan_from_argv(const std::vector<std::string>& argv,
                                  const std::map<std::string, std::string>& env);
 

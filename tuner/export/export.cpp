@@ -75,8 +75,6 @@ std::string secret_env_note(const std::string& name) {
 
 bool mentions_out(const std::string& text) { return text.find(k_out_mark) != std::string::npos; }
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
 // A name a shell function may be handed safely as a quoted word: printable, no control bytes.
 bool is_plain_program_name(const std::string& name) {
   return !name.empty() && !has_control_char(name) && name.size() < 256;
@@ -460,8 +458,8 @@ Result<std::optional<ThreadsPerRank>> threads_per_rank(
   if (const auto it = r.request.env_set.find("OMP_NUM_THREADS"); it != r.request.env_set.end())
     omp = positive_int(it->second);
   std::optional<ThreadsPerRank> t;
-  if (r.launch.srun && r.launch.srun->cpus_per_task) {
-    if (auto n = positive_int(*r.launch.srun->cpus_per_task)) {
+  if (const auto step_cpus = r.launch.kind->cpus_per_task()) {
+    if (auto n = positive_int(*step_cpus)) {
       t = ThreadsPerRank{ThreadsPerRank::Basis::step, *n, *n, "", omp, ""};
       t->source = "the step's own --cpus-per-task=" + std::to_string(*n);
       return t;  // what Slurm granted the trial's steps: no cap to judge
@@ -536,21 +534,12 @@ std::string cpus_note(const ThreadsPerRank& t, const std::string& what) {
 // Flags the study needed on its own machine and a cluster may not want: kept, so the script
 // runs what the trial ran, and named in a comment so nobody submits them unawares.
 std::string development_flag_notes(const Rendered& r) {
-  if (!r.launch.mpirun) return "";
-  const RenderedMpirun& m = *r.launch.mpirun;
   std::vector<std::string> notes;
-  bool oversubscribe = m.oversubscribe;
-  std::vector<std::pair<std::string, std::string>> mca = m.mca;
-  for (std::size_t i = 0; i < m.extra.size(); ++i) {
-    if (m.extra[i] == "--oversubscribe" || m.extra[i] == "-oversubscribe") oversubscribe = true;
-    if ((m.extra[i] == "--mca" || m.extra[i] == "-mca") && i + 2 < m.extra.size())
-      mca.emplace_back(m.extra[i + 1], m.extra[i + 2]);
-  }
-  if (oversubscribe)
+  if (r.launch.kind->oversubscribes())
     notes.push_back(
         "--oversubscribe: lets more ranks start than the node has slots, as the study needed "
         "on its development machine; in an allocation it hides a job shape that does not fit");
-  for (const auto& [key, value] : mca) {
+  for (const auto& [key, value] : r.launch.kind->mca()) {
     if (key == "pml" && value.contains("cm"))
       notes.push_back("--mca pml " + one_line(value) +
                       ": turns off the cm PML (PSM/OFI), a workaround on the study's machine; "
@@ -605,8 +594,9 @@ std::string srun_equivalent(const RenderedMpirun& m, const JobShape& shape,
 // Slurm: why the job starts with the study's mpirun, not srun.
 std::string launcher_note(const StudySpec& spec, const Rendered& r, const JobShape& shape,
                           const std::optional<ThreadsPerRank>& threads) {
-  if (!r.launch.mpirun) return "";
-  const RenderedMpirun& m = *r.launch.mpirun;
+  const RenderedMpirun* mpirun = r.launch.kind->mpirun();
+  if (mpirun == nullptr) return "";
+  const RenderedMpirun& m = *mpirun;
   std::string binding;
   if (m.bind_to) binding += " --bind-to " + one_line(*m.bind_to);
   if (m.map_by) binding += " --map-by " + one_line(*m.map_by);
@@ -822,57 +812,10 @@ std::string format_walltime(int seconds) {
   return fmt::format("{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
 }
 
-JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
-                      std::optional<int> tasks_per_node) {
-  JobShape shape;
-  shape.nodes = nodes ? *nodes : (tasks && tasks_per_node ? ceil_div(*tasks, *tasks_per_node) : 1);
-  if (tasks_per_node) {
-    shape.tasks_per_node = *tasks_per_node;
-  } else if (tasks) {
-    shape.tasks_per_node = ceil_div(*tasks, shape.nodes);
-  }
-  shape.total_tasks = tasks.value_or(tasks_per_node.value_or(1) * shape.nodes);
-  return shape;
-}
-
-namespace {
-
-// The shape of a trial's job, from its rendered launch: srun's --nodes / --ntasks /
-// --ntasks-per-node; mpirun's hosts when they can be read, else -n and --npernode; one task
-// without a launcher. A count that is no plain number ("$(nproc)") is left to the scheduler.
-JobShape shape_of(const RenderedLaunch& launch) {
-  const auto count = [](const std::optional<std::string>& text) {
-    return text ? positive_int(*text) : std::nullopt;
-  };
-  if (launch.srun) {
-    const RenderedSrun& s = *launch.srun;
-    return job_shape_of(count(s.nodes), count(s.ntasks), count(s.ntasks_per_node));
-  }
-  if (!launch.mpirun) {
-    JobShape shape;
-    shape.tasks_per_node = 1;
-    return shape;
-  }
-  const RenderedMpirun& m = *launch.mpirun;
-  if (m.hostfile || m.host) {
-    const auto plan = launch.probe_plan({});
-    if (!plan.layout.empty()) {  // the hosts could be read: they size the job
-      JobShape shape;
-      shape.nodes = plan.nodes;
-      shape.tasks_per_node = plan.ranks_per_node;
-      shape.total_tasks = plan.n;
-      return shape;
-    }
-  }
-  return job_shape_of(std::nullopt, count(m.n), count(m.npernode));
-}
-
-}  // namespace
-
 Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial) {
   auto r = render_request(spec, trial, ExportOptions{}, /*allow_run_as_root=*/false);
   if (!r) return std::unexpected(r.error());
-  return shape_of(r->launch);
+  return r->launch.job_shape();
 }
 
 Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
@@ -896,7 +839,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
              "# Run: bash THIS_FILE (output in $TUNE_OUT, default " + options.default_out +
              ")\n\n" + script_body(spec, *r, options, trial);
     case ExportFormat::slurm: {
-      const JobShape shape = shape_of(r->launch);
+      const JobShape shape = r->launch.job_shape();
       const auto per_rank = threads_per_rank(
           *r, trial, shape, [](int n) { return "--cpus-per-task=" + std::to_string(n); });
       if (!per_rank) return std::unexpected(per_rank.error());
@@ -924,7 +867,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
                          threads_check(threads) + launcher_note(spec, *r, shape, threads));
     }
     case ExportFormat::pbs: {
-      const JobShape shape = shape_of(r->launch);
+      const JobShape shape = r->launch.job_shape();
       const int per_node = shape.tasks_per_node.value_or(1);
       const auto ncpus = [per_node](int n) {
         return fmt::format("ncpus={} ({} per rank)", per_node * n, n);

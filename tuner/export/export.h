@@ -22,6 +22,7 @@
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
+#include "tuner/launch/launch_kind.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {
@@ -59,27 +60,12 @@ int walltime_from_measured(double longest_s);
 // "HH:MM:SS" (hours past 99 kept), as both #SBATCH --time and #PBS -l walltime take it.
 std::string format_walltime(int seconds);
 
-// The nodes and ranks per node a batch script asks for, from the launch spec expanded with the
-// trial's values: with launch.slurm, the step's --nodes, --ntasks, --ntasks-per-node; with hosts
-// (hostfile, host), the hosts that run ranks and the most ranks on one
-// (probes::map_ranks_to_nodes, as the probes see it); else -n and --npernode. Without either:
-// one node, one task.
-struct JobShape {
-  int nodes = 1;
-  std::optional<int> tasks_per_node;  // none: let the scheduler's default stand
-  int total_tasks = 1;
-};
-
 // The script (or line, or file) for `trial` of `spec`. Errors name the template that failed.
 Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
                                   ExportFormat format, const ExportOptions& options = {});
 
+// The nodes and ranks per node a batch script asks for: the trial's launch kind's job shape
+// (JobShape, tuner/launch/launch_kind.h), expanded with the trial's values.
 Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial);
-// The counting rule behind every shape (a trial's job, a worker array's allocation): `nodes`
-// when given, else enough for `tasks` at `tasks_per_node`, else 1; tasks per node given, or the
-// tasks spread over the nodes; total tasks given, or one row of tasks per node. nullopt = not
-// known (not given, or not a plain number).
-JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
-                      std::optional<int> tasks_per_node);
 
 }  // namespace tune::tuner

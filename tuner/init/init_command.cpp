@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "probes/mpirun_flags.h"
 #include "probes/predict.h"
 #include "tuner/base/text.h"
 #include "tuner/launch/pool_defaults.h"
@@ -29,26 +30,38 @@ bool is_mpirun(const std::string& arg0) {
 }
 
 // The study-file field an mpirun option fills, or nullptr when it goes to `extra`.
-std::string* mpirun_field(InitMpirun& m, const std::string& key) {
-  if (key == "-n" || key == "-np" || key == "--np" || key == "--n" || key == "-c") return &m.n;
-  if (key == "-N" || key == "--npernode" || key == "-npernode") return &m.npernode;
-  if (key == "--bind-to" || key == "-bind-to") return &m.bind_to;
-  if (key == "--map-by" || key == "-map-by") return &m.map_by;
-  if (key == "-H" || key == "--host" || key == "-host") return &m.host;
-  if (key == "--hostfile" || key == "-hostfile" || key == "--machinefile" || key == "-machinefile")
-    return &m.hostfile;
-  return nullptr;
+std::string* mpirun_field(InitMpirun& m, probes::MpirunSetting setting) {
+  switch (setting) {
+    case probes::MpirunSetting::n:
+      return &m.n;
+    case probes::MpirunSetting::npernode:
+      return &m.npernode;
+    case probes::MpirunSetting::bind_to:
+      return &m.bind_to;
+    case probes::MpirunSetting::map_by:
+      return &m.map_by;
+    case probes::MpirunSetting::host:
+      return &m.host;
+    case probes::MpirunSetting::hostfile:
+      return &m.hostfile;
+    default:
+      return nullptr;
+  }
 }
 
-// Sorts mpirun's options args[begin, end) into `m`. The option table of
-// probes::read_mpirun_options found `end`; options it does not know go to `extra` verbatim, a
-// value right after its option.
+// Sorts mpirun's options args[begin, end) into `m`, by the probes' one table of mpirun's
+// spellings (probes/mpirun_flags.h), which also found `end`; options the study file has no key
+// for go to `extra` verbatim, a value right after its option.
 void read_mpirun(const std::vector<std::string>& args, std::size_t begin, std::size_t end,
                  InitMpirun& m) {
+  using probes::MpirunSetting;
   for (std::size_t i = begin; i < end; ++i) {
     const std::string& a = args[i];
-    if (a == "--" || a == "--allow-run-as-root" || a == "-allow-run-as-root") continue;
-    if (a == "--oversubscribe" || a == "-oversubscribe") {
+    if (a == "--") continue;
+    const probes::MpirunFlag* whole = probes::find_mpirun_flag(a);
+    const MpirunSetting switch_setting = whole ? whole->setting : MpirunSetting::other;
+    if (switch_setting == MpirunSetting::allow_run_as_root) continue;
+    if (switch_setting == MpirunSetting::oversubscribe) {
       m.oversubscribe = true;
       continue;
     }
@@ -58,13 +71,15 @@ void read_mpirun(const std::vector<std::string>& args, std::size_t begin, std::s
       key = a.substr(0, a.find('='));
       value = a.substr(a.find('=') + 1);
     }
-    if ((key == "--mca" || key == "-mca") && !inline_value && i + 2 < end) {
+    const probes::MpirunFlag* flag = probes::find_mpirun_flag(key);
+    const MpirunSetting setting = flag ? flag->setting : MpirunSetting::other;
+    if (setting == MpirunSetting::mca && !inline_value && i + 2 < end) {
       m.mca.emplace_back(args[i + 1], args[i + 2]);
       i += 2;
       continue;
     }
-    std::string* field = mpirun_field(m, key);
-    if (field == nullptr && key != "-x") {
+    std::string* field = mpirun_field(m, setting);
+    if (field == nullptr && setting != MpirunSetting::env) {
       m.extra.push_back(a);
       continue;
     }

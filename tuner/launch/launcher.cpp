@@ -447,6 +447,20 @@ std::string keeper_path() {
   return bp::search_path("tune-keeper").string();
 }
 
+std::map<std::string, std::string> trial_environment(
+    const std::map<std::string, std::string>& env_set, const std::vector<std::string>& env_unset) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string_view::npos)
+      env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  for (const auto& name : env_unset) env.erase(name);
+  for (const auto& [k, v] : env_set) env[k] = v;
+  return env;
+}
+
 LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   LaunchResult result;
   if (request.argv.empty()) {
@@ -458,9 +472,8 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
     result.error = fmt::format("'{}' was not found in PATH", request.argv[0]);
     return result;
   }
-  bp::environment env = boost::this_process::environment();
-  for (const auto& name : request.env_unset) env.erase(name);
-  for (const auto& [k, v] : request.env_set) env[k] = v;
+  bp::environment env;
+  for (const auto& [k, v] : trial_environment(request)) env[k] = v;
   const std::string out_path = request.stdout_path.empty() ? "/dev/null" : request.stdout_path;
   const std::string err_path = request.stderr_path.empty() ? "/dev/null" : request.stderr_path;
   const std::string workdir = request.workdir.empty() ? "." : request.workdir;

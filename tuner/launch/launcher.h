@@ -82,6 +82,15 @@ using Watcher = std::function<std::string(pid_t pid)>;
 
 LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher = {});
 
+// The environment a trial's processes start with: this process's own, `env_unset` removed, then
+// `env_set` added. The one composition: run_process starts the trial with it, and what the trial
+// runs (tuner/launch/program_identity.h) and what the probes predict from read the same.
+std::map<std::string, std::string> trial_environment(
+    const std::map<std::string, std::string>& env_set, const std::vector<std::string>& env_unset);
+inline std::map<std::string, std::string> trial_environment(const LaunchRequest& request) {
+  return trial_environment(request.env_set, request.env_unset);
+}
+
 // A short helper run whose output is wanted (an interpreter's --version, torch's pool sizes):
 // `request` is run as run_process runs it, its stdout and stderr going to a temporary folder
 // that is removed after; the last `max_bytes` of each are returned. `request`'s own output paths

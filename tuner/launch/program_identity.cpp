@@ -10,8 +10,6 @@
 #include "tuner/base/text.h"
 #include "tuner/launch/launcher.h"
 
-extern char** environ;
-
 namespace tune::tuner {
 
 namespace fs = std::filesystem;
@@ -115,24 +113,11 @@ std::vector<ProgramIdentity> ProgramIdentities::identify(
     const RenderedLaunch& launch, const std::map<std::string, std::string>& env,
     const std::string& workdir) {
   std::vector<ProgramIdentity> out;
-  if (launch.mpirun) out.push_back(identify_one("launcher", launch.mpirun->program, env, workdir));
-  if (launch.srun) out.push_back(identify_one("launcher", launch.srun->program, env, workdir));
+  if (const auto launcher = launch.kind->program())
+    out.push_back(identify_one("launcher", *launcher, env, workdir));
   if (!launch.command.empty())
     out.push_back(identify_one("program", launch.command.front(), env, workdir));
   return out;
-}
-
-std::map<std::string, std::string> trial_environment(const LaunchRequest& request) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const auto eq = entry.find('=');
-    if (eq != std::string_view::npos)
-      env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
-  }
-  for (const auto& name : request.env_unset) env.erase(name);
-  for (const auto& [k, v] : request.env_set) env[k] = v;
-  return env;
 }
 
 }  // namespace tune::tuner

@@ -54,7 +54,4 @@ class ProgramIdentities {
   std::map<std::pair<std::string, std::string>, ProgramIdentity> m_cache;  // (name, PATH)
 };
 
-// This process's environment with a launch's env_set and env_unset applied.
-std::map<std::string, std::string> trial_environment(const LaunchRequest& request);
-
 }  // namespace tune::tuner

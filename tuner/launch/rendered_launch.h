@@ -5,9 +5,9 @@
 //
 // Placeholders ({param}, {trial_dir}, {tune_trainer}, ...) are expanded in every argv element
 // and env value; a null value drops the element or unsets the variable (the library keeps its
-// own default). With launch.mpirun the mpirun prefix is built here as well (-n, --bind-to,
-// --map-by, --hostfile, --mca, -x for every variable set). Argv vectors only, never a shell
-// string. Stateless functions; thread-safe.
+// own default). The launch kind (direct, mpirun or srun: tuner/launch/launch_kind.h) is picked
+// here, once, and builds its prefix (mpirun: -n, --bind-to, --map-by, --hostfile, --mca, -x for
+// every variable set). Argv vectors only, never a shell string. Stateless functions; thread-safe.
 //
 // One launch concept, one spelling per layer. The study file's key is also the name of its
 // StudySpec::launch and RenderedMpirun fields (except `program`: mpirun_program in StudySpec):
@@ -28,12 +28,14 @@
 //   (env)           -x NAME          env (-x NAME=value)    env
 //
 // launch.slurm (srun) has its own table, k_srun_value_options. Both tables and the value types
-// they join (LaunchSpec, RenderedMpirun, ...) are in tuner/study/launch_spec.h.
+// they join (LaunchSpec, RenderedMpirun, ...) are in tuner/study/launch_spec.h; the mpirun
+// spellings read back from `extra` or a user's line are probes/mpirun_flags.h.
 //
 // With no launch.mpirun section, nodes = ranks_per_node = n = 1 unless the command itself is an
 // mpirun line the user wrote; only then are the probes' settings parsed back from an argv
-// (probes::launch_plan_from_argv). `tune export`'s batch directives come from the same plan
-// (JobShape: nodes and ranks per node of the layout; without hosts, n and npernode).
+// (probes::launch_plan_from_argv). `tune export`'s batch directives come from the kind's
+// job_shape (mpirun: nodes and ranks per node of the same plan's layout; without hosts, n and
+// npernode).
 #pragma once
 
 #include <map>
@@ -45,6 +47,7 @@
 
 #include "probes/predict.h"
 #include "search/distribution.h"
+#include "tuner/launch/launch_kind.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/slurm_launch.h"
 #include "tuner/storage/storage.h"
@@ -64,22 +67,26 @@ TemplateValues trial_template_values(const StudySpec& spec,
                                      const std::string& trainer);
 
 // One trial's launch, structured: what the runner launches (argv()) and what the probes predict
-// from (probe_plan()) are both derived from it.
+// from (probe_plan()) are both derived from it. Copies share the kind (immutable).
 struct RenderedLaunch {
-  std::optional<RenderedMpirun> mpirun;        // with launch.mpirun
-  std::optional<RenderedSrun> srun;            // with launch.slurm (tuner/launch/slurm_launch.h)
+  LaunchKindPtr kind = direct_launch();        // direct, mpirun or srun; never null
   std::vector<std::string> command;            // the program and its arguments, expanded
   std::map<std::string, std::string> env_set;  // env values that are not null
   std::vector<std::string> env_unset;          // env entries whose value is null
 
-  // The mpirun or srun prefix (when there is one), then the command.
+  // The kind's prefix (none for direct), then the command.
   std::vector<std::string> argv() const;
   // argv, env_set and env_unset; the rest of the request is the runner's.
   LaunchRequest request() const;
-  // The probes' plan, each rank starting with `env` (the launching environment with env_set and
-  // env_unset applied). Built from the settings with launch.mpirun; without, the command is the
-  // user's own and is read as one (probes::launch_plan_from_argv: an mpirun line or one rank).
+  // The probes' plan, each rank starting with `env` (normally environment()). Built from the
+  // settings with launch.mpirun or launch.slurm; without, the command is the user's own and is
+  // read as one (probes::launch_plan_from_argv: an mpirun line or one rank).
   probes::LaunchPlan probe_plan(const std::map<std::string, std::string>& env) const;
+  // What a batch script asks for to run it (tune export).
+  JobShape job_shape() const;
+  // The environment the trial starts with: tune's own with env_set and env_unset applied
+  // (trial_environment, tuner/launch/launcher.h).
+  std::map<std::string, std::string> environment() const;
 };
 
 // One trial's launch, expanded from the study's templates exactly as the runner launches it.

@@ -1,3 +1,5 @@
+// The srun launch kind (tuner/launch/launch_kind.h) and its support: launch.slurm rendered, the
+// srun prefix, the probes' placement in mpirun's terms, step names, cancelling leftover steps.
 #include "tuner/launch/slurm_launch.h"
 
 #include <unistd.h>
@@ -11,6 +13,9 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+
+#include "tuner/base/text.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -156,6 +161,78 @@ nlohmann::json end_slurm_step(const std::string& step_name, const LaunchResult& 
     std::cerr << "tune: warning: Slurm step " << step_name << ": " << cancelled.error() << '\n';
   }
   return attr;
+}
+
+namespace {
+
+class SrunLaunch final : public LaunchKind {
+ public:
+  explicit SrunLaunch(RenderedSrun settings) : m_settings(std::move(settings)) {}
+
+  std::string_view name() const override { return "srun"; }
+  std::optional<std::string> program() const override { return m_settings.program; }
+  // srun hands its whole environment to the tasks (--export=ALL): no names in the argv.
+  std::vector<std::string> prefix(const std::map<std::string, std::string>&) const override {
+    return srun_prefix(m_settings);
+  }
+  probes::LaunchPlan probe_plan(const std::vector<std::string>& command,
+                                const std::map<std::string, std::string>& env) const override {
+    return probes::launch_plan_from_mpirun(srun_probe_options(m_settings), command, env);
+  }
+  JobShape job_shape(const std::vector<std::string>&) const override {
+    const auto count = [](const std::optional<std::string>& text) {
+      return text ? positive_int(*text) : std::nullopt;
+    };
+    return job_shape_of(count(m_settings.nodes), count(m_settings.ntasks),
+                        count(m_settings.ntasks_per_node));
+  }
+  std::optional<std::string> cpus_per_task() const override { return m_settings.cpus_per_task; }
+  bool places_tasks() const override { return true; }
+  bool ranks_in_tree() const override { return false; }
+  nlohmann::json end_trial(const LaunchResult& result) const override {
+    return {{k_attr_slurm_step, end_slurm_step(m_settings.step_name, result)}};
+  }
+  const RenderedSrun* srun() const override { return &m_settings; }
+
+ private:
+  RenderedSrun m_settings;
+};
+
+}  // namespace
+
+LaunchKindPtr srun_launch(RenderedSrun settings) {
+  return std::make_shared<SrunLaunch>(std::move(settings));
+}
+
+// launch.slurm expanded for one trial; its step is named after the study and trial number.
+Result<LaunchKindPtr> render_srun_launch(const StudySpec& spec, const TemplateValues& values) {
+  const SlurmLaunchSpec& l = *spec.launch.slurm;
+  RenderedSrun r;
+  auto expand = [&](const char* key,
+                    const std::string& text) -> Result<std::optional<std::string>> {
+    if (text.empty()) return std::nullopt;
+    auto e = expand_template(text, values);
+    if (!e)
+      return std::unexpected(fmt::format("{}: launch.slurm.{}: {}", spec.file, key, e.error()));
+    return *e;
+  };
+  auto program = expand("program", l.program);
+  if (!program) return std::unexpected(program.error());
+  if (*program) r.program = **program;
+  for (const auto& option : k_srun_value_options) {
+    auto value = expand(option.key, l.*option.spec);
+    if (!value) return std::unexpected(value.error());
+    r.*option.rendered = *value;
+  }
+  for (const auto& text : l.extra) {
+    auto e = expand_template(text, values);
+    if (!e) return std::unexpected(fmt::format("{}: launch.slurm.extra: {}", spec.file, e.error()));
+    if (*e) r.extra.push_back(**e);
+  }
+  const auto number = values.find("trial_number");
+  const auto* n = number == values.end() ? nullptr : std::get_if<std::int64_t>(&number->second);
+  r.step_name = slurm_step_name(spec.name, n ? static_cast<int>(*n) : 0);
+  return srun_launch(std::move(r));
 }
 
 }  // namespace tune::tuner

@@ -1,7 +1,9 @@
-// Slurm as the engine that runs each trial: `launch: {slurm: {...}}` in the study file makes a
-// trial one job step, `srun --mpi=pmix --nodes .. --ntasks .. --cpus-per-task .. --cpu-bind ..
-// COMMAND`, inside the allocation `tune` runs in (`salloc -N 4 tune --trials 50 study.yaml`, or a
-// batch job), or, outside any allocation, a job of its own.
+// Slurm as the engine that runs each trial: the srun component of the launcher framework
+// (tuner/launch/launch_kind.h: srun_launch, render_srun_launch; slurm_launch.cpp). `launch:
+// {slurm: {...}}` in the study file makes a trial one job step, `srun --mpi=pmix --nodes ..
+// --ntasks .. --cpus-per-task .. --cpu-bind .. COMMAND`, inside the allocation `tune` runs in
+// (`salloc -N 4 tune --trials 50 study.yaml`, or a batch job), or, outside any allocation, a job
+// of its own.
 //
 // One launch concept, one spelling per layer (as tuner/launch/rendered_launch.h for mpirun):
 //
@@ -21,7 +23,8 @@
 //
 // Stopping: the keeper's SIGTERM makes srun cancel its step ("forcing job termination"); if srun
 // itself is then killed, the step could outlive it, so after a trial that was stopped or killed
-// cancel_slurm_steps() looks the step up by its name (squeue) and cancels what is left (scancel).
+// cancel_slurm_steps() looks the step up by its name (squeue) and cancels what is left (scancel):
+// the component's end_trial(), which the runner calls after every trial.
 //
 // The section as written and as expanded (SlurmLaunchSpec, RenderedSrun) and its option table are
 // plain values in tuner/study/launch_spec.h. Functions here are thread-safe.
@@ -36,6 +39,7 @@
 
 #include "probes/predict.h"
 #include "tuner/base/result.h"
+#include "tuner/launch/launch_kind.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/study/launch_spec.h"
 

@@ -72,16 +72,11 @@ std::vector<std::string> split_words(const std::string& text) {
   return out;
 }
 
-// A --mca KEY's value in the launch: its mca list, then `extra` (later ones win, as in mpirun).
+// A --mca KEY's value on the launch's command line (the last one given wins, as in mpirun).
 std::optional<std::string> mca_value(const RenderedLaunch& launch, const std::string& key) {
   std::optional<std::string> value;
-  if (!launch.mpirun) return value;
-  for (const auto& [k, v] : launch.mpirun->mca)
+  for (const auto& [k, v] : launch.kind->mca())
     if (k == key) value = v;
-  const auto& extra = launch.mpirun->extra;
-  for (std::size_t i = 0; i + 2 < extra.size(); ++i) {
-    if ((extra[i] == "--mca" || extra[i] == "-mca") && extra[i + 1] == key) value = extra[i + 2];
-  }
   return value;
 }
 

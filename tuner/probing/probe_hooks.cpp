@@ -21,8 +21,6 @@
 #include "tuner/probing/node_watchers.h"
 #include "tuner/probing/probe_learning.h"
 
-extern char** environ;
-
 namespace tune::tuner {
 namespace {
 
@@ -97,19 +95,6 @@ std::vector<probes::NodeRanks> remote_nodes(const probes::LaunchPlan& plan) {
   return out;
 }
 
-// The environment mpirun (or the program) starts with: tune's own, with the trial's variables.
-std::map<std::string, std::string> rank_environment(const RenderedLaunch& launch) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv = *e;
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& name : launch.env_unset) env.erase(name);
-  for (const auto& [k, v] : launch.env_set) env[k] = v;
-  return env;
-}
-
 // What the prediction knows of the trial's program: the bundled trainer's thread model (from
 // the knob catalog) when it runs tune-trainer, else only what the study's `program:` and `knobs:`
 // declare and the catalog's variables in the ranks' environment; either way, each declared pool
@@ -182,14 +167,14 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   // watcher finds its part of the trial. Only launches tune renders forward it.
   hooks.tag_launch = [state](const search::FrozenTrial& trial, RenderedLaunch& launch) {
     state->tag.clear();
-    if (!launch.mpirun) return;
-    if (remote_nodes(launch.probe_plan(rank_environment(launch))).empty()) return;
+    if (!launch.kind->forwards_env_to_hosts()) return;
+    if (remote_nodes(launch.probe_plan(launch.environment())).empty()) return;
     state->tag = fmt::format("{}.{}.{}", this_hostname(), ::getpid(), trial.number);
     launch.env_set[probes::k_probe_tag_env] = state->tag;
   };
   hooks.study_history = [state](const search::StudyView& study) { state->learning.update(study); };
   hooks.before_launch = [state](const search::FrozenTrial& trial, const RenderedLaunch& launch) {
-    const auto env = rank_environment(launch);
+    const auto env = launch.environment();
     const auto plan = launch.probe_plan(env);
     state->nodes =
         probes::predict_nodes(state->topology, plan, program_model(plan, state->spec, trial));
@@ -224,7 +209,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
                              ec ? std::string("tune") : self.string(), state->tag,
                              state->spec.interval_s);
     }
-    state->ranks_outside_tree = launch.srun.has_value();
+    state->ranks_outside_tree = !launch.kind->ranks_in_tree();
     return attrs;
   };
   hooks.on_start = [state](pid_t pid) {

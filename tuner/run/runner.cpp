@@ -336,8 +336,11 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
   }
   // What the trial's end adds goes with its final record, kept with it when the database
   // cannot take it.
-  if (!p.slurm_step.empty() && res.started)
-    ran.end_attrs[k_attr_slurm_step] = end_slurm_step(p.slurm_step, res);
+  if (p.launch_kind && res.started) {
+    // Whatever the kind may have left outside the swept tree (srun: its step) is stopped.
+    const auto ended = p.launch_kind->end_trial(res);  // items() refers into it
+    for (const auto& [key, value] : ended.items()) ran.end_attrs[key] = value;
+  }
   if (res.started) follower.tick(/*prune=*/false);  // the entries written since the last tick
   if (window && res.started) window->finish(since_launch());
   if (m_hooks.on_end && res.started) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "tuner/launch/launch_kind.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/measure/trial_record.h"
 #include "tuner/run/runner.h"
@@ -37,7 +38,7 @@ struct StudyRunner::Prepared {
   // without it the skipped (infeasible) trials would rank above the feasible ones that ran.
   std::optional<double> run_constraint;
   std::string trial_dir;    // the trial's folder (its result is kept there when unstorable)
-  std::string slurm_step;   // launch.slurm: the step's name, to cancel it by
+  LaunchKindPtr launch_kind;  // what stops the trial's leftovers (LaunchKind::end_trial)
   std::string setup_error;  // the trial cannot run: its folder could not be made (why, where)
 };
 

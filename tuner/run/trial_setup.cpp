@@ -99,7 +99,7 @@ StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTri
   p.trial_dir = trial_dir.string();
   LaunchRequest& req = p.request;
   req = rendered->request();
-  if (rendered->srun) p.slurm_step = rendered->srun->step_name;
+  p.launch_kind = rendered->kind;
   // The working directory: the trial's folder unless `workdir:` says otherwise; stdout, stderr
   // and the log stay in the trial's folder either way.
   auto workdir = expand_template(m_spec.workdir, values);

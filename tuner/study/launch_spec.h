@@ -2,10 +2,11 @@
 // launch.mpirun's and launch.slurm's templates) and as expanded for one trial (RenderedMpirun,
 // RenderedSrun), and the two tables that join them key by key: the study file's key, the
 // launcher's flag, and the field in each form. The study parser (tuner/study/study_file.cpp)
-// walks a table to read the keys; render_launch (tuner/launch/launch_plan.h) walks it to expand
-// them and to write the argv, so an option added here is read, expanded and passed on alike.
-// How each key maps to the probes' terms is in the tables at the top of tuner/launch/launch_plan.h
-// (mpirun) and tuner/launch/slurm_launch.h (srun). Plain values; thread-safe.
+// walks a table to read the keys; the mpirun and srun launch kinds (tuner/launch/launch_kind.h)
+// walk it to expand them and to write the argv, so an option added here is read, expanded and
+// passed on alike. How each key maps to the probes' terms is in the tables at the top of
+// tuner/launch/rendered_launch.h (mpirun) and tuner/launch/slurm_launch.h (srun). Plain values;
+// thread-safe.
 #pragma once
 
 #include <optional>
@@ -77,8 +78,8 @@ struct RenderedSrun {
 
 // The launch.mpirun options that take one templated value, in the order mpirun gets them: the
 // study-file key, the mpirun flag, and the field that holds it in StudySpec::launch and in
-// RenderedMpirun. The study parser, render_launch and RenderedLaunch::argv all walk this one
-// list, so an option added here is read, expanded and passed on alike.
+// RenderedMpirun. The study parser, render_mpirun_launch and the mpirun kind's prefix all walk
+// this one list, so an option added here is read, expanded and passed on alike.
 struct MpirunValueOption {
   const char* key;
   const char* flag;
@@ -95,7 +96,8 @@ inline constexpr MpirunValueOption k_mpirun_value_options[] = {
 };
 
 // srun's value options: the study file's key, srun's flag (written --flag=value), and the field in
-// each layer. One table for parsing (study_file.cpp), rendering (launch_plan.cpp) and the argv.
+// each layer. One table for parsing (study_file.cpp), rendering and the argv
+// (tuner/launch/slurm_launch.cpp).
 struct SrunValueOption {
   const char* key;
   const char* flag;

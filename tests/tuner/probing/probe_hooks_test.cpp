@@ -38,11 +38,17 @@ TrialHooks hooks_for(ProbeSpec spec = {}) {
 
 // Two unbound ranks on 2 PUs (launch.mpirun), running `program` with `omp` OpenMP threads (a
 // team bound to a core each would take turns on it: probes/predict.cpp).
-RenderedLaunch launch(const std::string& program, const std::string& omp) {
+RenderedMpirun two_unbound_ranks() {
+  RenderedMpirun m;
+  m.n = "2";
+  m.bind_to = "none";
+  return m;
+}
+
+RenderedLaunch launch(const std::string& program, const std::string& omp,
+                      RenderedMpirun mpirun = two_unbound_ranks()) {
   RenderedLaunch l;
-  l.mpirun.emplace();
-  l.mpirun->n = "2";
-  l.mpirun->bind_to = "none";
+  l.kind = mpirun_launch(std::move(mpirun));
   l.command = {program};
   l.env_set = {{"OMP_NUM_THREADS", omp}, {"OPENBLAS_NUM_THREADS", "1"}};
   return l;
@@ -116,9 +122,7 @@ TEST(ProbeHooks, TheBundledTrainersThreadsAreModelled) {
 // (`threads: {pool: torch_intra_op}`) and the prediction follows the trial's value of {threads}.
 TEST(ProbeHooks, DeclaredKnobsPredictAnExternalScriptFromTheTrialsValues) {
   RenderedLaunch l;
-  l.mpirun.emplace();
-  l.mpirun->n = "2";  // 2 unbound ranks on 2 PUs
-  l.mpirun->bind_to = "none";
+  l.kind = mpirun_launch(two_unbound_ranks());  // 2 unbound ranks on 2 PUs
   // Whatever tune's own environment holds, the ranks get no thread variables.
   l.env_unset = {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS"};
   auto trial_with = [&](std::optional<std::int64_t> threads) {
@@ -260,9 +264,10 @@ TEST(ProbeHooks, NothingLeaksIntoTheNextTrial) {
 TEST(ProbeHooks, ASrunStepIsPredictedButNotJudgedFromTheTree) {
   auto hooks = hooks_for();
   RenderedLaunch step;
-  step.srun.emplace();
-  step.srun->ntasks = "2";
-  step.srun->cpu_bind = "cores";
+  RenderedSrun srun;
+  srun.ntasks = "2";
+  srun.cpu_bind = "cores";
+  step.kind = srun_launch(std::move(srun));
   step.command = {"prog"};
   step.env_set = {{"OMP_NUM_THREADS", "4"}};
   const auto predicted = prediction(hooks, step);
@@ -296,12 +301,14 @@ TEST(ProbeHooks, OnlyATrialOnOtherHostsCarriesTheNodeTag) {
   EXPECT_TRUE(is_this_host("localhost"));
   EXPECT_FALSE(is_this_host("192.0.2.7"));
   auto hooks = hooks_for();
-  auto local = launch("prog", "1");
-  local.mpirun->host = "localhost:2";
+  RenderedMpirun on_this_host = two_unbound_ranks();
+  on_this_host.host = "localhost:2";
+  auto local = launch("prog", "1", on_this_host);
   hooks.tag_launch(search::FrozenTrial{}, local);
   EXPECT_FALSE(local.env_set.contains("TUNE_PROBE_TAG"));
-  auto spread = launch("prog", "1");
-  spread.mpirun->host = "localhost:1,192.0.2.7:1";
+  RenderedMpirun on_two_hosts = two_unbound_ranks();
+  on_two_hosts.host = "localhost:1,192.0.2.7:1";
+  auto spread = launch("prog", "1", on_two_hosts);
   hooks.tag_launch(search::FrozenTrial{}, spread);
   ASSERT_TRUE(spread.env_set.contains("TUNE_PROBE_TAG"));
   const auto argv = spread.argv();
@@ -312,16 +319,17 @@ TEST(ProbeHooks, OnlyATrialOnOtherHostsCarriesTheNodeTag) {
 
 // mpirun's remote shell, as the node samplers reuse it.
 TEST(ProbeHooks, TheSamplersUseMpirunsRemoteShell) {
-  auto l = launch("prog", "1");
-  EXPECT_EQ(remote_shell(l, {}), std::vector<std::string>{"ssh"});
-  l.mpirun->mca = {{"plm_rsh_args", "-F /x/ssh_config -p 2222"}};
-  EXPECT_EQ(remote_shell(l, {}),
+  EXPECT_EQ(remote_shell(launch("prog", "1"), {}), std::vector<std::string>{"ssh"});
+  RenderedMpirun m = two_unbound_ranks();
+  m.mca = {{"plm_rsh_args", "-F /x/ssh_config -p 2222"}};
+  EXPECT_EQ(remote_shell(launch("prog", "1", m), {}),
             (std::vector<std::string>{"ssh", "-F", "/x/ssh_config", "-p", "2222"}));
-  l.mpirun->mca.clear();
-  EXPECT_EQ(remote_shell(l, {{"OMPI_MCA_plm_rsh_agent", "rsh : ssh"}}),
+  m.mca.clear();
+  EXPECT_EQ(remote_shell(launch("prog", "1", m), {{"OMPI_MCA_plm_rsh_agent", "rsh : ssh"}}),
             std::vector<std::string>{"rsh"});
-  l.mpirun->extra = {"--mca", "plm_rsh_agent", "/usr/bin/ssh -q"};
-  EXPECT_EQ(remote_shell(l, {}), (std::vector<std::string>{"/usr/bin/ssh", "-q"}));
+  m.extra = {"--mca", "plm_rsh_agent", "/usr/bin/ssh -q"};
+  EXPECT_EQ(remote_shell(launch("prog", "1", m), {}),
+            (std::vector<std::string>{"/usr/bin/ssh", "-q"}));
 }
 
 }  // namespace

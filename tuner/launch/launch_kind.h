@@ -1,0 +1,121 @@
+// The launcher framework: how a trial's ranks are started, as one interface with one component
+// per launch kind (as Open MPI's MCA frameworks: an interface, the shared support, one component
+// per way of doing it):
+//
+//   kind     component                       the study file
+//   direct   tuner/launch/direct_launch.cpp  no launch section: the command runs as written
+//   mpirun   tuner/launch/mpirun_launch.cpp  launch.mpirun
+//   srun     tuner/launch/slurm_launch.cpp   launch.slurm (each trial one job step)
+//
+// A component owns everything that differs between the kinds: the argv prefix before the
+// command, the probes' plan (probes::LaunchPlan), the job shape a batch script asks for, whether
+// the ranks are children of the launched tree, how the trial's variables reach other hosts,
+// the launcher program (for program_identity), and what is stopped after a trial (srun: its step,
+// cancelled by name; the others leave nothing). RenderedLaunch (tuner/launch/rendered_launch.h)
+// holds one, built by render_launch, so callers ask it instead of branching on the kind.
+//
+// Components are immutable once made and shared (std::shared_ptr<const LaunchKind>): a
+// RenderedLaunch copies cheaply, and every const member is thread-safe. end_trial() may block
+// (srun runs squeue and scancel).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "probes/predict.h"
+#include "tuner/base/result.h"
+#include "tuner/launch/launcher.h"
+#include "tuner/study/launch_spec.h"
+#include "tuner/study/study_file.h"
+#include "tuner/study/templates.h"
+
+namespace tune::tuner {
+
+// The nodes and ranks per node a batch script asks for (`tune export`'s #SBATCH / #PBS lines, a
+// worker array's allocation). Each kind reads it from its own settings (LaunchKind::job_shape).
+struct JobShape {
+  int nodes = 1;
+  std::optional<int> tasks_per_node;  // none: let the scheduler's default stand
+  int total_tasks = 1;
+};
+
+// The counting rule behind every shape: `nodes` when given, else enough for `tasks` at
+// `tasks_per_node`, else 1; tasks per node given, or the tasks spread over the nodes; total
+// tasks given, or one row of tasks per node. nullopt = not known (not given, or not a plain
+// number).
+JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
+                      std::optional<int> tasks_per_node);
+
+class LaunchKind {
+ public:
+  virtual ~LaunchKind() = default;
+
+  // "direct", "mpirun" or "srun": for messages and tests, never for branching.
+  virtual std::string_view name() const = 0;
+  // The launcher program as the study wrote it (argv[0] of the prefix); nullopt for direct.
+  virtual std::optional<std::string> program() const = 0;
+  // The argv before the command. `env_set`: the trial's variables (mpirun exports each by name
+  // with -x, so ranks on other hosts get them).
+  virtual std::vector<std::string> prefix(
+      const std::map<std::string, std::string>& env_set) const = 0;
+  // The probes' plan of `command` started this way, each rank with `env` (the trial's
+  // environment, trial_environment in tuner/launch/launcher.h).
+  virtual probes::LaunchPlan probe_plan(const std::vector<std::string>& command,
+                                        const std::map<std::string, std::string>& env) const = 0;
+  // The job a batch script asks for to run `command` this way. A count that is no plain number
+  // ("$(nproc)") is left to the scheduler.
+  virtual JobShape job_shape(const std::vector<std::string>& command) const = 0;
+
+  // CPUs per task as the launcher itself gives them (srun's --cpus-per-task, as written);
+  // nullopt: not given, or the kind has no such setting.
+  virtual std::optional<std::string> cpus_per_task() const { return std::nullopt; }
+  // Whether the launcher places the tasks on CPUs itself (srun: a step's tasks get
+  // --cpus-per-task each, one unless set), so the trial's thread variables do not size them.
+  virtual bool places_tasks() const { return false; }
+  // Whether the ranks are descendants of the launched process (the local monitor can read
+  // them); srun's are slurmstepd's children, outside the tree.
+  virtual bool ranks_in_tree() const { return true; }
+  // Whether a variable added to the trial's env_set reaches the ranks on other hosts (mpirun
+  // exports every one with -x): the node watchers' tag is forwarded only then.
+  virtual bool forwards_env_to_hosts() const { return false; }
+  // The MCA parameters the launch's command line sets, in order (launch.mpirun.mca, then any
+  // --mca KEY VALUE in its extra); the last of one key wins, as in mpirun. Empty for others.
+  virtual std::vector<std::pair<std::string, std::string>> mca() const { return {}; }
+  // Whether the command line lets more ranks start than there are slots (--oversubscribe).
+  virtual bool oversubscribes() const { return false; }
+
+  // After a trial that started: stops what it may have left running outside the process tree
+  // the keeper swept, and returns the attributes that record it ({} when there is nothing to
+  // record). srun: {k_attr_slurm_step: end_slurm_step(...)}. May block.
+  virtual nlohmann::json end_trial(const LaunchResult& result) const {
+    (void)result;
+    return nlohmann::json::object();
+  }
+
+  // Typed access to one kind's settings, for code that renders that kind's own words (export's
+  // notes on mpirun's flags); nullptr for the other kinds.
+  virtual const RenderedMpirun* mpirun() const { return nullptr; }
+  virtual const RenderedSrun* srun() const { return nullptr; }
+};
+
+using LaunchKindPtr = std::shared_ptr<const LaunchKind>;
+
+// The components (one file each, above), from settings already expanded.
+LaunchKindPtr direct_launch();
+LaunchKindPtr mpirun_launch(RenderedMpirun settings);
+LaunchKindPtr srun_launch(RenderedSrun settings);
+
+// A component from the study's launch.mpirun / launch.slurm templates expanded with one trial's
+// values (render_launch picks the kind). Errors name the study file and key.
+Result<LaunchKindPtr> render_mpirun_launch(const StudySpec& spec, const TemplateValues& values,
+                                           bool allow_run_as_root);
+Result<LaunchKindPtr> render_srun_launch(const StudySpec& spec, const TemplateValues& values);
+
+}  // namespace tune::tuner

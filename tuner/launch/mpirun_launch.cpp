@@ -1,0 +1,166 @@
+// The mpirun launch kind (tuner/launch/launch_kind.h): launch.mpirun of the study file. Its
+// prefix is `mpirun [--allow-run-as-root] -n .. --npernode .. --bind-to .. --map-by ..
+// --hostfile .. --host .. [--oversubscribe] --mca K V.. -x NAME.. EXTRA..` (k_mpirun_value_options
+// in tuner/study/launch_spec.h gives the order); its probes' plan comes from the same settings,
+// with `extra` read as mpirun reads it (probes/mpirun_flags.h); its job shape is the hosts that
+// run ranks when they can be read, else -n and --npernode. mpirun reaches other hosts itself and
+// exports every trial variable there, and leaves nothing behind once its tree is gone.
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "probes/mpirun_flags.h"
+#include "tuner/base/text.h"
+#include "tuner/launch/launch_kind.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `hosts: [a, b]` as --host: mpirun gives each name one slot, so with npernode N each gets :N
+// (an entry that says a:2 keeps its own count).
+std::string host_option(const std::vector<std::string>& hosts,
+                        const std::optional<std::string>& npernode) {
+  std::string out;
+  for (const auto& h : hosts) {
+    if (!out.empty()) out += ',';
+    out += h;
+    if (npernode && h.find(':') == std::string::npos) out += ':' + *npernode;
+  }
+  return out;
+}
+
+class MpirunLaunch final : public LaunchKind {
+ public:
+  explicit MpirunLaunch(RenderedMpirun settings) : m_settings(std::move(settings)) {}
+
+  std::string_view name() const override { return "mpirun"; }
+  std::optional<std::string> program() const override { return m_settings.program; }
+
+  std::vector<std::string> prefix(
+      const std::map<std::string, std::string>& env_set) const override {
+    const RenderedMpirun& m = m_settings;
+    std::vector<std::string> argv = {m.program};
+    if (m.allow_run_as_root) argv.push_back("--allow-run-as-root");
+    for (const auto& option : k_mpirun_value_options) {
+      if (const auto& value = m.*option.rendered) argv.insert(argv.end(), {option.flag, *value});
+    }
+    if (m.oversubscribe) argv.push_back("--oversubscribe");
+    for (const auto& [key, value] : m.mca) argv.insert(argv.end(), {"--mca", key, value});
+    // Export the trial's variables to ranks on other hosts too.
+    for (const auto& [name, value] : env_set) argv.insert(argv.end(), {"-x", name});
+    argv.insert(argv.end(), m.extra.begin(), m.extra.end());
+    return argv;
+  }
+
+  probes::LaunchPlan probe_plan(const std::vector<std::string>& command,
+                                const std::map<std::string, std::string>& env) const override {
+    const RenderedMpirun& m = m_settings;
+    probes::MpirunOptions options;
+    options.n = m.n.value_or("");
+    options.npernode = m.npernode.value_or("");
+    options.bind_to = m.bind_to.value_or("");
+    options.map_by = m.map_by.value_or("");
+    options.host = m.host.value_or("");
+    options.hostfile = m.hostfile.value_or("");
+    // `extra` is a piece of mpirun's command line as the user wrote it: read in place, as mpirun
+    // reads it (its --bind-to overrides the one above; the program starts where the options
+    // end, normally at the command's first element).
+    std::vector<std::string> tail = m.extra;
+    tail.insert(tail.end(), command.begin(), command.end());
+    const std::size_t first = probes::read_mpirun_options(tail, options);
+    std::vector<std::string> program(tail.begin() + static_cast<std::ptrdiff_t>(first), tail.end());
+    return probes::launch_plan_from_mpirun(options, std::move(program), env);
+  }
+
+  JobShape job_shape(const std::vector<std::string>& command) const override {
+    const RenderedMpirun& m = m_settings;
+    if (m.hostfile || m.host) {
+      const auto plan = probe_plan(command, {});
+      if (!plan.layout.empty()) {  // the hosts could be read: they size the job
+        JobShape shape;
+        shape.nodes = plan.nodes;
+        shape.tasks_per_node = plan.ranks_per_node;
+        shape.total_tasks = plan.n;
+        return shape;
+      }
+    }
+    const auto count = [](const std::optional<std::string>& text) {
+      return text ? positive_int(*text) : std::nullopt;
+    };
+    return job_shape_of(std::nullopt, count(m.n), count(m.npernode));
+  }
+
+  bool forwards_env_to_hosts() const override { return true; }
+
+  std::vector<std::pair<std::string, std::string>> mca() const override {
+    std::vector<std::pair<std::string, std::string>> out = m_settings.mca;
+    const auto& extra = m_settings.extra;
+    for (std::size_t i = 0; i + 2 < extra.size(); ++i) {
+      const probes::MpirunFlag* flag = probes::find_mpirun_flag(extra[i]);
+      if (flag && flag->setting == probes::MpirunSetting::mca)
+        out.emplace_back(extra[i + 1], extra[i + 2]);
+    }
+    return out;
+  }
+
+  bool oversubscribes() const override {
+    if (m_settings.oversubscribe) return true;
+    for (const auto& word : m_settings.extra) {
+      const probes::MpirunFlag* flag = probes::find_mpirun_flag(word);
+      if (flag && flag->setting == probes::MpirunSetting::oversubscribe) return true;
+    }
+    return false;
+  }
+
+  const RenderedMpirun* mpirun() const override { return &m_settings; }
+
+ private:
+  RenderedMpirun m_settings;
+};
+
+}  // namespace
+
+LaunchKindPtr mpirun_launch(RenderedMpirun settings) {
+  return std::make_shared<MpirunLaunch>(std::move(settings));
+}
+
+Result<LaunchKindPtr> render_mpirun_launch(const StudySpec& spec, const TemplateValues& values,
+                                           bool allow_run_as_root) {
+  auto expand = [&](const std::string& text) { return expand_template(text, values); };
+  const auto& l = spec.launch;
+  RenderedMpirun m;
+  auto program = expand(l.mpirun_program);
+  if (program && *program) m.program = **program;
+  m.allow_run_as_root = allow_run_as_root;
+  for (const auto& option : k_mpirun_value_options) {
+    const std::string& text = l.*option.spec;
+    if (text.empty()) continue;
+    auto e = expand(text);
+    if (!e) return std::unexpected(fmt::format("{}: launch.mpirun: {}", spec.file, e.error()));
+    m.*option.rendered = *e;
+  }
+  if (!l.hosts.empty()) {
+    auto hosts = expand_list(l.hosts, values, spec.file + ": launch.mpirun.hosts");
+    if (!hosts) return std::unexpected(hosts.error());
+    m.host = host_option(*hosts, m.npernode);
+  }
+  // mpirun reads the hostfile from the trial's folder, the probes and exports from here: one
+  // absolute path for all of them, relative to where tune runs (as output: and storage: are).
+  if (m.hostfile && !m.hostfile->empty()) m.hostfile = fs::absolute(*m.hostfile).string();
+  m.oversubscribe = l.oversubscribe;
+  for (const auto& [key, text] : l.mca) {
+    auto e = expand(text);
+    if (!e)
+      return std::unexpected(
+          fmt::format("{}: launch.mpirun.mca.{}: {}", spec.file, key, e.error()));
+    if (*e) m.mca.emplace_back(key, **e);
+  }
+  auto extra = expand_list(l.extra, values, spec.file + ": launch.mpirun.extra");
+  if (!extra) return std::unexpected(extra.error());
+  m.extra = std::move(*extra);
+  return mpirun_launch(std::move(m));
+}
+
+}  // namespace tune::tuner
