@@ -1,6 +1,6 @@
 // Job-script export (`tune export`): the winning trial's environment and full launch command
 // line, rendered through the study's templates exactly as the runner launches a trial
-// (expand_launch in launch_plan.h), written in the conventions of a bash script, a Slurm or PBS
+// (expand_launch in tuner/launch/rendered_launch.h), written in the conventions of a bash script, a Slurm or PBS
 // batch script, a KEY=VALUE environment file, or a bare mpirun command line.
 //
 // Every value that reaches the shell goes through shell_quote(); the two placeholders that must

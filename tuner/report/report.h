@@ -1,5 +1,5 @@
 // The study report (`tune report`), whole: the model and its statistics (report_model.h,
-// report_stats.h) and the writers that format it (reporter.h). Include the narrower header when
+// tuner/base/stats.h) and the writers that format it (reporter.h). Include the narrower header when
 // only one side is needed.
 #pragma once
 
