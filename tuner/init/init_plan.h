@@ -1,6 +1,6 @@
 // What `tune init` decided, before it is written out: the study's parameters (one per knob that
 // applies), the command and environment with placeholders in place, the launch, the baselines
-// and the comments that explain each choice. the Planner of tuner/init/init_study.cpp fills it;
+// and the comments that explain each choice. The Planner of tuner/init/init_study.cpp fills it;
 // write_init_yaml (tuner/init/init_render.cpp) renders it. Plain values; internal to `tune init`.
 #pragma once
 
