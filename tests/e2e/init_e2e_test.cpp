@@ -70,15 +70,21 @@ TEST_F(InitE2E, InitThenTwelveTrialsBeatTheBaselineAndPredictTheThreadsKnob) {
   ASSERT_EQ(torch.exit_code, 0)
       << "python3-torch is missing (scripts/install-deps.sh test installs it): " << torch.err;
 
-  auto made = init({});
-  ASSERT_EQ(made.exit_code, 0) << made.err;
-  const auto spec = load_study_spec((m_dir / "study.yaml").string());
-  ASSERT_TRUE(spec) << spec.error();
-  // Never over a file the user has: without --force the second init is refused.
-  auto again = init({});
+  // Never over a file the user has: without --force a second init is refused, with it the file
+  // is replaced. The first two skip the probe run (what they write is replaced), so the job is
+  // probed once, by the init whose study the trials run.
+  auto first = init({"--no-probe"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto again = init({"--no-probe"});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("study.yaml exists; pass --force"), std::string::npos) << again.err;
-  ASSERT_EQ(init({"--force"}).exit_code, 0);
+  const auto unprobed = test_support::read_file(m_dir / "study.yaml");
+  auto made = init({"--force"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(test_support::read_file(m_dir / "study.yaml"), unprobed)
+      << "--force wrote the probed study over the first";
+  const auto spec = load_study_spec((m_dir / "study.yaml").string());
+  ASSERT_TRUE(spec) << spec.error();
 
   auto tuned = run({TUNE_BIN, "--trials", "12", "study.yaml"});
   ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;

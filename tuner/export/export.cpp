@@ -702,11 +702,7 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
   s += "# The run's output folder (the study's {trial_dir}); set TUNE_OUT to choose another.\n";
   s += "if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=" + shell_quote(options.default_out) + "; fi\n";
   s += "mkdir -p -- \"$TUNE_OUT\"\nTUNE_OUT=$(cd -- \"$TUNE_OUT\" && pwd)\nexport TUNE_OUT\n";
-  if (spec.launch.mpirun) {
-    s += "\n# Open MPI refuses to start as root unless told twice.\n";
-    s += "if [ \"$(id -u)\" -eq 0 ]; then\n"
-         "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\nfi\n";
-  }
+  s += r.launch.kind->script_setup();
   if (!r.request.env_set.empty() || !r.request.env_unset.empty()) {
     s += "\n# The winning trial's environment.\n";
     for (const auto& [name, value] : spec.env) {

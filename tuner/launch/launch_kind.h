@@ -10,8 +10,9 @@
 // A component owns everything that differs between the kinds: the argv prefix before the
 // command, the probes' plan (probes::LaunchPlan), the job shape a batch script asks for, whether
 // the ranks are children of the launched tree, how the trial's variables reach other hosts,
-// the launcher program (for program_identity), and what is stopped after a trial (srun: its step,
-// cancelled by name; the others leave nothing). RenderedLaunch (tuner/launch/rendered_launch.h)
+// the launcher program (for program_identity), what an exported job script must set before it
+// starts (mpirun: Open MPI's run-as-root consent), and what is stopped after a trial (srun: its
+// step, cancelled by name; the others leave nothing). RenderedLaunch (tuner/launch/rendered_launch.h)
 // holds one, built by render_launch, so callers ask it instead of branching on the kind.
 //
 // Components are immutable once made and shared (std::shared_ptr<const LaunchKind>): a
@@ -90,6 +91,9 @@ class LaunchKind {
   virtual std::vector<std::pair<std::string, std::string>> mca() const { return {}; }
   // Whether the command line lets more ranks start than there are slots (--oversubscribe).
   virtual bool oversubscribes() const { return false; }
+  // The lines an exported job script needs before this launcher can start (bash; commented);
+  // mpirun: Open MPI's run-as-root consent, when the script runs as root. Empty for others.
+  virtual std::string script_setup() const { return ""; }
 
   // After a trial that started: stops what it may have left running outside the process tree
   // the keeper swept, and returns the attributes that record it ({} when there is nothing to

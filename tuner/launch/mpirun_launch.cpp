@@ -114,6 +114,12 @@ class MpirunLaunch final : public LaunchKind {
     return false;
   }
 
+  std::string script_setup() const override {
+    return "\n# Open MPI refuses to start as root unless told twice.\n"
+           "if [ \"$(id -u)\" -eq 0 ]; then\n"
+           "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\nfi\n";
+  }
+
   const RenderedMpirun* mpirun() const override { return &m_settings; }
 
  private:

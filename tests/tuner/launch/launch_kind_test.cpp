@@ -55,6 +55,7 @@ TEST(DirectLaunch, AsksForOneTaskAndLeavesNothing) {
   EXPECT_EQ(kind->cpus_per_task(), std::nullopt);
   EXPECT_TRUE(kind->mca().empty());
   EXPECT_EQ(kind->end_trial(ended()), nlohmann::json::object());
+  EXPECT_EQ(kind->script_setup(), "");
   EXPECT_EQ(kind->mpirun(), nullptr);
   EXPECT_EQ(kind->srun(), nullptr);
 }
@@ -127,6 +128,15 @@ TEST(MpirunLaunch, McaAndOversubscribeAreReadFromExtraToo) {
                              {"btl", "self,tcp"}, {"plm_rsh_agent", "ssh -q"}}));
   EXPECT_TRUE(kind->oversubscribes());
   EXPECT_FALSE(mpirun_launch(four_ranks_two_per_node())->oversubscribes());
+}
+
+TEST(MpirunLaunch, AScriptGivesOpenMpiTheRootConsentOnlyAsRoot) {
+  const std::string setup = mpirun_launch(four_ranks_two_per_node())->script_setup();
+  EXPECT_NE(setup.find("if [ \"$(id -u)\" -eq 0 ]; then"), std::string::npos) << setup;
+  EXPECT_NE(setup.find("export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"),
+            std::string::npos)
+      << setup;
+  EXPECT_EQ(srun_launch(RenderedSrun{})->script_setup(), "");
 }
 
 TEST(MpirunLaunch, LeavesNothingAfterATrial) {

@@ -86,9 +86,10 @@ TEST_F(StorageTest, OpenStorageUrls) {
   auto other = open_storage("mysql://localhost/x");
   ASSERT_FALSE(other);
   EXPECT_NE(other.error().find("expected sqlite:///"), std::string::npos) << other.error();
-  // PostgreSQL is built in: an address where nothing listens fails at once, naming it without
-  // the password.
-  auto pg = open_storage("postgresql://me:secret@127.0.0.1:1/x?connect_timeout=2");
+  // PostgreSQL is built in: an address where nothing listens fails once retry_for has passed
+  // (1 s here; a worker's first connection waits that long for a server that is starting),
+  // naming it without the password.
+  auto pg = open_storage("postgresql://me:secret@127.0.0.1:1/x?connect_timeout=2&retry_for=1s");
   ASSERT_FALSE(pg);
   EXPECT_NE(pg.error().find("cannot connect"), std::string::npos) << pg.error();
   EXPECT_NE(pg.error().find("postgresql://me:***@127.0.0.1:1/x"), std::string::npos) << pg.error();
