@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench/fuzz/fuzz_targets.h"
+#include "tuner/study/patterns.h"
 
 namespace {
 

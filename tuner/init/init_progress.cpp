@@ -11,6 +11,7 @@
 #include "tuner/base/text.h"
 #include "tuner/init/init_probe.h"
 #include "tuner/measure/objective.h"
+#include "tuner/study/patterns.h"
 
 namespace tune::tuner {
 namespace {

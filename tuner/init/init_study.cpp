@@ -13,6 +13,7 @@
 #include "tuner/base/text.h"
 #include "tuner/init/init_plan.h"
 #include "tuner/measure/objective.h"
+#include "tuner/study/patterns.h"
 #include "tuner/study/templates.h"
 
 namespace tune::tuner {

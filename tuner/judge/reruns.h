@@ -32,7 +32,6 @@ std::optional<double> search_value(const search::FrozenTrial& t);
 // The measured values of the completed re-runs of trial `number`, in number order.
 std::vector<double> rerun_values_of(const search::StudyView& study, int number);
 
-
 // `tune confirm`'s re-runs: which trials (the baseline, then the best), in which order.
 struct ConfirmPlan {
   std::vector<int> originals;  // baseline first (when there is one), then best first

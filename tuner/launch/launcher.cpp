@@ -434,7 +434,6 @@ void install_interrupt_handlers() {
 bool interrupted() { return g_interrupted.load(); }
 int interrupt_signal() { return g_interrupt_signal.load(); }
 
-
 bool running_as_root() { return geteuid() == 0; }
 
 std::string keeper_path() {

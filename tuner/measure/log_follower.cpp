@@ -10,7 +10,6 @@ namespace tune::tuner {
 
 namespace fs = std::filesystem;
 
-
 std::string LogFollower::tick(bool prune) {
   const bool write = prune || !m_errors.failed();
   if (m_errors.lost()) return std::string(k_lost_reason);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tuner/base/text.h"
+#include "tuner/study/patterns.h"
 
 namespace tune::tuner {
 namespace {

@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/base/result.h"
-#include "tuner/study/patterns.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {

@@ -13,6 +13,7 @@
 
 #include "tuner/base/text.h"
 #include "tuner/measure/objective.h"
+#include "tuner/study/patterns.h"
 
 namespace tune::tuner {
 namespace {
@@ -33,9 +34,7 @@ std::optional<double> finite_number_text(std::string_view text) {
 ProgressReader::ProgressReader(const WindowSpec& spec, std::string path)
     : m_spec(spec), m_path(std::move(path)) {
   if (m_spec.source == WindowSpec::Source::log) return;
-  RE2::Options options;
-  options.set_log_errors(false);
-  m_re = std::make_unique<RE2>(m_spec.regex, options);
+  m_re = std::make_unique<RE2>(m_spec.regex, regex_options());  // as the study file checked it
   // The number: the first group not named `time`; the whole match when there is none.
   const auto& names = m_re->CapturingGroupNames();  // group index -> name
   for (int g = 1; g <= m_re->NumberOfCapturingGroups(); ++g) {

@@ -15,6 +15,7 @@
 #include "tuner/init/init_probe.h"
 #include "tuner/init/init_study.h"
 #include "tuner/measure/objective.h"
+#include "tuner/study/patterns.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {
