@@ -171,6 +171,44 @@ TEST_F(Secrets, NoOutputAndNoStoredAttributeHoldsAPassword) {
   }
 }
 
+// tune's credentials stay tune's (issue 37): a trial's processes start without the PGPASSWORD
+// and PGPASSFILE tune was given, unless the study's env names them (here PGPASSFILE); a password
+// typed in --storage gets a warning and is gone from tune's /proc/PID/cmdline while the trial
+// runs. The trial itself reads what it would leak: its own /proc/self/environ, its parent's (the
+// keeper, or the program itself where there is none) and tune's command line.
+TEST_F(Secrets, TrialsStartWithoutTunesCredentialsAndTheCommandLineLosesThePassword) {
+  const auto study = test_support::write_file(
+      m_dir / "env.yaml",
+      "name: env\noutput: " + (m_dir / "out").string() +
+          "\ncommand: [sh, -c, 'cat /proc/self/environ > \"$0/self\"; "
+          "cat /proc/$PPID/environ > \"$0/parent\"; read -r _ _ _ up _ < /proc/$PPID/stat; "
+          "cat /proc/$PPID/cmdline /proc/$up/cmdline > \"$0/cmdline\"; echo v=1.5', "
+          "'{trial_dir}']\n"
+          "env: {PGPASSFILE: /named/by/the/study}\n"
+          "objective: {regex: 'v=([0-9.]+)'}\n"
+          "sampler: {type: random, seed: 1}\nparams:\n  x: [1, 2]\n");
+  std::vector<std::string> argv = {TUNE_BIN, "--trials", "1", "--storage", m_url, study};
+  const Ran r = test_support::run(m_dir, argv,
+                                  {{"PGPASSWORD", k_secrets[2]}, {"PGPASSFILE", "/tunes/own"}});
+  ASSERT_EQ(r.exit_code, 0) << leaks(r.err);
+  EXPECT_TRUE(contains(r.err, "tune: warning: a password on the command line can be read by "
+                              "other users of this machine (ps); put it in ~/.pgpass or the "
+                              "PGPASSWORD variable instead\n"))
+      << leaks(r.err);
+  const fs::path trial = m_dir / "out" / "trials" / "0";
+  for (const std::string file : {"self", "parent"}) {
+    const auto environ = test_support::slurp(trial / file);
+    ASSERT_FALSE(environ.empty()) << file;
+    EXPECT_EQ(leaks(environ), "") << file;
+    EXPECT_FALSE(contains(environ, std::string("PGPASSWORD="))) << file;
+    EXPECT_FALSE(contains(environ, std::string("PGPASSFILE=/tunes/own"))) << file;
+    EXPECT_TRUE(contains(environ, std::string("PGPASSFILE=/named/by/the/study") + '\0')) << file;
+  }
+  const auto cmdline = test_support::slurp(trial / "cmdline");
+  EXPECT_EQ(leaks(cmdline), "");
+  EXPECT_TRUE(contains(cmdline, "postgres:***@")) << cmdline;
+}
+
 // Against a live server, the read-only commands tell a study that is not there (bad input, 2)
 // from a server that does not answer (1, in the test above and tune_e2e's).
 TEST_F(Secrets, AStudyThatIsNotThereIsBadInput) {

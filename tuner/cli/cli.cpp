@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -142,6 +143,25 @@ void check_root_words(const CLI::App& app, const std::vector<std::string>& words
   }
 }
 
+// A password typed on tune's command line can be read by every user of the machine (ps,
+// /proc/PID/cmdline) for as long as tune runs. Said once; each such word is overwritten with its
+// shown form right after parsing (the parser holds its own copies), which leaves only the moment
+// of startup open. The safe ways never put it there: ~/.pgpass or PGPASSWORD.
+void hide_passwords_on_command_line(int argc, char** argv) {
+  bool said = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string shown;
+    if (!word_holds_password(argv[i], &shown)) continue;
+    const std::size_t size = std::strlen(argv[i]);
+    std::memset(argv[i], 0, size);
+    std::memcpy(argv[i], shown.data(), std::min(size, shown.size()));
+    if (said) continue;
+    said = true;
+    std::cerr << "tune: warning: a password on the command line can be read by other users of "
+                 "this machine (ps); put it in ~/.pgpass or the PGPASSWORD variable instead\n";
+  }
+}
+
 }  // namespace
 
 OpenedStudy open_study_or_throw(const std::string& target, const std::string& storage_url,
@@ -241,6 +261,7 @@ int run_cli(int argc, char** argv) {
     check_root_words(app, root_words(app, argc, argv));
     try {
       app.parse(argc, argv);
+      hide_passwords_on_command_line(argc, argv);
     } catch (const CLI::ParseError& e) {
       // --help and --version end here too, with status 0; every other parse error is bad input.
       return app.exit(e) == 0 ? 0 : k_exit_bad_input;

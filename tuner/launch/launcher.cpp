@@ -30,6 +30,7 @@
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/keeper.h"
 #include "tuner/launch/process_tree.h"
+#include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {
@@ -452,8 +453,10 @@ std::map<std::string, std::string> trial_environment(
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     const auto eq = entry.find('=');
-    if (eq != std::string_view::npos)
-      env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    if (eq == std::string_view::npos) continue;
+    // tune's database credentials are tune's: a job that logs its environment would store them.
+    if (is_database_credential_env_var(entry.substr(0, eq))) continue;
+    env.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
   }
   for (const auto& name : env_unset) env.erase(name);
   for (const auto& [k, v] : env_set) env[k] = v;

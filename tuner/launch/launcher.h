@@ -82,8 +82,9 @@ using Watcher = std::function<std::string(pid_t pid)>;
 
 LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher = {});
 
-// The environment a trial's processes start with: this process's own, `env_unset` removed, then
-// `env_set` added. The one composition: run_process starts the trial with it, and what the trial
+// The environment a trial's processes start with: this process's own without tune's database
+// credentials (PGPASSWORD, PGPASSFILE, ...: is_database_credential_env_var), `env_unset` removed,
+// then `env_set` added (so a study file's env that names PGPASSWORD gives the trial its value). The one composition: run_process starts the trial with it, and what the trial
 // runs (tuner/launch/program_identity.h) and what the probes predict from read the same.
 std::map<std::string, std::string> trial_environment(
     const std::map<std::string, std::string>& env_set, const std::vector<std::string>& env_unset);

@@ -233,6 +233,22 @@ std::string storage_url_without_password(const std::string& url) {
 
 bool is_secret_env_var(std::string_view name) { return name == "PGPASSWORD"; }
 
+bool is_database_credential_env_var(std::string_view name) {
+  return name == "PGPASSWORD" || name == "PGPASSFILE" || name == "PGSERVICEFILE" ||
+         name == "PGSSLKEY";
+}
+
+bool word_holds_password(std::string_view word, std::string* redacted) {
+  constexpr std::string_view flag = "--storage=";
+  const std::string_view prefix = word.starts_with(flag) ? flag : std::string_view{};
+  const std::string url(word.substr(prefix.size()));
+  if (!url.contains("://")) return false;
+  std::string shown = redact_storage_url(url);
+  if (shown == url) return false;
+  if (redacted != nullptr) *redacted = std::string(prefix) + shown;
+  return true;
+}
+
 std::optional<std::string> sqlite_file_of(const std::string& url) {
   if (!url.starts_with(k_sqlite)) {
     if (url.contains("://")) return std::nullopt;

@@ -46,6 +46,16 @@ std::string storage_url_without_password(const std::string& url);
 // shown environment holds k_redacted for its value, and exported scripts leave it out.
 bool is_secret_env_var(std::string_view name);
 
+// Whether an environment variable is one through which libpq finds tune's database credentials
+// (PGPASSWORD, PGPASSFILE, PGSERVICEFILE, PGSSLKEY): tune's own, so a trial's processes start
+// without them (trial_environment, tuner/launch/launcher.h) unless the study file's env names
+// them.
+bool is_database_credential_env_var(std::string_view name);
+
+// Whether a word of tune's command line is (or, as --storage=URL, holds) a storage URL with a
+// password in it; `redacted` gets the word as it may be shown.
+bool word_holds_password(std::string_view word, std::string* redacted = nullptr);
+
 // The database file a SQLite URL ("sqlite:///x.db?synchronous=full": its options dropped) or a
 // plain path names; nullopt for any other URL (a server).
 std::optional<std::string> sqlite_file_of(const std::string& url);
