@@ -170,6 +170,81 @@ TEST_F(Containment, WhatATrialLeavesBehindDiesWithIt) {
   EXPECT_EQ(processes_with_env("TUNE_TEST_MARK", m_mark), std::vector<pid_t>{});
 }
 
+// A job that exits at once but leaves a child that ignores SIGTERM (issue 37): its wall time
+// ends when its own process exits; the grace the keeper then waits before SIGKILL is counted
+// apart (cleanup_s) and never in the wall time, which `objective: {wall_time: true}` scores.
+TEST_F(Containment, TheSweepOfLeftoversIsNotPartOfTheWallTime) {
+  LaunchRequest req;
+  req.argv = {"sh", "-c", "(trap '' TERM; exec sleep 300) & exit 0"};
+  req.env_set["TUNE_TEST_MARK"] = m_mark;
+  req.kill_grace_s = 2.0;
+  const auto r = run_process(req);
+  ASSERT_TRUE(r.started) << r.error;
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.containment, "keeper");
+  EXPECT_GE(r.cleanup_s, req.kill_grace_s);  // TERM ignored: the whole grace, then SIGKILL
+  EXPECT_GT(r.wall_s, 0);
+  EXPECT_LT(r.wall_s, req.kill_grace_s);
+  EXPECT_EQ(processes_with_env("TUNE_TEST_MARK", m_mark), std::vector<pid_t>{});
+}
+
+// A memory cgroup of its own below this process's, limited to `limit` bytes (cgroup v1's
+// memory controller, else v2's memory.max); "" with `why` set where none can be made (no
+// permission, no memory controller).
+std::string limited_memory_cgroup(const std::string& name, const std::string& limit,
+                                  std::string& why) {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  std::vector<std::pair<std::string, std::string>> candidates;  // folder, limit file
+  while (std::getline(in, line)) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const auto controllers = line.substr(a + 1, b - a - 1);
+    const auto path = line.substr(b + 1);
+    if (controllers == "memory")
+      candidates.emplace_back("/sys/fs/cgroup/memory" + path, "memory.limit_in_bytes");
+    if (controllers.empty())
+      for (const char* root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"})
+        candidates.emplace_back(root + path, "memory.max");
+  }
+  for (const auto& [parent, file] : candidates) {
+    const fs::path dir = fs::path(parent) / name;
+    std::error_code ec;
+    if (!fs::create_directory(dir, ec) && ec) continue;
+    std::ofstream limit_file(dir / file);
+    limit_file << limit << std::flush;
+    if (limit_file) return dir.string();
+    fs::remove(dir, ec);
+  }
+  why = "no memory cgroup can be made here (it needs write access to a cgroup's memory controller)";
+  return "";
+}
+
+// A real out-of-memory kill (issue 37): the trial moves itself into a memory cgroup limited to
+// 64 MiB and allocates 512 MiB; the kernel kills it with SIGKILL, and its reason says that it ran
+// out of memory, naming the process, from the kernel's record.
+TEST_F(Containment, AnOutOfMemoryKillIsReportedAsOne) {
+  std::string why;
+  const auto cgroup = limited_memory_cgroup(m_mark, std::to_string(64 << 20), why);
+  if (cgroup.empty()) GTEST_SKIP() << why;
+  LaunchRequest req;
+  req.argv = {"sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec python3 -c 'b = bytearray(512 << 20)'",
+              cgroup};
+  req.env_set["TUNE_TEST_MARK"] = m_mark;
+  const auto r = run_process(req);
+  std::error_code ec;
+  fs::remove(cgroup, ec);
+  ASSERT_TRUE(r.started) << r.error;
+  ASSERT_EQ(r.signal, SIGKILL) << "exit code " << r.exit_code;
+  if (r.oom_kill.empty())
+    GTEST_SKIP() << "the OOM kill happened, but neither the kernel log (/dev/kmsg) nor the memory "
+                    "cgroup's oom_kill counter can be read here";
+  EXPECT_TRUE(r.oom_kill.starts_with("the kernel's OOM killer killed process") ||
+              r.oom_kill.starts_with("the memory cgroup's OOM killer"))
+      << r.oom_kill;
+  if (r.oom_kill.starts_with("the kernel's")) EXPECT_TRUE(r.oom_kill.contains("(python3)"));
+}
+
 // The keeper reports the command's own status: exit codes and signals pass through.
 TEST_F(Containment, TheKeeperPassesTheTrialsStatusThrough) {
   LaunchRequest req;

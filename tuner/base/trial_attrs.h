@@ -80,6 +80,9 @@ inline constexpr const char* k_attr_files = "files";
 // runner: seconds from spawn to the job's exit (float; never the database's time); exit code (int,
 // null when a signal ended it); the signal (int, only when one did).
 inline constexpr const char* k_attr_wall_time = "wall_time";
+// runner: seconds from the job's exit to the end of what it left behind (the keeper's SIGTERM,
+// grace and SIGKILL; float, only when something was left): never part of wall_time or a value.
+inline constexpr const char* k_attr_cleanup_time = "cleanup_time";
 inline constexpr const char* k_attr_exit_code = "exit_code";
 inline constexpr const char* k_attr_signal = "signal";
 // runner (objective `window:`, tuner/measure/window_follower.h): the window's statistics, stored on

@@ -299,7 +299,13 @@ class Keeper {
       int st = 0;
       const pid_t p = waitpid(-1, &st, WNOHANG);
       if (p <= 0) return p == 0;  // -1 with ECHILD: no descendant is left at all
-      if (p == m_child) m_status = st;
+      if (p == m_child) {
+        m_status = st;
+        // When the trial's own process ended, on the machine's monotonic clock (tune's
+        // steady_clock): its wall time ends here, not after the sweep of what it left behind.
+        send_line(m_control, "exited " + std::to_string(Clock::now().time_since_epoch().count()) +
+                                 "\n");
+      }
     }
   }
 

@@ -29,6 +29,7 @@
 
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/keeper.h"
+#include "tuner/launch/oom_record.h"
 #include "tuner/launch/process_tree.h"
 #include "tuner/storage/storage_url.h"
 
@@ -123,6 +124,9 @@ void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, Lau
       if (word == "pid") {
         line >> result.pid;
         if (until_pid) return true;
+      } else if (word == "exited") {
+        Clock::rep ns = 0;
+        if (line >> ns) result.program_exited = Clock::time_point(Clock::duration(ns));
       } else if (word == "cut") {
         std::string stream;
         std::uint64_t bytes = 0;
@@ -502,6 +506,7 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   result.containment = spawn.containment;
   const int control = spawn.control;
 
+  const auto oom_kills_before = cgroup_oom_kills();
   const auto start = Clock::now();
   ChildSetup setup;
   setup.keeper_fd = spawn.keeper_fd;
@@ -536,6 +541,12 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   // after the trial's end and wall time are taken: it delays the return, never the trial.
   watching.finish();
   if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, request, result, pending);
+  // The keeper's end came after the sweep of what the program left behind (SIGTERM, the grace,
+  // SIGKILL): the trial's wall time is the program's own, the rest is counted apart.
+  if (result.program_exited && *result.program_exited > start && *result.program_exited < ended) {
+    result.wall_s = std::chrono::duration<double>(*result.program_exited - start).count();
+    result.cleanup_s = std::chrono::duration<double>(ended - *result.program_exited).count();
+  }
   // The keeper ends only when the tree is gone. Without one (or if it was killed), whatever is
   // left must not outlive the trial: kill it and reap it, so the next trial starts on an idle
   // machine.
@@ -544,6 +555,13 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
     for (pid_t p : wait.tree()) kill(p, SIGKILL);
   }
   sweep_strays(children_before);
+  if (result.signal != 0 || result.exit_code != 0) {
+    result.oom_kill = logged_oom_kills(start, Clock::now());
+    const auto after = cgroup_oom_kills();
+    if (result.oom_kill.empty() && oom_kills_before && after && *after > *oom_kills_before)
+      result.oom_kill = fmt::format("the memory cgroup's OOM killer killed {} process(es)",
+                                    *after - *oom_kills_before);
+  }
   // The watcher threw (its thread stopped the trial): the caller hears of it as if it had run
   // on the caller's thread, once nothing of the trial is left.
   if (auto thrown = watching.error()) std::rethrow_exception(thrown);

@@ -64,7 +64,15 @@ struct LaunchResult {
   int signal = 0;      // when a signal ended it
   StopReason stopped = StopReason::none;
   std::string stop_detail;  // watcher's reason
-  double wall_s = 0;        // spawn to the child's exit, as seen on its pidfd
+  // Spawn to the command's own exit (the keeper's word, else the child's exit on its pidfd);
+  // never the time spent stopping what it left behind, which is cleanup_s.
+  double wall_s = 0;
+  double cleanup_s = 0;  // the command's exit to the end of its last leftover (keeper's sweep)
+  std::optional<std::chrono::steady_clock::time_point> program_exited;  // the keeper's "exited"
+  // For a trial ended by a signal or a non-zero exit: the kernel's record of an out-of-memory
+  // kill while it ran ("the kernel's OOM killer killed process 1234 (python3)",
+  // tuner/launch/oom_record.h); "" when none was recorded or none is readable.
+  std::string oom_kill;
   pid_t pid = -1;           // the command's own pid (below the keeper when there is one)
   // How the trial's processes were contained: "keeper" or "subreaper" (see the top of this file).
   std::string containment;
@@ -84,8 +92,9 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher = 
 
 // The environment a trial's processes start with: this process's own without tune's database
 // credentials (PGPASSWORD, PGPASSFILE, ...: is_database_credential_env_var), `env_unset` removed,
-// then `env_set` added (so a study file's env that names PGPASSWORD gives the trial its value). The one composition: run_process starts the trial with it, and what the trial
-// runs (tuner/launch/program_identity.h) and what the probes predict from read the same.
+// then `env_set` added (so a study file's env that names PGPASSWORD gives the trial its value).
+// The one composition: run_process starts the trial with it, and what the trial runs
+// (tuner/launch/program_identity.h) and what the probes predict from read the same.
 std::map<std::string, std::string> trial_environment(
     const std::map<std::string, std::string>& env_set, const std::vector<std::string>& env_unset);
 inline std::map<std::string, std::string> trial_environment(const LaunchRequest& request) {

@@ -64,9 +64,12 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
     o.reason = fmt::format("{}", fmt::join(res.write_errors, "; "));
   } else if (res.signal != 0) {
     o.reason = fmt::format("killed by {}", signal_name(res.signal));
+    if (!res.oom_kill.empty()) o.reason += ": out of memory (" + res.oom_kill + ")";
   } else if (res.exit_code != 0) {
     const auto err = explaining_lines_of_file(ctx.stderr_path, 300);
-    o.reason = fmt::format("exit code {}{}", res.exit_code, err.empty() ? "" : ": " + err);
+    o.reason = fmt::format("exit code {}{}{}", res.exit_code,
+                           res.oom_kill.empty() ? "" : ": out of memory (" + res.oom_kill + ")",
+                           err.empty() ? "" : ": " + err);
   } else if (auto reading = read(); reading) {
     o.state = TrialState::complete;
     o.value = reading->value;

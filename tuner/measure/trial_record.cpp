@@ -15,6 +15,7 @@ FinalRecord final_record(const FrozenTrial& trial, const TrialRun& ran) {
   auto& user = record.user_attrs;
   auto& system = record.system_attrs;
   if (ran.launched) user[k_attr_wall_time] = res.wall_s;
+  if (ran.launched && res.cleanup_s > 0) user[k_attr_cleanup_time] = res.cleanup_s;
   if (res.started) {
     user[k_attr_exit_code] = res.signal ? nlohmann::json() : nlohmann::json(res.exit_code);
     if (res.signal) user[k_attr_signal] = res.signal;

@@ -14,6 +14,7 @@
 
 #include "tests/common/test_support.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/oom_record.h"
 #include "tuner/launch/process_tree.h"
 
 namespace tune::tuner {
@@ -34,6 +35,24 @@ class LauncherTest : public test_support::TempDirTest {
     return r;
   }
 };
+
+// The kernel log's OOM kills inside the trial's time (microseconds of the monotonic clock),
+// global and a cgroup's; other records and other times are not.
+TEST(OomRecord, TheKernelLogsKillsInsideTheTrialsTimeAreNamed) {
+  const std::string log =
+      "6,100,1000,-;eth0: link up\n"
+      "3,101,1500,-;Out of memory: Killed process 11 (early) total-vm:1kB, anon-rss:1kB\n"
+      "4,102,2500,-;python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0\n"
+      "3,103,2600,-;Memory cgroup out of memory: Killed process 1234 (python3) total-vm:5kB\n"
+      "3,104,2700,-;Out of memory: Killed process 1240 (rank 1) total-vm:5kB\n"
+      "6,105,2800,-;Killed process 99 (not by the OOM killer)\n";
+  EXPECT_EQ(oom_kills_in_log(log, 2000, 3000),
+            "the kernel's OOM killer killed process 1234 (python3) and 1 more");
+  EXPECT_EQ(oom_kills_in_log(log, 2000, 2650),
+            "the kernel's OOM killer killed process 1234 (python3)");
+  EXPECT_EQ(oom_kills_in_log(log, 3000, 4000), "");
+  EXPECT_EQ(oom_kills_in_log("garbage\n,,;\n", 0, 1'000'000), "");
+}
 
 TEST_F(LauncherTest, RunsArgvWithoutAShell) {
   // A shell would expand $HOME and split on spaces; an argv vector passes them through.

@@ -134,6 +134,23 @@ TEST(TrialOutcome, AnMpirunHelpBoxGivesItsHeadlineAndDetails) {
   std::filesystem::remove(path);
 }
 
+// A kill the kernel recorded as out of memory says so (issue 37), for the program itself and for
+// a launcher that reports its killed rank with an exit code.
+TEST(TrialOutcome, AnOutOfMemoryKillIsCalledOne) {
+  auto killed = started();
+  killed.signal = SIGKILL;
+  EXPECT_EQ(classify_outcome(killed, {}, never_read()).reason, "killed by SIGKILL");
+  killed.oom_kill = "the kernel's OOM killer killed process 1234 (python3)";
+  EXPECT_EQ(classify_outcome(killed, {}, never_read()).reason,
+            "killed by SIGKILL: out of memory (the kernel's OOM killer killed process 1234 "
+            "(python3))");
+  auto rank = started(137);
+  rank.oom_kill = killed.oom_kill;
+  EXPECT_EQ(classify_outcome(rank, {}, never_read()).reason,
+            "exit code 137: out of memory (the kernel's OOM killer killed process 1234 "
+            "(python3))");
+}
+
 TEST(TrialOutcome, SignalsTimeoutsAndStartFailures) {
   auto killed = started();
   killed.signal = SIGSEGV;

@@ -42,6 +42,16 @@ TEST(TrialRecord, ACompletedTrialKeepsItsValueAndWhatTheLaunchShowed) {
   EXPECT_FALSE(record.with_intermediate);
 }
 
+// The sweep of what a job left behind is stored apart from its wall time (issue 37).
+TEST(TrialRecord, TheTimeSpentStoppingLeftoversIsStoredApart) {
+  auto run = completed_run(12.5, 0.25);
+  EXPECT_FALSE(final_record(FrozenTrial{}, run).user_attrs.contains(k_attr_cleanup_time));
+  run.launch.cleanup_s = 3.0;
+  const auto record = final_record(FrozenTrial{}, run);
+  EXPECT_EQ(record.user_attrs.at(k_attr_wall_time), 0.25);
+  EXPECT_EQ(record.user_attrs.at(k_attr_cleanup_time), 3.0);
+}
+
 TEST(TrialRecord, ACompletedRerunIsStoredPrunedWithItsMeasurementApart) {
   FrozenTrial rerun;
   rerun.system_attrs[k_attr_rerun_of] = 4;
