@@ -76,14 +76,21 @@ std::string WindowFollower::no_progress_hint() const {
   std::string hint = fmt::format("{} matched none of {} line(s)", m_reader.describe(), c.lines);
   if (c.refused > 0) hint += fmt::format(" with a finite number ({} matched with none)", c.refused);
   if (c.long_lines > 0) hint += fmt::format("; {} line(s) over 64 KiB were skipped", c.long_lines);
-  if (m_spec.source == WindowSpec::Source::stream && m_stream_head_bytes > 0 &&
-      c.bytes >= m_stream_head_bytes) {
-    hint += fmt::format(
-        "; {} reached the {} MiB a trial's file gets while it runs (tune-keeper keeps the rest "
-        "for the end): print less, or follow a file of the job's (window.file)",
-        m_spec.stream, m_stream_head_bytes >> 20);
-  }
-  return hint;
+  return hint + cap_hint();
+}
+
+std::string WindowFollower::cap_hint() const {
+  if (m_spec.source != WindowSpec::Source::stream || m_stream_head_bytes == 0 ||
+      m_reader.counts().bytes < m_stream_head_bytes)
+    return "";
+  const auto head = m_stream_head_bytes;
+  const std::string size = head >= (1u << 20) ? fmt::format("{} MiB", head >> 20)
+                                              : fmt::format("{} KiB", head >> 10);
+  return fmt::format(
+      "; {} reached the {} a trial's file gets while it runs (tune-keeper keeps the rest for "
+      "the end), so no progress line after that was seen: print less, or follow a file of the "
+      "job's (window.file)",
+      m_spec.stream, size);
 }
 
 std::string WindowFollower::decide(TrialState state, const char* status, std::string reason,
@@ -120,8 +127,10 @@ std::string WindowFollower::tick(double now_s) {
         TrialState::fail, "warmup_unfinished",
         fmt::format("the warm-up ({} s and {} steps after the first progress point) "
                     "did not end in {} s: {} point(s), progress {} in {} s",
-                    format_short(st.warmup_s), format_short(st.warmup_steps), format_short(st.warmup_s + m_spec.max_s),
-                    all.points, format_short(all.warmup_steps), format_short(all.span_s)),
+                    format_short(st.warmup_s), format_short(st.warmup_steps),
+                    format_short(st.warmup_s + m_spec.max_s), all.points,
+                    format_short(all.warmup_steps), format_short(all.span_s)) +
+            cap_hint(),
         m_window.estimate());
   }
   const auto e = m_window.estimate();
@@ -144,7 +153,8 @@ std::string WindowFollower::tick(double now_s) {
       return decide(TrialState::fail, "stalled",
                     fmt::format("no progress in the {} s after the warm-up (window.max): the last "
                                 "progress point came {} s after launch",
-                                format_short(now_s - *m_origin_read), format_short(m_last_read)),
+                                format_short(now_s - *m_origin_read), format_short(m_last_read)) +
+                        cap_hint(),
                     e);
     }
     return decide(TrialState::complete, "max",

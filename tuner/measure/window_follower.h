@@ -80,6 +80,9 @@ class WindowFollower {
   std::string decide(search::TrialState state, const char* status, std::string reason,
                      const WindowEstimate& e);
   std::string no_progress_hint() const;
+  // "; stdout reached the 8 MiB ..." when the followed stream hit the cap a trial's file gets
+  // while it runs (a flood hides the progress after it); "" otherwise.
+  std::string cap_hint() const;
 
   WindowSpec m_spec;
   ProgressReader m_reader;

@@ -14,6 +14,7 @@
 #include "tuner/base/stats.h"
 #include "tuner/measure/progress.h"
 #include "tuner/measure/rate_window.h"
+#include "tuner/measure/window_follower.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {
@@ -233,6 +234,26 @@ TEST_F(ProgressReaderTest, AFloodIsSkippedToItsLastMegabytes) {
   EXPECT_EQ(p.back().value, 599999);
   EXPECT_GT(r.counts().skipped_bytes, 0u);
   EXPECT_LT(p.size(), 600000u);
+}
+
+// A job that floods its stdout past what a trial's file gets while it runs (here 4 KiB; 8 MiB in
+// a study) shows no progress after that until it ends: the window's failure names the cap
+// (issue 37), in the warm-up and after it.
+TEST_F(ProgressReaderTest, AFloodPastTheCapIsNamedInTheWindowsFailure) {
+  WindowSpec s = spec("step ([0-9]+)");
+  s.settings.warmup_s = 1;
+  s.max_s = 1;
+  const auto path = (m_dir / "out").string();
+  WindowFollower quiet(s, path, std::nullopt, 1 << 20);
+  WindowFollower flooded(s, path, std::nullopt, 4096);
+  append("step 1\n" + std::string(5000, 'x') + "\n");
+  EXPECT_EQ(quiet.tick(0.1), "");
+  EXPECT_EQ(flooded.tick(0.1), "");
+  const auto said = flooded.tick(5);
+  EXPECT_TRUE(said.contains("did not end in 2 s")) << said;
+  EXPECT_TRUE(said.contains("; stdout reached the 4 KiB a trial's file gets while it runs"))
+      << said;
+  EXPECT_FALSE(quiet.tick(5).contains("a trial's file gets")) << "no cap reached, none named";
 }
 
 TEST_F(ProgressReaderTest, ATimeGroupIsTheJobsClock) {
