@@ -230,6 +230,20 @@ TEST_F(SpecTest, AnAliasBombIsRefusedBeforeItGrows) {
   EXPECT_EQ(std::get<search::CategoricalDistribution>(spec->space[1].second).choices.size(), 3u);
 }
 
+// 200,000 levels of nesting (issue 37): refused with the line and the cause, not yaml-cpp's
+// "bad file", in a tune process that stays small and quick.
+TEST_F(SpecTest, NestingPastTheParsersLimitNamesItsLineAndCause) {
+  const auto file = write("deep.yaml", "name: a\ncommand: [p]\nparams:\n  x: " +
+                                           std::string(200000, '[') + std::string(200000, ']') +
+                                           "\n");
+  const auto r = tune({"--trials", "1", file.string()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(r.err.starts_with("tune: error: " + file.string() + ":4: invalid YAML: nested "))
+      << r.err;
+  EXPECT_TRUE(r.err.contains("levels deep here, past the parser's limit")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 // A cycle made the walk over the sampler section recurse until the stack ran out (SIGSEGV):
 // run in a tune process so that the old crash fails this test alone.
 TEST_F(SpecTest, AnAliasCycleIsRefused) {

@@ -833,7 +833,7 @@ Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::stri
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    return std::unexpected(fmt::format("{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.msg));
+    return std::unexpected(yaml_error_message(e, path));
   }
   try {
     Parser parser(path);

@@ -1,5 +1,7 @@
 #include "tuner/study/yaml_document_check.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -166,9 +168,19 @@ Result<void> check_yaml_document(const std::string& yaml_text, const std::string
     }
     if (check.error()) return std::unexpected(*check.error());
   } catch (const YAML::Exception& e) {
-    return std::unexpected(fmt::format("{}:{}: invalid YAML: {}", file, e.mark.line + 1, e.msg));
+    return std::unexpected(yaml_error_message(e, file));
   }
   return {};
+}
+
+std::string yaml_error_message(const YAML::Exception& e, const std::string& file) {
+  if (const auto* deep = dynamic_cast<const YAML::DeepRecursion*>(&e)) {
+    return fmt::format(
+        "{}:{}: invalid YAML: nested {} levels deep here, past the parser's limit (a study file "
+        "needs a few levels; look for unclosed [ or {{ or runaway indentation)",
+        file, e.mark.line + 1, deep->depth());
+  }
+  return fmt::format("{}:{}: invalid YAML: {}", file, e.mark.line + 1, e.msg);
 }
 
 }  // namespace tune::tuner

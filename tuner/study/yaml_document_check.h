@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+#include <yaml-cpp/exceptions.h>
+
 #include "tuner/base/result.h"
 
 namespace tune::tuner {
@@ -24,5 +26,9 @@ inline constexpr std::size_t k_max_yaml_depth = 64;         // nesting of mappin
 // The first problem of `yaml_text` as "FILE:LINE: key 'a.b': ..." (or "FILE:LINE: invalid
 // YAML: ..." where yaml-cpp cannot read it); `file` names it in messages.
 Result<void> check_yaml_document(const std::string& yaml_text, const std::string& file);
+
+// "FILE:LINE: invalid YAML: what": yaml-cpp's error in one line; nesting past the parser's depth
+// limit (yaml-cpp's DeepRecursion, whose own text is "bad file") is called what it is.
+std::string yaml_error_message(const YAML::Exception& e, const std::string& file);
 
 }  // namespace tune::tuner
