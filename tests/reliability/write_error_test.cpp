@@ -126,6 +126,27 @@ TEST_F(FullOutput, ReadOnlyFailsEveryTrialWithTheErrorAndPathThenStopsTheStudy) 
   EXPECT_NE(err().find("Read-only file system"), std::string::npos) << err();
 }
 
+// The database itself on a file system remounted read-only (issue 37): a new run says so, not
+// that the user may not write it; reading it still works.
+TEST_F(FullOutput, ADatabaseOnAReadOnlyFileSystemIsCalledThat) {
+  ASSERT_EQ(mount("tmpfs", m_out.c_str(), nullptr, MS_REMOUNT, "size=4m"), 0)  // room for it
+      << std::strerror(errno);
+  const auto db = m_out / "study.db";
+  const auto study = test_support::write_file(
+      m_dir / "ro.yaml", "name: full\noutput: " + (m_dir / "out2").string() + "\nstorage: " +
+                             db.string() + "\ncommand: [sh, -c, 'echo value=1']\n"
+                             "objective: {regex: 'value=([0-9]+)'}\n"
+                             "sampler: {type: random, seed: 3}\nparams:\n  x: [1, 2]\n");
+  ASSERT_EQ(run_tune_in(m_dir, {"--trials", "1", study}), 0) << out() << err();
+  ASSERT_EQ(mount("tmpfs", m_out.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, "size=4m"), 0)
+      << std::strerror(errno);
+  EXPECT_NE(run_tune_in(m_dir, {"--trials", "1", study}), 0);
+  EXPECT_TRUE(err().contains(db.string() + ": the database is on a read-only file system"))
+      << err();
+  EXPECT_FALSE(err().contains("may not write")) << err();
+  EXPECT_EQ(run_tune_in(m_dir, {"trials", study}), 0) << err();
+}
+
 // Point 4: worker A is suspended (SIGSTOP) while its trial runs; "worker B" fails the trial as
 // stale through the storage (as its recovery does once A's heartbeat is past the grace period);
 // A is resumed. The trial stays FAIL with B's reason, A writes nothing more into it, says so,

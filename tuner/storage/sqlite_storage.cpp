@@ -1,5 +1,6 @@
 #include "tuner/storage/sqlite_storage.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -196,10 +197,12 @@ Result<void> SqliteStorage::connect() {
   if (!db) return std::unexpected(db.error());
   m_db = *db;
   if (sqlite3_db_readonly(m_db, "main") == 1) {
+    struct statvfs fs_info {};
+    const bool read_only_fs = statvfs(m_path.c_str(), &fs_info) == 0 && (fs_info.f_flag & ST_RDONLY);
     return std::unexpected(fmt::format(
-        "{}: this user may not write the database (tune best, trials, report and export only "
-        "read it)",
-        m_path));
+        "{}: {} (tune best, trials, report and export only read it)", m_path,
+        read_only_fs ? "the database is on a read-only file system"
+                     : "this user may not write the database"));
   }
   // Workers that open a new database at the same moment both hold a read lock and both want
   // the write lock to switch it to WAL; SQLite answers one of them SQLITE_BUSY at once (the busy
