@@ -38,9 +38,11 @@ build=(
 # `tune init` end-to-end test tunes. hpcc (HPC Challenge): a native MPI program linked to
 # OpenBLAS that tune did not write (input and result in files), which `tune init`'s probe run
 # must see through and whose oversubscribed settings the foreign-jobs e2e test predicts.
+# python3-markdown: a real Markdown renderer (it passes raw HTML through) for the markdown
+# report's escaping test (tests/e2e/hostile_text_e2e_test.cpp).
 test=(
   libgtest-dev libgmock-dev
-  python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc
+  python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc python3-markdown
   chromium slurm-wlm munge postgresql pgbouncer
   openssh-server iproute2
 )

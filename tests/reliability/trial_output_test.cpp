@@ -41,6 +41,27 @@ TEST(Printable, RepairsInvalidAndCutCharactersAndEscapesControls) {
   EXPECT_NO_THROW((void)nlohmann::json(printable(all + all, 300)).dump());
 }
 
+// The one filter of terminal output: newline kept, every other C0 control, DEL and the C1
+// controls (U+0080..U+009F, which some terminals obey) shown; idempotent, so text filtered twice
+// reads the same.
+TEST(TerminalText, ShowsEveryControlButNewline) {
+  EXPECT_EQ(terminal_text("a\x1b]0;pwned\x07"
+                          "b\n\x1b[2J\tc\x7f\r"),
+            "a\\x1b]0;pwned\\x07b\n\\x1b[2J\\x09c\\x7f\\x0d");
+  EXPECT_EQ(terminal_text("\xC2\x9B"
+                          "2J \xC2\xA0\xC3\xA9 \xFF"),
+            "\\u009b2J \xC2\xA0\xC3\xA9 \xEF\xBF\xBD");
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  all += "\xC2\x80\xC2\x9F";
+  const auto shown = terminal_text(all);
+  for (const char c : shown) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(u >= 0x20 && u != 0x7f || c == '\n') << static_cast<int>(u);
+  }
+  EXPECT_EQ(terminal_text(shown), shown);
+}
+
 // Whatever reaches an attribute, storage neither throws nor stores invalid JSON.
 TEST(Printable, StorageStoresAttributesWithInvalidUtf8) {
   const auto path = fs::temp_directory_path() / "tune-output-attr.db";

@@ -69,6 +69,29 @@ std::string printable(std::string_view bytes, std::size_t max_bytes) {
   return out;
 }
 
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t len = utf8_sequence(text.substr(i));
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      i += 1;
+    } else if (len == 1 && (c < 0x20 || c == 0x7F) && c != '\n') {
+      out += fmt::format("\\x{:02x}", c);
+      i += 1;
+    } else if (len == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));  // C1
+      i += 2;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 namespace {
 bool is_control(char c) {
   const auto u = static_cast<unsigned char>(c);

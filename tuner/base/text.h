@@ -32,6 +32,14 @@ std::string plain_name(std::string_view text, std::size_t max_bytes);
 // bytes kept as they are: for a name or value from the study file echoed in a one-line message.
 std::string escape_controls(std::string_view text);
 
+// `text` as a terminal may receive it, whatever its source (the study file, the database, a
+// trial): valid UTF-8 kept; each invalid byte becomes U+FFFD; newline kept; every other C0
+// control (tab, ESC, BEL, CR), DEL and each C1 control (U+0080..U+009F, which some terminals obey
+// too) written as \xNN or \u00NN, so an `ESC ]0;...BEL` retitles nothing and an `ESC [2J` clears
+// nothing. Idempotent. The one filter of every terminal output: the live lines, the end-of-run
+// block, `tune trials`, `tune best`, the text report.
+std::string terminal_text(std::string_view text);
+
 // Whether `text` holds a control character (below 0x20, or 0x7f).
 bool has_control_char(std::string_view text);
 

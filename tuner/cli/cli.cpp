@@ -71,9 +71,10 @@ int run_study(const std::string& study_file, const RunOptions& options) {
   if (probes.warning)
     std::cerr << "tune: warning: " << *probes.warning << "; trials run without probes\n";
   install_interrupt_handlers();
-  std::cout << fmt::format(
-      "study '{}': running {} trial(s); storage {}\n", name, options.trials,
-      redact_storage_url(storage_url_for(runner->spec(), options.storage_override)));
+  std::cout << terminal_text(fmt::format(
+                   "study '{}': running {} trial(s); storage {}", name, options.trials,
+                   redact_storage_url(storage_url_for(runner->spec(), options.storage_override))))
+            << '\n';
   auto totals = unwrap(runner->run(std::cout));
   std::cout << '\n';
   print_summary(std::cout, name, runner->cache(), live_objective_names(runner->spec()),

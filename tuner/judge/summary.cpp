@@ -1,6 +1,7 @@
 #include "tuner/judge/summary.h"
 
 #include "search/pareto.h"
+#include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/noise.h"
 #include "tuner/judge/prediction_quality.h"
@@ -174,7 +175,8 @@ std::string progress_line(const FrozenTrial& trial, const search::StudyView& stu
   std::string line = head + reason + tail;
   if (!params.empty() && line.size() + 3 < width)
     line += " | " + join_within(params, width - line.size() - 3);
-  return fit_width(line, width);
+  // Names, choices and the reason come from the study file, the database or the trial.
+  return fit_width(terminal_text(line), width);
 }
 
 std::string format_value(double value) { return fmt::format("{:.6g}", value); }
@@ -272,8 +274,8 @@ std::string state_word(const FrozenTrial& trial) {
   return search::to_string(trial.state);
 }
 
-void print_best(std::ostream& out, const search::StudyView& study,
-                const std::vector<std::string>& objective_names, SummaryDigits digits) {
+static void write_best(std::ostream& out, const search::StudyView& study,
+                       const std::vector<std::string>& objective_names, SummaryDigits digits) {
   if (study.is_multi_objective()) return print_front(out, study, objective_names, digits);
   const auto* best = best_trial(study);
   if (best == nullptr) {
@@ -332,7 +334,7 @@ std::string wrapped(const std::string& first, const std::string& text, std::size
 
 }  // namespace
 
-void print_noise(std::ostream& out, const search::StudyView& study) {
+static void write_noise(std::ostream& out, const search::StudyView& study) {
   const auto noise = assess_noise(study);
   if (!noise.assessed) return;
   const auto lines = noise_lines(noise);
@@ -340,8 +342,9 @@ void print_noise(std::ostream& out, const search::StudyView& study) {
     out << wrapped(i == 0 ? "noise: " : "  ", lines[i], k_live_width, 4);
 }
 
-void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
-                   const std::vector<std::string>& objective_names, SummaryDigits digits) {
+static void write_summary(std::ostream& out, const std::string& study_name,
+                          const search::StudyView& study,
+                          const std::vector<std::string>& objective_names, SummaryDigits digits) {
   const auto c = count_states(study);
   std::string counts = fmt::format("study '{}': {} trials: {} complete, {} failed, {} pruned",
                                    study_name, c.total(), c.complete, c.fail, c.pruned);
@@ -349,13 +352,13 @@ void print_summary(std::ostream& out, const std::string& study_name, const searc
   if (c.running) counts += fmt::format(", {} running", c.running);
   if (c.waiting) counts += fmt::format(", {} waiting", c.waiting);
   out << summary_line(counts, digits);
-  print_best(out, study, objective_names, digits);
-  print_noise(out, study);
+  write_best(out, study, objective_names, digits);
+  write_noise(out, study);
   if (const auto q = prediction_quality_text(prediction_quality(study.trials())); !q.empty())
     out << summary_line("probes: " + q, digits);
 }
 
-void print_trials(std::ostream& out, const search::StudyView& study) {
+static void write_trials(std::ostream& out, const search::StudyView& study) {
   out << fmt::format("{:>6}  {:<8}  {:>12}  {:>9}  {}\n", "number", "state", "value", "wall_s",
                      "params");
   for (const auto& t : study.trials()) {
@@ -385,6 +388,37 @@ void print_trials(std::ostream& out, const search::StudyView& study) {
     out << fmt::format("{:>6}  {:<8}  {:>12}  {:>9}  {}{}\n", t.number, state, value, wall,
                        format_params(t), note);
   }
+}
+
+// What the summaries print comes from the study file and the database (names, choices, fail
+// reasons): any bytes. Written whole, then through terminal_text, the one filter of terminal
+// output, so that no control byte reaches the terminal (tuner/base/text.h).
+namespace {
+template <typename Write>
+void to_terminal(std::ostream& out, Write write) {
+  std::ostringstream text;
+  write(text);
+  out << terminal_text(text.str());
+}
+}  // namespace
+
+void print_noise(std::ostream& out, const search::StudyView& study) {
+  to_terminal(out, [&](std::ostream& o) { write_noise(o, study); });
+}
+
+void print_best(std::ostream& out, const search::StudyView& study,
+                const std::vector<std::string>& objective_names, SummaryDigits digits) {
+  to_terminal(out, [&](std::ostream& o) { write_best(o, study, objective_names, digits); });
+}
+
+void print_summary(std::ostream& out, const std::string& study_name, const search::StudyView& study,
+                   const std::vector<std::string>& objective_names, SummaryDigits digits) {
+  to_terminal(
+      out, [&](std::ostream& o) { write_summary(o, study_name, study, objective_names, digits); });
+}
+
+void print_trials(std::ostream& out, const search::StudyView& study) {
+  to_terminal(out, [&](std::ostream& o) { write_trials(o, study); });
 }
 
 }  // namespace tune::tuner

@@ -3,7 +3,9 @@
 // for every output. Live output (the trial lines, the end-of-run block) fits k_live_width columns
 // and prints numbers to 4 significant digits with their unit where known; `tune best` is exact. The
 // full report (formats, importance, plots) is report.h; this is the plain text a terminal user sees
-// after every run. Pure functions over a StudyView.
+// after every run. Pure functions over a StudyView. Everything they print (progress_line, the
+// print_ functions) has passed terminal_text (tuner/base/text.h): no control byte from a name, a
+// choice or a fail reason reaches the terminal.
 #pragma once
 
 #include <cstddef>

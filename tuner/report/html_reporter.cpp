@@ -45,7 +45,8 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-// Inside <script>, "</" could end the element early; "<\/" means the same in JSON and JS.
+// Inside <script>, "</" could end the element early; "<\/" means the same in JS (the inlined
+// libraries; the data has script_json).
 std::string script_safe(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -55,6 +56,33 @@ std::string script_safe(std::string_view s) {
       ++i;
     } else {
       out += s[i];
+    }
+  }
+  return out;
+}
+
+// The report's JSON as the text of a <script> element: `<`, `>` and `&` (which JSON has only
+// inside strings) written \u003c, \u003e, \u0026, so no name or reason in it ("</script>",
+// "<!--<script>", which switches the HTML parser into a state where the element swallows the
+// drawing scripts that follow) means anything to the HTML parser; JSON.parse reads the same
+// value. Invalid UTF-8 from the database becomes U+FFFD instead of an exception.
+std::string script_json(const nlohmann::json& value) {
+  const std::string dumped = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(dumped.size());
+  for (char c : dumped) {
+    switch (c) {
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -373,8 +401,8 @@ class HtmlReporter final : public Reporter {
     write_noise(out, d);
     write_chart_canvases(out, d);
     write_tables(out, d);
-    out << "<script id=\"tune-data\" type=\"application/json\">"
-        << script_safe(report_to_json(d).dump()) << "</script>\n";
+    out << "<script id=\"tune-data\" type=\"application/json\">" << script_json(report_to_json(d))
+        << "</script>\n";
     out << "<script>/* Chart.js, MIT License, inlined so the report is one file */\n"
         << script_safe(m_chart_js) << "\n</script>\n";
     out << "<script>\n"

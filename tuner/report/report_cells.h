@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tuner/report/report_model.h"
@@ -43,6 +44,17 @@ std::string programs_text(const ReportTrial& trial);
 std::vector<std::vector<std::string>> front_rows(const ReportData& data);
 // "#4, #5, ... (3 more)": at most `limit` numbers.
 std::string numbers_text(const std::vector<int>& numbers, std::size_t limit = 12);
+
+// `text` (a name, a choice, a reason: anything from the study file, the database or a trial) as
+// literal Markdown in a paragraph, heading or table cell: control bytes shown (terminal_text),
+// newlines as spaces, the punctuation Markdown gives a meaning (\ ` * _ { } [ ] ( ) # + - . ! |)
+// backslash-escaped, and `<`, `>`, `&`, `~` written as character references, so no raw HTML, link,
+// emphasis or cell break passes through any renderer (CommonMark, GFM, Python-Markdown).
+std::string markdown_text(std::string_view text);
+// `text` as a Markdown code span: control bytes shown, newlines as spaces, fenced by one backtick
+// more than its longest run of them (padded with spaces when it starts or ends with one). The
+// renderer escapes the span's HTML itself.
+std::string markdown_code(std::string_view text);
 
 // Cells of a top-trials row.
 std::string confirmed_cell(const ReportTrial& trial);  // "5.5 (n=3)" or "-"

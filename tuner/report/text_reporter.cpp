@@ -1,12 +1,15 @@
 // The plain-text report for a terminal: sections in the order a reader asks the questions (what
 // won, by how much, whether that is more than the noise, what else came close, what mattered,
-// what went wrong).
+// what went wrong). What it writes has passed terminal_text (tuner/base/text.h): no control byte
+// from the study file, the database or a trial reaches the terminal.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <sstream>
 
+#include "tuner/base/text.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/report/reporter.h"
 
@@ -162,11 +165,24 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
     out << fmt::format("  {:>3}x  {}  ({})\n", f.trials.size(), f.reason, numbers_text(f.trials));
 }
 
+// The sections, then terminal_text over the whole: every name, choice, reason and attribute in
+// them came from the study file, the database or a trial, and the report is read on a terminal.
+class TextReporter final : public Reporter {
+ public:
+  void write(std::ostream& out, const ReportData& data) const override {
+    std::ostringstream text;
+    m_sections->write(text, data);
+    out << terminal_text(text.str());
+  }
+
+ private:
+  std::unique_ptr<Reporter> m_sections =
+      make_sections_reporter({write_header, write_best_and_speedup, write_noise, write_top,
+                              write_importance, write_probes_and_failures});
+};
+
 }  // namespace
 
-std::unique_ptr<Reporter> make_text_reporter() {
-  return make_sections_reporter({write_header, write_best_and_speedup, write_noise, write_top,
-                                 write_importance, write_probes_and_failures});
-}
+std::unique_ptr<Reporter> make_text_reporter() { return std::make_unique<TextReporter>(); }
 
 }  // namespace tune::tuner

@@ -41,9 +41,11 @@ void StudyRunner::print_lost(std::ostream& out, int index, const FrozenTrial& tr
   }
   const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
   if (terminal) out << "\r\033[K";
-  out << fmt::format("[{}/{}] trial {} {}  # {}{}\n", index + 1, m_options.trials, trial.number,
-                     search::to_string(state), k_lost_reason,
-                     theirs.empty() ? "" : fmt::format(" (its reason there: {})", theirs))
+  // Their reason is read from the database: any bytes.
+  out << terminal_text(fmt::format("[{}/{}] trial {} {}  # {}{}", index + 1, m_options.trials,
+                                   trial.number, search::to_string(state), k_lost_reason,
+                                   theirs.empty() ? "" : " (its reason there: " + theirs + ")"))
+      << '\n'
       << std::flush;
 }
 

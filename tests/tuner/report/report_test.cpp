@@ -343,9 +343,9 @@ TEST(ReportMarkdown, TablesHaveOneCellPerColumnAndEscapedPipes) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(cells(*(top + 4 + i)), 8) << *(top + 4 + i);
   EXPECT_EQ(*(top + 4), "| 1 | #2 | 3 | 3 (n=3) | 1.50 | - | 3 | a |");
   EXPECT_EQ(*(top + 5), "| 2 | #1 | 2 | 5.5 (n=3) | 1.50 | - | 2 | b\\|c |");
-  EXPECT_NE(
-      std::find(lines.begin(), lines.end(), "| 2 | exit code 1: </script><b>boom</b> | #4, #5 |"),
-      lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "| 2 | exit code 1: &lt;/script&gt;&lt;b&gt;boom&lt;/b&gt; | #4, #5 |"),
+            lines.end());
 }
 
 // The page's structure, with a stand-in for the Chart.js library (one that would end its
@@ -376,6 +376,63 @@ TEST(ReportHtml, OneFileWithChartsDataAndEscapedText) {
   const auto a = html.find(open) + open.size();
   std::string text = html.substr(a, html.find("</script>", a) - a);
   EXPECT_EQ(nlohmann::json::parse(text), report_to_json(d));
+}
+
+// Names, choices, the study's name and reasons from the database land inert in every format: no
+// control byte in the text report, no raw HTML or cell break in markdown, no '<' in the HTML
+// page's embedded data (a "<!--<script>" there would swallow the drawing scripts).
+TEST(ReportFormats, HostileTextIsInertInEveryFormat) {
+  const std::string hostile = "<script>alert(1)</script><!--<script>\x1b]0;pwned\x07|*";
+  const search::SearchSpace space = {
+      {hostile, search::CategoricalDistribution{{hostile, std::string("\x1b[2J")}}}};
+  search::VectorStudyView v(Direction::minimize);
+  for (int i = 0; i < 3; ++i) {
+    FrozenTrial t =
+        make(i, i == 2 ? TrialState::fail : TrialState::complete,
+             i == 2 ? std::nullopt : std::optional<double>(1.0 + i), 1.0, 0,
+             i == 2 ? nlohmann::json{{k_attr_fail_reason, hostile}} : nlohmann::json::object());
+    t.params = {{hostile, static_cast<double>(i % 2)}};
+    t.distributions = {{hostile, space[0].second}};
+    v.mutable_trials().push_back(t);
+  }
+  auto d = build_report(v, hostile, space, quick());
+  d.objective = "`" + hostile;  // the objective's name, from the study file
+
+  const auto text = render("text", d);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_NE(text.find("study '<script>alert(1)</script><!--<script>\\x1b]0;pwned\\x07|*'"),
+            std::string::npos)
+      << text;
+
+  const auto md = render("markdown", d);
+  EXPECT_EQ(md.find('\x1b'), std::string::npos) << md;
+  // The objective is a code span (the renderer escapes its HTML) fenced past its backtick; no
+  // '<' anywhere else.
+  const std::string code = R"(`` `<script>alert(1)</script><!--<script>\x1b]0;pwned\x07|* ``)";
+  for (const auto& line : lines_of(md)) {
+    if (line.starts_with("- direction: "))
+      EXPECT_EQ(line, "- direction: minimize " + code);
+    else
+      EXPECT_EQ(line.find('<'), std::string::npos) << line;
+  }
+  const std::string shown =
+      R"(&lt;script&gt;alert\(1\)&lt;/script&gt;&lt;\!\-\-&lt;script&gt;\\x1b\]0;pwned\\x07\|\*)";
+  EXPECT_TRUE(md.starts_with("# Study report: " + shown + "\n")) << md;
+  EXPECT_NE(md.find("| 1 | " + shown + " | #2 |"), std::string::npos) << md;
+
+  const auto reporter = make_html_reporter("var Chart = function () {};");
+  std::ostringstream page;
+  reporter->write(page, d);
+  const std::string html = page.str();
+  const std::string open = "<script id=\"tune-data\" type=\"application/json\">";
+  const auto a = html.find(open) + open.size();
+  const std::string data = html.substr(a, html.find("</script>", a) - a);
+  EXPECT_EQ(data.find_first_of("<>&"), std::string::npos) << data;
+  EXPECT_NE(data.find("\\u003cscript\\u003ealert(1)"), std::string::npos) << data;
+  EXPECT_EQ(nlohmann::json::parse(data), report_to_json(d));
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_EQ(html.find("<!--"), std::string::npos);
 }
 
 // A study with nothing to say in some sections: no failure, no probe, too few trials for
