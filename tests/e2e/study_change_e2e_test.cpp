@@ -21,19 +21,25 @@ class StudyChangeE2E : public test_support::TempDirTest {
   // The study file with `params` (lines 8 on) and `direction` (line 2).
   std::string study(const std::string& params, const std::string& direction = "minimize",
                     const std::string& objective = "{regex: 'v=([0-9]+)'}") {
-    return write_file(m_dir / "study.yaml", "name: changes\n"                       // 1
-                                            "direction: " + direction + "\n"        // 2
-                                            "output: " + (m_dir / "out").string() + // 3
-                                            "\ncommand: [sh, -c, 'echo v=3']\n"     // 4
-                                            "objective: " + objective + "\n"        // 5
-                                            "probes: {enabled: false}\n"            // 6
-                                            "sampler: {type: random, seed: 1}\n"    // 7
-                                            "params:\n" +                           // 8
-                                                params);                            // 9...
+    return write_file(m_dir / "study.yaml",
+                      "name: changes\n"  // 1
+                      "direction: " +
+                          direction +
+                          "\n"  // 2
+                          "output: " +
+                          (m_dir / "out").string() +           // 3
+                          "\ncommand: [sh, -c, 'echo v=3']\n"  // 4
+                          "objective: " +
+                          objective +
+                          "\n"                                  // 5
+                          "probes: {enabled: false}\n"          // 6
+                          "sampler: {type: random, seed: 1}\n"  // 7
+                          "params:\n" +                         // 8
+                          params);                              // 9...
   }
   test_support::CommandOutput tune(const std::string& study_file) {
-    return test_support::run_command({TUNE_BIN, "--trials", "2", "--quiet", study_file}, m_dir,
-                                     {}, "tune");
+    return test_support::run_command({TUNE_BIN, "--trials", "2", "--quiet", study_file}, m_dir, {},
+                                     "tune");
   }
   std::size_t stored() {
     return test_support::stored_trials(m_dir / "out" / "study.db", "changes").size();

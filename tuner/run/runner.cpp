@@ -70,9 +70,7 @@ StudyRunner::~StudyRunner() = default;
 
 const HostEnv& StudyRunner::host() const { return m_options.host ? *m_options.host : live_host(); }
 
-std::ostream& operator<<(std::ostream& out, const OpenError& error) {
-  return out << error.message;
-}
+std::ostream& operator<<(std::ostream& out, const OpenError& error) { return out << error.message; }
 
 std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
     StudySpec spec, const RunOptions& options) {
@@ -125,7 +123,7 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
   if (!runner->m_cache) runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
   if (record_objectives) {
     if (auto r = runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_objectives,
-                                                       objectives_identity(spec));
+                                                        objectives_identity(spec));
         !r)
       return fail(r.error().message);
   }

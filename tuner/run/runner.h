@@ -11,9 +11,9 @@
 
 #include <sys/types.h>
 
+#include <expected>
 #include <functional>
 #include <iosfwd>
-#include <expected>
 #include <map>
 #include <memory>
 #include <optional>

@@ -144,7 +144,8 @@ Result<void> copy_tree(const fs::path& src, const fs::path& dest,
                        std::vector<std::pair<dev_t, ino_t>>& ancestors) {
   struct stat st {};
   if (::stat(src.c_str(), &st) != 0) {
-    if (errno == ELOOP) return std::unexpected(fmt::format("{} is a symbolic link loop", src.string()));
+    if (errno == ELOOP)
+      return std::unexpected(fmt::format("{} is a symbolic link loop", src.string()));
     return std::unexpected(system_error("read", src, errno));
   }
   if (S_ISREG(st.st_mode)) {

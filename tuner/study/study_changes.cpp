@@ -65,20 +65,22 @@ void compare_param(const StudySpec& spec, const std::string& name, const Distrib
   const auto error = [&](const std::string& what) {
     out.errors.push_back(spec_error(spec, key, fmt::format("{}; {}", what, k_new_study)));
   };
-  const auto ran = fmt::format("the study's {} drew it as {}", trials_text(was.trials),
-                               describe(was.dist));
+  const auto ran =
+      fmt::format("the study's {} drew it as {}", trials_text(was.trials), describe(was.dist));
   if (now.index() != was.dist.index()) {
-    error(fmt::format("{}, the file now as {}: Optuna refuses a parameter whose type changes, "
-                      "and the report would mix both under '{}'",
-                      ran, describe(now), name));
+    error(
+        fmt::format("{}, the file now as {}: Optuna refuses a parameter whose type changes, "
+                    "and the report would mix both under '{}'",
+                    ran, describe(now), name));
     return;
   }
   if (const auto* c = std::get_if<CategoricalDistribution>(&now)) {
     if (c->choices != std::get<CategoricalDistribution>(was.dist).choices) {
-      error(fmt::format("{}, the file now gives the choices {}: a stored trial keeps its choice "
-                        "by position, so stored trials would name other choices, and Optuna "
-                        "refuses changed choices",
-                        ran, choices_text(*c)));
+      error(
+          fmt::format("{}, the file now gives the choices {}: a stored trial keeps its choice "
+                      "by position, so stored trials would name other choices, and Optuna "
+                      "refuses changed choices",
+                      ran, choices_text(*c)));
     }
     return;
   }
@@ -97,8 +99,8 @@ void compare_param(const StudySpec& spec, const std::string& name, const Distrib
   } else {
     int outside = 0;
     for (const double v : was.values) outside += v < r.low || v > r.high ? 1 : 0;
-    what += fmt::format(": {} of them outside the new range stay in the study and its report",
-                        outside);
+    what +=
+        fmt::format(": {} of them outside the new range stay in the study and its report", outside);
   }
   out.notes.push_back(spec_error(spec, key, what));
 }
@@ -215,12 +217,13 @@ StudyChanges compare_with_stored(const StudySpec& spec, const StoredStudy& store
     if (it != stored.params.end()) {
       compare_param(spec, name, dist, it->second, out);
     } else if (!stored.params.empty()) {
-      out.notes.push_back(spec_error(spec, "params." + name,
-                                     "new: the study's earlier trials ran without it"));
+      out.notes.push_back(
+          spec_error(spec, "params." + name, "new: the study's earlier trials ran without it"));
     }
   }
   for (const auto& [name, was] : stored.params) {
-    const bool kept = std::ranges::any_of(spec.space, [&](const auto& p) { return p.first == name; });
+    const bool kept =
+        std::ranges::any_of(spec.space, [&](const auto& p) { return p.first == name; });
     if (kept) continue;
     const bool numeric = !std::holds_alternative<CategoricalDistribution>(was.dist);
     out.errors.push_back(spec_error(

@@ -35,8 +35,8 @@ namespace tune::tuner {
 struct StoredStudy {
   std::vector<search::Direction> directions;
   struct Param {
-    search::Distribution dist;  // the latest stored trial's (by number) that has the parameter
-    int trials = 0;             // stored trials that have it
+    search::Distribution dist;   // the latest stored trial's (by number) that has the parameter
+    int trials = 0;              // stored trials that have it
     std::vector<double> values;  // their internal values drawn under dist's type
   };
   std::map<std::string, Param> params;

@@ -6,14 +6,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <algorithm>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -615,12 +615,12 @@ class Parser : private YamlReader {
         if (p != name || c == nullptr) continue;
         for (const auto& choice : c->choices) {
           if (auto why = path_value_problem(choice)) {
-            fail(w, "workdir",
-                 fmt::format("params.{}'s choice '{}' {}: a parameter's value may name a folder "
-                             "inside the one '{}' writes, never move the trial out of it (write "
-                             "such a path in 'workdir:' itself)",
-                             p, escape_controls(search::param_value_to_string(choice)), *why,
-                             text));
+            fail(
+                w, "workdir",
+                fmt::format("params.{}'s choice '{}' {}: a parameter's value may name a folder "
+                            "inside the one '{}' writes, never move the trial out of it (write "
+                            "such a path in 'workdir:' itself)",
+                            p, escape_controls(search::param_value_to_string(choice)), *why, text));
           }
         }
       }

@@ -302,16 +302,15 @@ TEST_F(FilesTest, AValueCannotMoveTheWorkdirOutside) {
   ASSERT_TRUE(abs) << abs.error();
   EXPECT_EQ(**abs, "/scratch/a");
   // Two values that are harmless alone climb together: refused as the trial expands it.
-  const auto two = expand_path_template(
-      "runs/{a}{b}", {{"a", std::string(".")}, {"b", std::string(".")}}, dir);
+  const auto two =
+      expand_path_template("runs/{a}{b}", {{"a", std::string(".")}, {"b", std::string(".")}}, dir);
   ASSERT_FALSE(two);
   EXPECT_EQ(two.error(), "'runs/{a}{b}' became " + dir + ", outside " + dir +
                              "/runs: a parameter's value may name a folder inside it, never "
                              "climb out ('..') or replace it (an absolute path)");
   // After a '/', an absolute value is a folder inside; alone, it would replace the folder.
-  const auto below = expand_path_template("{trial_dir}/{d}", {{"trial_dir", dir + "/t/0"},
-                                                               {"d", std::string("/etc")}},
-                                          dir);
+  const auto below = expand_path_template(
+      "{trial_dir}/{d}", {{"trial_dir", dir + "/t/0"}, {"d", std::string("/etc")}}, dir);
   ASSERT_TRUE(below) << below.error();
   EXPECT_EQ(**below, dir + "/t/0/etc");
   EXPECT_FALSE(expand_path_template("{d}", {{"d", std::string("/etc")}}, dir));
