@@ -109,6 +109,9 @@ inline constexpr const char* k_attr_window = "window";
 // --- study user attrs ----------------------------------------------------------------------
 // runner: the study file's absolute path, so confirm/export find it from the database alone.
 inline constexpr const char* k_attr_study_file = "tune:study_file";
+// runner: what each objective measures (study_changes.h objectives_identity), so that a study
+// file whose objective changed is caught before its values mix with the stored ones.
+inline constexpr const char* k_attr_study_objectives = "tune:objectives";
 
 // --- not stored ----------------------------------------------------------------------------
 // probe hooks -> runner: a constraint value (> 0 = predicted oversubscribed: do not run).

@@ -64,7 +64,10 @@ int run_study(const std::string& study_file, const RunOptions& options) {
     throw BadInput(
         fmt::format("--storage '{}': {}", redact_storage_url(options.storage_override), *why));
   const std::string name = spec.name;
-  auto runner = unwrap(StudyRunner::open(std::move(spec), options));
+  auto opened = StudyRunner::open(std::move(spec), options);
+  if (!opened && opened.error().study_file_changed) throw BadInput(opened.error().message);
+  if (!opened) throw std::runtime_error(opened.error().message);
+  auto runner = std::move(*opened);
   const auto probes = attach_probes(*runner);
   if (!options.quiet)
     for (const auto& note : probes.notes) std::cout << "probes: " << note << '\n';

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "tuner/base/trial_attrs.h"
+#include "tuner/cli/subcommands.h"
 #include "tuner/judge/summary.h"
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/report/report.h"
@@ -78,10 +79,11 @@ Result<std::unique_ptr<StudyRunner>> open_rerun_runner(StudySpec spec,
   run_options.quiet = options.quiet;
   run_options.prune = false;  // a re-measurement runs whole, or its median means nothing
   auto runner = StudyRunner::open(std::move(spec), run_options);
-  if (!runner) return std::unexpected(runner.error());
+  if (!runner && runner.error().study_file_changed) throw BadInput(runner.error().message);
+  if (!runner) return std::unexpected(runner.error().message);
   if (const auto probes = attach_probes(**runner); probes.warning)
     out << "warning: " << *probes.warning << "; re-runs go without probes\n";
-  return runner;
+  return std::move(*runner);
 }
 
 void print_confirmed(std::ostream& out, StudyRunner& runner, const ConfirmPlan& plan) {

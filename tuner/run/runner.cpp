@@ -32,6 +32,7 @@
 #include "tuner/storage/storage_url.h"
 #include "tuner/storage/study_cache.h"
 #include "tuner/storage/trial_owner.h"
+#include "tuner/study/study_changes.h"
 
 namespace tune::tuner {
 namespace {
@@ -69,7 +70,13 @@ StudyRunner::~StudyRunner() = default;
 
 const HostEnv& StudyRunner::host() const { return m_options.host ? *m_options.host : live_host(); }
 
-Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const RunOptions& options) {
+std::ostream& operator<<(std::ostream& out, const OpenError& error) { return out << error.message; }
+
+std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
+    StudySpec spec, const RunOptions& options) {
+  const auto fail = [](std::string message, bool study_file_changed = false) {
+    return std::unexpected(OpenError{std::move(message), study_file_changed});
+  };
   auto runner = std::unique_ptr<StudyRunner>(new StudyRunner());
   runner->m_options = options;
   const auto url = storage_url_for(spec, options.storage_override);
@@ -79,28 +86,55 @@ Result<std::unique_ptr<StudyRunner>> StudyRunner::open(StudySpec spec, const Run
     if (!parent.empty()) fs::create_directories(parent, ec);
   }
   auto storage = open_storage(url);
-  if (!storage) return std::unexpected(storage.error());
+  if (!storage) return fail(storage.error());
   runner->m_storage = std::move(*storage);
   auto sampler = search::make_sampler(spec.sampler, spec.space, spec.directions.size());
-  if (!sampler) return std::unexpected(fmt::format("{}: {}", spec.file, sampler.error()));
+  if (!sampler) return fail(fmt::format("{}: {}", spec.file, sampler.error()));
   runner->m_sampler = std::move(*sampler);
   if (options.prune && !spec.pruner.empty()) {
     auto pruner = search::make_pruner(spec.pruner);
-    if (!pruner) return std::unexpected(fmt::format("{}: {}", spec.file, pruner.error()));
+    if (!pruner) return fail(fmt::format("{}: {}", spec.file, pruner.error()));
     runner->m_pruner = std::move(*pruner);
+  }
+  // An existing study: the file must still describe what its trials ran (study_changes.h).
+  auto existing = runner->m_storage->get_study(spec.name);
+  if (!existing && existing.error().kind != StorageErrorKind::missing)
+    return fail(existing.error().message);
+  bool record_objectives = !existing;
+  if (existing) {
+    runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *existing);
+    if (auto r = runner->m_cache->sync(); !r) return fail(r.error().message);
+    auto attrs = runner->m_storage->get_study_user_attrs(existing->study_id);
+    if (!attrs) return fail(attrs.error().message);
+    const auto stored = stored_study_of(existing->directions, runner->m_cache->trials(), *attrs);
+    const auto changes = compare_with_stored(spec, stored);
+    if (!changes.errors.empty()) {
+      auto message = changes.errors.front();
+      if (changes.errors.size() > 1)
+        message += fmt::format(" (and {} more change(s) refused)", changes.errors.size() - 1);
+      return fail(std::move(message), true);
+    }
+    for (const auto& note : changes.notes) runner->m_recovered.push_back("note: " + note);
+    record_objectives = !stored.objectives;  // a study from before tune recorded them
   }
   bool created = false;
   auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created);
-  if (!study) return std::unexpected(study.error().message);
-  runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
+  if (!study) return fail(study.error().message);
+  if (!runner->m_cache) runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
+  if (record_objectives) {
+    if (auto r = runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_objectives,
+                                                        objectives_identity(spec));
+        !r)
+      return fail(r.error().message);
+  }
   runner->m_spec = std::move(spec);
   runner->m_trainer = bundled_trainer_path();
   if (created) {
     runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_file,
                                            fs::absolute(runner->m_spec.file).string());
-    if (auto r = runner->enqueue_baselines(); !r) return std::unexpected(r.error());
+    if (auto r = runner->enqueue_baselines(); !r) return fail(r.error());
   }
-  if (auto r = runner->recover_stale_trials(); !r) return std::unexpected(r.error());
+  if (auto r = runner->recover_stale_trials(); !r) return fail(r.error());
   return runner;
 }
 

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include <expected>
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -75,10 +76,23 @@ struct TrialHooks {
 // single regex objective, whose value then stands alone ("value 1.2", not "objective 0 1.2").
 std::vector<std::string> live_objective_names(const StudySpec& spec);
 
+// Why StudyRunner::open failed: one line, and whether the study file is at fault because it no
+// longer matches the study it names (tuner/study/study_changes.h: bad input, exit 2) rather than
+// the storage or the sampler.
+struct OpenError {
+  std::string message;
+  bool study_file_changed = false;
+};
+std::ostream& operator<<(std::ostream& out, const OpenError& error);
+
 class StudyRunner {
  public:
   ~StudyRunner();
-  static Result<std::unique_ptr<StudyRunner>> open(StudySpec spec, const RunOptions& options);
+  // Opens the study's storage and gets or creates the study; an existing one is first compared
+  // with the study file (compare_with_stored): a change it refuses fails the open, the notes are
+  // said when run() starts.
+  static std::expected<std::unique_ptr<StudyRunner>, OpenError> open(StudySpec spec,
+                                                                     const RunOptions& options);
 
   // Runs options.trials trials (or until interrupted / timed out), printing a line per trial.
   Result<RunTotals> run(std::ostream& out);
@@ -132,7 +146,8 @@ class StudyRunner {
       m_failures_in_row;  // fail reasons since the last trial that did not fail
   std::chrono::steady_clock::time_point m_started;
   nlohmann::json m_machine;  // machine(): read once
-  // Said once run() starts: the results kept by an earlier tune that open() stored.
+  // Said once run() starts: what changed in the study file since the study's stored trials
+  // (notes, one line each), the results kept by an earlier tune that open() stored.
   std::vector<std::string> m_recovered;
   std::vector<search::FrozenTrial> m_kept_reruns;  // re-runs among them (recover_stale_trials)
   bool m_machine_read = false;

@@ -102,18 +102,19 @@ StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTri
   p.launch_kind = rendered->kind;
   // The working directory: the trial's folder unless `workdir:` says otherwise; stdout, stderr
   // and the log stay in the trial's folder either way.
-  auto workdir = expand_template(m_spec.workdir, values);
-  if (!workdir)
-    return std::unexpected(fmt::format("{}: workdir: {}", m_spec.file, workdir.error()));
-  fs::path wd = *workdir && !(*workdir)->empty() ? fs::path(**workdir) : trial_dir;
-  if (wd.is_relative()) wd = fs::path(m_spec.dir) / wd;
-  wd = wd.lexically_normal();
+  // A parameter's value never moves it out of the folder the study file names (a choice
+  // "../x"): such a trial fails unrun, nothing made or staged outside.
+  auto workdir = expand_path_template(m_spec.workdir, values, m_spec.dir);
+  std::string workdir_error;
+  if (!workdir) workdir_error = fmt::format("workdir: {}", workdir.error());
+  fs::path wd = workdir && *workdir && !(*workdir)->empty() ? fs::path(**workdir) : trial_dir;
   req.workdir = wd.string();
   p.values = values;
   nlohmann::json staged = nlohmann::json::array();
   std::error_code wd_ec;
-  fs::create_directories(wd, wd_ec);
-  if (wd_ec) {
+  if (!workdir_error.empty()) {
+    p.stage_error = workdir_error;
+  } else if (fs::create_directories(wd, wd_ec); wd_ec) {
     p.stage_error =
         fmt::format("cannot create the working directory {}: {}", wd.string(), wd_ec.message());
   } else if (auto files = stage_files(m_spec.files, req.workdir, values); !files) {

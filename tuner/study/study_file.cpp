@@ -1,15 +1,19 @@
 #include "tuner/study/study_file.h"
 
+#include <sys/stat.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -28,6 +32,60 @@ namespace {
 
 namespace fs = std::filesystem;
 using search::ParamValue;
+
+// What kind of file `mode` is, when staging refuses it: only regular files and folders are
+// staged (a FIFO would block the copy or the job, a device would stream forever).
+std::optional<std::string> unstageable_kind(mode_t mode) {
+  if (S_ISREG(mode) || S_ISDIR(mode)) return std::nullopt;
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "neither a regular file nor a folder";
+}
+
+// Why `path` cannot be staged, naming it: missing, a symbolic link loop or one to nothing, not a
+// regular file or folder. `walk`: a folder is copied whole, so everything in it is checked the
+// same way (its symbolic links followed, as the copy follows them; `ancestors` are the folders
+// above, by device and inode, so that a link back up is named as the loop it is).
+std::optional<std::string> staged_source_problem(
+    const fs::path& path, bool walk, std::vector<std::pair<dev_t, ino_t>>* ancestors = nullptr) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return fmt::format("{} does not exist (paths are taken from the study file's folder)",
+                       path.string());
+  }
+  if (S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    const auto target = fs::read_symlink(path, ec).string();
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ELOOP)
+        return fmt::format("{} is a symbolic link loop ({} -> {})", path.string(), path.string(),
+                           target);
+      return fmt::format("{} is a symbolic link to {}, which does not exist", path.string(),
+                         target);
+    }
+  }
+  if (auto kind = unstageable_kind(st.st_mode))
+    return fmt::format("{} is {}: staging takes regular files and folders only", path.string(),
+                       *kind);
+  if (!walk || !S_ISDIR(st.st_mode)) return std::nullopt;
+  std::vector<std::pair<dev_t, ino_t>> top;
+  if (ancestors == nullptr) ancestors = &top;
+  const std::pair<dev_t, ino_t> self{st.st_dev, st.st_ino};
+  if (std::ranges::find(*ancestors, self) != ancestors->end()) {
+    return fmt::format("{} is a symbolic link loop (it leads back to a folder above it)",
+                       path.string());
+  }
+  ancestors->push_back(self);
+  std::error_code ec;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (auto why = staged_source_problem(it->path(), true, ancestors)) return why;
+  }
+  ancestors->pop_back();
+  if (ec) return fmt::format("{} cannot be read: {}", path.string(), ec.message());
+  return std::nullopt;
+}
 
 // The study file's sections, each read into the StudySpec; every read goes through YamlReader,
 // so any problem stops the parse as a SpecError naming the file, line and key.
@@ -93,7 +151,30 @@ class Parser : private YamlReader {
     parse_output_storage(root, spec);
     if (const auto& p = root["probes"]) parse_probes(p, spec);
     check_wall_time(root, spec);
+    record_key_lines(root, spec);
     return spec;
+  }
+
+  // Where the keys a later check names are (spec.key_lines).
+  static void record_key_lines(const YAML::Node& root, StudySpec& spec) {
+    const auto line_of = [](const YAML::Node& n) { return n.Mark().line + 1; };
+    const auto record_map = [&](const YAML::Node& map, const std::string& prefix) {
+      if (!map || !map.IsMap()) return;
+      for (const auto& kv : map)
+        spec.key_lines[prefix + "." + kv.first.as<std::string>()] = line_of(kv.first);
+    };
+    for (const auto& kv : root) spec.key_lines[kv.first.as<std::string>()] = line_of(kv.first);
+    record_map(root["params"], "params");
+    const auto& o = root["objective"];
+    if (o && o.IsSequence()) {
+      for (std::size_t i = 0; i < o.size(); ++i) {
+        const auto key = fmt::format("objective[{}]", i);
+        spec.key_lines[key] = line_of(o[i]);
+        record_map(o[i], key);
+      }
+    } else if (o) {
+      record_map(o, "objective");
+    }
   }
 
   void parse_name_direction(const YAML::Node& root, StudySpec& spec) {
@@ -525,6 +606,25 @@ class Parser : private YamlReader {
     const auto text = template_text(w, "workdir", spec);
     if (text.empty()) fail(w, "workdir", "must not be empty (trial, study or a folder)");
     spec.workdir = text == "trial" ? "{trial_dir}" : text == "study" ? "{study_dir}" : text;
+    // A choice that would move the working folder out of where the file puts it is refused now,
+    // not when a trial draws it (expand_path_template refuses that trial too).
+    const auto names = template_names(text);  // checked above
+    for (const auto& name : names ? *names : std::vector<std::string>{}) {
+      for (const auto& [p, d] : spec.space) {
+        const auto* c = std::get_if<search::CategoricalDistribution>(&d);
+        if (p != name || c == nullptr) continue;
+        for (const auto& choice : c->choices) {
+          if (auto why = path_value_problem(choice)) {
+            fail(
+                w, "workdir",
+                fmt::format("params.{}'s choice '{}' {}: a parameter's value may name a folder "
+                            "inside the one '{}' writes, never move the trial out of it (write "
+                            "such a path in 'workdir:' itself)",
+                            p, escape_controls(search::param_value_to_string(choice)), *why, text));
+          }
+        }
+      }
+    }
   }
 
   // files: [{copy: PATH}, {link: PATH}, {template: PATH, dest: NAME}, {src, mode, dest}].
@@ -573,11 +673,8 @@ class Parser : private YamlReader {
       if (src.empty()) fail(src_node, src_where, "must not be empty");
       const fs::path src_path = (base / src).lexically_normal();
       std::error_code ec;
-      if (!fs::exists(src_path, ec)) {
-        fail(src_node, src_where,
-             fmt::format("{} does not exist (paths are taken from the study file's folder)",
-                         src_path.string()));
-      }
+      if (auto why = staged_source_problem(src_path, sf.mode == StagedFile::Mode::copy))
+        fail(src_node, src_where, *why);
       sf.src = src_path.string();
       std::string dest =
           e["dest"] ? string(e["dest"], where + ".dest") : fs::path(src).filename().string();
@@ -848,6 +945,20 @@ Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::stri
   } catch (const YAML::Exception& e) {
     return std::unexpected(fmt::format("{}:{}: {}", path, e.mark.line + 1, e.msg));
   }
+}
+
+std::string spec_error(const StudySpec& spec, const std::string& key, const std::string& what) {
+  std::string at = key;
+  int line = 0;
+  while (!at.empty()) {
+    if (const auto it = spec.key_lines.find(at); it != spec.key_lines.end()) {
+      line = it->second;
+      break;
+    }
+    const auto cut = at.find_last_of(".[");
+    at = cut == std::string::npos ? "" : at.substr(0, cut);
+  }
+  return fmt::format("{}:{}: key '{}': {}", spec.file, line, key, what);
 }
 
 std::string objective_label(const ObjectiveSpec& objective) {

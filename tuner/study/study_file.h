@@ -151,7 +151,15 @@ struct StudySpec {
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db
   ProbeSpec probes;
+  // The line of each key a later check may name (tuner/study/study_changes.h): the top-level
+  // keys, "params.NAME", "objective.KEY" and "objective[I].KEY". Absent: the file does not
+  // write it.
+  std::map<std::string, int> key_lines;
 };
+
+// "FILE:LINE: key 'KEY': WHAT", LINE that of `key` or of the nearest key above it the file
+// writes ("objective.key", then "objective"), else 0: a study-file error found after loading.
+std::string spec_error(const StudySpec& spec, const std::string& key, const std::string& what);
 
 // What the reports call the objective: the log key, "wall_time", a window's unit (else "rate"),
 // or "" for a regex (no name).

@@ -44,6 +44,19 @@ Result<std::vector<std::string>> expand_list(const std::vector<std::string>& tex
 // refers to a null value is left out, as an argv element would be. Errors name the line.
 Result<std::string> expand_text(const std::string& text, const TemplateValues& values);
 
+// A path template (`workdir:`) expanded, made absolute from `dir` and lexically normal; nullopt
+// when it refers to a null value. An error when a parameter's value moves it out of the folder
+// the template itself writes before its first parameter placeholder ("runs/{x}" stays in
+// DIR/runs, "{x}" in DIR, "/scratch/{x}" in /scratch): a value may name a folder inside, never
+// climb out with '..' or replace it with an absolute path. Only the study file may write those.
+Result<std::optional<std::string>> expand_path_template(const std::string& text,
+                                                        const TemplateValues& values,
+                                                        const std::string& dir);
+
+// Why a parameter's value could move a path template's result out of its folder: it begins with
+// '/' or holds a '..' part ("../x", "a/../../b"); nullopt when it cannot by itself.
+std::optional<std::string> path_value_problem(const search::ParamValue& value);
+
 // Names a template refers to, in order (for validation).
 Result<std::vector<std::string>> template_names(const std::string& text);
 

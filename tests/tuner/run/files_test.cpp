@@ -2,6 +2,10 @@
 // into a trial's working directory, and objectives/constraints read from files the job wrote.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "tests/common/test_support.h"
@@ -201,8 +205,115 @@ TEST_F(FilesTest, AStagingFailureNamesThePathAndTheError) {
   fs::remove(m_dir / "input.dat");  // gone since the study loaded
   auto gone = stage_files(spec->files, (m_dir / "wd2").string(), {});
   ASSERT_FALSE(gone);
-  EXPECT_NE(gone.error().find("cannot copy " + (m_dir / "input.dat").string()), std::string::npos)
+  EXPECT_NE(gone.error().find("copying " + (m_dir / "input.dat").string() + ": cannot read"),
+            std::string::npos)
       << gone.error();
+}
+
+// Issue 37: only regular files and folders are staged; a FIFO, a symbolic link loop or one to
+// nothing, or such a thing inside a copied folder, is refused as the study file loads.
+TEST_F(FilesTest, AFifoALoopOrADanglingLinkIsAStudyFileError) {
+  const std::string h = k_head;
+  ASSERT_EQ(::mkfifo((m_dir / "pipe").c_str(), 0600), 0);
+  EXPECT_EQ(error_of(h + "files:\n  - {copy: pipe}\n"),
+            "s.yaml:6: key 'files[0].copy': pipe is a FIFO (named pipe): staging takes regular "
+            "files and folders only");
+  EXPECT_EQ(error_of(h + "files:\n  - {link: pipe}\n"),
+            "s.yaml:6: key 'files[0].link': pipe is a FIFO (named pipe): staging takes regular "
+            "files and folders only");
+  fs::create_symlink("loop_b", m_dir / "loop_a");
+  fs::create_symlink("loop_a", m_dir / "loop_b");
+  EXPECT_EQ(error_of(h + "files:\n  - {copy: loop_a}\n"),
+            "s.yaml:6: key 'files[0].copy': loop_a is a symbolic link loop (loop_a -> loop_b)");
+  fs::create_symlink("nowhere", m_dir / "dangling");
+  EXPECT_EQ(error_of(h + "files:\n  - {copy: dangling}\n"),
+            "s.yaml:6: key 'files[0].copy': dangling is a symbolic link to nowhere, which does "
+            "not exist");
+  // Inside a copied folder: the FIFO by its path; a link back up as the loop it is.
+  fs::create_directories(m_dir / "data/sub");
+  write("data/sub/ok.txt", "ok\n");
+  ASSERT_EQ(::mkfifo((m_dir / "data/sub/p").c_str(), 0600), 0);
+  EXPECT_EQ(error_of(h + "files:\n  - {copy: data}\n"),
+            "s.yaml:6: key 'files[0].copy': data/sub/p is a FIFO (named pipe): staging takes "
+            "regular files and folders only");
+  fs::remove(m_dir / "data/sub/p");
+  fs::create_directory_symlink("..", m_dir / "data/sub/up");
+  EXPECT_EQ(error_of(h + "files:\n  - {copy: data}\n"),
+            "s.yaml:6: key 'files[0].copy': data/sub/up is a symbolic link loop (it leads back to "
+            "a folder above it)");
+  // Linked, a folder is not walked: the job sees it as it is.
+  EXPECT_TRUE(parse(h + "files:\n  - {link: data}\n")) << "a linked folder is not copied";
+}
+
+// Issue 37: a sparse file stays sparse in the trial's folder (st_blocks), with the same bytes.
+TEST_F(FilesTest, ASparseFileIsStagedSparse) {
+  constexpr off_t k_size = off_t{256} << 20;  // 256 MiB, of which 4 KiB is data
+  constexpr off_t k_data_at = off_t{64} << 20;
+  const auto src = m_dir / "sparse.bin";
+  {
+    const int fd = ::open(src.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0640);
+    ASSERT_GE(fd, 0);
+    const std::string data(4096, 'x');
+    ASSERT_EQ(::pwrite(fd, data.data(), data.size(), k_data_at), 4096);
+    ASSERT_EQ(::ftruncate(fd, k_size), 0);
+    ::close(fd);
+  }
+  struct stat before {};
+  ASSERT_EQ(::stat(src.c_str(), &before), 0);
+  ASSERT_LT(before.st_blocks * 512, off_t{1} << 20) << "the test's own file is not sparse here";
+  auto spec = parse(std::string(k_head) + "files:\n  - {copy: sparse.bin}\n");
+  ASSERT_TRUE(spec) << spec.error();
+  fs::create_directories(m_dir / "wd");
+  auto staged = stage_files(spec->files, (m_dir / "wd").string(), {});
+  ASSERT_TRUE(staged) << staged.error();
+  struct stat after {};
+  ASSERT_EQ(::stat((m_dir / "wd/sparse.bin").c_str(), &after), 0);
+  EXPECT_EQ(after.st_size, k_size);
+  EXPECT_LT(after.st_blocks * 512, off_t{1} << 20) << "copied at full size: " << after.st_blocks;
+  EXPECT_EQ(after.st_mode & 07777, 0640u);
+  const int fd = ::open((m_dir / "wd/sparse.bin").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  std::string back(4097, '\0');
+  ASSERT_EQ(::pread(fd, back.data(), back.size(), k_data_at - 1), 4097);
+  ::close(fd);
+  EXPECT_EQ(back, '\0' + std::string(4096, 'x'));
+}
+
+// Issue 37: a parameter's value never moves the trial's working folder out of where the study
+// file puts it: a '../' or absolute choice is refused at load, and whatever gets past (two
+// values that make '..' together) fails the trial when the template is expanded.
+TEST_F(FilesTest, AValueCannotMoveTheWorkdirOutside) {
+  const std::string h = "name: x\ncommand: [p]\nparams:\n  d: [a, '../escape']\n";
+  EXPECT_EQ(error_of(h + "workdir: 'runs/{d}'\n"),
+            "s.yaml:5: key 'workdir': params.d's choice '../escape' holds a '..' part (it climbs "
+            "out of the folder): a parameter's value may name a folder inside the one "
+            "'runs/{d}' writes, never move the trial out of it (write such a path in 'workdir:' "
+            "itself)");
+  EXPECT_NE(error_of("name: x\ncommand: [p]\nparams:\n  d: [a, /tmp]\nworkdir: '{d}'\n")
+                .find("params.d's choice '/tmp' begins with '/' (an absolute path)"),
+            std::string::npos);
+  // The study file may write a folder above, or an absolute one, itself; a value may go down.
+  EXPECT_TRUE(parse("name: x\ncommand: [p]\nparams:\n  d: [a, b/c]\nworkdir: '../{d}'\n"));
+  const std::string dir = m_dir.string();
+  const auto in = expand_path_template("../runs/{d}", {{"d", std::string("b/c")}}, dir);
+  ASSERT_TRUE(in) << in.error();
+  EXPECT_EQ(**in, (m_dir.parent_path() / "runs/b/c").string());
+  const auto abs = expand_path_template("/scratch/{d}", {{"d", std::string("a")}}, dir);
+  ASSERT_TRUE(abs) << abs.error();
+  EXPECT_EQ(**abs, "/scratch/a");
+  // Two values that are harmless alone climb together: refused as the trial expands it.
+  const auto two =
+      expand_path_template("runs/{a}{b}", {{"a", std::string(".")}, {"b", std::string(".")}}, dir);
+  ASSERT_FALSE(two);
+  EXPECT_EQ(two.error(), "'runs/{a}{b}' became " + dir + ", outside " + dir +
+                             "/runs: a parameter's value may name a folder inside it, never "
+                             "climb out ('..') or replace it (an absolute path)");
+  // After a '/', an absolute value is a folder inside; alone, it would replace the folder.
+  const auto below = expand_path_template(
+      "{trial_dir}/{d}", {{"trial_dir", dir + "/t/0"}, {"d", std::string("/etc")}}, dir);
+  ASSERT_TRUE(below) << below.error();
+  EXPECT_EQ(**below, dir + "/t/0/etc");
+  EXPECT_FALSE(expand_path_template("{d}", {{"d", std::string("/etc")}}, dir));
 }
 
 TEST_F(FilesTest, ReadsJsonCsvAndRegexMetrics) {
