@@ -118,6 +118,34 @@ TEST_F(FilesE2E, TheExportedScriptStagesTheSameFilesAndGetsTheSameResult) {
   }
 }
 
+// A stored value is the database's, so untrusted (issue 37): one rewritten to "../../escape"
+// cannot move an exported script's working folder out of the study's; the script says why and
+// exits 1 before it makes anything.
+TEST_F(FilesE2E, AnExportedWorkdirStaysInsideWhateverTheDatabaseSays) {
+  const auto s = study("workdir: 'runs/{x}'\n");
+  ASSERT_EQ(tune({"--trials", "1", "--quiet", s}).exit_code, 0);
+  const auto db = (m_dir / "out" / "study.db").string();
+  const auto edit = test_support::run_command(
+      {"sqlite3", db,
+       "UPDATE trial_params SET param_value = 1, distribution_json = "
+       "'{\"name\": \"CategoricalDistribution\", \"attributes\": {\"choices\": [2, "
+       "\"../../escape\"]}}' WHERE param_name = 'x'"},
+      m_dir, {}, "sqlite3");
+  ASSERT_EQ(edit.exit_code, 0) << edit.err;
+  const fs::path script = m_dir / "tampered.sh";
+  const auto e = tune({"export", s, "--trial", "0", "--format", "bash", "-o", script.string()});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_TRUE(read_file(script).contains("\n# workdir: ")) << read_file(script);
+  const fs::path fresh = m_dir / "fresh" / "a" / "b";
+  fs::create_directories(fresh);
+  const auto run = test_support::run_command({"bash", script.string()}, fresh,
+                                             {{"TUNE_OUT", (fresh / "out").string()}}, "bash");
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  // runs/{x} is taken from the study's folder: "../../escape" would be beside that folder.
+  EXPECT_FALSE(fs::exists(m_dir.parent_path() / "escape"));
+  EXPECT_FALSE(fs::exists(m_dir / "escape"));
+}
+
 TEST_F(FilesE2E, AMissingInputIsAStudyFileErrorAndAStagingFailureIsAFail) {
   const auto s = study("max_failures: 0\n");
   fs::remove(m_dir / "input.txt");

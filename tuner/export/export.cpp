@@ -15,6 +15,7 @@
 
 #include "probes/predict.h"
 #include "tuner/base/text.h"
+#include "tuner/study/templates.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/launch/program_identity.h"
 #include "tuner/storage/storage_url.h"
@@ -648,6 +649,10 @@ std::string threads_check(const std::optional<ThreadsPerRank>& threads) {
 // written with printf '%s', never through a shell string built from them.
 std::string workdir_and_files(const StudySpec& spec, const Rendered& r) {
   std::string s;
+  // A stored value (the database's: untrusted) that would move the folder out of the one the
+  // study file names ("../x") is refused here as the runner refuses it (templates.h).
+  if (auto contained = expand_path_template(spec.workdir, r.values, spec.dir); !contained)
+    return "\n# workdir: " + one_line(printable(contained.error(), 300)) + "\nexit 1\n";
   auto dir = expand_template(spec.workdir, r.values);
   std::string where = dir && *dir ? **dir : std::string(k_out_mark);
   if (where.empty()) where = std::string(k_out_mark);
