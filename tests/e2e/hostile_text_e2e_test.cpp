@@ -141,6 +141,63 @@ TEST_F(HostileTextE2E, NoControlByteReachesStdout) {
       << o.out;
 }
 
+// What `argv` shows on a terminal: run on a pseudo-terminal (raw, so newlines stay "\n"), its
+// stdout and stderr as the terminal received them, and its exit status.
+CommandOutput on_a_terminal(const fs::path& dir, const std::vector<std::string>& argv) {
+  static const std::string k_pty =
+      "import os, pty, sys, tty\n"
+      "pid, fd = pty.fork()\n"
+      "if pid == 0:\n"
+      "    tty.setraw(0)\n"
+      "    os.execv(sys.argv[1], sys.argv[1:])\n"
+      "out = b''\n"
+      "while True:\n"
+      "    try:\n"
+      "        chunk = os.read(fd, 65536)\n"
+      "    except OSError:\n"
+      "        break\n"
+      "    if not chunk:\n"
+      "        break\n"
+      "    out += chunk\n"
+      "_, status = os.waitpid(pid, 0)\n"
+      "sys.stdout.buffer.write(out)\n"
+      "sys.exit(os.waitstatus_to_exitcode(status))\n";
+  std::vector<std::string> args = {"/usr/bin/python3", "-c", k_pty};
+  args.insert(args.end(), argv.begin(), argv.end());
+  return test_support::run_command(args, dir, {}, "pty", 60);
+}
+
+// On a terminal (a real pty), `tune report` in every format shows a stored choice's escape
+// sequences instead of sending them, and `tune export` refuses to send a script that holds them
+// (it must keep each value byte for byte); to a file the script holds the value's bytes exactly.
+TEST_F(HostileTextE2E, ReportsAndScriptsSendNoControlByteToATerminal) {
+  const auto study = test_support::write_file(
+      m_dir / "study.yaml",
+      "name: esc\noutput: " + (m_dir / "out").string() +
+          "\ncommand: ['" FAKE_TRIAL
+          "', --out, '{trial_dir}', --value, '{x}']\n"
+          "env: {CHOICE: '{c}'}\n"
+          "sampler: {type: random, seed: 1}\n"
+          "params:\n  x: {type: float, low: 1, high: 10}\n"
+          "  c: [\"\\e]0;pwned\\a\", \"\\e[2J\"]\n"
+          "enqueue:\n  - {x: 2, c: \"\\e]0;pwned\\a\"}\n");
+  ASSERT_EQ(run_tune({"--trials", "1", "--quiet", study}).exit_code, 0);
+  for (const std::string format : {"text", "markdown", "html", "json"}) {
+    const auto o = on_a_terminal(m_dir, {TUNE_BIN, "report", study, "--format", format});
+    EXPECT_EQ(o.exit_code, 0) << format << ": " << o.out;
+    EXPECT_EQ(control_byte_in(o.out), "") << format;
+  }
+  const auto shown = on_a_terminal(m_dir, {TUNE_BIN, "export", study, "--format", "bash"});
+  EXPECT_EQ(shown.exit_code, 1) << shown.out;
+  EXPECT_EQ(control_byte_in(shown.out), "") << shown.out;
+  EXPECT_TRUE(shown.out.contains("write it to a file (-o FILE) or a pipe")) << shown.out;
+  const auto file = m_dir / "best.sh";
+  ASSERT_EQ(run_tune({"export", study, "--format", "bash", "-o", file.string()}).exit_code, 0);
+  EXPECT_TRUE(test_support::read_file(file).contains("CHOICE=" + k_title) ||
+              test_support::read_file(file).contains("CHOICE='" + k_title + "'"))
+      << test_support::read_file(file);
+}
+
 // Python-Markdown passes raw HTML through: the report's HTML must hold no element and no comment
 // that the study's text did not spell out as text, and the text must read as it is stored.
 TEST_F(HostileTextE2E, MarkdownRendersNoMarkupFromTheStudy) {

@@ -2,6 +2,8 @@
 // and export.h. STUDY is resolved as for `tune best` (open_existing_study); commands that need
 // the study file (confirm, export) find it through the database's "tune:study_file" attr when
 // given a database.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
@@ -57,6 +59,17 @@ Result<StudySpec> spec_of(const OpenedStudy& opened) {
 
 void write_output(const std::string& path, const std::string& text, bool executable) {
   if (path.empty() || path == "-") {
+    // A terminal acts on control bytes (ESC ]0;... retitles it, ESC [2J clears it), and a stored
+    // value may hold them. A report is shown through terminal_text there; a script must keep
+    // every value byte for byte, so it goes to a file or a pipe instead. Pipes get the bytes.
+    if (isatty(STDOUT_FILENO) && terminal_text(text) != text) {
+      if (executable)
+        throw std::runtime_error(
+            "the script holds control bytes from a stored value, which a terminal would act "
+            "on: write it to a file (-o FILE) or a pipe");
+      std::cout << terminal_text(text) << std::flush;
+      return;
+    }
     std::cout << text << std::flush;
     return;
   }
