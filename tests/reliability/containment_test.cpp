@@ -175,7 +175,8 @@ TEST_F(Containment, WhatATrialLeavesBehindDiesWithIt) {
 // apart (cleanup_s) and never in the wall time, which `objective: {wall_time: true}` scores.
 TEST_F(Containment, TheSweepOfLeftoversIsNotPartOfTheWallTime) {
   LaunchRequest req;
-  req.argv = {"sh", "-c", "(trap '' TERM; exec sleep 300) & exit 0"};
+  // TERM ignored before the fork, so the leftover inherits it from its first instruction.
+  req.argv = {"sh", "-c", "trap '' TERM; sleep 300 & exit 0"};
   req.env_set["TUNE_TEST_MARK"] = m_mark;
   req.kill_grace_s = 2.0;
   const auto r = run_process(req);
