@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -29,12 +28,12 @@ std::int64_t to_us(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
 
-}  // namespace
-
-std::optional<std::uint64_t> cgroup_oom_kills() {
+// The file of this process's memory cgroup that counts its OOM kills (key oom_kill):
+// cgroup v2's memory.events (counting the cgroups below too), else v1's memory.oom_control;
+// "" where there is none. A process stays in its cgroup, so this is found once.
+std::string oom_counter_file() {
   std::ifstream in("/proc/self/cgroup");
-  std::string line;
-  std::optional<std::uint64_t> v1;
+  std::string line, v1;
   while (std::getline(in, line)) {
     // "0::/path" (v2) or "4:memory:/path" (v1)
     const auto first = line.find(':');
@@ -44,17 +43,26 @@ std::optional<std::uint64_t> cgroup_oom_kills() {
     const std::string path = line.substr(second + 1);
     if (controllers.empty()) {
       for (const char* root : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
-        if (auto n = counter_in(std::string(root) + path + "/memory.events", "oom_kill")) return n;
+        const std::string file = std::string(root) + path + "/memory.events";
+        if (counter_in(file, "oom_kill")) return file;
       }
     } else if (controllers == "memory") {
-      v1 = counter_in("/sys/fs/cgroup/memory" + path + "/memory.oom_control", "oom_kill");
+      v1 = "/sys/fs/cgroup/memory" + path + "/memory.oom_control";
     }
   }
   return v1;
 }
 
-std::string oom_kills_in_log(std::string_view records, std::int64_t from_us,
-                             std::int64_t to_us) {
+}  // namespace
+
+std::optional<std::uint64_t> cgroup_oom_kills() {
+  // Read before every trial: the cgroup's file is looked up once, only the counter each time.
+  static const std::string file = oom_counter_file();
+  if (file.empty()) return std::nullopt;
+  return counter_in(file, "oom_kill");
+}
+
+std::string oom_kills_in_log(std::string_view records, std::int64_t from_us, std::int64_t to_us) {
   std::string first;
   int count = 0;
   std::size_t at = 0;
