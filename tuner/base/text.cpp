@@ -44,25 +44,36 @@ std::size_t utf8_sequence(std::string_view s) {
   return len;
 }
 
+// The character of `text` at `i` as it may be shown, and `i` moved past it: an invalid byte as
+// U+FFFD, a C0 control or DEL as \xNN (but `kept`, as it is), with `c1` a C1 control (U+0080..
+// U+009F) as \u00NN; any other character as it is. printable() and terminal_text() differ only
+// in `kept` and `c1`.
+std::string shown_char(std::string_view text, std::size_t& i, char kept, bool c1) {
+  const std::size_t len = utf8_sequence(text.substr(i));
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (len == 0) {
+    i += 1;
+    return "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+  }
+  if (len == 1 && (c < 0x20 || c == 0x7F) && c != static_cast<unsigned char>(kept)) {
+    i += 1;
+    return fmt::format("\\x{:02x}", c);
+  }
+  if (c1 && len == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+    i += 2;
+    return fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i - 1]));
+  }
+  i += len;
+  return std::string(text.substr(i - len, len));
+}
+
 }  // namespace
 
 std::string printable(std::string_view bytes, std::size_t max_bytes) {
   std::string out;
   out.reserve(std::min(bytes.size(), max_bytes));
   for (std::size_t i = 0; i < bytes.size();) {
-    std::string piece;
-    const std::size_t len = utf8_sequence(bytes.substr(i));
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (len == 0) {
-      piece = "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
-      i += 1;
-    } else if (len == 1 && (c < 0x20 || c == 0x7F) && c != '\t') {
-      piece = fmt::format("\\x{:02x}", c);
-      i += 1;
-    } else {
-      piece = std::string(bytes.substr(i, len));
-      i += len;
-    }
+    const std::string piece = shown_char(bytes, i, '\t', /*c1=*/false);
     if (out.size() + piece.size() > max_bytes) return out + "...";
     out += piece;
   }
@@ -72,23 +83,7 @@ std::string printable(std::string_view bytes, std::size_t max_bytes) {
 std::string terminal_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const std::size_t len = utf8_sequence(text.substr(i));
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (len == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
-      i += 1;
-    } else if (len == 1 && (c < 0x20 || c == 0x7F) && c != '\n') {
-      out += fmt::format("\\x{:02x}", c);
-      i += 1;
-    } else if (len == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));  // C1
-      i += 2;
-    } else {
-      out.append(text.substr(i, len));
-      i += len;
-    }
-  }
+  for (std::size_t i = 0; i < text.size();) out += shown_char(text, i, '\n', /*c1=*/true);
   return out;
 }
 
