@@ -67,6 +67,18 @@ class HostileTextE2E : public test_support::TempDirTest {
     return test_support::run_command(argv, m_dir, {}, "tune", 60);
   }
 
+  // The study file: the fake trial scored by its --value {x}, `extra` top-level keys, and after
+  // x the parameters (and the enqueued trials) in `params`.
+  std::string write_study(const std::string& extra, const std::string& params) {
+    return test_support::write_file(
+        m_dir / "study.yaml",
+        "name: esc\noutput: " + (m_dir / "out").string() +
+            "\ncommand: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}']\n" + extra +
+            "sampler: {type: random, seed: 1}\n"
+            "params:\n  x: {type: float, low: 1, high: 10}\n" +
+            params);
+  }
+
   // A database as another tool (Optuna, a script) may leave it: the hostile study, three
   // completed trials (one choice each, a probe diagnosis) and two failed ones (the reason in the
   // system attributes, as tune stores it, and in the user attributes, as Optuna's users do).
@@ -104,19 +116,14 @@ class HostileTextE2E : public test_support::TempDirTest {
 // (its name, fail reasons and diagnosis too): no control byte reaches stdout, and the text is
 // still there to read, shown.
 TEST_F(HostileTextE2E, NoControlByteReachesStdout) {
-  const auto study = test_support::write_file(
-      m_dir / "study.yaml",
-      "name: esc\noutput: " + (m_dir / "out").string() +
-          "\ncommand: ['" FAKE_TRIAL
-          "', --out, '{trial_dir}', --value, '{x}']\n"
-          "sampler: {type: random, seed: 1}\n"
-          "params:\n  x: {type: float, low: 1, high: 10}\n"
-          "  \"<script>alert(1)</script>|*\": [\"\\e]0;pwned\\a\", \"<!--<script>\", "
-          "\"\\e[2J|*\"]\n"
-          "enqueue:\n"
-          "  - {x: 2, \"<script>alert(1)</script>|*\": \"\\e]0;pwned\\a\"}\n"
-          "  - {x: 3, \"<script>alert(1)</script>|*\": \"<!--<script>\"}\n"
-          "  - {x: 4, \"<script>alert(1)</script>|*\": \"\\e[2J|*\"}\n");
+  const auto study =
+      write_study("",
+                  "  \"<script>alert(1)</script>|*\": [\"\\e]0;pwned\\a\", \"<!--<script>\", "
+                  "\"\\e[2J|*\"]\n"
+                  "enqueue:\n"
+                  "  - {x: 2, \"<script>alert(1)</script>|*\": \"\\e]0;pwned\\a\"}\n"
+                  "  - {x: 3, \"<script>alert(1)</script>|*\": \"<!--<script>\"}\n"
+                  "  - {x: 4, \"<script>alert(1)</script>|*\": \"\\e[2J|*\"}\n");
   auto o = run_tune({"--trials", "3", study});
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_EQ(control_byte_in(o.out), "") << "the live lines";
@@ -171,16 +178,9 @@ CommandOutput on_a_terminal(const fs::path& dir, const std::vector<std::string>&
 // sequences instead of sending them, and `tune export` refuses to send a script that holds them
 // (it must keep each value byte for byte); to a file the script holds the value's bytes exactly.
 TEST_F(HostileTextE2E, ReportsAndScriptsSendNoControlByteToATerminal) {
-  const auto study = test_support::write_file(
-      m_dir / "study.yaml",
-      "name: esc\noutput: " + (m_dir / "out").string() +
-          "\ncommand: ['" FAKE_TRIAL
-          "', --out, '{trial_dir}', --value, '{x}']\n"
-          "env: {CHOICE: '{c}'}\n"
-          "sampler: {type: random, seed: 1}\n"
-          "params:\n  x: {type: float, low: 1, high: 10}\n"
-          "  c: [\"\\e]0;pwned\\a\", \"\\e[2J\"]\n"
-          "enqueue:\n  - {x: 2, c: \"\\e]0;pwned\\a\"}\n");
+  const auto study = write_study("env: {CHOICE: '{c}'}\n",
+                                 "  c: [\"\\e]0;pwned\\a\", \"\\e[2J\"]\n"
+                                 "enqueue:\n  - {x: 2, c: \"\\e]0;pwned\\a\"}\n");
   ASSERT_EQ(run_tune({"--trials", "1", "--quiet", study}).exit_code, 0);
   for (const std::string format : {"text", "markdown", "html", "json"}) {
     const auto o = on_a_terminal(m_dir, {TUNE_BIN, "report", study, "--format", format});
