@@ -57,7 +57,7 @@ bool is_launcher_comm(const std::string& comm) {
 }
 
 TrialMonitor::TrialMonitor(SystemSource& source, pid_t root, MonitorOptions options)
-    : m_source(source), m_root(root), m_options(options) {
+    : m_source(source), m_root(root), m_options(options), m_origins(m_options.thread_origins_dir) {
   if (auto topo = m_source.topology()) m_machine_pus = topo->pu_count();
 }
 
@@ -167,7 +167,21 @@ void TrialMonitor::number_new_ranks(const TreeRead& read) {
   }
 }
 
-std::set<pid_t> TrialMonitor::runtime_by_count(const TreeRead& read) const {
+std::map<pid_t, OriginClass> TrialMonitor::classify_threads(const TreeRead& read) {
+  std::map<pid_t, OriginClass> out;
+  if (!m_origins.enabled()) return out;
+  m_origins.begin_sample();
+  for (const auto& [pid, p] : read.procs) {
+    if (owner_rank(read, pid) == 0) continue;
+    for (const ThreadSample& t : p.threads)
+      if (t.tid != pid)
+        if (const auto origin = m_origins.origin(pid, t.tid)) out[t.tid] = classify_origin(*origin);
+  }
+  return out;
+}
+
+std::set<pid_t> TrialMonitor::runtime_by_count(const TreeRead& read,
+                                               const std::map<pid_t, OriginClass>& classes) const {
   std::set<pid_t> out;
   if (!m_options.program_threads) return out;
   const auto keep = static_cast<std::size_t>(std::max(0, *m_options.program_threads));
@@ -176,7 +190,8 @@ std::set<pid_t> TrialMonitor::runtime_by_count(const TreeRead& read) const {
     if (it == read.procs.end()) continue;
     std::vector<const ThreadSample*> unnamed;
     for (const ThreadSample& t : it->second.threads)
-      if (thread_group_of(t.comm, t.tid == rank) == GroupId::other) unnamed.push_back(&t);
+      if (thread_group_of(t.comm, t.tid == rank) == GroupId::other && !classes.contains(t.tid))
+        unnamed.push_back(&t);
     // The pools' threads work; the runtimes' mostly sleep: the busiest so far are the pools'.
     std::stable_sort(unnamed.begin(), unnamed.end(),
                      [](const ThreadSample* a, const ThreadSample* b) {
@@ -188,8 +203,8 @@ std::set<pid_t> TrialMonitor::runtime_by_count(const TreeRead& read) const {
   return out;
 }
 
-void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bool status_due,
-                                bool runtime, SampleSums& sums) {
+void TrialMonitor::count_thread(const ThreadSample& t, pid_t rank, bool status_due, GroupId group,
+                                SampleSums& sums) {
   const bool is_r = t.state == 'R';
   sums.runnable += is_r ? 1 : 0;
   RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
@@ -216,9 +231,7 @@ void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bo
   sums.record.wait_s += dwait;
   if (acc == nullptr) return;
   RankTally& tally = sums.record.ranks[rank];
-  GroupTally& g = tally.groups[static_cast<std::size_t>(
-      runtime ? GroupId::runtime
-              : thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank))];
+  GroupTally& g = tally.groups[static_cast<std::size_t>(group)];
   g.threads += 1;
   g.runnable += is_r ? 1 : 0;
   g.cpu_s += std::max(0.0, dcpu);
@@ -239,9 +252,23 @@ void TrialMonitor::count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bo
   if (tp != m_prev_thread.end() && dcpu > 0 && t.processor >= 0) acc->ran_on[t.processor] += dcpu;
 }
 
+void TrialMonitor::count_pool(const ThreadSample& t, const OriginClass& cls, GroupId group,
+                              bool in_workers) {
+  PoolAcc& pool = m_pools[cls.pool];
+  pool.group = group;
+  pool.in_workers = pool.in_workers || in_workers;
+  m_pool_threads_now[cls.pool] += 1;
+  const auto tp = m_prev_thread.find(t.tid);
+  if (tp == m_prev_thread.end()) return;
+  pool.cpu_s += std::max(0.0, t.cpu_s - tp->second.cpu_s);
+  if (t.has_wait && tp->second.has_wait) pool.wait_s += std::max(0.0, t.wait_s - tp->second.wait_s);
+}
+
 void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
   const double dt = sums.record.dt;
-  const std::set<pid_t> runtime = runtime_by_count(read);
+  const std::map<pid_t, OriginClass> classes = classify_threads(read);
+  const std::set<pid_t> runtime = runtime_by_count(read, classes);
+  m_pool_threads_now.clear();
   for (const auto& [pid, p] : read.procs) {
     const pid_t rank = owner_rank(read, pid);
     const auto prev = m_prev_proc.find(pid);
@@ -256,9 +283,22 @@ void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
     sums.next_proc[pid] = ProcPrev{p.start_ticks, p.cpu_s};
     if (pid == m_root && !p.threads.empty() && p.threads.front().has_status)
       m_root_allowed = p.threads.front().cpus_allowed;
-    for (const ThreadSample& t : p.threads)
-      count_thread(t, pid, rank, read.status_due, runtime.contains(t.tid), sums);
+    for (const ThreadSample& t : p.threads) {
+      // By name where the name says (a rank's own thread, a worker process's, a named pool or
+      // runtime), else by origin, else the runtimes' by count, else the program's ("other").
+      GroupId group = thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank);
+      const auto cls = classes.find(t.tid);
+      if (cls != classes.end()) {
+        if (group == GroupId::other) group = cls->second.group;
+        count_pool(t, cls->second, group, pid != rank);
+      } else if (runtime.contains(t.tid)) {
+        group = GroupId::runtime;
+      }
+      count_thread(t, rank, read.status_due, group, sums);
+    }
   }
+  for (const auto& [name, n] : m_pool_threads_now)
+    m_pools[name].threads = std::max(m_pools[name].threads, n);
 }
 
 void TrialMonitor::account_ranks(const TreeRead& read, double now, SampleSums& sums) {
@@ -451,8 +491,21 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
                               (w->pu_count == 1 ? " PU, " : " PUs, ")) +
         fixed1(x) + "x, " +
         (w->wait_measured ? pct(100 * w->measured_wait_share) + " waiting, " +
-                                fixed1(w->waiting_threads) + " queued for a CPU on average)"
+                                fixed1(w->waiting_threads) + " queued for a CPU on average" +
+                                (w->by_main ? ", the ranks' own threads " +
+                                                  pct(100 * w->main_wait_share) + " waiting)"
+                                            : ")")
                           : pct(100 * w->waiting_share) + " waiting)");
+  }
+  // The pools by origin that worked or waited most, named whether or not a knob sizes them.
+  std::string pools_text;
+  int named = 0;
+  for (const PoolVerdict& p : v.pools) {
+    if (p.group == "runtime" || named == 2 || p.cpu_s + p.wait_s <= 0) continue;
+    pools_text += (named++ == 0 ? "; busiest pools: " : ", ") + p.name + " " +
+                  std::to_string(p.threads) + (p.threads == 1 ? " thread" : " threads") +
+                  (p.in_workers ? " in the workers" : "") + " (" + fixed1(p.cpu_s) + " s CPU, " +
+                  fixed1(p.wait_s) + " s waiting)";
   }
 
   // The rank furthest above its useful maximum names the symptom, as `top` would.
@@ -492,6 +545,7 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
     }
   }
   if (!v.binding_issues.empty()) d << "; " << v.binding_issues.front();
+  if (v.observed_oversubscribed) d << pools_text;
   d << runtime_note(v);
   if (predicted != nullptr) {
     if (predicted->oversubscribed == v.observed_oversubscribed) {
@@ -503,14 +557,12 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
       }
       // Ok this time, but runs of these settings are oversubscribed at some odds.
       if (!v.observed_oversubscribed && predicted->at_risk)
-        d << " (at risk: " << predicted->risk_percent()
-          << "% of runs)";
+        d << " (at risk: " << predicted->risk_percent() << "% of runs)";
     } else {
       if (predicted->oversubscribed)
         d << "; predicted oversubscribed, not observed";
       else if (predicted->at_risk)
-        d << "; predicted at risk (" << predicted->risk_percent()
-          << "% of runs), not likely";
+        d << "; predicted at risk (" << predicted->risk_percent() << "% of runs), not likely";
       else
         d << "; not predicted";
     }
@@ -586,6 +638,12 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   so.min_waiting_share = m_options.min_waiting_share;
   v.sustained = judge_sustained(m_records, rank_cpusets, v.pus, so);
   v.observed_oversubscribed = v.sustained.oversubscribed;
+  for (const auto& [name, pool] : m_pools)
+    v.pools.push_back(PoolVerdict{name, k_group_names[static_cast<std::size_t>(pool.group)],
+                                  pool.in_workers, pool.threads, pool.cpu_s, pool.wait_s});
+  std::ranges::sort(v.pools, [](const PoolVerdict& a, const PoolVerdict& b) {
+    return a.cpu_s + a.wait_s > b.cpu_s + b.wait_s;
+  });
   if (predicted != nullptr) {
     v.predicted_oversubscribed = predicted->oversubscribed;
     v.prediction_summary = predicted->summary;

@@ -38,6 +38,7 @@
 #include "probes/predict.h"
 #include "probes/sustained.h"
 #include "probes/system_source.h"
+#include "probes/thread_origin.h"
 
 namespace tune::probes {
 
@@ -76,6 +77,21 @@ struct MonitorOptions {
   // the program's ("other"). The probe hooks set it where the study declares what the program
   // starts (`program:`) or the program is the bundled trainer, whose pools are all named.
   std::optional<int> program_threads;
+  // The folder where libtune_threads.so records which library started each thread
+  // (probes/thread_origin.h); empty: none. A thread with an origin is grouped by it (its name
+  // first, where the name says), and is never one of the runtimes' "by count" above.
+  std::string thread_origins_dir;
+};
+
+// A pool of threads as its origin names it, over the whole run: "TBB (OpenCV)" with its group,
+// the most threads seen at once per process, and its CPU time and run-queue delay.
+struct PoolVerdict {
+  std::string name;
+  std::string group;
+  bool in_workers = false;  // its threads are in processes the ranks started (DataLoader workers)
+  int threads = 0;          // most seen in one sample, over all the ranks' processes
+  double cpu_s = 0;
+  double wait_s = 0;
 };
 
 struct RankVerdict {
@@ -109,9 +125,10 @@ struct Verdict {
   SustainedVerdict sustained;                    // window, loads per cpuset, duty cycles per group
   std::optional<bool> predicted_oversubscribed;  // when a prediction was given
   std::string prediction_summary;
-  double sampler_cpu_s = 0;    // CPU time spent in sample_once()
-  double sampler_cpu_pct = 0;  // of one core, over the sampled wall time
-  std::string diagnosis;       // one line
+  std::vector<PoolVerdict> pools;  // by origin, where libtune_threads.so recorded them
+  double sampler_cpu_s = 0;        // CPU time spent in sample_once()
+  double sampler_cpu_pct = 0;      // of one core, over the sampled wall time
+  std::string diagnosis;           // one line
 
   nlohmann::json to_json() const;
 };
@@ -192,11 +209,16 @@ class TrialMonitor {
   void number_new_ranks(const TreeRead& read);
   pid_t owner_rank(const TreeRead& read, pid_t pid) const;  // 0 when no rank owns it
   void count_processes(const TreeRead& read, SampleSums& sums);
-  void count_thread(const ThreadSample& t, pid_t pid, pid_t rank, bool status_due, bool runtime,
+  void count_thread(const ThreadSample& t, pid_t rank, bool status_due, GroupId group,
                     SampleSums& sums);
+  // A thread with a recorded origin, added to its pool's figures.
+  void count_pool(const ThreadSample& t, const OriginClass& cls, GroupId group, bool in_workers);
+  // Each thread of the ranks' processes whose origin is recorded: its class.
+  std::map<pid_t, OriginClass> classify_threads(const TreeRead& read);
   // The threads of each rank's own process that are the runtimes' by which pool they are not
-  // (MonitorOptions::program_threads).
-  std::set<pid_t> runtime_by_count(const TreeRead& read) const;
+  // (MonitorOptions::program_threads): only those without a recorded origin.
+  std::set<pid_t> runtime_by_count(const TreeRead& read,
+                                   const std::map<pid_t, OriginClass>& classes) const;
   void account_ranks(const TreeRead& read, double now, SampleSums& sums);
 
   SystemSource& m_source;
@@ -223,6 +245,16 @@ class TrialMonitor {
   double m_last_sample_cpu_s = 0;
   int m_machine_pus = 0;
   std::vector<SampleRecord> m_records;
+  ThreadOrigins m_origins;
+  struct PoolAcc {
+    GroupId group = GroupId::other;
+    bool in_workers = false;
+    int threads = 0;  // most in one sample
+    double cpu_s = 0;
+    double wait_s = 0;
+  };
+  std::map<std::string, PoolAcc> m_pools;         // by name
+  std::map<std::string, int> m_pool_threads_now;  // this sample's count, by name
   std::vector<int> m_root_allowed;  // what the launcher may use: a rank allowed less is bound
 
   std::thread m_thread;

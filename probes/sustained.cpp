@@ -64,12 +64,6 @@ std::pair<std::size_t, std::size_t> window_of(const std::vector<SampleRecord>& r
   return {first, last};
 }
 
-// Whether threads that queued `waiting` threads on average and asked for `demand` CPUs' worth
-// (CPU rate plus their queue) oversubscribe `pu_count` PUs, where the queue is measured.
-bool queue_oversubscribed(double waiting, double demand, int pu_count, const SustainedOptions& o) {
-  return waiting / pu_count >= o.queued_per_pu && demand >= o.ratio * pu_count;
-}
-
 SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t first,
                          std::size_t last, const std::vector<pid_t>* ranks, int pu_count,
                          const SustainedOptions& o) {
@@ -78,17 +72,21 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
   constexpr auto k_runtime = static_cast<std::size_t>(GroupId::runtime);
   std::vector<double> runnable, knob_runnable;
   double cpu = 0, wall = 0, over = 0, knob_over = 0, wait = 0, rt_cpu = 0, rt_wait = 0;
-  double rt_threads = 0;
+  double rt_threads = 0, main_cpu = 0, main_wait = 0, rank_wall = 0;
   bool wait_measured = true;
+  constexpr auto k_main = static_cast<std::size_t>(GroupId::main);
   for (std::size_t i = first; i < last; ++i) {
     const SampleRecord& r = records[i];
-    double run = 0, c = 0, w = 0, rc = 0, rw = 0, rr = 0, rn = 0;
+    double run = 0, c = 0, w = 0, rc = 0, rw = 0, rr = 0, rn = 0, mc = 0, mw = 0, nr = 0;
     auto add_rank = [&](const RankTally& t) {
       const GroupTally& g = t.groups[k_runtime];
       rc += g.cpu_s;
       rw += g.wait_s;
       rr += g.runnable;
       rn += g.threads;
+      mc += t.groups[k_main].cpu_s;
+      mw += t.groups[k_main].wait_s;
+      nr += t.groups[k_main].threads > 0 ? 1 : 0;
     };
     if (ranks == nullptr) {
       run = r.runnable;
@@ -114,6 +112,9 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
       wait += w;
       rt_cpu += rc;
       rt_wait += rw;
+      main_cpu += mc;
+      main_wait += mw;
+      rank_wall += nr * r.dt;
       wait_measured = wait_measured && r.has_wait;
     }
     if (pu_count > 0 && run / pu_count > o.ratio) over += 1;
@@ -138,11 +139,13 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
     load.waiting_threads = wait / wall;
     if (wait + cpu > 0) load.measured_wait_share = wait / (wait + cpu);
   }
-  // Measured (schedstat), the run queue decides: `queued_per_pu` threads or more waiting per PU
-  // on average. Sampled counts over the limit are not enough there: a PyTorch DDP rank bound to
-  // its core shows 2 runnable threads in most samples and 0.5 queued, its helper threads waking
-  // beside it, and runs fastest of all; one whose team oversubscribes only inside parallel
-  // regions shows the PUs' count in most samples and 1 queued per PU, and runs 8x slower.
+  // Measured (schedstat), what the waiting cost the job decides: the share of the ranks' own
+  // threads' runnable time spent waiting for a CPU (`main_wait_share` or more), where those
+  // threads were runnable enough to say (else the share of every thread of the knobs). A count of
+  // queued threads does not: a DataLoader worker beside its rank on one core, or TBB's workers
+  // yielding between OpenCV calls, queue a thread or more per PU in the fastest settings, while
+  // the rank's own thread, which the whole job waits for at every allreduce, hardly waits; in a
+  // slowed setting it loses half its time to the queue.
   // And the queue must be of the ranks' own making: their threads asked for more than `ratio` x
   // PUs (CPU time plus queue). Another job on those CPUs (or another namespace "host" sharing
   // them) makes threads queue without the settings asking for more than the PUs.
@@ -152,11 +155,17 @@ SustainedLoad judge_load(const std::vector<SampleRecord>& records, std::size_t f
   if (load.wait_measured) {
     load.knob_waiting_threads = std::max(0.0, wait - rt_wait - rt_cpu) / wall;
     load.knob_demand = (cpu - rt_cpu + std::max(0.0, wait - rt_wait)) / wall;
-    load.with_runtime_oversubscribed = queue_oversubscribed(
-        load.waiting_threads, load.cpu_rate + load.waiting_threads, pu_count, o);
-    load.oversubscribed =
-        load.with_runtime_oversubscribed &&
-        queue_oversubscribed(load.knob_waiting_threads, load.knob_demand, pu_count, o);
+    const double knob_busy = cpu - rt_cpu + std::max(0.0, wait - rt_wait);
+    if (knob_busy > 0) load.knob_wait_share = std::max(0.0, wait - rt_wait - rt_cpu) / knob_busy;
+    if (main_cpu + main_wait > 0) load.main_wait_share = main_wait / (main_cpu + main_wait);
+    if (rank_wall > 0) load.main_busy = (main_cpu + main_wait) / rank_wall;
+    load.by_main = load.main_busy >= o.main_busy_floor;
+    const double share = load.by_main ? load.main_wait_share : load.measured_wait_share;
+    const double knob_share = load.by_main ? load.main_wait_share : load.knob_wait_share;
+    load.with_runtime_oversubscribed =
+        share >= o.main_wait_share && load.cpu_rate + load.waiting_threads >= o.ratio * pu_count;
+    load.oversubscribed = load.with_runtime_oversubscribed && knob_share >= o.main_wait_share &&
+                          load.knob_demand >= o.ratio * pu_count;
     return load;
   }
   // Estimated: the sampled median over the limit in more than half of the window (a median that
@@ -349,6 +358,10 @@ nlohmann::json SustainedVerdict::to_json() const {
                                      : nlohmann::json()},
          {"runtime_threads", round_to(l.runtime_threads, 0.01)},
          {"runtime_cpu_rate", round_to(l.runtime_cpu_rate, 0.01)},
+         {"main_wait_share",
+          l.wait_measured ? nlohmann::json(round_to(l.main_wait_share, 0.001)) : nlohmann::json()},
+         {"main_busy",
+          l.wait_measured ? nlohmann::json(round_to(l.main_busy, 0.001)) : nlohmann::json()},
          {"knob_waiting_threads", l.wait_measured
                                       ? nlohmann::json(round_to(l.knob_waiting_threads, 0.001))
                                       : nlohmann::json()},

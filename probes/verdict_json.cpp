@@ -27,6 +27,16 @@ nlohmann::json Verdict::to_json() const {
   j["diagnosis"] = diagnosis;
   j["sustained"] = sustained.to_json();
   j["duty_cycles"] = duty_cycles_json(sustained.duty);
+  if (!pools.empty()) {
+    j["pools"] = json::array();
+    for (const PoolVerdict& p : pools)
+      j["pools"].push_back({{"name", p.name},
+                            {"group", p.group},
+                            {"in_workers", p.in_workers},
+                            {"threads", p.threads},
+                            {"cpu_s", std::round(p.cpu_s * 1000) / 1000},
+                            {"wait_s", std::round(p.wait_s * 1000) / 1000}});
+  }
   j["ranks"] = json::array();
   for (const RankVerdict& r : ranks)
     j["ranks"].push_back({{"rank", r.rank},

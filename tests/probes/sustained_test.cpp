@@ -278,9 +278,10 @@ TEST(Sustained, LongRunsAreThinnedKeepingTimeAndCpu) {
 // Two unbound ranks on 2 PUs, each with 3 more threads named `name`, over 20 steps of 0.2 s
 // (schedstat measured). Each rank's main thread runs 0.17 s and waits 0.03 s a step; thread 1
 // (the program's pool when `pool_busy`) runs `pool_cpu` and waits as long; threads 2 and 3 (and
-// thread 1 otherwise) wake briefly: 0.01 s of CPU and 0.04 s queued a step.
+// thread 1 otherwise) wake briefly: 0.01 s of CPU and 0.04 s queued a step. With `busy_helpers`
+// the 3 helpers take a third of 0.1 s each and the main thread runs 0.1 s and waits 0.1 s.
 Verdict run_with_helpers(const std::string& name, std::optional<int> program_threads,
-                         double pool_cpu = 0.0) {
+                         double pool_cpu = 0.0, bool busy_helpers = false) {
   Trial t(3, name);
   MonitorOptions o;
   o.program_threads = program_threads;
@@ -291,11 +292,12 @@ Verdict run_with_helpers(const std::string& name, std::optional<int> program_thr
   for (int i = 0; i < 20; ++i) {
     t.src.advance(0.2);
     for (int r = 0; r < 2; ++r) {
-      t.src.run_thread(Trial::tid(r, 0), 0.17 - pool_cpu, 'R', r);
-      t.src.wait_thread(Trial::tid(r, 0), 0.03 + pool_cpu);
+      t.src.run_thread(Trial::tid(r, 0), busy_helpers ? 0.1 : 0.17 - pool_cpu, 'R', r);
+      t.src.wait_thread(Trial::tid(r, 0), busy_helpers ? 0.1 : 0.03 + pool_cpu);
       for (int k = 1; k <= 3; ++k) {
         const bool pool = k == 1 && pool_cpu > 0;
-        t.src.run_thread(Trial::tid(r, k), pool ? pool_cpu : 0.01, pool ? 'R' : 'S', r);
+        const double helper_cpu = busy_helpers ? 0.1 / 3 : 0.01;
+        t.src.run_thread(Trial::tid(r, k), pool ? pool_cpu : helper_cpu, pool ? 'R' : 'S', r);
         t.src.wait_thread(Trial::tid(r, k), pool ? pool_cpu : 0.04);
       }
     }
@@ -305,16 +307,17 @@ Verdict run_with_helpers(const std::string& name, std::optional<int> program_thr
 }
 
 TEST(Sustained, RuntimeThreadsAloneDoNotMakeASettingOversubscribed) {
-  // The ranks' main threads fill the 2 PUs; 3 helper threads per rank (MPI's progress threads,
-  // gloo's) wake beside them: 1.5 threads queued, 0.75 per PU, all of it made by the helpers.
-  // Told that the program starts no unnamed pool thread, the monitor counts them as the
-  // runtimes' own: oversubscribed with them, not by the settings.
-  const Verdict v = run_with_helpers("python3", 0);
+  // 3 helper threads per rank (MPI's progress threads, gloo's) wake beside the ranks' main
+  // threads and take half the PUs: each main thread loses half its runnable time to the queue,
+  // all of it made by the helpers. Told that the program starts no unnamed pool thread, the
+  // monitor counts them as the runtimes' own: oversubscribed with them, not by the settings.
+  const Verdict v = run_with_helpers("python3", 0, 0.0, true);
   ASSERT_EQ(v.sustained.loads.size(), 2u);
   const SustainedLoad& l = v.sustained.loads[1];
-  EXPECT_NEAR(l.waiting_threads, 1.5, 1e-9);
+  EXPECT_NEAR(l.main_wait_share, 0.5, 1e-9);
+  EXPECT_NEAR(l.waiting_threads, 2.2, 1e-9);
   EXPECT_NEAR(l.runtime_threads, 6.0, 1e-9);
-  EXPECT_NEAR(l.runtime_cpu_rate, 0.3, 1e-9);
+  EXPECT_NEAR(l.runtime_cpu_rate, 1.0, 1e-9);
   EXPECT_NEAR(l.knob_waiting_threads, 0.0, 1e-9);
   EXPECT_TRUE(l.with_runtime_oversubscribed);
   EXPECT_FALSE(l.oversubscribed);
@@ -323,20 +326,26 @@ TEST(Sustained, RuntimeThreadsAloneDoNotMakeASettingOversubscribed) {
   EXPECT_NEAR(v.sustained.duty.at("runtime").threads, 3.0, 1e-9);
   EXPECT_FALSE(v.sustained.duty.contains("other"));
   EXPECT_NE(v.diagnosis.find("not oversubscribed by the settings: 3.0 runtime threads per rank "
-                             "(no knob's: MPI progress, communication helpers) used 0.3 CPUs and "
-                             "queued cpuset 0-1 to 0.7 per PU, 0.0 without them; to leave them a "
+                             "(no knob's: MPI progress, communication helpers) used 1.0 CPUs and "
+                             "queued cpuset 0-1 to 1.1 per PU, 0.0 without them; to leave them a "
                              "PU, run fewer ranks or threads on cpuset 0-1 than its PUs"),
             std::string::npos)
       << v.diagnosis;
   EXPECT_EQ(v.to_json()["sustained"]["runtime_only"], true);
   // Not told what the program starts, the monitor cannot tell them from a pool: as before.
-  const Verdict unknown = run_with_helpers("python3", std::nullopt);
+  const Verdict unknown = run_with_helpers("python3", std::nullopt, 0.0, true);
   EXPECT_TRUE(unknown.observed_oversubscribed) << unknown.diagnosis;
   EXPECT_NEAR(unknown.sustained.duty.at("other").threads, 3.0, 1e-9);
   // A runtime that names its threads is told by the name alone.
-  const Verdict named = run_with_helpers("NCCL Progress", std::nullopt);
+  const Verdict named = run_with_helpers("NCCL Progress", std::nullopt, 0.0, true);
   EXPECT_FALSE(named.observed_oversubscribed) << named.diagnosis;
   EXPECT_TRUE(named.sustained.runtime_only);
+  // Helpers that wake briefly beside ranks that hardly wait (15% of their runnable time) make a
+  // queue of 0.75 threads per PU and cost nothing: no verdict either way.
+  const Verdict light = run_with_helpers("python3", 0);
+  EXPECT_NEAR(light.sustained.loads[1].waiting_threads, 1.5, 1e-9);
+  EXPECT_FALSE(light.observed_oversubscribed) << light.diagnosis;
+  EXPECT_FALSE(light.sustained.runtime_only);
 }
 
 TEST(Sustained, ThePoolsThreadsAreTheBusiestUnnamedOnes) {
@@ -355,6 +364,56 @@ TEST(Sustained, ThePoolsThreadsAreTheBusiestUnnamedOnes) {
   EXPECT_NE(v.diagnosis.find("besides 2.0 runtime threads per rank (no knob's), not counted"),
             std::string::npos)
       << v.diagnosis;
+}
+
+// Two ranks, each bound to its own PU and each with a DataLoader worker process on that PU:
+// per 0.2 s step the rank's own thread runs `main_cpu` and waits `main_wait`, its worker runs
+// 0.2 - main_cpu and waits `worker_wait`.
+Verdict run_with_workers(double main_cpu, double main_wait, double worker_wait) {
+  FakeSource src{*read_synthetic_topology("pack:1 core:2 pu:1")};
+  src.add_process(100, 1, "mpirun", {0, 1});
+  for (int r = 0; r < 2; ++r) {
+    src.add_process(101 + r, 100, "python3", {r}, {{"OMPI_COMM_WORLD_RANK", std::to_string(r)}});
+    src.add_process(201 + r, 101 + r, "pt_data_worker", {r});
+  }
+  TrialMonitor m(src, 100);
+  for (int r = 0; r < 2; ++r) {
+    src.wait_thread(101 + r, 0.0);
+    src.wait_thread(201 + r, 0.0);
+  }
+  m.sample_once();
+  for (int i = 0; i < 20; ++i) {
+    src.advance(0.2);
+    for (int r = 0; r < 2; ++r) {
+      src.run_thread(101 + r, main_cpu, 'R', r);
+      src.wait_thread(101 + r, main_wait);
+      src.run_thread(201 + r, 0.2 - main_cpu, 'R', r);
+      src.wait_thread(201 + r, worker_wait);
+    }
+    m.sample_once();
+  }
+  return m.verdict();
+}
+
+TEST(Sustained, AWorkerQueuedBesideItsRankIsNotOversubscribedWhileTheRankHardlyWaits) {
+  // Each worker waits 71% of its runnable time behind its rank (0.6 threads queued per PU, which
+  // a count of the queue came close to calling oversubscribed), but the rank's own thread, which
+  // every step waits for, lost only 11% of its time: the fastest setting of its placement.
+  const Verdict v = run_with_workers(0.16, 0.02, 0.1);
+  const SustainedLoad& pu0 = v.sustained.loads.at(1);
+  ASSERT_TRUE(pu0.wait_measured);
+  EXPECT_NEAR(pu0.waiting_threads, 0.6, 1e-9);
+  EXPECT_TRUE(pu0.by_main);
+  EXPECT_NEAR(pu0.main_wait_share, 0.02 / 0.18, 1e-9);
+  EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
+}
+
+TEST(Sustained, ARankThatLosesHalfItsTimeToTheQueueIsOversubscribed) {
+  const Verdict v = run_with_workers(0.1, 0.1, 0.1);
+  const SustainedLoad& pu0 = v.sustained.loads.at(1);
+  EXPECT_NEAR(pu0.main_wait_share, 0.5, 1e-9);
+  EXPECT_TRUE(v.observed_oversubscribed) << v.diagnosis;
+  EXPECT_EQ(v.to_json()["sustained"]["loads"][1]["main_wait_share"], 0.5);
 }
 
 }  // namespace

@@ -14,7 +14,9 @@
 #include "probes/nodes.h"
 #include "probes/predict.h"
 #include "probes/system_source.h"
+#include "probes/thread_origin.h"
 #include "probes/verdict_memory.h"
+#include "tuner/base/install_layout.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/prediction_quality.h"
 #include "tuner/launch/pool_defaults.h"
@@ -65,7 +67,46 @@ struct ProbeState {
   // Unnamed threads per rank the program's pools start (MonitorOptions::program_threads), where
   // the study says what the program starts; nullopt: the monitor tells runtimes by name only.
   std::optional<int> program_threads;
+  // libtune_threads.so (empty: not found, or the study turned it off) and this trial's folder of
+  // thread origins, removed when the trial ends.
+  std::string origins_library;
+  std::filesystem::path origins_dir;
 };
+
+// libtune_threads.so next to the running executable (the build tree) or in ../lib/tune (an
+// install); empty when neither holds it.
+std::string find_origins_library() {
+  const std::filesystem::path exe = executable_dir();
+  if (exe.empty()) return {};
+  for (const auto& candidate :
+       {exe / probes::k_thread_origins_library,
+        exe.parent_path() / "lib" / "tune" / probes::k_thread_origins_library})
+    if (std::filesystem::is_regular_file(candidate)) return candidate.string();
+  return {};
+}
+
+// The trial's processes record where each thread started (probes/thread_origin.h): a private
+// folder, its path and the library preloaded before any the study or tune's environment preloads.
+void preload_origins(ProbeState& state, RenderedLaunch& launch) {
+  std::error_code ec;
+  if (!state.origins_dir.empty()) std::filesystem::remove_all(state.origins_dir, ec);
+  state.origins_dir.clear();
+  if (state.origins_library.empty()) return;
+  std::string pattern = (std::filesystem::temp_directory_path(ec) / "tune-threads-XXXXXX").string();
+  if (ec || ::mkdtemp(pattern.data()) == nullptr) return;
+  state.origins_dir = pattern;
+  std::string preload = state.origins_library;
+  const auto set = launch.env_set.find("LD_PRELOAD");
+  const char* inherited = std::getenv("LD_PRELOAD");
+  if (set != launch.env_set.end()) {
+    if (!set->second.empty()) preload += ":" + set->second;
+  } else if (inherited != nullptr && *inherited != '\0' &&
+             std::ranges::find(launch.env_unset, "LD_PRELOAD") == launch.env_unset.end()) {
+    preload += std::string(":") + inherited;
+  }
+  launch.env_set["LD_PRELOAD"] = preload;
+  launch.env_set[probes::k_thread_origins_env] = state.origins_dir.string();
+}
 
 // A predicted oversubscription skips a trial (constrain: true) only once this many trials have
 // measured their duty cycles: the prior rules count every pool as busy, and a study that skipped
@@ -165,7 +206,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   TrialHooks hooks;
   // A trial with ranks on other nodes carries a tag to every rank (-x), by which each node's
   // watcher finds its part of the trial. Only launches tune renders forward it.
+  if (spec.thread_origins) state->origins_library = find_origins_library();
   hooks.tag_launch = [state](const search::FrozenTrial& trial, RenderedLaunch& launch) {
+    preload_origins(*state, launch);
     state->tag.clear();
     if (!launch.kind->forwards_env_to_hosts()) return;
     if (remote_nodes(launch.probe_plan(launch.environment())).empty()) return;
@@ -217,6 +260,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     probes::MonitorOptions options;
     options.interval_s = state->spec.interval_s;
     options.program_threads = state->program_threads;
+    options.thread_origins_dir = state->origins_dir.string();
     state->monitor = std::make_unique<probes::TrialMonitor>(*state->source, pid, options);
     state->monitor->start();
   };
@@ -231,6 +275,11 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
       state->monitor.reset();
     }
     state->watchers.reset();
+    if (!state->origins_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(state->origins_dir, ec);
+      state->origins_dir.clear();
+    }
     state->nodes.clear();
     state->ranks_outside_tree = false;
     return attrs;

@@ -94,6 +94,9 @@ StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTri
   values = trial_template_values(m_spec, values, trial_dir.string(), trial.number, m_trainer);
   auto rendered = render_launch(m_spec, values, running_as_root());
   if (!rendered) return std::unexpected(rendered.error());
+  // The probes may add their own variables (a tag, the thread-origin preload): the trial's
+  // stored `env` is the study's, which the probes' instruments are not part of.
+  const auto env_of_study = rendered->env_set;
   if (m_hooks.tag_launch) m_hooks.tag_launch(trial, *rendered);
   Prepared p;
   p.trial_dir = trial_dir.string();
@@ -143,7 +146,7 @@ StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTri
   nlohmann::json programs = nlohmann::json::array();
   for (const auto& p : m_programs.identify(*rendered, trial_environment(req), req.workdir))
     programs.push_back(to_json(p));
-  auto env_shown = req.env_set;  // a secret (PGPASSWORD) is stored masked
+  auto env_shown = env_of_study;  // a secret (PGPASSWORD) is stored masked
   for (auto& [name, value] : env_shown)
     if (is_secret_env_var(name)) value = k_redacted;
   const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_launched_argv, req.argv},

@@ -334,8 +334,10 @@ class Parser : private YamlReader {
   }
 
   void parse_probes(const YAML::Node& p, StudySpec& spec) {
-    check_keys(p, "probes", {"enabled", "constrain", "interval"});
+    check_keys(p, "probes", {"enabled", "constrain", "interval", "thread_origins"});
     if (p["enabled"]) spec.probes.enabled = boolean(p["enabled"], "probes.enabled");
+    if (p["thread_origins"])
+      spec.probes.thread_origins = boolean(p["thread_origins"], "probes.thread_origins");
     if (p["constrain"]) spec.probes.constrain = boolean(p["constrain"], "probes.constrain");
     if (p["interval"]) {
       auto d = parse_duration(scalar_text(p["interval"], "probes.interval"));

@@ -97,6 +97,9 @@ struct ProbeSpec {
   bool enabled = true;      // predict before and monitor during each trial
   bool constrain = false;   // predicted-oversubscribed trials are constrained out, not run
   double interval_s = 0.2;  // /proc sampling interval
+  // Preload libtune_threads.so into the trial so that each thread's pool is known by the library
+  // that started it (probes/thread_origin.h); `probes: {thread_origins: false}` turns it off.
+  bool thread_origins = true;
   // The study's top-level `knobs:` section (tuner/study/study_knobs.h): which parameter sizes which
   // pool of the program. Kept here because the prediction is its one reader. Default: none.
   std::vector<StudyKnob> knobs;
