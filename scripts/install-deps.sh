@@ -39,10 +39,12 @@ build=(
 # OpenBLAS that tune did not write (input and result in files), which `tune init`'s probe run
 # must see through and whose oversubscribed settings the foreign-jobs e2e test predicts.
 # python3-markdown: a real Markdown renderer (it passes raw HTML through) for the markdown
-# report's escaping test (tests/e2e/hostile_text_e2e_test.cpp).
+# report's escaping test (tests/e2e/hostile_text_e2e_test.cpp). python3-opencv: the DataLoader
+# job of examples/pytorch_opencv, whose OpenCV (TBB) pools the foreign-jobs e2e test names.
 test=(
   libgtest-dev libgmock-dev
   python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc python3-markdown
+  python3-opencv
   chromium slurm-wlm munge postgresql pgbouncer
   openssh-server iproute2
 )

@@ -227,17 +227,26 @@ std::string to_string(NoiseVerdict verdict) {
   return "unknown";
 }
 
-StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& options) {
-  StudyNoise out;
-  if (study.is_multi_objective()) return out;
+namespace {
+
+// Every completed search trial with the runs its believed value stands on, each setting's runs,
+// and one run's noise estimated from them.
+struct Collected {
+  std::map<int, TrialRuns> trials;
+  std::map<std::map<std::string, double>, std::vector<Run>> settings;
+  NoiseEstimate noise;
+};
+
+Collected collect_runs(const search::StudyView& study) {
+  Collected c;
+  auto& trials = c.trials;
+  auto& settings = c.settings;
   std::map<int, std::vector<Run>> reruns;
   for (const auto& t : study.trials()) {
     const auto of = rerun_of(t);
     if (!of) continue;
     if (const auto v = rerun_value(t); v && std::isfinite(*v)) reruns[*of].push_back(run_of(t, *v));
   }
-  std::map<int, TrialRuns> trials;
-  std::map<std::map<std::string, double>, std::vector<Run>> settings;
   bool positive = true;
   for (const auto& t : study.trials()) {
     if (t.state != TrialState::complete || !t.value || is_rerun(t)) continue;
@@ -256,9 +265,7 @@ StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& opti
     runs.insert(runs.end(), r.believed.begin(), r.believed.end());
     trials.emplace(t.number, std::move(r));
   }
-  if (trials.empty()) return out;
-  out.assessed = true;
-  out.settings = static_cast<int>(settings.size());
+  if (trials.empty()) return c;
 
   NoiseEstimate noise;
   noise.scale = positive ? NoiseScale::relative : NoiseScale::absolute;
@@ -289,8 +296,23 @@ StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& opti
     noise.window_runs = static_cast<int>(errors.size());
     if (!errors.empty()) noise.window_sigma = median(errors);
   }
-  out.noise = noise;
-  const Model model(noise);
+  c.noise = noise;
+  return c;
+}
+
+}  // namespace
+
+StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& options) {
+  StudyNoise out;
+  if (study.is_multi_objective()) return out;
+  Collected collected = collect_runs(study);
+  const auto& trials = collected.trials;
+  auto& settings = collected.settings;
+  if (trials.empty()) return out;
+  out.assessed = true;
+  out.settings = static_cast<int>(settings.size());
+  out.noise = collected.noise;
+  const Model model(collected.noise);
 
   const bool maximize = study.direction() == search::Direction::maximize;
   const auto ranked = ranked_trials(study);
@@ -319,6 +341,29 @@ StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& opti
   return out;
 }
 
+std::map<int, NoiseLead> leads_within_groups(
+    const search::StudyView& study,
+    const std::function<std::optional<std::string>(const search::FrozenTrial&)>& group_of,
+    const NoiseOptions& options) {
+  std::map<int, NoiseLead> out;
+  if (study.is_multi_objective()) return out;
+  const Collected collected = collect_runs(study);
+  const Model model(collected.noise);
+  const bool maximize = study.direction() == search::Direction::maximize;
+  std::map<std::string, std::vector<const TrialRuns*>> groups;
+  for (const auto& [number, runs] : collected.trials)
+    if (const auto key = group_of(*runs.trial)) groups[*key].push_back(&runs);
+  for (const auto& [key, members] : groups) {
+    const TrialRuns* best = nullptr;
+    for (const TrialRuns* r : members)
+      if (best == nullptr || (maximize ? r->value() > best->value() : r->value() < best->value()))
+        best = r;
+    for (const TrialRuns* r : members)
+      if (r != best) out.emplace(r->trial->number, lead_of(model, *best, *r, maximize, options));
+  }
+  return out;
+}
+
 std::string noise_text(const NoiseEstimate& noise) {
   if (noise.sigma) {
     const std::string times = noise.fewest_runs == noise.most_runs
@@ -327,12 +372,13 @@ std::string noise_text(const NoiseEstimate& noise) {
     std::string out = fmt::format(
         "one run varies by {} (the standard deviation of {} measured {} times each, {} of "
         "freedom)",
-        spread_text(noise, *noise.sigma), plural(noise.repeated_settings, "setting", "settings"), times,
-        plural(noise.df, "degree", "degrees"));
+        spread_text(noise, *noise.sigma), plural(noise.repeated_settings, "setting", "settings"),
+        times, plural(noise.df, "degree", "degrees"));
     if (noise.window_sigma)
-      out += fmt::format("; {} {} own interval (median {})", plural(noise.window_runs, "run", "runs"),
-                         noise.window_runs == 1 ? "carries its" : "carry their",
-                         spread_text(noise, *noise.window_sigma));
+      out +=
+          fmt::format("; {} {} own interval (median {})", plural(noise.window_runs, "run", "runs"),
+                      noise.window_runs == 1 ? "carries its" : "carry their",
+                      spread_text(noise, *noise.window_sigma));
     return out;
   }
   if (noise.window_sigma)

@@ -39,6 +39,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,6 +112,15 @@ struct NoiseOptions {
 };
 
 StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& options = {});
+
+// Within each group of completed search trials (`group_of`'s key; none: the trial is left out),
+// the lead of the group's best (by believed value) over each other member, by trial number; the
+// best itself has none. How "slowed" is judged against the job's own figure
+// (judge/prediction_quality.h: the best of the same placement, beyond the noise).
+std::map<int, NoiseLead> leads_within_groups(
+    const search::StudyView& study,
+    const std::function<std::optional<std::string>(const search::FrozenTrial&)>& group_of,
+    const NoiseOptions& options = {});
 
 // The plain words every output prints, one sentence each; the commands they suggest name the
 // study file STUDY, as the CLI's own hints do. One run's noise: "one run varies by 4.2% (the

@@ -7,6 +7,8 @@
 #include "probes/verdict_memory.h"
 
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/noise.h"
+#include "tuner/judge/ranking.h"
 
 namespace tune::tuner {
 namespace {
@@ -166,8 +168,10 @@ PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& tri
 std::string prediction_quality_text(const PredictionQuality& q) {
   if (q.trials == 0) return "";
   std::string text = fmt::format(
-      "predicted vs observed oversubscription, {} trial{}: precision {}, recall {}", q.trials,
-      q.trials == 1 ? "" : "s",
+      "the prediction against the probes' own verdicts (not the job's figure), {} trial{}: "
+      "precision "
+      "{}, recall {}",
+      q.trials, q.trials == 1 ? "" : "s",
       share_text(q.precision, q.true_positive, q.true_positive + q.false_positive, "predicted"),
       share_text(q.recall, q.true_positive, q.true_positive + q.false_negative, "observed"));
   const bool same = q.risk_true_positive == q.true_positive &&
@@ -202,6 +206,117 @@ nlohmann::json prediction_quality_json(const PredictionQuality& q) {
             {"recall", opt(q.risk_recall)},
             {"brier", opt(q.brier)},
             {"brier_yes_no", opt(q.brier_yes_no)}}}};
+}
+
+namespace {
+
+// The placement the monitor saw: each rank's allowed PUs, in rank order ("0|1", "0-1|0-1").
+std::optional<std::string> placement_of(const search::FrozenTrial& t) {
+  const auto* verdict = object_attr(t, k_attr_probe_verdict);
+  if (verdict == nullptr || !verdict_counts(t)) return std::nullopt;
+  const auto ranks = verdict->find("ranks");
+  if (ranks == verdict->end() || !ranks->is_array() || ranks->empty()) return std::nullopt;
+  std::map<int, std::string> by_rank;
+  for (const auto& r : *ranks) {
+    if (!r.is_object()) return std::nullopt;
+    const auto rank = r.find("rank"), pus = r.find("allowed_pus");
+    if (rank == r.end() || pus == r.end() || !rank->is_number_integer() || !pus->is_string())
+      return std::nullopt;
+    by_rank[rank->get<int>()] = pus->get<std::string>();
+  }
+  std::string key;
+  for (const auto& [rank, pus] : by_rank) key += (key.empty() ? "" : "|") + pus;
+  return key;
+}
+
+}  // namespace
+
+FigureQuality figure_quality(const search::StudyView& study) {
+  FigureQuality q;
+  const auto leads = leads_within_groups(study, placement_of);
+  std::map<std::string, int> members;  // placement -> judged trials in it
+  std::map<std::string, int> best_of;  // placement -> its best trial (the one without a lead)
+  for (const auto& t : study.trials()) {
+    if (t.state != search::TrialState::complete || !t.value || is_rerun(t)) continue;
+    const auto key = placement_of(t);
+    if (!key) continue;
+    members[*key] += 1;
+    if (!leads.contains(t.number)) best_of[*key] = t.number;
+  }
+  for (const auto& t : study.trials()) {
+    if (t.state != search::TrialState::complete || !t.value || is_rerun(t)) continue;
+    const auto key = placement_of(t);
+    const auto flagged = flag(t, k_attr_probe_verdict, "observed_oversubscribed");
+    if (!key || !flagged || members[*key] < 2) continue;
+    bool slowed = false;
+    double ratio = 1;
+    int best = t.number;
+    if (const auto it = leads.find(t.number); it != leads.end()) {
+      const NoiseLead& lead = it->second;
+      best = lead.best;
+      ratio = lead.ratio.value_or(1);
+      if (lead.verdict != NoiseVerdict::unknown) {
+        q.noise_known = true;
+        slowed = lead.verdict == NoiseVerdict::beyond && lead.difference > 0;
+      } else {
+        slowed = ratio >= k_slowed_without_noise;
+      }
+    }
+    q.trials += 1;
+    if (*flagged && slowed) q.true_positive += 1;
+    if (*flagged && !slowed) q.false_positive += 1;
+    if (!*flagged && slowed) q.false_negative += 1;
+    if (!*flagged && !slowed) q.true_negative += 1;
+    const bool fastest = best == t.number;
+    if ((*flagged && fastest) || (!*flagged && ratio >= k_contradiction_ratio))
+      q.contradictions.push_back({t.number, best, ratio, *flagged});
+  }
+  q.precision = share(q.true_positive, q.true_positive + q.false_positive);
+  q.recall = share(q.true_positive, q.true_positive + q.false_negative);
+  std::ranges::stable_sort(q.contradictions, [](const auto& a, const auto& b) {
+    return (a.flagged ? 0.0 : a.ratio) > (b.flagged ? 0.0 : b.ratio);
+  });
+  if (q.contradictions.size() > 3) q.contradictions.resize(3);
+  return q;
+}
+
+std::string figure_quality_text(const FigureQuality& q) {
+  if (q.trials == 0) return "";
+  std::string out = fmt::format(
+      "verdicts against the job's own figure, {} trials: precision {}, recall {} (slowed: {} "
+      "below the best of the same placement)",
+      q.trials,
+      share_text(q.precision, q.true_positive, q.true_positive + q.false_positive, "flagged"),
+      share_text(q.recall, q.true_positive, q.true_positive + q.false_negative, "slowed"),
+      q.noise_known ? "beyond the noise"
+                    : fmt::format("{:.0f}% or more, the noise being unknown,",
+                                  100 * (k_slowed_without_noise - 1)));
+  for (const auto& c : q.contradictions) {
+    if (c.flagged)
+      out += fmt::format("; #{}, the fastest of its placement, flagged oversubscribed", c.trial);
+    else
+      out += fmt::format("; #{} rated ok, {:.2g}x slower than #{}", c.trial, c.ratio, c.best);
+  }
+  return out;
+}
+
+nlohmann::json figure_quality_json(const FigureQuality& q) {
+  auto opt = [](const std::optional<double>& x) {
+    return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
+  };
+  nlohmann::json contradictions = nlohmann::json::array();
+  for (const auto& c : q.contradictions)
+    contradictions.push_back(
+        {{"trial", c.trial}, {"best", c.best}, {"ratio", c.ratio}, {"flagged", c.flagged}});
+  return {{"trials", q.trials},
+          {"true_positive", q.true_positive},
+          {"false_positive", q.false_positive},
+          {"false_negative", q.false_negative},
+          {"true_negative", q.true_negative},
+          {"precision", opt(q.precision)},
+          {"recall", opt(q.recall)},
+          {"noise_known", q.noise_known},
+          {"contradictions", contradictions}};
 }
 
 }  // namespace tune::tuner

@@ -354,6 +354,8 @@ static void write_summary(std::ostream& out, const std::string& study_name,
   out << summary_line(counts, digits);
   write_best(out, study, objective_names, digits);
   write_noise(out, study);
+  if (const auto q = figure_quality_text(figure_quality(study)); !q.empty())
+    out << summary_line("probes: " + q, digits);
   if (const auto q = prediction_quality_text(prediction_quality(study.trials())); !q.empty())
     out << summary_line("probes: " + q, digits);
 }

@@ -379,6 +379,8 @@ void write_tables(std::ostream& out, const ReportData& d) {
           out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe) << "</td></tr>\n";
       close_table(out);
     }
+    if (const auto q = figure_quality_text(d.figure); !q.empty())
+      out << "<p id=\"verdict-quality\">" << e(q) << "</p>\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
   }

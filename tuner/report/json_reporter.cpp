@@ -167,6 +167,7 @@ json report_to_json(const ReportData& d) {
     j["failures"].push_back(
         {{"reason", f.reason}, {"count", f.trials.size()}, {"trials", f.trials}});
   j["prediction_quality"] = prediction_quality_json(d.prediction);
+  j["verdict_quality"] = figure_quality_json(d.figure);
   j["params"] = json::array();
   for (const auto& a : d.axes) j["params"].push_back(axis_json(a));
   // Multi-objective studies: one direction and name per objective, and the Pareto front.

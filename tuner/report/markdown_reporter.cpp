@@ -153,6 +153,8 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
       any = true;
       out << md_row({fmt::format("#{}", r.number), md(r.probe)});
     }
+    if (const auto q = figure_quality_text(d.figure); !q.empty())
+      out << "\nVerdicts: " << md_sentence(q) << ".\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "\nPrediction: " << md_sentence(q) << ".\n";
   }

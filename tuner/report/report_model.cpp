@@ -394,7 +394,7 @@ bool ReportData::any_completed() const {
 }
 
 bool ReportData::any_probe() const {
-  return prediction.trials > 0 ||
+  return prediction.trials > 0 || figure.trials > 0 ||
          std::ranges::any_of(trials, [](const ReportTrial& r) { return !r.probe.empty(); });
 }
 
@@ -430,6 +430,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   data.failures = group_failures(data.trials);
   if (study.is_multi_objective()) add_front(folded, data);
   data.prediction = prediction_quality(study.trials());
+  data.figure = figure_quality(study);
   return data;
 }
 

@@ -125,6 +125,7 @@ struct ReportData {
   std::string importance_caveat;       // the plain words for it; "" when beyond
   std::vector<FailureGroup> failures;  // most frequent first
   PredictionQuality prediction;        // the probes' prediction against observed verdicts
+  FigureQuality figure;                // the observed verdicts against the job's own figure
   std::vector<ParamAxis> axes;         // the search space
   // A multi-objective study (two or more directions) has no single best trial: best, top and
   // speedup stay empty and the writers show the Pareto front instead.

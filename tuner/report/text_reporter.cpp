@@ -157,6 +157,7 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
       out << fmt::format("  #{:<4} {}\n", r.number, r.probe);
     }
     if (shown > 0) out << fmt::format("  {} of {} trials oversubscribed the CPUs\n", over, shown);
+    if (const auto q = figure_quality_text(d.figure); !q.empty()) out << "  " << q << "\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
   }
   if (d.failures.empty()) return;

@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "search/trial.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/prediction_quality.h"
 #include "tuner/report/report.h"
@@ -47,8 +48,8 @@ TEST(PredictionQuality, CountsPrecisionAndRecall) {
   EXPECT_DOUBLE_EQ(*q.precision, 0.75);
   EXPECT_DOUBLE_EQ(*q.recall, 0.6);
   EXPECT_EQ(prediction_quality_text(q),
-            "predicted vs observed oversubscription, 10 trials: precision 75% (3 of 4), recall "
-            "60% (3 of 5)");
+            "the prediction against the probes' own verdicts (not the job's figure), 10 trials: "
+            "precision 75% (3 of 4), recall 60% (3 of 5)");
 }
 
 // A trial that failed at start (a wrong path in its command) ran a second of start-up: its "ok"
@@ -105,7 +106,7 @@ TEST(PredictionQuality, BySettingAtRiskIsJudgedAgainstAnyRunOfTheSameLayout) {
   EXPECT_EQ(q.risk_false_negative, 0);
   EXPECT_DOUBLE_EQ(*q.risk_precision, 1.0);
   EXPECT_DOUBLE_EQ(*q.risk_recall, 1.0);
-  EXPECT_DOUBLE_EQ(*q.brier, 4 * 0.25 / 8);  // 0.5 against 1 or 0 on half the runs, exact on half
+  EXPECT_DOUBLE_EQ(*q.brier, 4 * 0.25 / 8);    // 0.5 against 1 or 0 on half the runs, exact on half
   EXPECT_DOUBLE_EQ(*q.brier_yes_no, 2.0 / 8);  // "oversubscribed" wrong in 2 runs of 8
   EXPECT_NE(prediction_quality_text(q).find("; by setting (at risk vs oversubscribed in some run): "
                                             "precision 100% (4 of 4), recall 100% (4 of 4)"),
@@ -149,8 +150,61 @@ TEST(PredictionQuality, EveryReportFormatAndTheRunSummaryShowIt) {
   EXPECT_DOUBLE_EQ(j["prediction_quality"]["recall"].get<double>(), 0.6);
   std::ostringstream summary;
   print_summary(summary, "s", view);
-  EXPECT_NE(summary.str().find("probes: predicted vs observed"), std::string::npos)
+  EXPECT_NE(summary.str().find("probes: the prediction against the probes' own verdicts"),
+            std::string::npos)
       << summary.str();
+}
+
+// A trial with its figure (img/s, higher is better), its observed verdict and its placement:
+// each rank's allowed PUs as the monitor saw them.
+search::FrozenTrial judged(int number, double value, bool flagged, const std::string& pus) {
+  search::FrozenTrial t;
+  t.number = number;
+  t.state = search::TrialState::complete;
+  t.value = value;
+  t.params = {{"x", static_cast<double>(number)}};
+  t.system_attrs[k_attr_probe_verdict] = {
+      {"observed_oversubscribed", flagged},
+      {"ranks",
+       {{{"rank", 0}, {"allowed_pus", pus == "bound" ? "0" : "0-1"}},
+        {{"rank", 1}, {"allowed_pus", pus == "bound" ? "1" : "0-1"}}}}};
+  return t;
+}
+
+TEST(FigureQuality, VerdictsAreJudgedAgainstTheBestOfTheSamePlacement) {
+  search::VectorStudyView v(search::Direction::maximize);
+  auto& ts = v.mutable_trials();
+  // Bound: the best 1290, one within 10% of it (not slowed), one slowed and flagged.
+  ts.push_back(judged(0, 1290, false, "bound"));
+  ts.push_back(judged(1, 1250, false, "bound"));
+  ts.push_back(judged(2, 1000, true, "bound"));
+  // Unbound: its best (1810) flagged though fastest, two slowed (one flagged, one rated ok at
+  // 2.5x slower: a contradiction), and the bound ones slower than 1810 are not judged by it.
+  ts.push_back(judged(3, 1810, true, "unbound"));
+  ts.push_back(judged(4, 700, true, "unbound"));
+  ts.push_back(judged(5, 720, false, "unbound"));
+  // Alone in its placement: not judged.
+  auto lone = judged(6, 100, true, "bound");
+  lone.system_attrs[k_attr_probe_verdict]["ranks"] = {{{"rank", 0}, {"allowed_pus", "0"}}};
+  ts.push_back(lone);
+  const FigureQuality q = figure_quality(v);
+  EXPECT_EQ(q.trials, 6);
+  EXPECT_FALSE(q.noise_known);
+  EXPECT_EQ(q.true_positive, 2);   // #2, #4
+  EXPECT_EQ(q.false_positive, 1);  // #3
+  EXPECT_EQ(q.false_negative, 1);  // #5
+  EXPECT_EQ(q.true_negative, 2);   // #0, #1
+  ASSERT_EQ(q.contradictions.size(), 2U);
+  EXPECT_EQ(q.contradictions[0].trial, 5);  // the slowest "ok" first
+  EXPECT_EQ(q.contradictions[0].best, 3);
+  EXPECT_EQ(q.contradictions[1].trial, 3);
+  EXPECT_TRUE(q.contradictions[1].flagged);
+  EXPECT_EQ(figure_quality_text(q),
+            "verdicts against the job's own figure, 6 trials: precision 67% (2 of 3), recall 67% "
+            "(2 of 3) (slowed: 10% or more, the noise being unknown, below the best of the same "
+            "placement); #5 rated ok, 2.5x slower than #3; #3, the fastest of its placement, "
+            "flagged oversubscribed");
+  EXPECT_EQ(figure_quality_json(q)["false_negative"], 1);
 }
 
 }  // namespace
