@@ -26,7 +26,9 @@
 #include "tuner/cli/confirm.h"
 #include "tuner/cli/subcommands.h"
 #include "tuner/export/export.h"
+#include "tuner/export/export_choice.h"
 #include "tuner/export/worker_array.h"
+#include "tuner/judge/summary.h"
 #include "tuner/measure/objective.h"
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
@@ -117,14 +119,6 @@ void name_objectives(const StudySpec& spec, ReportData& data) {
   data.objectives = objective_names(spec);
   data.direction = objectives_text(data);  // "minimize elapsed_time, maximize accuracy"
   data.objective.clear();
-}
-
-// The export header's "Measured:" line: the report's measured text with the objective's name.
-std::string export_measured_text(const ReportData& data, const ReportTrial& t) {
-  if (!t.values.empty()) return values_text(data, t) + " (one run)";
-  if (!t.median && !t.value) return fmt::format("no value ({})", search::to_string(t.state));
-  return fmt::format("{} = {}", data.objective.empty() ? "value" : data.objective,
-                     measured_text(t));
 }
 
 struct ReportArgs {
@@ -231,7 +225,9 @@ void add_export_options(CLI::App* sub, ExportArgs& args) {
   add_format_and_output(sub, args.format, args.output,
                         "bash (default), slurm, pbs, env, mpirun or slurm-array",
                         export_format_names());
-  sub->add_option("--trial", args.trial, "Export this trial number instead of the best")
+  sub->add_option("--trial", args.trial,
+                  "Export this completed trial instead of the best (or of the baseline, when "
+                  "the best is within the noise of it)")
       ->check(at_least(0));
   sub->add_option("--walltime", args.walltime,
                   "slurm/pbs: the job's time limit (90m, 2h, 3600); default twice the trial's "
@@ -246,30 +242,27 @@ void add_export_options(CLI::App* sub, ExportArgs& args) {
                    "runs); --trials is tune's own: tune --trials N STUDY.yaml");
 }
 
-// The trial to export (--trial, else the best) and the header's "Measured:" text for it.
-std::pair<int, std::string> export_choice(const ReportData& data, int trial) {
-  if (trial >= 0) {
-    const auto it = std::find_if(data.trials.begin(), data.trials.end(),
-                                 [&](const ReportTrial& t) { return t.number == trial; });
-    if (it == data.trials.end())
-      throw BadInput(fmt::format("--trial {}: no such trial in study '{}' ({} trials)", trial,
-                                 data.study, data.trials.size()));
-    return {trial, export_measured_text(data, *it)};
-  }
-  if (data.multi_objective() && !data.front.empty()) {
-    std::vector<std::string> numbers;
-    for (const auto& t : data.front) numbers.push_back(fmt::format("{}", t.number));
-    throw BadInput(fmt::format(
-        "study '{}' has {} objectives and no single best trial: pick one of its Pareto front "
-        "with --trial N (front: {})",
-        data.study, data.directions.size(), fmt::join(numbers, ", ")));
-  }
-  if (!data.best)
-    throw std::runtime_error(
-        fmt::format("study '{}' has no completed trial to export yet", data.study));
-  std::string measured = export_measured_text(data, *data.best);
-  if (!data.best->median) measured += "; the best single run";
-  return {data.best->number, measured};
+// The trial to export (export_choice.h); its errors as the CLI's exit statuses.
+ExportChoice export_choice(const search::StudyView& study, const std::string& name, int trial) {
+  auto choice =
+      choose_export_trial(study, name, trial >= 0 ? std::optional<int>(trial) : std::nullopt);
+  if (choice) return std::move(*choice);
+  if (choice.error().kind == ExportChoiceError::Kind::bad_input)
+    throw BadInput(choice.error().message);
+  throw std::runtime_error(choice.error().message);
+}
+
+// The header's "Measured:" text: the setting's believed value, or each objective's value of a
+// trial of a multi-objective study.
+std::string export_measured(const StudySpec& spec, const ExportChoice& choice) {
+  if (spec.objectives.size() < 2) return measured_text(choice, objective_label(spec.objective));
+  const auto names = objective_names(spec);
+  std::string out;
+  for (std::size_t i = 0; i < choice.trial->values.size(); ++i)
+    out += fmt::format("{}{} = {}", out.empty() ? "" : ", ",
+                       i < names.size() ? names[i] : fmt::format("#{}", i),
+                       format_value(choice.trial->values[i]));
+  return (out.empty() ? "-" : out) + " (one run)";
 }
 
 int run_export(const ExportArgs& args) {
@@ -283,16 +276,13 @@ int run_export(const ExportArgs& args) {
         "trial)");
   auto opened = open_study_or_throw(args.study);
   const auto spec = unwrap_input(spec_of(opened));
-  ReportOptions options;
-  options.importance = false;
-  auto data = build_report(*opened.cache, opened.cache->study().name, spec.space, options);
-  name_objectives(spec, data);
-  const auto [number, measured] = export_choice(data, args.trial);
   const auto& trials = opened.cache->trials();
-  const auto trial = std::find_if(trials.begin(), trials.end(),
-                                  [&](const search::FrozenTrial& t) { return t.number == number; });
+  const auto choice = export_choice(*opened.cache, opened.cache->study().name, args.trial);
+  const search::FrozenTrial* trial = choice.trial;
+  const int number = trial->number;
   ExportOptions export_options;
-  export_options.measured = measured;
+  export_options.measured = export_measured(spec, choice);
+  export_options.notes = choice.notes;
   export_options.storage = opened.url;
   export_options.allow_run_as_root = running_as_root();  // as the trials ran
   if (!args.walltime.empty()) {
@@ -314,6 +304,8 @@ int run_export(const ExportArgs& args) {
   // What fails here is the study file (a template, a variable name) or the trial chosen (a
   // parameter the study file no longer has): bad input.
   const auto text = unwrap_input(render_export(spec, *trial, format, export_options));
+  // First on stderr: when what is written is not shown to beat the baseline, and why.
+  if (!choice.warning.empty()) std::cerr << "tune: " << choice.warning << "\n" << std::flush;
   const bool script =
       format == ExportFormat::bash || format == ExportFormat::slurm || format == ExportFormat::pbs;
   write_output(args.output, text, script);
@@ -351,9 +343,11 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
             "trial 7's mpirun command line"},
            {"tune export study.yaml -f slurm-array --workers 8 --trials-per-worker 25 -o w.sbatch",
             "a Slurm job array of 8 tune workers on the study, 25 new trials each"}},
-          "--format bash, slurm, pbs, env or mpirun writes the best trial (or --trial N); "
-          "slurm-array\n"
-          "writes a Slurm job array of tune workers that share the study (PostgreSQL storage)."),
+          "--format bash, slurm, pbs, env or mpirun writes the best trial (or --trial N); when "
+          "the best is\n"
+          "within the noise of the baseline it writes the baseline and says so. slurm-array "
+          "writes a Slurm\n"
+          "job array of tune workers that share the study (PostgreSQL storage)."),
   };
 }
 

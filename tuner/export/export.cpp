@@ -133,6 +133,8 @@ Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial
 }
 
 std::string tuned_on(const search::FrozenTrial& trial);
+std::string comment_lines(const std::string& text, const std::string& first,
+                          const std::string& rest);
 
 std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
                    const ExportOptions& options) {
@@ -145,6 +147,7 @@ std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
   }
   std::string h = fmt::format("# Exported by `tune export` from study '{}', trial #{}.\n",
                               one_line(spec.name), trial.number);
+  for (const auto& note : options.notes) h += comment_lines(one_line(note), "#", "#");
   if (!options.measured.empty()) h += "# Measured: " + one_line(options.measured) + "\n";
   if (!params.empty()) h += "# Parameters: " + one_line(params) + "\n";
   if (!spec.file.empty())

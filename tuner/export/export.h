@@ -40,6 +40,9 @@ struct ExportOptions {
   std::string trainer;                     // {tune_trainer}; empty = bundled_trainer_path()
   std::string default_out = "./tune-run";  // $TUNE_OUT when the user sets none
   std::string measured;                    // header text: "elapsed_time = 1.23 (median of 5 runs)"
+  // Header sentences after its first line, each a comment paragraph: why this trial was written
+  // and how it compares with the baseline (ExportChoice::notes, tuner/export/export_choice.h).
+  std::vector<std::string> notes;
   std::string storage;  // header text: the database it came from (shown with its password masked)
   // --format mpirun: --allow-run-as-root in the line, as the trials had it (tune export sets it
   // when run as root; the scripts set Open MPI's variables for that themselves).

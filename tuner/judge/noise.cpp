@@ -321,11 +321,17 @@ StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& opti
     return it == trials.end() ? nullptr : &it->second;
   };
   const TrialRuns* best = ranked.empty() ? nullptr : runs_of(ranked.front());
+  if (options.candidate) {
+    const auto it = trials.find(*options.candidate);
+    best = it == trials.end() ? nullptr : &it->second;
+  }
   if (best != nullptr) {
     const TrialRuns* baseline = runs_of(find_baseline(study));
     if (baseline != nullptr && baseline != best)
       out.over_baseline = lead_of(model, *best, *baseline, maximize, options);
+    // The runner-up is the best's: a candidate picked by hand has none.
     for (const auto* t : ranked) {
+      if (options.candidate) break;
       if (t->params == best->trial->params) continue;
       if (const auto* runner_up = runs_of(t)) {
         out.over_runner_up = lead_of(model, *best, *runner_up, maximize, options);

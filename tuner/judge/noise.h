@@ -97,7 +97,8 @@ struct SettingsTest {
 struct StudyNoise {
   NoiseEstimate noise;
   int settings = 0;  // distinct settings (parameter values) with a completed run
-  std::optional<NoiseLead> over_baseline;   // none without a baseline, or when it is the best
+  // The best's (or options.candidate's) lead; none without a baseline, or when it is the baseline.
+  std::optional<NoiseLead> over_baseline;
   std::optional<NoiseLead> over_runner_up;  // the best-ranked trial with other parameters
   std::optional<SettingsTest> test;         // none when the noise is unknown or < 2 settings
   // beyond: the settings are told apart; within: they are not; unknown: no noise, or nothing to
@@ -109,6 +110,10 @@ struct StudyNoise {
 struct NoiseOptions {
   int bootstrap_samples = 4000;  // for the ratio of medians (>= 3 re-runs each side)
   std::uint64_t seed = 1;        // the bootstrap's: the same study gives the same interval
+  // The trial whose lead over the baseline is judged (over_baseline), by the same rule as the
+  // best's (`tune export --trial N`); none = the best, whose runner-up is judged too. A trial
+  // that is not ranked (ranking.h) gets no lead.
+  std::optional<int> candidate = std::nullopt;
 };
 
 StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& options = {});

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "tuner/base/stats.h"
 #include "tuner/base/trial_attrs.h"
@@ -41,6 +42,35 @@ std::vector<double> rerun_values_of(const search::StudyView& study, int number) 
     if (auto v = rerun_value(t)) values.push_back(*v);
   }
   return values;
+}
+
+std::optional<SettingValue> setting_value(const search::StudyView& study,
+                                          const std::map<std::string, double>& params) {
+  std::map<int, std::vector<double>> reruns;  // original's number -> its re-runs' values
+  for (const auto& t : study.trials()) {
+    const auto of = rerun_of(t);
+    if (!of) continue;
+    if (const auto v = rerun_value(t); v && std::isfinite(*v)) reruns[*of].push_back(*v);
+  }
+  SettingValue s;
+  std::vector<double> runs;
+  for (const auto& t : study.trials()) {
+    if (t.state != TrialState::complete || !t.value || is_rerun(t) || t.params != params) continue;
+    const auto own = search_value(t);
+    if (!own || !std::isfinite(*own)) continue;
+    if (const auto it = reruns.find(t.number); it != reruns.end()) {
+      runs.insert(runs.end(), it->second.begin(), it->second.end());
+      s.reruns += static_cast<int>(it->second.size());
+    } else {
+      runs.push_back(*own);
+    }
+    s.trials.push_back(t.number);
+  }
+  if (runs.empty()) return std::nullopt;
+  s.value = median(runs);
+  s.runs = static_cast<int>(runs.size());
+  std::sort(s.trials.begin(), s.trials.end());
+  return s;
 }
 
 Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int repeats) {

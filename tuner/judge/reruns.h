@@ -11,6 +11,7 @@
 // enqueueing re-runs are the runner's (tuner/run/rerun.h). Stateless functions; thread-safe.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,21 @@ std::optional<double> rerun_value(const search::FrozenTrial& t);
 std::optional<double> search_value(const search::FrozenTrial& t);
 // The measured values of the completed re-runs of trial `number`, in number order.
 std::vector<double> rerun_values_of(const search::StudyView& study, int number);
+
+// A setting's believed value, as `tune export` names it: the median of the runs behind the
+// believed values of every ranked trial (ranking.h) with these parameters: each one's re-runs
+// when it has any (its own run, picked for being good, left out), else its own run. These are
+// the runs the noise model pools for a setting (noise.h), so a lucky single run of a setting that
+// re-runs measured lower is never named for it.
+struct SettingValue {
+  double value = 0;         // the median
+  int runs = 0;             // the runs it is the median of
+  int reruns = 0;           // of which re-runs
+  std::vector<int> trials;  // the ranked trials of the setting, number order
+};
+// None when no ranked trial has `params` (or none has a finite value).
+std::optional<SettingValue> setting_value(const search::StudyView& study,
+                                          const std::map<std::string, double>& params);
 
 // `tune confirm`'s re-runs: which trials (the baseline, then the best), in which order.
 struct ConfirmPlan {
