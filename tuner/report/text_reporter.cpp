@@ -159,6 +159,10 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
     if (shown > 0) out << fmt::format("  {} of {} trials oversubscribed the CPUs\n", over, shown);
     if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
   }
+  if (!d.under_load.empty()) {
+    out << "\n" << k_under_load_heading << "\n";
+    for (const auto& t : d.under_load) out << "  " << loaded_trial_text(t) << "\n";
+  }
   if (d.failures.empty()) return;
   out << "\nFailure reasons\n";
   for (const auto& f : d.failures)
