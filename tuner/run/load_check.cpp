@@ -67,7 +67,7 @@ void add_load_attrs(const LoadJudgement& load, nlohmann::json& user_attrs) {
 
 std::string load_note(const LoadJudgement& load) {
   if (!load.under_load || !load.external_cpus) return "";
-  std::string note = fmt::format("measured under load: {:.2g} CPUs busy outside the study (limit {:.2g})",
+  std::string note = fmt::format("measured under load: {:.2g} CPUs of other work (limit {:.2g})",
                                  *load.external_cpus, load.limit);
   if (load.rank_cpu_share) note += fmt::format(", ranks at {:.0f}% CPU", *load.rank_cpu_share * 100);
   return note;

@@ -55,7 +55,7 @@ LoadJudgement judge_load(const LoadSpec& spec, const std::optional<TrialCpu>& cp
 // k_attr_measured_under_load when under load.
 void add_load_attrs(const LoadJudgement& load, nlohmann::json& user_attrs);
 
-// "measured under load: 1.9 CPUs busy outside the study (limit 0.25)", for the live line.
+// "measured under load: 1.9 CPUs of other work (limit 0.25)", for the live line.
 std::string load_note(const LoadJudgement& load);
 
 // Waiting for a quiet machine: `sample` measures the CPUs' worth other work used over its next

@@ -143,7 +143,7 @@ TEST(LoadCheck, ATrialUnderLoadIsMarkedWithItsFigures) {
   ASSERT_TRUE(attrs.contains(k_attr_measured_under_load));
   EXPECT_EQ(attrs[k_attr_measured_under_load]["external_cpus"], 1.9);
   EXPECT_EQ(attrs[k_attr_measured_under_load]["limit"], 0.25);
-  EXPECT_EQ(load_note(j), "measured under load: 1.9 CPUs busy outside the study (limit 0.25)");
+  EXPECT_EQ(load_note(j), "measured under load: 1.9 CPUs of other work (limit 0.25)");
 }
 
 // Samples handed out in order; the wait's stop never fires.
