@@ -311,7 +311,9 @@ Result<void> StudyRunner::enqueue_load_rerun(const FrozenTrial& trial) {
 }
 
 void StudyRunner::wait_for_quiet(std::ostream& out) {
-  if (m_cache->waiting() == 0) return;  // no pass over the study for the common case
+  // No pass over the study for the common case; with the load not judged (load: off,
+  // TUNE_LOAD_CHECK=off), a re-run an earlier run enqueued is not waited for either.
+  if (!m_load.check || m_cache->waiting() == 0) return;
   // The trial the runner takes next: the oldest WAITING one (Storage::pop_waiting_trial).
   const FrozenTrial* next = nullptr;
   for (const auto& t : m_cache->trials()) {
