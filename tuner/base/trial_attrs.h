@@ -54,6 +54,9 @@ inline constexpr const char* k_attr_probe_duty = "probe_duty_cycles";
 inline constexpr const char* k_attr_rerun_of = search::k_repeat_of_attr;
 // re-runs: 0-based round of a re-run (int); stored as "confirm_round" for the same reason.
 inline constexpr const char* k_attr_rerun_round = "confirm_round";
+// runner (tuner/run/load_check.h): why tune enqueued a re-run itself, when not for
+// incumbent_repeats: "load" (its original was measured under load; re-run once quiet).
+inline constexpr const char* k_attr_rerun_cause = "rerun_cause";
 
 // --- user attrs (what a person looks at) ---------------------------------------------------
 // runner: the argv launched ([str]), the variables set ({name: value}, a secret's value
@@ -105,6 +108,18 @@ inline constexpr const char* k_attr_signal = "signal";
 // (the job exited 0 with fewer than two points: FAIL), "unfinished" (the trial ended otherwise:
 // a crash, a signal, its timeout: FAIL as such).
 inline constexpr const char* k_attr_window = "window";
+
+// runner (tuner/run/load_check.h), every trial that ran under a keeper: the CPU time used outside
+// the study while it ran, in CPUs' worth (float, e.g. 0.93: the machine's busy time less the
+// trial's process tree, the keeper and tune, over the trial); and, with the probes, the mean CPU
+// one of its ranks got (float, 1.0 = a whole CPU).
+inline constexpr const char* k_attr_external_cpu = "external_cpu";
+inline constexpr const char* k_attr_rank_cpu_share = "rank_cpu_share";
+// runner: only on a trial measured under load (its external_cpu above the study's `load:`
+// limit): {"external_cpus": float, "uncertainty": float (the reading's resolution), "limit":
+// float}. Such a trial is not ranked (judge/ranking.h) until a re-run measured without load
+// stands for it; it is kept and listed.
+inline constexpr const char* k_attr_measured_under_load = "measured_under_load";
 
 // --- study user attrs ----------------------------------------------------------------------
 // runner: the study file's absolute path, so confirm/export find it from the database alone.

@@ -244,12 +244,14 @@ Collected collect_runs(const search::StudyView& study) {
   std::map<int, std::vector<Run>> reruns;
   for (const auto& t : study.trials()) {
     const auto of = rerun_of(t);
-    if (!of) continue;
+    if (!of || !trusted_run(t)) continue;  // measured under load (ranking.h): not one run's noise
     if (const auto v = rerun_value(t); v && std::isfinite(*v)) reruns[*of].push_back(run_of(t, *v));
   }
   bool positive = true;
   for (const auto& t : study.trials()) {
     if (t.state != TrialState::complete || !t.value || is_rerun(t)) continue;
+    // A run measured under load counts only through the re-runs that stand for it.
+    if (!trusted_run(t) && !reruns.contains(t.number)) continue;
     const auto own = search_value(t);
     if (!own || !std::isfinite(*own)) continue;
     TrialRuns r;

@@ -17,6 +17,11 @@ using search::TrialState;
 
 bool is_rerun(const FrozenTrial& trial) { return trial.system_attrs.contains(k_attr_rerun_of); }
 
+bool measured_under_load(const FrozenTrial& trial) {
+  const auto it = trial.user_attrs.find(k_attr_measured_under_load);
+  return it != trial.user_attrs.end() && !it->is_null();
+}
+
 const FrozenTrial* find_baseline(const search::StudyView& study) {
   for (const auto& t : study.trials()) {
     if (t.system_attrs.contains(k_attr_fixed_params) && !is_rerun(t)) return &t;
@@ -26,8 +31,10 @@ const FrozenTrial* find_baseline(const search::StudyView& study) {
 
 namespace {
 
-bool is_ranked(const FrozenTrial& t) {
-  return t.state == TrialState::complete && t.value && !is_rerun(t);
+// `trusted_reruns`: a completed re-run measured without load stands for it.
+bool is_ranked(const FrozenTrial& t, bool trusted_reruns) {
+  return t.state == TrialState::complete && t.value && !is_rerun(t) &&
+         (trusted_run(t) || trusted_reruns);
 }
 
 // Every ranked trial with its believed value, number order: one pass over the study for the
@@ -40,13 +47,13 @@ std::vector<Ranked> ranked_with_values(const search::StudyView& study) {
   std::map<int, std::vector<double>> reruns;
   for (const auto& t : study.trials()) {
     const auto of = rerun_of(t);
-    const auto v = of ? rerun_value(t) : std::nullopt;
+    const auto v = of && trusted_run(t) ? rerun_value(t) : std::nullopt;
     if (v) reruns[*of].push_back(*v);
   }
   std::vector<Ranked> out;
   for (const auto& t : study.trials()) {
-    if (!is_ranked(t)) continue;
     const auto it = reruns.find(t.number);
+    if (!is_ranked(t, it != reruns.end())) continue;
     out.push_back({&t, it == reruns.end() ? *t.value : median(it->second)});
   }
   return out;
@@ -111,7 +118,7 @@ void BestTracker::fold(const search::StudyView& study, std::size_t position) {
     // A re-run: its value (once completed) is part of its original's believed value.
     if (m_rerun_of.emplace(t.number, *of).second) ++m_rerun_count[*of];
     auto& values = m_rerun_values[*of];
-    if (const auto v = rerun_value(t))
+    if (const auto v = trusted_run(t) ? rerun_value(t) : std::nullopt)
       values[t.number] = *v;
     else
       values.erase(t.number);
@@ -128,10 +135,11 @@ void BestTracker::rank(const search::StudyView& study, int number) {
   const auto pos = m_position.find(number);
   if (pos == m_position.end()) return;  // an original not read yet: ranked when it is
   const FrozenTrial& t = study.trials()[pos->second];
-  if (!is_ranked(t)) return;
+  const auto reruns = m_rerun_values.find(number);
+  const bool trusted_reruns = reruns != m_rerun_values.end() && !reruns->second.empty();
+  if (!is_ranked(t, trusted_reruns)) return;
   double value = *t.value;
-  if (const auto reruns = m_rerun_values.find(number);
-      reruns != m_rerun_values.end() && !reruns->second.empty()) {
+  if (trusted_reruns) {
     std::vector<double> values;  // in re-run number order, as ranked_with_values collects them
     values.reserve(reruns->second.size());
     for (const auto& [n, v] : reruns->second) values.push_back(v);
@@ -160,7 +168,8 @@ std::vector<const FrozenTrial*> front_trials(const search::StudyView& study) {
   std::vector<const FrozenTrial*> complete;
   bool any_feasible = false;
   for (const auto& t : study.trials()) {
-    if (t.state != TrialState::complete || is_rerun(t)) continue;
+    // A multi-objective study has no re-runs to stand for a run measured under load.
+    if (t.state != TrialState::complete || is_rerun(t) || !trusted_run(t)) continue;
     complete.push_back(&t);
     any_feasible = any_feasible || t.is_feasible();
   }

@@ -8,7 +8,12 @@
 // completed re-runs when it has any, else its own run's value. That is the value tune stores on a
 // re-measured trial (so python3-optuna's best_trial ranks the same); studies written before
 // re-runs were stored that way kept the search run's value, and are ranked by the median all the
-// same. Feasible trials come before infeasible ones (as Optuna's constrained studies rank them);
+// same. A run measured under load (other work used the machine's CPUs while it ran, user attr
+// k_attr_measured_under_load, tuner/run/load_check.h) is not trusted: such a re-run is left out
+// of its original's believed value, and such a trial is ranked only once a re-run measured
+// without load stands for it (its believed value is then theirs); until then it is kept and
+// listed, never best, and the noise model leaves it out (so a baseline measured under load gives
+// no lead). Feasible trials come before infeasible ones (as Optuna's constrained studies rank them);
 // ties keep number order. Pure functions over a StudyView, linear in its trials (the sort aside);
 // thread-safe.
 #pragma once
@@ -24,6 +29,12 @@ namespace tune::tuner {
 
 // True for a re-run: a trial that re-measures another one (system attr k_attr_rerun_of).
 bool is_rerun(const search::FrozenTrial& trial);
+
+// True for a trial measured under load (user attr k_attr_measured_under_load): its value is not
+// trusted.
+bool measured_under_load(const search::FrozenTrial& trial);
+// A trial's own value counts: not measured under load.
+inline bool trusted_run(const search::FrozenTrial& trial) { return !measured_under_load(trial); }
 
 // The baseline: the lowest-numbered enqueued trial (system attr "fixed_params") that is not a
 // re-run; nullptr when the study enqueued none.

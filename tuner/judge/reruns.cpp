@@ -38,7 +38,7 @@ std::optional<double> search_value(const FrozenTrial& t) {
 std::vector<double> rerun_values_of(const search::StudyView& study, int number) {
   std::vector<double> values;
   for (const auto& t : study.trials()) {
-    if (rerun_of(t) != number) continue;
+    if (rerun_of(t) != number || !trusted_run(t)) continue;  // measured under load: not counted
     if (auto v = rerun_value(t)) values.push_back(*v);
   }
   return values;

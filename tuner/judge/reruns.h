@@ -30,7 +30,8 @@ std::optional<int> rerun_of(const search::FrozenTrial& t);
 std::optional<double> rerun_value(const search::FrozenTrial& t);
 // The value of a trial's own run: search_value when re-measured, else its value.
 std::optional<double> search_value(const search::FrozenTrial& t);
-// The measured values of the completed re-runs of trial `number`, in number order.
+// The measured values of the completed re-runs of trial `number`, in number order; those
+// measured under load (ranking.h measured_under_load) are left out.
 std::vector<double> rerun_values_of(const search::StudyView& study, int number);
 
 // A setting's believed value, as `tune export` names it: the median of the runs behind the

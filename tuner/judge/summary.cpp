@@ -279,7 +279,13 @@ static void write_best(std::ostream& out, const search::StudyView& study,
   if (study.is_multi_objective()) return print_front(out, study, objective_names, digits);
   const auto* best = best_trial(study);
   if (best == nullptr) {
-    out << "best: no completed trial yet\n";
+    // Completed trials all measured under load are not ranked (ranking.h): say why.
+    const bool loaded = std::ranges::any_of(study.trials(), [](const FrozenTrial& t) {
+      return t.state == search::TrialState::complete && !is_rerun(t) && measured_under_load(t);
+    });
+    out << (loaded ? "best: none measured without other work's load (the report lists those "
+                     "measured under load)\n"
+                   : "best: no completed trial yet\n");
     return;
   }
   const bool live = digits == SummaryDigits::live;

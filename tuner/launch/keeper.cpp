@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tuner/launch/machine_load.h"
 #include "tuner/launch/process_tree.h"
 
 namespace tune::tuner {
@@ -204,6 +205,10 @@ class Keeper {
       m_captures.emplace_back("stdout", STDOUT_FILENO, m_args.cap, m_control);
       m_captures.emplace_back("stderr", STDERR_FILENO, m_args.cap, m_control);
     }
+    // The machine's busy CPU time from here to the program's exit: what was not the trial's (nor
+    // the keeper's, nor tune's) was other work's, which the trial's measure shared the CPUs with.
+    m_busy_at_start = read_busy_cpu();
+    m_started = Clock::now();
     if (!fork_trial(pipes)) return false;
     for (std::size_t i = 0; i < m_captures.size(); ++i) {
       close(pipes[i][1]);
@@ -303,10 +308,24 @@ class Keeper {
         m_status = st;
         // When the trial's own process ended, on the machine's monotonic clock (tune's
         // steady_clock): its wall time ends here, not after the sweep of what it left behind.
-        send_line(m_control, "exited " + std::to_string(Clock::now().time_since_epoch().count()) +
-                                 "\n");
+        const auto exited = Clock::now();
+        report_cpu(exited);
+        send_line(m_control, "exited " + std::to_string(exited.time_since_epoch().count()) + "\n");
       }
     }
+  }
+
+  // "cpu ..." (machine_load.h): the machine's busy CPU time since the trial started, the tree's
+  // own (what was reaped, and what is still running), the keeper's; before "exited", so tune has
+  // it when it learns of the end.
+  void report_cpu(Clock::time_point exited) {
+    const auto busy = read_busy_cpu();
+    if (!busy || !m_busy_at_start || busy->ns < m_busy_at_start->ns) return;
+    const auto window = std::chrono::duration_cast<std::chrono::nanoseconds>(exited - m_started);
+    const BusyCpu used{busy->ns - m_busy_at_start->ns, busy->lines};
+    send_line(m_control, keeper_cpu_line(static_cast<std::uint64_t>(window.count()), used,
+                                         tree_cpu_ns(), self_cpu_ns()) +
+                             "\n");
   }
 
   int poll_timeout_ms() const {
@@ -369,6 +388,8 @@ class Keeper {
   bool m_swept = false;         // leftovers of a finished trial were sent SIGTERM
   bool m_killing = false;       // the grace is over: SIGKILL whatever is still there
   std::optional<Clock::time_point> m_kill_at;
+  std::optional<BusyCpu> m_busy_at_start;  // the machine's busy CPU time when the trial started
+  Clock::time_point m_started;
 };
 
 }  // namespace

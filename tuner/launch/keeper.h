@@ -11,7 +11,9 @@
 // FD is one end of a socketpair whose other end only `tune` holds. On it the keeper reports
 // "pid N" (PROGRAM's pid) once started, "exited NS" when PROGRAM itself ended (steady_clock
 // nanoseconds: tune's wall time of the trial ends there, not after the sweep of what it left
-// behind) and "cut STREAM N" for output it dropped; `tune` sends 't'
+// behind), just before it "cpu ..." (tuner/launch/machine_load.h: the machine's busy CPU time
+// from the trial's start to that exit, the tree's own and the keeper's, so tune can tell the
+// CPU time other work used meanwhile) and "cut STREAM N" for output it dropped; `tune` sends 't'
 // (SIGTERM the tree) and 'k' (SIGKILL the tree). End of file means `tune` is gone, however it
 // ended (SIGKILL included): the keeper then stops the whole tree itself. So a trial never runs on
 // unsupervised, and a leftover rank never skews the next trial's timing.

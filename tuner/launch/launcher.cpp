@@ -127,6 +127,10 @@ void read_keeper_lines(int fd, bool until_pid, const LaunchRequest& request, Lau
       } else if (word == "exited") {
         Clock::rep ns = 0;
         if (line >> ns) result.program_exited = Clock::time_point(Clock::duration(ns));
+      } else if (word == "cpu") {
+        std::string rest;
+        std::getline(line, rest);
+        result.cpu = parse_keeper_cpu_line(rest);
       } else if (word == "cut") {
         std::string stream;
         std::uint64_t bytes = 0;
@@ -507,6 +511,7 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   const int control = spawn.control;
 
   const auto oom_kills_before = cgroup_oom_kills();
+  const std::uint64_t tune_cpu_before = self_cpu_ns();
   const auto start = Clock::now();
   ChildSetup setup;
   setup.keeper_fd = spawn.keeper_fd;
@@ -536,11 +541,15 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
   WatcherThread watching(watcher, result.pid, request.tick_s);
   TrialWait wait(request, child, control, result);
   const auto ended = wait.run(watching, start);
+  // tune's own CPU time while the trial ran (its monitor, watcher and this thread) is the
+  // study's, not other work's: external_load() takes it off the machine's busy time.
+  const std::uint64_t tune_cpu = self_cpu_ns() - tune_cpu_before;
   record_exit(child, start, ended, result);
   // A watcher call under way (a storage write waiting on its database) is waited for here,
   // after the trial's end and wall time are taken: it delays the return, never the trial.
   watching.finish();
   if (control >= 0) read_keeper_lines(control, /*until_pid=*/false, request, result, pending);
+  if (result.cpu) result.cpu->tune_s = static_cast<double>(tune_cpu) / 1e9;
   // The keeper's end came after the sweep of what the program left behind (SIGTERM, the grace,
   // SIGKILL): the trial's wall time is the program's own, the rest is counted apart.
   if (result.program_exited && *result.program_exited > start && *result.program_exited < ended) {

@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "tuner/launch/machine_load.h"
+
 namespace tune::tuner {
 
 struct LaunchRequest {
@@ -73,6 +75,10 @@ struct LaunchResult {
   // kill while it ran ("the kernel's OOM killer killed process 1234 (python3)",
   // tuner/launch/oom_record.h); "" when none was recorded or none is readable.
   std::string oom_kill;
+  // The machine's CPU time around the trial, from the keeper's start of it to its program's
+  // exit (the keeper's "cpu" line, with tune's own CPU time over the trial added): what other
+  // work used meanwhile is external_load(*cpu). None without a keeper or /proc/stat.
+  std::optional<TrialCpu> cpu;
   pid_t pid = -1;           // the command's own pid (below the keeper when there is one)
   // How the trial's processes were contained: "keeper" or "subreaper" (see the top of this file).
   std::string containment;

@@ -384,6 +384,11 @@ void write_tables(std::ostream& out, const ReportData& d) {
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
   }
+  if (!d.under_load.empty()) {
+    out << "<h2>" << k_under_load_heading << "</h2>\n<ul id=\"under-load\">\n";
+    for (const auto& t : d.under_load) out << "<li>" << e(loaded_trial_text(t)) << "</li>\n";
+    out << "</ul>\n";
+  }
   if (d.failures.empty()) return;
   out << "<h2>Failure reasons</h2>\n";
   open_table(out, "failures");

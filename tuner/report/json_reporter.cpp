@@ -38,7 +38,9 @@ json trial_json(const ReportTrial& r) {
           {"fail_reason", opt_text(r.fail_reason)},
           {"programs", programs},
           {"probe", opt_text(r.probe)},
-          {"oversubscribed", r.oversubscribed ? json(*r.oversubscribed) : nullptr}};
+          {"oversubscribed", r.oversubscribed ? json(*r.oversubscribed) : nullptr},
+          {"external_cpus", opt(r.external_cpus)},
+          {"measured_under_load", r.under_load}};
 }
 
 json speedup_json(const std::optional<SpeedupEstimate>& speedup) {
@@ -166,6 +168,14 @@ json report_to_json(const ReportData& d) {
   for (const auto& f : d.failures)
     j["failures"].push_back(
         {{"reason", f.reason}, {"count", f.trials.size()}, {"trials", f.trials}});
+  j["under_load"] = json::array();
+  for (const auto& t : d.under_load)
+    j["under_load"].push_back({{"trial", t.number},
+                               {"rerun_of", t.rerun_of ? json(*t.rerun_of) : nullptr},
+                               {"external_cpus", t.external_cpus},
+                               {"limit", t.limit},
+                               {"rank_cpu_share", opt(t.rank_cpu_share)},
+                               {"quiet_reruns", t.quiet_reruns}});
   j["prediction_quality"] = prediction_quality_json(d.prediction);
   j["verdict_quality"] = figure_quality_json(d.figure);
   j["params"] = json::array();

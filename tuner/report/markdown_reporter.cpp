@@ -158,6 +158,10 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "\nPrediction: " << md_sentence(q) << ".\n";
   }
+  if (!d.under_load.empty()) {
+    out << "\n## " << k_under_load_heading << "\n\n";
+    for (const auto& t : d.under_load) out << "- " << md(loaded_trial_text(t)) << "\n";
+  }
   if (d.failures.empty()) return;
   out << "\n## Failure reasons\n\n";
   out << md_row({"count", "reason", "trials"}) << md_row({"---:", "---", "---"});

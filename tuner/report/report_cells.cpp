@@ -189,4 +189,15 @@ std::string programs_text(const ReportTrial& trial) {
   return printable(out, 600);
 }
 
+std::string loaded_trial_text(const LoadedTrial& t) {
+  std::string out = fmt::format("#{}", t.number);
+  if (t.rerun_of) out += fmt::format(" (re-run of #{})", *t.rerun_of);
+  out += fmt::format(": {:.2g} CPUs busy outside the study (limit {:.2g})", t.external_cpus,
+                     t.limit);
+  if (t.rank_cpu_share) out += fmt::format(", ranks at {:.0f}% CPU", *t.rank_cpu_share * 100);
+  if (t.rerun_of) return out + fmt::format("; left out of #{}'s value", *t.rerun_of);
+  if (t.quiet_reruns.empty()) return out + "; not re-measured without load: not ranked";
+  return out + "; re-measured without load by " + numbers_text(t.quiet_reruns);
+}
+
 }  // namespace tune::tuner

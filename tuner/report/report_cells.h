@@ -56,6 +56,13 @@ std::string markdown_text(std::string_view text);
 // renderer escapes the span's HTML itself.
 std::string markdown_code(std::string_view text);
 
+// A trial measured under load, one line: "#3: 1.9 CPUs busy outside the study (limit 0.25),
+// ranks at 48% CPU; re-measured without load by #5", "...; not re-measured: not ranked", or for
+// a re-run "#6 (re-run of #3): ...; left out of #3's value".
+std::string loaded_trial_text(const LoadedTrial& trial);
+// The heading sentence of that list.
+inline constexpr const char* k_under_load_heading = "Trials measured under load";
+
 // Cells of a top-trials row.
 std::string confirmed_cell(const ReportTrial& trial);  // "5.5 (n=3)" or "-"
 std::string wall_cell(const ReportTrial& trial);       // "1.50" or "-"

@@ -101,6 +101,9 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
       r.end_s = std::chrono::duration<double>(*t.datetime_complete - *origin).count();
   }
   r.fail_reason = fail_reason_of(t);
+  if (auto it = t.user_attrs.find(k_attr_external_cpu); it != t.user_attrs.end() && it->is_number())
+    r.external_cpus = it->get<double>();
+  r.under_load = measured_under_load(t);
   if (auto it = t.user_attrs.find(k_attr_programs); it != t.user_attrs.end())
     r.programs = programs_from_json(*it);
   read_probe(t, r);
@@ -154,6 +157,7 @@ SearchTrials fold_reruns(const search::StudyView& study, const search::SearchSpa
     if (!r.rerun_of) continue;
     const auto it = folded.by_number.find(*r.rerun_of);
     if (it == folded.by_number.end()) continue;
+    if (r.under_load) continue;  // not one of its values (ranking.h); listed in under_load
     if (r.state == TrialState::complete && r.value) {
       it->second.rerun_values.push_back(*r.value);
     } else if (r.state != TrialState::running && r.state != TrialState::waiting) {
@@ -169,6 +173,32 @@ SearchTrials fold_reruns(const search::StudyView& study, const search::SearchSpa
       r = it->second;
   }
   return folded;
+}
+
+// The trials measured under load, with the quiet re-runs that stand for each.
+std::vector<LoadedTrial> loaded_trials(const search::StudyView& study) {
+  std::vector<LoadedTrial> out;
+  for (const auto& t : study.trials()) {
+    if (!measured_under_load(t)) continue;
+    const auto& attr = t.user_attrs.at(k_attr_measured_under_load);
+    LoadedTrial l;
+    l.number = t.number;
+    l.rerun_of = rerun_of(t);
+    if (attr.is_object()) {
+      l.external_cpus = attr.value("external_cpus", 0.0);
+      l.limit = attr.value("limit", 0.0);
+    }
+    if (auto it = t.user_attrs.find(k_attr_rank_cpu_share);
+        it != t.user_attrs.end() && it->is_number())
+      l.rank_cpu_share = it->get<double>();
+    if (!l.rerun_of) {
+      for (const auto& r : study.trials())
+        if (rerun_of(r) == t.number && trusted_run(r) && rerun_value(r))
+          l.quiet_reruns.push_back(r.number);
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
 }
 
 // The best trial is the ranking rules' (tuner/judge/ranking.h), as in `tune best` and the live
@@ -229,6 +259,13 @@ void estimate_speedup(search::Direction direction, ReportData& data) {
   }
   if (!data.best) {
     data.speedup_note = "no completed trial";
+    return;
+  }
+  if (data.baseline->under_load && !data.baseline->median) {
+    data.speedup_note = fmt::format(
+        "the baseline trial #{} was measured under load and no re-run measured it without: no "
+        "speedup against it",
+        data.baseline->number);
     return;
   }
   if (!data.baseline->value && !data.baseline->median) {
@@ -428,6 +465,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   estimate_speedup(direction, data);
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
+  data.under_load = loaded_trials(study);
   if (study.is_multi_objective()) add_front(folded, data);
   data.prediction = prediction_quality(study.trials());
   data.figure = figure_quality(study);

@@ -69,6 +69,10 @@ struct ReportTrial {
   std::vector<ProgramIdentity> programs;  // what it ran (user attr "programs"), when stored
   std::string probe;                   // probe verdict line (observed, else predicted); "" = none
   std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
+  // CPUs' worth used outside the study while it ran (user attr external_cpu), when measured;
+  // whether that was above the study's limit (measured under load: not ranked on its own run).
+  std::optional<double> external_cpus;
+  bool under_load = false;
 
   std::string params_text() const;  // "a=1 b=core bucket_mb=0.8846" (short_text)
   // state_word (tuner/judge/summary.h): RERUN for a completed re-run, else Optuna's word.
@@ -85,6 +89,17 @@ struct SpeedupEstimate {
   int n_best = 1, n_baseline = 1;                // runs behind each side
   std::string basis;                             // e.g. "medians of 5 + 5 re-runs" or "single runs"
   std::string note;  // what the verdict means for the reader, when it is not beyond
+};
+
+// A trial measured under load (tuner/run/load_check.h): listed with the load, and what stands
+// for it in the ranking.
+struct LoadedTrial {
+  int number = -1;
+  std::optional<int> rerun_of;  // a re-run: left out of its original's believed value
+  double external_cpus = 0;     // CPUs' worth used outside the study while it ran
+  double limit = 0;             // the study's limit it was judged by
+  std::optional<double> rank_cpu_share;  // mean CPU one of its ranks got (1.0 = a whole CPU)
+  std::vector<int> quiet_reruns;  // re-runs measured without load that stand for it, in order
 };
 
 struct FailureGroup {
@@ -124,6 +139,7 @@ struct ReportData {
   NoiseVerdict importance_verdict = NoiseVerdict::unknown;
   std::string importance_caveat;       // the plain words for it; "" when beyond
   std::vector<FailureGroup> failures;  // most frequent first
+  std::vector<LoadedTrial> under_load;  // the trials measured under load, number order
   PredictionQuality prediction;        // the probes' prediction against observed verdicts
   FigureQuality figure;                // the observed verdicts against the job's own figure
   std::vector<ParamAxis> axes;         // the search space

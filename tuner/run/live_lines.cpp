@@ -62,6 +62,9 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
   progress.values = ran.outcome.values;
   if (ran.launch.started) progress.wall_s = ran.launch.wall_s;
   progress.reason = ran.outcome.reason;
+  // Said where the reason goes: its value is not ranked until a quiet re-run stands for it.
+  if (const auto note = load_note(ran.load); !note.empty())
+    progress.reason = progress.reason.empty() ? note : progress.reason + "; " + note;
   progress.half_width = finite_number_at(ran.window_attrs, "half_width");
   if (done < m_options.trials) progress.eta_s = eta;
   progress.objectives = live_objective_names(m_spec);

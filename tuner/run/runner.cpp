@@ -1,5 +1,6 @@
 #include "tuner/run/runner.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@
 #include "tuner/measure/trial_outcome.h"
 #include "tuner/measure/trial_record.h"
 #include "tuner/measure/window_follower.h"
+#include "tuner/run/load_check.h"
 #include "tuner/run/pending_result.h"
 #include "tuner/run/rerun.h"
 #include "tuner/run/runner_parts.h"
@@ -57,6 +59,18 @@ std::string gave_up_text(const std::vector<std::string>& reasons, const std::str
 namespace fs = std::filesystem;
 using search::FrozenTrial;
 using search::TrialState;
+
+// Re-runs enqueued for load per trial: if the machine is busy again each time, the trial stays
+// marked rather than the study re-running it for ever.
+constexpr int k_max_load_reruns = 2;
+
+// The CPUs this process (and so a trial it starts) may run on.
+int allowed_cpu_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
 }  // namespace
 
@@ -128,6 +142,7 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
       return fail(r.error().message);
   }
   runner->m_spec = std::move(spec);
+  runner->m_load = effective_load_spec(runner->m_spec.load);
   runner->m_trainer = bundled_trainer_path();
   if (created) {
     runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_file,
@@ -185,6 +200,11 @@ Result<RunTotals> StudyRunner::run(std::ostream& out) {
 }
 
 Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
+  wait_for_quiet(out);
+  if (interrupted()) {  // while waiting for a quiet machine: no trial was taken
+    *stop = true;
+    return {};
+  }
   auto trial = claim_trial();
   if (!trial) {
     if (trial.error().kind != StorageErrorKind::missing)
@@ -218,6 +238,7 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
   *stop = ran->outcome.stop_study;
   if (ran->lost) return step_failed(*ran->lost);
   FinalRecord record = final_record(*trial, *ran);  // measure/trial_record.h
+  if (ran->launched) add_load_attrs(ran->load, record.user_attrs);
   if (auto r = record_outcome(*trial, record); !r) {
     if (lost(r.error())) return {};
     // The database cannot take the trial's end: its result, as measured, waits in the trial's
@@ -252,7 +273,87 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
                                          m_spec.incumbent_repeats);
   if (!reruns) return std::unexpected(reruns.error());
   if (!m_options.quiet) print_progress(out, index, *trial, *ran);
+  if (ran->load.under_load) {
+    if (auto r = enqueue_load_rerun(*trial); !r) return r;
+  }
   return {};
+}
+
+Result<void> StudyRunner::enqueue_load_rerun(const FrozenTrial& trial) {
+  if (m_cache->is_multi_objective() || m_load.wait_s - m_load_waited_s <= 0) return {};
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
+  const int number = rerun_of(trial).value_or(trial.number);
+  const FrozenTrial* original = nullptr;
+  int reruns = 0, for_load = 0;
+  for (const auto& t : m_cache->trials()) {
+    if (t.number == number) original = &t;
+    if (rerun_of(t) != number) continue;
+    ++reruns;
+    const auto cause = t.system_attrs.find(k_attr_rerun_cause);
+    if (cause == t.system_attrs.end() || *cause != "load") continue;
+    ++for_load;
+    if (!t.is_finished()) return {};  // one is on its way already
+  }
+  // A re-run stands for a completed trial's value (believe_reruns); a failed or pruned one has
+  // none to correct.
+  if (original == nullptr || original->state != TrialState::complete || !original->value ||
+      for_load >= k_max_load_reruns)
+    return {};
+  auto fixed = fixed_params_of(*original, m_spec.space);
+  if (!fixed) return std::unexpected(fixed.error());
+  auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting,
+                                   {{k_attr_fixed_params, *fixed},
+                                    {k_attr_rerun_of, number},
+                                    {k_attr_rerun_round, reruns},
+                                    {k_attr_rerun_cause, "load"}});
+  if (!t) return std::unexpected(t.error().message);
+  return to_result(m_cache->sync());
+}
+
+void StudyRunner::wait_for_quiet(std::ostream& out) {
+  // No pass over the study for the common case; with the load not judged (load: off,
+  // TUNE_LOAD_CHECK=off), a re-run an earlier run enqueued is not waited for either.
+  if (!m_load.check || m_cache->waiting() == 0) return;
+  // The trial the runner takes next: the oldest WAITING one (Storage::pop_waiting_trial).
+  const FrozenTrial* next = nullptr;
+  for (const auto& t : m_cache->trials()) {
+    if (t.state != TrialState::waiting) continue;
+    if (next == nullptr || t.trial_id < next->trial_id) next = &t;
+  }
+  if (next == nullptr || !next->system_attrs.contains(k_attr_rerun_cause)) return;
+  const auto of = rerun_of(*next);
+  if (!of) return;
+  // The limit the trial was judged by, and the load it was measured under.
+  double limit = m_load.max_external_cpus;
+  int measured = *of;
+  for (const auto& t : m_cache->trials()) {
+    if (t.number != *of && rerun_of(t) != *of) continue;
+    const auto it = t.user_attrs.find(k_attr_measured_under_load);
+    if (it == t.user_attrs.end() || !it->is_object()) continue;
+    limit = it->value("limit", limit);
+    measured = std::max(measured, t.number);  // the latest
+  }
+  double budget = m_load.wait_s - m_load_waited_s;
+  if (m_options.study_timeout_s)
+    budget = std::min(budget, *m_options.study_timeout_s -
+                                  std::chrono::duration<double>(Clock::now() - m_started).count());
+  if (budget <= 0) return;
+  constexpr double k_step_s = 0.5;
+  const auto wait = wait_until_quiet(live_load_sample(k_step_s), k_step_s, limit, budget, measured,
+                                     out, [] { return interrupted(); });
+  m_load_waited_s += wait.waited_s;
+  if (!wait.said || interrupted()) return;
+  if (wait.quiet) {
+    out << fmt::format("tune: the machine is quiet after {}; trial {} is measured again\n",
+                       format_duration(wait.waited_s), *of)
+        << std::flush;
+  } else {
+    out << fmt::format(
+               "tune: the machine stayed busy ({:.2g} CPUs outside the study) for {}, what `load: "
+               "{{wait}}` allows; going on: trials measured under load stay marked\n",
+               wait.last_cpus.value_or(0), format_duration(m_load_waited_s))
+        << std::flush;
+  }
 }
 
 // The machine, read through hwloc once per runner (tens of milliseconds): null when hwloc cannot.
@@ -380,6 +481,12 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
   if (m_hooks.on_end && res.started) {
     const auto attrs = m_hooks.on_end();  // items() refers into it: keep it alive
     for (const auto& [key, v] : attrs.items()) ran.end_attrs[key] = v;
+  }
+  if (res.started) {
+    const auto verdict = ran.end_attrs.find(k_attr_probe_verdict);
+    ran.load = judge_load(m_load, res.cpu,
+                          verdict == ran.end_attrs.end() ? nlohmann::json() : *verdict,
+                          allowed_cpu_count());
   }
   OutcomeContext ctx;
   ctx.study_deadline_bites = p.study_deadline_bites;

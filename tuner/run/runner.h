@@ -131,6 +131,13 @@ class StudyRunner {
   void print_lost(std::ostream& out, int index, const search::FrozenTrial& trial,
                   const StorageError& error) const;
   const HostEnv& host() const;
+  // A trial measured under load (load_check.h): the re-run of its setting that will stand for
+  // it, enqueued while this run may still wait for a quiet machine (at most k_max_load_reruns
+  // per trial).
+  Result<void> enqueue_load_rerun(const search::FrozenTrial& trial);
+  // Before the next trial, when it is such a re-run: waits until the machine is quiet, within
+  // what is left of `load.wait` (and of --time-limit), saying so.
+  void wait_for_quiet(std::ostream& out);
 
   StudySpec m_spec;
   RunOptions m_options;
@@ -151,6 +158,8 @@ class StudyRunner {
   std::vector<std::string> m_recovered;
   std::vector<search::FrozenTrial> m_kept_reruns;  // re-runs among them (recover_stale_trials)
   bool m_machine_read = false;
+  LoadSpec m_load;            // the study's `load:`, unless TUNE_LOAD_CHECK=off (load_check.h)
+  double m_load_waited_s = 0;  // spent of m_load.wait_s by this run
 };
 
 }  // namespace tune::tuner

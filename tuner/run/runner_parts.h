@@ -11,6 +11,7 @@
 #include "tuner/launch/launch_kind.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/measure/trial_record.h"
+#include "tuner/run/load_check.h"
 #include "tuner/run/runner.h"
 #include "tuner/storage/storage_error.h"
 #include "tuner/study/templates.h"
@@ -48,6 +49,7 @@ struct StudyRunner::Ran : TrialRun {
   // The trial is no longer this worker's (another worker finished it, or its row is gone), in
   // the storage's words: nothing of this run is stored.
   std::optional<StorageError> lost;
+  LoadJudgement load;  // the CPU time other work used while it ran (load_check.h)
 };
 
 }  // namespace tune::tuner

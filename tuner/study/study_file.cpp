@@ -119,7 +119,7 @@ class Parser : private YamlReader {
         {"name",         "direction", "directions", "objective", "constraints", "launch",
          "command",      "env",       "timeout",    "params",    "sampler",     "pruner",
          "enqueue",      "output",    "storage",    "probes",    "knobs",       "incumbent_repeats",
-         "max_failures", "workdir",   "files",      "program"});
+         "max_failures", "workdir",   "files",      "program",     "load"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
@@ -150,6 +150,7 @@ class Parser : private YamlReader {
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
     parse_output_storage(root, spec);
     if (const auto& p = root["probes"]) parse_probes(p, spec);
+    if (const auto& l = root["load"]) parse_load(l, spec);
     check_wall_time(root, spec);
     record_key_lines(root, spec);
     return spec;
@@ -343,6 +344,33 @@ class Parser : private YamlReader {
       auto d = parse_duration(scalar_text(p["interval"], "probes.interval"));
       if (!d || *d <= 0) fail(p["interval"], "probes.interval", "expected a positive duration");
       spec.probes.interval_s = *d;
+    }
+  }
+
+  // `load: off`, or `load: {check, max_external_cpus, max_external_share, wait}`.
+  void parse_load(const YAML::Node& l, StudySpec& spec) {
+    if (l.IsScalar()) {
+      const auto text = scalar_text(l, "load");
+      if (text != "off" && text != "false")
+        fail(l, "load",
+             "expected off, or a mapping such as {max_external_cpus: 0.25, max_external_share: "
+             "10%, wait: 10m}");
+      spec.load.check = false;
+      return;
+    }
+    check_keys(l, "load", {"check", "max_external_cpus", "max_external_share", "wait"});
+    if (l["check"]) spec.load.check = boolean(l["check"], "load.check");
+    if (const auto& n = l["max_external_cpus"]) {
+      const double v = number(n, "load.max_external_cpus");
+      if (v < 0) fail(n, "load.max_external_cpus", "expected 0 or more CPUs' worth, e.g. 0.25");
+      spec.load.max_external_cpus = v;
+    }
+    if (const auto& n = l["max_external_share"])
+      spec.load.max_external_share = fraction(n, "load.max_external_share", 0, 1);
+    if (const auto& n = l["wait"]) {
+      const double w = duration_or_zero(n, "load.wait");
+      if (w > 7 * 86400) fail(n, "load.wait", "expected at most a week (e.g. 10m; 0: never wait)");
+      spec.load.wait_s = w;
     }
   }
 

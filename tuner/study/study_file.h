@@ -108,6 +108,19 @@ struct ProbeSpec {
   std::optional<StudyProgram> program;
 };
 
+// The `load:` section: how much CPU time work outside the study may use while a trial runs
+// before the trial counts as measured under load (tuner/run/load_check.h): marked, not ranked,
+// and re-run once the machine is quiet. A trial is under load when the other work used more
+// than max_external_cpus AND more than max_external_share of the CPUs its ranks may use.
+struct LoadSpec {
+  bool check = true;                 // `load: off` / `check: false`: recorded, never judged
+  double max_external_cpus = 0.25;   // CPUs' worth of other work a trial accepts
+  double max_external_share = 0.10;  // ... and as a share of the CPUs its ranks may use
+  // The most one `tune` run waits, in all, for the machine to be quiet before re-running a trial
+  // measured under load; once spent, it goes on and such trials stay marked. 0: never waits.
+  double wait_s = 600;
+};
+
 // One entry of `files:`: an input put into each trial's working directory before it runs.
 struct StagedFile {
   enum class Mode { copy, link, render };
@@ -154,6 +167,7 @@ struct StudySpec {
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db
   ProbeSpec probes;
+  LoadSpec load;
   // The line of each key a later check may name (tuner/study/study_changes.h): the top-level
   // keys, "params.NAME", "objective.KEY" and "objective[I].KEY". Absent: the file does not
   // write it.

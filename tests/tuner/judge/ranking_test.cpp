@@ -29,7 +29,9 @@ FrozenTrial ended(int number, std::mt19937& rng) {
   if (t.state == TrialState::complete) t.value = static_cast<double>(rng() % 40) / 4.0;
   if (pick == 1) t.constraints = {0.5};
   if (pick == 2) t.constraints = {-0.1};
-  if ((pick == 3 || pick == 4) && number > 0) {
+  // Some runs were measured under load (tuner/run/load_check.h): not trusted.
+  if (pick == 5 || pick == 6) t.user_attrs[k_attr_measured_under_load] = {{"external_cpus", 1.9}};
+  if ((pick == 3 || pick == 4 || pick == 6) && number > 0) {
     t.system_attrs[k_attr_rerun_of] = static_cast<int>(rng() % static_cast<unsigned>(number));
     if (pick == 3) {
       t.state = TrialState::pruned;
@@ -89,6 +91,58 @@ TEST(BestTracker, ThroughTheChangeLogAgreesWithAPassOverTheStudy) {
     view.mutable_trials()[0].value = -1000.0;
     expect_agrees(tracker, view);
   }
+}
+
+FrozenTrial run(int number, double value, bool under_load = false) {
+  FrozenTrial t;
+  t.number = number;
+  t.trial_id = 100 + number;
+  t.state = TrialState::complete;
+  t.value = value;
+  if (under_load) t.user_attrs[k_attr_measured_under_load] = {{"external_cpus", 1.9}};
+  return t;
+}
+FrozenTrial rerun(int number, int of, double value, bool under_load = false) {
+  FrozenTrial t = run(number, 0, under_load);
+  t.state = TrialState::pruned;
+  t.value.reset();
+  t.system_attrs[k_attr_rerun_of] = of;
+  t.user_attrs[k_attr_rerun_value] = value;
+  return t;
+}
+
+// Issue 36: a setting measured while other work shared the machine won. Maximising a rate: #1 was
+// measured under load and is not ranked; a re-run of it under load does not count either; once
+// a quiet re-run stands for it, it is ranked by that.
+TEST(Ranking, ATrialMeasuredUnderLoadCountsOnlyThroughAQuietReRun) {
+  search::VectorStudyView view(search::Direction::maximize);
+  view.add(run(0, 100, /*under_load=*/true));  // the baseline, measured under load
+  view.add(run(1, 150));
+  view.add(run(2, 300, /*under_load=*/true));
+  EXPECT_TRUE(measured_under_load(view.trials()[0]));
+  EXPECT_FALSE(measured_under_load(view.trials()[1]));
+  BestTracker tracker;
+  ASSERT_NE(best_trial(view), nullptr);
+  EXPECT_EQ(best_trial(view)->number, 1);
+  EXPECT_EQ(tracker.best(view)->number, 1);
+  auto ranked = ranked_trials(view);
+  ASSERT_EQ(ranked.size(), 1u);  // kept and listed elsewhere, never ranked on their own runs
+  view.add(rerun(3, 2, 90, /*under_load=*/true));
+  EXPECT_EQ(best_trial(view)->number, 1);
+  EXPECT_EQ(tracker.best(view)->number, 1);
+  EXPECT_TRUE(rerun_values_of(view, 2).empty());
+  // Measured quietly, #2's setting is 120: ranked by that, below #1.
+  view.add(rerun(4, 2, 120));
+  EXPECT_EQ(rerun_values_of(view, 2), std::vector<double>{120});
+  ranked = ranked_trials(view);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0]->number, 1);
+  EXPECT_EQ(ranked[1]->number, 2);
+  EXPECT_EQ(tracker.best(view)->number, 1);
+  // A quiet re-run of the baseline makes it count too.
+  view.add(rerun(5, 0, 200));
+  EXPECT_EQ(best_trial(view)->number, 0);
+  EXPECT_EQ(tracker.best(view)->number, 0);
 }
 
 }  // namespace

@@ -54,7 +54,15 @@ TEST(Summary, MaximizeAndEmptyStudies) {
   std::ostringstream out;
   print_best(out, study);
   EXPECT_EQ(out.str(), "best: no completed trial yet\n");
+  // Completed, but measured under load (ranking.h): no best, and the line says why.
   study.mutable_trials().push_back(complete(0, 5.0));
+  study.mutable_trials().back().user_attrs[k_attr_measured_under_load] = {{"external_cpus", 1.9}};
+  out.str("");
+  print_best(out, study);
+  EXPECT_EQ(out.str(),
+            "best: none measured without other work's load (the report lists those measured "
+            "under load)\n");
+  study.mutable_trials().back().user_attrs.erase(k_attr_measured_under_load);
   study.mutable_trials().push_back(complete(1, 7.0));
   EXPECT_EQ(best_trial(study)->number, 1);
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -93,6 +94,35 @@ TEST_F(LauncherTest, ExitCodeAndSignal) {
   EXPECT_NE(read("err").find("crashing on purpose"), std::string::npos);
   auto segv = run_process(request({FAKE_TRIAL, "--mode", "segv"}));
   EXPECT_EQ(segv.signal, SIGSEGV);
+}
+
+// The keeper's CPU figures (tuner/launch/machine_load.h): the tree's CPU time includes what the
+// program's own children used (here a subshell it waited for), as the shell's `times` counts
+// it, and the busy time of the machine over the same span is at least that.
+TEST_F(LauncherTest, TheTreesCpuTimeIsCountedWithWhatItReaped) {
+  auto r = run_process(request(
+      {"/bin/sh", "-c", "( i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done ); times"}));
+  ASSERT_TRUE(r.started) << r.error;
+  ASSERT_EQ(r.exit_code, 0);
+  ASSERT_TRUE(r.cpu) << "the keeper sent no cpu line";
+  // `times`: the shell's user and system time, then its children's.
+  std::istringstream times(read("out"));
+  double seconds[4] = {};
+  for (double& s : seconds) {
+    int minutes = 0;
+    char m = 0, unit = 0;
+    ASSERT_TRUE(times >> minutes >> m >> s >> unit) << read("out");
+    s += 60 * minutes;
+  }
+  const double children = seconds[2] + seconds[3];
+  ASSERT_GT(children, 0.02) << read("out");
+  EXPECT_GE(r.cpu->tree_s, children - 0.011);
+  EXPECT_LE(r.cpu->tree_s, children + seconds[0] + seconds[1] + 0.05);
+  EXPECT_GE(r.cpu->busy_s + 2 * r.cpu->busy_lines * r.cpu->tick_s, r.cpu->tree_s);
+  EXPECT_GT(r.cpu->window_s, 0);
+  EXPECT_LE(r.cpu->window_s, r.wall_s + 0.05);
+  EXPECT_GE(r.cpu->tune_s, 0);
+  EXPECT_TRUE(external_load(*r.cpu));
 }
 
 TEST_F(LauncherTest, MissingProgramIsAnError) {

@@ -266,6 +266,26 @@ TEST(StudySpec, TwoObjectivesGiveADirectionAndAnObjectiveEach) {
   EXPECT_EQ(single->objectives.size(), 1u);
 }
 
+TEST(StudySpec, LoadSaysHowMuchOtherWorkATrialAccepts) {
+  const auto defaults = parse_study_spec("name: x\ncommand: [p]\n", "s.yaml");
+  ASSERT_TRUE(defaults) << defaults.error();
+  EXPECT_TRUE(defaults->load.check);
+  EXPECT_DOUBLE_EQ(defaults->load.max_external_cpus, 0.25);
+  EXPECT_DOUBLE_EQ(defaults->load.max_external_share, 0.10);
+  EXPECT_DOUBLE_EQ(defaults->load.wait_s, 600);
+  const auto given = parse_study_spec(
+      "name: x\ncommand: [p]\nload: {max_external_cpus: 1.5, max_external_share: 20%, wait: 0}\n",
+      "s.yaml");
+  ASSERT_TRUE(given) << given.error();
+  EXPECT_TRUE(given->load.check);
+  EXPECT_DOUBLE_EQ(given->load.max_external_cpus, 1.5);
+  EXPECT_DOUBLE_EQ(given->load.max_external_share, 0.2);
+  EXPECT_DOUBLE_EQ(given->load.wait_s, 0);
+  const auto off = parse_study_spec("name: x\ncommand: [p]\nload: off\n", "s.yaml");
+  ASSERT_TRUE(off) << off.error();
+  EXPECT_FALSE(off->load.check);
+}
+
 struct BadCase {
   const char* yaml;
   const char* expect;  // substring of the one-line error
@@ -284,6 +304,13 @@ INSTANTIATE_TEST_SUITE_P(
     AllPaths, StudySpecErrors,
     ::testing::Values(
         BadCase{"name: x\ncommand: [p]\nbogus: 1\n", "s.yaml:3: key 'bogus': unknown key"},
+        BadCase{"name: x\ncommand: [p]\nload: maybe\n", "s.yaml:3: key 'load': expected off"},
+        BadCase{"name: x\ncommand: [p]\nload: {max_external_cpus: -1}\n",
+                "s.yaml:3: key 'load.max_external_cpus': expected 0 or more"},
+        BadCase{"name: x\ncommand: [p]\nload: {max_external_share: 150%}\n",
+                "key 'load.max_external_share': 150% is outside"},
+        BadCase{"name: x\ncommand: [p]\nload: {wait: soon}\n", "key 'load.wait': 'soon'"},
+        BadCase{"name: x\ncommand: [p]\nload: {waits: 1m}\n", "key 'load.waits': unknown key"},
         BadCase{"name: x\ncommand: [p]\nincumbent_repeats: -1\n",
                 "s.yaml:3: key 'incumbent_repeats': expected 0 to 100"},
         BadCase{"name: x\ncommand: [p]\ndirections: [minimize, maximize]\n"

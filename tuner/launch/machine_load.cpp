@@ -1,0 +1,174 @@
+#include "tuner/launch/machine_load.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "tuner/launch/process_tree.h"
+
+namespace tune::tuner {
+namespace {
+
+// A whole small file (/proc files report a size of 0, so read until the end).
+std::string read_proc_file(const char* path) {
+  std::string text;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return text;
+}
+
+std::uint64_t timeval_ns(const timeval& tv) {
+  return static_cast<std::uint64_t>(tv.tv_sec) * 1'000'000'000ull +
+         static_cast<std::uint64_t>(tv.tv_usec) * 1000ull;
+}
+
+// user + system of /proc/PID/stat with its waited-for children's (utime stime cutime cstime, the
+// 14th to 17th fields), in ticks; 0 when it is gone.
+std::uint64_t process_ticks(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const std::string stat = read_proc_file(path);
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  // After ") ": state(3) ppid(4) ... utime is the 14th field, the 12th after the state.
+  const char* p = stat.c_str() + close + 1;
+  char* end = nullptr;
+  std::uint64_t sum = 0;
+  for (int field = 3; field <= 17; ++field) {
+    while (*p == ' ') ++p;
+    if (*p == '\0') return sum;
+    if (field >= 14) {
+      sum += std::strtoull(p, &end, 10);
+      p = end;
+    } else {
+      while (*p != ' ' && *p != '\0') ++p;
+    }
+  }
+  return sum;
+}
+
+}  // namespace
+
+double clock_tick_ns() {
+  const long hz = sysconf(_SC_CLK_TCK);
+  return 1e9 / static_cast<double>(hz > 0 ? hz : 100);
+}
+
+std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat,
+                                      const std::vector<int>* allowed, double tick_ns) {
+  std::istringstream in(proc_stat);
+  std::optional<std::uint64_t> aggregate;
+  std::uint64_t allowed_ticks = 0;
+  int cpu_lines = 0, allowed_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cpu", 0) != 0) continue;
+    std::istringstream words(line);
+    std::string name;
+    words >> name;
+    // user nice system idle iowait irq softirq steal (guest time is inside user already)
+    std::uint64_t f[8] = {};
+    int read = 0;
+    while (read < 8 && words >> f[read]) ++read;
+    if (read < 7) continue;
+    const std::uint64_t busy = f[0] + f[1] + f[2] + f[5] + f[6];
+    if (name == "cpu") {
+      aggregate = busy;
+      continue;
+    }
+    ++cpu_lines;
+    const int index = std::atoi(name.c_str() + 3);
+    if (allowed && std::find(allowed->begin(), allowed->end(), index) != allowed->end()) {
+      allowed_ticks += busy;
+      ++allowed_lines;
+    }
+  }
+  // Every CPU allowed: the aggregate line, rounded once instead of once per CPU.
+  if (allowed == nullptr || allowed_lines == cpu_lines) {
+    if (!aggregate) return std::nullopt;
+    return BusyCpu{static_cast<std::uint64_t>(static_cast<double>(*aggregate) * tick_ns), 1};
+  }
+  if (allowed_lines == 0) return std::nullopt;
+  return BusyCpu{static_cast<std::uint64_t>(static_cast<double>(allowed_ticks) * tick_ns),
+                 allowed_lines};
+}
+
+std::optional<BusyCpu> read_busy_cpu() {
+  std::vector<int> allowed;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) allowed.push_back(i);
+  }
+  return parse_busy_cpu(read_proc_file("/proc/stat"), allowed.empty() ? nullptr : &allowed,
+                        clock_tick_ns());
+}
+
+std::uint64_t tree_cpu_ns() {
+  rusage ru{};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  std::uint64_t ns = timeval_ns(ru.ru_utime) + timeval_ns(ru.ru_stime);
+  // What still runs below: orphans are re-parented to the subreaper, so with no child of its own
+  // left nothing is (one small read, where the walk of /proc costs milliseconds per trial).
+  std::uint64_t ticks = 0;
+  if (access("/proc/thread-self/children", R_OK) != 0 ||
+      !read_proc_file("/proc/thread-self/children").empty()) {
+    for (pid_t p : descendants(getpid())) ticks += process_ticks(p);
+  }
+  return ns + static_cast<std::uint64_t>(static_cast<double>(ticks) * clock_tick_ns());
+}
+
+std::uint64_t self_cpu_ns() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return timeval_ns(ru.ru_utime) + timeval_ns(ru.ru_stime);
+}
+
+std::string keeper_cpu_line(std::uint64_t window_ns, const BusyCpu& busy, std::uint64_t tree_ns,
+                            std::uint64_t keeper_ns) {
+  return "cpu " + std::to_string(window_ns) + " " + std::to_string(busy.ns) + " " +
+         std::to_string(busy.lines) + " " + std::to_string(tree_ns) + " " +
+         std::to_string(keeper_ns) + " " +
+         std::to_string(static_cast<std::uint64_t>(clock_tick_ns()));
+}
+
+std::optional<TrialCpu> parse_keeper_cpu_line(const std::string& words) {
+  std::istringstream in(words);
+  std::uint64_t window = 0, busy = 0, tree = 0, keeper = 0, tick = 0;
+  int lines = 0;
+  if (!(in >> window >> busy >> lines >> tree >> keeper >> tick) || window == 0 || lines < 1)
+    return std::nullopt;
+  TrialCpu cpu;
+  cpu.window_s = static_cast<double>(window) / 1e9;
+  cpu.busy_s = static_cast<double>(busy) / 1e9;
+  cpu.busy_lines = lines;
+  cpu.tree_s = static_cast<double>(tree) / 1e9;
+  cpu.keeper_s = static_cast<double>(keeper) / 1e9;
+  cpu.tick_s = static_cast<double>(tick) / 1e9;
+  return cpu;
+}
+
+std::optional<ExternalLoad> external_load(const TrialCpu& cpu) {
+  if (!(cpu.window_s > 0)) return std::nullopt;
+  const double outside = cpu.busy_s - cpu.tree_s - cpu.keeper_s - cpu.tune_s;
+  ExternalLoad load;
+  // Never below none: the tree's accounting is exact where /proc/stat is counted in ticks, so a
+  // quiet machine may read a little under zero.
+  load.cpus = std::max(0.0, outside / cpu.window_s);
+  // Each end of the busy time is truncated to a tick per line summed.
+  load.uncertainty = 2.0 * cpu.busy_lines * cpu.tick_s / cpu.window_s;
+  return load;
+}
+
+}  // namespace tune::tuner

@@ -1,0 +1,75 @@
+// The machine's CPU load around a trial: how much CPU time the machine spent busy (/proc/stat),
+// how much of it the trial's own process tree used (the keeper's accounting), and so how much
+// was used by work that is not the study's (issue 36: trials measured while other work shared
+// the machine were trusted, and a setting 0.49x the baseline's speed won).
+//
+// The keeper (tuner/launch/keeper.h) reads the raw figures at the trial's start and at its
+// program's exit and reports them as one line ("cpu ..."); the launcher adds tune's own CPU
+// time over the same span (its monitor, watcher and waiting threads) into a TrialCpu, and
+// external_load() is the arithmetic. The readers here use the C and C++ standard libraries
+// only: the keeper is linked statically with this file. Stateless; thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tune::tuner {
+
+// Busy CPU time of the CPUs this process may run on, from /proc/stat: user, nice, system, irq
+// and softirq (not idle, iowait or steal: time stolen by a hypervisor is not used on this
+// machine). `lines` says how many /proc/stat lines were summed: each is counted in clock ticks
+// (USER_HZ), so a difference of two readings is exact to one tick per line.
+struct BusyCpu {
+  std::uint64_t ns = 0;
+  int lines = 0;
+};
+// The aggregate line when this process may use every CPU, else the sum of its CPUs' own lines;
+// none when /proc/stat cannot be read.
+std::optional<BusyCpu> read_busy_cpu();
+// The same from /proc/stat's text and the CPUs allowed (none: every CPU), for tests.
+std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat,
+                                      const std::vector<int>* allowed, double tick_ns);
+
+// One clock tick (USER_HZ) in nanoseconds.
+double clock_tick_ns();
+
+// CPU time (user + system) of this process's children that were waited for, and of the
+// processes below it still alive or not yet reaped (with their own waited-for children): the
+// whole tree's use so far, for the keeper.
+std::uint64_t tree_cpu_ns();
+// This process's own CPU time (all its threads).
+std::uint64_t self_cpu_ns();
+
+// What the keeper reports at its program's exit, plus tune's own share (seconds over the span
+// from the keeper's start of the trial to that exit).
+struct TrialCpu {
+  double window_s = 0;  // the span measured
+  double busy_s = 0;    // the machine's busy CPU time over it (read_busy_cpu)
+  int busy_lines = 1;   // /proc/stat lines summed (the reading's resolution: a tick each)
+  double tree_s = 0;    // the trial's process tree (tree_cpu_ns)
+  double keeper_s = 0;  // the keeper itself (copying the trial's output)
+  double tune_s = 0;    // tune itself over the trial: its monitor, watcher and waiting threads
+  double tick_s = 0.01; // one /proc/stat tick
+};
+
+// The keeper's line: "cpu WINDOW_NS BUSY_NS LINES TREE_NS KEEPER_NS TICK_NS" (no newline).
+std::string keeper_cpu_line(std::uint64_t window_ns, const BusyCpu& busy, std::uint64_t tree_ns,
+                            std::uint64_t keeper_ns);
+// The figures of such a line (its words after "cpu"); none when it does not parse.
+std::optional<TrialCpu> parse_keeper_cpu_line(const std::string& words);
+
+// CPU used outside the study during the trial, in CPUs' worth (CPU seconds per second):
+// busy - tree - keeper - tune, over the window. `uncertainty` is what the clock-tick resolution
+// of the busy time allows (a tick per line summed, at each end), in the same unit: a trial of
+// 50 ms cannot tell 0.2 CPUs of load from none.
+struct ExternalLoad {
+  double cpus = 0;
+  double uncertainty = 0;
+};
+std::optional<ExternalLoad> external_load(const TrialCpu& cpu);
+
+}  // namespace tune::tuner

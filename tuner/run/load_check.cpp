@@ -1,0 +1,141 @@
+#include "tuner/run/load_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <chrono>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+#include "tuner/base/trial_attrs.h"
+
+namespace tune::tuner {
+
+double load_limit(const LoadSpec& spec, double usable_cpus) {
+  return std::max(spec.max_external_cpus, spec.max_external_share * usable_cpus);
+}
+
+LoadJudgement judge_load(const LoadSpec& spec, const std::optional<TrialCpu>& cpu,
+                         const nlohmann::json& probe_verdict, int allowed_cpus) {
+  LoadJudgement j;
+  j.usable_cpus = std::max(1, allowed_cpus);
+  if (probe_verdict.is_object()) {
+    // The PUs the trial's ranks may use (the union of their cpusets), as the monitor saw them.
+    if (const auto it = probe_verdict.find("pus"); it != probe_verdict.end() &&
+                                                   it->is_number() && it->get<double>() > 0)
+      j.usable_cpus = it->get<double>();
+    if (const auto ranks = probe_verdict.find("ranks");
+        ranks != probe_verdict.end() && ranks->is_array() && !ranks->empty()) {
+      double sum = 0;
+      int n = 0;
+      for (const auto& r : *ranks) {
+        const auto pct = r.find("mean_cpu_pct");
+        if (pct == r.end() || !pct->is_number()) continue;
+        sum += pct->get<double>() / 100;
+        ++n;
+      }
+      if (n > 0) j.rank_cpu_share = sum / n;
+    }
+  }
+  j.limit = load_limit(spec, j.usable_cpus);
+  if (!cpu) return j;
+  const auto load = external_load(*cpu);
+  if (!load) return j;
+  j.external_cpus = load->cpus;
+  j.uncertainty = load->uncertainty;
+  // Only what the reading's resolution cannot explain: a trial of 20 ms on a quiet machine is
+  // not judged by one clock tick.
+  j.under_load = spec.check && load->cpus - load->uncertainty > j.limit;
+  return j;
+}
+
+namespace {
+double round3(double x) { return std::round(x * 1000) / 1000; }
+}  // namespace
+
+void add_load_attrs(const LoadJudgement& load, nlohmann::json& user_attrs) {
+  if (load.external_cpus) user_attrs[k_attr_external_cpu] = round3(*load.external_cpus);
+  if (load.rank_cpu_share) user_attrs[k_attr_rank_cpu_share] = round3(*load.rank_cpu_share);
+  if (load.under_load && load.external_cpus) {
+    user_attrs[k_attr_measured_under_load] = {{"external_cpus", round3(*load.external_cpus)},
+                                              {"uncertainty", round3(load.uncertainty)},
+                                              {"limit", round3(load.limit)}};
+  }
+}
+
+std::string load_note(const LoadJudgement& load) {
+  if (!load.under_load || !load.external_cpus) return "";
+  std::string note = fmt::format("measured under load: {:.2g} CPUs of other work (limit {:.2g})",
+                                 *load.external_cpus, load.limit);
+  if (load.rank_cpu_share) note += fmt::format(", ranks at {:.0f}% CPU", *load.rank_cpu_share * 100);
+  return note;
+}
+
+QuietWait wait_until_quiet(const LoadSample& sample, double step_s, double limit, double budget_s,
+                           int trial_number, std::ostream& out, const std::function<bool()>& stop) {
+  QuietWait wait;
+  if (budget_s <= 0) return wait;
+  int quiet_steps = 0;
+  while (!stop()) {
+    const auto cpus = sample();
+    wait.waited_s += step_s;
+    if (!cpus) {  // the machine's load cannot be read: nothing to wait for
+      wait.quiet = true;
+      break;
+    }
+    wait.last_cpus = *cpus;
+    // Two quiet steps in a row: a build between two compilations is not a quiet machine.
+    if (*cpus <= limit) {
+      if (++quiet_steps >= 2) {
+        wait.quiet = true;
+        break;
+      }
+    } else {
+      quiet_steps = 0;
+      if (!wait.said) {
+        out << fmt::format(
+                   "tune: waiting for the machine to be quiet: {:.2g} CPUs busy outside the study "
+                   "(trial {} was measured under that load)\n",
+                   *cpus, trial_number)
+            << std::flush;
+        wait.said = true;
+      }
+    }
+    if (wait.waited_s >= budget_s) break;
+  }
+  return wait;
+}
+
+LoadSample live_load_sample(double step_s) {
+  return [step_s]() -> std::optional<double> {
+    const auto busy_before = read_busy_cpu();
+    const auto self_before = self_cpu_ns();
+    const auto start = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(step_s));
+    const auto busy_after = read_busy_cpu();
+    const auto self_after = self_cpu_ns();
+    if (!busy_before || !busy_after || busy_after->ns < busy_before->ns) return std::nullopt;
+    TrialCpu cpu;
+    cpu.window_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    cpu.busy_s = static_cast<double>(busy_after->ns - busy_before->ns) / 1e9;
+    cpu.busy_lines = busy_after->lines;
+    cpu.tune_s = static_cast<double>(self_after - self_before) / 1e9;
+    cpu.tick_s = clock_tick_ns() / 1e9;
+    const auto load = external_load(cpu);
+    if (!load) return std::nullopt;
+    return load->cpus;
+  };
+}
+
+LoadSpec effective_load_spec(const LoadSpec& spec) {
+  LoadSpec out = spec;
+  if (const char* v = std::getenv("TUNE_LOAD_CHECK")) {
+    const std::string_view s(v);
+    if (s == "off" || s == "0" || s == "false") out.check = false;
+  }
+  return out;
+}
+
+}  // namespace tune::tuner

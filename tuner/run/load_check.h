@@ -1,0 +1,86 @@
+// Load that is not the job's: whether a trial was measured while other work used the machine's
+// CPUs, and waiting for the machine to be quiet before it is measured again (issue 36: while
+// other work shared the machine, two-rank trials ran at 48% CPU a rank, were trusted, and a
+// setting 0.49x the baseline's speed won and was exported).
+//
+// The figure is the CPU time used outside the study during the trial, in CPUs' worth: the
+// machine's busy time (/proc/stat, the CPUs tune may run on) less the trial's process tree
+// (the keeper's accounting), the keeper and tune itself (its monitor and watcher), over the
+// trial (tuner/launch/machine_load.h). A trial is measured under load when that, less what the
+// clock-tick resolution allows, is above the study's limit (study_file.h LoadSpec): more than
+// max_external_cpus AND more than max_external_share of the CPUs its ranks may use. Why both:
+// on 2 cores a quarter of a CPU of other work is already a tenth of the job's CPUs, where on 128
+// cores the same quarter is noise beside a job that spreads over them all, and 10% of 128 would
+// let a 12-CPU build through on a job bound to 4 cores if the share alone counted; so the share
+// is taken of the ranks' CPUs (the probes' verdict knows them) and the floor keeps a small job
+// on a big machine from being judged by the odd daemon.
+//
+// Such a trial is marked (user attr k_attr_measured_under_load), not ranked (judge/ranking.h),
+// and re-run once the machine is quiet (the runner, tuner/run/runner.cpp). Pure functions, and
+// a wait that samples through a seam; thread-safe.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner/launch/machine_load.h"
+#include "tuner/study/study_file.h"
+
+namespace tune::tuner {
+
+// The study's limit, in CPUs' worth, for a trial whose ranks may use `usable_cpus` CPUs.
+double load_limit(const LoadSpec& spec, double usable_cpus);
+
+// What a trial's end adds about the load it ran under.
+struct LoadJudgement {
+  std::optional<double> external_cpus;   // none: not measured (no keeper, no /proc/stat)
+  double uncertainty = 0;                // the reading's resolution, same unit
+  std::optional<double> rank_cpu_share;  // mean CPU of one rank (1.0 = a whole CPU), probes
+  double usable_cpus = 0;                // the CPUs its ranks may use
+  double limit = 0;                      // load_limit(spec, usable_cpus)
+  bool under_load = false;               // judged so (never when spec.check is false)
+};
+
+// From the launch's CPU figures and the probes' verdict (system attr probe_verdict: its "pus",
+// and each rank's "mean_cpu_pct"; null when the probes did not run); `allowed_cpus` is the
+// number of CPUs tune may use, the ranks' CPUs when the verdict does not say.
+LoadJudgement judge_load(const LoadSpec& spec, const std::optional<TrialCpu>& cpu,
+                         const nlohmann::json& probe_verdict, int allowed_cpus);
+
+// The user attrs it stores: k_attr_external_cpu, k_attr_rank_cpu_share, and
+// k_attr_measured_under_load when under load.
+void add_load_attrs(const LoadJudgement& load, nlohmann::json& user_attrs);
+
+// "measured under load: 1.9 CPUs of other work (limit 0.25)", for the live line.
+std::string load_note(const LoadJudgement& load);
+
+// Waiting for a quiet machine: `sample` measures the CPUs' worth other work used over its next
+// step (it takes the step's time: half a second when live), none when it cannot read; quiet is
+// two steps in a row at or under `limit`. Prints "tune: waiting for the machine to be quiet: 1.9
+// CPUs busy outside the study (trial 3 was measured under that load)" once, when it has to wait
+// (`trial_number` is the trial measured under load); stops at `budget_s` or when `stop()` says
+// so. Returns the seconds waited (its caller keeps the budget) and whether the machine was quiet
+// at the end; a budget of 0 waits for nothing and is not quiet.
+struct QuietWait {
+  bool quiet = false;
+  bool said = false;  // the waiting line was printed
+  double waited_s = 0;
+  std::optional<double> last_cpus;  // the last step's external load
+};
+using LoadSample = std::function<std::optional<double>()>;
+QuietWait wait_until_quiet(const LoadSample& sample, double step_s, double limit, double budget_s,
+                           int trial_number, std::ostream& out, const std::function<bool()>& stop);
+
+// The live sampler: the machine's busy CPU time less tune's own over `step_s` seconds.
+LoadSample live_load_sample(double step_s);
+
+// `load:` as the study file says, unless the environment says TUNE_LOAD_CHECK=off (or 0, false):
+// then the load is recorded and never judged, as for `load: off` (test suites that share a busy
+// machine, where the tests judge other things).
+LoadSpec effective_load_spec(const LoadSpec& spec);
+
+}  // namespace tune::tuner
