@@ -236,15 +236,20 @@ FigureQuality figure_quality(const search::StudyView& study) {
   const auto leads = leads_within_groups(study, placement_of);
   std::map<std::string, int> members;  // placement -> judged trials in it
   std::map<std::string, int> best_of;  // placement -> its best trial (the one without a lead)
+  // A trial measured under other work's load (ranking.h) has neither a figure nor a verdict of
+  // its settings alone: it is not judged.
+  const auto judged = [](const search::FrozenTrial& t) {
+    return t.state == search::TrialState::complete && t.value && !is_rerun(t) && trusted_run(t);
+  };
   for (const auto& t : study.trials()) {
-    if (t.state != search::TrialState::complete || !t.value || is_rerun(t)) continue;
+    if (!judged(t)) continue;
     const auto key = placement_of(t);
     if (!key) continue;
     members[*key] += 1;
     if (!leads.contains(t.number)) best_of[*key] = t.number;
   }
   for (const auto& t : study.trials()) {
-    if (t.state != search::TrialState::complete || !t.value || is_rerun(t)) continue;
+    if (!judged(t)) continue;
     const auto key = placement_of(t);
     const auto flagged = flag(t, k_attr_probe_verdict, "observed_oversubscribed");
     if (!key || !flagged || members[*key] < 2) continue;
