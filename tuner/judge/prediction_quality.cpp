@@ -186,26 +186,39 @@ std::string prediction_quality_text(const PredictionQuality& q) {
                                q.risk_true_positive + q.risk_false_negative, "oversubscribed"));
 }
 
+namespace {
+
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// The confusion matrix's counts, precision and recall, as both JSON objects start.
+nlohmann::json confusion_json(int trials, int tp, int fp, int fn, int tn,
+                              const std::optional<double>& precision,
+                              const std::optional<double>& recall) {
+  return {{"trials", trials},
+          {"true_positive", tp},
+          {"false_positive", fp},
+          {"false_negative", fn},
+          {"true_negative", tn},
+          {"precision", optional_json(precision)},
+          {"recall", optional_json(recall)}};
+}
+
+}  // namespace
+
 nlohmann::json prediction_quality_json(const PredictionQuality& q) {
-  auto opt = [](const std::optional<double>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
-  return {{"trials", q.trials},
-          {"true_positive", q.true_positive},
-          {"false_positive", q.false_positive},
-          {"false_negative", q.false_negative},
-          {"true_negative", q.true_negative},
-          {"precision", opt(q.precision)},
-          {"recall", opt(q.recall)},
-          {"by_setting",
-           {{"trials", q.risk_trials},
-            {"true_positive", q.risk_true_positive},
-            {"false_positive", q.risk_false_positive},
-            {"false_negative", q.risk_false_negative},
-            {"precision", opt(q.risk_precision)},
-            {"recall", opt(q.risk_recall)},
-            {"brier", opt(q.brier)},
-            {"brier_yes_no", opt(q.brier_yes_no)}}}};
+  nlohmann::json j = confusion_json(q.trials, q.true_positive, q.false_positive, q.false_negative,
+                                    q.true_negative, q.precision, q.recall);
+  j["by_setting"] = {{"trials", q.risk_trials},
+                     {"true_positive", q.risk_true_positive},
+                     {"false_positive", q.risk_false_positive},
+                     {"false_negative", q.risk_false_negative},
+                     {"precision", optional_json(q.risk_precision)},
+                     {"recall", optional_json(q.risk_recall)},
+                     {"brier", optional_json(q.brier)},
+                     {"brier_yes_no", optional_json(q.brier_yes_no)}};
+  return j;
 }
 
 namespace {
@@ -306,22 +319,15 @@ std::string figure_quality_text(const FigureQuality& q) {
 }
 
 nlohmann::json figure_quality_json(const FigureQuality& q) {
-  auto opt = [](const std::optional<double>& x) {
-    return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
-  };
   nlohmann::json contradictions = nlohmann::json::array();
   for (const auto& c : q.contradictions)
     contradictions.push_back(
         {{"trial", c.trial}, {"best", c.best}, {"ratio", c.ratio}, {"flagged", c.flagged}});
-  return {{"trials", q.trials},
-          {"true_positive", q.true_positive},
-          {"false_positive", q.false_positive},
-          {"false_negative", q.false_negative},
-          {"true_negative", q.true_negative},
-          {"precision", opt(q.precision)},
-          {"recall", opt(q.recall)},
-          {"noise_known", q.noise_known},
-          {"contradictions", contradictions}};
+  nlohmann::json j = confusion_json(q.trials, q.true_positive, q.false_positive, q.false_negative,
+                                    q.true_negative, q.precision, q.recall);
+  j["noise_known"] = q.noise_known;
+  j["contradictions"] = contradictions;
+  return j;
 }
 
 }  // namespace tune::tuner
