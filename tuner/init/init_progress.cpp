@@ -151,7 +151,14 @@ bool time_like(const std::string& name, const std::string& unit) {
          unit == "s" || unit == "ms" || unit == "sec" || unit == "seconds";
 }
 
+// Short names of rates that benchmarks print (sysbench's "eps: 3922.05", "tps:", "qps:"): a
+// rate only when its values vary, since "eps" is an epsilon too.
+bool short_rate_name(const std::string& name) {
+  return name == "eps" || name == "tps" || name == "qps" || name == "ops";
+}
+
 bool rate_like(const std::string& name, const std::string& unit) {
+  if (short_rate_name(name)) return true;
   const std::string both = name + " " + unit;
   for (const char* w :
        {"/s", "/sec", "per_s", "per sec", "throughput", "ips", "fps", "tflop", "gflop"})
@@ -374,12 +381,14 @@ std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lin
       const auto& first = g.tokens.front()[k];
       const std::string name = name_before(g.lines.front()->text, first.begin);
       const std::string unit = unit_after(g.lines.front()->text, first.end);
-      bool counter = true, rate = rate_like(name, unit);
+      bool counter = true, rate = rate_like(name, unit), varies = false;
       for (std::size_t i = 0; i < g.tokens.size(); ++i) {
         const auto& t = g.tokens[i][k];
         counter = counter && t.integer && (i == 0 || t.value > g.tokens[i - 1][k].value);
         rate = rate && t.value > 0;
+        varies = varies || t.value != g.tokens.front()[k].value;
       }
+      if (rate && short_rate_name(name) && !varies) rate = false;
       if (counter && time_like(name, unit)) counter = false;
       if (!counter && !rate) continue;
       const int kind = counter ? (step_like(name) ? 0 : 1) : 2;

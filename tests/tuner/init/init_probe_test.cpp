@@ -546,6 +546,23 @@ TEST(InitProgress, AWideningColumnAndAnAlignedTableAreOneShape) {
   EXPECT_EQ(regex_first_group(total[0].regex, "[1000/2000] eps: 5.5"), "1000") << total[0].regex;
 }
 
+// sysbench's "eps:" is a printed rate; an "eps" that stays put is an epsilon, and the lines are
+// counted instead.
+TEST(InitProgress, AShortRateNameIsARateOnlyWhenItVaries) {
+  std::vector<std::string> rates, epsilons;
+  for (int i = 1; i <= 12; ++i) {
+    rates.push_back(fmt::format("[ {}s ] thds: 1 eps: {}.25 lat (ms,95%): 0.31", i, 3900 + i % 5));
+    epsilons.push_back(fmt::format("adam eps: 1e-08 loss {:.3f}", 1.0 / i));
+  }
+  auto found = find_progress_lines(timed(rates, 1, 1));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::rate);
+  EXPECT_EQ(found[0].name, "eps");
+  found = find_progress_lines(timed(epsilons, 1, 1));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::lines);
+}
+
 // Progress lines that stop while their stream goes on (the format changed, a phase ended)
 // would leave a window waiting: they are offered last, with why, and the lines that kept
 // coming first.
@@ -651,13 +668,18 @@ TEST_F(InitFromProbe, AJobThatEndsSoonIsScoredByTheFigureAtItsEnd) {
   EXPECT_FALSE(bare_spec.objective.window) << bare_text;
   EXPECT_TRUE(bare_text.contains("printed no figure at its end")) << bare_text;
 
-  // Still running after the end wait: a window over the lines, read line-buffered.
+  // Still running after the end wait: a window over the rate its lines print ("eps: N"),
+  // read line-buffered.
   ProbeFindings long_job = p;
   long_job.bounded = true;
   long_job.seconds = 30;
   const auto [long_text, long_spec] = init({"/usr/bin/sysbench", "cpu", "run"}, long_job);
   ASSERT_TRUE(long_spec.objective.window) << long_text;
   EXPECT_EQ(long_spec.objective.window->regex, p.progress[0].regex);
+  EXPECT_EQ(long_spec.objective.window->settings.measure, WindowMeasure::rate);
+  EXPECT_EQ(
+      regex_first_group(p.progress[0].regex, "[ 123s ] thds: 1 eps: 3922.05 lat (ms,95%): 0.31"),
+      "3922.05");
   EXPECT_TRUE(long_text.contains("nor 'events per second', which the job prints once"))
       << long_text;
   EXPECT_EQ(env_names(long_spec), std::vector<std::string>{"_STDBUF_O"}) << long_text;
