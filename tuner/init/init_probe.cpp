@@ -463,7 +463,9 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   // The job's lines as they come: progress lines are told by their arrival.
   std::vector<TimedLine> timed;
   LineTimes out_lines(request.stdout_path, "stdout"), err_lines(request.stderr_path, "stderr");
-  bool ends_later = false, any_progress = false;
+  // Whether the progress lines say the job ends past the wait, and whether that can still
+  // change (lines without a total say nothing more later: no need to read them again).
+  bool ends_later = false, any_progress = false, settled = false;
   double checked_at = -1;
   const LaunchResult result = run_process(request, [&](pid_t pid) -> std::string {
     const double now = elapsed();
@@ -474,11 +476,12 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     if (now < options.seconds) return "";
     if (now < options.end_wait_s) {
       // The lines so far: twice a second until progress lines show, then every 2 s.
-      if (checked_at < 0 || now - checked_at >= (any_progress ? 2 : 0.5)) {
+      if (!settled && (checked_at < 0 || now - checked_at >= (any_progress ? 2 : 0.5))) {
         checked_at = now;
         const auto progress = find_progress_lines(timed);
         any_progress = !progress.empty();
         ends_later = ends_after(progress, now, options.end_wait_s);
+        settled = any_progress && !progress.front().total;
       }
       if (!ends_later) return "";
     }
