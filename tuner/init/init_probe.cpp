@@ -282,10 +282,17 @@ std::vector<std::string> with_mpirun_options(std::vector<std::string> argv, bool
 // Best objective first: work rates, data rates, times; within one kind a metric's own name
 // (HPL_Tflops, throughput) before a bare unit (Gflop/s: 3.8 says of what only by its place),
 // then the order they appear.
+// A rate per second before one per minute, hour or day ("108.2 timesteps/s" before "46748.6
+// tau/day" on LAMMPS's one line: the same figure, in the unit users compare).
 void sort_results(std::vector<ResultLine>& lines) {
-  std::stable_sort(lines.begin(), lines.end(), [](const ResultLine& a, const ResultLine& b) {
+  const auto slow_base = [](const ResultLine& r) {
+    const std::string u = ascii_lower(r.unit);
+    return u.ends_with("/day") || u.ends_with("/h") || u.ends_with("/min");
+  };
+  std::stable_sort(lines.begin(), lines.end(), [&](const ResultLine& a, const ResultLine& b) {
     const bool bare_a = a.name.contains('/'), bare_b = b.name.contains('/');
-    return std::tie(a.rank, bare_a) < std::tie(b.rank, bare_b);
+    const bool slow_a = slow_base(a), slow_b = slow_base(b);
+    return std::tie(a.rank, bare_a, slow_a) < std::tie(b.rank, bare_b, slow_b);
   });
 }
 
