@@ -220,6 +220,17 @@ std::optional<std::string> regex_for(const Group& group, std::size_t k, const ch
   }
   full += flexible(first.substr(at, toks[k].begin - at), k > 0, true) + number_group;
   if (verified(full, group, others, want)) return full;
+  // The whole line, the other numbers generalised: a table's row ("     600   1.63  -4.73 ...")
+  // whose start alone other lines share.
+  at = toks[k].end;
+  for (std::size_t j = k + 1; j < toks.size(); ++j) {
+    full += flexible(first.substr(at, toks[j].begin - at), true, true) + k_number_re;
+    at = toks[j].end;
+  }
+  std::string rest = first.substr(at);
+  while (!rest.empty() && (rest.back() == '\r' || blank(rest.back()))) rest.pop_back();
+  full += flexible(rest, true, false);
+  if (verified(full, group, others, want)) return full;
   return std::nullopt;
 }
 

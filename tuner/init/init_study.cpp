@@ -559,7 +559,10 @@ void propose_window(const InitRequest& request, const ProbeFindings& probe, cons
   plan.maximize = true;
   const std::string what =
       p.measure == WindowMeasure::counter
-          ? fmt::format("the number after '{}' counts up ({:.4g} a second here)", p.name, p.rate)
+          ? fmt::format("{} counts up ({:.4g} a second here)",
+                        p.name.empty() ? "the number the regex reads"
+                                       : fmt::format("the number after '{}'", p.name),
+                        p.rate)
       : p.measure == WindowMeasure::rate
           ? fmt::format("the number after '{}' is a rate (mean {:.4g})", p.name, p.rate)
           : fmt::format("tune counts the lines ({:.3g} a second here)", p.rate);

@@ -563,6 +563,31 @@ TEST(InitProgress, AShortRateNameIsARateOnlyWhenItVaries) {
   EXPECT_EQ(found[0].measure, WindowMeasure::lines);
 }
 
+// LAMMPS's thermo table: the step is the first column, other lines start with a number too
+// (its first row, whose last column is still negative; "1 by 1 by 2 MPI processor grid"): the
+// step is read through the whole row.
+TEST(InitProgress, AStepColumnOfATableIsReadThroughItsRow) {
+  std::vector<std::string> texts = {
+      "  1 by 1 by 2 MPI processor grid", "Step Temp E_pair E_mol TotEng Press ",
+      "       0            3   -6.7733681            0   -2.2735087   "
+      "-3.7027964 "};
+  for (int step = 25; step <= 1000; step += 25)
+    texts.push_back(fmt::format("{:8d} {:12.7f} {:12.7f} {:12d} {:12.7f} {:12.7f} ", step,
+                                1.6 + 0.001 * (step % 7), -4.7 - 0.001 * (step % 5), 0,
+                                -2.28 - 1e-6 * step, 5.8 + 0.01 * (step % 3)));
+  const auto found = find_progress_lines(timed(texts, 1, 0.5));
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found[0].measure, WindowMeasure::counter) << found[0].regex;
+  EXPECT_EQ(found[0].count, 40);
+  EXPECT_NEAR(found[0].rate, 50, 1) << "25 steps a line, a line every 0.5 s";
+  EXPECT_EQ(regex_first_group(found[0].regex,
+                              "   12000    1.6376181    -4.738955            0   -2.2826046    "
+                              "5.8951046 "),
+            "12000")
+      << found[0].regex;
+  EXPECT_FALSE(regex_first_group(found[0].regex, texts[0]));
+}
+
 // Progress lines that stop while their stream goes on (the format changed, a phase ended)
 // would leave a window waiting: they are offered last, with why, and the lines that kept
 // coming first.
