@@ -1,5 +1,6 @@
 // `tune init [OPTIONS] -- COMMAND...`: the subcommand's flags, the one optional question asked
 // on a terminal, and writing the file; what goes into the study is tuner/init/init_study.h's.
+#include <stdlib.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
@@ -44,15 +45,21 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
   std::vector<std::string> argv(given.begin(),
                                 given.end() - static_cast<std::ptrdiff_t>(command.program.size()));
   argv.insert(argv.end(), command.program.begin(), command.program.end());
+  // A job that ends within a few probe lengths is scored by the figure it prints at its end; a
+  // job still starting at the bound (torch on a loaded machine) is given the time to show its
+  // progress lines, which decide whether its trials can be measured over a window. Neither
+  // matters when the user names the objective.
+  const double end_wait = args.request.throughput_regex.empty() ? 3 * seconds : 0;
   std::cerr << fmt::format(
-      "tune init: running the command for up to {} ({:g}s while it shows no progress line) to "
-      "see what it starts (--no-probe skips this)\n",
-      args.probe_for, 3 * seconds);
+      "tune init: running the command for {}{} to see what it starts and prints{} (--no-probe "
+      "skips this)\n",
+      args.probe_for,
+      end_wait > seconds ? fmt::format(" (up to {:g}s to see whether it ends)", end_wait) : "",
+      args.request.line_buffering ? ", its output line-buffered as by stdbuf -oL" : "");
   ProbeOptions options;
   options.seconds = seconds;
-  // A job still starting at the bound (torch on a loaded machine) is given the time to show its
-  // progress lines, which decide whether its trials can be measured over a window.
-  options.progress_wait_s = 3 * seconds;
+  options.end_wait_s = end_wait;
+  if (args.request.line_buffering) options.env = args.request.line_buffering->env;
   // As the study's launch will: more ranks on this node than cores need --oversubscribe.
   const auto per_node = probes::parse_int(
       command.mpirun.npernode.empty() ? command.mpirun.n : command.mpirun.npernode);
@@ -124,6 +131,10 @@ int run_init(InitArgs& args) {
   auto topo = probes::read_topology();
   if (!topo) throw std::runtime_error("init: reading the topology: " + topo.error());
   install_interrupt_handlers();
+  // The probe run reads progress lines as they come, and a window's trials must too.
+  const char* path_var = std::getenv("PATH");
+  const char* preload = std::getenv("LD_PRELOAD");
+  args.request.line_buffering = line_buffering(path_var ? path_var : "", preload ? preload : "");
   const auto found = probe(args, command, *probe_s, *topo);
   if (interrupted()) {
     std::cerr << "tune init: interrupted; nothing written\n";
@@ -217,9 +228,10 @@ std::vector<Subcommand> add_init_commands(CLI::App& app) {
       ->type_name("DURATION");
   init->add_flag("--no-input", args->no_input, "Ask nothing, even on a terminal");
   init->add_option("--probe-for", args->probe_for,
-                   "Run the command this long (at most; 3x as long while it has printed no "
-                   "progress line) to see what it maps, starts, reads and prints; the whole tree "
-                   "is stopped after (default 10s)")
+                   "Run the command this long to see what it maps, starts, reads and prints "
+                   "(up to 3x as long to see whether it ends, without --throughput-regex: a job "
+                   "that does is scored by the figure it prints at its end); the whole tree is "
+                   "stopped after (default 10s)")
       ->type_name("DURATION");
   init->add_flag("--no-probe", args->no_probe,
                  "Do not run the command: judge the program by its text (a script's imports)");

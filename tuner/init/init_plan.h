@@ -75,6 +75,7 @@ struct InitPlan {
   InitMpirun launch;                 // templates; bind_to/map_by may be placeholders
   std::vector<std::string> command;  // templates
   std::vector<std::pair<std::string, std::string>> env;  // templates
+  std::vector<std::string> env_notes;                    // comments before them
   std::vector<InitParam> params;
   std::string regex;           // "" = wall time
   std::string objective_file;  // "" = the regex reads a stream; else the file the program writes

@@ -43,6 +43,23 @@ int result_kind(const std::string& name, const std::string& unit) {
   return -1;
 }
 
+constexpr const char* k_number_group = "([-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)";
+
+// A unit that says a number is a rate: 0 a work rate ("timesteps/s", "GFLOPS", "ns/day"), 1 a
+// data rate ("MB/s"), -1 none (a time, "hours/ns", a count).
+int unit_rate_kind(const std::string& unit) {
+  const std::string u = ascii_lower(unit);
+  if (u.empty()) return -1;
+  const bool per_time = u.ends_with("/s") || u.ends_with("/sec") || u.ends_with("/second") ||
+                        u.ends_with("/day") || u.ends_with("/min") || u.ends_with("/h");
+  if (per_time && (u.contains("byte") || u == "b/s" || u == "kb/s" || u == "mb/s" || u == "gb/s" ||
+                   u == "kib/s" || u == "mib/s" || u == "gib/s"))
+    return 1;
+  if (per_time || u.ends_with("flops") || u == "ips" || u == "fps" || u == "iops" || u == "gups")
+    return 0;
+  return -1;
+}
+
 bool name_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '/' || c == '.' ||
          c == '-';
@@ -56,6 +73,25 @@ std::string re2_escape(const std::string& s) {
     out += c;
   }
   return out;
+}
+
+// A name as RE2 text: its blanks match any run of blanks ("events per second").
+std::string name_regex(const std::string& name) {
+  std::string out;
+  for (char c : re2_escape(name)) out += c == ' ' ? std::string("\\s+") : std::string(1, c);
+  return out;
+}
+
+// The word after a number ending at `after` ("GFLOP/s" in "3.8 GFLOP/s, ..."): "" when what
+// follows is no word, or names the next number ("epoch: 1 samples/s: 1200").
+std::string unit_at(const std::string& line, std::size_t after) {
+  const auto u = line.find_first_not_of(" \t", after);
+  if (u == std::string::npos) return "";
+  const auto u_end = line.find_first_of(" \t,;():=", u);
+  std::string unit = line.substr(u, u_end == std::string::npos ? std::string::npos : u_end - u);
+  if (!std::isalpha(static_cast<unsigned char>(unit[0])) && unit[0] != '/') return "";
+  if (u_end != std::string::npos && (line[u_end] == ':' || line[u_end] == '=')) return "";
+  return unit;
 }
 
 std::string tail_of_file(const fs::path& path, std::uintmax_t max_bytes) {
@@ -246,19 +282,89 @@ std::vector<std::string> with_mpirun_options(std::vector<std::string> argv, bool
 // Best objective first: work rates, data rates, times; within one kind a metric's own name
 // (HPL_Tflops, throughput) before a bare unit (Gflop/s: 3.8 says of what only by its place),
 // then the order they appear.
+// A rate per second before one per minute, hour or day ("108.2 timesteps/s" before "46748.6
+// tau/day" on LAMMPS's one line: the same figure, in the unit users compare).
 void sort_results(std::vector<ResultLine>& lines) {
-  std::stable_sort(lines.begin(), lines.end(), [](const ResultLine& a, const ResultLine& b) {
+  const auto slow_base = [](const ResultLine& r) {
+    const std::string u = ascii_lower(r.unit);
+    return u.ends_with("/day") || u.ends_with("/h") || u.ends_with("/min");
+  };
+  std::stable_sort(lines.begin(), lines.end(), [&](const ResultLine& a, const ResultLine& b) {
     const bool bare_a = a.name.contains('/'), bare_b = b.name.contains('/');
-    return std::tie(a.rank, bare_a) < std::tie(b.rank, bare_b);
+    const bool slow_a = slow_base(a), slow_b = slow_base(b);
+    return std::tie(a.rank, bare_a, slow_a) < std::tie(b.rank, bare_b, slow_b);
   });
+}
+
+// Whether the best progress lines say the job goes on past `until_s` (seconds after launch):
+// a counter that gives its total ("step 40/500") at its rate so far.
+bool ends_after(const std::vector<ProgressLines>& progress, double now_s, double until_s) {
+  for (const auto& p : progress) {
+    if (!p.stopped.empty()) continue;
+    if (p.measure != WindowMeasure::counter || !p.total || p.rate <= 0) return false;
+    return now_s + (*p.total - p.last_value) / p.rate > until_s;
+  }
+  return false;
 }
 
 }  // namespace
 
+std::optional<LineBuffering> line_buffering(const std::string& path_var,
+                                            const std::string& ld_preload) {
+  // Where coreutils keeps it beside the `stdbuf` found on PATH (its PKGLIBEXECDIR), then the
+  // usual places.
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  for (std::size_t at = 0; at <= path_var.size();) {
+    const std::size_t colon = std::min(path_var.find(':', at), path_var.size());
+    const fs::path dir = path_var.substr(at, colon - at);
+    at = colon + 1;
+    if (dir.empty() || !fs::is_regular_file(dir / "stdbuf", ec)) continue;
+    const fs::path prefix = fs::weakly_canonical(dir / "stdbuf", ec).parent_path().parent_path();
+    for (const char* sub : {"libexec/coreutils", "lib/coreutils", "lib64/coreutils"})
+      candidates.push_back(prefix / sub / "libstdbuf.so");
+  }
+  for (const char* dir : {"/usr/libexec/coreutils", "/usr/lib/coreutils", "/usr/lib64/coreutils"})
+    candidates.push_back(fs::path(dir) / "libstdbuf.so");
+  for (const auto& lib : candidates) {
+    if (!fs::is_regular_file(lib, ec)) continue;
+    LineBuffering out;
+    out.library = lib.string();
+    // The user's own preloads stay, after it (ld.so reads blanks or colons between them).
+    out.env = {{"LD_PRELOAD", ld_preload.empty() ? out.library : out.library + " " + ld_preload},
+               {"_STDBUF_O", "L"},
+               {"PYTHONUNBUFFERED", "1"}};
+    return out;
+  }
+  return std::nullopt;
+}
+
 std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source) {
   std::vector<ResultLine> found;
   std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
+  int line_no = 0;
+  // One figure seen: `name` (what the regex names) with `value` on line `line_no`.
+  auto add = [&](const std::string& name, const std::string& unit, int kind, double value,
+                 const std::string& regex) {
+    auto it = std::find_if(found.begin(), found.end(),
+                           [&](const ResultLine& r) { return r.name == name; });
+    if (it == found.end()) {
+      ResultLine r;
+      r.source = source;
+      r.name = name;
+      r.unit = unit;
+      r.rank = kind;
+      r.maximize = kind < 2;
+      r.regex = regex;
+      found.push_back(std::move(r));
+      it = found.end() - 1;
+    }
+    it->value = value;
+    it->last_line = line_no;
+    ++it->count;
+  };
+  for (std::string line; std::getline(lines, line); ++line_no) {
+    std::set<std::size_t> used;  // where the numbers read as NAME: number start
     for (std::size_t sep = line.find_first_of(":="); sep != std::string::npos;
          sep = line.find_first_of(":=", sep + 1)) {
       // NAME, optional blanks, ':' or '=', optional blanks, a number, an optional unit.
@@ -277,35 +383,53 @@ std::vector<ResultLine> find_result_lines(const std::string& text, const std::st
       const std::size_t after = static_cast<std::size_t>(p - line.data());
       if (after < line.size() && name_char(line[after]) && line[after] != '.' && line[after] != '/')
         continue;  // "12abc": not a number
-      std::string unit;
-      if (const auto u = line.find_first_not_of(" \t", after); u != std::string::npos) {
-        const auto u_end = line.find_first_of(" \t,;():=", u);
-        unit = line.substr(u, u_end == std::string::npos ? std::string::npos : u_end - u);
-        if (!std::isalpha(static_cast<unsigned char>(unit[0])) && unit[0] != '/') unit.clear();
-        // "epoch: 1 samples/s: 1200": the word after the number names the next one.
-        if (u_end != std::string::npos && (line[u_end] == ':' || line[u_end] == '=')) unit.clear();
+      if (after + 1 < line.size() && line[after] == ':' &&
+          std::isdigit(static_cast<unsigned char>(line[after + 1])))
+        continue;  // "0:00:09": a clock, not a number
+      const std::string unit = unit_at(line, after);
+      std::string name = line.substr(begin, end - begin);
+      int kind = result_kind(name, unit);
+      if (kind < 0) {
+        // "events per second: 3948.55": a name of a few words, when its last word alone
+        // is none ("second").
+        std::size_t words_begin = begin;
+        for (int words = 1; words < 4 && words_begin >= 2 && line[words_begin - 1] == ' ' &&
+                            std::isalpha(static_cast<unsigned char>(line[words_begin - 2]));
+             ++words) {
+          std::size_t b = words_begin - 1;
+          while (b > 0 && std::isalpha(static_cast<unsigned char>(line[b - 1]))) --b;
+          words_begin = b;
+        }
+        name = line.substr(words_begin, end - words_begin);
+        kind = result_kind(name, unit);
       }
-      const std::string name = line.substr(begin, end - begin);
-      const int kind = result_kind(name, unit);
       if (kind < 0) continue;
-      auto it = std::find_if(found.begin(), found.end(),
-                             [&](const ResultLine& r) { return r.name == name; });
-      if (it == found.end()) {
-        ResultLine r;
-        r.source = source;
-        r.name = name;
-        r.unit = unit;
-        r.rank = kind;
-        r.maximize = kind < 2;
-        r.regex = fmt::format("\\b{}{}{}\\s*([-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)",
-                              re2_escape(name), end < sep ? "\\s*" : "", line[sep]);
-        found.push_back(std::move(r));
-        it = found.end() - 1;
+      used.insert(num);
+      add(name, unit, kind, value,
+          fmt::format("\\b{}{}{}\\s*{}", name_regex(name), end < sep ? "\\s*" : "", line[sep],
+                      k_number_group));
+    }
+    // "108.2 timesteps/s", "3.8 GFLOPS": a number with a rate for its unit, named by the unit.
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const bool starts = std::isdigit(static_cast<unsigned char>(line[i])) &&
+                          (i == 0 || !name_char(line[i - 1]) || line[i - 1] == '/');
+      if (!starts) continue;
+      double value = 0;
+      auto [p, ec] = std::from_chars(line.data() + i, line.data() + line.size(), value);
+      const std::size_t after = static_cast<std::size_t>(p - line.data());
+      if (ec != std::errc() || !std::isfinite(value) || used.contains(i)) {
+        i = std::max(i, after);
+        continue;
       }
-      it->value = value;
-      ++it->count;
+      const std::string unit = unit_at(line, after);
+      i = after;
+      const int kind = unit_rate_kind(unit);
+      if (kind < 0 || after >= line.size() || (line[after] != ' ' && line[after] != '\t')) continue;
+      add(unit, unit, kind, value,
+          fmt::format("{}\\s*{}(?:[^A-Za-z0-9_/]|$)", k_number_group, re2_escape(unit)));
     }
   }
+  for (auto& r : found) r.lines_after = line_no - 1 - r.last_line;
   sort_results(found);
   return found;
 }
@@ -336,6 +460,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   request.stderr_path = (dir / "stderr").string();
   request.output_cap_bytes = 2u << 20;
   request.tick_s = 0.05;
+  request.env_set = options.env;
   request.kill_grace_s = 1.0;
   Gathered g;
   const auto start = std::chrono::steady_clock::now();
@@ -345,8 +470,10 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   // The job's lines as they come: progress lines are told by their arrival.
   std::vector<TimedLine> timed;
   LineTimes out_lines(request.stdout_path, "stdout"), err_lines(request.stderr_path, "stderr");
-  bool no_progress_yet = true;
-  double checked_at = 0;
+  // Whether the progress lines say the job ends past the wait, and whether that can still
+  // change (lines without a total say nothing more later: no need to read them again).
+  bool ends_later = false, any_progress = false, settled = false;
+  double checked_at = -1;
   const LaunchResult result = run_process(request, [&](pid_t pid) -> std::string {
     const double now = elapsed();
     out_lines.read(now, timed);
@@ -354,12 +481,16 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     sample(pid, has_mpirun, work, source, g);
     if (watch) watch->drain();
     if (now < options.seconds) return "";
-    if (now < options.progress_wait_s) {
-      if (now - checked_at >= 0.5) {  // the lines so far, twice a second
+    if (now < options.end_wait_s) {
+      // The lines so far: twice a second until progress lines show, then every 2 s.
+      if (!settled && (checked_at < 0 || now - checked_at >= (any_progress ? 2 : 0.5))) {
         checked_at = now;
-        no_progress_yet = find_progress_lines(timed).empty();
+        const auto progress = find_progress_lines(timed);
+        any_progress = !progress.empty();
+        ends_later = ends_after(progress, now, options.end_wait_s);
+        settled = any_progress && !progress.front().total;
       }
-      if (no_progress_yet) return "";
+      if (!ends_later) return "";
     }
     return "the probe's bound";
   });
@@ -373,7 +504,9 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   }
   out.ran = true;
   out.seconds = result.wall_s;
+  out.bound_s = options.seconds;
   out.bounded = result.stopped == StopReason::watcher;
+  out.line_buffered = options.env.contains("_STDBUF_O");
   out.exit_code = result.exit_code;
   // A wrapper script is the one "rank" only until it starts processes with an MPI rank.
   const bool any_mpi =

@@ -38,12 +38,16 @@ struct ResultLine {
   bool maximize = true;
   int rank = 0;       // lower is a better objective: work rates, then data rates, then times
   std::string regex;  // RE2 pattern whose first group is the number
+  int last_line = 0;  // where the last one is in the text (0 = its first line)
+  int lines_after = 0;  // lines of the text after the last one: a figure printed at the end has few
 };
 
 // Lines of `text` that give a named number whose name or unit says it is a rate (FLOP/s,
-// samples/s, images/s, bandwidth: maximize) or a time (time, elapsed, latency, sec: minimize),
-// best candidate first (work rates, then data rates, then times; within one kind, in the
-// order they first appear). Other named numbers (sizes, counts, residuals) are not offered.
+// samples/s, images/s, bandwidth, "events per second": maximize) or a time (time, elapsed,
+// latency, sec: minimize), or a number whose unit is a rate ("108.2 timesteps/s", "3.8 GFLOPS",
+// named by the unit), best candidate first (work rates, then data rates, then times; within
+// one kind, in the order they first appear). Other named numbers (sizes, counts, residuals) are
+// not offered.
 std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source);
 
 // A line the probe run's job printed, with the moment tune read it (seconds since launch).
@@ -71,21 +75,56 @@ struct ProgressLines {
   // deviation of 5 stretches' rates over their mean), when there were enough lines to tell.
   double rate = 0;
   std::optional<double> spread;
+  // A counter's last value, and the count it runs to when each line says ("step 40/500").
+  double last_value = 0;
+  std::optional<double> total;
+  // Why the lines cannot measure a trial, "" when they can: they stopped coming while their
+  // stream went on (the format changed mid-run, a phase ended), so a regex built from them
+  // would stop matching.
+  std::string stopped;
 };
 
 // The progress lines among `lines` (in the order read), best candidate first: a counter named
 // like a step (step, iter, iteration, batch, samples, ...), then any counter, then a printed rate,
-// then lines that repeat their shape. A shape needs at least 4 lines read at 3 or more distinct
-// moments; the regex built for a candidate is checked to give exactly its numbers and to match
-// no other line of its stream.
+// then lines that repeat their shape, and last those whose lines stopped coming while their
+// stream went on (`stopped`). A shape needs at least 4 lines read at 3 or more distinct moments;
+// lines are of one shape whatever their blanks (a column that widens, "step    9" -> "step   10",
+// an aligned table), and the regex built for a candidate matches any blanks there; it is
+// checked to give exactly its numbers on every line of the shape and to match no other line of
+// its stream.
 std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lines);
+
+// How the program's output is made to come line by line into a pipe, as `stdbuf -oL` does:
+// C stdio writes into a pipe in 4-KiB blocks, so progress lines would arrive in bursts and
+// their rate be misread (27 steps/s read against the 108 a program printed). coreutils'
+// libstdbuf is preloaded with _STDBUF_O=L (its constructor makes stdout line-buffered before
+// main), and PYTHONUNBUFFERED=1 does the same for Python's own buffer. Chosen over a
+// pseudo-terminal, which would merge stdout and stderr, make the program believe a person
+// watches (colours, progress bars redrawn with \r, prompts) and stop at a hang-up; libstdbuf
+// leaves alone what it cannot reach (a static binary, a program that sets its own buffering).
+struct LineBuffering {
+  std::string library;                     // libstdbuf.so's path
+  std::map<std::string, std::string> env;  // LD_PRELOAD, _STDBUF_O, PYTHONUNBUFFERED
+};
+
+// The line buffering this machine offers: libstdbuf.so beside the `stdbuf` on `path_var` (a
+// PATH value), else in coreutils' usual folders; nullopt when there is none. `ld_preload` (the
+// environment's LD_PRELOAD) is kept after it.
+std::optional<LineBuffering> line_buffering(const std::string& path_var,
+                                            const std::string& ld_preload);
 
 struct ProbeOptions {
   double seconds = 10;  // the bound: the tree is stopped after it (--probe-for)
-  // A command still running at the bound that has shown no progress lines yet (a framework
-  // still starting on a loaded machine) is watched on until they show, up to this long in all;
-  // 0 = not at all. Default 0 (the CLI: 3 x --probe-for).
-  double progress_wait_s = 0;
+  // A command still running at the bound is watched on, up to this long in all, to see whether
+  // it ends soon (a job that does is scored by the figure it prints at its end, each trial
+  // running it whole) and, for one that runs on, to see its progress lines (a framework still
+  // starting on a loaded machine shows none yet). Stopped at the bound all the same when its
+  // progress lines say how far it goes ("step 40/500") and that is past this wait. 0 = not at
+  // all. Default 0 (the CLI: 3 x --probe-for).
+  double end_wait_s = 0;
+  // Variables set for the command, replacing its own: line_buffering()'s, so that the lines the
+  // program writes with C stdio into the probe's pipe come as they are printed.
+  std::map<std::string, std::string> env;
   std::string source_dir;  // the folder the user runs from; "" = the current folder
   // Files up to this size are copied into the mirror, bigger ones linked.
   std::uintmax_t copy_limit_bytes = 64u << 20;
@@ -104,7 +143,9 @@ struct ProbeFindings {
   bool ran = false;
   std::string not_run;          // why the command could not be probed ("" when it ran)
   double seconds = 0;           // how long it ran
-  bool bounded = false;         // stopped at the bound (still running then)
+  double bound_s = 0;           // ProbeOptions::seconds
+  bool bounded = false;         // stopped at the bound or after the end wait (still running then)
+  bool line_buffered = false;   // ran with LineBuffering's variables
   int exit_code = -1;           // when it exited by itself
   std::string last_error_line;  // the last line it wrote to stderr (printable), for a failure
   int ranks = 0;                // rank processes seen

@@ -31,6 +31,7 @@ struct Token {
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
 bool alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+bool blank(char c) { return c == ' ' || c == '\t'; }
 
 // The numbers of a line (digits, a fraction, an exponent) and its shape: the line with each
 // replaced by \x01.
@@ -65,6 +66,20 @@ std::vector<Token> tokens_of(const std::string& line, std::string& shape) {
     out.push_back(t);
     shape += '\x01';
   }
+  // One shape whatever the spacing: a column that widens ("step    9" -> "step   10" -> "step
+  // 100", "[  9/100]" -> "[100/100]") or a table's alignment changes the blanks, not the line.
+  std::string flat;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (!blank(shape[i])) {
+      flat += shape[i];
+      continue;
+    }
+    while (i + 1 < shape.size() && blank(shape[i + 1])) ++i;
+    const bool by_number = (!flat.empty() && flat.back() == '\x01') ||
+                           (i + 1 < shape.size() && shape[i + 1] == '\x01');
+    if (!by_number) flat += ' ';
+  }
+  shape = std::move(flat);
   return out;
 }
 
@@ -76,6 +91,29 @@ std::string escape(std::string_view s) {
     if (!std::isalnum(u) && c != '_' && c != ' ' && u < 0x80) out += '\\';
     out += c;
   }
+  return out;
+}
+
+// RE2 text for the literal text between two numbers of a line (or a line's start or end):
+// blanks beside a number match any blanks or none (a column that widens eats its padding), a
+// run of blanks inside the text one or more, blanks alone between two numbers one or more.
+std::string flexible(std::string_view s, bool number_before, bool number_after) {
+  const auto first = std::find_if_not(s.begin(), s.end(), blank);
+  if (first == s.end()) {
+    if (s.empty()) return "";
+    return number_before && number_after ? "\\s+" : "\\s*";
+  }
+  const auto last = std::find_if_not(s.rbegin(), s.rend(), blank).base();
+  std::string out = number_before || first != s.begin() ? "\\s*" : "";
+  for (auto it = first; it != last; ++it) {
+    if (!blank(*it)) {
+      out += escape(std::string_view(&*it, 1));
+      continue;
+    }
+    while (blank(*(it + 1))) ++it;
+    out += "\\s+";
+  }
+  if (number_after || last != s.end()) out += "\\s*";
   return out;
 }
 
@@ -113,7 +151,14 @@ bool time_like(const std::string& name, const std::string& unit) {
          unit == "s" || unit == "ms" || unit == "sec" || unit == "seconds";
 }
 
+// Short names of rates that benchmarks print (sysbench's "eps: 3922.05", "tps:", "qps:"): a
+// rate only when its values vary, since "eps" is an epsilon too.
+bool short_rate_name(const std::string& name) {
+  return name == "eps" || name == "tps" || name == "qps" || name == "ops";
+}
+
 bool rate_like(const std::string& name, const std::string& unit) {
+  if (short_rate_name(name)) return true;
   const std::string both = name + " " + unit;
   for (const char* w :
        {"/s", "/sec", "per_s", "per sec", "throughput", "ips", "fps", "tflop", "gflop"})
@@ -160,20 +205,31 @@ std::optional<std::string> regex_for(const Group& group, std::size_t k, const ch
     const auto space = before.find(' ');
     if (space != std::string::npos && space + 1 < before.size()) before = before.substr(space + 1);
   }
-  while (!before.empty() && before.front() == ' ') before.erase(0, 1);
+  while (!before.empty() && blank(before.front())) before.erase(0, 1);
   if (std::any_of(before.begin(), before.end(), alpha)) {
     const bool word = alpha(before.front()) || before.front() == '_';
-    const std::string short_re = (word ? "\\b" : "") + escape(before) + number_group;
+    const std::string short_re = (word ? "\\b" : "") + flexible(before, false, true) + number_group;
     if (verified(short_re, group, others, want)) return short_re;
   }
   // The whole line up to the number, the other numbers generalised.
   std::string full = "^";
   std::size_t at = 0;
   for (std::size_t j = 0; j < k; ++j) {
-    full += escape(first.substr(at, toks[j].begin - at)) + k_number_re;
+    full += flexible(first.substr(at, toks[j].begin - at), j > 0, true) + k_number_re;
     at = toks[j].end;
   }
-  full += escape(first.substr(at, toks[k].begin - at)) + number_group;
+  full += flexible(first.substr(at, toks[k].begin - at), k > 0, true) + number_group;
+  if (verified(full, group, others, want)) return full;
+  // The whole line, the other numbers generalised: a table's row ("     600   1.63  -4.73 ...")
+  // whose start alone other lines share.
+  at = toks[k].end;
+  for (std::size_t j = k + 1; j < toks.size(); ++j) {
+    full += flexible(first.substr(at, toks[j].begin - at), true, true) + k_number_re;
+    at = toks[j].end;
+  }
+  std::string rest = first.substr(at);
+  while (!rest.empty() && (rest.back() == '\r' || blank(rest.back()))) rest.pop_back();
+  full += flexible(rest, true, false);
   if (verified(full, group, others, want)) return full;
   return std::nullopt;
 }
@@ -184,15 +240,33 @@ std::optional<std::string> lines_regex(const Group& group,
   const std::string& first = group.lines.front()->text;
   std::string re = "^";
   std::size_t at = 0;
-  for (const auto& t : group.tokens.front()) {
-    re += escape(first.substr(at, t.begin - at)) + k_number_re;
-    at = t.end;
+  const auto& toks = group.tokens.front();
+  for (std::size_t j = 0; j < toks.size(); ++j) {
+    re += flexible(first.substr(at, toks[j].begin - at), j > 0, true) + k_number_re;
+    at = toks[j].end;
   }
   std::string rest = first.substr(at);
-  while (!rest.empty() && (rest.back() == '\r' || rest.back() == ' ')) rest.pop_back();
-  re += escape(rest);
+  while (!rest.empty() && (rest.back() == '\r' || blank(rest.back()))) rest.pop_back();
+  re += flexible(rest, !toks.empty(), false);
   if (verified(re, group, others, [](std::size_t, const std::string&) { return true; })) return re;
   return std::nullopt;
+}
+
+// "step 40/500": the number after counter `k` and a '/', when every line gives the same one
+// and no count passes it.
+std::optional<double> total_of(const Group& group, std::size_t k) {
+  const auto& toks = group.tokens.front();
+  if (k + 1 >= toks.size()) return std::nullopt;
+  std::string between =
+      group.lines.front()->text.substr(toks[k].end, toks[k + 1].begin - toks[k].end);
+  std::erase_if(between, blank);
+  if (between != "/") return std::nullopt;
+  const double total = toks[k + 1].value;
+  for (std::size_t i = 0; i < group.tokens.size(); ++i) {
+    if (group.tokens[i][k + 1].value != total || group.tokens[i][k].value > total)
+      return std::nullopt;
+  }
+  return total;
 }
 
 double median_of(std::vector<double> v) {
@@ -298,6 +372,19 @@ std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lin
       last = m;
     }
     base.interval_s = median_of(gaps);
+    // Lines that stop coming while their stream goes on cannot measure a trial: the window
+    // would wait for the next one in vain (a format that changed mid-run, a phase that ended).
+    std::set<double> after;
+    int lines_after = 0;
+    for (const auto* l : by_source[g.source]) {
+      if (l->t <= g.lines.back()->t) continue;
+      ++lines_after;
+      after.insert(l->t);
+    }
+    if (lines_after >= k_min_lines && static_cast<int>(after.size()) >= k_min_moments)
+      base.stopped = fmt::format(
+          "they stopped at {:.1f} s after launch while {} more line(s) came on {} until {:.1f} s",
+          g.lines.back()->t, lines_after, g.source, *after.rbegin());
 
     std::optional<Candidate> best;
     const std::size_t n_tokens = g.tokens.front().size();
@@ -305,12 +392,14 @@ std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lin
       const auto& first = g.tokens.front()[k];
       const std::string name = name_before(g.lines.front()->text, first.begin);
       const std::string unit = unit_after(g.lines.front()->text, first.end);
-      bool counter = true, rate = rate_like(name, unit);
+      bool counter = true, rate = rate_like(name, unit), varies = false;
       for (std::size_t i = 0; i < g.tokens.size(); ++i) {
         const auto& t = g.tokens[i][k];
         counter = counter && t.integer && (i == 0 || t.value > g.tokens[i - 1][k].value);
         rate = rate && t.value > 0;
+        varies = varies || t.value != g.tokens.front()[k].value;
       }
+      if (rate && short_rate_name(name) && !varies) rate = false;
       if (counter && time_like(name, unit)) counter = false;
       if (!counter && !rate) continue;
       const int kind = counter ? (step_like(name) ? 0 : 1) : 2;
@@ -326,6 +415,8 @@ std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lin
         for (std::size_t i = 0; i < g.lines.size(); ++i)
           pts.emplace_back(g.lines[i]->t, g.tokens[i][k].value);
         counter_rate(pts, c.p);
+        c.p.last_value = g.tokens.back()[k].value;
+        c.p.total = total_of(g, k);
       } else {
         double sum = 0;
         std::vector<double> batch_means;
@@ -358,7 +449,8 @@ std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lin
     found.push_back(std::move(*best));
   }
   std::stable_sort(found.begin(), found.end(), [](const Candidate& a, const Candidate& b) {
-    return std::make_tuple(a.kind, -a.p.count) < std::make_tuple(b.kind, -b.p.count);
+    return std::make_tuple(!a.p.stopped.empty(), a.kind, -a.p.count) <
+           std::make_tuple(!b.p.stopped.empty(), b.kind, -b.p.count);
   });
   std::vector<ProgressLines> out;
   for (auto& c : found) out.push_back(std::move(c.p));

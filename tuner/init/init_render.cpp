@@ -144,8 +144,9 @@ void write_objective_and_baselines(std::ostream& out, const InitPlan& plan) {
       out << "  stream: " << plan.objective_stream << '\n';
     out << "  regex: " << quoted(plan.regex) << '\n';
   } else if (plan.regex.empty()) {
-    out << "objective:\n"
-           "  # Seconds from launch to exit as tune measures them (startup included, the same\n"
+    out << "objective:\n";
+    for (const auto& n : plan.objective_notes) out << comment(n, "  ");
+    out << "  # Seconds from launch to exit as tune measures them (startup included, the same\n"
            "  # for every trial). Has the program a throughput line? tune init\n"
            "  # --throughput-regex 'samples/s: ([0-9.]+)' scores that instead (maximize).\n"
            "  wall_time: true\n";
@@ -213,6 +214,7 @@ std::string write_init_yaml(const InitPlan& plan) {
   for (const auto& c : plan.command) out << "  - " << quoted(c) << '\n';
   if (!plan.env.empty()) {
     out << "env:\n";
+    for (const auto& n : plan.env_notes) out << comment(n, "  ");
     for (const auto& [k, v] : plan.env) out << "  " << k << ": " << quoted(v) << '\n';
   }
   if (!plan.files.empty()) {

@@ -509,9 +509,41 @@ std::string file_source(const InitRequest& request, const std::string& name) {
 // "2s", "0.5s", "20s": seconds to a tenth.
 std::string seconds_text(double s) { return fmt::format("{:g}s", std::round(s * 10) / 10); }
 
-// The window objective from the probe run's best progress lines, and why.
-void propose_window(const ProbeFindings& probe, const ResultLine* result, InitPlan& plan) {
-  const ProgressLines& p = probe.progress.front();
+// A figure the program printed at its end: among the last this many lines of its stream.
+constexpr int k_end_lines = 40;
+
+// The objective's result line: the best one printed at the end of a stream or written to a file
+// (a figure of the whole run), else the best of all; nullptr when there is none.
+const ResultLine* end_figure(const ProbeFindings& probe) {
+  for (const auto& r : probe.results) {
+    const bool stream = r.source == "stdout" || r.source == "stderr";
+    if (!stream || r.lines_after < k_end_lines) return &r;
+  }
+  return probe.results.empty() ? nullptr : &probe.results.front();
+}
+
+// The best progress lines that can measure a trial (they kept coming to the end), or nullptr.
+const ProgressLines* usable_progress(const ProbeFindings& probe) {
+  for (const auto& p : probe.progress) {
+    if (p.stopped.empty()) return &p;
+  }
+  return nullptr;
+}
+
+// Progress lines passed over because they stopped coming, for the study's notes.
+void stopped_progress_notes(const ProbeFindings& probe, std::vector<std::string>& notes) {
+  for (const auto& p : probe.progress) {
+    if (p.stopped.empty()) continue;
+    notes.push_back(fmt::format(
+        "Not a window over the lines like \"{}\" on {}: {}; a regex over them would stop "
+        "matching.",
+        p.example, p.source, p.stopped));
+  }
+}
+
+// The window objective over progress lines `p` of a job that runs on, and why.
+void propose_window(const InitRequest& request, const ProbeFindings& probe, const ProgressLines& p,
+                    const ResultLine* result, InitPlan& plan) {
   const double every = std::max(p.interval_s, 0.05);
   InitWindow w;
   w.stream = p.source;
@@ -527,13 +559,17 @@ void propose_window(const ProbeFindings& probe, const ResultLine* result, InitPl
   plan.maximize = true;
   const std::string what =
       p.measure == WindowMeasure::counter
-          ? fmt::format("the number after '{}' counts up ({:.4g} a second here)", p.name, p.rate)
+          ? fmt::format("{} counts up ({:.4g} a second here)",
+                        p.name.empty() ? "the number the regex reads"
+                                       : fmt::format("the number after '{}'", p.name),
+                        p.rate)
       : p.measure == WindowMeasure::rate
           ? fmt::format("the number after '{}' is a rate (mean {:.4g})", p.name, p.rate)
           : fmt::format("tune counts the lines ({:.3g} a second here)", p.rate);
   plan.objective_notes.push_back(fmt::format(
       "Found in the probe run: {} progress lines like \"{}\" on {}, one every {:.2g} s, the "
-      "first {:.1f} s after launch; {}.",
+      "first {:.1f} s after launch; {}. The regex matches each of them, whatever the width of "
+      "their numbers and blanks.",
       p.count, p.example, p.source, every, p.first_s, what));
   plan.objective_notes.push_back(fmt::format(
       "A trial is scored by that rate over a window after a warm-up, and stopped as soon as the "
@@ -541,20 +577,17 @@ void propose_window(const ProbeFindings& probe, const ResultLine* result, InitPl
       "long the job would run. A trial whose interval falls clear below the best's is stopped "
       "early as PRUNED (window.prune: false keeps them).",
       w.target, w.max));
-  if (probe.bounded) {
-    plan.objective_notes.push_back(fmt::format(
-        "Not the wall time: the probe run was still running at its bound ({:.0f} s), so a trial "
-        "would run the whole job{}.",
-        probe.seconds,
-        result ? fmt::format("; nor '{}', which the job prints once", result->name) : ""));
-  } else {
-    plan.objective_notes.push_back(
-        "The job printed no result line to score at its end (NAME: number with a rate or time).");
-  }
+  plan.objective_notes.push_back(fmt::format(
+      "Not the wall time: the probe run was still running at its bound ({:.0f} s), so a trial "
+      "would run the whole job{}.",
+      probe.seconds,
+      result ? fmt::format("; nor '{}', which the job prints once", result->name) : ""));
+  stopped_progress_notes(probe, plan.objective_notes);
   std::vector<std::string> others;
-  for (std::size_t i = 1; i < probe.progress.size() && others.size() < 4; ++i)
-    others.push_back(
-        fmt::format("\"{}\" ({})", probe.progress[i].example, probe.progress[i].source));
+  for (const auto& o : probe.progress) {
+    if (&o == &p || !o.stopped.empty() || others.size() >= 4) continue;
+    others.push_back(fmt::format("\"{}\" ({})", o.example, o.source));
+  }
   if (!others.empty())
     plan.objective_notes.push_back(
         fmt::format("Other progress lines: {}.", fmt::join(others, ", ")));
@@ -568,6 +601,66 @@ void propose_window(const ProbeFindings& probe, const ResultLine* result, InitPl
         "twice before it is believed.",
         *p.spread * 100);
   }
+  // The window times lines as they come: they must come as the program prints them.
+  if (const auto& lb = request.line_buffering) {
+    for (const auto& [name, value] : lb->env) {
+      std::erase_if(plan.env, [&](const auto& e) { return e.first == name; });
+      plan.env.emplace_back(name, escape_braces(value));
+    }
+    plan.env_notes.push_back(fmt::format(
+        "LD_PRELOAD, _STDBUF_O and PYTHONUNBUFFERED: the program's stdout line-buffered into the "
+        "trial's pipe, as `stdbuf -oL` does (coreutils' {}; Python's own buffer off), so that the "
+        "window times each progress line when it is printed, not in 4-KiB bursts (C stdio "
+        "into a pipe). The probe run ran so too. A line buffering rather than a pseudo-terminal, "
+        "which would merge stdout and stderr and make the program act as if a person watched. "
+        "It cannot reach a static binary or a program that sets its own buffering: such a "
+        "program must flush its lines itself.",
+        lb->library));
+  } else {
+    plan.objective_notes.push_back(
+        "No libstdbuf (coreutils' stdbuf) here: a program that writes its progress lines with "
+        "C stdio into a pipe sends them in 4-KiB bursts and the window misreads their rate; "
+        "such a program must flush each line (fflush, or python3 -u).");
+  }
+}
+
+// The figure `best` the program printed or wrote, as the objective, and why.
+void propose_figure(const ProbeFindings& probe, const ResultLine& best, InitPlan& plan) {
+  plan.regex = best.regex;
+  plan.maximize = best.maximize;
+  const bool stream = best.source == "stdout" || best.source == "stderr";
+  plan.objective_file = stream ? "" : best.source;
+  if (stream) plan.objective_stream = best.source;
+  const std::string figure =
+      fmt::format("{} gave {} {}{} ({}: {})", best.source, best.name, best.value,
+                  best.unit.empty() || best.unit == best.name ? "" : " " + best.unit,
+                  best.rank == 2 ? "a time" : "a rate", best.maximize ? "maximized" : "minimized");
+  if (probe.bounded) {
+    plan.objective_notes.push_back(fmt::format("Found in the probe run: {}.", figure));
+  } else {
+    plan.objective_notes.push_back(fmt::format(
+        "The job ended by itself {:.1f} s after launch in the probe run{}, so each trial runs it "
+        "whole and is scored by the figure it {} at its end, the program's own measure of the "
+        "run: {}. The regex's last match in {} is the value.",
+        probe.seconds,
+        probe.seconds > probe.bound_s && probe.bound_s > 0
+            ? fmt::format(" (watched past the {:.0f}-s probe to see it end)", probe.bound_s)
+            : "",
+        stream ? "prints" : "writes", figure, stream ? "the tail of " + best.source : best.source));
+    if (const ProgressLines* p = usable_progress(probe)) {
+      plan.objective_notes.push_back(fmt::format(
+          "Not a window over its progress lines (\"{}\", {}): a job that ends this soon is "
+          "measured whole, by its own figure rather than tune's reading of its lines.",
+          p->example, p->source));
+    }
+  }
+  std::vector<std::string> others;
+  for (const auto& r : probe.results) {
+    if (&r == &best || others.size() >= 8) continue;
+    others.push_back(fmt::format("{} ({})", r.name, r.source));
+  }
+  if (!others.empty())
+    plan.objective_notes.push_back(fmt::format("Other candidates: {}.", fmt::join(others, ", ")));
 }
 
 void probe_files_and_objective(const InitRequest& request, const ProbeFindings& probe,
@@ -583,43 +676,39 @@ void probe_files_and_objective(const InitRequest& request, const ProbeFindings& 
     plan.files.push_back(std::move(f));
   }
   if (!request.throughput_regex.empty()) return;
-  const ResultLine* best = probe.results.empty() ? nullptr : &probe.results.front();
-  // Progress lines make a window objective when the job would not end soon by itself (the probe
-  // run stopped it still running) or printed no result to score at its end.
-  if (!probe.progress.empty() && (probe.bounded || best == nullptr)) {
-    propose_window(probe, best, plan);
+  const ResultLine* best = end_figure(probe);
+  // A job that ended by itself (within the probe's end wait) runs whole in each trial and is
+  // scored by its own figure; progress lines make a window objective only for a job that runs
+  // on past the probe.
+  if (probe.bounded) {
+    if (const ProgressLines* p = usable_progress(probe)) {
+      propose_window(request, probe, *p, best, plan);
+      return;
+    }
+  }
+  if (best != nullptr) {
+    propose_figure(probe, *best, plan);
     return;
   }
-  if (best == nullptr) {
-    plan.notes.push_back(fmt::format(
-        "a result line as the objective: the probe run printed or wrote none (NAME: number, "
-        "NAME=number with a rate or time unit); the objective is the wall time{}",
-        probe.bounded
-            ? fmt::format(". The run was stopped at the probe's bound ({:.0f} s) with no "
-                          "progress line seen either, so each trial runs the whole job: tune init "
-                          "--probe-for LONGER lets it finish; a job that prints a progress line "
-                          "(a step counter) is measured over a window at seconds a trial, "
-                          "objective: {{window: {{regex: 'step ([0-9]+)'}}}} (docs/study-file.md)",
-                          probe.seconds)
-            : ""));
-    return;
-  }
-  plan.regex = best->regex;
-  plan.maximize = best->maximize;
-  const bool stream = best->source == "stdout" || best->source == "stderr";
-  plan.objective_file = stream ? "" : best->source;
-  if (stream) plan.objective_stream = best->source;
-  plan.objective_notes.push_back(fmt::format(
-      "Found in the probe run: {} gave {} {}{} ({}: {}).", best->source, best->name, best->value,
-      best->unit.empty() ? "" : " " + best->unit, best->rank == 2 ? "a time" : "a rate",
-      best->maximize ? "maximized" : "minimized"));
-  std::vector<std::string> others;
-  for (const auto& r : probe.results) {
-    if (&r == best || others.size() >= 8) continue;
-    others.push_back(fmt::format("{} ({})", r.name, r.source));
-  }
-  if (!others.empty())
-    plan.objective_notes.push_back(fmt::format("Other candidates: {}.", fmt::join(others, ", ")));
+  stopped_progress_notes(probe, plan.objective_notes);
+  if (!probe.bounded && !probe.progress.empty())
+    plan.objective_notes.push_back(fmt::format(
+        "The job ended by itself {:.1f} s after launch in the probe run and printed no figure "
+        "at its end (NAME: number with a rate or time, a number with a rate unit): each trial "
+        "runs it whole and is scored by its wall time, not a window over its progress lines "
+        "(\"{}\"), which is for jobs that run on.",
+        probe.seconds, probe.progress.front().example));
+  plan.notes.push_back(fmt::format(
+      "a result line as the objective: the probe run printed or wrote none (NAME: number, "
+      "NAME=number with a rate or time unit); the objective is the wall time{}",
+      probe.bounded
+          ? fmt::format(". The run was stopped at the probe's bound ({:.0f} s) with no "
+                        "progress line seen either, so each trial runs the whole job: tune init "
+                        "--probe-for LONGER lets it finish; a job that prints a progress line "
+                        "(a step counter) is measured over a window at seconds a trial, "
+                        "objective: {{window: {{regex: 'step ([0-9]+)'}}}} (docs/study-file.md)",
+                        probe.seconds)
+          : ""));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 // or wrote becomes the objective (with --throughput-regex the user's regex wins).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct InitRequest {
   // Write the `program:` section as YAML (true), or as comments for a study parser that does
   // not know the key (the CLI retries with false when its parser refuses the key).
   bool program_key = true;
+  // Set in the study's env: when its objective is a window over progress lines, so that trials
+  // read them as printed (tuner/init/init_probe.h's LineBuffering); nullopt = none here.
+  std::optional<LineBuffering> line_buffering;
 };
 
 // The study text. `command` is split_init_command(request.command) with absolute paths in its

@@ -2,6 +2,7 @@
 // training script's progress and result lines), import lines read as Python reads them, a
 // program that is not there, and the study written from invented findings (the knobs of the
 // pools the ranks start, the `program:` section, `files:`, the objective from a file).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -221,6 +222,7 @@ class InitFromProbe : public ::testing::Test {
     r.source_dir = m_dir.string();
     r.study_dir = study_dir.string();
     r.program_key = program_key;
+    r.line_buffering = m_line_buffering;
     auto command = split_init_command(argv);
     EXPECT_TRUE(command);
     ProgramInfo program = inspect_program(command->program, &probe);
@@ -236,6 +238,7 @@ class InitFromProbe : public ::testing::Test {
   }
 
   fs::path m_dir;
+  std::optional<LineBuffering> m_line_buffering;  // InitRequest::line_buffering
 };
 
 std::vector<std::string> env_names(const StudySpec& spec) {
@@ -397,7 +400,7 @@ TEST(InitProgress, AStepCounterIsTheBestProgress) {
   const auto& p = found.front();
   EXPECT_EQ(p.measure, WindowMeasure::counter);
   EXPECT_EQ(p.name, "step");
-  EXPECT_EQ(p.regex, "\\bstep ([0-9]+)");
+  EXPECT_EQ(p.regex, "\\bstep\\s*([0-9]+)");
   EXPECT_EQ(p.count, 30);
   EXPECT_NEAR(p.interval_s, 0.1, 1e-9);
   EXPECT_NEAR(p.rate, 100, 2);  // two lines of 5 steps a read, a read every 0.1 s
@@ -464,7 +467,7 @@ TEST_F(InitFromProbe, ProgressLinesOfAJobThatWouldRunOnMakeAWindowObjective) {
       init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p);
   ASSERT_TRUE(spec.objective.window) << text;
   const auto& w = *spec.objective.window;
-  EXPECT_EQ(w.regex, "\\bstep ([0-9]+)");
+  EXPECT_EQ(w.regex, "\\bstep\\s*([0-9]+)");
   EXPECT_EQ(w.settings.measure, WindowMeasure::counter);
   EXPECT_EQ(w.settings.warmup_s, 2);
   EXPECT_EQ(w.settings.min_s, 3);
@@ -507,6 +510,301 @@ TEST_F(InitFromProbe, AShortJobWithAResultLineKeepsIt) {
       init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p);
   EXPECT_FALSE(spec.objective.window) << text;
   EXPECT_TRUE(spec.objective.use_regex) << text;
+}
+
+// Issue 36: a column that widens ("step    9" -> "step   10" -> "step  100", "[  9/200]" ->
+// "[100/200]") or an aligned table keeps one shape, and the regex reads every line of it.
+TEST(InitProgress, AWideningColumnAndAnAlignedTableAreOneShape) {
+  std::vector<std::string> padded, bare, table;
+  for (int i = 1; i <= 150; i += 7) {
+    padded.push_back(fmt::format("step {:4d}  loss {:.3f}", i, 1.0 / i));
+    bare.push_back(fmt::format("[{:3d}/200] eps: {:.2f}", i, 900.0 + i));
+    table.push_back(fmt::format("{:6d} {:9.2f} {:7.1f}", i * 10, 1.0 / i, 100.0 + i));
+  }
+  for (const auto* texts : {&padded, &bare, &table}) {
+    const auto found = find_progress_lines(timed(*texts, 1, 0.25));
+    ASSERT_EQ(found.size(), 1u) << texts->front();
+    const auto& p = found[0];
+    EXPECT_EQ(p.measure, WindowMeasure::counter) << p.regex;
+    EXPECT_EQ(p.count, static_cast<int>(texts->size())) << p.regex;
+    EXPECT_TRUE(p.stopped.empty()) << p.stopped;
+    // Every line, narrow or wide, gives its own count; and wider ones still to come too.
+    for (std::size_t i = 0; i < texts->size(); ++i) {
+      const auto got = regex_first_group(p.regex, (*texts)[i]);
+      ASSERT_TRUE(got) << p.regex << " on " << (*texts)[i];
+      EXPECT_EQ(std::stol(*got), (texts == &table ? 10 : 1) * (1 + 7 * static_cast<long>(i)))
+          << p.regex << " on " << (*texts)[i];
+    }
+  }
+  const auto step = find_progress_lines(timed(padded, 1, 0.25));
+  EXPECT_EQ(step[0].regex, "\\bstep\\s*([0-9]+)");
+  EXPECT_EQ(regex_first_group(step[0].regex, "step 12345  loss 0.000"), "12345");
+  const auto total = find_progress_lines(timed(bare, 1, 0.25));
+  ASSERT_TRUE(total[0].total);  // "[ 57/200]": the count it runs to
+  EXPECT_EQ(*total[0].total, 200);
+  EXPECT_EQ(total[0].last_value, 148);
+  EXPECT_EQ(regex_first_group(total[0].regex, "[1000/2000] eps: 5.5"), "1000") << total[0].regex;
+}
+
+// sysbench's "eps:" is a printed rate; an "eps" that stays put is an epsilon, and the lines are
+// counted instead.
+TEST(InitProgress, AShortRateNameIsARateOnlyWhenItVaries) {
+  std::vector<std::string> rates, epsilons;
+  for (int i = 1; i <= 12; ++i) {
+    rates.push_back(fmt::format("[ {}s ] thds: 1 eps: {}.25 lat (ms,95%): 0.31", i, 3900 + i % 5));
+    epsilons.push_back(fmt::format("adam eps: 1e-08 loss {:.3f}", 1.0 / i));
+  }
+  auto found = find_progress_lines(timed(rates, 1, 1));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::rate);
+  EXPECT_EQ(found[0].name, "eps");
+  found = find_progress_lines(timed(epsilons, 1, 1));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].measure, WindowMeasure::lines);
+}
+
+// LAMMPS's thermo table: the step is the first column, other lines start with a number too
+// (its first row, whose last column is still negative; "1 by 1 by 2 MPI processor grid"): the
+// step is read through the whole row.
+TEST(InitProgress, AStepColumnOfATableIsReadThroughItsRow) {
+  std::vector<std::string> texts = {
+      "  1 by 1 by 2 MPI processor grid", "Step Temp E_pair E_mol TotEng Press ",
+      "       0            3   -6.7733681            0   -2.2735087   "
+      "-3.7027964 "};
+  for (int step = 25; step <= 1000; step += 25)
+    texts.push_back(fmt::format("{:8d} {:12.7f} {:12.7f} {:12d} {:12.7f} {:12.7f} ", step,
+                                1.6 + 0.001 * (step % 7), -4.7 - 0.001 * (step % 5), 0,
+                                -2.28 - 1e-6 * step, 5.8 + 0.01 * (step % 3)));
+  const auto found = find_progress_lines(timed(texts, 1, 0.5));
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found[0].measure, WindowMeasure::counter) << found[0].regex;
+  EXPECT_EQ(found[0].count, 40);
+  EXPECT_NEAR(found[0].rate, 50, 1) << "25 steps a line, a line every 0.5 s";
+  EXPECT_EQ(regex_first_group(found[0].regex,
+                              "   12000    1.6376181    -4.738955            0   -2.2826046    "
+                              "5.8951046 "),
+            "12000")
+      << found[0].regex;
+  EXPECT_FALSE(regex_first_group(found[0].regex, texts[0]));
+}
+
+// Progress lines that stop while their stream goes on (the format changed, a phase ended)
+// would leave a window waiting: they are offered last, with why, and the lines that kept
+// coming first.
+TEST(InitProgress, LinesThatStopComingWhileTheStreamGoesOnAreOfferedLast) {
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 10; ++i) texts.push_back("step " + std::to_string(i) + " loss 0.5");
+  for (int i = 1; i <= 10; ++i) texts.push_back("eval iter " + std::to_string(i) + " acc 0.9");
+  const auto found = find_progress_lines(timed(texts, 1, 0.5));
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].name, "iter");
+  EXPECT_TRUE(found[0].stopped.empty());
+  EXPECT_EQ(found[1].name, "step");
+  EXPECT_EQ(found[1].stopped,
+            "they stopped at 5.5 s after launch while 10 more line(s) came on stdout until 10.5 s");
+}
+
+// Figures printed at a program's end (sysbench's, LAMMPS's): a name of several words, a number
+// named by its rate unit; how far from the end each is.
+TEST(InitProbe, FiguresAProgramPrintsAtItsEnd) {
+  const std::string sysbench =
+      "[ 11s ] thds: 1 eps: 3910.05 lat (ms,95%): 0.31\n"
+      "CPU speed:\n"
+      "    events per second:  3948.55\n"
+      "\n"
+      "General statistics:\n"
+      "    total time:                          12.0013s\n"
+      "    total number of events:              47391\n"
+      "Latency (ms):\n"
+      "         min:                                    0.21\n"
+      "         95th percentile:                        0.34\n"
+      "    execution time (avg/stddev):   11.9788/0.00\n";
+  auto lines = find_result_lines(sysbench, "stdout");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].name, "events per second");
+  EXPECT_DOUBLE_EQ(lines[0].value, 3948.55);
+  EXPECT_TRUE(lines[0].maximize);
+  EXPECT_EQ(lines[0].lines_after, 8);
+  EXPECT_EQ(regex_first_group(lines[0].regex, "  events   per second:   12.5"), "12.5");
+  EXPECT_FALSE(regex_first_group(lines[0].regex, "total number of events: 47391"));
+
+  const std::string lammps =
+      "Loop time of 9.24 on 2 procs for 1000 steps with 32000 atoms\n"
+      "Performance: 46748.6 tau/day, 108.2 timesteps/s, 3.46 Matom-step/s\n"
+      "97.1% CPU use with 2 MPI tasks x 1 OpenMP threads\n"
+      "Total wall time: 0:00:09\n";
+  lines = find_result_lines(lammps, "log.lammps");
+  std::vector<std::string> names;
+  for (const auto& l : lines) names.push_back(l.name);
+  // Per second first: the same figure as tau/day, in the unit users compare.
+  EXPECT_EQ(names, (std::vector<std::string>{"timesteps/s", "Matom-step/s", "tau/day"}));
+  const ResultLine* ts = find(lines, "timesteps/s");
+  ASSERT_NE(ts, nullptr);
+  EXPECT_DOUBLE_EQ(ts->value, 108.2);
+  EXPECT_EQ(ts->lines_after, 2);
+  EXPECT_EQ(regex_first_group(ts->regex, lammps), "108.2") << ts->regex;
+  EXPECT_FALSE(regex_first_group(ts->regex, "12.5 timesteps/sec"));
+}
+
+// sysbench's figure and progress lines as a probe run that watched it end (14 s, past the
+// 10-s bound) would find them.
+ProbeFindings short_job_findings() {
+  ProbeFindings p;
+  p.ran = true;
+  p.exit_code = 0;
+  p.seconds = 14;
+  p.bound_s = 10;
+  p.ranks = 1;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 13; ++i)
+    texts.push_back(fmt::format("[ {}s ] thds: 1 eps: {}.5 lat (ms,95%): 0.31", i, 3900 + i));
+  p.progress = find_progress_lines(timed(texts, 1, 1));
+  p.results = find_result_lines(
+      "[ 13s ] thds: 1 eps: 3913.5 lat (ms,95%): 0.31\nCPU speed:\n    events per second:  "
+      "3948.55\n\nGeneral statistics:\n    total time:      14.0013s\n",
+      "stdout");
+  return p;
+}
+
+// Issue 36: a job that ends within a few probe lengths is scored by the figure it prints at its
+// end, not by a window over its progress lines longer than the job.
+TEST_F(InitFromProbe, AJobThatEndsSoonIsScoredByTheFigureAtItsEnd) {
+  m_line_buffering = LineBuffering{"/usr/libexec/coreutils/libstdbuf.so", {{"_STDBUF_O", "L"}}};
+  const ProbeFindings p = short_job_findings();
+  ASSERT_FALSE(p.progress.empty());
+  const auto [text, spec] = init({"/usr/bin/sysbench", "cpu", "--time=14", "run"}, p);
+  EXPECT_FALSE(spec.objective.window) << text;
+  ASSERT_TRUE(spec.objective.use_regex) << text;
+  EXPECT_EQ(spec.objective.regex, p.results[0].regex);
+  EXPECT_EQ(spec.direction, search::Direction::maximize);
+  EXPECT_TRUE(
+      text.contains("# The job ended by itself 14.0 s after launch in the probe run (watched "
+                    "past the 10-s probe"))
+      << text;
+  EXPECT_TRUE(text.contains("stdout gave events per second 3948.55 (a rate: maximized)")) << text;
+  EXPECT_TRUE(text.contains("Not a window over its progress lines (\"[ 13s ] thds: 1 eps:"))
+      << text;
+  EXPECT_TRUE(env_names(spec).empty()) << "the figure is read after the end: no buffering to undo";
+
+  // The same job ending with no figure: its wall time, still no window.
+  ProbeFindings bare = p;
+  bare.results.clear();
+  const auto [bare_text, bare_spec] = init({"/usr/bin/sysbench", "cpu", "run"}, bare);
+  EXPECT_TRUE(bare_spec.objective.wall_time) << bare_text;
+  EXPECT_FALSE(bare_spec.objective.window) << bare_text;
+  EXPECT_TRUE(bare_text.contains("printed no figure at its end")) << bare_text;
+
+  // Still running after the end wait: a window over the rate its lines print ("eps: N"),
+  // read line-buffered.
+  ProbeFindings long_job = p;
+  long_job.bounded = true;
+  long_job.seconds = 30;
+  const auto [long_text, long_spec] = init({"/usr/bin/sysbench", "cpu", "run"}, long_job);
+  ASSERT_TRUE(long_spec.objective.window) << long_text;
+  EXPECT_EQ(long_spec.objective.window->regex, p.progress[0].regex);
+  EXPECT_EQ(long_spec.objective.window->settings.measure, WindowMeasure::rate);
+  EXPECT_EQ(
+      regex_first_group(p.progress[0].regex, "[ 123s ] thds: 1 eps: 3922.05 lat (ms,95%): 0.31"),
+      "3922.05");
+  EXPECT_TRUE(long_text.contains("nor 'events per second', which the job prints once"))
+      << long_text;
+  EXPECT_EQ(env_names(long_spec), std::vector<std::string>{"_STDBUF_O"}) << long_text;
+  EXPECT_TRUE(
+      long_text.contains("line-buffered into the trial's\n  #   pipe, as `stdbuf -oL` does"))
+      << long_text;
+  EXPECT_TRUE(long_text.contains("/usr/libexec/coreutils/libstdbuf.so")) << long_text;
+}
+
+// Progress lines that stopped matching are no window: the study falls back and says why.
+TEST_F(InitFromProbe, ProgressLinesThatStoppedAreNoWindow) {
+  ProbeFindings p;
+  p.ran = true;
+  p.bounded = true;
+  p.seconds = 30;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 8; ++i) texts.push_back("step " + std::to_string(i));
+  for (int i = 1; i <= 8; ++i) texts.push_back("now at " + std::to_string(i) + "%, loss nan");
+  p.progress = find_progress_lines(timed(texts, 1, 1));
+  ASSERT_EQ(p.progress.size(), 2u);
+  p.progress.erase(p.progress.begin());  // only the lines that stopped (offered last)
+  ASSERT_FALSE(p.progress[0].stopped.empty());
+  const auto [text, spec] = init({"/usr/bin/sysbench", "cpu", "run"}, p);
+  EXPECT_TRUE(spec.objective.wall_time) << text;
+  EXPECT_TRUE(text.contains("Not a window over the lines like \"step 8\" on stdout: they stopped"))
+      << text;
+}
+
+// coreutils' libstdbuf beside the `stdbuf` on PATH, the user's own preloads kept after it.
+TEST(InitProbe, LineBufferingIsFoundBesideStdbuf) {
+  const fs::path dir = fs::temp_directory_path() / ("tune-stdbuf-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  fs::create_directories(dir / "libexec" / "coreutils");
+  std::ofstream(dir / "bin" / "stdbuf") << "";
+  std::ofstream(dir / "libexec" / "coreutils" / "libstdbuf.so") << "";
+  const auto lb = line_buffering("/nonexistent:" + (dir / "bin").string(), "/opt/mine.so");
+  ASSERT_TRUE(lb);
+  EXPECT_EQ(lb->library, (dir / "libexec" / "coreutils" / "libstdbuf.so").string());
+  EXPECT_EQ(lb->env.at("LD_PRELOAD"), lb->library + " /opt/mine.so");
+  EXPECT_EQ(lb->env.at("_STDBUF_O"), "L");
+  EXPECT_EQ(lb->env.at("PYTHONUNBUFFERED"), "1");
+  fs::remove_all(dir);
+}
+
+// The probe run on a program that prints with C stdio and never flushes, into the probe's pipe:
+// with this machine's line buffering its progress lines come as printed, at their true rate;
+// without it nothing comes before the tree is stopped (one 4-KiB block takes longer).
+TEST(InitProbeRun, CStdioIntoAPipeIsReadLineBuffered) {
+  const char* path = std::getenv("PATH");
+  const auto lb = line_buffering(path ? path : "", "");
+  ASSERT_TRUE(lb) << "no libstdbuf.so (Debian's coreutils has it)";
+  ProbeOptions options;
+  options.seconds = 1.5;
+  options.env = lb->env;
+  const std::vector<std::string> argv = {FAKE_PROGRESS, "--stdio", "--rate",  "200",
+                                         "--every-ms",  "20",      "--width", "6"};
+  const auto found = probe_program(argv, false, options);
+  ASSERT_TRUE(found.ran) << found.not_run;
+  EXPECT_TRUE(found.bounded);
+  EXPECT_TRUE(found.line_buffered);
+  ASSERT_FALSE(found.progress.empty());
+  EXPECT_EQ(found.progress[0].measure, WindowMeasure::counter);
+  EXPECT_GE(found.progress[0].count, 20);
+  EXPECT_NEAR(found.progress[0].rate, 200, 40);
+
+  options.env.clear();
+  const auto buffered = probe_program(argv, false, options);
+  ASSERT_TRUE(buffered.ran) << buffered.not_run;
+  EXPECT_FALSE(buffered.line_buffered);
+  EXPECT_TRUE(buffered.progress.empty()) << buffered.progress[0].example;
+}
+
+// A job that ends a little after the bound is watched to its end (its figure read there); one
+// whose lines say it runs far past the end wait is stopped at the bound.
+TEST(InitProbeRun, WatchedToTheEndOnlyWhenItEndsSoon) {
+  ProbeOptions options;
+  options.seconds = 0.5;
+  options.end_wait_s = 4;
+  const auto ends = probe_program(
+      {FAKE_PROGRESS, "--stdio", "--for", "1.2", "--summary", "--every-ms", "20"}, false, options);
+  ASSERT_TRUE(ends.ran) << ends.not_run;
+  EXPECT_FALSE(ends.bounded);
+  EXPECT_EQ(ends.exit_code, 0);
+  EXPECT_GE(ends.seconds, 1.2);
+  ASSERT_NE(find(ends.results, "steps per second"), nullptr);
+  EXPECT_NEAR(find(ends.results, "steps per second")->value, 100, 20);
+  EXPECT_LT(find(ends.results, "steps per second")->lines_after, 2);
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto runs_on =
+      probe_program({FAKE_PROGRESS, "--total", "100000", "--every-ms", "20"}, false, options);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(runs_on.ran) << runs_on.not_run;
+  EXPECT_TRUE(runs_on.bounded);
+  EXPECT_LT(took, 3.0) << "100000 steps at 100 a second end long after the 4-s wait";
+  ASSERT_FALSE(runs_on.progress.empty());
+  EXPECT_EQ(runs_on.progress[0].total, 100000);
 }
 
 }  // namespace

@@ -11,7 +11,11 @@
 // renamed, with iteration and elapsed_time), stderr (progress on stderr). --flush-ms holds the
 // lines back and writes them in bursts (a block-buffered stdout). --child starts a child that
 // sleeps forever (the tree must be stopped whole); --pids writes this pid and the child's.
-// --time adds "time T" (seconds since start) to each line.
+// --time adds "time T" (seconds since start) to each line. --stdio writes with C stdio and
+// never flushes (into a pipe: 4-KiB blocks, unless something makes stdout line-buffered);
+// --width W prints the counter right-aligned in W columns ("step    9", then wider);
+// --total T prints "step N/T"; --summary prints "steps per second: R" at the end (the
+// program's own figure: the last count over the time it ran).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,7 +46,9 @@ void write_all(int fd, const std::string& s) {
 int main(int argc, char** argv) {
   double rate = 100, seconds = -1;
   int every_ms = 20, start_ms = 0, flush_ms = 0;
-  bool child = false, with_time = false;
+  bool child = false, with_time = false, stdio = false, summary = false;
+  int width = 0;
+  long total = 0;
   std::string mode = "run", out = ".", pids;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
@@ -65,6 +71,14 @@ int main(int argc, char** argv) {
       child = true;
     } else if (k == "--time") {
       with_time = true;
+    } else if (k == "--stdio") {
+      stdio = true;
+    } else if (k == "--summary") {
+      summary = true;
+    } else if (k == "--width") {
+      width = std::atoi(next().c_str());
+    } else if (k == "--total") {
+      total = std::atol(next().c_str());
     } else if (k == "--pids") {
       pids = next();
     } else {
@@ -88,13 +102,18 @@ int main(int argc, char** argv) {
   const auto t0 = Clock::now();
   auto last_flush = t0;
   std::string held, log_entries;
+  long last_count = 0;
+  double last_t = 0;
   for (long line = 0;; ++line) {
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     if (seconds >= 0 && t >= seconds) break;
     const long n = static_cast<long>(std::floor(rate * t));
-    char text[128];
-    std::snprintf(text, sizeof text, "step %ld loss %.4f%s", n, 2.0 / (1.0 + t),
-                  with_time ? (" time " + std::to_string(t)).c_str() : "");
+    char text[160];
+    const std::string of = total > 0 ? "/" + std::to_string(total) : "";
+    std::snprintf(text, sizeof text, "step %*ld%s loss %.4f%s", width, n, of.c_str(),
+                  2.0 / (1.0 + t), with_time ? (" time " + std::to_string(t)).c_str() : "");
+    last_count = n;
+    last_t = t;
     std::string lines = std::string(text) + "\n";
     if (mode == "garbage") {
       static const char* k_garbage[] = {"step nan loss 1", "step inf loss 1", "step 1e999 loss 1",
@@ -120,12 +139,24 @@ int main(int argc, char** argv) {
         held.clear();
         last_flush = Clock::now();
       }
+    } else if (stdio) {
+      std::fputs(lines.c_str(), fd == STDERR_FILENO ? stderr : stdout);
     } else {
       write_all(fd, lines);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(every_ms));
   }
   write_all(fd, held);
+  if (summary) {
+    char text[96];
+    std::snprintf(text, sizeof text, "\nsteps per second: %.2f\n",
+                  last_t > 0 ? static_cast<double>(last_count) / last_t : 0.0);
+    if (stdio) {
+      std::fputs(text, stdout);
+    } else {
+      write_all(STDOUT_FILENO, text);
+    }
+  }
   if (kid > 0) {
     kill(kid, SIGKILL);
     waitpid(kid, nullptr, 0);
