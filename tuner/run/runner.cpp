@@ -484,7 +484,10 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
   }
   if (res.started) {
     const auto verdict = ran.end_attrs.find(k_attr_probe_verdict);
-    ran.load = judge_load(m_load, res.cpu,
+    // Ranks outside the trial's tree (srun's, children of slurmstepd) would count as other
+    // work's load: the CPU figures cannot tell the job from the rest, so nothing is judged.
+    const bool tree_holds_ranks = !p.launch_kind || p.launch_kind->ranks_in_tree();
+    ran.load = judge_load(m_load, tree_holds_ranks ? res.cpu : std::nullopt,
                           verdict == ran.end_attrs.end() ? nlohmann::json() : *verdict,
                           allowed_cpu_count());
   }

@@ -81,7 +81,7 @@ StorageResult<TemplateValues> StudyRunner::sample_params(FrozenTrial& trial) {
 
 // The trial's folder, command, environment and limits; what it runs is stored before it runs.
 StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTrial& trial,
-                                                          TemplateValues values) {
+                                                                 TemplateValues values) {
   auto made_dir = make_trial_dir(fs::path(m_spec.output) / "trials", trial.number);
   if (!made_dir) {
     // A full or read-only output folder fails this trial with its reason (and max_failures
@@ -95,8 +95,10 @@ StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTri
   auto rendered = render_launch(m_spec, values, running_as_root());
   if (!rendered) return std::unexpected(rendered.error());
   // The probes may add their own variables (a tag, the thread-origin preload): the trial's
-  // stored `env` is the study's, which the probes' instruments are not part of.
+  // stored `env` and `command` are the study's, which the probes' instruments (and the `-x`
+  // that forwards them) are not part of, so an export of the trial runs what was stored.
   const auto env_of_study = rendered->env_set;
+  const auto argv_of_study = rendered->argv();
   if (m_hooks.tag_launch) m_hooks.tag_launch(trial, *rendered);
   Prepared p;
   p.trial_dir = trial_dir.string();
@@ -149,7 +151,7 @@ StorageResult<StudyRunner::Prepared> StudyRunner::prepare_launch(const FrozenTri
   auto env_shown = env_of_study;  // a secret (PGPASSWORD) is stored masked
   for (auto& [name, value] : env_shown)
     if (is_secret_env_var(name)) value = k_redacted;
-  const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_launched_argv, req.argv},
+  const std::pair<const char*, nlohmann::json> shown[] = {{k_attr_launched_argv, argv_of_study},
                                                           {k_attr_env, env_shown},
                                                           {k_attr_env_unset, req.env_unset},
                                                           {k_attr_programs, programs},
