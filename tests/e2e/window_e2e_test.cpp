@@ -1,6 +1,6 @@
 // Issue 26's "done when", end to end: trials of seconds on jobs that would run for an hour.
 //   - `tune init -- mpirun -n 2 /usr/bin/python3 ddp_long.py` on a PyTorch DDP script that would
-//     train for an hour, printing "step N loss X" every 5 steps (tests/e2e/programs/ddp_long.py):
+//     train for an hour, printing "step N/TOTAL loss X" every 5 steps (tests/e2e/programs/ddp_long.py):
 //     the probe run sees the progress lines and the study it writes measures their rate over a
 //     window; `tune --trials 6` on it takes seconds a trial, and its best runs one torch thread
 //     per rank (the script says so in its first line; two threads on each of 2 ranks of a 2-core

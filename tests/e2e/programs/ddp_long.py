@@ -2,6 +2,7 @@
 # A PyTorch DDP job that would train for an hour, for the window objective's end-to-end test
 # (tests/e2e/window_e2e_test.cpp) and benchmark (bench/tuner/window_bench.py): an MLP on random
 # data for --steps steps (default: 150,000, about an hour here), rank 0 printing a progress line
+# ("step N/TOTAL loss X": the total tells `tune init` the job runs on past its probe)
 # every 5 steps ("step N loss X", flushed), as training scripts do. No thread flag: the intra-op
 # pool is whatever OMP_NUM_THREADS says, else torch's own choice. Rank and size come from Open
 # MPI's environment; gloo over loopback. With --steps small it is the "full run" the benchmark
@@ -40,7 +41,7 @@ for i in range(steps):
     loss.backward()
     opt.step()
     if rank == 0 and (i + 1) % 5 == 0:
-        print(f"step {i + 1} loss {loss.item():.4f}", flush=True)
+        print(f"step {i + 1}/{steps} loss {loss.item():.4f}", flush=True)
 if rank == 0 and start is not None:
     elapsed = time.perf_counter() - start
     print(f"samples/s: {(steps - 10) * batch * size / elapsed:.1f}", flush=True)
