@@ -134,9 +134,10 @@ struct SustainedOptions {
   // The measure that decides where run-queue delays are measured: the share of the ranks' own
   // threads' runnable time spent waiting for a CPU (delay / (delay + CPU time)). Measured on this
   // project's 2-PU machine against each setting's own figure (a PyTorch DDP job whose DataLoader
-  // workers augment with OpenCV, docs/probes.md): the settings within the noise of the best of
-  // their placement stayed at or under 0.12, the slowed ones from 0.26 up (2 cores, 24 trials
-  // against 3 interleaved runs of each setting by hand, 2026-11-27).
+  // workers augment with OpenCV, docs/probes.md): the settings within 10% of the best by hand
+  // stayed at or under 0.12 (one unbound run the kernel placed badly aside), the slowed ones at
+  // 0.26 and more, but for one setting at 0.23-0.27 (2 cores, 36 trials against 3 interleaved
+  // runs of each setting by hand, 2026-11-27).
   double main_wait_share = 0.25;
   // Below this share of the window runnable, the ranks' own threads say too little (a rank that
   // waits on its workers or its pool): the wait share of every thread of the knobs decides.

@@ -223,32 +223,24 @@ nlohmann::json prediction_quality_json(const PredictionQuality& q) {
 
 namespace {
 
-// The placement the monitor saw: each rank's allowed PUs, in rank order ("0|1", "0-1|0-1").
-std::optional<std::string> placement_of(const search::FrozenTrial& t) {
+// The job's shape as the monitor saw it: how many ranks ran ("2 ranks"). Trials of one shape do
+// the same work, whatever their binding and threads: the binding is a setting like the others
+// (unbound ranks all oversubscribed are slowed against a bound best, not against each other).
+std::optional<std::string> shape_of(const search::FrozenTrial& t) {
   const auto* verdict = object_attr(t, k_attr_probe_verdict);
   if (verdict == nullptr || !verdict_counts(t)) return std::nullopt;
   const auto ranks = verdict->find("ranks");
   if (ranks == verdict->end() || !ranks->is_array() || ranks->empty()) return std::nullopt;
-  std::map<int, std::string> by_rank;
-  for (const auto& r : *ranks) {
-    if (!r.is_object()) return std::nullopt;
-    const auto rank = r.find("rank"), pus = r.find("allowed_pus");
-    if (rank == r.end() || pus == r.end() || !rank->is_number_integer() || !pus->is_string())
-      return std::nullopt;
-    by_rank[rank->get<int>()] = pus->get<std::string>();
-  }
-  std::string key;
-  for (const auto& [rank, pus] : by_rank) key += (key.empty() ? "" : "|") + pus;
-  return key;
+  return fmt::format("{} ranks", ranks->size());
 }
 
 }  // namespace
 
 FigureQuality figure_quality(const search::StudyView& study) {
   FigureQuality q;
-  const auto leads = leads_within_groups(study, placement_of);
-  std::map<std::string, int> members;  // placement -> judged trials in it
-  std::map<std::string, int> best_of;  // placement -> its best trial (the one without a lead)
+  const auto leads = leads_within_groups(study, shape_of);
+  std::map<std::string, int> members;  // shape -> judged trials of it
+  std::map<std::string, int> best_of;  // shape -> its best trial (the one without a lead)
   // A trial measured under other work's load (ranking.h) has neither a figure nor a verdict of
   // its settings alone: it is not judged.
   const auto judged = [](const search::FrozenTrial& t) {
@@ -256,14 +248,14 @@ FigureQuality figure_quality(const search::StudyView& study) {
   };
   for (const auto& t : study.trials()) {
     if (!judged(t)) continue;
-    const auto key = placement_of(t);
+    const auto key = shape_of(t);
     if (!key) continue;
     members[*key] += 1;
     if (!leads.contains(t.number)) best_of[*key] = t.number;
   }
   for (const auto& t : study.trials()) {
     if (!judged(t)) continue;
-    const auto key = placement_of(t);
+    const auto key = shape_of(t);
     const auto flagged = flag(t, k_attr_probe_verdict, "observed_oversubscribed");
     if (!key || !flagged || members[*key] < 2) continue;
     bool slowed = false;
@@ -302,7 +294,7 @@ std::string figure_quality_text(const FigureQuality& q) {
   if (q.trials == 0) return "";
   std::string out = fmt::format(
       "verdicts against the job's own figure, {} trials: precision {}, recall {} (slowed: {} "
-      "below the best of the same placement)",
+      "below the best with as many ranks)",
       q.trials,
       share_text(q.precision, q.true_positive, q.true_positive + q.false_positive, "flagged"),
       share_text(q.recall, q.true_positive, q.true_positive + q.false_negative, "slowed"),
@@ -311,7 +303,7 @@ std::string figure_quality_text(const FigureQuality& q) {
                                   100 * (k_slowed_without_noise - 1)));
   for (const auto& c : q.contradictions) {
     if (c.flagged)
-      out += fmt::format("; #{}, the fastest of its placement, flagged oversubscribed", c.trial);
+      out += fmt::format("; #{}, the fastest, flagged oversubscribed", c.trial);
     else
       out += fmt::format("; #{} rated ok, {:.2g}x slower than #{}", c.trial, c.ratio, c.best);
   }

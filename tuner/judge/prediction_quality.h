@@ -63,26 +63,25 @@ std::string oversubscribed_mark(const CpuVerdict& verdict);
 // Over the trials whose verdict counts.
 PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials);
 
-// The observed verdicts judged by the job's own figure. A trial was slowed when the best trial of
-// its placement (the same ranks allowed on the same PUs, as the monitor saw them: only the
-// threads they ran differ) beats it beyond the noise (judge/noise.h), or, while the noise is
-// unknown, by `k_slowed_without_noise` or more. Flagged: observed oversubscribed. Precision: of
-// the flagged, how many were slowed; recall: of the slowed, how many were flagged. Trials alone
-// in their placement are not judged. The worst contradictions are named: a placement's fastest
-// setting flagged, or a setting `k_contradiction_ratio` times slower than its placement's best
-// rated "ok".
+// The observed verdicts judged by the job's own figure. A trial was slowed when the best trial
+// with as many ranks (as the monitor saw them: the same work, whatever the binding and threads)
+// beats it beyond the noise (judge/noise.h), or, while the noise is unknown, by
+// `k_slowed_without_noise` or more. Flagged: observed oversubscribed. Precision: of the flagged,
+// how many were slowed; recall: of the slowed, how many were flagged. A trial alone with its
+// rank count is not judged. The worst contradictions are named: the fastest trial flagged, or
+// one `k_contradiction_ratio` times slower than the best rated "ok".
 inline constexpr double k_slowed_without_noise = 1.10;
 inline constexpr double k_contradiction_ratio = 1.5;
 
 struct FigureQuality {
-  int trials = 0;  // judged: a counted verdict, a value and a placement shared with another
+  int trials = 0;  // judged: a counted verdict, a value and a rank count shared with another
   int true_positive = 0, false_positive = 0, false_negative = 0, true_negative = 0;
   std::optional<double> precision;  // none when nothing was flagged
   std::optional<double> recall;     // none when nothing was slowed
   bool noise_known = false;         // slowed = beyond the noise (else the fixed margin)
   struct Contradiction {
     int trial = -1, best = -1;  // trial numbers
-    double ratio = 1;           // how many times better the best of its placement is
+    double ratio = 1;           // how many times better the best with as many ranks is
     bool flagged = false;       // flagged though fastest (ratio 1), or "ok" though slower
   };
   std::vector<Contradiction> contradictions;  // the worst first, at most 3
@@ -90,8 +89,8 @@ struct FigureQuality {
 FigureQuality figure_quality(const search::StudyView& study);
 
 // "verdicts against the job's own figure, 12 trials: precision 100% (7 of 7), recall 88% (7 of
-// 8) (slowed: beyond the noise below the best of the same placement)", then each contradiction:
-// "; #5, the fastest of its placement, flagged oversubscribed" / "; #11 rated ok, 2.1x slower
+// 8) (slowed: beyond the noise below the best with as many ranks)", then each contradiction:
+// "; #5, the fastest, flagged oversubscribed" / "; #11 rated ok, 2.1x slower
 // than #5"; "" when no trial was judged.
 std::string figure_quality_text(const FigureQuality& q);
 nlohmann::json figure_quality_json(const FigureQuality& q);

@@ -155,55 +155,50 @@ TEST(PredictionQuality, EveryReportFormatAndTheRunSummaryShowIt) {
       << summary.str();
 }
 
-// A trial with its figure (img/s, higher is better), its observed verdict and its placement:
-// each rank's allowed PUs as the monitor saw them.
-search::FrozenTrial judged(int number, double value, bool flagged, const std::string& pus) {
+// A trial with its figure (img/s, higher is better), its observed verdict and how many ranks
+// the monitor saw (bound to a core each, or unbound: the binding does not make another job).
+search::FrozenTrial judged(int number, double value, bool flagged, int ranks, bool bound = true) {
   search::FrozenTrial t;
   t.number = number;
   t.state = search::TrialState::complete;
   t.value = value;
   t.params = {{"x", static_cast<double>(number)}};
-  t.system_attrs[k_attr_probe_verdict] = {
-      {"observed_oversubscribed", flagged},
-      {"ranks",
-       {{{"rank", 0}, {"allowed_pus", pus == "bound" ? "0" : "0-1"}},
-        {{"rank", 1}, {"allowed_pus", pus == "bound" ? "1" : "0-1"}}}}};
+  nlohmann::json list = nlohmann::json::array();
+  for (int r = 0; r < ranks; ++r)
+    list.push_back({{"rank", r}, {"allowed_pus", bound ? std::to_string(r) : "0-1"}});
+  t.system_attrs[k_attr_probe_verdict] = {{"observed_oversubscribed", flagged}, {"ranks", list}};
   return t;
 }
 
-TEST(FigureQuality, VerdictsAreJudgedAgainstTheBestOfTheSamePlacement) {
+TEST(FigureQuality, VerdictsAreJudgedAgainstTheBestWithAsManyRanks) {
   search::VectorStudyView v(search::Direction::maximize);
   auto& ts = v.mutable_trials();
-  // Bound: the best 1290, one within 10% of it (not slowed), one slowed and flagged.
-  ts.push_back(judged(0, 1290, false, "bound"));
-  ts.push_back(judged(1, 1250, false, "bound"));
-  ts.push_back(judged(2, 1000, true, "bound"));
-  // Unbound: its best (1810) flagged though fastest, two slowed (one flagged, one rated ok at
-  // 2.5x slower: a contradiction), and the bound ones slower than 1810 are not judged by it.
-  ts.push_back(judged(3, 1810, true, "unbound"));
-  ts.push_back(judged(4, 700, true, "unbound"));
-  ts.push_back(judged(5, 720, false, "unbound"));
-  // Alone in its placement: not judged.
-  auto lone = judged(6, 100, true, "bound");
-  lone.system_attrs[k_attr_probe_verdict]["ranks"] = {{{"rank", 0}, {"allowed_pus", "0"}}};
-  ts.push_back(lone);
+  // Two ranks: the best 1,810 (unbound, flagged though fastest: a contradiction); bound, one
+  // within 10% of it (not slowed) and one slowed and flagged; unbound, two slowed, one flagged
+  // and one rated ok at 2.5x slower (a contradiction).
+  ts.push_back(judged(0, 1810, true, 2, false));
+  ts.push_back(judged(1, 1700, false, 2));
+  ts.push_back(judged(2, 1000, true, 2));
+  ts.push_back(judged(3, 700, true, 2, false));
+  ts.push_back(judged(4, 720, false, 2, false));
+  // Alone with its rank count: not judged.
+  ts.push_back(judged(5, 100, true, 1));
   const FigureQuality q = figure_quality(v);
-  EXPECT_EQ(q.trials, 6);
+  EXPECT_EQ(q.trials, 5);
   EXPECT_FALSE(q.noise_known);
-  EXPECT_EQ(q.true_positive, 2);   // #2, #4
-  EXPECT_EQ(q.false_positive, 1);  // #3
-  EXPECT_EQ(q.false_negative, 1);  // #5
-  EXPECT_EQ(q.true_negative, 2);   // #0, #1
+  EXPECT_EQ(q.true_positive, 2);   // #2, #3
+  EXPECT_EQ(q.false_positive, 1);  // #0
+  EXPECT_EQ(q.false_negative, 1);  // #4
+  EXPECT_EQ(q.true_negative, 1);   // #1
   ASSERT_EQ(q.contradictions.size(), 2U);
-  EXPECT_EQ(q.contradictions[0].trial, 5);  // the slowest "ok" first
-  EXPECT_EQ(q.contradictions[0].best, 3);
-  EXPECT_EQ(q.contradictions[1].trial, 3);
+  EXPECT_EQ(q.contradictions[0].trial, 4);  // the slowest "ok" first
+  EXPECT_EQ(q.contradictions[0].best, 0);
+  EXPECT_EQ(q.contradictions[1].trial, 0);
   EXPECT_TRUE(q.contradictions[1].flagged);
   EXPECT_EQ(figure_quality_text(q),
-            "verdicts against the job's own figure, 6 trials: precision 67% (2 of 3), recall 67% "
-            "(2 of 3) (slowed: 10% or more, the noise being unknown, below the best of the same "
-            "placement); #5 rated ok, 2.5x slower than #3; #3, the fastest of its placement, "
-            "flagged oversubscribed");
+            "verdicts against the job's own figure, 5 trials: precision 67% (2 of 3), recall 67% "
+            "(2 of 3) (slowed: 10% or more, the noise being unknown, below the best with as many "
+            "ranks); #4 rated ok, 2.5x slower than #0; #0, the fastest, flagged oversubscribed");
   EXPECT_EQ(figure_quality_json(q)["false_negative"], 1);
 }
 
