@@ -203,8 +203,9 @@ std::set<pid_t> TrialMonitor::runtime_by_count(const TreeRead& read,
   return out;
 }
 
-void TrialMonitor::count_thread(const ThreadSample& t, pid_t rank, bool status_due, GroupId group,
-                                SampleSums& sums) {
+TrialMonitor::ThreadDelta TrialMonitor::count_thread(const ThreadSample& t, pid_t rank,
+                                                     bool status_due, GroupId group,
+                                                     SampleSums& sums) {
   const bool is_r = t.state == 'R';
   sums.runnable += is_r ? 1 : 0;
   RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
@@ -229,7 +230,8 @@ void TrialMonitor::count_thread(const ThreadSample& t, pid_t rank, bool status_d
   sums.next_thread[t.tid] = next;
   sums.record.has_wait = sums.record.has_wait || t.has_wait;
   sums.record.wait_s += dwait;
-  if (acc == nullptr) return;
+  const ThreadDelta delta{std::max(0.0, dcpu), dwait};
+  if (acc == nullptr) return delta;
   RankTally& tally = sums.record.ranks[rank];
   GroupTally& g = tally.groups[static_cast<std::size_t>(group)];
   g.threads += 1;
@@ -250,25 +252,24 @@ void TrialMonitor::count_thread(const ThreadSample& t, pid_t rank, bool status_d
   // says only where it ran last, which for a rank caught between mpirun's fork and its binding
   // is mpirun's PU.
   if (tp != m_prev_thread.end() && dcpu > 0 && t.processor >= 0) acc->ran_on[t.processor] += dcpu;
+  return delta;
 }
 
-void TrialMonitor::count_pool(const ThreadSample& t, const OriginClass& cls, GroupId group,
-                              bool in_workers) {
+void TrialMonitor::count_pool(const OriginClass& cls, GroupId group, bool in_workers,
+                              const ThreadDelta& delta) {
   PoolAcc& pool = m_pools[cls.pool];
   pool.group = group;
   pool.in_workers = pool.in_workers || in_workers;
-  m_pool_threads_now[cls.pool] += 1;
-  const auto tp = m_prev_thread.find(t.tid);
-  if (tp == m_prev_thread.end()) return;
-  pool.cpu_s += std::max(0.0, t.cpu_s - tp->second.cpu_s);
-  if (t.has_wait && tp->second.has_wait) pool.wait_s += std::max(0.0, t.wait_s - tp->second.wait_s);
+  pool.threads_now += 1;
+  pool.cpu_s += delta.cpu_s;
+  pool.wait_s += delta.wait_s;
 }
 
 void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
   const double dt = sums.record.dt;
   const std::map<pid_t, OriginClass> classes = classify_threads(read);
   const std::set<pid_t> runtime = runtime_by_count(read, classes);
-  m_pool_threads_now.clear();
+  for (auto& [name, pool] : m_pools) pool.threads_now = 0;
   for (const auto& [pid, p] : read.procs) {
     const pid_t rank = owner_rank(read, pid);
     const auto prev = m_prev_proc.find(pid);
@@ -288,17 +289,13 @@ void TrialMonitor::count_processes(const TreeRead& read, SampleSums& sums) {
       // runtime), else by origin, else the runtimes' by count, else the program's ("other").
       GroupId group = thread_group_of(t.comm, pid == rank && t.tid == pid, pid != rank);
       const auto cls = classes.find(t.tid);
-      if (cls != classes.end()) {
-        if (group == GroupId::other) group = cls->second.group;
-        count_pool(t, cls->second, group, pid != rank);
-      } else if (runtime.contains(t.tid)) {
-        group = GroupId::runtime;
-      }
-      count_thread(t, rank, read.status_due, group, sums);
+      if (cls != classes.end() && group == GroupId::other) group = cls->second.group;
+      if (cls == classes.end() && runtime.contains(t.tid)) group = GroupId::runtime;
+      const ThreadDelta delta = count_thread(t, rank, read.status_due, group, sums);
+      if (cls != classes.end()) count_pool(cls->second, group, pid != rank, delta);
     }
   }
-  for (const auto& [name, n] : m_pool_threads_now)
-    m_pools[name].threads = std::max(m_pools[name].threads, n);
+  for (auto& [name, pool] : m_pools) pool.threads = std::max(pool.threads, pool.threads_now);
 }
 
 void TrialMonitor::account_ranks(const TreeRead& read, double now, SampleSums& sums) {

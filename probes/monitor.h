@@ -209,10 +209,15 @@ class TrialMonitor {
   void number_new_ranks(const TreeRead& read);
   pid_t owner_rank(const TreeRead& read, pid_t pid) const;  // 0 when no rank owns it
   void count_processes(const TreeRead& read, SampleSums& sums);
-  void count_thread(const ThreadSample& t, pid_t rank, bool status_due, GroupId group,
-                    SampleSums& sums);
+  // A thread's CPU time and run-queue delay since the previous sample.
+  struct ThreadDelta {
+    double cpu_s = 0;
+    double wait_s = 0;
+  };
+  ThreadDelta count_thread(const ThreadSample& t, pid_t rank, bool status_due, GroupId group,
+                           SampleSums& sums);
   // A thread with a recorded origin, added to its pool's figures.
-  void count_pool(const ThreadSample& t, const OriginClass& cls, GroupId group, bool in_workers);
+  void count_pool(const OriginClass& cls, GroupId group, bool in_workers, const ThreadDelta& delta);
   // Each thread of the ranks' processes whose origin is recorded: its class.
   std::map<pid_t, OriginClass> classify_threads(const TreeRead& read);
   // The threads of each rank's own process that are the runtimes' by which pool they are not
@@ -249,12 +254,12 @@ class TrialMonitor {
   struct PoolAcc {
     GroupId group = GroupId::other;
     bool in_workers = false;
-    int threads = 0;  // most in one sample
+    int threads = 0;      // most in one sample
+    int threads_now = 0;  // in this sample
     double cpu_s = 0;
     double wait_s = 0;
   };
-  std::map<std::string, PoolAcc> m_pools;         // by name
-  std::map<std::string, int> m_pool_threads_now;  // this sample's count, by name
+  std::map<std::string, PoolAcc> m_pools;  // by name
   std::vector<int> m_root_allowed;  // what the launcher may use: a rank allowed less is bound
 
   std::thread m_thread;
