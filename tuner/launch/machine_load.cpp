@@ -65,8 +65,8 @@ double clock_tick_ns() {
   return 1e9 / static_cast<double>(hz > 0 ? hz : 100);
 }
 
-std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat,
-                                      const std::vector<int>* allowed, double tick_ns) {
+std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat, const std::vector<int>* allowed,
+                                      double tick_ns) {
   std::istringstream in(proc_stat);
   std::optional<std::uint64_t> aggregate;
   std::uint64_t allowed_ticks = 0;
@@ -103,7 +103,7 @@ std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat,
                  allowed_lines};
 }
 
-std::optional<BusyCpu> read_busy_cpu() {
+std::vector<int> allowed_cpus() {
   std::vector<int> allowed;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -111,6 +111,11 @@ std::optional<BusyCpu> read_busy_cpu() {
     for (int i = 0; i < CPU_SETSIZE; ++i)
       if (CPU_ISSET(i, &set)) allowed.push_back(i);
   }
+  return allowed;
+}
+
+std::optional<BusyCpu> read_busy_cpu() {
+  const std::vector<int> allowed = allowed_cpus();
   return parse_busy_cpu(read_proc_file("/proc/stat"), allowed.empty() ? nullptr : &allowed,
                         clock_tick_ns());
 }

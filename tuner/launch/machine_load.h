@@ -27,12 +27,15 @@ struct BusyCpu {
   std::uint64_t ns = 0;
   int lines = 0;
 };
+// The CPUs this process (and so a trial it starts) may run on (sched_getaffinity); empty when
+// the mask cannot be read.
+std::vector<int> allowed_cpus();
 // The aggregate line when this process may use every CPU, else the sum of its CPUs' own lines;
 // none when /proc/stat cannot be read.
 std::optional<BusyCpu> read_busy_cpu();
 // The same from /proc/stat's text and the CPUs allowed (none: every CPU), for tests.
-std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat,
-                                      const std::vector<int>* allowed, double tick_ns);
+std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat, const std::vector<int>* allowed,
+                                      double tick_ns);
 
 // One clock tick (USER_HZ) in nanoseconds.
 double clock_tick_ns();
@@ -47,13 +50,13 @@ std::uint64_t self_cpu_ns();
 // What the keeper reports at its program's exit, plus tune's own share (seconds over the span
 // from the keeper's start of the trial to that exit).
 struct TrialCpu {
-  double window_s = 0;  // the span measured
-  double busy_s = 0;    // the machine's busy CPU time over it (read_busy_cpu)
-  int busy_lines = 1;   // /proc/stat lines summed (the reading's resolution: a tick each)
-  double tree_s = 0;    // the trial's process tree (tree_cpu_ns)
-  double keeper_s = 0;  // the keeper itself (copying the trial's output)
-  double tune_s = 0;    // tune itself over the trial: its monitor, watcher and waiting threads
-  double tick_s = 0.01; // one /proc/stat tick
+  double window_s = 0;   // the span measured
+  double busy_s = 0;     // the machine's busy CPU time over it (read_busy_cpu)
+  int busy_lines = 1;    // /proc/stat lines summed (the reading's resolution: a tick each)
+  double tree_s = 0;     // the trial's process tree (tree_cpu_ns)
+  double keeper_s = 0;   // the keeper itself (copying the trial's output)
+  double tune_s = 0;     // tune itself over the trial: its monitor, watcher and waiting threads
+  double tick_s = 0.01;  // one /proc/stat tick
 };
 
 // The keeper's line: "cpu WINDOW_NS BUSY_NS LINES TREE_NS KEEPER_NS TICK_NS" (no newline).

@@ -1,6 +1,5 @@
 #include "tuner/run/runner.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "tuner/judge/ranking.h"
 #include "tuner/judge/summary.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/machine_load.h"
 #include "tuner/launch/rendered_launch.h"
 #include "tuner/measure/log_follower.h"
 #include "tuner/measure/objective.h"
@@ -63,14 +63,6 @@ using search::TrialState;
 // Re-runs enqueued for load per trial: if the machine is busy again each time, the trial stays
 // marked rather than the study re-running it for ever.
 constexpr int k_max_load_reruns = 2;
-
-// The CPUs this process (and so a trial it starts) may run on.
-int allowed_cpu_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
 
 }  // namespace
 
@@ -489,7 +481,7 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
     const bool tree_holds_ranks = !p.launch_kind || p.launch_kind->ranks_in_tree();
     ran.load = judge_load(m_load, tree_holds_ranks ? res.cpu : std::nullopt,
                           verdict == ran.end_attrs.end() ? nlohmann::json() : *verdict,
-                          allowed_cpu_count());
+                          std::max(1, static_cast<int>(allowed_cpus().size())));
   }
   OutcomeContext ctx;
   ctx.study_deadline_bites = p.study_deadline_bites;
