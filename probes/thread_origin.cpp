@@ -11,6 +11,8 @@ namespace tune::probes {
 
 namespace {
 
+constexpr long k_max_origin_bytes = 1 << 20;
+
 struct OriginRule {
   std::string_view needle;  // found in the origin (library file name or symbol)
   GroupId group;
@@ -80,7 +82,9 @@ void ThreadOrigins::read_more(pid_t pid) {
   if (fd < 0) return;
   FileState& file = m_files[pid];
   std::array<char, 8192> buf{};
-  for (;;) {
+  // The file is the trial's to write: a process that writes more than any pool could start
+  // (a line per thread) is read no further, and its threads go by name.
+  while (file.offset < k_max_origin_bytes) {
     const ssize_t n = ::pread(fd, buf.data(), buf.size(), file.offset);
     if (n <= 0) break;
     file.offset += n;

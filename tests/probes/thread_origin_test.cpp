@@ -58,6 +58,10 @@ TEST(ThreadOrigin, ReadsEachProcessFileAsItGrows) {
   EXPECT_FALSE(origins.origin(101, 101));   // a process's first thread records nothing
   EXPECT_FALSE(origins.origin(102, 1001));  // the tid in another process is another thread
   EXPECT_FALSE(ThreadOrigins("").origin(101, 1001));
+  // A process that floods its file is read no further than 1 MiB.
+  dir.append(103, std::string(3 << 20, 'x') + "\n1003 libgomp.so.1\n");
+  origins.begin_sample();
+  EXPECT_FALSE(origins.origin(103, 1003));
 }
 
 TEST(ThreadOrigin, TheMonitorGroupsUnnamedPoolsByOriginNotByHowBusyTheyWere) {
