@@ -217,6 +217,7 @@ nlohmann::json merge_node_verdicts(const std::vector<NodeObservation>& nodes,
   j["nodes"] = nlohmann::json::array();
   for (const NodeObservation& n : nodes) {
     nlohmann::json node = {{"host", n.host}, {"hostname", n.hostname}, {"ranks", n.ranks}};
+    if (!n.machine.empty()) node["machine"] = n.machine;
     const NodePrediction* p = prediction_of(predicted, n.host);
     if (p != nullptr) any_predicted = any_predicted || p->prediction.oversubscribed;
     if (!n.verdict) {
@@ -243,6 +244,15 @@ nlohmann::json merge_node_verdicts(const std::vector<NodeObservation>& nodes,
   if (top == nullptr) d = "no node was sampled";
   j["diagnosis"] = d + missing_line;
   return j;
+}
+
+std::string this_machine_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  // A UUID: anything else is not one, and is not compared.
+  if (id.size() > 64 || id.find_first_not_of("0123456789abcdef-") != std::string::npos) return "";
+  return id;
 }
 
 }  // namespace tune::probes

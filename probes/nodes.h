@@ -66,7 +66,13 @@ struct NodeObservation {
   std::vector<int> ranks;
   std::optional<nlohmann::json> verdict;
   std::string error;
+  // The kernel's boot id (/proc/sys/kernel/random/boot_id): nodes that report the same one are
+  // namespaces or containers of one machine, sharing its CPUs. Empty when unknown.
+  std::string machine;
 };
+
+// This machine's boot id, as NodeObservation::machine holds it; empty when it cannot be read.
+std::string this_machine_id();
 
 // The verdict a trial stores for a launch over several nodes: the first oversubscribed node's
 // verdict (else the first node's) at the top level with its "host", every node under "nodes",
@@ -74,7 +80,7 @@ struct NodeObservation {
 // and, through the node's own diagnosis, the rank: "oversubscribed on h2 (10.99.0.2, ranks 2-3):
 // 2.0 runnable threads on cpuset 1 (1 PU, 2.0x); rank 3: 51% CPU ...; ok on h1 (...): ...".
 // `predicted` (may be null) adds, for a node whose own diagnosis does not say, whether it was
-// predicted.
+// predicted. Each node keeps its "machine" when known.
 nlohmann::json merge_node_verdicts(const std::vector<NodeObservation>& nodes,
                                    const std::vector<NodePrediction>* predicted);
 

@@ -44,6 +44,9 @@ inline constexpr const char* k_attr_slurm_step = "slurm_step";
 inline constexpr const char* k_attr_probe_prediction = "probe_prediction";
 // probe hooks: probes::Verdict JSON, after the run.
 inline constexpr const char* k_attr_probe_verdict = "probe_verdict";
+// Its key listing the trial's other nodes that are this very machine (namespaces, containers:
+// the same kernel boot id), whose ranks run outside the trial's process tree here.
+inline constexpr const char* k_verdict_shares_machine_with = "shares_machine_with";
 // probe hooks: what the trial's monitor measured per thread group, with the threads the
 // prediction gave each (probes::duty_record JSON: {"schema_version", "groups": {name:
 // {"predicted_threads", "threads", "runnable", "cpu", "load"}}}); later predictions learn from it.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "probes/node_watch.h"
+#include "probes/nodes.h"
 #include "probes/system_source.h"
 #include "probes/topology.h"
 #include "tuner/cli/subcommands.h"
@@ -17,8 +18,8 @@ namespace {
 
 // `tune probe --watch TAG`: this node's watcher for a trial that spans hosts (started by `tune`
 // over ssh, see tuner/probing/node_watchers.h). Looks for the trial's ranks every interval, samples
-// them once found, and when stdin closes prints {"hostname", "verdict"} (or "error") as one
-// JSON line.
+// them once found, and when stdin closes prints {"hostname", "machine", "verdict"} (or "error")
+// as one JSON line.
 int watch_node(const std::string& tag, double interval_s) {
   auto source = probes::make_live_source();
   probes::MonitorOptions options;
@@ -38,6 +39,7 @@ int watch_node(const std::string& tag, double interval_s) {
   char name[256] = {};
   ::gethostname(name, sizeof name - 1);
   nlohmann::json report = {{"hostname", std::string(name)}};
+  if (auto machine = probes::this_machine_id(); !machine.empty()) report["machine"] = machine;
   nlohmann::json result = watch.finish();
   if (result.contains("error")) {
     report["error"] = result["error"];

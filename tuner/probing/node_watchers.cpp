@@ -225,6 +225,10 @@ std::vector<probes::NodeObservation> NodeWatchers::collect(double wait_s) {
     const auto report = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
     if (report.is_object()) {
       o.hostname = report.value("hostname", std::string());
+      // Only ever compared with this machine's boot id: a longer word is no boot id.
+      if (const auto m = report.find("machine");
+          m != report.end() && m->is_string() && m->get_ref<const std::string&>().size() <= 64)
+        o.machine = m->get<std::string>();
       if (report.contains("verdict")) o.verdict = report["verdict"];
       o.error = report.value("error", std::string());
     }

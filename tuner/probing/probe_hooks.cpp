@@ -175,17 +175,24 @@ nlohmann::json node_verdicts(ProbeState& state) {
     return state.monitor->to_json(state.nodes.empty() ? nullptr : &state.nodes.front().prediction);
   }
   std::vector<probes::NodeObservation> seen;
+  const std::string machine = probes::this_machine_id();
   if (state.local) {
     const probes::Prediction* local = nullptr;
     for (const auto& n : state.nodes)
       if (n.host == state.local->host) local = &n.prediction;
     seen.push_back(probes::NodeObservation{state.local->host, this_hostname(), state.local->ranks,
-                                           state.monitor->to_json(local), ""});
+                                           state.monitor->to_json(local), "", machine});
   }
+  std::vector<std::string> beside;  // other nodes' hosts that are this machine
   if (state.watchers) {
-    for (auto& o : state.watchers->collect()) seen.push_back(std::move(o));
+    for (auto& o : state.watchers->collect()) {
+      if (!machine.empty() && o.machine == machine) beside.push_back(o.host);
+      seen.push_back(std::move(o));
+    }
   }
-  return probes::merge_node_verdicts(seen, &state.nodes);
+  auto verdict = probes::merge_node_verdicts(seen, &state.nodes);
+  if (!beside.empty()) verdict[k_verdict_shares_machine_with] = beside;
+  return verdict;
 }
 
 }  // namespace

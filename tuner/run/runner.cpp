@@ -476,9 +476,12 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
   }
   if (res.started) {
     const auto verdict = ran.end_attrs.find(k_attr_probe_verdict);
-    // Ranks outside the trial's tree (srun's, children of slurmstepd) would count as other
-    // work's load: the CPU figures cannot tell the job from the rest, so nothing is judged.
-    const bool tree_holds_ranks = !p.launch_kind || p.launch_kind->ranks_in_tree();
+    // Ranks outside the trial's tree (srun's, children of slurmstepd; another "host" of the
+    // trial that is a namespace or container of this machine) would count as other work's load:
+    // the CPU figures cannot tell the job from the rest, so nothing is judged.
+    const bool beside = verdict != ran.end_attrs.end() && verdict->is_object() &&
+                        verdict->contains(k_verdict_shares_machine_with);
+    const bool tree_holds_ranks = (!p.launch_kind || p.launch_kind->ranks_in_tree()) && !beside;
     ran.load = judge_load(m_load, tree_holds_ranks ? res.cpu : std::nullopt,
                           verdict == ran.end_attrs.end() ? nlohmann::json() : *verdict,
                           std::max(1, static_cast<int>(allowed_cpus().size())));
