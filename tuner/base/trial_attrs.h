@@ -44,6 +44,12 @@ inline constexpr const char* k_attr_slurm_step = "slurm_step";
 inline constexpr const char* k_attr_probe_prediction = "probe_prediction";
 // probe hooks: probes::Verdict JSON, after the run.
 inline constexpr const char* k_attr_probe_verdict = "probe_verdict";
+// An enqueued rule baseline (tuner/study/rules.h): the rules its setting stands for
+// (["torchrun"]), and what each sets, one text per rule.
+inline constexpr const char* k_attr_rules = "rules";
+inline constexpr const char* k_attr_rule_texts = "rule_texts";
+// Set on a rule baseline that is none of the study's `enqueue:` entries (never the baseline).
+inline constexpr const char* k_attr_rule_only = "rule_only";
 // Its key listing the trial's other nodes that are this very machine (namespaces, containers:
 // the same kernel boot id), whose ranks run outside the trial's process tree here.
 inline constexpr const char* k_verdict_shares_machine_with = "shares_machine_with";

@@ -1,6 +1,7 @@
 #include "tuner/cli/confirm.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -45,6 +46,8 @@ void print_plan(std::ostream& out, const std::string& study_name, int repeats,
     if (!who.empty()) who += ", ";
     who += fmt::format("#{}", n);
     if (const auto* b = find_baseline(study); b && b->number == n) who += " (baseline)";
+    if (const auto* r = best_rule_trial(study); r && r->number == n)
+      who += fmt::format(" (best rule: {})", fmt::join(rules_of(*r), ", "));
   }
   out << fmt::format("confirm '{}': {} re-runs each of {}, interleaved: {} trials\n", study_name,
                      repeats, who, plan.order.size());
@@ -98,11 +101,14 @@ void print_confirmed(std::ostream& out, StudyRunner& runner, const ConfirmPlan& 
       out << fmt::format("  #{:<4} {:>12}  n={} ({} failed)  [{}]{}\n", n,
                          r.median ? format_value(*r.median) : "-", r.rerun_values.size(),
                          r.reruns_failed, r.value ? format_value(*r.value) : "-",
-                         r.baseline ? "  baseline" : "");
+                         role_text(r).empty() ? "" : "  " + role_text(r));
     }
   }
   if (data.best) out << fmt::format("best: #{} ({})\n", data.best->number, data.best_basis);
   if (data.speedup) out << "speedup over baseline: " << speedup_text(*data.speedup) << '\n';
+  if (data.rule_speedup)
+    out << fmt::format("speedup over the best rule #{} ({}): {}\n", data.best_rule->number,
+                       fmt::join(data.best_rule->rules, ", "), speedup_text(*data.rule_speedup));
   // What the re-runs say of the noise, as the summary at the end of `tune` says it.
   print_noise(out, runner.cache());
 }

@@ -170,6 +170,11 @@ int run_init(InitArgs& args) {
     check = parse_study_spec(text, where);
   }
   if (!check) throw std::runtime_error("init wrote a study that does not load: " + check.error());
+  if (const auto rules = init_rules_section(*check, *topo); !rules.empty()) {
+    text += "\n" + rules;
+    check = parse_study_spec(text, where);
+    if (!check) throw std::runtime_error("init wrote rules that do not load: " + check.error());
+  }
   if (to_stdout) {
     std::cout << text;
     return 0;

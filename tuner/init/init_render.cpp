@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "tuner/init/init_plan.h"
+#include "tuner/init/init_study.h"
+#include "tuner/launch/rule_machine.h"
+#include "tuner/study/rules.h"
 
 namespace tune::tuner {
 namespace {
@@ -191,6 +194,30 @@ std::string escape_braces(const std::string& text) {
     if (c == '{' || c == '}') out += c;
   }
   return out;
+}
+
+std::string init_rules_section(StudySpec spec, const probes::Topology& topo) {
+  if (spec.enqueue.empty() || spec.directions.size() > 1) return "";
+  spec.rules = rule_names();
+  std::vector<std::string> notes;
+  const auto entries = enqueue_with_rules(spec, rule_machine(spec, &topo), notes);
+  std::ostringstream out;
+  out << "# Rule baselines: what a launcher or an engineer's rule sets, each run once after the\n"
+         "# trials above (a rule that gives the command as run labels that trial). The end of\n"
+         "# `tune`, `tune best` and `tune report` say by how much the best beats the best rule.\n"
+         "rules:\n";
+  bool any = false;
+  for (const auto& rule : rule_names()) {
+    for (const auto& e : entries) {
+      const auto it = std::find(e.rules.begin(), e.rules.end(), rule);
+      if (it == e.rules.end()) continue;
+      out << comment(e.texts[static_cast<std::size_t>(it - e.rules.begin())], "  ") << "  - "
+          << rule << '\n';
+      any = true;
+    }
+  }
+  for (const auto& n : notes) out << comment("not used: " + n, "  ");
+  return any ? out.str() : "";
 }
 
 std::string write_init_yaml(const InitPlan& plan) {

@@ -27,6 +27,7 @@
 #include "probes/topology.h"
 #include "tuner/base/result.h"
 #include "tuner/init/init_command.h"
+#include "tuner/study/study_file.h"
 
 namespace tune::tuner {
 
@@ -53,6 +54,12 @@ struct InitRequest {
 // The study text. `command` is split_init_command(request.command) with absolute paths in its
 // program; `program` what inspect_program found. Errors are bad input (a --knob that names no
 // knob, ranks given twice and different, a regex RE2 refuses).
+// The `rules:` section for a study init wrote (`spec`, as parsed back): every rule baseline
+// (tuner/study/rules.h) that sets one of its parameters on `topo`, each with what it sets in a
+// comment, and a comment naming those that set none; "" when no rule applies. Appended to the
+// study's text.
+std::string init_rules_section(StudySpec spec, const probes::Topology& topo);
+
 Result<std::string> render_init_study(const InitRequest& request, const InitCommand& command,
                                       const ProgramInfo& program, const probes::Topology& topo,
                                       const probes::KnobCatalog& catalog);

@@ -1,6 +1,7 @@
 #include "tuner/judge/noise.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -331,6 +332,12 @@ StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& opti
     const TrialRuns* baseline = runs_of(find_baseline(study));
     if (baseline != nullptr && baseline != best)
       out.over_baseline = lead_of(model, *best, *baseline, maximize, options);
+    if (const auto* rule = best_rule_trial(study)) {
+      out.best_rule = rule->number;
+      out.best_rule_names = rules_of(*rule);
+      if (const auto* r = runs_of(rule); r != nullptr && r != best)
+        out.over_best_rule = lead_of(model, *best, *r, maximize, options);
+    }
     // The runner-up is the best's: a candidate picked by hand has none.
     for (const auto* t : ranked) {
       if (options.candidate) break;
@@ -446,6 +453,21 @@ std::string noise_verdict_text(const StudyNoise& noise) {
   return out;
 }
 
+std::string best_rule_line(const StudyNoise& noise) {
+  if (noise.best_rule < 0) return "";
+  const std::string names = fmt::format("{}", fmt::join(noise.best_rule_names, ", "));
+  if (!noise.over_best_rule)
+    return fmt::format(
+        "the best #{} is the setting of rule {}: no setting tried beat the best rule",
+        noise.best_rule, names);
+  const auto& lead = *noise.over_best_rule;
+  std::string line = fmt::format("best #{} vs best rule #{} ({}): {}", lead.best, lead.other, names,
+                                 lead_text(lead));
+  if (lead.verdict != NoiseVerdict::beyond)
+    line += fmt::format("; no better than rule {} shown", names);
+  return line;
+}
+
 std::vector<std::string> noise_lines(const StudyNoise& noise) {
   std::vector<std::string> lines = {noise_text(noise.noise)};
   // The baseline may be the runner-up too: one line then.
@@ -458,6 +480,7 @@ std::vector<std::string> noise_lines(const StudyNoise& noise) {
   if (noise.over_runner_up && !same)
     lines.push_back(fmt::format("best #{} vs runner-up #{}: {}", noise.over_runner_up->best,
                                 noise.over_runner_up->other, lead_text(*noise.over_runner_up)));
+  if (const auto line = best_rule_line(noise); !line.empty()) lines.push_back(line);
   lines.push_back(noise_verdict_text(noise));
   return lines;
 }

@@ -100,6 +100,12 @@ struct StudyNoise {
   // The best's (or options.candidate's) lead; none without a baseline, or when it is the baseline.
   std::optional<NoiseLead> over_baseline;
   std::optional<NoiseLead> over_runner_up;  // the best-ranked trial with other parameters
+  // The best-ranked rule baseline (ranking.h best_rule_trial: torchrun's OMP_NUM_THREADS=1...):
+  // its number and rules, and the best's (or the candidate's) lead over it; no lead when it is
+  // the best itself. best_rule stays -1 when no rule baseline is ranked.
+  int best_rule = -1;
+  std::vector<std::string> best_rule_names;
+  std::optional<NoiseLead> over_best_rule;
   std::optional<SettingsTest> test;         // none when the noise is unknown or < 2 settings
   // beyond: the settings are told apart; within: they are not; unknown: no noise, or nothing to
   // tell apart.
@@ -135,10 +141,14 @@ std::string noise_text(const NoiseEstimate& noise);
 // A lead: "1.037x, 95% CI [0.850x, 1.264x] (noise model): within the noise, not shown to be
 // better", "... beyond the noise", or "1.037x: not judged against the noise, which is unknown".
 std::string lead_text(const NoiseLead& lead);
+// The best's lead over the best rule baseline, as noise_lines says it; "" without a rule.
+std::string best_rule_line(const StudyNoise& noise);
 // The conclusion: whether the settings are told apart, or what to run to find out.
 std::string noise_verdict_text(const StudyNoise& noise);
 // noise_text; "best #3 vs baseline #0: " + lead_text, and so for the runner-up (one line when
-// the baseline is the runner-up: "best #3 vs baseline #0 (also the runner-up): ..."); then the
+// the baseline is the runner-up: "best #3 vs baseline #0 (also the runner-up): ...") and the
+// best rule ("best #3 vs best rule #2 (torchrun): ..., no better than rule torchrun" when the
+// lead is not beyond the noise; "the best #2 is rule torchrun's setting" when it is); then the
 // conclusion.
 std::vector<std::string> noise_lines(const StudyNoise& noise);
 

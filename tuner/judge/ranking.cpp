@@ -7,6 +7,7 @@
 
 #include "search/pareto.h"
 #include "tuner/base/stats.h"
+#include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/reruns.h"
 
@@ -24,8 +25,25 @@ bool measured_under_load(const FrozenTrial& trial) {
 
 const FrozenTrial* find_baseline(const search::StudyView& study) {
   for (const auto& t : study.trials()) {
-    if (t.system_attrs.contains(k_attr_fixed_params) && !is_rerun(t)) return &t;
+    if (t.system_attrs.contains(k_attr_fixed_params) && !is_rerun(t) &&
+        !t.system_attrs.contains(k_attr_rule_only))
+      return &t;
   }
+  return nullptr;
+}
+
+std::vector<std::string> rules_of(const FrozenTrial& trial) {
+  std::vector<std::string> out;
+  const auto it = trial.system_attrs.find(k_attr_rules);
+  if (it == trial.system_attrs.end() || !it->is_array()) return out;
+  for (const auto& r : *it)
+    if (r.is_string() && out.size() < 8) out.push_back(printable(r.get<std::string>(), 40));
+  return out;
+}
+
+const FrozenTrial* best_rule_trial(const search::StudyView& study) {
+  for (const auto* t : ranked_trials(study))
+    if (!rules_of(*t).empty()) return t;
   return nullptr;
 }
 

@@ -20,6 +20,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -37,8 +38,15 @@ bool measured_under_load(const search::FrozenTrial& trial);
 inline bool trusted_run(const search::FrozenTrial& trial) { return !measured_under_load(trial); }
 
 // The baseline: the lowest-numbered enqueued trial (system attr "fixed_params") that is not a
-// re-run; nullptr when the study enqueued none.
+// re-run, nor a rule baseline the study's `enqueue:` does not give (k_attr_rule_only); nullptr
+// when the study enqueued none.
 const search::FrozenTrial* find_baseline(const search::StudyView& study);
+
+// The rules an enqueued rule baseline stands for (system attr k_attr_rules, tuner/study/rules.h:
+// "torchrun", ...), printable; empty for any other trial.
+std::vector<std::string> rules_of(const search::FrozenTrial& trial);
+// The best-ranked trial that stands for a rule; nullptr when none is ranked.
+const search::FrozenTrial* best_rule_trial(const search::StudyView& study);
 
 // The ranked trials (see above), best first.
 std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& study);

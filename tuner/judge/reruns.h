@@ -51,7 +51,9 @@ std::optional<SettingValue> setting_value(const search::StudyView& study,
 
 // `tune confirm`'s re-runs: which trials (the baseline, then the best), in which order.
 struct ConfirmPlan {
-  std::vector<int> originals;  // baseline first (when there is one), then best first
+  // The baseline first (when there is one), the best rule baseline (ranking.h best_rule_trial)
+  // when it is another trial, then the best `top` others, best first.
+  std::vector<int> originals;
   std::vector<int> order;      // trial numbers to re-run, round-robin over `originals`
   std::string note;            // e.g. why the baseline is missing
 };

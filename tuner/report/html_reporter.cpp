@@ -267,6 +267,11 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
   out << (d.speedup ? "<b>" + with_code(speedup_text(*d.speedup)) + "</b>"
                     : "Unavailable: " + with_code(d.speedup_note))
       << "</p>\n";
+  out << "<h2>Speedup over the best rule</h2>\n<p id=\"rule-speedup\">";
+  if (d.best_rule) out << "Best rule: " << e(best_rule_text(*d.best_rule)) << ".<br>";
+  out << (d.rule_speedup ? "<b>" + with_code(speedup_text(*d.rule_speedup)) + "</b>"
+                         : "Unavailable: " + with_code(d.rule_speedup_note))
+      << "</p>\n";
 }
 
 // How noisy one run is and whether the best's leads are beyond it, in every report.
@@ -355,8 +360,8 @@ void write_top_table(std::ostream& out, const ReportData& d) {
   int rank = 1;
   for (const auto& r : d.top) {
     out << "<tr><td class=\"num\">" << rank++ << "</td><td>#" << r.number
-        << (r.baseline ? " (baseline)" : "") << "</td><td class=\"num\">" << value_or_dash(r.value)
-        << "</td>";
+        << (role_text(r).empty() ? "" : " (" + e(role_text(r)) + ")") << "</td><td class=\"num\">"
+        << value_or_dash(r.value) << "</td>";
     if (confirmed) out << "<td class=\"num\">" << confirmed_cell(r) << "</td>";
     out << "<td class=\"num\">" << wall_cell(r) << "</td>";
     if (probed) out << "<td>" << probe_cell(r, "OVERSUB") << "</td>";

@@ -30,6 +30,7 @@ json trial_json(const ReportTrial& r) {
           {"median", opt(r.median)},
           {"feasible", r.feasible},
           {"baseline", r.baseline},
+          {"rules", r.rules},
           {"rerun_of", r.rerun_of ? json(*r.rerun_of) : nullptr},
           {"params", params},
           {"wall_s", opt(r.wall_s)},
@@ -95,6 +96,7 @@ json noise_json(const ReportData& d) {
           {"window_sigma", opt(e.window_sigma)},
           {"settings", n.settings},
           {"over_baseline", lead_json(n.over_baseline)},
+          {"over_best_rule", lead_json(n.over_best_rule)},
           {"over_runner_up", lead_json(n.over_runner_up)},
           {"settings_test", test},
           {"settings_verdict", to_string(n.settings_verdict)},
@@ -147,6 +149,9 @@ json report_to_json(const ReportData& d) {
   j["baseline"] = d.baseline ? trial_json(*d.baseline) : json(nullptr);
   j["speedup"] = speedup_json(d.speedup);
   j["speedup_note"] = d.speedup_note;
+  j["best_rule"] = d.best_rule ? trial_json(*d.best_rule) : json(nullptr);
+  j["rule_speedup"] = speedup_json(d.rule_speedup);
+  j["rule_speedup_note"] = d.rule_speedup_note;
   j["top"] = json::array();
   for (const auto& r : d.top) j["top"].push_back(trial_json(r));
   j["trials"] = json::array();

@@ -91,6 +91,11 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   out << (d.speedup ? "**" + md_sentence(speedup_text(*d.speedup)) + "**"
                     : "Unavailable: " + md_sentence(d.speedup_note))
       << "\n";
+  out << "\n## Speedup over the best rule\n\n";
+  if (d.best_rule) out << "Best rule: " << md_sentence(best_rule_text(*d.best_rule)) << "\n\n";
+  out << (d.rule_speedup ? "**" + md_sentence(speedup_text(*d.rule_speedup)) + "**"
+                         : "Unavailable: " + md_sentence(d.rule_speedup_note))
+      << "\n";
 }
 
 // In every report, also when the noise is unknown (then what to run to measure it).
@@ -110,9 +115,12 @@ void write_top(std::ostream& out, const ReportData& d) {
   int rank = 1;
   for (const auto& r : d.top) {
     std::vector<std::string> row = {
-        std::to_string(rank++), fmt::format("#{}{}", r.number, r.baseline ? " (baseline)" : ""),
-        value_or_dash(r.value), confirmed_cell(r),
-        wall_cell(r),           probe_cell(r, "oversubscribed")};
+        std::to_string(rank++),
+        fmt::format("#{}{}", r.number, role_text(r).empty() ? "" : " (" + md(role_text(r)) + ")"),
+        value_or_dash(r.value),
+        confirmed_cell(r),
+        wall_cell(r),
+        probe_cell(r, "oversubscribed")};
     for (auto& cell : param_cells(r, d.axes)) row.push_back(md(cell));
     out << md_row(row);
   }

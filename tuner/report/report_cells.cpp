@@ -1,6 +1,7 @@
 #include "tuner/report/report_cells.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -46,6 +47,18 @@ std::string speedup_text(const SpeedupEstimate& s) {
   if (s.verdict == NoiseVerdict::beyond) out += ": beyond the noise";
   if (!s.note.empty()) out += "; " + s.note;
   return out;
+}
+
+std::string role_text(const ReportTrial& trial) {
+  std::string out = trial.baseline ? "baseline" : "";
+  if (!trial.rules.empty())
+    out += fmt::format("{}rule {}", out.empty() ? "" : ", ", fmt::join(trial.rules, ", "));
+  return out;
+}
+
+std::string best_rule_text(const ReportTrial& rule) {
+  return fmt::format("#{} (rule {}): {}", rule.number, fmt::join(rule.rules, ", "),
+                     measured_text(rule));
 }
 
 std::vector<std::string> noise_section(const ReportData& data) {

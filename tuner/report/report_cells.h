@@ -21,6 +21,11 @@ std::string measured_text(const ReportTrial& trial);
 // "3.333x  95% CI [2.900x, 3.800x] (medians of 3 + 3 re-runs, bootstrap of the ratio of
 // medians): beyond the noise", or the ratio with what it means when it is not beyond the noise.
 std::string speedup_text(const SpeedupEstimate& speedup);
+// What an enqueued trial stands for: "baseline", "rule torchrun", "baseline, rule horovodrun";
+// "" for any other trial.
+std::string role_text(const ReportTrial& trial);
+// "#2 (rule torchrun)" with what it measured, for the best rule's line.
+std::string best_rule_text(const ReportTrial& rule);
 // The noise section's sentences (tuner/judge/noise.h noise_lines), or why there is none: a
 // multi-objective study, no completed trial.
 std::vector<std::string> noise_section(const ReportData& data);

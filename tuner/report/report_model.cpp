@@ -1,6 +1,7 @@
 #include "tuner/report/report_model.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -104,6 +105,7 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
   if (auto it = t.user_attrs.find(k_attr_external_cpu); it != t.user_attrs.end() && it->is_number())
     r.external_cpus = it->get<double>();
   r.under_load = measured_under_load(t);
+  r.rules = rules_of(t);
   if (auto it = t.user_attrs.find(k_attr_programs); it != t.user_attrs.end())
     r.programs = programs_from_json(*it);
   read_probe(t, r);
@@ -248,38 +250,36 @@ void add_front(const SearchTrials& folded, ReportData& data) {
   if (!data.importance.empty()) data.importance_note += "; of the first objective";
 }
 
-// The speedup of data.best over data.baseline, or data.speedup_note saying why there is none.
-// Each side stands on its believed value (ranking.h): the median of its re-runs, else its one
-// run; the interval and the verdict are the noise model's lead over the baseline (noise.h).
-void estimate_speedup(search::Direction direction, ReportData& data) {
-  if (!data.baseline) {
-    data.speedup_note =
-        "no baseline: the study enqueued no trial (add `enqueue:` with the defaults)";
-    return;
-  }
+// The speedup of data.best over `other` (the baseline, the best rule), or `note` saying why there
+// is none. Each side stands on its believed value (ranking.h): the median of its re-runs, else
+// its one run; the interval and the verdict are the noise model's lead over it (noise.h).
+// `what` names the other side in the texts: "baseline", "best rule".
+std::optional<SpeedupEstimate> estimate_speedup(search::Direction direction, const ReportData& data,
+                                                const ReportTrial& other,
+                                                const std::optional<NoiseLead>& lead,
+                                                const std::string& what, std::string& note) {
   if (!data.best) {
-    data.speedup_note = "no completed trial";
-    return;
+    note = "no completed trial";
+    return std::nullopt;
   }
-  if (data.baseline->under_load && !data.baseline->median) {
-    data.speedup_note = fmt::format(
-        "the baseline trial #{} was measured under load and no re-run measured it without: no "
+  if (other.under_load && !other.median) {
+    note = fmt::format(
+        "the {} trial #{} was measured under load and no re-run measured it without: no "
         "speedup against it",
-        data.baseline->number);
-    return;
+        what, other.number);
+    return std::nullopt;
   }
-  if (!data.baseline->value && !data.baseline->median) {
-    data.speedup_note =
-        fmt::format("the baseline trial #{} did not complete ({})", data.baseline->number,
-                    data.baseline->fail_reason.empty() ? search::to_string(data.baseline->state)
-                                                       : data.baseline->fail_reason);
-    return;
+  if (!other.value && !other.median) {
+    note =
+        fmt::format("the {} trial #{} did not complete ({})", what, other.number,
+                    other.fail_reason.empty() ? search::to_string(other.state) : other.fail_reason);
+    return std::nullopt;
   }
   const auto believed = [](const ReportTrial& r) { return r.median ? *r.median : *r.value; };
-  const double best = believed(*data.best), base = believed(*data.baseline);
+  const double best = believed(*data.best), base = believed(other);
   if (!(best > 0) || !(base > 0)) {
-    data.speedup_note = "objective values are not all positive: no ratio";
-    return;
+    note = "objective values are not all positive: no ratio";
+    return std::nullopt;
   }
   SpeedupEstimate s;
   // Speedup > 1 means better: time ratio base/best when minimizing, best/base otherwise.
@@ -288,22 +288,21 @@ void estimate_speedup(search::Direction direction, ReportData& data) {
     return r.median ? static_cast<int>(r.rerun_values.size()) : 1;
   };
   s.n_best = runs(*data.best);
-  s.n_baseline = runs(*data.baseline);
-  if (data.best->median && data.baseline->median) {
+  s.n_baseline = runs(other);
+  if (data.best->median && other.median) {
     s.basis = fmt::format("medians of {} + {} re-runs", s.n_best, s.n_baseline);
   } else if (data.best->median) {
     s.basis = fmt::format("median of {} re-runs against one run", s.n_best);
-  } else if (data.baseline->median) {
+  } else if (other.median) {
     s.basis = fmt::format("one run against a median of {} re-runs", s.n_baseline);
   } else {
     s.basis = "single runs";
   }
-  if (data.best->number == data.baseline->number) {
-    s.note = "the baseline is the best trial";
-    data.speedup = s;
-    return;
+  if (data.best->number == other.number) {
+    s.note = fmt::format("the {} is the best trial", what);
+    return s;
   }
-  if (const auto& lead = data.noise.over_baseline; lead && lead->ratio) {
+  if (lead && lead->ratio) {
     s.ci_low = lead->low;
     s.ci_high = lead->high;
     s.ci_method = lead->method;
@@ -313,7 +312,7 @@ void estimate_speedup(search::Direction direction, ReportData& data) {
     case NoiseVerdict::beyond:
       break;
     case NoiseVerdict::within:
-      s.note = "within the noise: not shown to be faster than the baseline";
+      s.note = fmt::format("within the noise: not shown to be faster than the {}", what);
       break;
     case NoiseVerdict::unknown:
       s.note =
@@ -321,7 +320,29 @@ void estimate_speedup(search::Direction direction, ReportData& data) {
           "--repeats 5`";
       break;
   }
-  data.speedup = s;
+  return s;
+}
+
+// The speedups over the baseline and over the best rule baseline (data.speedup, rule_speedup).
+void estimate_speedups(search::Direction direction, ReportData& data) {
+  if (!data.baseline) {
+    data.speedup_note =
+        "no baseline: the study enqueued no trial (add `enqueue:` with the defaults)";
+  } else {
+    data.speedup = estimate_speedup(direction, data, *data.baseline, data.noise.over_baseline,
+                                    "baseline", data.speedup_note);
+  }
+  if (!data.best_rule) {
+    data.rule_speedup_note = "no rule baseline completed (`rules:` in the study file)";
+  } else {
+    data.rule_speedup =
+        estimate_speedup(direction, data, *data.best_rule, data.noise.over_best_rule, "best rule",
+                         data.rule_speedup_note);
+    if (data.rule_speedup && data.rule_speedup->verdict != NoiseVerdict::beyond && data.best &&
+        data.best->number != data.best_rule->number)
+      data.rule_speedup->note +=
+          fmt::format("; no better than rule {} shown", fmt::join(data.best_rule->rules, ", "));
+  }
 }
 
 // fANOVA parameter importance over the completed search trials, of objective `objective` (its
@@ -462,7 +483,8 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   }
   choose_best(ranked, folded, data);
   data.noise = assess_noise(study, {options.bootstrap_samples, options.seed});
-  estimate_speedup(direction, data);
+  if (data.noise.best_rule >= 0) data.best_rule = folded.by_number.at(data.noise.best_rule);
+  estimate_speedups(direction, data);
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
   data.under_load = loaded_trials(study);

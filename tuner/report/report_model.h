@@ -60,6 +60,7 @@ struct ReportTrial {
   std::optional<double> median;      // of `rerun_values`, when any
   bool feasible = true;
   bool baseline = false;            // the first enqueued trial
+  std::vector<std::string> rules;   // the rules a rule baseline stands for (ranking.h rules_of)
   std::optional<int> rerun_of;      // set on a re-run: the original's number
   std::vector<ReportParam> params;  // search-space order
   std::optional<double> wall_s;
@@ -128,6 +129,11 @@ struct ReportData {
   std::optional<ReportTrial> baseline;
   std::optional<SpeedupEstimate> speedup;
   std::string speedup_note;         // why there is no speedup, when there is none
+  // The best-ranked rule baseline (tuner/study/rules.h) and the best's speedup over it, or why
+  // there is none (n_baseline counts the rule's runs).
+  std::optional<ReportTrial> best_rule;
+  std::optional<SpeedupEstimate> rule_speedup;
+  std::string rule_speedup_note;
   std::vector<ReportTrial> top;     // best first, feasible before infeasible
   std::vector<ReportTrial> trials;  // every trial (re-runs too), number order
   StudyNoise noise;                 // one run's noise, and the leads and settings against it

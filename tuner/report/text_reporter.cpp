@@ -86,6 +86,13 @@ void write_best_and_speedup(std::ostream& out, const ReportData& d) {
   }
   out << "\nSpeedup over baseline: ";
   out << (d.speedup ? speedup_text(*d.speedup) : "unavailable: " + d.speedup_note) << '\n';
+  if (d.best_rule) {
+    out << "\nBest rule baseline\n";
+    out << fmt::format("  {}  {}\n", best_rule_text(*d.best_rule), d.best_rule->params_text());
+  }
+  out << "\nSpeedup over the best rule: ";
+  out << (d.rule_speedup ? speedup_text(*d.rule_speedup) : "unavailable: " + d.rule_speedup_note)
+      << '\n';
 }
 
 // How noisy one run is, and whether the best's leads are beyond it: in every report, also when
@@ -105,7 +112,7 @@ void write_top(std::ostream& out, const ReportData& d) {
   int rank = 1;
   for (const auto& r : d.top) {
     std::string params = r.params_text();
-    if (r.baseline) params += "  [baseline]";
+    if (const auto role = role_text(r); !role.empty()) params += "  [" + role + "]";
     if (!r.feasible) params += "  [infeasible]";
     rows.push_back({std::to_string(rank++), fmt::format("#{}", r.number), value_or_dash(r.value),
                     confirmed_cell(r), wall_cell(r), probe_cell(r, "OVERSUB"), params});

@@ -21,6 +21,7 @@
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/machine_load.h"
 #include "tuner/launch/rendered_launch.h"
+#include "tuner/launch/rule_machine.h"
 #include "tuner/measure/log_follower.h"
 #include "tuner/measure/objective.h"
 #include "tuner/measure/trial_outcome.h"
@@ -34,6 +35,7 @@
 #include "tuner/storage/storage_url.h"
 #include "tuner/storage/study_cache.h"
 #include "tuner/storage/trial_owner.h"
+#include "tuner/study/rules.h"
 #include "tuner/study/study_changes.h"
 
 namespace tune::tuner {
@@ -146,14 +148,30 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
 }
 
 Result<void> StudyRunner::enqueue_baselines() {
-  for (const auto& fixed : m_spec.enqueue) {
-    nlohmann::json params = nlohmann::json::object();
-    for (const auto& [name, value] : fixed) params[name] = search::param_value_to_json(value);
-    // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
-    auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting,
-                                     {{k_attr_fixed_params, params}});
-    if (!t) return std::unexpected(t.error().message);
+  std::vector<std::string> notes;
+  RuleMachine machine;
+  if (!m_spec.rules.empty()) {
+    const auto topo = probes::read_cpu_topology();
+    machine = rule_machine(m_spec, topo ? &*topo : nullptr);
   }
+  const auto entries = enqueue_with_rules(m_spec, machine, notes);
+  for (const auto& entry : entries) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : entry.params)
+      params[name] = search::param_value_to_json(value);
+    // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
+    nlohmann::json attrs = {{k_attr_fixed_params, params}};
+    if (!entry.rules.empty()) {
+      attrs[k_attr_rules] = entry.rules;
+      attrs[k_attr_rule_texts] = entry.texts;
+      if (!entry.from_enqueue) attrs[k_attr_rule_only] = true;
+    }
+    auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting, attrs);
+    if (!t) return std::unexpected(t.error().message);
+    for (const auto& text : entry.texts)
+      m_recovered.push_back(fmt::format("rule baseline, trial {}: {}", t->number, text));
+  }
+  for (auto& note : notes) m_recovered.push_back("note: " + note);
   return {};
 }
 

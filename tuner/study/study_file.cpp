@@ -24,6 +24,7 @@
 #include "tuner/storage/storage_url.h"
 #include "tuner/study/launch_spec.h"
 #include "tuner/study/patterns.h"
+#include "tuner/study/rules.h"
 #include "tuner/study/yaml_document_check.h"
 #include "tuner/study/yaml_reader.h"
 
@@ -119,7 +120,7 @@ class Parser : private YamlReader {
         {"name",         "direction", "directions", "objective", "constraints", "launch",
          "command",      "env",       "timeout",    "params",    "sampler",     "pruner",
          "enqueue",      "output",    "storage",    "probes",    "knobs",       "incumbent_repeats",
-         "max_failures", "workdir",   "files",      "program",     "load"});
+         "max_failures", "workdir",   "files",      "program",   "load",        "rules"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
@@ -148,6 +149,7 @@ class Parser : private YamlReader {
       spec.max_failures = static_cast<int>(n);
     }
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
+    if (const auto& r = root["rules"]) parse_rules(r, spec);
     parse_output_storage(root, spec);
     if (const auto& p = root["probes"]) parse_probes(p, spec);
     if (const auto& l = root["load"]) parse_load(l, spec);
@@ -903,6 +905,30 @@ class Parser : private YamlReader {
       slurm.extra = template_list(extra, "launch.slurm.extra", spec);
     }
     spec.launch.slurm = std::move(slurm);
+  }
+
+  void parse_rules(const YAML::Node& r, StudySpec& spec) {
+    const auto known = fmt::format("{}", fmt::join(rule_names(), ", "));
+    if (r.IsScalar() && r.as<std::string>() == "all") {
+      spec.rules = rule_names();
+      return;
+    }
+    if (!r.IsSequence())
+      fail(r, "rules", fmt::format("expected `all` or a list of rule names ({})", known));
+    if (spec.directions.size() > 1)
+      fail(r, "rules",
+           "a rule is compared with the one best trial; a multi-objective study has a "
+           "front (directions)");
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const auto where = fmt::format("rules[{}]", i);
+      if (!r[i].IsScalar()) fail(r[i], where, "expected a rule name");
+      const auto name = r[i].as<std::string>();
+      if (std::find(rule_names().begin(), rule_names().end(), name) == rule_names().end())
+        fail(r[i], where, fmt::format("unknown rule '{}' (rules: {})", printable(name, 60), known));
+      if (std::find(spec.rules.begin(), spec.rules.end(), name) != spec.rules.end())
+        fail(r[i], where, fmt::format("rule '{}' is listed twice", name));
+      spec.rules.push_back(name);
+    }
   }
 
   void parse_enqueue(const YAML::Node& e, StudySpec& spec) {

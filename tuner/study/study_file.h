@@ -164,6 +164,9 @@ struct StudySpec {
   // alike); 0 = never. Default 3.
   int max_failures = 3;
   std::vector<std::map<std::string, search::ParamValue>> enqueue;  // run first, in order
+  // `rules:` the rule baselines enqueued after `enqueue:` when the study starts
+  // (tuner/study/rules.h): names from rule_names(); `rules: all` is every one. Default none.
+  std::vector<std::string> rules;
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db
   ProbeSpec probes;

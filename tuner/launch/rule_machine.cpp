@@ -1,0 +1,36 @@
+#include "tuner/launch/rule_machine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "tuner/launch/machine_load.h"
+#include "tuner/launch/rendered_launch.h"
+
+namespace tune::tuner {
+
+RuleMachine rule_machine(const StudySpec& spec, const probes::Topology* topo) {
+  RuleMachine m;
+  if (topo != nullptr) {
+    m.pus = std::max(1, topo->pu_count());
+    m.cores = std::max(1, topo->core_count());
+    m.packages = std::max(1, static_cast<int>(topo->packages.size()));
+    m.numa_nodes = std::max(1, static_cast<int>(topo->numa_nodes.size()));
+  } else {
+    m.pus = m.cores = std::max(1, static_cast<int>(allowed_cpus().size()));
+  }
+  if (spec.enqueue.empty()) return m;
+  // The trial folder is only a placeholder's value here: nothing is created.
+  const auto values = trial_template_values(
+      spec, spec.enqueue.front(), (std::filesystem::temp_directory_path() / "rule").string(), 0,
+      bundled_trainer_path());
+  if (auto launch = render_launch(spec, values, ::geteuid() == 0)) {
+    const auto plan = launch->probe_plan(launch->environment());
+    m.ranks = std::max(1, plan.n);
+    m.ranks_per_node = std::max(1, plan.ranks_per_node);
+  }
+  return m;
+}
+
+}  // namespace tune::tuner
