@@ -175,6 +175,7 @@ class Planner {
     if (!param) return std::unexpected(param.error());
     param->as_given = std::monostate{};
     param->library_default = std::monostate{};
+    param->declare = param->declare && m_catalog.find(knob.name) != nullptr;
     if (param->declare) param->program_default = program_default;
     param->comment += "; " + evidence;
     m_plan.command.push_back(option.flag.starts_with("--")
