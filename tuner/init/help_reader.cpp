@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "tuner/base/text.h"
 #include "tuner/launch/launcher.h"
+#include "tuner/launch/program_identity.h"
 
 namespace tune::tuner {
 namespace {
@@ -138,6 +140,13 @@ std::string default_in(const std::string& help) {
     while (!value.empty() && (value.back() == '.' || value.back() == ':')) value.pop_back();
     if (!value.empty()) return printable(value, k_default_bytes);
   }
+  // sysbench's "number of threads to use [1]": a bracketed number at the end.
+  if (const auto open = help.rfind('['); help.ends_with("]") && open != std::string::npos) {
+    const std::string inner = help.substr(open + 1, help.size() - open - 2);
+    if (!inner.empty() &&
+        std::all_of(inner.begin(), inner.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return inner;
+  }
   return "";
 }
 
@@ -206,6 +215,50 @@ bool count_default(const std::string& text) {
   const std::size_t digits = text.starts_with("-") ? 1 : 0;
   return text.size() > digits && std::all_of(text.begin() + static_cast<long>(digits), text.end(),
                                              [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Whether the file at `path` holds `needle` in its first `limit` bytes (read a MiB at a time).
+bool file_holds(const std::string& path, const std::string& needle, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string carry;
+  std::vector<char> buf(1u << 20);
+  for (std::size_t read = 0; in && read < limit;) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n == 0) break;
+    read += n;
+    std::string chunk = carry + std::string(buf.data(), n);
+    if (chunk.contains(needle)) return true;
+    carry = chunk.substr(chunk.size() - std::min(chunk.size(), needle.size()));
+  }
+  return false;
+}
+
+// Why asking `argv` for its help would run the program instead, "" when it likely answers: a
+// Python script that imports no argument parser, or a program file that holds no "help" (hpcc
+// ignores its arguments and runs the benchmark).
+std::string runs_instead(const std::vector<std::string>& argv) {
+  const bool python = std::filesystem::path(argv[0]).filename().string().starts_with("python");
+  if (python) {
+    const std::string& script = argv[argv.size() - 2];
+    if (argv[argv.size() - 3] == "-m") return "";  // a module: no file to read here
+    std::ifstream in(script, std::ios::binary);
+    std::string text(1u << 20, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    for (const auto& w : words(text)) {
+      for (const char* parser : {"argparse", "click", "typer", "optparse", "getopt", "docopt",
+                                 "fire", "absl", "hydra", "jsonargparse", "tyro"}) {
+        if (w == parser) return "";
+      }
+    }
+    return "the script imports no argument parser (argparse, click, ...): it would run instead";
+  }
+  const std::string path = find_in_path(argv[0], trial_environment(LaunchRequest{}));
+  if (path.empty()) return "the program is not found on PATH";
+  if (!file_holds(path, "help", 256u << 20))
+    return "the program's file names no help option: it would run instead";
+  return "";
 }
 
 }  // namespace
@@ -300,6 +353,10 @@ ProgramHelp read_program_help(const std::vector<std::string>& program, double ti
   out.argv = help_argv(program);
   if (out.argv.empty()) {
     out.why_not = "the command runs no program or script whose help can be asked";
+    return out;
+  }
+  if (auto why = runs_instead(out.argv); !why.empty()) {
+    out.why_not = why;
     return out;
   }
   // In an empty folder of its own: a program that does not know --help and runs instead

@@ -136,6 +136,19 @@ TEST(HelpReader, ReadsGetoptOptions) {
   EXPECT_EQ(pool(flags, "--keep"), nullptr);
 }
 
+// sysbench 1.0: "--threads=N  number of threads to use [1]", the default in brackets at the end.
+TEST(HelpReader, ABracketedNumberAtTheEndIsTheDefault) {
+  const auto options = parse_help_options(
+      "General options:\n"
+      "  --threads=N                     number of threads to use [1]\n"
+      "  --report-checkpoints=[LIST,...] dump full statistics at specified points []\n");
+  ASSERT_EQ(options.size(), 2u);
+  EXPECT_EQ(options[0].default_text, "1");
+  EXPECT_EQ(options[0].metavar, "N");
+  EXPECT_EQ(options[1].default_text, "");
+  EXPECT_EQ(pool_flags(options).size(), 1u);
+}
+
 TEST(HelpReader, HostileHelpIsBoundedAndPrintable) {
   std::string text = "  --workers N  \x1b[2Jworkers " + std::string(5000, 'x') + "\n";
   const auto options = parse_help_options(text);
@@ -176,6 +189,28 @@ TEST(HelpReader, ReadsARealArgparseScriptsHelp) {
   EXPECT_EQ(help.pool[0].option.default_text,
             std::to_string(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN))));
   EXPECT_FALSE(fs::exists(std::string(dir) + "/ran"));
+  fs::remove_all(dir);
+}
+
+// A program that would run instead of printing its help is not asked: a Python script that
+// imports no argument parser, a program whose file names no help (hpcc runs its benchmark).
+TEST(HelpReader, AProgramThatWouldRunInsteadIsNotAsked) {
+  char dir[] = "/tmp/tune-help-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string script = std::string(dir) + "/job.py";
+  std::ofstream(script) << "import sys\nopen(sys.argv[0] + '.ran', 'w').write('ran')\n";
+  const ProgramHelp py = read_program_help({"/usr/bin/python3", script}, 5);
+  EXPECT_FALSE(py.ran);
+  EXPECT_EQ(py.why_not,
+            "the script imports no argument parser (argparse, click, ...): it would run instead");
+  const std::string native = std::string(dir) + "/job.sh";
+  std::ofstream(native) << "#!/bin/sh\ntouch \"$0.ran\"\n";
+  fs::permissions(native, fs::perms::owner_all);
+  const ProgramHelp sh = read_program_help({native}, 5);
+  EXPECT_FALSE(sh.ran);
+  EXPECT_EQ(sh.why_not, "the program's file names no help option: it would run instead");
+  EXPECT_FALSE(fs::exists(script + ".ran"));
+  EXPECT_FALSE(fs::exists(native + ".ran"));
   fs::remove_all(dir);
 }
 
