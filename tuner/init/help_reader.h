@@ -5,7 +5,9 @@
 // The help is asked as the program would be run: for a Python interpreter and a script, the
 // command up to and including the script (or `-m MODULE`), then --help; for any other program,
 // the program then --help (under mpirun, the program after mpirun's options). It runs through
-// the launcher (no shell), for a few seconds at most, its output capped.
+// the launcher (no shell), in an empty folder of its own, for a few seconds at most, its output
+// capped; and only of a program likely to answer rather than run: a Python script that imports
+// an argument parser, a program whose file holds the word "help".
 //
 // The option lines read are those argparse, click and GNU getopt print:
 //
@@ -64,7 +66,8 @@ struct ProgramHelp {
 std::vector<std::string> help_argv(const std::vector<std::string>& program);
 
 // Runs help_argv(program) for at most `timeout_s` seconds (its stdout and stderr capped at 64
-// KiB each) and reads the options it printed.
+// KiB each) and reads the options it printed; not run (`why_not` says why) when the program
+// would likely run instead.
 ProgramHelp read_program_help(const std::vector<std::string>& program, double timeout_s = 8);
 
 }  // namespace tune::tuner
