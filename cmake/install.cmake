@@ -36,7 +36,7 @@ endif()
 
 if(TARGET tune)
   install(TARGETS tune tune-keeper RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
-  install(TARGETS tune_threads LIBRARY DESTINATION ${tune_plugin_dir} COMPONENT runtime)
+  install(TARGETS tune_threads tune_getenv LIBRARY DESTINATION ${tune_plugin_dir} COMPONENT runtime)
   install(FILES ${tune_ready_studies} DESTINATION ${tune_share_dir}/studies COMPONENT runtime)
   if(TUNE_CHARTJS_FILE)
     install(FILES ${TUNE_CHARTJS_FILE} DESTINATION ${tune_share_dir} RENAME chart.min.js

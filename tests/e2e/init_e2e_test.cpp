@@ -12,9 +12,13 @@
 // monitor's window is training: with 2,000 a fast machine trains for 0.2 s of a 1.6 s trial, and
 // the verdict judged a few samples of start-up and teardown (a CI run failed on it). Torch is a
 // test dependency (scripts/install-deps.sh test); without it the test fails saying so.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
@@ -116,6 +120,82 @@ TEST_F(InitE2E, InitThenTwelveTrialsBeatTheBaselineAndPredictTheThreadsKnob) {
       << "best " << best << " samples/s against the baseline's " << *baseline.value;
   std::cout << "[ measured ] baseline " << *baseline.value << " samples/s, best " << best
             << " samples/s: " << best / *baseline.value << "x\n";
+}
+
+}  // namespace
+}  // namespace tune::tuner
+
+namespace tune::tuner {
+namespace {
+
+// Issue 38: the knobs a program hides. A script whose multiprocessing pool is sized by an
+// argparse --workers flag (default os.cpu_count()) that the command does not type, and which
+// imports numpy (OpenBLAS reads OPENBLAS_NUM_THREADS through getenv): init finds the flag in its
+// --help, sees the pool's processes start, records the variables the processes read, and the
+// study has both knobs with that evidence. Debian's python3 and numpy, a 2-s job.
+TEST_F(InitE2E, FindsAHiddenWorkersFlagAndTheVariablesTheProgramReads) {
+  std::ofstream(m_dir / "pool.py")
+      << "import argparse, multiprocessing, os, time\n"
+         "import numpy as np\n"
+         "p = argparse.ArgumentParser()\n"
+         "p.add_argument('--seconds', type=float, default=10)\n"
+         "p.add_argument('--workers', type=int, default=os.cpu_count(),\n"
+         "               help='processes that square matrices (default: %(default)s)')\n"
+         "args = p.parse_args()\n"
+         "def work(i):\n"
+         "    a = np.full((32, 32), float(i))\n"
+         "    return float((a @ a).sum())\n"
+         "if __name__ == '__main__':\n"
+         "    start, done = time.time(), 0\n"
+         "    with multiprocessing.Pool(args.workers) as pool:\n"
+         "        while time.time() - start < args.seconds:\n"
+         "            pool.map(work, range(64))\n"
+         "            done += 64\n"
+         "    print(f'items/s: {done / (time.time() - start):.1f}')\n";
+  const auto out = run({TUNE_BIN, "init", "--no-input", "--probe-for", "3s", "-o", "study.yaml",
+                        "--", "/usr/bin/python3", "pool.py", "--seconds", "2"});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  EXPECT_NE(out.err.find("its --help lists --workers"), std::string::npos) << out.err;
+  const auto spec = load_study_spec((m_dir / "study.yaml").string());
+  ASSERT_TRUE(spec) << spec.error();
+  std::ifstream in(m_dir / "study.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  // Comments as one line each.
+  std::string flat;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 6, "\n  #  ") == 0) {
+      flat += ' ';
+      i = text.find_first_not_of(' ', i + 5) - 1;
+      continue;
+    }
+    flat += text[i];
+  }
+  const long cpus = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  EXPECT_EQ(spec->command.back(), "--workers={workers}") << text;
+  ASSERT_TRUE(std::ranges::any_of(spec->space, [](const auto& p) { return p.first == "workers"; }))
+      << text;
+  ASSERT_EQ(spec->probes.knobs.size(), 1u) << text;
+  EXPECT_EQ(spec->probes.knobs[0].param, "workers");
+  EXPECT_EQ(spec->probes.knobs[0].knob, "program_workers");
+  EXPECT_EQ(spec->probes.knobs[0].program_default, std::optional<int>(static_cast<int>(cpus)));
+  EXPECT_NE(flat.find(fmt::format("its --help lists it and the command does not give it: "
+                                  "\"processes that square matrices (default: {})\"",
+                                  cpus)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(flat.find(fmt::format("the probe run saw the ranks start {} child process(es) each",
+                                  cpus)),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(std::ranges::any_of(
+      spec->env, [](const auto& e) { return e.first == "OPENBLAS_NUM_THREADS"; }))
+      << text;
+  EXPECT_NE(flat.find("  # env OPENBLAS_NUM_THREADS: openblas_num_threads (blas); unset: one per "
+                      "PU of the rank's cpuset; read by the command's processes in the probe run "
+                      "(getenv, libopenblas.so.0)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("not seen that way: Python's os.environ"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -54,7 +54,8 @@ class InstallE2E : public ::testing::Test {
 
 TEST_F(InstallE2E, LaysOutBinariesStudiesAndChartJs) {
   for (const char* file : {"bin/tune", "bin/tune-keeper", "bin/tune-trainer",
-                           "share/tune/studies/quickstart.yaml", "share/tune/chart.min.js"})
+                           "share/tune/studies/quickstart.yaml", "share/tune/chart.min.js",
+                           "lib/tune/libtune_threads.so", "lib/tune/libtune_getenv.so"})
     EXPECT_TRUE(fs::is_regular_file(prefix() / file)) << file;
   if (fs::exists(fs::path(TUNE_BUILD_DIR) / "bin" / "libtune_trainer_gpu.so")) {
     EXPECT_TRUE(fs::is_regular_file(prefix() / "lib/tune/libtune_trainer_gpu.so"));

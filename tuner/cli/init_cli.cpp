@@ -11,9 +11,11 @@
 #include <memory>
 #include <optional>
 
+#include "probes/env_reads.h"
 #include "probes/knob_catalog.h"
 #include "probes/predict.h"
 #include "probes/topology.h"
+#include "tuner/base/install_layout.h"
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
 #include "tuner/init/init_study.h"
@@ -33,6 +35,32 @@ struct InitArgs {
   bool no_probe = false;
   std::string probe_for = "10s";  // the probe run's bound
 };
+
+// libtune_getenv.so next to the running executable (the build tree) or in ../lib/tune (an
+// install); empty when neither holds it (the probe run then records no variables).
+std::string find_env_reads_library() {
+  const fs::path exe = executable_dir();
+  if (exe.empty()) return {};
+  std::error_code ec;
+  for (const auto& candidate : {exe / probes::k_env_reads_library,
+                                exe.parent_path() / "lib" / "tune" / probes::k_env_reads_library})
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  return {};
+}
+
+// The program's --help (tuner/init/help_reader.h): the flags that size its pools, for those the
+// command does not type. Not under --no-probe, which runs nothing.
+std::optional<ProgramHelp> ask_help(const InitArgs& args, const InitCommand& command) {
+  const std::string exe = fs::path(command.program.at(0)).filename().string();
+  if (args.no_probe || exe == "tune-trainer" || exe.contains('{')) return std::nullopt;
+  ProgramHelp help = read_program_help(command.program);
+  if (!help.pool.empty()) {
+    std::vector<std::string> flags;
+    for (const auto& f : help.pool) flags.push_back(f.option.flag);
+    std::cerr << fmt::format("tune init: its --help lists {}\n", fmt::join(flags, ", "));
+  }
+  return help;
+}
 
 // The probe run (tuner/init/init_probe.h): the command as given, its program's relative paths
 // made absolute, for at most `seconds`.
@@ -60,6 +88,7 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
   options.seconds = seconds;
   options.end_wait_s = end_wait;
   if (args.request.line_buffering) options.env = args.request.line_buffering->env;
+  options.env_reads_library = find_env_reads_library();
   // As the study's launch will: more ranks on this node than cores need --oversubscribe.
   const auto per_node = probes::parse_int(
       command.mpirun.npernode.empty() ? command.mpirun.n : command.mpirun.npernode);
@@ -143,6 +172,7 @@ int run_init(InitArgs& args) {
   // The question is for a program whose output showed no result line.
   if (!found || found->results.empty()) ask_throughput(args);
   ProgramInfo program = inspect_program(command.program, found ? &*found : nullptr);
+  program.help = ask_help(args, command);
   measure_pool_defaults(command.program, program);
   args.request.generated_by = "on " + this_host();
   const bool to_stdout = args.output.empty() || args.output == "-";

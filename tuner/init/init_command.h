@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tuner/base/result.h"
+#include "tuner/init/help_reader.h"
 #include "tuner/init/init_probe.h"
 
 namespace tune::tuner {
@@ -53,6 +54,9 @@ struct ProgramInfo {
   std::map<std::string, int> pool_defaults;
   // What the probe run saw; nullopt when there was none (--no-probe) or it could not run.
   std::optional<ProbeFindings> probe;
+  // What the program's --help listed (tuner/init/help_reader.h); nullopt when it was not asked
+  // (--no-probe).
+  std::optional<ProgramHelp> help;
 };
 
 // What the program is. `program` is InitCommand::program, with relative paths already made

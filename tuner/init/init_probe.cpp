@@ -136,6 +136,9 @@ struct Gathered {
     std::map<std::string, int> names;
   };
   std::map<pid_t, Rank> ranks;        // the most seen at once, per process
+  // Processes below the ranks: the most at once per rank, and per name.
+  int children_per_rank = 0;
+  std::map<std::string, int> child_names;
   std::map<std::string, bool> files;  // name relative to the folder -> written
   std::map<pid_t, int> looks;         // samples taken of each process
 };
@@ -164,10 +167,21 @@ void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& s
   const bool mpi = !ranks.empty();
   if (!mpi && has_mpirun) return;  // mpirun has not started the ranks yet
   if (!mpi) ranks.insert(root);
+  int rank_count = 0, child_count = 0;
+  std::map<std::string, int> child_names;
   for (pid_t p : tree) {
     const bool rank = ranks.contains(p) && !(mpi && ranks.contains(parent_of(p)));
     const bool below_rank = !rank && (ranks.contains(p) || !mpi);
     if (!rank && !below_rank) continue;  // mpirun, orted
+    if (rank) {
+      ++rank_count;
+    } else {
+      ++child_count;
+      std::ifstream comm("/proc/" + std::to_string(p) + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      if (!name.empty()) ++child_names[printable(name, 32)];
+    }
     // Libraries are loaded early and stay: maps (thousands of lines for torch) is read on a
     // process's first look and every fifth after; threads and open files every look.
     const bool with_libraries = g.looks[p]++ % 5 == 0;
@@ -192,6 +206,12 @@ void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& s
     r.threads = std::max(r.threads, static_cast<int>(view->threads.size()));
     r.runtime = std::max(r.runtime, runtime);
     for (const auto& [name, n] : names) r.names[name] = std::max(r.names[name], n);
+  }
+  if (rank_count > 0 && child_count > 0) {
+    g.children_per_rank =
+        std::max(g.children_per_rank, (child_count + rank_count - 1) / rank_count);
+    for (const auto& [name, n] : child_names)
+      g.child_names[name] = std::max(g.child_names[name], (n + rank_count - 1) / rank_count);
   }
 }
 
@@ -462,6 +482,18 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   request.tick_s = 0.05;
   request.env_set = options.env;
   request.kill_grace_s = 1.0;
+  const fs::path reads_dir = dir / "env-reads";
+  if (!options.env_reads_library.empty() && fs::create_directories(reads_dir, ec)) {
+    // Before the line buffering's libstdbuf and the user's own preloads, which stay after it.
+    std::string preload = options.env_reads_library;
+    if (const auto it = options.env.find("LD_PRELOAD"); it != options.env.end()) {
+      if (!it->second.empty()) preload += " " + it->second;
+    } else if (const char* inherited = std::getenv("LD_PRELOAD"); inherited && *inherited) {
+      preload += std::string(" ") + inherited;
+    }
+    request.env_set["LD_PRELOAD"] = preload;
+    request.env_set[probes::k_env_reads_env] = reads_dir.string();
+  }
   Gathered g;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
@@ -519,6 +551,10 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     for (const auto& [name, n] : r.names)
       out.thread_names[name] = std::max(out.thread_names[name], n);
   }
+  out.child_processes = g.children_per_rank;
+  out.child_names = g.child_names;
+  if (request.env_set.contains(probes::k_env_reads_env))
+    out.env_reads = probes::read_env_reads(reads_dir.string());
   std::vector<std::string> real;
   for (const auto& lib : g.libraries) real.push_back(fs::weakly_canonical(lib, ec).string());
   out.libraries = probes::classify_libraries(real);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "probes/env_reads.h"
 #include "probes/program_probe.h"
 #include "tuner/measure/rate_window.h"
 
@@ -131,6 +132,9 @@ struct ProbeOptions {
   // Add mpirun's --oversubscribe, as the study's launch will (more ranks than cores). Default
   // false.
   bool oversubscribe = false;
+  // libtune_getenv.so (probes/env_reads.h), preloaded before whatever `env` or the environment
+  // preloads, to record the variables the processes read; "" = none.
+  std::string env_reads_library;
 };
 
 struct ProbeInput {
@@ -153,6 +157,13 @@ struct ProbeFindings {
   int threads_per_rank = 0;  // the most threads one rank had at once
   int runtime_threads = 0;   // of them, the most that were the runtimes' own (event loops, ...)
   std::map<std::string, int> thread_names;  // thread name -> most threads of it in one rank
+  // Processes the ranks started (a DataLoader's workers, a multiprocessing pool): the most seen
+  // at once below one rank, and their names (comm) with the most of each at once.
+  int child_processes = 0;
+  std::map<std::string, int> child_names;
+  // The variables the command's processes read through getenv (ProbeOptions::env_reads_library),
+  // with the libraries that read each; nullopt when nothing was recorded (no library).
+  std::optional<probes::EnvReads> env_reads;
   std::vector<ProbeInput> inputs;           // read from the working folder, not written
   std::vector<std::string> outputs;         // created or written there
   std::vector<ResultLine> results;          // from stdout, stderr and the outputs, best first

@@ -163,6 +163,28 @@ class Planner {
     return {};
   }
 
+  // A flag the program's --help lists and the command does not type, appended to the command
+  // (`--workers={workers}`, or `-j{jobs}` for a short-only one). Left out in the baseline (the
+  // program's own default), whose value `program_default` is when the help shows a number.
+  Result<void> add_hidden_flag(const Knob& knob, const HelpOption& option,
+                               std::optional<int> program_default, const std::string& evidence) {
+    const ParamValue shown =
+        program_default ? ParamValue{std::int64_t{*program_default}} : ParamValue{};
+    auto param = make_param(knob, unique_name(param_name(option.flag)), "flag " + option.flag,
+                            shown);
+    if (!param) return std::unexpected(param.error());
+    param->as_given = std::monostate{};
+    param->library_default = std::monostate{};
+    param->declare = param->declare && m_catalog.find(knob.name) != nullptr;
+    if (param->declare) param->program_default = program_default;
+    param->comment += "; " + evidence;
+    m_plan.command.push_back(option.flag.starts_with("--")
+                                 ? fmt::format("{}={{{}}}", option.flag, param->name)
+                                 : fmt::format("{}{{{}}}", option.flag, param->name));
+    add(std::move(*param));
+    return {};
+  }
+
   // An mpirun option (bind_to, map_by) or an MCA parameter given in the command.
   Result<void> add_launch(const Knob& knob, std::string& field, const std::string& name,
                           const std::string& where) {
@@ -196,7 +218,7 @@ class Planner {
   void add(InitParam param) {
     m_names.insert(param.name);
     const auto* knob = m_catalog.find(param.knob);
-    if (const auto* pool = m_catalog.pool(knob->controls)) cover(*pool);
+    if (const auto* pool = knob ? m_catalog.pool(knob->controls) : nullptr) cover(*pool);
     m_plan.params.push_back(std::move(param));
   }
 
@@ -323,6 +345,12 @@ Result<int> total_ranks(const InitRequest& request, const InitCommand& command) 
 }
 
 bool in_program(const std::vector<std::string>& program, const std::string& flag) {
+  if (flag.size() == 2) {  // a short option: "-j 4" or "-j4"
+    for (std::size_t i = 1; i < program.size(); ++i) {
+      if (program[i].starts_with(flag)) return true;
+    }
+    return false;
+  }
   for (std::size_t i = 1; i < program.size(); ++i) {
     if (flag_name(program[i]) == flag) return true;
   }
@@ -342,6 +370,8 @@ Result<void> choose_flags(Planner& planner,
   }
   for (const auto& knob : catalog.knobs()) {
     if (knob.set_by != "flag" || chosen.contains(knob.name) || !planner.applies(knob)) continue;
+    // A knob of any program's own flag (program_workers) is found by its --help.
+    if (knob.variable.empty() && knob.programs == std::vector<std::string>{"any"}) continue;
     if (knob.variable.empty()) {
       bool found = false;
       for (const auto& flag : usual_flags(knob)) {
@@ -365,11 +395,141 @@ Result<void> choose_flags(Planner& planner,
   return {};
 }
 
+// The processes the ranks started, for a comment: "2 child processes per rank (python3 x2)".
+std::string children_evidence(const ProbeFindings& probe) {
+  std::vector<std::string> names;
+  for (const auto& [name, n] : probe.child_names) {
+    if (names.size() < 4) names.push_back(fmt::format("{} x{}", name, n));
+  }
+  return fmt::format("the probe run saw the ranks start {} child process(es) each ({})",
+                     probe.child_processes, fmt::join(names, ", "));
+}
+
+// The knob a flag of the program's --help sets, by what it speaks of and the program's
+// framework; nullptr when the catalog has none (prefetching).
+const Knob* hidden_flag_knob(const Planner& planner, const PoolFlag& flag,
+                             const probes::KnobCatalog& catalog) {
+  const std::string name = ascii_lower(flag.option.flag);
+  if (flag.topic == "threads") {
+    if (!planner.has_framework("torch")) return nullptr;
+    return catalog.find(name.contains("inter") ? "torch_inter_op_threads" : "torch_intra_op_threads");
+  }
+  if (flag.topic == "prefetch") return nullptr;
+  if (flag.topic == "workers" && planner.has_framework("torch"))
+    return catalog.find("torch_dataloader_workers");
+  if (planner.has_framework("chainer")) return catalog.find("chainer_iterator_workers");
+  return catalog.find("program_workers");
+}
+
+// A thread pool of the program's own (xz -T): a parameter of 1..PUs per rank that no catalog
+// pool stands for, so the study declares nothing for it.
+Knob own_threads_knob() {
+  Knob k;
+  k.name = "program_threads";
+  k.set_by = "flag";
+  k.controls = "the program's own threads";
+  k.type = "int";
+  k.low = "1";
+  k.high = "pus_per_rank";
+  k.default_value = "default";
+  k.default_text = "the program's own";
+  k.programs = {"any"};
+  return k;
+}
+
+// Flags the program's --help lists that size a pool and the command does not type: each a
+// parameter appended to the command (tuner/init/help_reader.h), with what the help says and the
+// processes the probe run saw as its evidence.
+Result<void> choose_hidden_flags(Planner& planner, const ProgramInfo& program,
+                                 const InitCommand& command, const probes::KnobCatalog& catalog) {
+  InitPlan& plan = planner.plan();
+  const ProbeFindings* probe = program.probe && program.probe->ran ? &*program.probe : nullptr;
+  const bool saw_children = probe && probe->child_processes > 0;
+  bool sized_children = false;
+  for (const auto& p : plan.params) {
+    const Knob* k = catalog.find(p.knob);
+    const auto* pool = k ? catalog.pool(k->controls) : nullptr;
+    if (pool && pool->unit == "process") sized_children = true;
+  }
+  if (program.help) {
+    for (const PoolFlag& flag : program.help->pool) {
+      const HelpOption& o = flag.option;
+      const bool typed = std::any_of(o.spellings.begin(), o.spellings.end(), [&](const auto& s) {
+        return in_program(command.program, s);
+      });
+      if (typed) continue;  // the command's own flags are the usual path's (or --knob's)
+      const Knob* knob = hidden_flag_knob(planner, flag, catalog);
+      const Knob own = own_threads_knob();
+      if (knob == nullptr && flag.topic == "threads") knob = &own;
+      const std::string said = fmt::format(
+          "its --help lists it{} and the command does not give it: \"{}\"",
+          flag.by_name ? "" : fmt::format(" (its help speaks of {})", flag.topic), o.help);
+      if (knob == nullptr) {
+        plan.notes.push_back(fmt::format(
+            "{} ({}): {}; the knob catalog has no knob for it: tune init --knob {}=KNOB names one",
+            o.flag, flag.topic, said, o.flag));
+        continue;
+      }
+      const auto* pool = catalog.pool(knob->controls);
+      if (pool && planner.covered(pool->name)) {
+        plan.notes.push_back(fmt::format("{}: {}; another parameter sizes the {} pool already",
+                                         o.flag, said, pool->name));
+        continue;
+      }
+      std::optional<int> shown;
+      if (auto n = probes::parse_int(o.default_text)) shown = *n;
+      if (o.default_text == "0") shown = 0;
+      std::string evidence = said;
+      if (shown) evidence += fmt::format("; left out, the program takes {} (its --help)", *shown);
+      const bool processes = pool && pool->unit == "process";
+      if (processes && saw_children) evidence += "; " + children_evidence(*probe);
+      if (auto ok = planner.add_hidden_flag(*knob, o, shown, evidence); !ok) return ok;
+      // Found after all: no "no flag of the command sets it" note for it.
+      std::erase_if(plan.notes, [&](const std::string& n) { return n.starts_with(knob->name + " ("); });
+      sized_children = sized_children || processes;
+    }
+  }
+  if (saw_children && !sized_children)
+    plan.notes.push_back(fmt::format(
+        "worker processes: {}, but no flag of the command{} sizes them, so tune cannot size "
+        "them; a flag of the program that does is a parameter with tune init --knob "
+        "FLAG=program_workers",
+        children_evidence(*probe),
+        program.help && program.help->ran ? " or of its --help" : ""));
+  return {};
+}
+
+// What the recorder saw read, for a comment: "getenv, libopenblas.so.0, python3.11".
+std::string read_evidence(const std::set<std::string>& libs) {
+  std::vector<std::string> shown(libs.begin(), libs.end());
+  if (shown.size() > 4) {
+    shown.resize(4);
+    shown.emplace_back("...");
+  }
+  return fmt::format("read by the command's processes in the probe run (getenv, {})",
+                     fmt::join(shown, ", "));
+}
+
+// The pool other than `own` whose variables include `variable` and which the ranks started
+// (OpenBLAS reads OMP_NUM_THREADS for its own pool), or nullptr.
+const probes::KnobPool* reading_pool(const Planner& planner, const probes::KnobCatalog& catalog,
+                                     const std::string& variable, const std::string& own) {
+  for (const auto& p : catalog.pools()) {
+    if (p.name != own && contains(p.env, variable) && p.env.front() != variable &&
+        planner.started(p.name))
+      return &p;
+  }
+  return nullptr;
+}
+
 // mpirun's binding (always, under mpirun), its mapping and MCA parameters (when the command
-// gives them), and environment variables: those the command sets, NCCL's for NCCL programs, and
-// those sizing a pool no chosen knob sizes. A PyTorch program's CPU math runs on its intra-op
-// pool (the OpenMP team): the `any` variables of other pools (BLAS, OpenCV) are left alone.
-Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& catalog) {
+// gives them), and environment variables: those the command sets, NCCL's for NCCL programs,
+// those sizing a pool no chosen knob sizes, and those the probe run saw the program read
+// (`reads`: a variable a library reads is one it obeys). A PyTorch program's CPU math runs on its
+// intra-op pool (the OpenMP team): the `any` variables of other pools (BLAS, OpenCV) are left
+// alone.
+Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& catalog,
+                               const probes::EnvReads* reads) {
   InitPlan& plan = planner.plan();
   if (plan.mpirun) {
     if (const auto* bind = catalog.find_variable("--bind-to", "openmpi")) {
@@ -397,17 +557,48 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
     }
     const auto* pool = catalog.pool(knob.controls);
     const bool any_only = knob.programs == std::vector<std::string>{"any"};
-    const bool wanted = !given.empty() || (planner.applies(knob) && !pool) ||
-                        (planner.applies(knob) && pool && !planner.covered(pool->name) &&
-                         !(torch && any_only && !planner.torch_team(pool->name)));
+    const bool torch_elsewhere = pool && torch && any_only && !planner.torch_team(pool->name);
+    const std::set<std::string>* read_by = nullptr;
+    if (reads) {
+      if (const auto it = reads->find(knob.variable); it != reads->end()) read_by = &it->second;
+    }
+    const bool read = read_by != nullptr;
+    bool wanted = !given.empty() || (planner.applies(knob) && !pool) ||
+                  (planner.applies(knob) && pool && !planner.covered(pool->name) &&
+                   !torch_elsewhere);
+    if (!wanted && read && given.empty()) {
+      if (pool && planner.covered(pool->name)) {
+        plan.notes.push_back(fmt::format("{} ({}): {}, but another parameter sizes the {} pool",
+                                         knob.variable, knob.name, read_evidence(*read_by),
+                                         pool->name));
+        continue;
+      }
+      if (torch_elsewhere) {
+        plan.notes.push_back(fmt::format(
+            "{} ({}): {}, but a PyTorch program's CPU math runs on its intra-op pool",
+            knob.variable, knob.name, read_evidence(*read_by)));
+        continue;
+      }
+      wanted = true;
+    }
     if (!wanted) continue;
     if (given.empty() && pool && any_only && !planner.started(pool->name)) {
-      if (!planner.covered(pool->name))
-        plan.notes.push_back(fmt::format("{} ({}): the ranks started no {} pool in the probe run",
-                                         knob.variable, knob.name, pool->name));
-      continue;
+      const auto* other = read ? reading_pool(planner, catalog, knob.variable, pool->name) : nullptr;
+      if (!read || other) {
+        if (other)
+          plan.notes.push_back(fmt::format(
+              "{} ({}): {}; the ranks started no {} pool, and the {} pool that reads it takes "
+              "its own variable first ({})",
+              knob.variable, knob.name, read_evidence(*read_by), pool->name, other->name,
+              fmt::join(other->env, ", ")));
+        else if (!planner.covered(pool->name))
+          plan.notes.push_back(fmt::format("{} ({}): the ranks started no {} pool in the probe run",
+                                           knob.variable, knob.name, pool->name));
+        continue;
+      }
     }
     if (auto ok = planner.add_env(knob, given); !ok) return ok;
+    if (read) plan.params.back().comment += "; " + read_evidence(*read_by);
   }
   return {};
 }
@@ -455,6 +646,29 @@ void probe_header(const ProbeFindings& probe, std::vector<std::string>& h) {
   }
   if (probe.libraries.empty())
     h.push_back("  the ranks map no OpenMP runtime, BLAS, framework or MPI library tune knows");
+  if (probe.child_processes > 0) h.push_back("  " + children_evidence(probe));
+}
+
+// What the getenv recorder saw, for the header: the catalog's variables among the names the
+// processes read, and what it cannot see.
+void env_reads_header(const ProbeFindings& probe, const probes::KnobCatalog& catalog,
+                      std::vector<std::string>& h) {
+  if (!probe.env_reads) return;
+  std::vector<std::string> knobs;
+  for (const auto& [name, libs] : *probe.env_reads) {
+    const Knob* k = catalog.find_variable(name);
+    if (k && k->set_by == "env")
+      knobs.push_back(fmt::format("{} ({})", name, fmt::join(libs, ", ")));
+  }
+  h.push_back(fmt::format(
+      "  the processes read {} environment variable(s) through getenv (recorded by tune's "
+      "libtune_getenv.so, names only){}",
+      probe.env_reads->size(),
+      knobs.empty() ? ", none of them a knob of the catalog"
+                    : fmt::format("; knobs among them: {}", fmt::join(knobs, ", "))));
+  h.push_back(
+      "    not seen that way: Python's os.environ (read from the process's environment at "
+      "start, without getenv), a static binary's reads, a library that reads `environ` itself");
 }
 
 // The `program:` section from the probe run.
@@ -769,7 +983,12 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
   plan.name = request.name.empty() ? study_name_from(program.stem) : request.name;
   if (auto ok = choose_flags(planner, *flags, command, catalog); !ok)
     return std::unexpected(ok.error());
-  if (auto ok = choose_launch_env(planner, catalog); !ok) return std::unexpected(ok.error());
+  if (auto ok = choose_hidden_flags(planner, program, command, catalog); !ok)
+    return std::unexpected(ok.error());
+  if (auto ok = choose_launch_env(planner, catalog,
+                                  probe && probe->env_reads ? &*probe->env_reads : nullptr);
+      !ok)
+    return std::unexpected(ok.error());
   for (InitParam& p : plan.params) {
     const probes::Knob* knob = catalog.find(p.knob);
     if (!p.declare || knob == nullptr) continue;
@@ -780,6 +999,7 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
   plan.header = init_header(request, program, topo, *ranks, per_node, frameworks);
   if (probe) {
     probe_header(*probe, plan.header);
+    env_reads_header(*probe, catalog, plan.header);
     plan.program = program_section(program, *probe, catalog, request.program_key);
     probe_files_and_objective(request, *probe, plan);
   }

@@ -226,6 +226,7 @@ class InitFromProbe : public ::testing::Test {
     auto command = split_init_command(argv);
     EXPECT_TRUE(command);
     ProgramInfo program = inspect_program(command->program, &probe);
+    program.help = m_help;
     auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
     auto text = render_init_study(r, *command, program, *topo, probes::knob_catalog());
     EXPECT_TRUE(text) << text.error();
@@ -239,7 +240,35 @@ class InitFromProbe : public ::testing::Test {
 
   fs::path m_dir;
   std::optional<LineBuffering> m_line_buffering;  // InitRequest::line_buffering
+  std::optional<ProgramHelp> m_help;                // ProgramInfo::help
 };
+
+// `text` with its comments' line breaks undone: "a\n  #   b" -> "a b".
+std::string flat(const std::string& text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      std::size_t j = text.find_first_not_of(' ', i + 1);
+      if (j != std::string::npos && text[j] == '#') {
+        j = text.find_first_not_of(' ', j + 1);
+        out += ' ';
+        i = j - 1;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+// A help text as read_program_help() would have read it.
+ProgramHelp help_of(const std::string& text) {
+  ProgramHelp h;
+  h.ran = true;
+  h.options = parse_help_options(text);
+  h.pool = pool_flags(h.options);
+  return h;
+}
 
 std::vector<std::string> env_names(const StudySpec& spec) {
   std::vector<std::string> out;
@@ -378,6 +407,101 @@ TEST_F(InitFromProbe, TorchFromTheMappedLibrariesWithThreadsFromTheEnvironment) 
   EXPECT_TRUE(text.contains("  regex: \"\\\\bsamples/s:")) << text;
   EXPECT_TRUE(text.contains("direction: maximize")) << text;
   EXPECT_FALSE(text.contains("files:")) << text;
+}
+
+// A torch DDP script whose DataLoader is sized by a --workers flag the command does not type
+// (its help shows the default) and which started two worker processes per rank: the flag becomes
+// a parameter through the catalog's DataLoader knob, appended to the command, declared with the
+// help's default, with the evidence in its comment; a flag the command types is not added twice.
+TEST_F(InitFromProbe, AHiddenWorkersFlagOfATorchScriptBecomesTheDataLoaderParameter) {
+  const std::string d = "/usr/lib/x86_64-linux-gnu/";
+  ProbeFindings p;
+  p.ran = true;
+  p.ranks = 2;
+  p.libraries = probes::classify_libraries({d + "libgomp.so.1.0.0", d + "libtorch_cpu.so.1.13.0"});
+  p.child_processes = 2;
+  p.child_names = {{"python3", 2}};
+  m_help = help_of(
+      "options:\n"
+      "  -h, --help         show this help message and exit\n"
+      "  --epochs EPOCHS    epochs (default: 1)\n"
+      "  --workers WORKERS  DataLoader worker processes (default: 8)\n"
+      "  --intra-op-threads N\n"
+      "                     torch.set_num_threads (default: 2)\n");
+  const std::string script = (m_dir / "hpccinf.txt").string();
+  const auto [text, spec] = init({"mpirun", "-n", "2", "/usr/bin/python3", script, "--epochs",
+                                  "1", "--intra-op-threads", "1"},
+                                 p);
+  ASSERT_TRUE(std::ranges::find(spec.command, std::string("--workers={workers}")) !=
+              spec.command.end())
+      << text;
+  // --intra-op-threads is typed: the usual path makes it a parameter, once.
+  EXPECT_EQ(std::ranges::count_if(spec.command,
+                                  [](const std::string& a) { return a.contains("--intra-op"); }),
+            1);
+  EXPECT_TRUE(text.contains("  workers: [null, 0, 1, 8]\n")) << text;  // 1 PU per rank, and 8
+  EXPECT_TRUE(text.contains("  workers: {knob: torch_dataloader_workers, default: 8}")) << text;
+  EXPECT_TRUE(flat(text).contains(
+      "its --help lists it and the command does not give it: \"DataLoader worker processes "
+      "(default: 8)\"; left out, the program takes 8 (its --help); the probe run saw the ranks "
+      "start 2 child process(es) each (python3 x2)"))
+      << text;
+  EXPECT_FALSE(text.contains("torch_dataloader_workers (dataloader_workers): no flag")) << text;
+  // The baseline leaves the flag out: the program as it runs today.
+  EXPECT_TRUE(text.contains("workers: null")) << text;
+}
+
+// Variables the ranks read (the getenv recorder) become knobs with that evidence, and the
+// header says what the recorder cannot see; worker processes no flag sizes are named in a note.
+TEST_F(InitFromProbe, VariablesTheRanksReadAreKnobsAndUnsizedWorkersAreNamed) {
+  ProbeFindings p = hpcc_findings();
+  p.child_processes = 3;
+  p.child_names = {{"hpcc-helper", 3}};
+  p.env_reads = probes::EnvReads{{"OPENBLAS_NUM_THREADS", {"libopenblas.so.0"}},
+                                 {"OMP_NUM_THREADS", {"libopenblas.so.0"}},
+                                 {"HOME", {"hpcc"}}};
+  m_help = help_of("Usage: hpcc\n  -h, --help  this help\n");
+  const auto [text, spec] = init({"mpirun", "-n", "2", "hpcc"}, p);
+  EXPECT_EQ(env_names(spec), std::vector<std::string>{"OPENBLAS_NUM_THREADS"}) << text;
+  EXPECT_TRUE(flat(text).contains(
+      "one per PU of the rank's cpuset; read by the command's processes in the probe run "
+      "(getenv, libopenblas.so.0)"))
+      << text;
+  EXPECT_TRUE(text.contains("the processes read 3 environment variable(s) through getenv")) << text;
+  EXPECT_TRUE(text.contains("knobs among them: OMP_NUM_THREADS (libopenblas.so.0), "
+                            "OPENBLAS_NUM_THREADS (libopenblas.so.0)"))
+      << text;
+  EXPECT_TRUE(text.contains("Python's os.environ (read from the process's environment at start, "
+                            "without getenv)"))
+      << text;
+  EXPECT_TRUE(flat(text).contains("the blas pool that reads it takes its own variable first"))
+      << text;
+  EXPECT_TRUE(flat(text).contains("Not tuned: worker processes: the probe run saw the ranks "
+                                  "start 3 child process(es) each (hpcc-helper x3), but no flag "
+                                  "of the command or of its --help sizes them"))
+      << text;
+}
+
+// A program that is no framework's: its --help's thread flag is a parameter of its own (nothing
+// declared), its --jobs the catalog's program_workers; a prefetch flag has no knob (a note).
+TEST_F(InitFromProbe, HiddenFlagsOfAProgramOfNoFramework) {
+  ProbeFindings p = hpcc_findings();
+  m_help = help_of(
+      "  -T, --threads=NUM   use at most NUM threads; the default is 1\n"
+      "  -j N                run N jobs at once (default: 4)\n"
+      "  --prefetch=N        blocks read ahead\n");
+  const auto [text, spec] = init({"hpcc", "-j", "2"}, p);
+  EXPECT_EQ(spec.command, (std::vector<std::string>{"hpcc", "-j", "2", "--threads={threads}"}))
+      << text;
+  EXPECT_TRUE(text.contains("  threads: [null, 1, 2]\n")) << text;
+  EXPECT_FALSE(text.contains("knobs:")) << text;
+  EXPECT_TRUE(text.contains("--prefetch (prefetch): its --help lists it")) << text;
+  // Not typed: -j is appended in its own short syntax, declared as the program's workers.
+  m_help = help_of("  -j N                run N jobs at once (default: 4)\n");
+  const auto [text2, spec2] = init({"hpcc"}, p);
+  EXPECT_EQ(spec2.command, (std::vector<std::string>{"hpcc", "-j{j}"})) << text2;
+  EXPECT_TRUE(text2.contains("  j: {knob: program_workers, default: 4}")) << text2;
+  EXPECT_TRUE(text2.contains("  j: [null, 1, 2, 4]\n")) << text2;
 }
 
 // Lines as the probe run reads them: `per_read` lines every `dt` seconds, from `first_s`.
