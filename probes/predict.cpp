@@ -348,13 +348,18 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     if (np > 1) out.notes.push_back("no mpirun: ranks are not bound by a launcher");
   } else {
     if (bind.empty()) {
-      if (np * pe > ncores)
+      // Slots are cores, or every PU with --use-hwthread-cpus (then bound to one hwthread).
+      const int slots = plan.hwthread_slots ? std::max(1, topo.pu_count()) : ncores;
+      if (np * pe > slots)
         bind = "none";
+      else if (plan.hwthread_slots && pe == 1)
+        bind = "hwthread";
       else
         bind = np <= 2 ? "core" : "socket";
       if (pe > 1 && bind != "none") bind = "core";  // PE=n binds each rank to its n cores
     }
-    if (map.empty()) map = np <= 2 ? "core" : "socket";
+    // Hardware-thread slots are filled in order, siblings first (predicted as map by hwthread).
+    if (map.empty()) map = plan.hwthread_slots ? "hwthread" : np <= 2 ? "core" : "socket";
   }
   out.bind_to = bind;
   out.map_by = map + (pe > 1 ? ":PE=" + std::to_string(pe) : "");

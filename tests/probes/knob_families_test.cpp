@@ -132,6 +132,26 @@ TEST(KnobFamilies, SmtKnobsExistOnlyOnSmtMachines) {
   EXPECT_EQ(std::count(bind.begin(), bind.end(), "hwthread"), 0);
 }
 
+// --use-hwthread-cpus: every PU a slot, so 4 ranks on 2 cores x 2 PUs are not more than the
+// slots (bound one per hardware thread) where by cores they are (unbound: Open MPI's rule).
+TEST(KnobFamilies, HardwareThreadSlotsBindEachRankToAPu) {
+  const Topology topo = machine("pack:1 core:2 pu:2");
+  MpirunOptions options;
+  options.n = "4";
+  std::vector<std::string> args = {"--use-hwthread-cpus", "/opt/app/solver"};
+  ASSERT_EQ(read_mpirun_options(args, options), 1u);
+  EXPECT_TRUE(options.use_hwthread_cpus);
+  LaunchPlan plan = launch_plan_from_mpirun(options, {"/opt/app/solver"}, {});
+  EXPECT_TRUE(plan.hwthread_slots);
+  const Prediction slots = predict(topo, plan, openmp_program());
+  EXPECT_EQ(slots.bind_to, "hwthread");
+  ASSERT_EQ(slots.ranks.size(), 4u);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(slots.ranks[static_cast<std::size_t>(r)].cpuset, std::vector<int>{r});
+  plan.hwthread_slots = false;
+  EXPECT_EQ(predict(topo, plan, openmp_program()).bind_to, "none");
+}
+
 TEST(KnobFamilies, AllocatorChoicesAreTheLibrariesInstalled) {
   const KnobCatalog& c = knob_catalog();
   const Knob* alloc = c.find_variable("LD_PRELOAD");
