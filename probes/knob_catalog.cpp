@@ -1,10 +1,12 @@
 #include "probes/knob_catalog.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
@@ -22,6 +24,10 @@ struct CatalogError {
 const std::set<std::string> k_set_by = {"env", "flag", "mpirun", "mca"};
 const std::set<std::string> k_types = {"int", "float", "bool", "choice", "bytes"};
 const std::set<std::string> k_when = {"", "smt", "multi_package", "multi_numa", "gpus"};
+const std::map<std::string, PoolBusy> k_busy = {{"all", PoolBusy::all},
+                                                {"spin", PoolBusy::spin},
+                                                {"turns", PoolBusy::turns},
+                                                {"idle", PoolBusy::idle}};
 
 // 'text', built by append: GCC 12 warns (-Wrestrict, a false positive) on "'" + string.
 std::string quoted(std::string_view text) {
@@ -33,15 +39,6 @@ std::string quoted(std::string_view text) {
 
 bool numeric_type(const std::string& type) {
   return type == "int" || type == "float" || type == "bytes";
-}
-
-// Whether the machine of `ctx` has the feature a choice's `when` names.
-bool machine_has(const std::string& when, const KnobContext& ctx) {
-  if (when == "smt") return ctx.pus > ctx.cores;
-  if (when == "multi_package") return ctx.packages > 1;
-  if (when == "multi_numa") return ctx.numa_nodes > 1;
-  if (when == "gpus") return ctx.gpus > 0;
-  return true;
 }
 
 std::optional<double> parse_number(std::string_view text) {
@@ -154,10 +151,6 @@ class KnobCatalogParser {
     const YAML::Node& m = n;
     if (m["counts_caller"]) p.counts_caller = boolean(m["counts_caller"], where + ".counts_caller");
     const std::string busy = text(required(n, "busy", where), where + ".busy");
-    static const std::map<std::string, PoolBusy> k_busy = {{"all", PoolBusy::all},
-                                                           {"spin", PoolBusy::spin},
-                                                           {"turns", PoolBusy::turns},
-                                                           {"idle", PoolBusy::idle}};
     if (!k_busy.contains(busy)) fail(m["busy"], where + ".busy", "expected all|spin|turns|idle");
     p.busy = k_busy.at(busy);
     p.env = strings(required(n, "env", where), where + ".env");
@@ -178,8 +171,10 @@ class KnobCatalogParser {
         check_keys(e, key, {"value", "when"});
         c.value = text(required(e, "value", key), key + ".value");
         c.when = optional_text(e, "when", key);
-        if (!k_when.contains(c.when))
-          fail(e["when"], key + ".when", "expected smt|multi_package|multi_numa|gpus");
+        if (!k_when.contains(c.when) && c.when != "file")
+          fail(e["when"], key + ".when", "expected smt|multi_package|multi_numa|gpus|file");
+        if (c.when == "file" && !c.value.starts_with("/"))
+          fail(e["value"], key + ".value", "a `when: file` choice is an absolute path");
       } else {
         c.value = text(e, key);
       }
@@ -191,7 +186,8 @@ class KnobCatalogParser {
   Knob read_knob(const YAML::Node& n, const std::string& at, const KnobCatalog& c) {
     check_keys(n, at,
                {"name", "set_by", "variable", "example", "controls", "type", "low", "high",
-                "choices", "log", "default", "default_text", "programs", "requires", "note"});
+                "choices", "log", "default", "default_text", "programs", "requires", "note", "when",
+                "affects", "busy"});
     Knob k;
     k.name = text(required(n, "name", at), at + ".name");
     const std::string where = "knobs." + k.name;
@@ -232,7 +228,32 @@ class KnobCatalogParser {
         fail(m["programs"], where + ".programs", "unknown program '" + p + "' (see programs:)");
     if (m["requires"]) k.needs = strings(m["requires"], where + ".requires");
     k.note = optional_text(n, "note", where);
+    k.when = optional_text(n, "when", where);
+    if (!k_when.contains(k.when))
+      fail(m["when"], where + ".when", "expected smt|multi_package|multi_numa|gpus");
+    k.affects = optional_text(n, "affects", where);
+    if (!k.affects.empty() && c.pool(k.affects) == nullptr)
+      fail(m["affects"], where + ".affects", "'" + k.affects + "' is not a pool");
+    if (m["busy"]) k.busy = read_busy_rules(m["busy"], where + ".busy", k);
     return k;
+  }
+
+  // `busy: {value: all|spin|turns|idle, ">N": ...}`, in the order written.
+  std::vector<std::pair<std::string, PoolBusy>> read_busy_rules(const YAML::Node& n,
+                                                                const std::string& key,
+                                                                const Knob& k) const {
+    if (k.affects.empty()) fail(n, key, "busy rules need `affects:` (the pool they change)");
+    if (!n.IsMap() || n.size() == 0) fail(n, key, "expected a mapping of values to busy models");
+    std::vector<std::pair<std::string, PoolBusy>> out;
+    for (const auto& kv : n) {
+      const std::string value = kv.first.Scalar();
+      if (value.starts_with(">") && !parse_number(value.substr(1)))
+        fail(kv.first, key + "." + value, "expected >N with a number N");
+      const std::string model = text(kv.second, key + "." + value);
+      if (!k_busy.contains(model)) fail(kv.second, key + "." + value, "expected all|spin|turns|idle");
+      out.emplace_back(value, k_busy.at(model));
+    }
+    return out;
   }
 
   // A default is "default" (the library's choice), "pool" (the pool's), or a value of the type.
@@ -273,6 +294,39 @@ class KnobCatalogParser {
 
   std::string m_file;
 };
+
+bool machine_has(std::string_view when, const KnobContext& ctx, std::string_view value) {
+  if (when == "smt") return ctx.pus > ctx.cores;
+  if (when == "multi_package") return ctx.packages > 1;
+  if (when == "multi_numa") return ctx.numa_nodes > 1;
+  if (when == "gpus") return ctx.gpus > 0;
+  if (when == "file") {
+    const std::string path(value);
+    if (ctx.file_exists) return ctx.file_exists(path);
+    std::error_code ec;
+    return std::filesystem::is_regular_file(path, ec);
+  }
+  return true;
+}
+
+std::optional<PoolBusy> knob_busy(const Knob& knob, std::string_view value) {
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) ==
+                    std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  const auto number = parse_number(value);
+  for (const auto& [rule, busy] : knob.busy) {
+    if (rule.starts_with(">")) {
+      if (number && *number > parse_number(std::string_view(rule).substr(1)).value_or(0))
+        return busy;
+    } else if (same(rule, value) || (number && parse_number(rule) == number)) {
+      return busy;
+    }
+  }
+  return std::nullopt;
+}
 
 bool Knob::applies_to(std::string_view program) const {
   return std::any_of(programs.begin(), programs.end(),
@@ -389,7 +443,7 @@ std::expected<KnobRange, std::string> KnobCatalog::resolve(const Knob& knob,
     r.choices = {"false", "true"};
   } else if (knob.type == "choice") {
     for (const KnobChoice& c : knob.choices)
-      if (machine_has(c.when, ctx)) r.choices.push_back(c.value);
+      if (machine_has(c.when, ctx, c.value)) r.choices.push_back(c.value);
   } else {
     auto low = evaluate_knob_expression(knob.low, ctx);
     auto high = evaluate_knob_expression(knob.high, ctx);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <expected>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -40,7 +41,8 @@ struct KnobPool {
 };
 
 // One choice of a choice knob; `when` keeps it only on machines that have the feature
-// (smt | multi_package | multi_numa | gpus), "" = always.
+// (smt | multi_package | multi_numa | gpus), or, `file`, where the value (a library's path)
+// exists; "" = always.
 struct KnobChoice {
   std::string value;
   std::string when;
@@ -66,6 +68,14 @@ struct Knob {
   std::vector<std::string>
       needs;  // `requires:`, other settings it needs: "coll_tuned_use_dynamic_rules=1"
   std::string note;
+  // Kept only where the machine has this feature (smt | multi_package | multi_numa | gpus);
+  // "" = everywhere.
+  std::string when;
+  // The pool whose threads it changes without sizing them (OMP_WAIT_POLICY: openmp); "" none.
+  std::string affects;
+  // How its value changes the busy model of the pool it affects, first match wins: a value
+  // ("active", "0", compared without case) or ">N" (a number above N). Empty: no effect.
+  std::vector<std::pair<std::string, PoolBusy>> busy;
 
   // True when `program` is one of `programs`, or they include "any".
   bool applies_to(std::string_view program) const;
@@ -80,10 +90,21 @@ struct KnobContext {
   int gpus = 0;
   int ranks_per_node = 1;
   int cpuset_pus = 0;  // PUs of the rank's cpuset; 0 = unknown (then pus_per_rank)
+  // Whether a file exists (a choice's `when: file`); empty = the real file system. Tests give
+  // an invented one.
+  std::function<bool(const std::string&)> file_exists;
 
   int pus_per_rank() const;
   int cores_per_rank() const;
 };
+
+// Whether the machine of `ctx` has the feature a `when` names ("" = always; `file` needs a
+// value: whether that path exists).
+bool machine_has(std::string_view when, const KnobContext& ctx, std::string_view value = {});
+
+// The busy model `knob`'s value `value` gives the pool it affects (its `busy` rules), nullopt
+// when no rule matches or it has none.
+std::optional<PoolBusy> knob_busy(const Knob& knob, std::string_view value);
 
 // `topo` with `ranks_per_node` ranks on it (cpuset_pus unknown).
 KnobContext knob_context(const Topology& topo, int ranks_per_node);
@@ -122,6 +143,10 @@ class KnobCatalog {
   std::vector<const Knob*> for_program(std::string_view program) const;  // applies_to
   bool is_control(std::string_view name) const;  // a pool or an other_controls entry
 
+  // Whether the knob exists on `ctx`'s machine (its `when`).
+  bool available(const Knob& knob, const KnobContext& ctx) const {
+    return machine_has(knob.when, ctx);
+  }
   // The knob's range on `ctx`'s machine (an error when an expression cannot be evaluated).
   std::expected<KnobRange, std::string> resolve(const Knob& knob, const KnobContext& ctx) const;
   // The same on `topo` with `ranks_per_node` ranks on it.

@@ -29,6 +29,8 @@ std::size_t read_mpirun_options(const std::vector<std::string>& args, MpirunOpti
       inline_value = true;
     }
     const MpirunFlag* flag = find_mpirun_flag(key);
+    if (flag != nullptr && flag->setting == MpirunSetting::hwthread_cpus)
+      options.use_hwthread_cpus = true;
     if (flag == nullptr || flag->values == 0) continue;
     if (flag->values == 2) {
       i += 2;
@@ -75,6 +77,7 @@ LaunchPlan launch_plan_from_mpirun(const MpirunOptions& options,
   plan.uses_mpirun = true;
   plan.bind_to = options.bind_to;
   plan.map_by = options.map_by;
+  plan.hwthread_slots = options.use_hwthread_cpus;
   plan.program_argv = std::move(program_argv);
   plan.env = std::move(env);
   for (const auto& [k, v] : options.env) plan.env[k] = v;

@@ -21,6 +21,7 @@ enum class MpirunSetting {
   env,                // -x NAME=value (a bare -x NAME exports tune's own value)
   mca,                // --mca KEY VALUE
   oversubscribe,      // more ranks than slots
+  hwthread_cpus,      // --use-hwthread-cpus: each hardware thread a slot
   allow_run_as_root,  // needed when tune runs as root
   other,
 };
@@ -58,6 +59,8 @@ inline constexpr MpirunFlag k_mpirun_flags[] = {
     {"-gmca", 2, MpirunSetting::other},
     {"--oversubscribe", 0, MpirunSetting::oversubscribe},
     {"-oversubscribe", 0, MpirunSetting::oversubscribe},
+    {"--use-hwthread-cpus", 0, MpirunSetting::hwthread_cpus},
+    {"-use-hwthread-cpus", 0, MpirunSetting::hwthread_cpus},
     {"--allow-run-as-root", 0, MpirunSetting::allow_run_as_root},
     {"-allow-run-as-root", 0, MpirunSetting::allow_run_as_root},
     {"--rank-by", 1, MpirunSetting::other},

@@ -160,24 +160,60 @@ ThreadGroup size_pool(const PoolModel& pm, const KnobPool& kp, const LaunchPlan&
                      (ignored.empty() ? "unset" : ignored) + " -> " + detail};
 }
 
+// Whether `kp` is the pool `name` or one that includes it (torch's intra-op pool is the OpenMP
+// team).
+bool is_or_includes(const KnobPool& kp, const std::string& name) {
+  return kp.name == name || std::find(kp.includes.begin(), kp.includes.end(), name) !=
+                                kp.includes.end();
+}
+
+// The busy model of `kp` in a rank with environment `env`: the catalog's, unless a knob that
+// affects the pool (OMP_WAIT_POLICY, GOMP_SPINCOUNT, KMP_BLOCKTIME) is set to a value its `busy`
+// rules name; the last such knob in the catalog wins (a runtime's own variable over
+// OMP_WAIT_POLICY). A knob counts where it applies to the program, and for a program whose
+// OpenMP runtime is unknown ("any"): the runtime it maps reads its own variable. `why` says
+// which variable decided, "" when none did.
+PoolBusy pool_busy(const KnobPool& kp, const std::map<std::string, std::string>& env,
+                   const std::string& program, std::string& why) {
+  PoolBusy busy = kp.busy;
+  why.clear();
+  for (const Knob& k : knob_catalog().knobs()) {
+    if (k.busy.empty() || k.set_by != "env" || !is_or_includes(kp, k.affects)) continue;
+    const auto it = env.find(k.variable);
+    if (it == env.end() || (program != "any" && !k.applies_to(program))) continue;
+    if (const auto b = knob_busy(k, it->second)) {
+      busy = *b;
+      why = k.variable + "=" + it->second +
+            (busy == PoolBusy::spin    ? ": idle threads spin"
+             : busy == PoolBusy::turns ? ": idle threads sleep"
+                                       : "");
+    }
+  }
+  return busy;
+}
+
 // Appends the groups of the program's pools, counting busy threads as the catalog's busy model
-// says: all/spin pools every thread they add, idle none, and of the `turns` pools (they take turns
-// on the main thread) only the largest, the first of equals.
+// says (or the wait policy the environment sets, pool_busy): all/spin pools every thread they
+// add, idle none, and of the `turns` pools (they take turns on the main thread) only the
+// largest, the first of equals.
 void add_pool_groups(std::vector<ThreadGroup>& groups, const LaunchPlan& plan,
                      const ProgramModel& model, const KnobContext& ctx) {
   const KnobCatalog& catalog = knob_catalog();
-  std::vector<std::pair<ThreadGroup, const KnobPool*>> sized;
+  std::vector<std::pair<ThreadGroup, PoolBusy>> sized;
   for (const PoolModel& pm : effective_pools(model, plan.env)) {
     const KnobPool* kp = catalog.pool(pm.pool);
     if (kp == nullptr) continue;  // the study's parse checked every pool name
     ThreadGroup g = size_pool(pm, *kp, plan, model.program, ctx);
     if (kp->counts_caller) g.threads -= 1;  // the caller is the main thread, counted once
-    sized.emplace_back(std::move(g), kp);
+    std::string why;
+    const PoolBusy busy = pool_busy(*kp, plan.env, model.program, why);
+    if (!why.empty()) g.detail += "; " + why;
+    sized.emplace_back(std::move(g), busy);
   }
   ThreadGroup* turn = nullptr;
-  for (auto& [g, kp] : sized) {
-    if (kp->busy == PoolBusy::all || kp->busy == PoolBusy::spin) g.busy = g.threads;
-    if (kp->busy == PoolBusy::turns && (turn == nullptr || g.threads > turn->threads)) turn = &g;
+  for (auto& [g, busy] : sized) {
+    if (busy == PoolBusy::all || busy == PoolBusy::spin) g.busy = g.threads;
+    if (busy == PoolBusy::turns && (turn == nullptr || g.threads > turn->threads)) turn = &g;
   }
   // A team that outnumbers its cpuset's PUs (OMP_NUM_THREADS=2 on a core) takes turns on them:
   // libgomp then spins only briefly at a barrier (its throttled spin count), so the team adds at
@@ -187,9 +223,77 @@ void add_pool_groups(std::vector<ThreadGroup>& groups, const LaunchPlan& plan,
     turn->busy = ctx.cpuset_pus > 0 && turn->threads + 1 > ctx.cpuset_pus
                      ? std::min(turn->threads, ctx.cpuset_pus - 1)
                      : turn->threads;
-  for (auto& [g, kp] : sized)
+  for (auto& [g, busy] : sized) {
+    const KnobPool* kp = catalog.pool(g.name);
     if (g.threads > 0 || (kp->counts_caller && g.source != "library default"))
       groups.push_back(std::move(g));
+  }
+}
+
+// OMP_PROC_BIND and OMP_PLACES (libgomp's reading): a bound team runs on places made of the
+// rank's cpuset (threads: one PU each; cores: a core's PUs; sockets: a package's), counted from
+// the first: libgomp binds the main thread to the first place before main, close (and true)
+// puts thread i on place i, spread spaces the threads over the places, primary keeps them on
+// the main thread's. OMP_PROC_BIND unset with OMP_PLACES set binds (true); OMP_PLACES unset with
+// binding on is one place per PU. Returns the PUs the team's places cover, or nullopt when the
+// team floats over the cpuset (or its places are not modelled: `note` says so). `team` counts
+// the main thread.
+std::optional<std::vector<int>> team_places(const Topology& topo, const std::vector<int>& cpuset,
+                                            const std::map<std::string, std::string>& env,
+                                            int team, std::string& note) {
+  auto value = [&](const char* name) {
+    const auto it = env.find(name);
+    return it == env.end() ? std::string() : lower(it->second);
+  };
+  const std::string bind_list = value("OMP_PROC_BIND");
+  const std::string bind = bind_list.substr(0, bind_list.find(','));
+  std::string places = value("OMP_PLACES");
+  const bool bound = bind.empty() ? !places.empty()
+                                  : bind == "true" || bind == "close" || bind == "spread" ||
+                                        bind == "master" || bind == "primary";
+  if (!bound || team < 1) return std::nullopt;
+  if (places.empty()) places = "threads";
+  places = places.substr(0, places.find('('));  // "cores(4)": the count is not modelled
+  std::vector<std::vector<int>> list;
+  std::map<int, std::size_t> index;  // core or package -> its place
+  for (int pu : cpuset) {
+    const int core = topo.core_of_pu(pu);
+    int key = pu;
+    if (places == "cores") {
+      key = core;
+    } else if (places == "sockets") {
+      key = core < 0 ? -1 : topo.cores[static_cast<std::size_t>(core)].package;
+    } else if (places != "threads") {
+      note = "OMP_PLACES=" + places + " is not modelled: the team is predicted unbound";
+      return std::nullopt;
+    }
+    if (!index.contains(key)) {
+      index[key] = list.size();
+      list.emplace_back();
+    }
+    list[index[key]].push_back(pu);
+  }
+  const int count = static_cast<int>(list.size());
+  if (count == 0) return std::nullopt;
+  std::set<int> used;
+  if (bind == "master" || bind == "primary") {
+    used.insert(0);
+  } else if (bind == "spread" && team < count) {
+    for (int i = 0; i < team; ++i) used.insert(i * count / team);
+  } else {
+    for (int i = 0; i < std::min(team, count); ++i) used.insert(i);
+  }
+  std::vector<int> pus;
+  for (int i : used)
+    pus.insert(pus.end(), list[static_cast<std::size_t>(i)].begin(),
+               list[static_cast<std::size_t>(i)].end());
+  std::sort(pus.begin(), pus.end());
+  note = "OMP_PROC_BIND=" + (bind.empty() ? std::string("true (OMP_PLACES set)") : bind) +
+         ", OMP_PLACES=" + places + ": the OpenMP team's " + plural(team, "thread") + " on " +
+         plural(static_cast<int>(used.size()), "place") + " of " + std::to_string(count) +
+         " (PUs " + format_cpu_list(pus) + ")" +
+         (team > count ? ", more threads than places: they share them" : "");
+  return pus;
 }
 
 }  // namespace
@@ -244,13 +348,18 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     if (np > 1) out.notes.push_back("no mpirun: ranks are not bound by a launcher");
   } else {
     if (bind.empty()) {
-      if (np * pe > ncores)
+      // Slots are cores, or every PU with --use-hwthread-cpus (then bound to one hwthread).
+      const int slots = plan.hwthread_slots ? std::max(1, topo.pu_count()) : ncores;
+      if (np * pe > slots)
         bind = "none";
+      else if (plan.hwthread_slots && pe == 1)
+        bind = "hwthread";
       else
         bind = np <= 2 ? "core" : "socket";
       if (pe > 1 && bind != "none") bind = "core";  // PE=n binds each rank to its n cores
     }
-    if (map.empty()) map = np <= 2 ? "core" : "socket";
+    // Hardware-thread slots are filled in order, siblings first (predicted as map by hwthread).
+    if (map.empty()) map = plan.hwthread_slots ? "hwthread" : np <= 2 ? "core" : "socket";
   }
   out.bind_to = bind;
   out.map_by = map + (pe > 1 ? ":PE=" + std::to_string(pe) : "");
@@ -334,6 +443,18 @@ Prediction predict(const Topology& topo, const LaunchPlan& plan, const ProgramMo
     KnobContext ctx = knob_context(topo, np);
     ctx.cpuset_pus = visible;
     add_pool_groups(rp.groups, plan, model, ctx);
+    // A bound OpenMP team confines the rank to its places (OMP_PROC_BIND, OMP_PLACES).
+    for (const ThreadGroup& g : rp.groups) {
+      const KnobPool* kp = knob_catalog().pool(g.name);
+      if (kp == nullptr || !is_or_includes(*kp, "openmp")) continue;
+      std::string note;
+      const int team = g.threads + (kp->counts_caller ? 1 : 0);
+      if (auto pus = team_places(topo, rp.cpuset, plan.env, team, note); pus && !pus->empty())
+        rp.cpuset = *pus;
+      if (!note.empty() && std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
+        out.notes.push_back(note);
+      break;
+    }
     if (model.runtime_threads > 0)
       rp.groups.push_back(ThreadGroup{k_runtime_group, model.runtime_threads, 0, "program",
                                       "program.runtime_threads: the runtimes' own, no knob's"});

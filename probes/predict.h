@@ -6,8 +6,8 @@
 // Open MPI 4.1 rules implemented (orterun(1) "Three binding patterns are used in the absence of
 // any further directives"): with no --bind-to, bind to core when np <= 2, to socket (package)
 // when np > 2, and to none when the node is oversubscribed (np > slots; slots = cores, Open
-// MPI's default without --use-hwthread-cpus). With no --map-by, map by core when np <= 2 and by
-// socket when np > 2. An explicit --bind-to core with more ranks than cores is refused by
+// MPI's default without --use-hwthread-cpus; with it, slots = PUs and the default binding is
+// hwthread). With no --map-by, map by core when np <= 2 and by socket when np > 2. An explicit --bind-to core with more ranks than cores is refused by
 // mpirun unless ":overload-allowed"; the prediction wraps ranks round the cores and says so.
 //
 // Which pools a rank starts, what sizes them (flag, study parameter, environment, in that order)
@@ -69,6 +69,8 @@ struct LaunchPlan {
   std::string
       map_by;  // core|slot|socket|package|numa|node|hwthread, ":PE=n" honoured; "" = default
   bool uses_mpirun = false;
+  // --use-hwthread-cpus: every PU is a slot (Open MPI then binds to hwthread by default).
+  bool hwthread_slots = false;
   std::vector<std::string> program_argv;   // the program each rank runs, with its flags
   std::map<std::string, std::string> env;  // final environment of each rank
   // With --host/--hostfile: the hosts, and the ranks Open MPI puts on each (map_ranks_to_nodes
@@ -94,6 +96,7 @@ struct MpirunOptions {
   std::string hostfile;  // --hostfile, --machinefile: read when the plan is made
   std::map<std::string, std::string>
       env;  // -x NAME=value (a bare -x NAME exports, changes nothing)
+  bool use_hwthread_cpus = false;  // --use-hwthread-cpus
 };
 
 // Reads the mpirun options at the front of `args` (mpirun's own argv without argv[0]) into

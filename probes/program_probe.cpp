@@ -167,9 +167,13 @@ std::optional<LibraryFinding> classify_library(const std::string& path) {
     return std::optional<LibraryFinding>(f);
   };
   // OpenMP runtimes.
-  if (starts(name, "libgomp.so")) return with("libgomp (GNU OpenMP)", "openmp", {"openmp"});
-  if (starts(name, "libiomp5")) return with("libiomp5 (Intel OpenMP)", "openmp", {"openmp"});
-  if (starts(name, "libomp.so")) return with("libomp (LLVM OpenMP)", "openmp", {"openmp"});
+  // Each its program tag: its own variables (GOMP_SPINCOUNT, KMP_BLOCKTIME) apply only there.
+  if (starts(name, "libgomp.so"))
+    return with("libgomp (GNU OpenMP)", "openmp", {"openmp"}, "libgomp");
+  if (starts(name, "libiomp5"))
+    return with("libiomp5 (Intel OpenMP)", "openmp", {"openmp"}, "libomp");
+  if (starts(name, "libomp.so"))
+    return with("libomp (LLVM OpenMP)", "openmp", {"openmp"}, "libomp");
   // BLAS. Debian installs each build in its own folder (openblas-pthread, openblas-openmp,
   // openblas-serial, blis-pthread, ...) behind the libblas.so.3 alternatives link; upstream
   // names the builds libopenblasp (pthreads) and libopenblaso (OpenMP).

@@ -79,6 +79,36 @@ std::vector<ParamValue> int_ladder(std::int64_t low, std::int64_t high, const Pa
   return out;
 }
 
+// --- Knob families beyond a pool's size (issue 38): thread counts of the physical cores, cores
+// kept for communication, how the OpenMP team waits and where it runs, the allocator, SMT. Kept
+// apart from the pool rules so that each family's choice reads in one place. ---
+
+// Rungs a pool knob's ladder gets besides the powers of two: on an SMT machine the physical
+// cores per rank (one thread per core rather than per hardware thread); for a pool of workers
+// beside the main thread (a data loader's), the cores per rank less one, the core the rank's
+// own thread keeps for its math and communication (Lightning's "cores / ranks - 1 workers").
+void add_family_rungs(InitParam& p, const Knob& knob, const probes::KnobRange& range,
+                      const probes::KnobCatalog& catalog, const probes::KnobContext& ctx) {
+  const auto* pool = catalog.pool(knob.controls);
+  if (pool == nullptr) return;
+  std::set<std::int64_t> rungs;
+  if (probes::machine_has("smt", ctx)) rungs.insert(ctx.cores_per_rank());
+  if (!pool->counts_caller && pool->busy == probes::PoolBusy::all)
+    rungs.insert(ctx.cores_per_rank() - 1);
+  std::set<std::int64_t> values;
+  for (const auto& c : p.choices) {
+    if (const auto* i = std::get_if<std::int64_t>(&c)) values.insert(*i);
+  }
+  bool added = false;
+  for (auto r : rungs) {
+    if (r >= static_cast<std::int64_t>(range.low) && r <= static_cast<std::int64_t>(range.high))
+      added = values.insert(r).second || added;
+  }
+  if (!added) return;
+  p.choices = {std::monostate{}};
+  for (auto v : values) p.choices.emplace_back(v);
+}
+
 // Builds the plan knob by knob; each add_* rewrites the command, env or launch it touches.
 class Planner {
  public:
@@ -152,10 +182,14 @@ class Planner {
     return {};
   }
 
-  Result<void> add_env(const Knob& knob, const std::string& given_text) {
+  // `name`: the parameter's name; "" = the variable's, in lower case.
+  Result<void> add_env(const Knob& knob, const std::string& given_text,
+                       const std::string& name = {}) {
     const ParamValue given =
         given_text.empty() ? ParamValue{} : ParamValue{typed_value(given_text)};
-    auto param = make_param(knob, unique_name(ascii_lower(knob.variable)), "env " + knob.variable, given);
+    auto param =
+        make_param(knob, unique_name(name.empty() ? ascii_lower(knob.variable) : name),
+                   "env " + knob.variable, given);
     if (!param) return std::unexpected(param.error());
     std::erase_if(m_plan.env, [&](const auto& e) { return e.first == knob.variable; });
     m_plan.env.emplace_back(knob.variable, "{" + param->name + "}");
@@ -181,6 +215,22 @@ class Planner {
     m_plan.command.push_back(option.flag.starts_with("--")
                                  ? fmt::format("{}={{{}}}", option.flag, param->name)
                                  : fmt::format("{}{{{}}}", option.flag, param->name));
+    add(std::move(*param));
+    return {};
+  }
+
+  const probes::KnobContext& context() const { return m_ctx; }
+
+  // An mpirun switch (--use-hwthread-cpus): null or the switch, as one element of the launch's
+  // further options (the user's own spelling of it becomes the placeholder).
+  Result<void> add_mpirun_switch(const Knob& knob) {
+    auto& extra = m_plan.launch.extra;
+    const bool given = std::erase(extra, knob.variable) > 0;
+    auto param = make_param(knob, unique_name(param_name(knob.variable)), "mpirun " + knob.variable,
+                            given ? ParamValue{knob.variable} : ParamValue{});
+    if (!param) return std::unexpected(param.error());
+    param->choices = {std::monostate{}, knob.variable};
+    extra.push_back("{" + param->name + "}");
     add(std::move(*param));
     return {};
   }
@@ -282,6 +332,7 @@ Result<InitParam> Planner::make_param(const Knob& knob, const std::string& name,
              (pool || range->high - range->low <= 64)) {
     p.choices = int_ladder(static_cast<std::int64_t>(range->low),
                            static_cast<std::int64_t>(range->high), given);
+    add_family_rungs(p, knob, *range, m_catalog, m_ctx);
   } else {
     // A wide numeric range: sampled, with the user's value inside it (the baseline must be).
     p.range_type = knob.type == "float" ? "float" : "int";
@@ -522,6 +573,73 @@ const probes::KnobPool* reading_pool(const Planner& planner, const probes::KnobC
   return nullptr;
 }
 
+// Whether `knob` is one of the env families choose_family_env decides (it changes a pool's
+// threads without sizing them, or it is the allocator) rather than the pool rules.
+bool family_env_knob(const Knob& knob) {
+  return knob.set_by == "env" && (!knob.affects.empty() || knob.controls == "allocator");
+}
+
+// The wait policy and placement of the OpenMP team (OMP_WAIT_POLICY, GOMP_SPINCOUNT for libgomp,
+// KMP_BLOCKTIME for LLVM/Intel OpenMP, OMP_PROC_BIND, OMP_PLACES): where the probe run saw the
+// ranks start the team (the program tag of the runtime they mapped decides the runtime's own
+// variable), or where the command sets them. The allocator: wherever one of its libraries is
+// installed here.
+Result<void> choose_family_env(Planner& planner, const Knob& knob, const std::string& given,
+                               const probes::KnobCatalog& catalog) {
+  InitPlan& plan = planner.plan();
+  const std::string name = knob.controls == "allocator" ? knob.name : "";
+  if (!given.empty()) return planner.add_env(knob, given, name);
+  if (!planner.applies(knob) || !catalog.available(knob, planner.context())) return {};
+  if (!knob.affects.empty()) {
+    if (planner.probed() && planner.started(knob.affects)) return planner.add_env(knob, "");
+    const std::string note = fmt::format(
+        "OMP_WAIT_POLICY, OMP_PROC_BIND and OMP_PLACES (how the {} team waits and where its "
+        "threads run): {}",
+        knob.affects,
+        planner.probed() ? "the ranks started no OpenMP team in the probe run"
+                         : "proposed where tune init's probe run sees the ranks start the team");
+    if (!contains(plan.notes, note)) plan.notes.push_back(note);
+    return {};
+  }
+  auto range = catalog.resolve(knob, planner.context());
+  if (!range || range->choices.empty()) {
+    std::vector<std::string> paths;
+    for (const auto& c : knob.choices) paths.push_back(c.value);
+    plan.notes.push_back(fmt::format("{} ({}): none of its libraries is installed here ({})",
+                                     knob.name, knob.note, fmt::join(paths, ", ")));
+    return {};
+  }
+  return planner.add_env(knob, "", name);
+}
+
+// Under mpirun on an SMT machine: whether each hardware thread is a slot
+// (--use-hwthread-cpus), beside the binding's hwthread choice.
+Result<void> choose_smt_launch(Planner& planner, const probes::KnobCatalog& catalog) {
+  for (const auto& knob : catalog.knobs()) {
+    if (knob.set_by != "mpirun" || knob.controls != "slots" || !planner.applies(knob) ||
+        !catalog.available(knob, planner.context()))
+      continue;
+    if (auto ok = planner.add_mpirun_switch(knob); !ok) return ok;
+  }
+  return {};
+}
+
+// Line buffering preloads libstdbuf through LD_PRELOAD, which the allocator's parameter sets
+// too: a null allocator would drop the whole variable and the buffering with it, so the
+// allocator is left out of such a study (said in its notes).
+void drop_allocator_for_line_buffering(InitPlan& plan) {
+  const auto it = std::find_if(plan.params.begin(), plan.params.end(),
+                               [](const InitParam& p) { return p.knob == "allocator"; });
+  if (it == plan.params.end()) return;
+  const std::string placeholder = "{" + it->name + "}";
+  std::erase_if(plan.env, [&](const auto& e) { return e.second == placeholder; });
+  plan.notes.push_back(fmt::format(
+      "{}: not tuned, LD_PRELOAD carries libstdbuf for the line buffering below; to try an "
+      "allocator, put its library before libstdbuf in LD_PRELOAD",
+      it->name));
+  plan.params.erase(it);
+}
+
 // mpirun's binding (always, under mpirun), its mapping and MCA parameters (when the command
 // gives them), and environment variables: those the command sets, NCCL's for NCCL programs,
 // those sizing a pool no chosen knob sizes, and those the probe run saw the program read
@@ -547,6 +665,7 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
       if (knob == nullptr || knob->set_by != "mca") continue;
       if (auto ok = planner.add_launch(*knob, value, name, "mpirun --mca " + name); !ok) return ok;
     }
+    if (auto ok = choose_smt_launch(planner, catalog); !ok) return ok;
   }
   const bool torch = planner.has_framework("torch");
   for (const auto& knob : catalog.knobs()) {
@@ -554,6 +673,10 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
     std::string given;
     for (const auto& [name, value] : plan.env) {
       if (name == knob.variable) given = value;
+    }
+    if (family_env_knob(knob)) {
+      if (auto ok = choose_family_env(planner, knob, given, catalog); !ok) return ok;
+      continue;
     }
     const auto* pool = catalog.pool(knob.controls);
     const bool any_only = knob.programs == std::vector<std::string>{"any"};
@@ -817,6 +940,7 @@ void propose_window(const InitRequest& request, const ProbeFindings& probe, cons
   }
   // The window times lines as they come: they must come as the program prints them.
   if (const auto& lb = request.line_buffering) {
+    drop_allocator_for_line_buffering(plan);
     for (const auto& [name, value] : lb->env) {
       std::erase_if(plan.env, [&](const auto& e) { return e.first == name; });
       plan.env.emplace_back(name, escape_braces(value));
@@ -965,7 +1089,9 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
     for (const auto& lib : probe->libraries)
       found_pools->insert(lib.pools.begin(), lib.pools.end());
   }
-  Planner planner(catalog, probes::knob_context(topo, per_node), frameworks, found_pools);
+  probes::KnobContext ctx = probes::knob_context(topo, per_node);
+  ctx.file_exists = request.file_exists;
+  Planner planner(catalog, ctx, frameworks, found_pools);
   InitPlan& plan = planner.plan();
   plan.command.clear();
   for (const auto& a : command.program) plan.command.push_back(escape_braces(a));

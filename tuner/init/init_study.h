@@ -19,6 +19,7 @@
 // or wrote becomes the objective (with --throughput-regex the user's regex wins).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct InitRequest {
   // Set in the study's env: when its objective is a window over progress lines, so that trials
   // read them as printed (tuner/init/init_probe.h's LineBuffering); nullopt = none here.
   std::optional<LineBuffering> line_buffering;
+  // Whether a library file exists here (the allocator's choices); empty = the real file
+  // system. Tests give an invented one.
+  std::function<bool(const std::string&)> file_exists;
 };
 
 // The study text. `command` is split_init_command(request.command) with absolute paths in its

@@ -400,7 +400,7 @@ TEST_F(InitFromProbe, TorchFromTheMappedLibrariesWithThreadsFromTheEnvironment) 
   p.results = find_result_lines("step 1/2 loss 2.3\nsamples/s: 1234.5\n", "stdout");
   const auto [text, spec] =
       init({"mpirun", "-n", "2", "/usr/bin/python3", (m_dir / "hpccinf.txt").string()}, p, true);
-  EXPECT_TRUE(text.contains("knobs of: torch, openmpi")) << text;
+  EXPECT_TRUE(text.contains("knobs of: libgomp, torch, openmpi")) << text;  // GNU OpenMP's own
   EXPECT_TRUE(text.contains("  # env OMP_NUM_THREADS:")) << text;
   EXPECT_FALSE(text.contains("  # env OPENBLAS_NUM_THREADS:")) << text;  // torch's math is OpenMP
   EXPECT_TRUE(text.contains("\n  kind: torch\n  pools: [blas, torch_intra_op]\n")) << text;

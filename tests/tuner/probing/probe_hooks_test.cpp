@@ -6,12 +6,17 @@
 // and its verdict carries the trial's own prediction, and nothing leaks into the next trial.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include "probes/predict.h"
 #include "tests/common/fake_source.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/launch/launcher.h"
 #include "tuner/probing/node_watchers.h"
 #include "tuner/probing/probe_hooks.h"
 
@@ -257,6 +262,32 @@ TEST(ProbeHooks, NothingLeaksIntoTheNextTrial) {
   const auto attrs = hooks.on_end();
   ASSERT_TRUE(attrs.contains(k_attr_probe_verdict));
   EXPECT_TRUE(attrs[k_attr_probe_verdict]["predicted_oversubscribed"].is_null()) << attrs.dump();
+}
+
+// A study's LD_PRELOAD (the allocator knob: tcmalloc or jemalloc) still reaches the trial with
+// the probes on, after tune's own libtune_threads.so: a real process maps both. The library
+// preloaded is this machine's libm (any shared library shows the same; cat maps no libm itself).
+TEST(ProbeHooks, AStudysLdPreloadReachesTheTrialAfterTunesOwn) {
+  Dl_info info{};
+  double (*cosine)(double) = &std::cos;
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(cosine), &info), 0);
+  const std::string library = info.dli_fname;
+  ASSERT_TRUE(library.starts_with("/")) << library;
+  auto hooks = hooks_for();
+  RenderedLaunch l;
+  l.kind = direct_launch();
+  l.command = {"/bin/cat", "/proc/self/maps"};
+  l.env_set = {{"LD_PRELOAD", library}};
+  hooks.tag_launch(search::FrozenTrial{}, l);
+  const std::string preload = l.env_set.at("LD_PRELOAD");
+  EXPECT_TRUE(preload.ends_with(":" + library)) << preload;
+  EXPECT_NE(preload.find("libtune_threads.so"), std::string::npos) << preload;
+  const CapturedRun run = run_captured(l.request(), 1u << 20);
+  EXPECT_EQ(run.result.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("libtune_threads.so"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(std::filesystem::path(library).filename().string()), std::string::npos)
+      << run.out;
+  hooks.on_end();  // removes the trial's folder of thread origins
 }
 
 // launch.slurm: the ranks are slurmstepd's children, out of the watched tree, so the trial keeps
