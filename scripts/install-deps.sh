@@ -13,12 +13,13 @@ set -euo pipefail
 
 # What the installed binaries load (ldd of tune, tune-keeper, tune-trainer), what they run
 # (mpirun) and what they read: Chart.js, inlined by `tune report --format html` (the install
-# carries a copy too), and the Fashion-MNIST files studies/quickstart.yaml trains on.
+# carries a copy too), and the Fashion-MNIST files studies/quickstart.yaml trains on. The
+# allocators are what the allocator knob preloads (tune init offers the ones installed).
 runtime=(
   openmpi-bin libopenmpi3 libhwloc15
   libsqlite3-0 libpq5 libyaml-cpp0.7 libre2-9 libfmt9 libboost-filesystem1.74.0
   libopenblas0-pthread libopencv-core406 libopencv-imgproc406
-  libjs-chart.js dataset-fashion-mnist
+  libjs-chart.js dataset-fashion-mnist libjemalloc2 libtcmalloc-minimal4
 )
 build=(
   build-essential cmake pkg-config git
