@@ -91,9 +91,10 @@ def main():
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--images", type=int, default=4096, help="per epoch, all ranks together")
     p.add_argument("--batch-size", type=int, default=32, help="per rank")
-    p.add_argument("--threads", type=int)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--cv-threads", type=int)
+    p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's own)")
+    p.add_argument("--workers", type=int, default=os.cpu_count(),
+                   help="DataLoader worker processes (default: one per CPU, %(default)s here)")
+    p.add_argument("--cv-threads", type=int, help="OpenCV threads in each worker")
     a = p.parse_args()
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
     world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))

@@ -674,18 +674,21 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
     for (const auto& [name, value] : plan.env) {
       if (name == knob.variable) given = value;
     }
-    if (family_env_knob(knob)) {
-      if (auto ok = choose_family_env(planner, knob, given, catalog); !ok) return ok;
-      continue;
-    }
-    const auto* pool = catalog.pool(knob.controls);
-    const bool any_only = knob.programs == std::vector<std::string>{"any"};
-    const bool torch_elsewhere = pool && torch && any_only && !planner.torch_team(pool->name);
     const std::set<std::string>* read_by = nullptr;
     if (reads) {
       if (const auto it = reads->find(knob.variable); it != reads->end()) read_by = &it->second;
     }
     const bool read = read_by != nullptr;
+    if (family_env_knob(knob)) {
+      const auto before = plan.params.size();
+      if (auto ok = choose_family_env(planner, knob, given, catalog); !ok) return ok;
+      if (read && plan.params.size() > before)
+        plan.params.back().comment += "; " + read_evidence(*read_by);
+      continue;
+    }
+    const auto* pool = catalog.pool(knob.controls);
+    const bool any_only = knob.programs == std::vector<std::string>{"any"};
+    const bool torch_elsewhere = pool && torch && any_only && !planner.torch_team(pool->name);
     bool wanted = !given.empty() || (planner.applies(knob) && !pool) ||
                   (planner.applies(knob) && pool && !planner.covered(pool->name) &&
                    !torch_elsewhere);
