@@ -7,9 +7,9 @@
 
 #include "search/pareto.h"
 #include "tuner/base/stats.h"
-#include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/reruns.h"
+#include "tuner/study/rules.h"
 
 namespace tune::tuner {
 
@@ -36,8 +36,11 @@ std::vector<std::string> rules_of(const FrozenTrial& trial) {
   std::vector<std::string> out;
   const auto it = trial.system_attrs.find(k_attr_rules);
   if (it == trial.system_attrs.end() || !it->is_array()) return out;
+  // Only the rules tune knows: the attr is the database's word, and it lands in every report.
+  const auto& known = rule_names();
   for (const auto& r : *it)
-    if (r.is_string() && out.size() < 8) out.push_back(printable(r.get<std::string>(), 40));
+    if (r.is_string() && std::find(known.begin(), known.end(), r.get<std::string>()) != known.end())
+      out.push_back(r.get<std::string>());
   return out;
 }
 

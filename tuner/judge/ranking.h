@@ -43,7 +43,7 @@ inline bool trusted_run(const search::FrozenTrial& trial) { return !measured_und
 const search::FrozenTrial* find_baseline(const search::StudyView& study);
 
 // The rules an enqueued rule baseline stands for (system attr k_attr_rules, tuner/study/rules.h:
-// "torchrun", ...), printable; empty for any other trial.
+// "torchrun", ...), only names of rule_names(); empty for any other trial.
 std::vector<std::string> rules_of(const search::FrozenTrial& trial);
 // The best-ranked trial that stands for a rule; nullptr when none is ranked.
 const search::FrozenTrial* best_rule_trial(const search::StudyView& study);

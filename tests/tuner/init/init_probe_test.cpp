@@ -223,6 +223,9 @@ class InitFromProbe : public ::testing::Test {
     r.study_dir = study_dir.string();
     r.program_key = program_key;
     r.line_buffering = m_line_buffering;
+    // No allocator library installed, whatever this machine has (init_families_test.cpp gives
+    // them).
+    r.file_exists = [](const std::string&) { return false; };
     auto command = split_init_command(argv);
     EXPECT_TRUE(command);
     ProgramInfo program = inspect_program(command->program, &probe);

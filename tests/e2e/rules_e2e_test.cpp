@@ -1,0 +1,149 @@
+// Rule baselines end to end (issue 38 point 1): a study with `rules:` runs the rules' settings
+// right after its own `enqueue:` entries, labelled, and `tune`, `tune best`, `tune confirm` and
+// every `tune report` format state the best's speedup over the best rule with its interval. Each
+// trial `cat`s a value the test wrote for its number, so the values are known: #0 the command
+// as run (OMP_NUM_THREADS unset), #1 the study's own second entry (the best), #2 torchrun's
+// OMP_NUM_THREADS=1, #3 Lightning's PUs-per-rank threads (cores_per_rank gives the same here).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/test_support.h"
+
+namespace tune::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RulesE2E : public test_support::TempDirTest {
+ protected:
+  RulesE2E() : TempDirTest("tune-rules-e2e-") {}
+
+  std::string write_study(const fs::path& dir, const std::map<int, double>& values) {
+    fs::create_directories(dir / "values");
+    for (const auto& [n, v] : values)
+      std::ofstream(dir / "values" / std::to_string(n)) << "v=" << v << '\n';
+    return test_support::write_file(
+        dir / "study.yaml", "name: rules\noutput: " + (dir / "out").string() +
+                                "\ncommand: [/bin/cat, '{study_dir}/values/{trial_number}']\n"
+                                "env: {OMP_NUM_THREADS: '{omp}', X: '{x}'}\n"
+                                "direction: minimize\n"
+                                "objective: {regex: 'v=([0-9.]+)'}\n"
+                                "params:\n  omp: [null, 1, 2]\n  x: [a, b]\n"
+                                "enqueue: [{omp: null, x: a}, {omp: 1, x: b}]\n"
+                                "rules: [torchrun, lightning, cores_per_rank]\n");
+  }
+  test_support::CommandOutput tune(std::vector<std::string> args) {
+    args.insert(args.begin(), TUNE_BIN);
+    return test_support::run_command(args, m_dir, {}, "tune");
+  }
+  // The four enqueued trials, then `tune confirm --repeats 3 --top 1`: the re-runs #4..#12 go
+  // round the baseline #0, the best rule #2 and the best #1, in that order.
+  test_support::CommandOutput run_and_confirm(const std::string& study) {
+    const auto run = tune({"--trials", "4", study});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const auto confirm = tune({"confirm", study, "--repeats", "3", "--top", "1", "--quiet"});
+    EXPECT_EQ(confirm.exit_code, 0) << confirm.err;
+    return run;
+  }
+};
+
+TEST_F(RulesE2E, TheRulesRunFirstAndEveryOutputGivesTheSpeedupOverTheBestRule) {
+  ASSERT_GE(std::thread::hardware_concurrency(), 2u) << "Lightning's rule is torchrun's on 1 PU";
+  const auto study = write_study(m_dir / "beyond", {{0, 15.0},
+                                                    {1, 4.2},
+                                                    {2, 11.0},
+                                                    {3, 12.0},
+                                                    {4, 15.1},
+                                                    {5, 11.1},
+                                                    {6, 4.0},
+                                                    {7, 14.9},
+                                                    {8, 10.9},
+                                                    {9, 4.1},
+                                                    {10, 15.0},
+                                                    {11, 11.0},
+                                                    {12, 3.9}});
+  const auto run = run_and_confirm(study);
+  if (HasFailure()) return;
+  // The rules' trials come right after the study's own, each said with what it sets.
+  EXPECT_TRUE(run.out.contains(
+      "rule baseline, trial 2: torchrun (OMP_NUM_THREADS=1 where unset, no binding): omp=1\n"))
+      << run.out;
+  EXPECT_TRUE(run.out.contains("rule baseline, trial 3: lightning (threads = PUs / local ranks = "))
+      << run.out;
+  EXPECT_TRUE(run.out.contains("rule baseline, trial 3: cores_per_rank (")) << run.out;
+
+  auto json_out = tune({"report", study, "--format", "json"});
+  ASSERT_EQ(json_out.exit_code, 0) << json_out.err;
+  const auto j = nlohmann::json::parse(json_out.out);
+  ASSERT_TRUE(j["best_rule"].is_object()) << j.dump();
+  EXPECT_EQ(j["best_rule"]["number"], 2);
+  EXPECT_EQ(j["best_rule"]["rules"], nlohmann::json({"torchrun"}));
+  EXPECT_EQ(j["best"]["number"], 1);
+  const auto& s = j["rule_speedup"];
+  ASSERT_TRUE(s.is_object()) << j.dump();
+  // Medians 11.0 against 4.0.
+  EXPECT_NEAR(s["ratio"].get<double>(), 2.75, 0.01) << s.dump();
+  ASSERT_TRUE(s["ci95"].is_array()) << s.dump();
+  EXPECT_LT(s["ci95"][0].get<double>(), 2.75);
+  EXPECT_GT(s["ci95"][1].get<double>(), 2.75);
+  EXPECT_EQ(s["verdict"], "beyond") << s.dump();
+  EXPECT_EQ(s["basis"], "medians of 3 + 3 re-runs");
+  EXPECT_EQ(j["noise"]["over_best_rule"]["other"], 2);
+  // Every trial of a rule says which; the baseline is the command as run, not a rule's.
+  for (const auto& t : j["trials"]) {
+    if (t["number"] == 3) EXPECT_EQ(t["rules"], nlohmann::json({"lightning", "cores_per_rank"}));
+    if (t["number"] == 0) EXPECT_EQ(t["baseline"], true);
+  }
+
+  const auto text = tune({"report", study});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(text.out.contains("\nSpeedup over the best rule: 2.750x  95% CI [")) << text.out;
+  EXPECT_TRUE(
+      text.out.contains("(medians of 3 + 3 re-runs, bootstrap of the ratio of medians): "
+                        "beyond the noise\n"))
+      << text.out;
+  EXPECT_TRUE(text.out.contains("[rule torchrun]")) << text.out;
+  const auto md = tune({"report", study, "--format", "markdown"});
+  EXPECT_TRUE(md.out.contains("## Speedup over the best rule\n\nBest rule: #2 (rule torchrun)"))
+      << md.out;
+  const auto html = tune({"report", study, "--format", "html"});
+  EXPECT_TRUE(html.out.contains("<p id=\"rule-speedup\">Best rule: #2 (rule torchrun)"))
+      << html.out;
+  const auto best = tune({"best", study});
+  EXPECT_TRUE(best.out.contains("best #1 vs best rule #2 (torchrun): 2.750x, 95% CI ["))
+      << best.out;
+}
+
+TEST_F(RulesE2E, ABestWithinTheNoiseOfTheRuleIsSaidToBeNoBetter) {
+  const auto study = write_study(m_dir / "within", {{0, 15.0},
+                                                    {1, 10.2},
+                                                    {2, 10.6},
+                                                    {3, 12.0},
+                                                    {4, 15.1},
+                                                    {5, 10.4},
+                                                    {6, 10.3},
+                                                    {7, 14.9},
+                                                    {8, 9.9},
+                                                    {9, 10.6},
+                                                    {10, 15.0},
+                                                    {11, 10.8},
+                                                    {12, 10.0}});
+  run_and_confirm(study);
+  if (HasFailure()) return;
+  const auto text = tune({"report", study});
+  EXPECT_TRUE(
+      text.out.contains("not shown to be faster than the best rule; no better than rule "
+                        "torchrun shown\n"))
+      << text.out;
+  const auto best = tune({"best", study});
+  EXPECT_TRUE(best.out.contains("; no better than rule torchrun shown")) << best.out;
+}
+
+}  // namespace
+}  // namespace tune::tuner
