@@ -168,10 +168,12 @@ Result<void> StudyRunner::enqueue_baselines() {
     }
     auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting, attrs);
     if (!t) return std::unexpected(t.error().message);
+    // The texts name the study's parameters: the study file's words, shown, not sent.
     for (const auto& text : entry.texts)
-      m_recovered.push_back(fmt::format("rule baseline, trial {}: {}", t->number, text));
+      m_recovered.push_back(
+          fmt::format("rule baseline, trial {}: {}", t->number, terminal_text(text)));
   }
-  for (auto& note : notes) m_recovered.push_back("note: " + note);
+  for (auto& note : notes) m_recovered.push_back("note: " + terminal_text(note));
   return {};
 }
 
