@@ -73,6 +73,9 @@ struct InitPlan {
   std::vector<std::string> header;  // comment lines at the top (without "# ")
   bool mpirun = false;
   InitMpirun launch;                 // templates; bind_to/map_by may be placeholders
+  // Under the launch: how to tune the ranks per node, which is not a parameter by default (the
+  // job's global batch changes with it); "" when not under mpirun.
+  std::string ranks_note;
   std::vector<std::string> command;  // templates
   std::vector<std::pair<std::string, std::string>> env;  // templates
   std::vector<std::string> env_notes;                    // comments before them

@@ -77,6 +77,7 @@ void write_launch(std::ostream& out, const InitPlan& plan) {
   for (const auto& [key, value] : fields) {
     if (!value->empty()) out << "    " << key << ": " << quoted(*value) << '\n';
   }
+  if (!plan.ranks_note.empty()) out << comment(plan.ranks_note, "    ");
   if (l.oversubscribe) out << "    oversubscribe: true\n";
   if (!l.mca.empty()) {
     out << "    mca:\n";

@@ -1101,6 +1101,20 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
   plan.mpirun = launch_mpirun;
   plan.launch = command.mpirun;
   plan.launch.n = std::to_string(*ranks);
+  if (launch_mpirun && per_node == *ranks) {
+    // Ranks per node: a knob of the catalog (ranks_per_node), written as an option rather than
+    // a parameter, since it changes what the job computes, not only how fast.
+    std::vector<std::string> counts;
+    for (int n = 1; n <= topo.core_count() && counts.size() < 6; n *= 2)
+      counts.push_back(std::to_string(n));
+    const auto* knob = catalog.find("ranks_per_node");
+    plan.ranks_note = fmt::format(
+        "Ranks per node is a knob too, not tuned here: {}. To tune it anyway: n: \"{{ranks}}\" "
+        "and under params: ranks: [{}] (1 to the {} cores, doubling), and compare rates per "
+        "sample.",
+        knob != nullptr ? knob->note : std::string("the global batch changes with it"),
+        fmt::join(counts, ", "), topo.core_count());
+  }
   for (auto& [name, value] : plan.launch.env) value = escape_braces(value);
   for (auto& [name, value] : plan.launch.mca) value = escape_braces(value);
   for (auto& e : plan.launch.extra) e = escape_braces(e);

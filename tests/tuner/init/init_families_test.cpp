@@ -219,3 +219,30 @@ TEST(InitFamilies, WorkerPoolsGetTheCoresPerRankLessOne) {
 
 }  // namespace
 }  // namespace tune::tuner
+
+namespace tune::tuner {
+namespace {
+
+// Ranks per node changes what the job computes (its global batch): written under the launch as
+// an option with its choices on this machine, never as a parameter of its own.
+TEST(InitFamilies, RanksPerNodeIsAnOptionThatSaysWhatTheGlobalBatchThenMeans) {
+  InitRequest r = solver();
+  r.command = {"mpirun", "-n", "2", "/opt/app/solver"};
+  ProgramInfo unknown;
+  unknown.display = unknown.stem = "solver";
+  const std::string text = init_text(r, unknown, "pack:1 core:8 pu:1");
+  std::string joined = text;
+  for (std::size_t at; (at = joined.find("\n    #   ")) != std::string::npos;)
+    joined.replace(at, 9, " ");
+  EXPECT_NE(joined.find("# Ranks per node is a knob too, not tuned here: the job's global batch "
+                        "is ranks x the per-rank batch"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(joined.find("ranks: [1, 2, 4, 8] (1 to the 8 cores, doubling)"), std::string::npos)
+      << text;
+  EXPECT_FALSE(has_param(load(text), "ranks"));
+  EXPECT_EQ(load(text).launch.n, "2");
+}
+
+}  // namespace
+}  // namespace tune::tuner
