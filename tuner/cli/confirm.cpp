@@ -42,12 +42,14 @@ Result<std::map<int, nlohmann::json>> fixed_params_by_number(const search::Study
 void print_plan(std::ostream& out, const std::string& study_name, int repeats,
                 const ConfirmPlan& plan, const search::StudyView& study, int waiting_before) {
   std::string who;
+  const auto* baseline = find_baseline(study);
+  const auto* rule = best_rule_trial(ranked_trials(study));
   for (int n : plan.originals) {
     if (!who.empty()) who += ", ";
     who += fmt::format("#{}", n);
-    if (const auto* b = find_baseline(study); b && b->number == n) who += " (baseline)";
-    if (const auto* r = best_rule_trial(study); r && r->number == n)
-      who += fmt::format(" (best rule: {})", fmt::join(rules_of(*r), ", "));
+    if (baseline && baseline->number == n) who += " (baseline)";
+    if (rule && rule->number == n)
+      who += fmt::format(" (best rule: {})", fmt::join(rules_of(*rule), ", "));
   }
   out << fmt::format("confirm '{}': {} re-runs each of {}, interleaved: {} trials\n", study_name,
                      repeats, who, plan.order.size());

@@ -332,7 +332,7 @@ StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& opti
     const TrialRuns* baseline = runs_of(find_baseline(study));
     if (baseline != nullptr && baseline != best)
       out.over_baseline = lead_of(model, *best, *baseline, maximize, options);
-    if (const auto* rule = best_rule_trial(study)) {
+    if (const auto* rule = best_rule_trial(ranked)) {
       out.best_rule = rule->number;
       out.best_rule_names = rules_of(*rule);
       if (const auto* r = runs_of(rule); r != nullptr && r != best)

@@ -44,8 +44,8 @@ std::vector<std::string> rules_of(const FrozenTrial& trial) {
   return out;
 }
 
-const FrozenTrial* best_rule_trial(const search::StudyView& study) {
-  for (const auto* t : ranked_trials(study))
+const FrozenTrial* best_rule_trial(const std::vector<const FrozenTrial*>& ranked) {
+  for (const auto* t : ranked)
     if (!rules_of(*t).empty()) return t;
   return nullptr;
 }

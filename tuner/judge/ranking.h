@@ -13,9 +13,9 @@
 // of its original's believed value, and such a trial is ranked only once a re-run measured
 // without load stands for it (its believed value is then theirs); until then it is kept and
 // listed, never best, and the noise model leaves it out (so a baseline measured under load gives
-// no lead). Feasible trials come before infeasible ones (as Optuna's constrained studies rank them);
-// ties keep number order. Pure functions over a StudyView, linear in its trials (the sort aside);
-// thread-safe.
+// no lead). Feasible trials come before infeasible ones (as Optuna's constrained studies rank
+// them); ties keep number order. Pure functions over a StudyView, linear in its trials (the sort
+// aside); thread-safe.
 #pragma once
 
 #include <map>
@@ -45,8 +45,9 @@ const search::FrozenTrial* find_baseline(const search::StudyView& study);
 // The rules an enqueued rule baseline stands for (system attr k_attr_rules, tuner/study/rules.h:
 // "torchrun", ...), only names of rule_names(); empty for any other trial.
 std::vector<std::string> rules_of(const search::FrozenTrial& trial);
-// The best-ranked trial that stands for a rule; nullptr when none is ranked.
-const search::FrozenTrial* best_rule_trial(const search::StudyView& study);
+// The best-ranked trial that stands for a rule, of `ranked` (ranked_trials(), best first);
+// nullptr when none is ranked.
+const search::FrozenTrial* best_rule_trial(const std::vector<const search::FrozenTrial*>& ranked);
 
 // The ranked trials (see above), best first.
 std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& study);

@@ -89,11 +89,12 @@ Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int re
   }
   // The best rule baseline beside the winner: the speedup over the rule is the claim a user
   // acts on, so both sides are re-measured.
-  const FrozenTrial* rule = best_rule_trial(study);
+  const auto ranked = ranked_trials(study);
+  const FrozenTrial* rule = best_rule_trial(ranked);
   if (rule != nullptr && (baseline == nullptr || rule->number != baseline->number))
     plan.originals.push_back(rule->number);
   int taken = 0;
-  for (const FrozenTrial* t : ranked_trials(study)) {
+  for (const FrozenTrial* t : ranked) {
     if (taken >= top) break;
     if (baseline != nullptr && t->number == baseline->number) continue;
     if (rule != nullptr && t->number == rule->number) continue;

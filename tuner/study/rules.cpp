@@ -61,9 +61,8 @@ bool unset(const ParamValue& v, const ParamTarget& target) {
   if (!n) return false;
   const auto* knob = probes::knob_catalog().find_variable(target.variable);
   if (knob == nullptr || knob->low.empty()) return false;
-  char* end = nullptr;
-  const double low = std::strtod(knob->low.c_str(), &end);
-  return end != knob->low.c_str() && *end == '\0' && *n < low;
+  const auto low = probes::evaluate_knob_expression(knob->low, probes::KnobContext{});
+  return low && *n < *low;
 }
 
 // `want` in `dist`'s domain: the same value, the nearest numeric one (`clamped` set), or none.
@@ -100,14 +99,6 @@ std::optional<ParamValue> fit(const search::Distribution& dist, const ParamValue
   const double v = std::clamp(*target, f.low, f.high);
   clamped = v != *target;
   return ParamValue{v};
-}
-
-std::string value_text(const ParamValue& v) {
-  if (std::holds_alternative<std::monostate>(v)) return "null";
-  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
-  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:g}", *d);
-  return std::get<std::string>(v);
 }
 
 // One rule worked out on a study: what it wants of each parameter it speaks about.
@@ -280,12 +271,13 @@ std::vector<RuleEntry> enqueue_with_rules(const StudySpec& spec, const RuleMachi
       const auto got = fit(dist->second, want, clamped);
       if (!got) {
         notes.push_back(fmt::format("{}: parameter '{}' cannot take {}; left as run", rule, param,
-                                    value_text(want)));
+                                    search::param_value_to_string(want)));
         continue;
       }
       if (*got != params[param])
-        changed.push_back(fmt::format("{}={}{}", param, value_text(*got),
-                                      clamped ? fmt::format(" (for {})", value_text(want)) : ""));
+        changed.push_back(fmt::format(
+            "{}={}{}", param, search::param_value_to_string(*got),
+            clamped ? fmt::format(" (for {})", search::param_value_to_string(want)) : ""));
       params[param] = *got;
     }
     if (wish.values.empty()) {
