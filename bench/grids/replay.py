@@ -300,6 +300,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tune-replay-") as tmp:
         folder = os.path.abspath(a.keep) if a.keep else tmp
         os.makedirs(folder, exist_ok=True)
+        if os.path.exists(os.path.join(folder, "replay.db")):
+            grids.fail(f"--keep {a.keep}: holds an earlier replay (replay.db); give an empty folder")
         for p in paths:
             try:
                 rows.append(replay_grid(a, p, folder))
