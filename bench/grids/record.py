@@ -32,6 +32,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grids  # noqa: E402
 
+# The order in which tune enqueues the rule baselines (tuner/study/rules.cpp rule_names).
+RULE_ORDER = ["torchrun", "lightning", "horovodrun", "openmpi", "cores_per_rank"]
 # Seconds one point takes here on a quiet machine (launch, run, probes, tune's own work), for
 # the estimate printed before recording; a job not listed is taken at 8 s.
 SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 3.5, "ddp": 8.0, "lammps": 6.5}
@@ -111,6 +113,10 @@ def round_runs(trials, axes):
                           "rule_texts": t["system"].get("rule_texts"),
                           "params": {n: t["params"].get(n) for n, _ in axes},
                           "rule_only": bool(t["system"].get("rule_only"))})
+    # In tune's order (tuner/study/rules.cpp rule_names), as a study without the grid's entries
+    # enqueues them: in a round they label grid points wherever the shuffle put them.
+    rules.sort(key=lambda r: min((RULE_ORDER.index(n) if n in RULE_ORDER else len(RULE_ORDER))
+                                 for n in r["rules"] or [""]))
     return values, rules, verdict_by_key
 
 

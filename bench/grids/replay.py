@@ -312,6 +312,12 @@ def main():
                   + f" ({time.monotonic() - start:.0f} s)", flush=True)
     print()
     print_table(rows)
+    medians = {s: [statistics.median(r["trials_to_within"][s]) for r in rows] for s in STRATEGIES}
+    close = [r["guess"]["distance"] is not None and r["guess"]["distance"] <= 0.15 for r in rows]
+    print("goal, a median of at most 6 trials on every grid: "
+          + ", ".join(f"{s} {'met' if max(medians[s]) <= 6 else 'not met'}" for s in STRATEGIES)
+          + f"; the first guess within 15% of the best on {sum(close)} of {len(rows)} grid(s) "
+          "(goal: 3 of 4)")
     took = time.monotonic() - start
     print(f"\n{len(rows)} grid(s), {a.seeds} seeds each, in {took:.0f} s")
     if a.json:
