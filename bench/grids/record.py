@@ -36,7 +36,7 @@ import grids  # noqa: E402
 RULE_ORDER = ["torchrun", "lightning", "horovodrun", "openmpi", "cores_per_rank"]
 # Seconds one point takes here on a quiet machine (launch, run, probes, tune's own work), for
 # the estimate printed before recording; a job not listed is taken at 8 s.
-SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 3.5, "ddp": 8.0, "lammps": 6.5}
+SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 6.5}
 
 
 def round_study(spec, job_dir, name, entries, work, load_check):

@@ -18,7 +18,8 @@ trials until the pick's grid median is within 5% of the grid's best median (">N"
 the grid's size N). The first guess is `tune guess --verdict FILE --json STUDY` on the
 baseline's stored probe verdict (the round whose baseline run is the median of its runs); while
 tune has no `guess` command, the default is the search without a guess, and the table says so.
-Prints one row per grid (median and range over the seeds), then the time it took.
+Prints one row per grid (median and range over the seeds), then the time it took. --no-rules
+starts every search from the command as run alone (what the samplers find by themselves).
 """
 import argparse
 import glob
@@ -214,7 +215,8 @@ def pct(d):
 def replay_grid(a, grid_path, folder):
     grid = grids.Grid(grid_path)
     cap = grid.size()
-    entries = dedupe([grid.baseline] + [r["params"] for r in grid.rules], grid.axes)
+    rules = [] if a.no_rules else [r["params"] for r in grid.rules]
+    entries = dedupe([grid.baseline] + rules, grid.axes)
     entries = [p for p in entries if grids.key(p, grid.axes) in grid.runs]
     guess, note = first_guess(a.tune, grid, folder)
     with_guess = dedupe(entries + [guess], grid.axes) if guess else entries
@@ -242,7 +244,7 @@ def replay_grid(a, grid_path, folder):
         "best_rule": {"rules": best_rule[1], "distance": best_rule[0]},
         "guess": {"params": guess, "note": note,
                   "distance": grid.distance(guess) if guess else None},
-        "entries": len(entries),
+        "entries": len(entries), "rules_enqueued": not a.no_rules,
         "trials_to_within": {s: counts[s] for s in STRATEGIES},
         "summary": {s: summary(counts[s], cap) for s in STRATEGIES},
     }
@@ -275,6 +277,8 @@ def main():
     ap.add_argument("grids", nargs="*", help="jobs (bench/grids/JOB/grid.json) or grid files")
     ap.add_argument("--seeds", type=int, default=10, help="seeds per search (default 10)")
     ap.add_argument("--json", help="also write the results as JSON to this file ('-': stdout)")
+    ap.add_argument("--no-rules", action="store_true", help="start every search from the "
+                    "command as run alone, without the rule baselines (the samplers' own share)")
     ap.add_argument("--tune", default=os.path.join(grids.ROOT, "build", "bin", "tune"))
     ap.add_argument("--keep", help="keep the replay studies in this folder (default: a temporary one)")
     a = ap.parse_args()
@@ -319,7 +323,9 @@ def main():
           + f"; the first guess within 15% of the best on {sum(close)} of {len(rows)} grid(s) "
           "(goal: 3 of 4)")
     took = time.monotonic() - start
-    print(f"\n{len(rows)} grid(s), {a.seeds} seeds each, in {took:.0f} s")
+    print(f"\n{len(rows)} grid(s), {a.seeds} seeds each, "
+          f"{'from the command as run alone' if a.no_rules else 'the rule baselines enqueued'}, "
+          f"in {took:.0f} s")
     if a.json:
         doc = {"schema_version": grids.SCHEMA_VERSION, "seconds": round(took, 1), "grids": rows}
         if a.json == "-":
