@@ -190,7 +190,11 @@ def first_guess(tune, grid, folder):
     if not out.get("change"):
         return None, "no change (the guess keeps the command as run)"
     params = dict(grid.baseline)
-    params.update({n: v for n, v in (out.get("params") or {}).items() if n in params})
+    choices = dict(grid.axes)
+    for n, v in (out.get("params") or {}).items():
+        if n in params:  # the axis's own choice: 2.0 from JSON is the grid's 2, "2" too
+            params[n] = next((c for c in choices[n] if c == v or (c is not None and v is not None
+                                                                  and str(c) == str(v))), v)
     if grids.key(params, grid.axes) not in grid.runs:
         return None, f"guess {grids.key(params, grid.axes)} is not a point of the grid"
     return params, "guess: " + ", ".join(f"{n}={text(v)}" for n, v in params.items()
