@@ -4,7 +4,8 @@ grid's best, and how far tune's first guess is from it.
 
   /usr/bin/python3 bench/grids/replay.py [--seeds 10] [--json FILE] [JOB | GRID.json ...]
 
-Default: every bench/grids/*/grid.json (record.py writes them). Per grid and seed, four searches
+Default: every bench/grids/*/grid*.json (record.py writes grid.json; a grid recorded on another
+machine sits beside it under another name, e.g. grid-16core.json). Per grid and seed, four searches
 start from the same entries, the command as run and the rule baselines the recording stored:
   default      tune itself (the real binary, its default sampler seeded with the seed) on a
                replay study, the first guess enqueued right after the baselines;
@@ -216,6 +217,12 @@ def pct(d):
     return "n/a" if d is None else f"{-100 * d:+.1f}%" if d > 0 else "best"
 
 
+def label(grid, path):
+    """The job, and the file's name when it is not grid.json (grid-16core.json: another machine)."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return grid.job if stem in ("grid", grid.job) else f"{grid.job} ({stem})"
+
+
 def replay_grid(a, grid_path, folder):
     grid = grids.Grid(grid_path)
     cap = grid.size()
@@ -223,6 +230,10 @@ def replay_grid(a, grid_path, folder):
     entries = dedupe([grid.baseline] + rules, grid.axes)
     entries = [p for p in entries if grids.key(p, grid.axes) in grid.runs]
     guess, note = first_guess(a.tune, grid, folder)
+    pus = grid.data.get("machine", {}).get("nproc")
+    if guess and pus and pus != os.cpu_count():
+        # tune guess splits the cores of the machine it runs on (its topology), not the recording's
+        note += f" (worked out for this machine's {os.cpu_count()} PUs; recorded on {pus})"
     with_guess = dedupe(entries + [guess], grid.axes) if guess else entries
     import optuna
     counts = {s: [] for s in STRATEGIES}
@@ -240,7 +251,7 @@ def replay_grid(a, grid_path, folder):
               if grid.distance(r["params"]) is not None]
     best_rule = min(rule_d, key=lambda x: x[0]) if rule_d else (None, [])
     return {
-        "job": grid.job, "grid": grid_path, "points": cap, "seeds": a.seeds,
+        "job": label(grid, grid_path), "grid": grid_path, "points": cap, "seeds": a.seeds,
         "direction": grid.data["direction"], "machine_pus": grid.data.get("machine", {}).get("nproc"),
         "partial": bool(grid.data.get("partial")),
         "best": {"params": json.loads(grid.best_key), "median": grid.best},
@@ -298,7 +309,7 @@ def main():
                        f"{os.path.basename(os.path.dirname(p)) or g})")
         paths.append(p)
     if not a.grids:
-        paths = sorted(glob.glob(os.path.join(grids.HERE, "*", "grid.json")))
+        paths = sorted(glob.glob(os.path.join(grids.HERE, "*", "grid*.json")))
         if not paths:
             grids.fail("no bench/grids/*/grid.json: record the grids first "
                        "(/usr/bin/python3 bench/grids/record.py JOB, JOB one of "
@@ -308,11 +319,14 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tune-replay-") as tmp:
         folder = os.path.abspath(a.keep) if a.keep else tmp
         os.makedirs(folder, exist_ok=True)
-        if os.path.exists(os.path.join(folder, "replay.db")):
-            grids.fail(f"--keep {a.keep}: holds an earlier replay (replay.db); give an empty folder")
-        for p in paths:
+        if os.listdir(folder):
+            grids.fail(f"--keep {a.keep}: holds files (an earlier replay's studies would go on); "
+                       "give an empty folder")
+        for i, p in enumerate(paths):
+            sub = os.path.join(folder, f"{i}-{os.path.basename(os.path.dirname(os.path.abspath(p)))}")
+            os.makedirs(sub, exist_ok=True)  # a folder per grid: two grids of a job may share names
             try:
-                rows.append(replay_grid(a, p, folder))
+                rows.append(replay_grid(a, p, sub))
             except grids.InputError as e:
                 grids.fail(str(e))
             r = rows[-1]
