@@ -311,7 +311,7 @@ def main():
     if not a.grids:
         paths = sorted(glob.glob(os.path.join(grids.HERE, "*", "grid*.json")))
         if not paths:
-            grids.fail("no bench/grids/*/grid.json: record the grids first "
+            grids.fail("no bench/grids/*/grid*.json: record the grids first "
                        "(/usr/bin/python3 bench/grids/record.py JOB, JOB one of "
                        f"{', '.join(grids.jobs())})")
     start = time.monotonic()
