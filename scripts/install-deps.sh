@@ -53,9 +53,11 @@ test=(
   openssh-server iproute2
 )
 # bench/: PyTorch DDP and Optuna, the peers each benchmark prints a ratio against; a PostgreSQL
-# server and PgBouncer for bench/cluster/scale.py.
+# server and PgBouncer for bench/cluster/scale.py; the recorded grids' jobs and tools
+# (bench/grids: hpcc, LAMMPS, the DDP job's OpenCV, PyYAML for the study files, hwloc's lstopo
+# for the machine's summary).
 bench=(python3-optuna python3-torch python3-numpy postgresql pgbouncer python3-psycopg2
-  openssh-server iproute2)
+  openssh-server iproute2 python3-opencv python3-yaml hpcc lammps hwloc)
 # Optional extras for tests that are skipped with a message when absent.
 optional=(clang-format)
 

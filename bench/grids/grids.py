@@ -1,0 +1,193 @@
+"""What record.py, replay.py and lookup.py share: a job's study file, its grid, a point's key,
+a grid file and what "within 5% of the best" means.
+
+A grid file (bench/grids/JOB/grid.json, written by record.py) holds, besides the machine and
+where it came from: `axes` ([[name, [choices]]], the study's parameters), `direction`,
+`baseline` (the command as run: the study's first `enqueue:` entry), `rules` (the rule
+baselines tune enqueued: [{"rules", "rule_texts", "params"}]), `points` ([{"params", "runs",
+"median"}], a failed run null) and `baseline_verdicts` (the baseline's `probe_verdict` in each
+round, null where the probes stored none).
+"""
+import itertools
+import json
+import os
+import sqlite3
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SCHEMA_VERSION = 1
+WITHIN = 0.05  # a pick counts once its grid median is within 5% of the grid's best median
+
+
+class InputError(Exception):
+    """Bad input (a file, a key, a flag): one line, exit 2."""
+
+
+def fail(message, status=2):
+    print(f"{os.path.basename(sys.argv[0])}: error: {message}", file=sys.stderr)
+    sys.exit(status)
+
+
+def load_yaml(path):
+    import yaml
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}")
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not YAML: {str(e).splitlines()[0]}")
+
+
+def axes_of(spec, path):
+    """[(name, [choices])] of a study's parameters: categorical lists or small int ranges."""
+    params = spec.get("params")
+    if not isinstance(params, dict) or not params:
+        raise InputError(f"{path}: key 'params': a grid needs parameters")
+    axes = []
+    for name, dom in params.items():
+        if isinstance(dom, list):
+            choices = dom
+        elif isinstance(dom, dict) and dom.get("type") == "categorical":
+            choices = dom.get("choices")
+        elif isinstance(dom, dict) and dom.get("type") == "int" and not dom.get("log"):
+            step = dom.get("step", 1)
+            choices = list(range(dom["low"], dom["high"] + 1, step))
+        else:
+            raise InputError(f"{path}: key 'params.{name}': a grid axis must be categorical or "
+                             f"an int range without log, not {json.dumps(dom)}")
+        if not isinstance(choices, list) or not choices:
+            raise InputError(f"{path}: key 'params.{name}': no choices")
+        axes.append((name, list(choices)))
+    return axes
+
+
+def baseline_of(spec, path, axes):
+    """The command as run: the study's first `enqueue:` entry, a parameter left out null."""
+    entries = spec.get("enqueue")
+    if not isinstance(entries, list) or not entries or not isinstance(entries[0], dict):
+        raise InputError(f"{path}: key 'enqueue': the first entry must be the command as run")
+    point = {n: entries[0].get(n) for n, _ in axes}
+    for n, cs in axes:
+        if point[n] not in cs:
+            raise InputError(f"{path}: key 'enqueue[0].{n}': {json.dumps(point[n])} is not one "
+                             f"of the choices {json.dumps(cs)}")
+    return point
+
+
+def grid_points(axes):
+    """Every point of the grid, in the order of the axes' product."""
+    names = [n for n, _ in axes]
+    return [dict(zip(names, vs)) for vs in itertools.product(*(cs for _, cs in axes))]
+
+
+def key(params, axes):
+    """A point's key: its parameters as sorted JSON, a parameter left out null."""
+    return json.dumps({n: params.get(n) for n, _ in axes}, sort_keys=True)
+
+
+def study_path(job):
+    return os.path.join(HERE, job, "study.yaml")
+
+
+def jobs():
+    """The jobs with a study file under bench/grids/, sorted."""
+    return sorted(d for d in os.listdir(HERE) if os.path.isfile(study_path(d)))
+
+
+class Grid:
+    """A grid file, read: medians, the best, and what "within 5%" means for its direction."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read: {e.strerror}")
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}: line {e.lineno}: not JSON: {e.msg}")
+        for k in ("job", "direction", "axes", "baseline", "points"):
+            if k not in data:
+                raise InputError(f"{path}: key '{k}' is missing (not a grid file of record.py)")
+        if data["direction"] not in ("minimize", "maximize"):
+            raise InputError(f"{path}: key 'direction': minimize or maximize, not "
+                             f"{json.dumps(data['direction'])}")
+        self.data = data
+        self.job = data["job"]
+        self.maximize = data["direction"] == "maximize"
+        self.axes = [(n, cs) for n, cs in data["axes"]]
+        self.runs = {}
+        for i, p in enumerate(data["points"]):
+            if "params" not in p or "runs" not in p:
+                raise InputError(f"{path}: key 'points[{i}]': needs 'params' and 'runs'")
+            self.runs[key(p["params"], self.axes)] = [v for v in p["runs"] if v is not None]
+        self.medians = {k: statistics.median(v) for k, v in self.runs.items() if v}
+        if not self.medians:
+            raise InputError(f"{path}: key 'points': no point has a measured run")
+        pick = max if self.maximize else min
+        self.best_key = pick(self.medians, key=self.medians.get)
+        self.best = self.medians[self.best_key]
+        self.baseline = data["baseline"]
+        self.rules = data.get("rules", [])
+
+    def size(self):
+        return len(self.runs)
+
+    def distance(self, params):
+        """How much worse than the best the point's median is (0.12: 12% worse), None when the
+        point was not measured or never ran."""
+        m = self.medians.get(key(params, self.axes))
+        if m is None:
+            return None
+        if self.maximize:
+            return 1 - m / self.best if self.best else 0.0
+        return m / self.best - 1 if self.best else 0.0
+
+    def within(self, params):
+        d = self.distance(params)
+        return d is not None and d <= WITHIN + 1e-12
+
+    def better(self, a, b):
+        """Whether observed value a beats b (b None: anything beats it)."""
+        return b is None or (a > b if self.maximize else a < b)
+
+
+def decode_param(value, distribution_json):
+    d = json.loads(distribution_json)
+    if d.get("name") == "CategoricalDistribution":
+        return d["attributes"]["choices"][int(value)]
+    if d.get("name") in ("IntDistribution", "IntUniformDistribution"):
+        return int(value)
+    return value
+
+
+def read_study(db_path, name):
+    """The study's trials by number: state, value, params, system and user attrs; None when the
+    study is not in the database yet."""
+    if not os.path.exists(db_path):
+        return None
+    db = sqlite3.connect(db_path)
+    row = db.execute("SELECT study_id FROM studies WHERE study_name = ?", (name,)).fetchone()
+    if row is None:
+        return None
+    trials = {}
+    for tid, number, state in db.execute(
+            "SELECT trial_id, number, state FROM trials WHERE study_id = ?", (row[0],)):
+        trials[tid] = {"number": number, "state": state, "value": None, "params": {},
+                       "system": {}, "user": {}}
+    for tid, value in db.execute("SELECT trial_id, value FROM trial_values WHERE objective = 0"):
+        if tid in trials:
+            trials[tid]["value"] = value
+    for tid, name_, value, dist in db.execute(
+            "SELECT trial_id, param_name, param_value, distribution_json FROM trial_params"):
+        if tid in trials:
+            trials[tid]["params"][name_] = decode_param(value, dist)
+    for table, field in (("trial_system_attributes", "system"), ("trial_user_attributes", "user")):
+        for tid, k, v in db.execute(f"SELECT trial_id, key, value_json FROM {table}"):
+            if tid in trials:
+                trials[tid][field][k] = json.loads(v)
+    db.close()
+    return sorted(trials.values(), key=lambda t: t["number"])

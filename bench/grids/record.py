@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+"""Records a job's full grid through tune itself, in interleaved rounds, as a grid file.
+
+  /usr/bin/python3 bench/grids/record.py JOB [--rounds 3] [--out bench/grids/JOB/grid.json]
+
+JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, lammps). The grid is the
+product of the study's parameter domains. Each round is one study, `grid-JOB-pP-rR`, whose
+`enqueue:` entries are every point of the grid: the command as run (the study's first entry)
+first, as `rules: all` needs it, then the others shuffled with seed R, so every point runs once
+per round and the rounds interleave. tune launches each point exactly as it launches a trial,
+probes on, and computes the rule baselines (labels on the grid's own points). The values, the
+rule baselines and the baseline's `probe_verdict` are read from the study's database (Optuna's
+schema, sqlite3). Run it on a quiet machine: tune's load check re-runs a point measured under
+load (`--no-load-check` turns it off, for a quick try on a busy machine). The work folder
+(--work, default tune-out/grids/JOB) keeps the database: an interrupted recording resumes.
+
+Writes the grid file (see bench/grids/grids.py): the machine (`tune probe`, lscpu, lstopo),
+the date, tune's commit, every point's runs and median, the rule baselines, the baseline's
+verdicts and the direction. Exit status: 0 done, 1 a run of tune failed, 2 bad input.
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grids  # noqa: E402
+
+# The order in which tune enqueues the rule baselines (tuner/study/rules.cpp rule_names).
+RULE_ORDER = ["torchrun", "lightning", "horovodrun", "openmpi", "cores_per_rank"]
+# Seconds one point takes here on a quiet machine (launch, run, probes, tune's own work), for
+# the estimate printed before recording; a job not listed is taken at 8 s.
+SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 6.5}
+
+
+def round_study(spec, job_dir, name, entries, work, load_check):
+    """The study file of one round: the job's study with every point enqueued, paths made
+    absolute (the round's file lives in the work folder), failures never stopping it."""
+    s = dict(spec)
+    s["name"] = name
+    s["enqueue"] = entries
+    s["output"] = os.path.join(work, name)
+    s["storage"] = os.path.join(work, "record.db")
+    s["max_failures"] = 0
+    if not load_check:
+        s["load"] = "off"
+
+    def absolute(v):
+        if isinstance(v, str):
+            return v.replace("{study_dir}", job_dir)
+        if isinstance(v, list):
+            return [absolute(x) for x in v]
+        if isinstance(v, dict):
+            return {k: absolute(x) for k, x in v.items()}
+        return v
+
+    for k in ("command", "env", "launch", "workdir"):
+        if k in s:
+            s[k] = absolute(s[k])
+    files = []
+    for f in s.get("files", []) or []:
+        f = dict(f)
+        for mode in ("copy", "link", "template", "src"):
+            if mode in f and not os.path.isabs(f[mode]):
+                f[mode] = os.path.join(job_dir, f[mode])
+        files.append(f)
+    if files:
+        s["files"] = files
+    return s
+
+
+def run_round(tune, path, db_path, name, n_entries):
+    """Runs the round's study until no enqueued trial waits (a rule baseline that is no grid
+    point, or a re-run of a point measured under load, adds one)."""
+    for _ in range(6):
+        trials = grids.read_study(db_path, name)
+        todo = n_entries if trials is None else sum(t["state"] == "WAITING" for t in trials)
+        if todo == 0:
+            return
+        with open(os.path.splitext(path)[0] + ".log", "a") as log:
+            rc = subprocess.run([tune, "--trials", str(todo), "--quiet", path],
+                                stdout=log).returncode
+        if rc == 2:
+            grids.fail(f"{path}: tune refused the round's study (its message is above)")
+        if rc != 0:
+            grids.fail(f"tune exited {rc} on {path}", 1)
+    grids.fail(f"{name}: trials still waiting after 6 runs of tune", 1)
+
+
+def round_runs(trials, axes):
+    """{point key: the round's value of it (None: failed)}, and the baseline trial's verdict
+    and the rule baselines as this round's study stored them."""
+    values, rules, verdict_by_key = {}, [], {}
+    for t in trials:
+        if "confirm_of" in t["system"] or t["state"] not in ("COMPLETE", "FAIL"):
+            continue  # a re-run stands in its original's value; a waiting trial never ran
+        k = grids.key(t["params"], axes)
+        if k in values:
+            continue
+        values[k] = t["value"] if t["state"] == "COMPLETE" else None
+        verdict_by_key[k] = t["system"].get("probe_verdict")
+        if t["user"].get("measured_under_load") and "search_value" not in t["user"]:
+            print(f"  note: trial {t['number']} {k} stays measured under load", file=sys.stderr)
+    for t in trials:
+        if "rules" in t["system"] and "confirm_of" not in t["system"]:
+            rules.append({"rules": t["system"]["rules"],
+                          "rule_texts": t["system"].get("rule_texts"),
+                          "params": {n: t["params"].get(n) for n, _ in axes},
+                          "rule_only": bool(t["system"].get("rule_only"))})
+    # In tune's order (tuner/study/rules.cpp rule_names), as a study without the grid's entries
+    # enqueues them: in a round they label grid points wherever the shuffle put them.
+    rules.sort(key=lambda r: min((RULE_ORDER.index(n) if n in RULE_ORDER else len(RULE_ORDER))
+                                 for n in r["rules"] or [""]))
+    return values, rules, verdict_by_key
+
+
+def command_text(argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"({argv[0]} not run: {e})"
+
+
+def machine(tune):
+    probe = command_text([tune, "probe", "--format", "json"])
+    try:
+        probe = json.loads(probe)
+    except json.JSONDecodeError:
+        pass
+    lstopo = shutil.which("lstopo-no-graphics") or "lstopo-no-graphics"
+    return {"tune_probe": probe, "lscpu": command_text(["lscpu"]),
+            "hwloc": command_text([lstopo, "--no-io", "--of", "console"]),
+            "nproc": os.cpu_count(), "host": os.uname().nodename,
+            "kernel": os.uname().release}
+
+
+def tune_commit():
+    try:
+        head = subprocess.run(["git", "-C", grids.ROOT, "rev-parse", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", grids.ROOT, "status", "--porcelain", "--",
+                                "tuner", "search", "probes", "trainer", "bench/grids"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return os.environ.get("TUNE_COMMIT", "unknown (git could not read the repository)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("job", help="a folder of bench/grids with a study.yaml")
+    ap.add_argument("--rounds", type=int, default=3, help="runs of every point (default 3)")
+    ap.add_argument("--points", type=int, help="only the baseline and the next N-1 points of "
+                    "the grid (a quick check of the recorder, not a grid to replay)")
+    ap.add_argument("--out", help="grid file to write (default bench/grids/JOB/grid.json)")
+    ap.add_argument("--work", help="folder for the round studies and their database "
+                    "(default tune-out/grids/JOB)")
+    ap.add_argument("--tune", default=os.path.join(grids.ROOT, "build", "bin", "tune"))
+    ap.add_argument("--no-load-check", action="store_true",
+                    help="`load: off`: keep points measured under other work (busy machines)")
+    a = ap.parse_args()
+    if a.rounds < 1:
+        grids.fail("--rounds: at least 1")
+    if a.points is not None and a.points < 1:
+        grids.fail("--points: at least 1")
+    path = grids.study_path(a.job)
+    if not os.path.isfile(path):
+        grids.fail(f"{path}: no such study file (jobs: {', '.join(grids.jobs())})")
+    if not os.access(a.tune, os.X_OK):
+        grids.fail(f"{a.tune}: no tune binary there (build it: scripts/build.sh)")
+    try:
+        spec = grids.load_yaml(path)
+        axes = grids.axes_of(spec, path)
+        baseline = grids.baseline_of(spec, path, axes)
+    except grids.InputError as e:
+        grids.fail(str(e))
+    job_dir = os.path.dirname(path)
+    points = [baseline] + [p for p in grids.grid_points(axes) if p != baseline]
+    if a.points:
+        points = points[:a.points]
+    out = os.path.abspath(a.out or os.path.join(job_dir, "grid.json"))
+    work = os.path.abspath(a.work or os.path.join(grids.ROOT, "tune-out", "grids", a.job))
+    os.makedirs(work, exist_ok=True)
+    db_path = os.path.join(work, "record.db")
+    per_run = SECONDS_PER_RUN.get(a.job, 8.0)
+    estimate = len(points) * a.rounds * per_run
+    print(f"record {a.job}: {len(points)} points x {a.rounds} rounds = {len(points) * a.rounds} "
+          f"runs, about {estimate / 60:.1f} min on a quiet machine ({per_run:g} s a run); "
+          f"axes: " + ", ".join(f"{n} {json.dumps(cs)}" for n, cs in axes), flush=True)
+    print(f"  work folder {work}, grid file {out}", flush=True)
+    start = time.monotonic()
+    runs = {grids.key(p, axes): [] for p in points}
+    rules, verdicts = None, []
+    for r in range(a.rounds):
+        rest = points[1:]
+        random.Random(r).shuffle(rest)
+        entries = [points[0]] + rest
+        name = f"grid-{a.job}-p{len(points)}-r{r}"
+        study_file = os.path.join(work, f"{name}.yaml")
+        import yaml
+        with open(study_file, "w") as f:
+            f.write(f"# generated by bench/grids/record.py from {os.path.relpath(path, grids.ROOT)}"
+                    f": round {r} of {a.rounds}\n")
+            yaml.safe_dump(round_study(spec, job_dir, name, entries, work, not a.no_load_check),
+                           f, sort_keys=False, default_flow_style=None, width=100)
+        run_round(a.tune, study_file, db_path, name, len(entries))
+        values, round_rules, verdict_by_key = round_runs(grids.read_study(db_path, name), axes)
+        for k in runs:
+            runs[k].append(values.get(k))
+        if rules is None:
+            rules = round_rules
+        verdicts.append(verdict_by_key.get(grids.key(baseline, axes)))
+        spent = time.monotonic() - start
+        print(f"round {r + 1} of {a.rounds} done: {spent:.0f} s so far, about "
+              f"{spent / (r + 1) * (a.rounds - r - 1):.0f} s to go (tune's output: "
+              f"{os.path.join(work, name)}.log)", flush=True)
+    record = {
+        "schema_version": grids.SCHEMA_VERSION,
+        "job": a.job,
+        "study_file": os.path.relpath(path, grids.ROOT),
+        "study": spec,
+        "direction": spec.get("direction", "minimize"),
+        "axes": [[n, cs] for n, cs in axes],
+        "baseline": baseline,
+        "rounds": a.rounds,
+        "partial": a.points is not None,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "tune_commit": tune_commit(),
+        "recording_s": round(time.monotonic() - start, 1),
+        "load_check": not a.no_load_check,
+        "machine": machine(a.tune),
+        "rules": rules or [],
+        "baseline_verdicts": verdicts,
+        "points": [{"params": p, "runs": runs[grids.key(p, axes)],
+                    "median": (statistics.median(v) if (v := [x for x in runs[grids.key(p, axes)]
+                                                              if x is not None]) else None)}
+                   for p in points],
+    }
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, out)
+    failed = sum(v is None for vs in runs.values() for v in vs)
+    print(f"wrote {out}: {len(points)} points, {a.rounds} rounds, {failed} failed runs, "
+          f"{record['recording_s']:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
