@@ -57,7 +57,7 @@ test=(
 # (bench/grids: hpcc, LAMMPS, the DDP job's OpenCV, PyYAML for the study files, hwloc's lstopo
 # for the machine's summary).
 bench=(python3-optuna python3-torch python3-numpy postgresql pgbouncer python3-psycopg2
-  openssh-server iproute2 python3-opencv python3-yaml hpcc lammps hwloc)
+  openssh-server iproute2 python3-opencv python3-yaml hpcc lammps elk-lapw hwloc)
 # Optional extras for tests that are skipped with a message when absent.
 optional=(clang-format)
 

@@ -3,7 +3,7 @@
 
   /usr/bin/python3 bench/grids/record.py JOB [--rounds 3] [--out bench/grids/JOB/grid.json]
 
-JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, lammps). The grid is the
+JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, elk, lammps). The grid is the
 product of the study's parameter domains. Each round is one study, `grid-JOB-pP-rR`, whose
 `enqueue:` entries are every point of the grid: the command as run (the study's first entry)
 first, as `rules: all` needs it, then the others shuffled with seed R, so every point runs once
@@ -36,7 +36,7 @@ import grids  # noqa: E402
 RULE_ORDER = ["torchrun", "lightning", "horovodrun", "openmpi", "cores_per_rank"]
 # Seconds one point takes here on a quiet machine (launch, run, probes, tune's own work), for
 # the estimate printed before recording; a job not listed is taken at 8 s.
-SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 6.5}
+SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 6.5, "elk": 3.0}
 
 
 def round_study(spec, job_dir, name, entries, work, load_check):
