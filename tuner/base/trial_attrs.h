@@ -144,7 +144,8 @@ inline constexpr const char* k_attr_study_file = "tune:study_file";
 inline constexpr const char* k_attr_study_objectives = "tune:objectives";
 // runner: the first guess was worked out (once per study, whoever ran the baseline):
 // {"from_trial": int (the baseline), "change": bool, "trial": int|null (the guess's trial,
-// null when none was enqueued), "note": str (why none was, when so)}.
+// null when none was enqueued), "reasoning": [str] and "predicted": float|null (when it changes
+// the setting), as on the trial, "note": str (why none was enqueued, when so)}.
 inline constexpr const char* k_attr_study_first_guess = "tune:first_guess";
 
 // --- not stored ----------------------------------------------------------------------------

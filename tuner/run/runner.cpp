@@ -353,6 +353,10 @@ Result<void> StudyRunner::enqueue_first_guess(std::ostream& out, const FrozenTri
     return to_result(m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark));
   }
   mark["change"] = guess->change;
+  // The study's own record of the guess, as a person reads it beside the trials.
+  mark["reasoning"] = guess->reasoning;
+  if (guess->change)
+    mark["predicted"] = guess->predicted ? nlohmann::json(*guess->predicted) : nlohmann::json();
   if (!guess->change) {
     mark["note"] = guess->reasoning.empty() ? std::string() : guess->reasoning.back();
     if (!m_options.quiet)

@@ -98,8 +98,11 @@ TEST_F(FirstGuessRun, TheGuessIsEnqueuedOnceRightAfterTheBaseline) {
   ASSERT_TRUE(study_info);
   const auto attrs = (*storage)->get_study_user_attrs(study_info->study_id);
   ASSERT_TRUE(attrs);
-  EXPECT_EQ((*attrs)[k_attr_study_first_guess],
-            nlohmann::json({{"from_trial", 0}, {"change", true}, {"trial", 1}}));
+  EXPECT_EQ((*attrs)[k_attr_study_first_guess], nlohmann::json({{"from_trial", 0},
+                                                                {"change", true},
+                                                                {"trial", 1},
+                                                                {"reasoning", want->reasoning},
+                                                                {"predicted", *want->predicted}}));
 }
 
 TEST_F(FirstGuessRun, FirstGuessFalseEnqueuesNone) {
