@@ -546,8 +546,9 @@ TEST_F(TuneE2E, HelpListsTheCommandsOneLineEach) {
   EXPECT_EQ(o.err, "");
   EXPECT_NE(o.out.find("\nUsage: tune [OPTIONS] STUDY.yaml "), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("\n       tune COMMAND [OPTIONS] ... "), std::string::npos) << o.out;
-  EXPECT_EQ(listed_commands(o.out), (std::vector<std::string>{"best", "trials", "report", "confirm",
-                                                              "export", "probe", "init", "help"}))
+  EXPECT_EQ(listed_commands(o.out),
+            (std::vector<std::string>{"best", "trials", "report", "confirm", "export", "probe",
+                                      "init", "guess", "help"}))
       << o.out;
   EXPECT_NE(o.out.find("\n  report   Report a study: "), std::string::npos) << o.out;
 }

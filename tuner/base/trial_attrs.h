@@ -50,6 +50,12 @@ inline constexpr const char* k_attr_rules = "rules";
 inline constexpr const char* k_attr_rule_texts = "rule_texts";
 // Set on a rule baseline that is none of the study's `enqueue:` entries (never the baseline).
 inline constexpr const char* k_attr_rule_only = "rule_only";
+// The first guess (tuner/judge/first_guess.h), enqueued by the runner after the baseline ran:
+// `first_guess` true on its trial, with the value it is predicted to reach in the objective's
+// units (float, or null when the baseline has none) and why, one line each ([str]).
+inline constexpr const char* k_attr_first_guess = "first_guess";
+inline constexpr const char* k_attr_guess_predicted = "guess_predicted";
+inline constexpr const char* k_attr_guess_reasoning = "guess_reasoning";
 // Its key listing the trial's other nodes that are this very machine (namespaces, containers:
 // the same kernel boot id), whose ranks run outside the trial's process tree here.
 inline constexpr const char* k_verdict_shares_machine_with = "shares_machine_with";
@@ -136,6 +142,11 @@ inline constexpr const char* k_attr_study_file = "tune:study_file";
 // runner: what each objective measures (study_changes.h objectives_identity), so that a study
 // file whose objective changed is caught before its values mix with the stored ones.
 inline constexpr const char* k_attr_study_objectives = "tune:objectives";
+// runner: the first guess was worked out (once per study, whoever ran the baseline):
+// {"from_trial": int (the baseline), "change": bool, "trial": int|null (the guess's trial,
+// null when none was enqueued), "reasoning": [str] and "predicted": float|null (when it changes
+// the setting), as on the trial, "note": str (why none was enqueued, when so)}.
+inline constexpr const char* k_attr_study_first_guess = "tune:first_guess";
 
 // --- not stored ----------------------------------------------------------------------------
 // probe hooks -> runner: a constraint value (> 0 = predicted oversubscribed: do not run).

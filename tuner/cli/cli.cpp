@@ -239,6 +239,7 @@ int run_cli(int argc, char** argv) {
   std::vector<Subcommand> more = add_report_commands(app);
   for (auto& s : add_probe_commands(app)) more.push_back(std::move(s));
   for (auto& s : add_init_commands(app)) more.push_back(std::move(s));
+  for (auto& s : add_guess_commands(app)) more.push_back(std::move(s));
   auto* help = app.add_subcommand("help", "List the commands, or print one command's help");
   std::string help_topic;
   help->add_option("COMMAND", help_topic,
@@ -254,7 +255,7 @@ int run_cli(int argc, char** argv) {
         "run 30 new trials of the study (run it again for 30 more)"},
        {"tune --trials 200 --time-limit 30m my.yaml",
         "stop after 200 trials or 30 minutes, whichever comes first"},
-       {"tune help", "the commands: best, trials, report, confirm, export, probe, init"}},
+       {"tune help", "the commands: best, trials, report, confirm, export, probe, init, guess"}},
       "Exit status: 0 done; 1 the input was fine but running it failed (a database that cannot\n"
       "be read: server down, corrupt file; the trials' setup; I/O); 2 bad input: a flag, a\n"
       "storage URL, the study file, or a database file, study or trial that is not there (fix\n"

@@ -102,5 +102,7 @@ std::vector<Subcommand> add_report_commands(CLI::App& app);
 std::vector<Subcommand> add_probe_commands(CLI::App& app);
 // tuner/cli/init_cli.cpp: `tune init`.
 std::vector<Subcommand> add_init_commands(CLI::App& app);
+// tuner/cli/guess_cli.cpp: `tune guess`.
+std::vector<Subcommand> add_guess_commands(CLI::App& app);
 
 }  // namespace tune::tuner

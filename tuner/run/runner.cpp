@@ -16,6 +16,7 @@
 #include "search/sampler_factory.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/first_guess.h"
 #include "tuner/judge/ranking.h"
 #include "tuner/judge/summary.h"
 #include "tuner/launch/launcher.h"
@@ -285,6 +286,9 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
                                          m_spec.incumbent_repeats);
   if (!reruns) return std::unexpected(reruns.error());
   if (!m_options.quiet) print_progress(out, index, *trial, *ran);
+  if (ran->launched && m_spec.first_guess) {
+    if (auto r = enqueue_first_guess(out, *trial); !r) return r;
+  }
   if (ran->load.under_load) {
     if (auto r = enqueue_load_rerun(*trial); !r) return r;
   }
@@ -319,6 +323,72 @@ Result<void> StudyRunner::enqueue_load_rerun(const FrozenTrial& trial) {
                                     {k_attr_rerun_round, reruns},
                                     {k_attr_rerun_cause, "load"}});
   if (!t) return std::unexpected(t.error().message);
+  return to_result(m_cache->sync());
+}
+
+Result<void> StudyRunner::enqueue_first_guess(std::ostream& out, const FrozenTrial& ran) {
+  // Only an enqueued trial can be the baseline: every other trial costs no pass over the study.
+  if (m_cache->is_multi_objective() || !ran.system_attrs.contains(k_attr_fixed_params) ||
+      ran.system_attrs.contains(k_attr_rule_only) || is_rerun(ran))
+    return {};
+  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
+  const FrozenTrial* base = find_baseline(*m_cache);
+  if (base == nullptr || base->number != ran.number) return {};
+  const auto verdict = base->system_attrs.find(k_attr_probe_verdict);
+  if (verdict == base->system_attrs.end() || !verdict->is_object()) return {};
+  const auto study_id = m_cache->study().study_id;
+  auto study_attrs = m_storage->get_study_user_attrs(study_id);
+  if (!study_attrs) return std::unexpected(study_attrs.error().message);
+  if (study_attrs->contains(k_attr_study_first_guess)) return {};  // worked out already
+  const auto topo = probes::read_cpu_topology();
+  const RuleMachine machine = rule_machine(m_spec, topo ? &*topo : nullptr);
+  const auto baseline = trial_params(*base);
+  const auto value = base->state == TrialState::complete ? base->value : std::optional<double>();
+  nlohmann::json mark = {{"from_trial", base->number}, {"change", false}, {"trial", nullptr}};
+  const auto guess = first_guess(m_spec, machine, *verdict, baseline, value);
+  if (!guess) {
+    // A verdict the model cannot read is no reason to stop the study: it is said and noted.
+    mark["note"] = guess.error();
+    out << "first guess: none: " << terminal_text(guess.error()) << '\n';
+    return to_result(m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark));
+  }
+  mark["change"] = guess->change;
+  // The study's own record of the guess, as a person reads it beside the trials.
+  mark["reasoning"] = guess->reasoning;
+  if (guess->change)
+    mark["predicted"] = guess->predicted ? nlohmann::json(*guess->predicted) : nlohmann::json();
+  if (!guess->change) {
+    mark["note"] = guess->reasoning.empty() ? std::string() : guess->reasoning.back();
+    if (!m_options.quiet)
+      out << "first guess: no change: " << terminal_text(mark["note"].get<std::string>()) << '\n';
+    return to_result(m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark));
+  }
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [name, v] : guess->params) params[name] = search::param_value_to_json(v);
+  // A setting already enqueued or run (the baseline, a rule, the user's own entries) runs once.
+  for (const auto& t : m_cache->trials()) {
+    const auto fixed = t.system_attrs.find(k_attr_fixed_params);
+    if (fixed == t.system_attrs.end() || *fixed != params) continue;
+    mark["note"] = fmt::format("the guess is trial {}'s setting, already enqueued", t.number);
+    if (!m_options.quiet)
+      out << fmt::format("first guess: {} (trial {}, already enqueued)\n",
+                         terminal_text(first_guess_line(*guess, baseline)), t.number);
+    return to_result(m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark));
+  }
+  const nlohmann::json attrs = {
+      {k_attr_fixed_params, params},
+      {k_attr_first_guess, true},
+      {k_attr_guess_predicted,
+       guess->predicted ? nlohmann::json(*guess->predicted) : nlohmann::json()},
+      {k_attr_guess_reasoning, guess->reasoning}};
+  auto t = m_storage->create_trial(study_id, TrialState::waiting, attrs);
+  if (!t) return std::unexpected(t.error().message);
+  mark["trial"] = t->number;
+  if (auto r = m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark); !r)
+    return std::unexpected(r.error().message);
+  if (!m_options.quiet)
+    out << fmt::format("first guess, trial {}: {}\n", t->number,
+                       terminal_text(first_guess_line(*guess, baseline)));
   return to_result(m_cache->sync());
 }
 

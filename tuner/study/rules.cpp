@@ -65,9 +65,10 @@ bool unset(const ParamValue& v, const ParamTarget& target) {
   return low && *n < *low;
 }
 
-// `want` in `dist`'s domain: the same value, the nearest numeric one (`clamped` set), or none.
-std::optional<ParamValue> fit(const search::Distribution& dist, const ParamValue& want,
-                              bool& clamped) {
+}  // namespace
+
+std::optional<ParamValue> fit_into_domain(const search::Distribution& dist, const ParamValue& want,
+                                          bool& clamped) {
   clamped = false;
   const auto target = number_of(want);
   if (const auto* c = std::get_if<search::CategoricalDistribution>(&dist)) {
@@ -100,6 +101,8 @@ std::optional<ParamValue> fit(const search::Distribution& dist, const ParamValue
   clamped = v != *target;
   return ParamValue{v};
 }
+
+namespace {
 
 // One rule worked out on a study: what it wants of each parameter it speaks about.
 struct RuleWish {
@@ -268,7 +271,7 @@ std::vector<RuleEntry> enqueue_with_rules(const StudySpec& spec, const RuleMachi
                                      [&](const auto& p) { return p.first == param; });
       if (dist == spec.space.end()) continue;
       bool clamped = false;
-      const auto got = fit(dist->second, want, clamped);
+      const auto got = fit_into_domain(dist->second, want, clamped);
       if (!got) {
         notes.push_back(fmt::format("{}: parameter '{}' cannot take {}; left as run", rule, param,
                                     search::param_value_to_string(want)));

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ struct ParamTarget {
   std::string variable;
 };
 std::map<std::string, ParamTarget> param_targets(const StudySpec& spec);
+
+// `want` in `dist`'s domain, as the rules fit their values: the same value, the nearest numeric
+// one (`clamped` set: an integer clamped into its range and onto its step, the nearest numeric
+// choice), or none (a string that is no choice). Also the first guess's (judge/first_guess.h).
+std::optional<search::ParamValue> fit_into_domain(const search::Distribution& dist,
+                                                  const search::ParamValue& want, bool& clamped);
 
 // One entry to enqueue: the full parameter values, and the rules it stands for ("" entries:
 // none, the study's own `enqueue:`), each with its text ("torchrun: OMP_NUM_THREADS=1 ...").

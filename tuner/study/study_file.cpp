@@ -120,7 +120,8 @@ class Parser : private YamlReader {
         {"name",         "direction", "directions", "objective", "constraints", "launch",
          "command",      "env",       "timeout",    "params",    "sampler",     "pruner",
          "enqueue",      "output",    "storage",    "probes",    "knobs",       "incumbent_repeats",
-         "max_failures", "workdir",   "files",      "program",   "load",        "rules"});
+         "max_failures", "workdir",   "files",      "program",   "load",        "rules",
+         "first_guess"});
     parse_name_direction(root, spec);
     // Parameters first: templates elsewhere are checked against them.
     if (const auto& params = root["params"]) parse_params(params, spec);
@@ -150,6 +151,7 @@ class Parser : private YamlReader {
     }
     if (const auto& e = root["enqueue"]) parse_enqueue(e, spec);
     if (const auto& r = root["rules"]) parse_rules(r, spec);
+    if (const auto& g = root["first_guess"]) spec.first_guess = boolean(g, "first_guess");
     parse_output_storage(root, spec);
     if (const auto& p = root["probes"]) parse_probes(p, spec);
     if (const auto& l = root["load"]) parse_load(l, spec);

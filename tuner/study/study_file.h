@@ -167,6 +167,9 @@ struct StudySpec {
   // `rules:` the rule baselines enqueued after `enqueue:` when the study starts
   // (tuner/study/rules.h): names from rule_names(); `rules: all` is every one. Default none.
   std::vector<std::string> rules;
+  // `first_guess:` whether the runner enqueues the first guess (tuner/judge/first_guess.h) once
+  // the baseline has run with a probe verdict. Default true; `first_guess: false` turns it off.
+  bool first_guess = true;
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db
   ProbeSpec probes;

@@ -1,0 +1,162 @@
+// Issue 39 point 1: the first guess (tuner/judge/first_guess.h) on recorded probe verdicts.
+// data/pytorch_opencv_*_verdict.json are the `probe_verdict`s of two real runs of
+// examples/pytorch_opencv/train.py (2 ranks under mpirun, Open MPI's default binding: one core
+// each, on this project's 2-core machine, `tune --trials 1`, 2026-11-28): contended (2 torch
+// threads, 2 DataLoader workers: 1250 img/s, the ranks' threads waited 61%) and uncontended
+// (1 thread, 0 workers: 1605 img/s, 19%).
+#include "tuner/judge/first_guess.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace tune::tuner {
+namespace {
+
+using search::ParamValue;
+
+nlohmann::json verdict(const std::string& name) {
+  std::ifstream in(std::string(TUNE_SOURCE_DIR) + "/tests/tuner/judge/data/" + name);
+  EXPECT_TRUE(in) << name;
+  std::stringstream text;
+  text << in.rdbuf();
+  return nlohmann::json::parse(text.str());
+}
+
+// examples/pytorch_opencv/study.yaml's parameters, run as the contended verdict was.
+std::string study(const std::string& threads_domain = "[1, 2]",
+                  const std::string& baseline = "{threads: 2, workers: 2, bind_to: null}") {
+  return R"(name: g
+direction: maximize
+launch: {mpirun: {n: 2, bind_to: '{bind_to}'}}
+command: [/usr/bin/python3, train.py, '--threads={threads}', '--workers={workers}']
+knobs:
+  threads: {knob: torch_intra_op_threads}
+  workers: {knob: torch_dataloader_workers}
+objective: {regex: 'img/s: ([0-9.]+)'}
+params:
+  threads: )" +
+         threads_domain +
+         R"(
+  workers: [0, 1, 2]
+  bind_to: [null, none]
+enqueue:
+  - )" + baseline +
+         "\n";
+}
+
+StudySpec spec_of(const std::string& yaml) {
+  auto spec = parse_study_spec(yaml, "g.yaml");
+  EXPECT_TRUE(spec) << spec.error();
+  return spec ? *spec : StudySpec{};
+}
+
+RuleMachine machine(int cores, int ranks_per_node, int ranks) {
+  RuleMachine m;
+  m.cores = m.pus = cores;
+  m.ranks = ranks;
+  m.ranks_per_node = ranks_per_node;
+  return m;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+// By hand, from the contended verdict: budget b = 2 cores / 2 ranks = 1. Demand per rank
+// (duty_cycles, threads x runnable): compute = main 1.0 x 0.694 + openmp 2.0 x 0.131 = 0.956;
+// workers = dataloader_workers 3.75 x 0.21 = 0.7875. Workers' share of b: 1 x 0.7875 / 1.7435
+// = 0.45 < 0.5, so 0 workers (the loading runs in the rank) and 1 - 0 = 1 torch thread; one busy
+// thread per rank is bound to its core, which for 2 ranks is Open MPI's default (bind_to=null).
+// Predicted: the ranks' threads waited W = 0.614 (the whole tree's load, oversubscribed), so they
+// asked for 1 / (1 - 0.614) = 2.59x the CPU they got, capped at 2 cores / 1.58 CPUs used = 1.266x:
+// 1250 img/s x 1.266 = 1582 (the uncontended run, which is this setting, measured 1605).
+TEST(FirstGuess, AContendedBaselineGetsTheSplitAHandCalculationGives) {
+  const auto spec = spec_of(study());
+  const auto base = baseline_params(spec);
+  ASSERT_TRUE(base) << base.error();
+  const auto g = first_guess(spec, machine(2, 2, 2),
+                             verdict("pytorch_opencv_contended_verdict.json"), *base, 1250.0);
+  ASSERT_TRUE(g) << g.error();
+  EXPECT_TRUE(g->change);
+  const std::map<std::string, ParamValue> want = {
+      {"threads", std::int64_t{1}}, {"workers", std::int64_t{0}}, {"bind_to", ParamValue{}}};
+  EXPECT_EQ(g->params, want) << joined(g->reasoning);
+  EXPECT_NEAR(g->speedup, 2.0 / 1.58, 1e-6);
+  ASSERT_TRUE(g->predicted);
+  EXPECT_NEAR(*g->predicted, 1250 * 2.0 / 1.58, 1e-3);
+  const auto text = joined(g->reasoning);
+  EXPECT_TRUE(text.contains("waited 61% of their runnable time")) << text;
+  EXPECT_TRUE(text.contains("budget per rank: 2 physical cores / 2 local ranks = 1")) << text;
+  EXPECT_TRUE(text.contains("workers = 1 x 0.79 / 1.74 = 0.45: below 0.5, so 0")) << text;
+  EXPECT_TRUE(text.contains("rough estimate")) << text;
+  EXPECT_EQ(first_guess_line(*g, *base).substr(0, 38), "threads=1 workers=0 (predicted 1.27x: ");
+  const auto j = first_guess_json(*g);
+  EXPECT_EQ(j["params"], nlohmann::json({{"threads", 1}, {"workers", 0}, {"bind_to", nullptr}}));
+  EXPECT_TRUE(j["change"].get<bool>());
+  EXPECT_EQ(j["reasoning"].size(), g->reasoning.size());
+}
+
+// By hand, on 4 cores for the same 2 ranks: b = 2; workers = 2 x 0.7875 / 1.7435 = 0.90, rounded
+// 1; threads = 2 - 1 = 1; two busy threads per rank: no core of their own, and one package for
+// two ranks: unbound (bind_to=none).
+TEST(FirstGuess, ALargerBudgetKeepsAWorkerAndLeavesTheRanksUnbound) {
+  const auto spec = spec_of(study());
+  const auto g =
+      first_guess(spec, machine(4, 2, 2), verdict("pytorch_opencv_contended_verdict.json"),
+                  *baseline_params(spec), std::nullopt);
+  ASSERT_TRUE(g) << g.error();
+  const std::map<std::string, ParamValue> want = {
+      {"threads", std::int64_t{1}}, {"workers", std::int64_t{1}}, {"bind_to", "none"}};
+  EXPECT_EQ(g->params, want) << joined(g->reasoning);
+  EXPECT_FALSE(g->predicted) << "no baseline value, no predicted value";
+}
+
+TEST(FirstGuess, AnUncontendedBaselineProposesNoChange) {
+  const auto spec = spec_of(study("[1, 2]", "{threads: 1, workers: 0, bind_to: null}"));
+  const auto base = baseline_params(spec);
+  const auto g = first_guess(spec, machine(2, 2, 2),
+                             verdict("pytorch_opencv_uncontended_verdict.json"), *base, 1605.0);
+  ASSERT_TRUE(g) << g.error();
+  EXPECT_FALSE(g->change);
+  EXPECT_EQ(g->params, *base);
+  EXPECT_FALSE(g->predicted);
+  ASSERT_EQ(g->reasoning.size(), 1u);
+  EXPECT_TRUE(g->reasoning[0].starts_with("no contention: the ranks' threads waited 22%"))
+      << g->reasoning[0];
+  EXPECT_EQ(first_guess_json(*g)["predicted"], nlohmann::json());
+}
+
+TEST(FirstGuess, ValuesAreClampedIntoTheDomainsAndSaidSo) {
+  const auto spec = spec_of(study("{type: int, low: 2, high: 4}"));
+  const auto g =
+      first_guess(spec, machine(2, 2, 2), verdict("pytorch_opencv_contended_verdict.json"),
+                  *baseline_params(spec), 1250.0);
+  ASSERT_TRUE(g) << g.error();
+  EXPECT_EQ(g->params.at("threads"), ParamValue{std::int64_t{2}});
+  EXPECT_EQ(g->params.at("workers"), ParamValue{std::int64_t{0}});
+  EXPECT_TRUE(joined(g->reasoning).contains("threads=2 (clamped into its domain, for 1)"))
+      << joined(g->reasoning);
+}
+
+TEST(FirstGuess, AVerdictWithoutDutyCyclesOrABaselineIsAnError) {
+  const auto spec = spec_of(study());
+  auto v = verdict("pytorch_opencv_contended_verdict.json");
+  v.erase("duty_cycles");
+  const auto g = first_guess(spec, machine(2, 2, 2), v, *baseline_params(spec), std::nullopt);
+  ASSERT_FALSE(g);
+  EXPECT_TRUE(g.error().contains("no `duty_cycles`")) << g.error();
+  auto none = spec_of(study());
+  none.enqueue.clear();
+  const auto base = baseline_params(none);
+  ASSERT_FALSE(base);
+  EXPECT_EQ(base.error(),
+            "g.yaml: no `enqueue:` entry, so no command as run (the baseline) to start the guess "
+            "from");
+}
+
+}  // namespace
+}  // namespace tune::tuner

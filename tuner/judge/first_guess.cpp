@@ -1,0 +1,276 @@
+#include "tuner/judge/first_guess.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "probes/sustained.h"
+
+namespace tune::tuner {
+namespace {
+
+using search::ParamValue;
+
+// The verdict's own limit on the ranks' threads' wait share (probes/sustained.h).
+const double k_wait_limit = probes::SustainedOptions{}.main_wait_share;
+
+bool worker_pool(const std::string& pool) {
+  return pool == "dataloader_workers" || pool == "iterator_workers";
+}
+// Pools that can be a rank's main compute pool: they take b - workers threads.
+bool main_compute_pool(const std::string& pool) {
+  return pool == "torch_intra_op" || pool == "openmp" || pool == "blas";
+}
+
+std::optional<double> number(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+// One cpuset's (or the whole tree's) measured wait share: the ranks' own threads', else every
+// thread's, as the verdict recorded it.
+double wait_share_of(const nlohmann::json& load) {
+  if (const auto w = number(load, "main_wait_share")) return *w;
+  if (const auto w = number(load, "measured_wait_share")) return *w;
+  return number(load, "waiting_share").value_or(0);
+}
+
+bool has_null_choice(const search::Distribution& dist) {
+  const auto* c = std::get_if<search::CategoricalDistribution>(&dist);
+  return c != nullptr && std::any_of(c->choices.begin(), c->choices.end(), [](const auto& v) {
+           return std::holds_alternative<std::monostate>(v);
+         });
+}
+
+const search::Distribution* domain_of(const StudySpec& spec, const std::string& param) {
+  for (const auto& [name, dist] : spec.space)
+    if (name == param) return &dist;
+  return nullptr;
+}
+
+std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
+
+}  // namespace
+
+Result<std::map<std::string, ParamValue>> baseline_params(const StudySpec& spec) {
+  if (spec.enqueue.empty())
+    return std::unexpected(fmt::format(
+        "{}: no `enqueue:` entry, so no command as run (the baseline) to start the guess from",
+        spec.file));
+  auto params = spec.enqueue.front();
+  for (const auto& [name, dist] : spec.space) {
+    if (params.contains(name)) continue;
+    if (!has_null_choice(dist))
+      return std::unexpected(
+          fmt::format("{}: the first `enqueue:` entry (the baseline) does not give parameter '{}'",
+                      spec.file, name));
+    params[name] = ParamValue{};
+  }
+  return params;
+}
+
+std::map<std::string, ParamValue> trial_params(const search::FrozenTrial& trial) {
+  std::map<std::string, ParamValue> out;
+  for (const auto& [name, internal] : trial.params) {
+    const auto dist = trial.distributions.find(name);
+    if (dist != trial.distributions.end()) out[name] = search::to_external(dist->second, internal);
+  }
+  return out;
+}
+
+Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine,
+                               const nlohmann::json& verdict,
+                               const std::map<std::string, ParamValue>& baseline,
+                               std::optional<double> baseline_value) {
+  if (!verdict.is_object())
+    return std::unexpected("probe_verdict: expected a JSON object (probes::Verdict)");
+  const auto duty = verdict.find("duty_cycles");
+  const auto sustained = verdict.find("sustained");
+  if (duty == verdict.end() || !duty->is_object())
+    return std::unexpected(
+        "probe_verdict: no `duty_cycles` (a verdict of schema_version 2 or later has them)");
+  if (sustained == verdict.end() || !sustained->is_object() || !sustained->contains("loads") ||
+      !(*sustained)["loads"].is_array() || (*sustained)["loads"].empty())
+    return std::unexpected("probe_verdict: no `sustained.loads` (the measured window's loads)");
+
+  FirstGuess g;
+  g.params = baseline;
+  const auto& loads = (*sustained)["loads"];
+  // The load that decides: the first oversubscribed one, else the one whose threads waited most.
+  const nlohmann::json* decisive = nullptr;
+  for (const auto& l : loads)
+    if (l.value("oversubscribed", false)) {
+      decisive = &l;
+      break;
+    }
+  if (decisive == nullptr)
+    for (const auto& l : loads)
+      if (decisive == nullptr || wait_share_of(l) > wait_share_of(*decisive)) decisive = &l;
+  const double wait = wait_share_of(*decisive);
+  const bool oversubscribed = verdict.value("observed_oversubscribed", false);
+  const std::string where = decisive->value("pus", std::string("all")) == "all"
+                                ? std::string("on all their PUs")
+                                : fmt::format("on PU(s) {}", decisive->value("pus", std::string()));
+  if (!oversubscribed && wait < k_wait_limit) {
+    g.reasoning.push_back(fmt::format(
+        "no contention: the ranks' threads waited {} of their runnable time for a CPU {} (the "
+        "verdict's limit: {}), and the verdict is not oversubscribed; the setting as run stays",
+        pct(wait), where, pct(k_wait_limit)));
+    return g;
+  }
+  g.reasoning.push_back(fmt::format(
+      "contention: the ranks' threads waited {} of their runnable time for a CPU {} (the "
+      "verdict's limit: {}){}",
+      pct(wait), where, pct(k_wait_limit),
+      oversubscribed ? fmt::format(", {:.1f} runnable threads on {} PUs",
+                                   number(*decisive, "median_runnable").value_or(0),
+                                   decisive->value("pu_count", 0))
+                     : std::string()));
+
+  const int rpn = std::max(1, machine.ranks_per_node);
+  const int b = std::max(1, machine.cores / rpn);
+  g.reasoning.push_back(fmt::format("budget per rank: {} physical cores / {} local ranks = {}",
+                                    machine.cores, rpn, b));
+
+  // Demand per rank over the measured window: threads x runnable share, per group.
+  const auto demand = [&](const char* group) {
+    const auto it = duty->find(group);
+    if (it == duty->end() || !it->is_object()) return 0.0;
+    return number(*it, "threads").value_or(0) * number(*it, "runnable").value_or(0);
+  };
+  std::vector<std::string> compute_parts;
+  double compute = 0;
+  for (const char* group : {"main", "openmp", "blas", "opencv"}) {
+    const double d = demand(group);
+    compute += d;
+    if (d > 0) compute_parts.push_back(fmt::format("{} {:.2f}", group, d));
+  }
+  const double workers_demand = demand("dataloader_workers") + demand("iterator_workers");
+  g.reasoning.push_back(fmt::format(
+      "demand per rank over the measured window (threads x runnable share): compute {:.2f} ({}), "
+      "workers {:.2f}",
+      compute, fmt::join(compute_parts, ", "), workers_demand));
+
+  const auto targets = param_targets(spec);
+  bool sizes_workers = false, sizes_compute = false;
+  for (const auto& [param, t] : targets) {
+    if (!domain_of(spec, param)) continue;
+    sizes_workers = sizes_workers || worker_pool(t.pool);
+    sizes_compute = sizes_compute || main_compute_pool(t.pool);
+  }
+  int workers = 0;
+  if (sizes_workers && compute + workers_demand > 0) {
+    const double share = b * workers_demand / (compute + workers_demand);
+    workers = share < 0.5 ? 0 : static_cast<int>(std::lround(share));
+    g.reasoning.push_back(fmt::format("workers = {} x {:.2f} / {:.2f} = {:.2f}{}", b,
+                                      workers_demand, compute + workers_demand, share,
+                                      workers == 0
+                                          ? ": below 0.5, so 0 (the loading runs in the rank)"
+                                          : fmt::format(", rounded: {}", workers)));
+  } else if (workers_demand >= 0.5) {
+    // Workers no parameter sizes keep their CPUs.
+    workers = static_cast<int>(std::lround(workers_demand));
+    g.reasoning.push_back(
+        fmt::format("workers no parameter sizes keep about {} of the budget", workers));
+  }
+  const int threads = std::max(1, b - workers);
+  if (threads + workers > b) workers = std::max(0, b - threads);
+  if (sizes_compute)
+    g.reasoning.push_back(
+        fmt::format("compute pool = {} - {} = {} thread(s) (at least 1)", b, workers, threads));
+  const int busy = threads + workers;
+
+  // The binding, as the cores_per_rank rule binds, by the busy threads per rank.
+  std::string bind = "none";
+  if (busy <= 1)
+    bind = "core";
+  else if (rpn == machine.packages)
+    bind = "socket";
+  else if (rpn == machine.numa_nodes)
+    bind = "numa";
+
+  std::map<std::string, ParamValue> wants;
+  for (const auto& [param, t] : targets) {
+    if (worker_pool(t.pool) && sizes_workers) wants[param] = std::int64_t{workers};
+    if (main_compute_pool(t.pool)) wants[param] = std::int64_t{threads};
+    if (t.pool == "opencv") wants[param] = std::int64_t{1};
+    if (t.control == "binding") wants[param] = bind;
+  }
+  for (const auto& [param, want] : wants) {
+    const auto* dist = domain_of(spec, param);
+    if (dist == nullptr) continue;
+    bool clamped = false;
+    auto got = fit_into_domain(*dist, want, clamped);
+    if (!got && targets.at(param).control == "binding" && has_null_choice(*dist)) {
+      // null leaves the binding to mpirun: Open MPI binds to core for np <= 2, else package.
+      const std::string by_default = machine.ranks <= 2 ? "core" : "socket";
+      if (std::get<std::string>(want) == by_default) {
+        got = ParamValue{};
+        g.reasoning.push_back(fmt::format(
+            "binding: {} busy thread(s) per rank, bound to {}: {}=null (Open MPI's default for "
+            "{} ranks)",
+            busy, bind, param, machine.ranks));
+      }
+    }
+    if (!got) {
+      g.reasoning.push_back(fmt::format("{} cannot take {}; left as run", param,
+                                        search::param_value_to_string(want)));
+      continue;
+    }
+    if (clamped)
+      g.reasoning.push_back(fmt::format("{}={} (clamped into its domain, for {})", param,
+                                        search::param_value_to_string(*got),
+                                        search::param_value_to_string(want)));
+    g.params[param] = *got;
+  }
+  g.change = g.params != baseline;
+  if (!g.change) {
+    g.reasoning.push_back("the split is the setting as run: no change to propose");
+    return g;
+  }
+
+  // The predicted factor: the CPU time the ranks' threads lost waiting, capped by the cores the
+  // job could have used over those it used.
+  const double lost = 1 / std::max(0.05, 1 - wait);
+  const double used = number(loads.front(), "cpu_rate").value_or(0);
+  const int node_cores = b * rpn;
+  const double cap = used > 0 ? node_cores / used : lost;
+  g.speedup = std::max(1.0, std::min(lost, cap));
+  g.reasoning.push_back(fmt::format(
+      "predicted {:.2f}x, a rough estimate: the threads asked for 1 / (1 - {:.2f}) = {:.2f}x the "
+      "CPU they got, capped at {} cores / {:.2f} CPUs used = {:.2f}x",
+      g.speedup, wait, lost, node_cores, used, cap));
+  if (baseline_value && spec.directions.size() == 1) {
+    // A maximized objective is taken as a rate, a minimized one as a time.
+    g.predicted = spec.direction == search::Direction::maximize ? *baseline_value * g.speedup
+                                                                : *baseline_value / g.speedup;
+  }
+  return g;
+}
+
+nlohmann::json first_guess_json(const FirstGuess& guess) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [name, value] : guess.params) params[name] = search::param_value_to_json(value);
+  return {{"change", guess.change},
+          {"params", params},
+          {"predicted", guess.predicted ? nlohmann::json(*guess.predicted) : nlohmann::json()},
+          {"reasoning", guess.reasoning}};
+}
+
+std::string first_guess_line(const FirstGuess& guess,
+                             const std::map<std::string, ParamValue>& baseline) {
+  if (!guess.change) return "no change";
+  std::vector<std::string> changed;
+  for (const auto& [name, value] : guess.params) {
+    const auto it = baseline.find(name);
+    if (it == baseline.end() || it->second != value)
+      changed.push_back(fmt::format("{}={}", name, search::param_value_to_string(value)));
+  }
+  std::string why = guess.reasoning.empty() ? std::string() : guess.reasoning.front();
+  return fmt::format("{} (predicted {:.2f}x: {})", fmt::join(changed, " "), guess.speedup, why);
+}
+
+}  // namespace tune::tuner
