@@ -189,7 +189,9 @@ def first_guess(tune, grid, folder):
     except json.JSONDecodeError:
         return None, "no guess (tune guess printed no JSON)"
     if not out.get("change"):
-        return None, "no change (the guess keeps the command as run)"
+        # The model keeps the command as run: that is the guess, and its distance is the
+        # baseline's (it adds no trial, so the default search is the one without a guess).
+        return dict(grid.baseline), "no change (the guess keeps the command as run)"
     params = dict(grid.baseline)
     choices = dict(grid.axes)
     for n, v in (out.get("params") or {}).items():
@@ -215,6 +217,12 @@ def summary(counts, cap):
 
 def pct(d):
     return "n/a" if d is None else f"{-100 * d:+.1f}%" if d > 0 else "best"
+
+
+def guess_cell(r):
+    """The first guess's distance; '(as run)' where the model kept the command as run."""
+    cell = pct(r["guess"]["distance"])
+    return cell + " (as run)" if r["guess"]["note"].startswith("no change") else cell
 
 
 def label(grid, path):
@@ -272,7 +280,7 @@ def print_table(rows):
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
         print(f"| {r['job']} | {r['points']} | {pct(r['baseline_distance'])} | "
-              f"{pct(r['best_rule']['distance'])} | {pct(r['guess']['distance'])} | "
+              f"{pct(r['best_rule']['distance'])} | {guess_cell(r)} | "
               + " | ".join(r["summary"][s] for s in STRATEGIES) + " |")
     print()
     print("Trials until the pick is within 5% of the grid's best: median (min-max) over the seeds;"
