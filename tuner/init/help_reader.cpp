@@ -91,8 +91,7 @@ std::vector<std::string> pieces(const std::string& spec) {
 bool read_piece(const std::string& piece, HelpOption& opt) {
   if (!option_start(piece, 0)) return false;
   std::size_t end = 1;
-  while (end < piece.size() && (alnum(piece[end]) || piece[end] == '-' || piece[end] == '_'))
-    ++end;
+  while (end < piece.size() && (alnum(piece[end]) || piece[end] == '-' || piece[end] == '_')) ++end;
   const std::string name = piece.substr(0, end);
   std::string rest = piece.substr(end);
   std::string metavar;
@@ -169,10 +168,10 @@ std::vector<std::string> words(const std::string& text) {
 // The pool a word speaks of ("workers", "nthreads", "procs"), "" for none.
 std::string topic_of(std::string word) {
   static const std::vector<std::pair<const char*, const char*>> k_words = {
-      {"worker", "workers"},     {"workers", "workers"},   {"thread", "threads"},
-      {"threads", "threads"},    {"process", "processes"}, {"processes", "processes"},
-      {"proc", "processes"},     {"procs", "processes"},   {"job", "jobs"},
-      {"jobs", "jobs"},          {"prefetch", "prefetch"}, {"prefetching", "prefetch"}};
+      {"worker", "workers"},  {"workers", "workers"},   {"thread", "threads"},
+      {"threads", "threads"}, {"process", "processes"}, {"processes", "processes"},
+      {"proc", "processes"},  {"procs", "processes"},   {"job", "jobs"},
+      {"jobs", "jobs"},       {"prefetch", "prefetch"}, {"prefetching", "prefetch"}};
   for (int pass = 0; pass < 2; ++pass) {
     for (const auto& [w, topic] : k_words) {
       if (word == w) return topic;
@@ -190,6 +189,13 @@ std::string topic_of(std::string word) {
 }
 
 std::string topic_of_words(const std::vector<std::string>& ws) {
+  // A property of a pool's threads or workers, not their count: sysbench's
+  // "--thread-stack-size=SIZE", "--worker-timeout", "--thread-priority".
+  for (const auto& w : ws) {
+    for (const char* property : {"stack", "timeout", "priority", "affinity", "policy"}) {
+      if (w == property) return "";
+    }
+  }
   for (const auto& w : ws) {
     if (auto t = topic_of(w); !t.empty()) return t;
   }
@@ -277,7 +283,8 @@ std::vector<HelpOption> parse_help_options(const std::string& text) {
     const std::size_t end = spec_end(line, indent);
     HelpOption opt;
     bool ok = true;
-    for (const auto& piece : pieces(line.substr(indent, end - indent))) ok = ok && read_piece(piece, opt);
+    for (const auto& piece : pieces(line.substr(indent, end - indent)))
+      ok = ok && read_piece(piece, opt);
     if (!ok || opt.spellings.empty()) continue;
     const std::size_t help_col = line.find_first_not_of(' ', end);
     std::string help = help_col == std::string::npos ? "" : line.substr(help_col);
