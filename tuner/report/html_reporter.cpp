@@ -389,6 +389,12 @@ void write_tables(std::ostream& out, const ReportData& d) {
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
   }
+  if (d.first_guess) {
+    out << "<h2>" << k_first_guess_heading << "</h2>\n<p id=\"first-guess\">"
+        << e(first_guess_text(*d.first_guess)) << "</p>\n<ul id=\"first-guess-reasoning\">\n";
+    for (const auto& line : d.first_guess->reasoning) out << "<li>" << e(line) << "</li>\n";
+    out << "</ul>\n";
+  }
   if (!d.under_load.empty()) {
     out << "<h2>" << k_under_load_heading << "</h2>\n<ul id=\"under-load\">\n";
     for (const auto& t : d.under_load) out << "<li>" << e(loaded_trial_text(t)) << "</li>\n";

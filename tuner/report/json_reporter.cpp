@@ -181,6 +181,15 @@ json report_to_json(const ReportData& d) {
                                {"limit", t.limit},
                                {"rank_cpu_share", opt(t.rank_cpu_share)},
                                {"quiet_reruns", t.quiet_reruns}});
+  j["first_guess"] = nullptr;
+  if (const auto& g = d.first_guess)
+    j["first_guess"] = {{"trial", g->number},
+                        {"changed", g->changed},
+                        {"predicted", opt(g->predicted)},
+                        {"predicted_factor", opt(g->predicted_factor)},
+                        {"measured", opt(g->measured)},
+                        {"measured_factor", opt(g->measured_factor)},
+                        {"reasoning", g->reasoning}};
   j["prediction_quality"] = prediction_quality_json(d.prediction);
   j["verdict_quality"] = figure_quality_json(d.figure);
   j["params"] = json::array();

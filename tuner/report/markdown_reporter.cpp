@@ -166,6 +166,11 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "\nPrediction: " << md_sentence(q) << ".\n";
   }
+  if (d.first_guess) {
+    out << "\n## " << k_first_guess_heading << "\n\n";
+    out << md(first_guess_text(*d.first_guess)) << "\n\n";
+    for (const auto& line : d.first_guess->reasoning) out << "- " << md(line) << "\n";
+  }
   if (!d.under_load.empty()) {
     out << "\n## " << k_under_load_heading << "\n\n";
     for (const auto& t : d.under_load) out << "- " << md(loaded_trial_text(t)) << "\n";

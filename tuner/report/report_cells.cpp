@@ -53,6 +53,7 @@ std::string role_text(const ReportTrial& trial) {
   std::string out = trial.baseline ? "baseline" : "";
   if (!trial.rules.empty())
     out += fmt::format("{}rule {}", out.empty() ? "" : ", ", fmt::join(trial.rules, ", "));
+  if (trial.first_guess) out += fmt::format("{}first guess", out.empty() ? "" : ", ");
   return out;
 }
 
@@ -200,6 +201,18 @@ std::string programs_text(const ReportTrial& trial) {
     if (!p.version.empty()) out += " (" + p.version + ")";
   }
   return printable(out, 600);
+}
+
+std::string first_guess_text(const GuessSummary& g) {
+  const auto factor = [](const std::optional<double>& f, const char* suffix) {
+    return f ? fmt::format(" ({:.2f}x{})", *f, suffix) : std::string();
+  };
+  std::string out = fmt::format("#{} {}: predicted ", g.number, g.changed);
+  out += g.predicted ? format_value(*g.predicted) + factor(g.predicted_factor, " the baseline")
+                     : std::string("-");
+  out += g.measured ? ", measured " + format_value(*g.measured) + factor(g.measured_factor, "")
+                    : std::string(", not measured yet");
+  return out;
 }
 
 std::string loaded_trial_text(const LoadedTrial& t) {

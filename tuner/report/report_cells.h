@@ -68,6 +68,11 @@ std::string loaded_trial_text(const LoadedTrial& trial);
 // The heading sentence of that list.
 inline constexpr const char* k_under_load_heading = "Trials measured under load";
 
+// The first guess against its trial, one line: "#5 bind_to=core threads=1: predicted 1,803
+// (3.58x the baseline), measured 2,109 (4.19x)"; "not measured yet" while its trial has no value.
+std::string first_guess_text(const GuessSummary& guess);
+inline constexpr const char* k_first_guess_heading = "First guess";
+
 // Cells of a top-trials row.
 std::string confirmed_cell(const ReportTrial& trial);  // "5.5 (n=3)" or "-"
 std::string wall_cell(const ReportTrial& trial);       // "1.50" or "-"

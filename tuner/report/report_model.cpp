@@ -106,6 +106,8 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
     r.external_cpus = it->get<double>();
   r.under_load = measured_under_load(t);
   r.rules = rules_of(t);
+  if (auto it = t.system_attrs.find(k_attr_first_guess); it != t.system_attrs.end())
+    r.first_guess = it->is_boolean() && it->get<bool>();
   if (auto it = t.user_attrs.find(k_attr_programs); it != t.user_attrs.end())
     r.programs = programs_from_json(*it);
   read_probe(t, r);
@@ -175,6 +177,50 @@ SearchTrials fold_reruns(const search::StudyView& study, const search::SearchSpa
       r = it->second;
   }
   return folded;
+}
+
+// A trial's believed value: the median of its re-runs, else its own run's.
+std::optional<double> believed(const ReportTrial& r) { return r.median ? r.median : r.value; }
+
+// The first guess's trial, its prediction and reasoning as the runner stored them, and what it
+// measured; factors are "x the baseline" (a time's ratio inverted for a minimized objective).
+std::optional<GuessSummary> guess_summary(const search::StudyView& study, const ReportData& data,
+                                          const std::map<int, ReportTrial>& by_number) {
+  if (data.multi_objective()) return std::nullopt;
+  for (const auto& t : study.trials()) {
+    const auto it = t.system_attrs.find(k_attr_first_guess);
+    if (it == t.system_attrs.end() || !it->is_boolean() || !it->get<bool>() || is_rerun(t))
+      continue;
+    GuessSummary g;
+    g.number = t.number;
+    const ReportTrial& r = by_number.at(t.number);
+    for (const auto& p : r.params) {
+      const bool same =
+          data.baseline && std::ranges::any_of(data.baseline->params, [&](const ReportParam& b) {
+            return b.name == p.name && b.value == p.value;
+          });
+      if (!same) g.changed += fmt::format("{}{}={}", g.changed.empty() ? "" : " ", p.name,
+                                          p.short_text);
+    }
+    if (auto p = t.system_attrs.find(k_attr_guess_predicted); p != t.system_attrs.end() &&
+                                                               p->is_number())
+      g.predicted = p->get<double>();
+    if (auto why = t.system_attrs.find(k_attr_guess_reasoning);
+        why != t.system_attrs.end() && why->is_array())
+      for (const auto& line : *why)
+        if (line.is_string()) g.reasoning.push_back(line.get<std::string>());
+    if (r.state == search::TrialState::complete) g.measured = believed(r);
+    const auto base = data.baseline ? believed(*data.baseline) : std::nullopt;
+    const auto factor = [&](double v) {
+      return data.direction == "maximize" ? v / *base : *base / v;
+    };
+    if (base && *base > 0) {
+      if (g.predicted && *g.predicted > 0) g.predicted_factor = factor(*g.predicted);
+      if (g.measured && *g.measured > 0) g.measured_factor = factor(*g.measured);
+    }
+    return g;
+  }
+  return std::nullopt;
 }
 
 // The trials measured under load, with the quiet re-runs that stand for each.
@@ -488,6 +534,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
   data.under_load = loaded_trials(study);
+  data.first_guess = guess_summary(study, data, folded.by_number);
   if (study.is_multi_objective()) add_front(folded, data);
   data.prediction = prediction_quality(study.trials());
   data.figure = figure_quality(study);

@@ -61,6 +61,7 @@ struct ReportTrial {
   bool feasible = true;
   bool baseline = false;            // the first enqueued trial
   std::vector<std::string> rules;   // the rules a rule baseline stands for (ranking.h rules_of)
+  bool first_guess = false;         // the first guess's trial (tuner/judge/first_guess.h)
   std::optional<int> rerun_of;      // set on a re-run: the original's number
   std::vector<ReportParam> params;  // search-space order
   std::optional<double> wall_s;
@@ -101,6 +102,19 @@ struct LoadedTrial {
   double limit = 0;             // the study's limit it was judged by
   std::optional<double> rank_cpu_share;  // mean CPU one of its ranks got (1.0 = a whole CPU)
   std::vector<int> quiet_reruns;  // re-runs measured without load that stand for it, in order
+};
+
+// The first guess (tuner/judge/first_guess.h) against what its trial measured: the model's own
+// score, so the reader sees how far to trust the next one.
+struct GuessSummary {
+  int number = -1;                      // its trial
+  std::string changed;                  // "bind_to=core threads=1" (what differs from the baseline)
+  std::optional<double> predicted;      // in the objective's units, when the baseline had a value
+  std::optional<double> predicted_factor;  // over the baseline's value (> 1: better)
+  std::optional<double> measured;          // its believed value (the median of its re-runs, else
+                                           // its run), when it completed
+  std::optional<double> measured_factor;   // over the baseline's believed value
+  std::vector<std::string> reasoning;
 };
 
 struct FailureGroup {
@@ -146,6 +160,7 @@ struct ReportData {
   std::string importance_caveat;       // the plain words for it; "" when beyond
   std::vector<FailureGroup> failures;  // most frequent first
   std::vector<LoadedTrial> under_load;  // the trials measured under load, number order
+  std::optional<GuessSummary> first_guess;  // when the runner enqueued one
   PredictionQuality prediction;        // the probes' prediction against observed verdicts
   FigureQuality figure;                // the observed verdicts against the job's own figure
   std::vector<ParamAxis> axes;         // the search space

@@ -167,6 +167,10 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
     if (const auto q = figure_quality_text(d.figure); !q.empty()) out << "  " << q << "\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
   }
+  if (d.first_guess) {
+    out << "\n" << k_first_guess_heading << "\n  " << first_guess_text(*d.first_guess) << "\n";
+    for (const auto& line : d.first_guess->reasoning) out << "    " << line << "\n";
+  }
   if (!d.under_load.empty()) {
     out << "\n" << k_under_load_heading << "\n";
     for (const auto& t : d.under_load) out << "  " << loaded_trial_text(t) << "\n";

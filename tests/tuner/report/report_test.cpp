@@ -630,3 +630,59 @@ TEST(ReportFormats, EveryListedNameMakesAReporter) {
 
 }  // namespace
 }  // namespace tune::tuner
+
+namespace tune::tuner {
+namespace {
+
+// Issue 39: the first guess's section. A minimized study: the baseline (#0, believed 10: the
+// median of its re-runs), the guess (#1) predicted at 5 and measured 4, a trial the search ran.
+// The reasoning carries the study's own names, which every format escapes where it lands.
+search::VectorStudyView guessed_study() {
+  search::VectorStudyView v = confirmed_study();
+  auto& ts = v.mutable_trials();
+  ts[1].system_attrs = {{k_attr_fixed_params, {{"x", 2.0}, {"label", "b|c"}}},
+                        {k_attr_first_guess, true},
+                        {k_attr_guess_predicted, 5.0},
+                        {k_attr_guess_reasoning,
+                         {"budget per rank: 2 physical cores / 2 local ranks = 1",
+                          "label=<b>b|c</b> (clamped into its domain, for `2`)"}}};
+  ts[1].value = 4.0;
+  return v;
+}
+
+TEST(Report, TheFirstGuessIsShownWithItsPredictionAgainstWhatItMeasured) {
+  const auto v = guessed_study();
+  const auto d = build_report(v, "demo", k_space, quick());
+  ASSERT_TRUE(d.first_guess);
+  EXPECT_EQ(d.first_guess->number, 1);
+  EXPECT_EQ(d.first_guess->changed, "x=2 label=b|c");
+  ASSERT_TRUE(d.first_guess->predicted_factor && d.first_guess->measured_factor);
+  EXPECT_DOUBLE_EQ(*d.first_guess->predicted_factor, 10.0 / 5.0);  // minimized: a time's ratio
+  // Its re-runs' median (5.5, confirmed_study) stands for it, as everywhere in the report.
+  EXPECT_DOUBLE_EQ(*d.first_guess->measured, 5.5);
+  EXPECT_DOUBLE_EQ(*d.first_guess->measured_factor, 10.0 / 5.5);
+  const auto text = render("text", d);
+  EXPECT_TRUE(text.contains("\nFirst guess\n  #1 x=2 label=b|c: predicted 5 (2.00x the baseline), "
+                            "measured 5.5 (1.82x)\n    budget per rank: 2 physical cores / 2 "
+                            "local ranks = 1\n"))
+      << text;
+  const auto md = render("markdown", d);
+  EXPECT_TRUE(md.contains("## First guess")) << md;
+  EXPECT_FALSE(md.contains("<b>b")) << md;
+  const auto html = render("html", d);
+  EXPECT_TRUE(html.contains("<p id=\"first-guess\">#1 x=2 label=b|c: predicted 5")) << html;
+  EXPECT_TRUE(html.contains("label=&lt;b&gt;b|c&lt;/b&gt;")) << html;
+  const auto j = report_to_json(d);
+  EXPECT_EQ(j["first_guess"]["trial"], 1);
+  EXPECT_EQ(j["first_guess"]["predicted"], 5.0);
+  EXPECT_EQ(j["first_guess"]["reasoning"].size(), 2u);
+  // The top table names its role; a study without a guess has no section.
+  EXPECT_TRUE(text.contains("first guess")) << text;
+  const auto plain = build_report(confirmed_study(), "demo", k_space, quick());
+  EXPECT_FALSE(plain.first_guess);
+  EXPECT_FALSE(render("text", plain).contains("First guess"));
+  EXPECT_EQ(report_to_json(plain)["first_guess"], nlohmann::json());
+}
+
+}  // namespace
+}  // namespace tune::tuner
