@@ -6,7 +6,9 @@
 #
 # Each installs only its own set of Debian packages (scripts/install-deps.sh build | test), so the
 # main job never waits for Chromium, Slurm or GoogleTest. Both share build/: switching between
-# them re-runs CMake's configure step, and what was compiled stays compiled.
+# them re-runs CMake's configure step, and what was compiled stays compiled. TUNE_UNIT_SUITES=OFF
+# leaves out the unit suites of search/, probes/ and tuner/ (scripts/test.sh runs them under the
+# sanitizers instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 set=${1:-build}
@@ -17,5 +19,5 @@ case "$set" in
 esac
 scripts/install-deps.sh "$set"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTUNE_BUILD_TESTS="$with_tests" \
-  -DTUNE_BUILD_BENCH="$with_tests" >/dev/null
+  -DTUNE_BUILD_BENCH="$with_tests" -DTUNE_UNIT_SUITES="${TUNE_UNIT_SUITES:-ON}" >/dev/null
 cmake --build build -j"$(nproc)"

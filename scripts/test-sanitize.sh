@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The unit tests of search/, probes/ and tuner/ once more, built with AddressSanitizer +
+# The unit tests of search/, probes/ and tuner/, built with AddressSanitizer +
 # UndefinedBehaviorSanitizer (-DTUNE_SANITIZE=ON, Debug) in build-asan/. Part of the test
-# command: scripts/test.sh runs it after the normal suite. Any ASan or UBSan report, or a leak,
-# fails the run. A few minutes on 2 cores, most of it the build (-O0: a third of the compile time
+# command: scripts/test.sh runs it after ctest, and this is where those three suites run (its
+# build/ leaves them out). Any ASan or UBSan report, or a leak, or a failed test fails the run. A few minutes on 2 cores, most of it the build (-O0: a third of the compile time
 # of -O2 under the sanitizers, and the unit tests need no speed).
 #
 #   scripts/test-sanitize.sh [GTEST_FILTER]
@@ -15,7 +15,7 @@ targets=(search_unit_tests probes_unit_tests tuner_unit_tests)
 # frame); full debug info (-g) cost a tenth of this build's time and no report reads it.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
   -DCMAKE_C_FLAGS_DEBUG=-g1 -DTUNE_SANITIZE=ON -DTUNE_BUILD_BENCH=OFF \
-  -DTUNE_WITH_CUDA=OFF -DTUNE_MODULES="search;probes;tuner" >/dev/null
+  -DTUNE_WITH_CUDA=OFF -DTUNE_MODULES="search;probes;tuner" -DTUNE_UNIT_SUITES=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 
 # strict_memcmp=0: Boost.Process 1.74's environment lookup (environment.hpp, find) compares
