@@ -69,7 +69,7 @@ bool predicted_oversubscribed(const search::FrozenTrial& t) {
   return it != t.system_attrs.end() && it->value("oversubscribed", false);
 }
 
-TEST_F(InitE2E, InitThenTwelveTrialsBeatTheBaselineAndPredictTheThreadsKnob) {
+TEST_F(InitE2E, InitThenEightTrialsBeatTheBaselineAndPredictTheThreadsKnob) {
   const auto torch = run({"/usr/bin/python3", "-c", "import torch"});
   ASSERT_EQ(torch.exit_code, 0)
       << "python3-torch is missing (scripts/install-deps.sh test installs it): " << torch.err;
@@ -90,11 +90,11 @@ TEST_F(InitE2E, InitThenTwelveTrialsBeatTheBaselineAndPredictTheThreadsKnob) {
   const auto spec = load_study_spec((m_dir / "study.yaml").string());
   ASSERT_TRUE(spec) << spec.error();
 
-  auto tuned = run({TUNE_BIN, "--trials", "12", "study.yaml"});
+  auto tuned = run({TUNE_BIN, "--trials", "8", "study.yaml"});
   ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
   const auto trials =
       test_support::stored_trials(m_dir / "tune-out" / spec->name / "study.db", spec->name);
-  ASSERT_EQ(trials.size(), 12u);
+  ASSERT_EQ(trials.size(), 8u);
   const auto& baseline = trials[0];  // the command as given, enqueued first
   ASSERT_EQ(baseline.state, TrialState::complete) << baseline.system_attrs.dump();
   EXPECT_EQ(value_of(baseline, "threads"), ParamValue{std::int64_t{2}});
