@@ -284,7 +284,7 @@ TEST_F(TuneE2E, ExitStatusMeansTheSameInEverySubcommand) {
   test_support::write_file(db, std::string(4096, 'x'));  // no SQLite header: corrupt
   // Nothing listens on port 1 of the loopback; the first connection is tried once, and a
   // short retry_for bounds any later one.
-  const std::string down = "postgresql://tune@127.0.0.1:1/tune?connect_timeout=2&retry_for=1s";
+  const std::string down = "postgresql://tune@127.0.0.1:1/tune?connect_timeout=2&retry_for=200ms";
   const auto expect_status = [&](const std::vector<std::string>& args, int status) {
     const auto r = run_tune(args);
     std::string line;

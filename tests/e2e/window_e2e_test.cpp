@@ -46,8 +46,9 @@ TEST_F(WindowE2E, InitOnAnHourLongDdpScriptTunesItAtSecondsATrial) {
   ASSERT_EQ(torch.exit_code, 0)
       << "python3-torch is missing (scripts/install-deps.sh test installs it): " << torch.err;
   const auto made =
-      run({TUNE_BIN, "init", "--no-input", "-o", "study.yaml", "--", "mpirun", "-n", "2",
-           "/usr/bin/python3", TUNE_SOURCE_DIR "/tests/e2e/programs/ddp_long.py"});
+      run({TUNE_BIN, "init", "--no-input", "--probe-for", "6s", "-o", "study.yaml", "--",
+           "mpirun", "-n", "2", "/usr/bin/python3",
+           TUNE_SOURCE_DIR "/tests/e2e/programs/ddp_long.py"});
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const std::string text = test_support::read_file(m_dir / "study.yaml");
   EXPECT_TRUE(text.contains("progress lines like \"step ")) << text;
