@@ -146,6 +146,18 @@ class Grid:
             return 1 - m / self.best if self.best else 0.0
         return m / self.best - 1 if self.best else 0.0
 
+    def run_noise(self):
+        """A run's noise: the median over the points of their runs' coefficient of variation
+        (sample standard deviation / mean; points with 2 or more runs), None without such."""
+        cvs = [statistics.stdev(v) / statistics.mean(v)
+               for p in self.data["points"]
+               if len(v := [x for x in p["runs"] if x is not None]) >= 2 and statistics.mean(v)]
+        return statistics.median(cvs) if cvs else None
+
+    def points_within(self):
+        """How many points' medians are within 5% of the best's (the best included)."""
+        return sum(self.within(p["params"]) for p in self.data["points"])
+
     def within(self, params):
         d = self.distance(params)
         return d is not None and d <= WITHIN + 1e-12

@@ -268,6 +268,7 @@ def replay_grid(a, grid_path, folder):
         "guess": {"params": guess, "note": note,
                   "distance": grid.distance(guess) if guess else None},
         "entries": len(entries), "rules_enqueued": not a.no_rules,
+        "run_noise": grid.run_noise(), "points_within": grid.points_within(),
         "trials_to_within": {s: counts[s] for s in STRATEGIES},
         "summary": {s: summary(counts[s], cap) for s in STRATEGIES},
     }
@@ -288,7 +289,10 @@ def print_table(rows):
     for r in rows:
         best = ", ".join(f"{n}={text(v)}" for n, v in r["best"]["params"].items())
         rule = "+".join(r["best_rule"]["rules"]) or "none"
-        print(f"  {r['job']}: best {best} ({r['best']['median']:.4g}, {r['direction']}); "
+        noise = (f"a run's noise {100 * r['run_noise']:.0f}% (median CV of the points' runs)"
+                 if r["run_noise"] is not None else "a run's noise unknown (one run a point)")
+        print(f"  {r['job']}: best {best} ({r['best']['median']:.4g}, {r['direction']}), "
+              f"{r['points_within']} point(s) within 5% of it, {noise}; "
               f"best rule {rule}; {r['guess']['note']}"
               + ("; a partial grid (record.py --points)" if r["partial"] else ""))
 
