@@ -64,12 +64,6 @@ OriginClass classify_origin(const std::string& origin) {
   return {GroupId::other, origin.substr(0, colon)};
 }
 
-std::optional<GroupId> group_of_pool(std::string_view pool) {
-  for (const OriginRule& rule : k_rules)
-    if (rule.pool == pool) return rule.group;
-  return std::nullopt;
-}
-
 std::optional<std::string> ThreadOrigins::origin(pid_t pid, pid_t tid) {
   if (!enabled()) return std::nullopt;
   auto it = m_origins.find(tid);

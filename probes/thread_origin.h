@@ -28,7 +28,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <string_view>
 
 #include "probes/sustained.h"
 
@@ -46,11 +45,6 @@ struct OriginClass {
 // What a thread started by `origin` is: its group and its pool's name. Unknown libraries are the
 // program's own ("other", the library's name as the pool).
 OriginClass classify_origin(const std::string& origin);
-
-// The group of a pool by the name classify_origin gives it ("TBB (OpenCV)": opencv, "BLAS":
-// blas); none for a name no rule gives (a program's own library). A verdict's pools inside the
-// DataLoader workers carry the workers' group, so this is how their own kind is told.
-std::optional<GroupId> group_of_pool(std::string_view pool);
 
 // The origin files of one trial's folder, read incrementally (each file from where the last read
 // stopped; a process's file is read only when one of its threads is not known yet).

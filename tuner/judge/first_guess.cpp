@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "probes/sustained.h"
-#include "probes/thread_origin.h"
 
 namespace tune::tuner {
 namespace {
@@ -16,9 +15,6 @@ using search::ParamValue;
 
 // The verdict's own limit on the ranks' threads' wait share (probes/sustained.h).
 const double k_wait_limit = probes::SustainedOptions{}.main_wait_share;
-// A rank's main thread not runnable for this share of the window (blocked on its peers or its
-// data) leaves room for one worker on the rank's own cores.
-constexpr double k_idle_for_a_worker = 0.10;
 // The job used at least this share of the node's cores: they were all busy.
 constexpr double k_busy_node = 0.90;
 
@@ -58,38 +54,6 @@ const search::Distribution* domain_of(const StudySpec& spec, const std::string& 
 }
 
 std::string pct(double share) { return fmt::format("{:.0f}%", share * 100); }
-
-// Whether a parameter of the study sizes pools of `group` (a verdict's pool's own group).
-bool study_sizes(const std::map<std::string, ParamTarget>& targets, const StudySpec& spec,
-                 probes::GroupId group) {
-  return std::any_of(targets.begin(), targets.end(), [&](const auto& entry) {
-    const std::string& pool = entry.second.pool;
-    const bool same = group == probes::GroupId::openmp
-                          ? pool == "openmp" || pool == "torch_intra_op"
-                          : pool == probes::k_group_names[static_cast<std::size_t>(group)];
-    return same && domain_of(spec, entry.first) != nullptr;
-  });
-}
-
-// The compute pools (OpenMP, BLAS, OpenCV) the verdict saw inside the rank's workers, by name,
-// split into those a study parameter sizes and those none does.
-void worker_pools(const nlohmann::json& verdict, const std::map<std::string, ParamTarget>& targets,
-                  const StudySpec& spec, std::vector<std::string>& held,
-                  std::vector<std::string>& unsized) {
-  const auto pools = verdict.find("pools");
-  if (pools == verdict.end() || !pools->is_array()) return;
-  for (const auto& p : *pools) {
-    if (!p.is_object() || !p.value("in_workers", false) || !p.contains("name") ||
-        !p["name"].is_string())
-      continue;
-    const std::string name = p["name"].get<std::string>();
-    const auto group = probes::group_of_pool(name);
-    if (!group || (*group != probes::GroupId::openmp && *group != probes::GroupId::blas &&
-                   *group != probes::GroupId::opencv))
-      continue;
-    (study_sizes(targets, spec, *group) ? held : unsized).push_back(name);
-  }
-}
 
 }  // namespace
 
@@ -200,7 +164,6 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
     sizes_compute = sizes_compute || main_compute_pool(t.pool);
   }
   int workers = 0;
-  bool idle_worker = false;  // one worker in the rank's idle share, beside its compute pool
   if (sizes_workers && compute + workers_demand > 0) {
     const double share = b * workers_demand / (compute + workers_demand);
     workers = share < 0.5 ? 0 : static_cast<int>(std::lround(share));
@@ -215,48 +178,12 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
     g.reasoning.push_back(
         fmt::format("workers no parameter sizes keep about {} of the budget", workers));
   }
-  if (sizes_workers && workers == 0) {
-    // The loading now runs in the rank. Where the rank's main thread was blocked for a share of
-    // the window (on its peers' allreduce or on its data), one worker on the rank's own cores
-    // loads in that time, if the threads a worker starts are known and held to one.
-    const auto main = duty->find("main");
-    const double idle = main != duty->end() && main->is_object() && main->contains("runnable")
-                            ? 1 - number(*main, "runnable").value_or(1)
-                            : 0;
-    if (idle >= k_idle_for_a_worker) {
-      std::vector<std::string> held, unsized;
-      worker_pools(verdict, targets, spec, held, unsized);
-      const std::string blocked = fmt::format(
-          "the rank's main thread was not runnable {} of the window (at least {}: blocked on its "
-          "peers or its data)",
-          pct(idle), pct(k_idle_for_a_worker));
-      if (!unsized.empty()) {
-        g.reasoning.push_back(fmt::format(
-            "{}, but a worker starts {} that no parameter sizes: no worker", blocked,
-            fmt::join(unsized, ", ")));
-      } else if (held.empty()) {
-        g.reasoning.push_back(fmt::format(
-            "{}, but the verdict saw no pool in the workers, so what one starts is unknown: no "
-            "worker",
-            blocked));
-      } else {
-        idle_worker = true;
-        workers = 1;
-        g.reasoning.push_back(fmt::format(
-            "{}: one worker, on the rank's own core(s), loads in that time; its {} held to 1 "
-            "thread",
-            blocked, fmt::join(held, ", ")));
-      }
-    }
-  }
-  // A worker in the idle share takes no core from the compute pool and no place in the binding.
-  const int sharing = idle_worker ? 0 : workers;
-  const int threads = std::max(1, b - sharing);
-  if (!idle_worker && threads + workers > b) workers = std::max(0, b - threads);
+  const int threads = std::max(1, b - workers);
+  if (threads + workers > b) workers = std::max(0, b - threads);
   if (sizes_compute)
     g.reasoning.push_back(
-        fmt::format("compute pool = {} - {} = {} thread(s) (at least 1)", b, sharing, threads));
-  const int busy = threads + sharing;
+        fmt::format("compute pool = {} - {} = {} thread(s) (at least 1)", b, workers, threads));
+  const int busy = threads + workers;
 
   // The binding, as the cores_per_rank rule binds, by the busy threads per rank.
   std::string bind = "none";

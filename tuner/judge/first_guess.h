@@ -15,10 +15,6 @@
 //   split      workers = b x workers / (compute + workers), 0 when that is below 0.5 (the
 //              loading then runs in the rank); the main compute pool (torch intra-op, OpenMP,
 //              BLAS) = b - workers, at least 1; OpenCV/TBB pools 1; so busy threads <= b.
-//   idle       split to 0 workers, but the rank's main thread was not runnable >= 10% of the
-//              window (blocked on its peers or its data): one worker on the rank's own cores
-//              loads in that time, when every compute pool the verdict saw in the workers is
-//              one a study parameter sizes (held to 1); none seen, or one unsized: no worker.
 //   binding    a rank of one busy thread is bound to its core; more: the package or NUMA node
 //              when a rank gets a whole one, else unbound (as the cores_per_rank rule).
 //   predicted  a rough estimate, the baseline's value x: cores / CPUs the job used, where it
