@@ -2,6 +2,7 @@
 """Records a job's full grid through tune itself, in interleaved rounds, as a grid file.
 
   /usr/bin/python3 bench/grids/record.py JOB [--rounds 3] [--out bench/grids/JOB/grid.json]
+  /usr/bin/python3 bench/grids/record.py JOB --merge GRID.json GRID.json ... [--out FILE]
 
 JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, elk, lammps). The grid is the
 product of the study's parameter domains. Each round is one study, `grid-JOB-pP-rR`, whose
@@ -13,6 +14,12 @@ rule baselines and the baseline's `probe_verdict` are read from the study's data
 schema, sqlite3). Run it on a quiet machine: tune's load check re-runs a point measured under
 load (`--no-load-check` turns it off, for a quick try on a busy machine). The work folder
 (--work, default tune-out/grids/JOB) keeps the database: an interrupted recording resumes.
+
+--merge records nothing: it joins grid files of the job recorded on the same machine (the same
+axes, direction and host), each point's runs one after the other, into one grid of all their
+rounds (a job whose runs vary by more than 5% needs more than 3 for its best to hold still); the
+newest file's rule baselines and study stand, and `sessions` lists each file's date, commit,
+rounds and recording time.
 
 Writes the grid file (see bench/grids/grids.py): the machine (`tune probe`, lscpu, lstopo),
 the date, tune's commit, every point's runs and median, the rule baselines, the baseline's
@@ -152,6 +159,53 @@ def tune_commit():
         return os.environ.get("TUNE_COMMIT", "unknown (git could not read the repository)")
 
 
+def merge(job, paths, out):
+    """Joins grid files of one job and machine into one grid (see --merge)."""
+    grids_in = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                grids_in.append(json.load(f))
+        except (OSError, json.JSONDecodeError) as e:
+            grids.fail(f"{p}: {e}")
+    first = grids_in[0]
+    for p, g in zip(paths, grids_in):
+        for field in ("job", "axes", "direction"):
+            if g.get(field) != first.get(field):
+                grids.fail(f"{p}: its {field} differs from {paths[0]}'s: not the same grid")
+        if g.get("machine", {}).get("host") != first.get("machine", {}).get("host"):
+            grids.fail(f"{p}: recorded on another machine than {paths[0]}")
+        if g.get("partial"):
+            grids.fail(f"{p}: a partial grid (record.py --points)")
+    if first.get("job") != job:
+        grids.fail(f"{paths[0]}: a grid of job {first.get('job')!r}, not {job!r}")
+    newest = max(grids_in, key=lambda g: g.get("date", ""))
+    axes = [(n, cs) for n, cs in first["axes"]]
+    runs = {}
+    for g in sorted(grids_in, key=lambda g: g.get("date", "")):
+        for pt in g["points"]:
+            runs.setdefault(grids.key(pt["params"], axes), (pt["params"], []))[1].extend(pt["runs"])
+    record = dict(newest)
+    record["rounds"] = sum(g.get("rounds", 0) for g in grids_in)
+    record["sessions"] = [{k: g.get(k) for k in ("date", "tune_commit", "rounds", "recording_s")}
+                          for g in sorted(grids_in, key=lambda g: g.get("date", ""))]
+    record["recording_s"] = round(sum(g.get("recording_s", 0) for g in grids_in), 1)
+    record["baseline_verdicts"] = [v for g in sorted(grids_in, key=lambda g: g.get("date", ""))
+                                   for v in g.get("baseline_verdicts", [])]
+    record["points"] = [{"params": params, "runs": rs,
+                         "median": (statistics.median(v) if (v := [x for x in rs if x is not None])
+                                    else None)}
+                        for params, rs in runs.values()]
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, out)
+    print(f"wrote {out}: {len(record['points'])} points, {record['rounds']} rounds from "
+          f"{len(paths)} recordings", flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -166,7 +220,12 @@ def main():
     ap.add_argument("--tune", default=os.path.join(grids.ROOT, "build", "bin", "tune"))
     ap.add_argument("--no-load-check", action="store_true",
                     help="`load: off`: keep points measured under other work (busy machines)")
+    ap.add_argument("--merge", nargs="+", metavar="GRID", help="join these grid files of the job "
+                    "(one machine) into one, recording nothing")
     a = ap.parse_args()
+    if a.merge:
+        out = os.path.abspath(a.out or os.path.join(grids.HERE, a.job, "grid.json"))
+        return merge(a.job, a.merge, out)
     if a.rounds < 1:
         grids.fail("--rounds: at least 1")
     if a.points is not None and a.points < 1:
