@@ -16,12 +16,6 @@
 // Without TUNE_THREAD_ORIGINS it only forwards. It allocates nothing but the small record handed
 // to the new thread, and never fails a pthread_create it would not have failed: when the record
 // cannot be allocated the thread starts unrecorded. C, no dependency beyond glibc.
-//
-// A library the program links may start its pool in its own constructor, before this library's
-// runs (the loader runs a preloaded library's constructor after those of the program's
-// dependencies): OpenBLAS's pthreads build does, in Debian's hpcc. Such a call reads the
-// variable itself and is named by its direct caller (the loader may hold its lock there, so no
-// backtrace, which loads libgcc_s on its first call).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -47,8 +41,6 @@ struct start_record {
 static create_fn real_create;
 static const char* origins_dir;
 static void* self_base;
-static int settings_read;    // origins_dir and self_base are set
-static int backtrace_ready;  // backtrace() was called once, from the constructor
 
 // Whether a frame's library is one whose frames say nothing of who started the thread.
 static int runtime_frame(const char* path) {
@@ -110,23 +102,17 @@ static void* record_and_start(void* p) {
   return record.routine(record.arg);
 }
 
-static void read_settings(void) {
+__attribute__((constructor)) static void thread_origin_init(void) {
+  real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
   const char* dir = getenv("TUNE_THREAD_ORIGINS");
   origins_dir = dir != NULL && dir[0] == '/' ? dir : NULL;
   Dl_info info;
-  if (dladdr((void*)&read_settings, &info) != 0) self_base = info.dli_fbase;
-  settings_read = 1;
-}
-
-__attribute__((constructor)) static void thread_origin_init(void) {
-  if (real_create == NULL) real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-  if (!settings_read) read_settings();
+  if (dladdr((void*)&thread_origin_init, &info) != 0) self_base = info.dli_fbase;
   // backtrace() loads libgcc_s on its first call: done here, not inside a pthread_create that a
   // library's own constructor makes while the dynamic loader holds its lock.
   if (origins_dir != NULL) {
     void* frame;
     backtrace(&frame, 1);
-    backtrace_ready = 1;
   }
 }
 
@@ -136,16 +122,12 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routin
     real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
     if (real_create == NULL) return EAGAIN;
   }
-  if (!settings_read) read_settings();  // called from a constructor that ran before ours
   if (origins_dir == NULL) return real_create(thread, attr, routine, arg);
   struct start_record* record = malloc(sizeof *record);
   if (record == NULL) return real_create(thread, attr, routine, arg);
   record->routine = routine;
   record->arg = arg;
-  if (backtrace_ready)
-    find_origin(record->origin, sizeof record->origin);
-  else
-    describe(__builtin_return_address(0), record->origin, sizeof record->origin);
+  find_origin(record->origin, sizeof record->origin);
   const int rc = real_create(thread, attr, record_and_start, record);
   if (rc != 0) free(record);
   return rc;

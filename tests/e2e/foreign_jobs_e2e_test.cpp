@@ -110,8 +110,7 @@ bool at_risk(const search::FrozenTrial& t) {
 // rank's own thread waited 17-21% of its runnable time in the slowed placement (OpenBLAS's
 // team spinning at its barriers, HPL 3.8-6.4 GFLOP/s against 47-52), under the verdict's 25% limit,
 // in 6 of 6 slowed runs of 20 (docs/probes.md, "hpcc"), where it had waited 25% or more in 39 of
-// about 40 before. The misses are printed. OpenBLAS starts its threads in its own constructor,
-// before the preloaded libtune_threads.so's: their pool is named BLAS all the same.
+// about 40 before. The misses are printed.
 TEST_F(ForeignJobsE2E, HpccsBlasThreadsArePredictedAndObserved) {
   ASSERT_TRUE(fs::exists("/usr/bin/hpcc"))
       << "hpcc is missing (scripts/install-deps.sh test installs it)";
@@ -145,13 +144,6 @@ TEST_F(ForeignJobsE2E, HpccsBlasThreadsArePredictedAndObserved) {
         EXPECT_FALSE(observed(t)) << "a run at full speed called oversubscribed, trial "
                                   << t.number << " " << dump(t);
       }
-      const auto verdict = t.system_attrs.find(k_attr_probe_verdict);
-      ASSERT_NE(verdict, t.system_attrs.end()) << t.number;
-      const auto pools = verdict->value("pools", nlohmann::json::array());
-      EXPECT_TRUE(std::ranges::any_of(
-          pools, [](const nlohmann::json& p) { return p.value("name", "") == "BLAS"; }))
-          << "OpenBLAS's thread, started in its constructor, named by its origin: trial "
-          << t.number << " " << dump(t);
       std::cout << "[ measured ] hpcc trial " << t.number << ": HPL " << *t.value * 1000
                 << " GFLOP/s (bound runs' median " << bound_hpl * 1000 << "), " << wall_of(t)
                 << " s, observed " << (observed(t) ? "oversubscribed" : "ok") << ", predicted "
