@@ -2,8 +2,9 @@
 # The unit tests of search/, probes/ and tuner/, built with AddressSanitizer +
 # UndefinedBehaviorSanitizer (-DTUNE_SANITIZE=ON, Debug) in build-asan/. Part of the test
 # command: scripts/test.sh runs it after ctest, and this is where those three suites run (its
-# build/ leaves them out). Any ASan or UBSan report, or a leak, or a failed test fails the run. A few minutes on 2 cores, most of it the build (-O0: a third of the compile time
-# of -O2 under the sanitizers, and the unit tests need no speed).
+# build/ leaves them out). Any ASan or UBSan report, a leak or a failed test fails the run. About
+# 14 minutes on 2 cores, most of it the build (-O0: a third of the compile time of -O2 under the
+# sanitizers, and the unit tests need no speed; the suites' own sources are not instrumented).
 #
 #   scripts/test-sanitize.sh [GTEST_FILTER]
 set -euo pipefail

@@ -188,12 +188,11 @@ std::optional<GuessSummary> guess_summary(const search::StudyView& study, const 
                                           const std::map<int, ReportTrial>& by_number) {
   if (data.multi_objective()) return std::nullopt;
   for (const auto& t : study.trials()) {
-    const auto it = t.system_attrs.find(k_attr_first_guess);
-    if (it == t.system_attrs.end() || !it->is_boolean() || !it->get<bool>() || is_rerun(t))
-      continue;
+    const auto found = by_number.find(t.number);  // re-runs are folded, not listed
+    if (found == by_number.end() || !found->second.first_guess) continue;
     GuessSummary g;
     g.number = t.number;
-    const ReportTrial& r = by_number.at(t.number);
+    const ReportTrial& r = found->second;
     for (const auto& p : r.params) {
       const bool same =
           data.baseline && std::ranges::any_of(data.baseline->params, [&](const ReportParam& b) {
@@ -321,8 +320,7 @@ std::optional<SpeedupEstimate> estimate_speedup(search::Direction direction, con
                     other.fail_reason.empty() ? search::to_string(other.state) : other.fail_reason);
     return std::nullopt;
   }
-  const auto believed = [](const ReportTrial& r) { return r.median ? *r.median : *r.value; };
-  const double best = believed(*data.best), base = believed(other);
+  const double best = *believed(*data.best), base = *believed(other);
   if (!(best > 0) || !(base > 0)) {
     note = "objective values are not all positive: no ratio";
     return std::nullopt;
