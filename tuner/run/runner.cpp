@@ -365,22 +365,31 @@ Result<void> StudyRunner::enqueue_first_guess(std::ostream& out, const FrozenTri
   }
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [name, v] : guess->params) params[name] = search::param_value_to_json(v);
-  // A setting already enqueued or run (the baseline, a rule, the user's own entries) runs once.
-  for (const auto& t : m_cache->trials()) {
-    const auto fixed = t.system_attrs.find(k_attr_fixed_params);
-    if (fixed == t.system_attrs.end() || *fixed != params) continue;
-    mark["note"] = fmt::format("the guess is trial {}'s setting, already enqueued", t.number);
-    if (!m_options.quiet)
-      out << fmt::format("first guess: {} (trial {}, already enqueued)\n",
-                         terminal_text(first_guess_line(*guess, baseline)), t.number);
-    return to_result(m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark));
-  }
-  const nlohmann::json attrs = {
-      {k_attr_fixed_params, params},
+  const nlohmann::json guess_attrs = {
       {k_attr_first_guess, true},
       {k_attr_guess_predicted,
        guess->predicted ? nlohmann::json(*guess->predicted) : nlohmann::json()},
       {k_attr_guess_reasoning, guess->reasoning}};
+  // A setting already enqueued or run (the baseline, a rule, the user's own entries) runs once.
+  // A trial still to run is marked as the guess, so the report shows the guess against it.
+  for (const auto& t : m_cache->trials()) {
+    const auto fixed = t.system_attrs.find(k_attr_fixed_params);
+    if (fixed == t.system_attrs.end() || *fixed != params) continue;
+    mark["note"] = fmt::format("the guess is trial {}'s setting, already enqueued", t.number);
+    if (!t.is_finished()) {
+      auto marked = mark_as_guess(t.trial_id, guess_attrs);
+      if (!marked) return std::unexpected(marked.error());
+      if (*marked) mark["trial"] = t.number;
+    }
+    if (!m_options.quiet)
+      out << fmt::format("first guess: {} (trial {}, already enqueued)\n",
+                         terminal_text(first_guess_line(*guess, baseline)), t.number);
+    if (auto r = m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark); !r)
+      return std::unexpected(r.error().message);
+    return to_result(m_cache->sync());
+  }
+  nlohmann::json attrs = guess_attrs;
+  attrs[k_attr_fixed_params] = params;
   auto t = m_storage->create_trial(study_id, TrialState::waiting, attrs);
   if (!t) return std::unexpected(t.error().message);
   mark["trial"] = t->number;
@@ -390,6 +399,16 @@ Result<void> StudyRunner::enqueue_first_guess(std::ostream& out, const FrozenTri
     out << fmt::format("first guess, trial {}: {}\n", t->number,
                        terminal_text(first_guess_line(*guess, baseline)));
   return to_result(m_cache->sync());
+}
+
+Result<bool> StudyRunner::mark_as_guess(std::int64_t trial_id, const nlohmann::json& attrs) {
+  for (const auto& [key, value] : attrs.items()) {
+    auto r = m_storage->set_trial_system_attr(trial_id, key, value);
+    // A trial another worker finished meanwhile keeps what it has: the study's note names it.
+    if (!r && r.error().lost_trial()) return false;
+    if (!r) return std::unexpected(r.error().message);
+  }
+  return true;
 }
 
 void StudyRunner::wait_for_quiet(std::ostream& out) {

@@ -2,6 +2,7 @@
 // after the baseline ran, from the verdict the probe hooks stored with it. The hooks here hand
 // back a recorded verdict (tests/tuner/judge/data: a contended PyTorch DDP run), so the trial
 // itself is /bin/echo printing its value.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -103,6 +104,43 @@ TEST_F(FirstGuessRun, TheGuessIsEnqueuedOnceRightAfterTheBaseline) {
                                                                 {"trial", 1},
                                                                 {"reasoning", want->reasoning},
                                                                 {"predicted", *want->predicted}}));
+}
+
+// A guess that is one of the study's own enqueued settings runs once, as that trial, which
+// carries the guess's prediction and reasoning (the report's First guess section reads them).
+TEST_F(FirstGuessRun, AGuessAlreadyEnqueuedMarksThatTrial) {
+  const auto spec = *load_study_spec(write_study());
+  const auto topo = probes::read_cpu_topology();
+  const auto want = first_guess(spec, rule_machine(spec, topo ? &*topo : nullptr), m_verdict,
+                                *baseline_params(spec), 1250.0);
+  ASSERT_TRUE(want) << want.error();
+  ASSERT_TRUE(want->change);
+  std::string entry;
+  for (const auto& [name, v] : want->params)
+    entry += fmt::format("{}{}: {}", entry.empty() ? "" : ", ", name,
+                         search::param_value_to_json(v).dump());
+  std::string text = test_support::read_file(m_dir / "s.yaml");
+  const std::string enqueue = "enqueue: [{threads: 2, workers: 2}]";
+  text.replace(text.find(enqueue), enqueue.size(),
+               "enqueue: [{threads: 2, workers: 2}, {" + entry + "}]");
+  const auto study = test_support::write_file(m_dir / "s.yaml", text);
+  const auto out = run(study, 3);
+  const auto stored = trials();
+  ASSERT_EQ(stored.size(), 3u) << out;
+  EXPECT_TRUE(out.contains("(trial 1, already enqueued)")) << out;
+  const auto& guess = stored[1];
+  EXPECT_EQ(trial_params(guess), want->params);
+  EXPECT_EQ(guess.system_attrs.value(k_attr_first_guess, false), true);
+  EXPECT_EQ(guess.system_attrs[k_attr_guess_reasoning], nlohmann::json(want->reasoning));
+  EXPECT_NEAR(guess.system_attrs[k_attr_guess_predicted].get<double>(), *want->predicted, 1e-9);
+  EXPECT_FALSE(stored[2].system_attrs.contains(k_attr_first_guess));
+  auto storage = SqliteStorage::open((m_dir / "out" / "study.db").string());
+  ASSERT_TRUE(storage) << storage.error();
+  const auto attrs = (*storage)->get_study_user_attrs((*storage)->get_study("g")->study_id);
+  ASSERT_TRUE(attrs);
+  EXPECT_EQ((*attrs)[k_attr_study_first_guess]["trial"], 1);
+  EXPECT_EQ((*attrs)[k_attr_study_first_guess]["note"],
+            "the guess is trial 1's setting, already enqueued");
 }
 
 TEST_F(FirstGuessRun, FirstGuessFalseEnqueuesNone) {
