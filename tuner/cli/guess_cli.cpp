@@ -43,12 +43,10 @@ int run_guess(const GuessArgs& args) {
   auto spec = unwrap_input(load_study_spec(args.study_file));
   const auto topo = probes::read_cpu_topology();
   const RuleMachine machine = rule_machine(spec, topo ? &*topo : nullptr);
-  nlohmann::json verdict;
-  std::map<std::string, search::ParamValue> baseline;
-  std::optional<double> value;
+  GuessBasis basis;
   if (!args.verdict_file.empty()) {
-    verdict = read_verdict_file(args.verdict_file);
-    baseline = unwrap_input(baseline_params(spec));
+    basis.verdict = read_verdict_file(args.verdict_file);
+    basis.params = unwrap_input(baseline_params(spec));
   } else {
     auto opened = open_study_or_throw(args.study_file, args.storage, "");
     const auto* base = find_baseline(*opened.cache);
@@ -57,17 +55,17 @@ int run_guess(const GuessArgs& args) {
           "study '{}' has no baseline trial (the first `enqueue:` entry of {}); run it first, or "
           "give --verdict FILE",
           opened.cache->study().name, args.study_file));
-    const auto it = base->system_attrs.find(k_attr_probe_verdict);
-    if (it == base->system_attrs.end() || !it->is_object())
+    auto stored = guess_basis(*base);
+    if (!stored)
       throw BadInput(fmt::format(
           "trial {} (the baseline) of study '{}' has no {}: it has not run with the probes; "
           "give --verdict FILE",
           base->number, opened.cache->study().name, k_attr_probe_verdict));
-    verdict = *it;
-    baseline = trial_params(*base);
-    if (base->state == search::TrialState::complete) value = base->value;
+    basis = std::move(*stored);
   }
-  const auto guess = unwrap_input(first_guess(spec, machine, verdict, baseline, value));
+  const auto& baseline = basis.params;
+  const auto guess =
+      unwrap_input(first_guess(spec, machine, basis.verdict, baseline, basis.value));
   if (args.json) {
     std::cout << first_guess_json(guess).dump() << '\n';
     return 0;

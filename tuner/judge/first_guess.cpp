@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "probes/sustained.h"
+#include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
 namespace {
@@ -81,6 +82,14 @@ std::map<std::string, ParamValue> trial_params(const search::FrozenTrial& trial)
     if (dist != trial.distributions.end()) out[name] = search::to_external(dist->second, internal);
   }
   return out;
+}
+
+std::optional<GuessBasis> guess_basis(const search::FrozenTrial& baseline) {
+  const auto verdict = baseline.system_attrs.find(k_attr_probe_verdict);
+  if (verdict == baseline.system_attrs.end() || !verdict->is_object()) return std::nullopt;
+  return GuessBasis{*verdict, trial_params(baseline),
+                    baseline.state == search::TrialState::complete ? baseline.value
+                                                                   : std::optional<double>()};
 }
 
 Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine,

@@ -56,6 +56,16 @@ Result<std::map<std::string, search::ParamValue>> baseline_params(const StudySpe
 // A stored trial's parameter values (external), each by the distribution it was stored with.
 std::map<std::string, search::ParamValue> trial_params(const search::FrozenTrial& trial);
 
+// What the guess is made from, as a stored baseline trial holds it: its `probe_verdict`, its
+// parameter values, and its value when it completed.
+struct GuessBasis {
+  nlohmann::json verdict;
+  std::map<std::string, search::ParamValue> params;
+  std::optional<double> value;
+};
+// nullopt when the trial has no verdict object (it did not run with the probes).
+std::optional<GuessBasis> guess_basis(const search::FrozenTrial& baseline);
+
 // The guess for `spec` from the baseline's stored `probe_verdict` (probes::Verdict::to_json),
 // its parameter values and its value (nullopt: none measured; no `predicted` then). An error
 // names what the verdict lacks (no duty cycles, no measured window).

@@ -334,18 +334,17 @@ Result<void> StudyRunner::enqueue_first_guess(std::ostream& out, const FrozenTri
   if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
   const FrozenTrial* base = find_baseline(*m_cache);
   if (base == nullptr || base->number != ran.number) return {};
-  const auto verdict = base->system_attrs.find(k_attr_probe_verdict);
-  if (verdict == base->system_attrs.end() || !verdict->is_object()) return {};
+  const auto basis = guess_basis(*base);
+  if (!basis) return {};
   const auto study_id = m_cache->study().study_id;
   auto study_attrs = m_storage->get_study_user_attrs(study_id);
   if (!study_attrs) return std::unexpected(study_attrs.error().message);
   if (study_attrs->contains(k_attr_study_first_guess)) return {};  // worked out already
   const auto topo = probes::read_cpu_topology();
   const RuleMachine machine = rule_machine(m_spec, topo ? &*topo : nullptr);
-  const auto baseline = trial_params(*base);
-  const auto value = base->state == TrialState::complete ? base->value : std::optional<double>();
+  const auto& baseline = basis->params;
   nlohmann::json mark = {{"from_trial", base->number}, {"change", false}, {"trial", nullptr}};
-  const auto guess = first_guess(m_spec, machine, *verdict, baseline, value);
+  const auto guess = first_guess(m_spec, machine, basis->verdict, baseline, basis->value);
   if (!guess) {
     // A verdict the model cannot read is no reason to stop the study: it is said and noted.
     mark["note"] = guess.error();
