@@ -12,13 +12,17 @@
 #include "embedded/report_chart_js.h"
 #include "embedded/report_css.h"
 #include "tuner/base/install_layout.h"
+#include "tuner/base/text.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/report/reporter.h"
 
 namespace tune::tuner {
 namespace {
 
-std::string html_escape(const std::string& s) {
+// Markup characters as entities; control characters (an ESC or BEL that would act on a terminal
+// showing the file) and invalid UTF-8 as terminal_text writes them, so they show.
+std::string html_escape(const std::string& raw) {
+  const std::string s = terminal_text(raw);
   std::string out;
   out.reserve(s.size());
   for (char c : s) {

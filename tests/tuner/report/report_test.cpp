@@ -499,6 +499,10 @@ TEST(ReportFormats, HostileTextIsInertInEveryFormat) {
   EXPECT_EQ(nlohmann::json::parse(data), report_to_json(d));
   EXPECT_EQ(html.find("<script>alert"), std::string::npos);
   EXPECT_EQ(html.find("<!--"), std::string::npos);
+  // Control characters show, as \xNN, and act on no terminal that shows the file.
+  EXPECT_EQ(html.find('\x1b'), std::string::npos) << html;
+  EXPECT_EQ(html.find('\x07'), std::string::npos) << html;
+  EXPECT_NE(html.find("&lt;script&gt;\\x1b]0;pwned\\x07|*"), std::string::npos) << html;
 }
 
 // A study with nothing to say in some sections: no failure, no probe, too few trials for
