@@ -62,6 +62,14 @@ TEST(TerminalText, ShowsEveryControlButNewline) {
   EXPECT_EQ(terminal_text(shown), shown);
 }
 
+// A name or message written on one line (an exported script's comments, a library's error):
+// newlines and carriage returns are spaces, every other control shows, so a terminal that shows
+// the script obeys none; nothing breaks out of the comment's line.
+TEST(OneLine, JoinsLinesAndShowsControls) {
+  EXPECT_EQ(one_line("omp\x1b]0;pwned\x07=1\nrm -rf ~\r\n\tx \xFF\n"),
+            "omp\\x1b]0;pwned\\x07=1 rm -rf ~  \\x09x \xEF\xBF\xBD");
+}
+
 // Whatever reaches an attribute, storage neither throws nor stores invalid JSON.
 TEST(Printable, StorageStoresAttributesWithInvalidUtf8) {
   const auto path = fs::temp_directory_path() / "tune-output-attr.db";

@@ -242,6 +242,24 @@ std::string shell_quote(std::string_view text, bool force) {
   return out;
 }
 
+std::string bash_quote(std::string_view text, bool force) {
+  if (terminal_text(text) == text) return shell_quote(text, force);
+  std::string out = "$'";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u >= 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
 bool is_env_var_name(std::string_view name) {
   if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
   return std::ranges::all_of(name, [](char c) {
@@ -281,9 +299,10 @@ Result<double> parse_duration(const std::string& text) {
 }
 
 std::string one_line(std::string_view text) {
-  std::string s(text);
+  std::string raw(text);
+  std::replace(raw.begin(), raw.end(), '\r', ' ');
+  std::string s = terminal_text(raw);
   std::replace(s.begin(), s.end(), '\n', ' ');
-  std::replace(s.begin(), s.end(), '\r', ' ');
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
 }

@@ -62,8 +62,14 @@ std::string explaining_lines(std::string_view text, std::size_t max_bytes);
 
 // `text` as one POSIX shell word: kept as it is when it is made of safe characters
 // ([A-Za-z0-9_@+=:,./-]) and `force` is false, else single-quoted with each ' written '\''.
-// Every value an exported script or a remote shell gets goes through it.
+// Every value a remote shell gets goes through it, and bash_quote's.
 std::string shell_quote(std::string_view text, bool force = false);
+
+// `text` as one bash word: shell_quote's, except where terminal_text would change it (a control
+// character other than newline, a C1 control, an invalid byte): then ANSI-C quoted, $'...', with
+// every such byte and every non-ASCII byte written \xNN, so bash reads the very bytes and a
+// terminal showing the script obeys none. Every value an exported script gets goes through it.
+std::string bash_quote(std::string_view text, bool force = false);
 
 // POSIX's portable environment variable name ([A-Za-z_][A-Za-z0-9_]*): the only names a shell
 // can export or unset, so the study file (env:) and `tune export` accept no other.
@@ -72,8 +78,10 @@ bool is_env_var_name(std::string_view name);
 // The flag an argument sets: "--threads" for "--threads" and "--threads=2"; "" for a value.
 std::string flag_name(const std::string& arg);
 
-// `text` on one line: each newline or carriage return becomes a space, trailing spaces are
-// dropped (a library's error message, a path written into a script's comment).
+// `text` on one line: each newline or carriage return becomes a space, every other control
+// character and invalid byte is written as terminal_text writes it, trailing spaces are dropped
+// (a library's error message, a name or path written into a script's comment, which a terminal
+// showing the script must not obey).
 std::string one_line(std::string_view text);
 
 // `text` when it is a plain positive decimal integer ("4"); nullopt for anything else ("",

@@ -53,7 +53,7 @@ std::string shell_word(const std::string& text, const std::string& out_expr,
     if (!literal.empty()) {
       // A first word holding '=' would be read as an assignment: quote it regardless.
       const bool force = first_word && out.empty() && literal.find('=') != std::string::npos;
-      out += shell_quote(literal, force);
+      out += bash_quote(literal, force);
     }
     if (next == std::string::npos) break;
     if (next == a) {
@@ -200,8 +200,8 @@ std::string program_checks(const search::FrozenTrial& trial) {
           "  fi\n"
           "}\n";
     }
-    s += "tune_check " + shell_quote(p.name) + " " + shell_quote(p.path);
-    if (!p.version.empty()) s += " " + shell_quote(p.version);
+    s += "tune_check " + bash_quote(p.name) + " " + bash_quote(p.path);
+    if (!p.version.empty()) s += " " + bash_quote(p.version);
     s += "\n";
   }
   return s;
@@ -396,7 +396,7 @@ std::string machine_text(const TunedMachine& m) {
 // The tuned host's name inside a double-quoted echo: only a name of safe characters is written.
 std::string host_word(const TunedMachine& m) {
   if (m.host.empty()) return "an unknown host";
-  return shell_quote(m.host) == m.host ? m.host : "another host";
+  return bash_quote(m.host) == m.host ? m.host : "another host";
 }
 
 // Lines that warn when the node the script runs on has other cores or PUs than the one tuned on:
@@ -686,9 +686,9 @@ std::string workdir_and_files(const StudySpec& spec, const Rendered& r) {
        "  esac\n"
        "}\n";
   for (const auto& f : spec.files) {
-    const std::string dest = shell_quote(f.dest);
+    const std::string dest = bash_quote(f.dest);
     if (f.mode != StagedFile::Mode::render) {
-      s += fmt::format("tune_stage {} {} {}\n", staged_mode_name(f.mode), shell_quote(f.src), dest);
+      s += fmt::format("tune_stage {} {} {}\n", staged_mode_name(f.mode), bash_quote(f.src), dest);
       continue;
     }
     auto text = expand_text(f.text, r.values);
@@ -696,7 +696,7 @@ std::string workdir_and_files(const StudySpec& spec, const Rendered& r) {
       s += "# " + one_line(f.dest) + ": " + one_line(text.error()) + "\nexit 1\n";
       continue;
     }
-    s += fmt::format("tune_stage template {} {}\n", shell_quote(f.src), dest);
+    s += fmt::format("tune_stage template {} {}\n", bash_quote(f.src), dest);
     s += fmt::format("printf '%s' {} > {}\n", shell_word(*text, "\"$TUNE_OUT\""), dest);
   }
   return s;
@@ -708,7 +708,7 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
                         const search::FrozenTrial& trial, const std::string& scheduler = "") {
   std::string s = "set -euo pipefail\n\n";
   s += "# The run's output folder (the study's {trial_dir}); set TUNE_OUT to choose another.\n";
-  s += "if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=" + shell_quote(options.default_out) + "; fi\n";
+  s += "if [ -z \"${TUNE_OUT:-}\" ]; then TUNE_OUT=" + bash_quote(options.default_out) + "; fi\n";
   s += "mkdir -p -- \"$TUNE_OUT\"\nTUNE_OUT=$(cd -- \"$TUNE_OUT\" && pwd)\nexport TUNE_OUT\n";
   s += r.launch.kind->script_setup();
   if (!r.request.env_set.empty() || !r.request.env_unset.empty()) {
@@ -824,7 +824,7 @@ Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& tri
 
 Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,
                                   ExportFormat format, const ExportOptions& options) {
-  if (shell_quote(options.default_out) != options.default_out)
+  if (bash_quote(options.default_out) != options.default_out)
     return std::unexpected("export: the default output folder must be a plain path");
   auto r = render_request(spec, trial, options,
                           format == ExportFormat::mpirun && options.allow_run_as_root);

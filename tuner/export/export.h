@@ -3,8 +3,9 @@
 // (expand_launch in tuner/launch/rendered_launch.h), written in the conventions of a bash script, a Slurm or PBS
 // batch script, a KEY=VALUE environment file, or a bare mpirun command line.
 //
-// Every value that reaches the shell goes through shell_quote(); the two placeholders that must
-// stay live in the shell are written as shell expansions: {trial_dir} becomes the job's output
+// Every value that reaches the shell goes through bash_quote() (tuner/base/text.h); the two
+// placeholders that must stay live in the shell are written as shell expansions: {trial_dir}
+// becomes the job's output
 // folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)" of the machine the
 // script runs on. Slurm and PBS scripts also ask for a time limit (from the measured wall time),
 // CPUs per task (the busy threads per rank of the trial's stored prediction,

@@ -84,11 +84,11 @@ Result<std::string> render_worker_array(const StudySpec& spec, const WorkerArray
        "# numbers stay unique across workers. Re-submitting continues the study.\n\n";
   s += "set -euo pipefail\n";
   s += "# The folder tune export ran in: the study's relative paths mean the same here.\n";
-  s += "cd -- " + shell_quote(options.workdir) + "\n";
-  s += fmt::format("exec {} --trials {} --storage {} {}\n", shell_quote(options.tune_program),
+  s += "cd -- " + bash_quote(options.workdir) + "\n";
+  s += fmt::format("exec {} --trials {} --storage {} {}\n", bash_quote(options.tune_program),
                    options.trials_per_worker,
-                   shell_quote(storage_url_without_password(options.storage)),
-                   shell_quote(options.study_file));
+                   bash_quote(storage_url_without_password(options.storage)),
+                   bash_quote(options.study_file));
   return s;
 }
 

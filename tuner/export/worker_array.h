@@ -8,7 +8,7 @@
 // Each trial inside a task runs as the study says: launch.slurm makes it a job step of the task's
 // allocation, launch.mpirun an mpirun that Open MPI fits into the same allocation.
 //
-// Every path and value written goes through shell_quote (tuner/export/export.h). Pure function of
+// Every path and value written goes through bash_quote (tuner/base/text.h). Pure function of
 // its arguments; thread-safe.
 #pragma once
 

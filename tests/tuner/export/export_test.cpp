@@ -142,6 +142,21 @@ TEST_F(ExportTest, ShellQuoteRoundTripsNastyValuesThroughBash) {
   EXPECT_EQ(shell_quote("plain-1.5/x:y,z@w+q"), "plain-1.5/x:y,z@w+q");
   EXPECT_EQ(shell_quote(""), "''");
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  // What a terminal would obey (ESC, BEL, a C1 control, an invalid byte) is written \xNN inside
+  // $'...', so a script shown with cat acts on nothing, and bash still reads the very bytes.
+  std::vector<std::string> controls = nasty;
+  for (const std::string v : {"omp\x1b]0;pwned\x07=1", "\x1b[2J", "\xC2\x9B" "2J", "x\xFFy",
+                              "é\x01'\\", "tab\there", "\x7f"})
+    controls.push_back(v);
+  line.clear();
+  for (const auto& v : controls) {
+    const std::string quoted = bash_quote(v);
+    EXPECT_EQ(terminal_text(quoted), quoted) << quoted;
+    line += quoted + ' ';
+  }
+  EXPECT_EQ(words_of(line), controls);
+  EXPECT_EQ(bash_quote("it's"), shell_quote("it's"));
+  EXPECT_EQ(bash_quote("\x1b[2J'"), "$'\\x1b[2J\\''");
 }
 
 TEST_F(ExportTest, FormatNamesAreChecked) {
