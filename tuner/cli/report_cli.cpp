@@ -62,8 +62,9 @@ Result<StudySpec> spec_of(const OpenedStudy& opened) {
 void write_output(const std::string& path, const std::string& text, bool executable) {
   if (path.empty() || path == "-") {
     // A terminal acts on control bytes (ESC ]0;... retitles it, ESC [2J clears it), and a stored
-    // value may hold them. A report is shown through terminal_text there; a script must keep
-    // every value byte for byte, so it goes to a file or a pipe instead. Pipes get the bytes.
+    // value may hold them. A report is shown through terminal_text there. A script writes such
+    // values $'\xNN' (bash_quote); one that still held a control byte would have to keep it, so
+    // it goes to a file or a pipe instead. Pipes get the bytes.
     if (isatty(STDOUT_FILENO) && terminal_text(text) != text) {
       if (executable)
         throw std::runtime_error(
