@@ -5,9 +5,8 @@
 //
 // Every value that reaches the shell goes through bash_quote() (tuner/base/text.h); the two
 // placeholders that must stay live in the shell are written as shell expansions: {trial_dir}
-// becomes the job's output
-// folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)" of the machine the
-// script runs on. Slurm and PBS scripts also ask for a time limit (from the measured wall time),
+// becomes the job's output folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes
+// "$(nproc)" of the machine the script runs on. Slurm and PBS scripts also ask for a time limit (from the measured wall time),
 // CPUs per task (the busy threads per rank of the trial's stored prediction,
 // k_attr_probe_prediction, or without one the largest *THREADS* variable, never more than the PUs
 // of the node the trial ran on allow for its ranks per node), keep the study's mpirun with a
