@@ -1,13 +1,13 @@
-// Job-script export (`tune export`): the winning trial's environment and full launch command
-// line, rendered through the study's templates exactly as the runner launches a trial
-// (expand_launch in tuner/launch/rendered_launch.h), written in the conventions of a bash script, a Slurm or PBS
+// Job-script export (`tune export`): the winning trial's environment and full launch command line,
+// rendered through the study's templates exactly as the runner launches a trial (expand_launch in
+// tuner/launch/rendered_launch.h), written in the conventions of a bash script, a Slurm or PBS
 // batch script, a KEY=VALUE environment file, or a bare mpirun command line.
 //
 // Every value that reaches the shell goes through bash_quote() (tuner/base/text.h); the two
 // placeholders that must stay live in the shell are written as shell expansions: {trial_dir}
-// becomes the job's output folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes
-// "$(nproc)" of the machine the script runs on. Slurm and PBS scripts also ask for a time limit (from the measured wall time),
-// CPUs per task (the busy threads per rank of the trial's stored prediction,
+// becomes the job's output folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)"
+// of the machine the script runs on. Slurm and PBS scripts also ask for a time limit (from the
+// measured wall time), CPUs per task (the busy threads per rank of the trial's stored prediction,
 // k_attr_probe_prediction, or without one the largest *THREADS* variable, never more than the PUs
 // of the node the trial ran on allow for its ranks per node), keep the study's mpirun with a
 // comment on why and on the flags meant for the development machine, and name the machine the trial
