@@ -141,8 +141,8 @@ TEST_F(ForeignJobsE2E, HpccsBlasThreadsArePredictedAndObserved) {
       const bool slowed = *t.value < 0.5 * bound_hpl;
       if (observed(t) == slowed) ++agreed;
       if (!slowed) {
-        EXPECT_FALSE(observed(t)) << "a run at full speed called oversubscribed, trial "
-                                  << t.number << " " << dump(t);
+        EXPECT_FALSE(observed(t)) << "a run at full speed called oversubscribed, trial " << t.number
+                                  << " " << dump(t);
       }
       std::cout << "[ measured ] hpcc trial " << t.number << ": HPL " << *t.value * 1000
                 << " GFLOP/s (bound runs' median " << bound_hpl * 1000 << "), " << wall_of(t)

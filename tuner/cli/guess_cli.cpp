@@ -64,8 +64,7 @@ int run_guess(const GuessArgs& args) {
     basis = std::move(*stored);
   }
   const auto& baseline = basis.params;
-  const auto guess =
-      unwrap_input(first_guess(spec, machine, basis.verdict, baseline, basis.value));
+  const auto guess = unwrap_input(first_guess(spec, machine, basis.verdict, baseline, basis.value));
   if (args.json) {
     std::cout << first_guess_json(guess).dump() << '\n';
     return 0;

@@ -145,8 +145,10 @@ TEST_F(ExportTest, ShellQuoteRoundTripsNastyValuesThroughBash) {
   // What a terminal would obey (ESC, BEL, a C1 control, an invalid byte) is written \xNN inside
   // $'...', so a script shown with cat acts on nothing, and bash still reads the very bytes.
   std::vector<std::string> controls = nasty;
-  for (const std::string v : {"omp\x1b]0;pwned\x07=1", "\x1b[2J", "\xC2\x9B" "2J", "x\xFFy",
-                              "é\x01'\\", "tab\there", "\x7f"})
+  for (const std::string v : {"omp\x1b]0;pwned\x07=1", "\x1b[2J",
+                              "\xC2\x9B"
+                              "2J",
+                              "x\xFFy", "é\x01'\\", "tab\there", "\x7f"})
     controls.push_back(v);
   line.clear();
   for (const auto& v : controls) {

@@ -170,7 +170,8 @@ command: [/usr/bin/python3, train.py, '--threads={threads}', '--workers={workers
 knobs:
   threads: {knob: torch_intra_op_threads}
   workers: {knob: torch_dataloader_workers}
-)") + (cv_pool ? "  cv_threads: {pool: opencv}\n" : "") + R"(objective: {regex: 'img/s: ([0-9.]+)'}
+)") + (cv_pool ? "  cv_threads: {pool: opencv}\n" : "") +
+         R"(objective: {regex: 'img/s: ([0-9.]+)'}
 params:
   bind_to: [none, core]
   threads: [1, 2]
@@ -191,8 +192,8 @@ TEST(FirstGuess, AFullNodeIsPredictedByEachRanksDemandOverItsBudget) {
   const auto spec = spec_of(ddp_study(true));
   const auto base = baseline_params(spec);
   ASSERT_TRUE(base) << base.error();
-  const auto g = first_guess(spec, machine(2, 2, 2), verdict("ddp_grid_baseline_verdict.json"),
-                             *base, 503.7);
+  const auto g =
+      first_guess(spec, machine(2, 2, 2), verdict("ddp_grid_baseline_verdict.json"), *base, 503.7);
   ASSERT_TRUE(g) << g.error();
   const std::map<std::string, ParamValue> want = {{"bind_to", "core"},
                                                   {"threads", std::int64_t{1}},
@@ -202,8 +203,9 @@ TEST(FirstGuess, AFullNodeIsPredictedByEachRanksDemandOverItsBudget) {
   const auto text = joined(g->reasoning);
   EXPECT_TRUE(text.contains("workers = 1 x 1.06 / 3.58 = 0.30: below 0.5, so 0")) << text;
   EXPECT_NEAR(g->speedup, 0.815 + 2 * 0.395 + 0.91 + 8 * 0.133, 1e-6);
-  EXPECT_TRUE(text.contains("every core was busy, and each rank's threads asked for 3.58 CPUs' "
-                            "worth against a budget of 1"))
+  EXPECT_TRUE(
+      text.contains("every core was busy, and each rank's threads asked for 3.58 CPUs' "
+                    "worth against a budget of 1"))
       << text;
   ASSERT_TRUE(g->predicted);
   EXPECT_NEAR(*g->predicted, 503.7 * g->speedup, 1e-6);
