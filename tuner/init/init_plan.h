@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "search/distribution.h"
+#include "tuner/base/number_text.h"
 #include "tuner/init/init_command.h"
 
 namespace tune::tuner {
@@ -80,6 +81,8 @@ struct InitPlan {
   std::vector<std::pair<std::string, std::string>> env;  // templates
   std::vector<std::string> env_notes;                    // comments before them
   std::vector<InitParam> params;
+  // How the objective regex's match writes its number (`number:`), written when not plain.
+  NumberStyle objective_number = NumberStyle::plain;
   std::string regex;           // "" = wall time
   std::string objective_file;  // "" = the regex reads a stream; else the file the program writes
   std::string objective_stream = "stdout";   // stdout | stderr, without objective_file

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "tuner/base/number_text.h"
 #include "tuner/base/text.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/process_tree.h"
@@ -43,7 +44,60 @@ int result_kind(const std::string& name, const std::string& unit) {
   return -1;
 }
 
-constexpr const char* k_number_group = "([-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)";
+// The RE2 group that reads a number written in `style`, whole: 12,345.6 grouped is not 12.
+const char* number_group(NumberStyle style) {
+  switch (style) {
+    case NumberStyle::grouped:
+      return "([-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\\.[0-9]+)?|[0-9]*\\.?[0-9]+)"
+             "(?:[eE][-+]?[0-9]+)?)";
+    case NumberStyle::decimal_comma:
+      return "([-+]?[0-9]+(?:,[0-9]+)?)";
+    case NumberStyle::plain:
+      break;
+  }
+  return "([-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)";
+}
+
+constexpr NumberStyle k_styles[] = {NumberStyle::plain, NumberStyle::grouped,
+                                    NumberStyle::decimal_comma};
+
+bool reads_as(std::string_view token, NumberStyle style) {
+  return parse_number_text(token, style).has_value();
+}
+
+// How the program writes a ',' between digits, from every number of its text: a number only one
+// style reads ("12,345.6" or "1,234,567" grouped, "1,75" decimal_comma) says so; else numbers
+// with a '.' decimal point ("0.25") make a ',' a group separator; else ',' is a decimal comma.
+// Also why, for the study's comment.
+std::pair<NumberStyle, std::string> comma_style_of(const std::string& text) {
+  std::string_view grouped, decimal, point;
+  for (std::size_t i = 0; i < text.size();) {
+    const bool starts = std::isdigit(static_cast<unsigned char>(text[i])) &&
+                        (i == 0 || !std::isdigit(static_cast<unsigned char>(text[i - 1])));
+    const auto token = starts ? number_token_at(text, i) : std::string_view();
+    if (token.empty()) {
+      ++i;
+      continue;
+    }
+    const bool g = reads_as(token, NumberStyle::grouped);
+    const bool d = reads_as(token, NumberStyle::decimal_comma);
+    if (token.contains(',') && g && !d && grouped.empty()) grouped = token;
+    if (token.contains(',') && d && !g && decimal.empty()) decimal = token;
+    if (token.contains('.') && !token.contains(',') && point.empty()) point = token;
+    i += token.size();
+  }
+  if (!grouped.empty())
+    return {NumberStyle::grouped, fmt::format("the output groups thousands (\"{}\")", grouped)};
+  if (!decimal.empty())
+    return {NumberStyle::decimal_comma,
+            fmt::format("the output writes a decimal comma (\"{}\")", decimal)};
+  if (!point.empty())
+    return {NumberStyle::grouped,
+            fmt::format("the output's decimal point is '.' (\"{}\"), so a ',' groups thousands",
+                        point)};
+  return {NumberStyle::decimal_comma,
+          "the output has no '.' decimal point, so a ',' is taken for the decimal point"};
+}
 
 // A unit that says a number is a rate: 0 a work rate ("timesteps/s", "GFLOPS", "ns/day"), 1 a
 // data rate ("MB/s"), -1 none (a time, "hours/ns", a count).
@@ -361,11 +415,18 @@ std::optional<LineBuffering> line_buffering(const std::string& path_var,
 
 std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source) {
   std::vector<ResultLine> found;
+  // Of each found figure (as `found`): its numbers as written, and its regex before and after
+  // the number's group, which waits for the style that reads all of them whole.
+  struct Seen {
+    std::vector<std::string> tokens;
+    std::string before, after;
+  };
+  std::vector<Seen> seen;
   std::istringstream lines(text);
   int line_no = 0;
-  // One figure seen: `name` (what the regex names) with `value` on line `line_no`.
-  auto add = [&](const std::string& name, const std::string& unit, int kind, double value,
-                 const std::string& regex) {
+  // One figure seen: `name` (what the regex names) with the number `token` on line `line_no`.
+  auto add = [&](const std::string& name, const std::string& unit, int kind, std::string_view token,
+                 const std::string& before, const std::string& after) {
     auto it = std::find_if(found.begin(), found.end(),
                            [&](const ResultLine& r) { return r.name == name; });
     if (it == found.end()) {
@@ -375,13 +436,17 @@ std::vector<ResultLine> find_result_lines(const std::string& text, const std::st
       r.unit = unit;
       r.rank = kind;
       r.maximize = kind < 2;
-      r.regex = regex;
       found.push_back(std::move(r));
+      seen.push_back({{}, before, after});
       it = found.end() - 1;
     }
-    it->value = value;
+    seen[static_cast<std::size_t>(it - found.begin())].tokens.emplace_back(token);
     it->last_line = line_no;
     ++it->count;
+  };
+  const auto one_number = [](std::string_view token) {
+    return !token.empty() && std::any_of(std::begin(k_styles), std::end(k_styles),
+                                         [&](NumberStyle s) { return reads_as(token, s); });
   };
   for (std::string line; std::getline(lines, line); ++line_no) {
     std::set<std::size_t> used;  // where the numbers read as NAME: number start
@@ -396,11 +461,10 @@ std::vector<ResultLine> find_result_lines(const std::string& text, const std::st
       std::size_t num = line.find_first_not_of(" \t", sep + 1);
       if (num == std::string::npos) continue;
       if (line[num] == '+') ++num;
-      double value = 0;
-      const char* first = line.data() + num;
-      auto [p, ec] = std::from_chars(first, line.data() + line.size(), value);
-      if (ec != std::errc() || p == first || !std::isfinite(value)) continue;
-      const std::size_t after = static_cast<std::size_t>(p - line.data());
+      // The number as written, separators included: "12,345.6" is one number, not 12.
+      const auto token = number_token_at(line, num);
+      if (!one_number(token)) continue;  // "1.2.3": no one number
+      const std::size_t after = num + token.size();
       if (after < line.size() && name_char(line[after]) && line[after] != '.' && line[after] != '/')
         continue;  // "12abc": not a number
       if (after + 1 < line.size() && line[after] == ':' &&
@@ -425,19 +489,17 @@ std::vector<ResultLine> find_result_lines(const std::string& text, const std::st
       }
       if (kind < 0) continue;
       used.insert(num);
-      add(name, unit, kind, value,
-          fmt::format("\\b{}{}{}\\s*{}", name_regex(name), end < sep ? "\\s*" : "", line[sep],
-                      k_number_group));
+      add(name, unit, kind, token,
+          fmt::format("\\b{}{}{}\\s*", name_regex(name), end < sep ? "\\s*" : "", line[sep]), "");
     }
     // "108.2 timesteps/s", "3.8 GFLOPS": a number with a rate for its unit, named by the unit.
     for (std::size_t i = 0; i < line.size(); ++i) {
       const bool starts = std::isdigit(static_cast<unsigned char>(line[i])) &&
                           (i == 0 || !name_char(line[i - 1]) || line[i - 1] == '/');
       if (!starts) continue;
-      double value = 0;
-      auto [p, ec] = std::from_chars(line.data() + i, line.data() + line.size(), value);
-      const std::size_t after = static_cast<std::size_t>(p - line.data());
-      if (ec != std::errc() || !std::isfinite(value) || used.contains(i)) {
+      const auto token = number_token_at(line, i);
+      const std::size_t after = i + token.size();
+      if (!one_number(token) || used.contains(i)) {
         i = std::max(i, after);
         continue;
       }
@@ -445,11 +507,38 @@ std::vector<ResultLine> find_result_lines(const std::string& text, const std::st
       i = after;
       const int kind = unit_rate_kind(unit);
       if (kind < 0 || after >= line.size() || (line[after] != ' ' && line[after] != '\t')) continue;
-      add(unit, unit, kind, value,
-          fmt::format("{}\\s*{}(?:[^A-Za-z0-9_/]|$)", k_number_group, re2_escape(unit)));
+      add(unit, unit, kind, token, "", fmt::format("\\s*{}(?:[^A-Za-z0-9_/]|$)", re2_escape(unit)));
     }
   }
-  for (auto& r : found) r.lines_after = line_no - 1 - r.last_line;
+  // Each figure in the one style that reads every number it was seen with whole; one that no
+  // style reads so ("12,345.6" then "1,75") is not offered: its regex would make values up.
+  const auto comma = comma_style_of(text);
+  std::vector<ResultLine> offered;
+  for (std::size_t f = 0; f < found.size(); ++f) {
+    auto& r = found[f];
+    std::map<NumberStyle, bool> reads;
+    for (auto style : k_styles) {
+      reads[style] = std::all_of(seen[f].tokens.begin(), seen[f].tokens.end(),
+                                 [&](const std::string& t) { return reads_as(t, style); });
+    }
+    if (reads[NumberStyle::plain]) {
+      r.number = NumberStyle::plain;
+    } else if (reads[NumberStyle::grouped] && reads[NumberStyle::decimal_comma]) {
+      r.number = comma.first;  // "1,234": either, as the rest of the output says
+      r.number_why =
+          fmt::format("\"{}\" reads either way; {}", seen[f].tokens.back(), comma.second);
+    } else if (reads[NumberStyle::grouped] || reads[NumberStyle::decimal_comma]) {
+      r.number = reads[NumberStyle::grouped] ? NumberStyle::grouped : NumberStyle::decimal_comma;
+      r.number_why = fmt::format("it printed \"{}\"", seen[f].tokens.back());
+    } else {
+      continue;
+    }
+    r.value = *parse_number_text(seen[f].tokens.back(), r.number);
+    r.regex = seen[f].before + number_group(r.number) + seen[f].after;
+    r.lines_after = line_no - 1 - r.last_line;
+    offered.push_back(std::move(r));
+  }
+  found = std::move(offered);
   sort_results(found);
   return found;
 }

@@ -25,6 +25,7 @@
 
 #include "probes/env_reads.h"
 #include "probes/program_probe.h"
+#include "tuner/base/number_text.h"
 #include "tuner/measure/rate_window.h"
 
 namespace tune::tuner {
@@ -39,7 +40,11 @@ struct ResultLine {
   bool maximize = true;
   int rank = 0;       // lower is a better objective: work rates, then data rates, then times
   std::string regex;  // RE2 pattern whose first group is the number
-  int last_line = 0;  // where the last one is in the text (0 = its first line)
+  // How it writes the number: the one style that reads every one seen whole ("12,345.6"
+  // grouped, "1,75" decimal_comma); number_why says what showed it ("" for plain).
+  NumberStyle number = NumberStyle::plain;
+  std::string number_why;
+  int last_line = 0;    // where the last one is in the text (0 = its first line)
   int lines_after = 0;  // lines of the text after the last one: a figure printed at the end has few
 };
 
@@ -48,7 +53,8 @@ struct ResultLine {
 // latency, sec: minimize), or a number whose unit is a rate ("108.2 timesteps/s", "3.8 GFLOPS",
 // named by the unit), best candidate first (work rates, then data rates, then times; within
 // one kind, in the order they first appear). Other named numbers (sizes, counts, residuals) are
-// not offered.
+// not offered. A number is read whole, its separators included: `12,345.6` is 12345.6 (its
+// regex reads grouped thousands), `1,75` 1.75; a figure no one style reads whole is not offered.
 std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source);
 
 // A line the probe run's job printed, with the moment tune read it (seconds since launch).

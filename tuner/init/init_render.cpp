@@ -147,6 +147,8 @@ void write_objective_and_baselines(std::ostream& out, const InitPlan& plan) {
     if (plan.objective_file.empty() && plan.objective_stream != "stdout")
       out << "  stream: " << plan.objective_stream << '\n';
     out << "  regex: " << quoted(plan.regex) << '\n';
+    if (plan.objective_number != NumberStyle::plain)
+      out << "  number: " << number_style_name(plan.objective_number) << '\n';
   } else if (plan.regex.empty()) {
     out << "objective:\n";
     for (const auto& n : plan.objective_notes) out << comment(n, "  ");

@@ -968,6 +968,7 @@ void propose_window(const InitRequest& request, const ProbeFindings& probe, cons
 // The figure `best` the program printed or wrote, as the objective, and why.
 void propose_figure(const ProbeFindings& probe, const ResultLine& best, InitPlan& plan) {
   plan.regex = best.regex;
+  plan.objective_number = best.number;
   plan.maximize = best.maximize;
   const bool stream = best.source == "stdout" || best.source == "stderr";
   plan.objective_file = stream ? "" : best.source;
@@ -994,6 +995,15 @@ void propose_figure(const ProbeFindings& probe, const ResultLine& best, InitPlan
           "measured whole, by its own figure rather than tune's reading of its lines.",
           p->example, p->source));
     }
+  }
+  if (best.number != NumberStyle::plain) {
+    plan.objective_notes.push_back(fmt::format(
+        "number: {} reads the figure whole, {} ({}); with the wrong style a trial fails "
+        "rather than store part of a number.",
+        number_style_name(best.number),
+        best.number == NumberStyle::grouped ? "its thousands grouped by ','"
+                                            : "',' its decimal point",
+        best.number_why));
   }
   std::vector<std::string> others;
   for (const auto& r : probe.results) {

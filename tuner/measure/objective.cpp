@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tuner/base/number_text.h"
 #include "tuner/base/text.h"
 #include "tuner/study/patterns.h"
 
@@ -102,34 +103,63 @@ Result<nlohmann::json> read_log(const std::string& path) {
 
 namespace {
 
+// A regex's match: its text, and where it is in the text scanned.
+struct Match {
+  std::string text;
+  std::size_t begin = 0, end = 0;
+};
+
 // The last match of `pattern` in `text` (its first group, else all of it); nullopt for none.
-Result<std::optional<std::string>> last_match(const std::string& text, const std::string& pattern) {
+Result<std::optional<Match>> last_match(const std::string& text, const std::string& pattern) {
   const RE2 re(pattern, regex_options());
   if (!re.ok()) {
     return std::unexpected(fmt::format("objective regex '{}': {}", printable(pattern), re.error()));
   }
   const int groups = std::min(re.NumberOfCapturingGroups(), 1);
   re2::StringPiece input(text), match[2];
-  std::optional<std::string> last;
+  std::optional<Match> last;
   std::size_t pos = 0;
   while (pos <= text.size() &&
          re.Match(input, pos, text.size(), RE2::UNANCHORED, match, groups + 1)) {
-    last = std::string(match[groups].data() ? match[groups] : re2::StringPiece());
+    const auto& m = match[groups];
+    last = Match{};
+    if (m.data() != nullptr) {
+      last->text = std::string(m);
+      last->begin = static_cast<std::size_t>(m.data() - text.data());
+      last->end = last->begin + m.size();
+    }
     const auto end = static_cast<std::size_t>(match[0].data() - text.data()) + match[0].size();
     pos = match[0].empty() ? end + 1 : end;  // an empty match must not loop forever
   }
   return last;
 }
 
-// Text that must be one finite number (a regex match, a CSV cell), or why it is not.
-Result<double> number_text(const std::string& m, const std::string& what) {
-  char* end = nullptr;
-  const double v = std::strtod(m.c_str(), &end);
-  if (m.empty() || end != m.c_str() + m.size() || !std::isfinite(v)) {
-    return std::unexpected(
-        fmt::format("{} '{}', which is not a finite number", what, printable(m, 200)));
-  }
+// Text that must be one finite number written in `style` (a regex match, a CSV cell), or why
+// it is not.
+Result<double> number_text(const std::string& m, const std::string& what,
+                           NumberStyle style = NumberStyle::plain) {
+  auto v = parse_number_text(m, style);
+  if (!v)
+    return std::unexpected(fmt::format("{} '{}', which {}", what, printable(m, 200), v.error()));
   return v;
+}
+
+// A match's number, unless the match holds only part of the number the job wrote: `12` read
+// out of `12,345.6` would be a made-up value, so the trial fails naming the text it saw.
+Result<double> matched_number(const std::string& text, const Match& m, const std::string& what,
+                              NumberStyle style) {
+  if (const auto whole = number_cut_by(text, m.begin, m.end)) {
+    const auto line_begin = text.rfind('\n', m.begin == 0 ? 0 : m.begin - 1);
+    const auto from = std::max(line_begin == std::string::npos ? 0 : line_begin + 1,
+                               m.begin > 60 ? m.begin - 60 : 0);
+    const auto line_end = std::min(text.find('\n', m.end), m.end + 60);
+    return std::unexpected(fmt::format(
+        "{} '{}', only part of the number '{}' in '{}': the regex must match the whole number "
+        "(with number: grouped for 12,345.6, number: decimal_comma for 1,75)",
+        what, printable(m.text, 60), printable(*whole, 60),
+        printable(std::string_view(text).substr(from, line_end - from), 160)));
+  }
+  return number_text(m.text, what, style);
 }
 
 // The regex objective: the last match in the tail of the chosen stream, read as a finite number.
@@ -141,13 +171,14 @@ Result<double> regex_objective(const ObjectiveSpec& objective, const std::string
   }
   // The last match is what counts, so a bounded tail is enough however much the trial wrote;
   // RE2 runs in linear time without recursion, whatever the pattern and the bytes.
-  auto last = last_match(tail_of_file(path, k_regex_scan_bytes), objective.regex);
+  const auto text = tail_of_file(path, k_regex_scan_bytes);
+  auto last = last_match(text, objective.regex);
   if (!last) return std::unexpected(last.error());
   if (!*last) {
     return std::unexpected(fmt::format("objective regex '{}' matched nothing in {}",
                                        printable(objective.regex), objective.stream));
   }
-  return number_text(**last, "objective regex matched");
+  return matched_number(text, **last, "objective regex matched", objective.number);
 }
 
 // One CSV line split into fields: ',' separates, '"' quotes ("" is a quote inside).
@@ -244,8 +275,18 @@ Result<double> csv_metric(const std::string& text, const FileMetric& m, const st
       return std::unexpected(
           fmt::format("file {} row {} has no column '{}'", path, i + 1, printable(m.csv)));
     }
+    // More fields than the header names: an unquoted 12,345.6 split in two, or a row of another
+    // shape; either way the column's cell is not what the header says it is.
+    for (std::size_t f = header.size(); f < fields.size(); ++f) {
+      if (fields[f].empty()) continue;
+      return std::unexpected(fmt::format(
+          "file {} row {} has {} fields where its header names {} ('{}'): a number written "
+          "with ',' must be quoted in a CSV file",
+          path, i + 1, fields.size(), header.size(), printable(std::string(lines[i]), 160)));
+    }
     auto v = number_text(
-        fields[c], fmt::format("file {} row {} column '{}' holds", path, i + 1, printable(m.csv)));
+        fields[c], fmt::format("file {} row {} column '{}' holds", path, i + 1, printable(m.csv)),
+        m.number);
     if (!v) return std::unexpected(v.error());
     if (!chosen || (m.csv_row == "min" ? *v < *chosen : *v > *chosen)) chosen = *v;
   }
@@ -281,31 +322,52 @@ Result<void> log_objective(const ObjectiveSpec& objective, const nlohmann::json&
   return {};
 }
 
+// Why the file `p` is not there at the trial's end: never seen, or deleted during the trial.
+std::string missing_file(const std::string& p, const std::string& what,
+                         const TrialFileWatch* watch) {
+  const FileSighting* seen = watch ? watch->sighting(p) : nullptr;
+  if (seen && (seen->at_launch || seen->last_seen_s)) {
+    const std::string when =
+        seen->at_launch && seen->last_seen_s
+            ? fmt::format("there at launch and seen {:.1f} s after it", *seen->last_seen_s)
+        : seen->at_launch ? std::string("there at launch")
+                          : fmt::format("seen {:.1f} s after launch", *seen->last_seen_s);
+    return fmt::format(
+        "file {} was deleted during the trial: {} ({} bytes), gone at its end (looked for {})", p,
+        when, seen->bytes, what);
+  }
+  if (seen) {
+    return fmt::format(
+        "file {} was not written (looked for {}; not there at launch nor at any of {} looks "
+        "while the trial ran)",
+        p, what, watch->looks());
+  }
+  return fmt::format("file {} was not written (looked for {})", p, what);
+}
+
 }  // namespace
 
 Result<double> read_file_metric(const FileMetric& metric, const std::string& workdir,
-                                const TemplateValues& values) {
-  auto expanded = expand_template(metric.file, values);
-  if (!expanded)
-    return std::unexpected(fmt::format("file '{}': {}", metric.file, expanded.error()));
-  if (!*expanded) return std::unexpected(fmt::format("file '{}' names a null value", metric.file));
-  std::filesystem::path path(**expanded);
-  if (path.is_relative() && !workdir.empty()) path = std::filesystem::path(workdir) / path;
-  const std::string p = path.string();
+                                const TemplateValues& values, const TrialFileWatch* watch) {
+  auto path = file_metric_path(metric, workdir, values);
+  if (!path) return std::unexpected(path.error());
+  const std::string& p = *path;
   const std::string what = !metric.regex.empty()
                                ? fmt::format("regex '{}'", printable(metric.regex))
                            : !metric.json.empty() ? fmt::format("json '{}'", metric.json)
                                                   : fmt::format("csv column '{}'", metric.csv);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec)) {
-    return std::unexpected(fmt::format("file {} was not written (looked for {})", p, what));
+    return std::unexpected(missing_file(p, what, watch));
   }
   if (!metric.regex.empty()) {
     // The last match is what counts: a bounded tail, as for stdout.
-    auto last = last_match(tail_of_file(p, k_regex_scan_bytes), metric.regex);
+    const auto text = tail_of_file(p, k_regex_scan_bytes);
+    auto last = last_match(text, metric.regex);
     if (!last) return std::unexpected(last.error());
     if (!*last) return std::unexpected(fmt::format("{} matched nothing in file {}", what, p));
-    return number_text(**last, fmt::format("{} in file {} matched", what, p));
+    return matched_number(text, **last, fmt::format("{} in file {} matched", what, p),
+                          metric.number);
   }
   auto text = slurp(p, "file", k_max_log_bytes);
   if (!text) return std::unexpected(text.error());
@@ -318,7 +380,8 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
                                         const std::string& log_path, const std::string& stdout_path,
                                         const std::string& stderr_path, double wall_s,
                                         const std::string& workdir, const TemplateValues& values,
-                                        std::optional<double> window_value) {
+                                        std::optional<double> window_value,
+                                        const TrialFileWatch* files) {
   ObjectiveReading reading;
   nlohmann::json entries;
   bool need_log =
@@ -336,7 +399,7 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
     reading.value = *window_value;
     if (!entries.is_null()) reading.entry = entries.back();
   } else if (objective.file) {
-    auto v = read_file_metric(*objective.file, workdir, values);
+    auto v = read_file_metric(*objective.file, workdir, values, files);
     if (!v) return std::unexpected(v.error());
     reading.value = *v;
     if (!entries.is_null()) reading.entry = entries.back();
@@ -355,7 +418,7 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
   }
   for (const auto& c : constraints) {
     auto v =
-        c.file ? read_file_metric(*c.file, workdir, values)
+        c.file ? read_file_metric(*c.file, workdir, values, files)
                : finite_number(reading.entry, c.key, fmt::format("log {} (constraint)", log_path));
     if (!v) return std::unexpected(v.error());
     double worst = -HUGE_VAL;
@@ -366,21 +429,20 @@ Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
   return reading;
 }
 
-Result<ObjectiveReading> read_objectives(const std::vector<ObjectiveSpec>& objectives,
-                                         const std::vector<ConstraintSpec>& constraints,
-                                         const std::string& log_path,
-                                         const std::string& stdout_path,
-                                         const std::string& stderr_path, double wall_s,
-                                         const std::string& workdir, const TemplateValues& values,
-                                         std::optional<double> window_value) {
+Result<ObjectiveReading> read_objectives(
+    const std::vector<ObjectiveSpec>& objectives, const std::vector<ConstraintSpec>& constraints,
+    const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path,
+    double wall_s, const std::string& workdir, const TemplateValues& values,
+    std::optional<double> window_value, const TrialFileWatch* files) {
   if (objectives.size() == 1) {
     return read_objective(objectives[0], constraints, log_path, stdout_path, stderr_path, wall_s,
-                          workdir, values, window_value);
+                          workdir, values, window_value, files);
   }
   ObjectiveReading all;
   for (std::size_t i = 0; i < objectives.size(); ++i) {
     auto one = read_objective(objectives[i], i == 0 ? constraints : std::vector<ConstraintSpec>{},
-                              log_path, stdout_path, stderr_path, wall_s, workdir, values);
+                              log_path, stdout_path, stderr_path, wall_s, workdir, values,
+                              std::nullopt, files);
     if (!one) return std::unexpected(fmt::format("objective[{}]: {}", i, one.error()));
     all.values.push_back(one->value);
     if (i == 0) all = {one->value, std::move(all.values), one->constraints, one->entry};

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner/base/result.h"
+#include "tuner/measure/file_watch.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {
@@ -34,9 +35,11 @@ inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
 // A FileMetric's value from the file the trial wrote: `workdir` is the trial's working directory
 // (a relative `file` is taken from it), `values` fill the file's placeholders. A missing file, no
 // match, a missing key or column, or a non-finite value is an error naming the file and what was
-// looked for.
+// looked for. With `watch` (what was seen of the file while the trial ran), a file gone at the
+// end that was there at launch or seen during the trial is said to be deleted during it.
 Result<double> read_file_metric(const FileMetric& metric, const std::string& workdir,
-                                const TemplateValues& values);
+                                const TemplateValues& values,
+                                const TrialFileWatch* watch = nullptr);
 
 // Reads a Chainer-style log: a JSON array of objects (at most 256 MiB).
 Result<nlohmann::json> read_log(const std::string& path);
@@ -46,13 +49,12 @@ Result<nlohmann::json> read_log(const std::string& path);
 // are for objectives and constraints read from a file (read_file_metric); the log is read only
 // when something needs it. `window_value` is a window objective's value, measured while the
 // trial ran (tuner/measure/window_follower.h); without one such an objective is an error.
-Result<ObjectiveReading> read_objective(const ObjectiveSpec& objective,
-                                        const std::vector<ConstraintSpec>& constraints,
-                                        const std::string& log_path, const std::string& stdout_path,
-                                        const std::string& stderr_path, double wall_s = 0,
-                                        const std::string& workdir = "",
-                                        const TemplateValues& values = {},
-                                        std::optional<double> window_value = std::nullopt);
+// `files` is what was seen of the files read while the trial ran (read_file_metric).
+Result<ObjectiveReading> read_objective(
+    const ObjectiveSpec& objective, const std::vector<ConstraintSpec>& constraints,
+    const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path,
+    double wall_s = 0, const std::string& workdir = "", const TemplateValues& values = {},
+    std::optional<double> window_value = std::nullopt, const TrialFileWatch* files = nullptr);
 
 // Every objective of a study (StudySpec::objectives) from one trial: one objective is
 // read_objective(); several give `values` in order, the constraints read with the first, and an
@@ -61,7 +63,7 @@ Result<ObjectiveReading> read_objectives(
     const std::vector<ObjectiveSpec>& objectives, const std::vector<ConstraintSpec>& constraints,
     const std::string& log_path, const std::string& stdout_path, const std::string& stderr_path,
     double wall_s = 0, const std::string& workdir = "", const TemplateValues& values = {},
-    std::optional<double> window_value = std::nullopt);
+    std::optional<double> window_value = std::nullopt, const TrialFileWatch* files = nullptr);
 
 // (step, value) pairs for pruning from the entries of a log that is still being written.
 std::vector<std::pair<std::int64_t, double>> intermediate_points(const ObjectiveSpec& objective,

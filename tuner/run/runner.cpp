@@ -23,6 +23,7 @@
 #include "tuner/launch/machine_load.h"
 #include "tuner/launch/rendered_launch.h"
 #include "tuner/launch/rule_machine.h"
+#include "tuner/measure/file_watch.h"
 #include "tuner/measure/log_follower.h"
 #include "tuner/measure/objective.h"
 #include "tuner/measure/trial_outcome.h"
@@ -539,6 +540,9 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
       best = window_best(*m_cache, m_best.best(*m_cache));
     window.emplace(*ws, path, best, k_trial_output_cap / 2);
   }
+  // The files read at the end, looked at while it runs: one deleted by the job is told from one
+  // never written.
+  TrialFileWatch files(m_spec.objectives, m_spec.constraints, p.request.workdir, p.values);
   const auto launched = Clock::now();
   const auto since_launch = [&] {
     return std::chrono::duration<double>(Clock::now() - launched).count();
@@ -550,6 +554,7 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
   // delaying the trial's timeout or end (launcher.h).
   bool started_hook = false;
   ran.launch = run_process(p.request, [&](pid_t pid) {
+    files.look(since_launch());
     if (!started_hook) {
       started_hook = true;
       if (m_hooks.on_start) m_hooks.on_start(pid);
@@ -611,7 +616,7 @@ StorageResult<StudyRunner::Ran> StudyRunner::execute(FrozenTrial& trial, const P
     }
     return read_objectives(m_spec.objectives, m_spec.constraints, p.log_path, p.request.stdout_path,
                            p.request.stderr_path, res.wall_s, p.request.workdir, p.values,
-                           window_value);
+                           window_value, &files);
   });
   if (window && res.started) {
     ran.window_attrs = window->attrs();

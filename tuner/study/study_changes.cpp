@@ -190,8 +190,11 @@ nlohmann::json objectives_identity(const StudySpec& spec) {
         id["csv"] = o.file->csv;
         id["row"] = o.file->csv_row;
       }
+      // Only when set, so that a study stored before `number:` existed keeps its identity.
+      if (o.file->number != NumberStyle::plain) id["number"] = number_style_name(o.file->number);
     } else if (o.use_regex) {
       id = {{"source", o.stream}, {"regex", o.regex}};
+      if (o.number != NumberStyle::plain) id["number"] = number_style_name(o.number);
     } else {
       id = {{"source", "log"}, {"key", o.key}, {"entry", o.entry}};
     }

@@ -382,11 +382,11 @@ class Parser : private YamlReader {
                        ObjectiveSpec& obj) {
     check_keys(o, where,
                {"log", "key", "entry", "regex", "stream", "intermediate", "step_key", "wall_time",
-                "file", "json", "csv", "window"});
+                "file", "json", "csv", "window", "number"});
     const auto k = [&](const char* name) { return where + "." + name; };
     if (o["window"]) {
       for (const char* key : {"log", "key", "entry", "regex", "stream", "intermediate", "step_key",
-                              "wall_time", "file", "json", "csv"}) {
+                              "wall_time", "file", "json", "csv", "number"}) {
         if (o[key]) {
           fail(o[key], k(key),
                "makes no sense next to 'window' (the value is the rate measured over the window; "
@@ -409,6 +409,14 @@ class Parser : private YamlReader {
       return;
     }
     if (o["wall_time"]) parse_wall_time(o, where, obj);
+    if (o["number"]) {
+      if (!o["regex"]) {
+        fail(o["number"], k("number"),
+             "says how a regex's match writes its number: it needs 'regex' (or 'file' with "
+             "regex or csv)");
+      }
+      obj.number = number_style(o["number"], k("number"));
+    }
     if (o["regex"]) {
       obj.use_regex = true;
       obj.regex = string(o["regex"], k("regex"));
@@ -438,6 +446,16 @@ class Parser : private YamlReader {
     }
     if (o["intermediate"]) obj.intermediate_key = string(o["intermediate"], k("intermediate"));
     if (o["step_key"]) obj.step_key = string(o["step_key"], k("step_key"));
+  }
+
+  // `number:` of a regex or csv objective: how the job writes its number (base/number_text.h).
+  NumberStyle number_style(const YAML::Node& n, const std::string& key) const {
+    const auto text = scalar_text(n, key);
+    if (auto style = number_style_named(text)) return *style;
+    fail(n, key,
+         fmt::format("'{}' is not a number style: expected plain (12345.6), grouped (12,345.6) "
+                     "or decimal_comma (1,75)",
+                     escape_controls(text)));
   }
 
   // A duration that may be 0 ("0", "0s"): a warm-up may be none.
@@ -614,6 +632,14 @@ class Parser : private YamlReader {
     if (o["json"]) {
       m.json = string(o["json"], k("json"));
       if (auto error = json_path_error(m.json)) fail(o["json"], k("json"), *error);
+    }
+    if (o["number"]) {
+      if (o["json"]) {
+        fail(o["number"], k("number"),
+             "makes no sense with 'json' (a JSON number has one spelling); it is for regex or "
+             "csv");
+      }
+      m.number = number_style(o["number"], k("number"));
     }
     if (const auto& c = o["csv"]) {
       if (c.IsMap()) {
@@ -817,7 +843,7 @@ class Parser : private YamlReader {
     if (!c.IsSequence()) fail(c, "constraints", "expected a list of {key, min|max}");
     for (std::size_t i = 0; i < c.size(); ++i) {
       const auto where = fmt::format("constraints[{}]", i);
-      check_keys(c[i], where, {"key", "min", "max", "file", "regex", "json", "csv"});
+      check_keys(c[i], where, {"key", "min", "max", "file", "regex", "json", "csv", "number"});
       ConstraintSpec cs;
       if (c[i]["file"] || c[i]["regex"] || c[i]["json"] || c[i]["csv"]) {
         if (c[i]["key"]) {
@@ -828,6 +854,10 @@ class Parser : private YamlReader {
       } else {
         if (!c[i]["key"])
           fail(c[i], where + ".key", "missing (the logged metric to bound, or 'file')");
+        if (c[i]["number"]) {
+          fail(c[i]["number"], where + ".number",
+               "is for a number read from text ('file' with regex or csv), not a logged key");
+        }
         cs.key = string(c[i]["key"], where + ".key");
       }
       if (c[i]["min"]) cs.min = number(c[i]["min"], where + ".min");
@@ -988,7 +1018,7 @@ Result<StudySpec> parse_study_spec(const std::string& yaml_text, const std::stri
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    return std::unexpected(yaml_error_message(e, path));
+    return std::unexpected(yaml_error_message(e, path, yaml_text));
   }
   try {
     Parser parser(path);

@@ -25,6 +25,7 @@
 
 #include "search/distribution.h"
 #include "search/trial.h"
+#include "tuner/base/number_text.h"
 #include "tuner/base/result.h"
 #include "tuner/study/launch_spec.h"
 #include "tuner/study/study_knobs.h"
@@ -43,6 +44,9 @@ struct FileMetric {
   std::string json;              // key path: names joined by '.', [N] for an array element
   std::string csv;               // header name of the column
   std::string csv_row = "last";  // last | first | max | min (over the data rows)
+  // How a regex match or a CSV cell writes its number (`number:`): 12,345.6 needs grouped,
+  // 1,75 decimal_comma. Default plain.
+  NumberStyle number = NumberStyle::plain;
 };
 
 // The objective `window:`: a rate measured from the job's progress while it runs, the trial
@@ -77,6 +81,7 @@ struct ObjectiveSpec {
   std::string entry = "last";           // last | first | min | max (over all entries)
   std::string regex;                    // first capture group (or whole match) of the last match
   std::string stream = "stdout";        // stdout | stderr, for regex
+  NumberStyle number = NumberStyle::plain;  // how the regex's match writes it (`number:`)
   // Intermediate values while the trial runs: key and step key of each log entry. Empty
   // intermediate_key = the objective key.
   std::string intermediate_key;
