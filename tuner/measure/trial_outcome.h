@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "search/trial.h"
@@ -25,6 +26,9 @@ struct TrialOutcome {
   std::string reason;               // empty for COMPLETE; printable, at most ~1000 bytes
   std::vector<double> constraints;  // c <= 0 feasible, one per constraint
   bool stop_study = false;          // an interrupt: no further trial
+  // Ended by tune's own stop (an interrupt, the study's --time-limit), not by anything the trial
+  // did: a baseline cut so is run again, never judged to fail for good (run/baselines.h).
+  bool cut_short = false;
 };
 
 // What a window objective (tuner/measure/window_follower.h) decided when it stopped the trial: its
@@ -53,6 +57,14 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
 
 // A trial the probes predicted to oversubscribe: recorded as infeasible instead of being run.
 TrialOutcome skipped_outcome(double constraint);
+
+// The line an MPI library printed when a rank called MPI_Abort (Open MPI's "MPI_ABORT was invoked
+// on rank 0 in communicator MPI_COMM_WORLD with errorcode 0", MPICH's "application called
+// MPI_Abort(...)") in `tail`, the end of the launcher's stderr, or Open MPI's log of that message
+// lost on its way (ORTE_ERROR_LOG in show_help.c); "" when there is none.
+std::string mpi_abort_text(std::string_view tail);
+// How much of a trial's stderr is searched for it: the abort is among the last things written.
+inline constexpr std::size_t k_mpi_abort_tail_bytes = 1 << 20;
 
 // "SIGSEGV", or "signal N" when the name is unknown.
 std::string signal_name(int sig);

@@ -134,6 +134,45 @@ TEST(TrialOutcome, AnMpirunHelpBoxGivesItsHeadlineAndDetails) {
   std::filesystem::remove(path);
 }
 
+// Open MPI's mpirun exits 0 when a rank calls MPI_Abort(comm, 0) (issue 50): the figure printed
+// before the abort is partial, so the trial fails quoting the abort, and the objective is not read.
+TEST(TrialOutcome, AnMpiAbortFailsTheTrialWhateverTheExitCode) {
+  const auto path = std::filesystem::temp_directory_path() / "tune-outcome-abort";
+  const std::string rule(74, '-');
+  std::ofstream(path)
+      << "warming up\n"
+      << rule << "\nMPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\n"
+      << "with errorcode 0.\n\nNOTE: invoking MPI_ABORT causes Open MPI to kill all "
+      << "MPI processes.\n"
+      << rule << "\n";
+  OutcomeContext ctx;
+  ctx.stderr_path = path.string();
+  const auto o = classify_outcome(started(0), ctx, never_read());
+  EXPECT_EQ(o.state, TrialState::fail);
+  EXPECT_EQ(
+      o.reason,
+      "the MPI job aborted although its launcher exited 0: MPI_ABORT was invoked on rank 1 in "
+      "communicator MPI_COMM_WORLD with errorcode 0");
+  // MPICH's words.
+  std::ofstream(path) << "application called MPI_Abort(MPI_COMM_WORLD, 0) - process 0\n";
+  EXPECT_EQ(classify_outcome(started(0), ctx, never_read()).reason,
+            "the MPI job aborted although its launcher exited 0: application called "
+            "MPI_Abort(MPI_COMM_WORLD, 0) - process 0");
+  // A non-zero abort code keeps the exit code's reason, which quotes the box.
+  EXPECT_EQ(classify_outcome(started(3), ctx, never_read()).reason.rfind("exit code 3", 0), 0u);
+  // The box lost on its way (a rank killed while sending it): Open MPI logs only this, exit 0.
+  std::ofstream(path) << "[vm:22875] [[13733,0],0] ORTE_ERROR_LOG: Data unpack would read past end "
+                         "of buffer in file ../../../orte/util/show_help.c at line 501\n";
+  EXPECT_EQ(classify_outcome(started(0), ctx, never_read()).reason,
+            "the MPI job aborted although its launcher exited 0: a rank's message to mpirun was "
+            "lost (ORTE_ERROR_LOG: Data unpack would read past end of buffer in file "
+            "../../../orte/util/show_help.c at line 501), as when a rank calls MPI_Abort");
+  // Without the words the objective is read as before.
+  std::ofstream(path) << "MPI_Abort is a function name a job may print\n";
+  EXPECT_EQ(classify_outcome(started(0), ctx, reading(1.5)).state, TrialState::complete);
+  std::filesystem::remove(path);
+}
+
 // A kill the kernel recorded as out of memory says so (issue 37), for the program itself and for
 // a launcher that reports its killed rank with an exit code.
 TEST(TrialOutcome, AnOutOfMemoryKillIsCalledOne) {
