@@ -2,6 +2,7 @@
 // and export.h. STUDY is resolved as for `tune best` (open_existing_study); commands that need
 // the study file (confirm, export) find it through the database's "tune:study_file" attr when
 // given a database.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,7 +12,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "tuner/base/file_write.h"
 #include "tuner/base/install_layout.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
@@ -59,7 +60,84 @@ Result<StudySpec> spec_of(const OpenedStudy& opened) {
   return spec;
 }
 
-void write_output(const std::string& path, const std::string& text, bool executable) {
+// A file -o must never be, and what it is: "the study's database".
+struct KeptFile {
+  std::string path, what;
+};
+
+// The files of a study that -o must not replace: its SQLite database with the files SQLite keeps
+// beside it (none for a PostgreSQL URL), and its study files (the one given, the one the database
+// names; "" for none).
+std::vector<KeptFile> study_files(const std::string& storage_url,
+                                  const std::vector<std::string>& study_file_paths) {
+  std::vector<KeptFile> kept;
+  if (const auto db = sqlite_file_of(storage_url)) {
+    kept.push_back({*db, "the study's database"});
+    for (const char* companion : {"-wal", "-shm", "-journal"})
+      kept.push_back({*db + companion, fmt::format("the study's database's {} file", companion)});
+  }
+  for (const auto& file : study_file_paths)
+    if (!file.empty()) kept.push_back({file, "the study file"});
+  return kept;
+}
+
+// The study files of an opened study: the one it was opened through, and the one its database
+// names (tune:study_file), which may be another path to the same or an older copy.
+std::vector<std::string> study_file_paths(const OpenedStudy& opened) {
+  std::vector<std::string> files;
+  if (opened.spec) files.push_back(opened.spec->file);
+  auto attrs = opened.storage->get_study_user_attrs(opened.cache->study().study_id);
+  if (attrs && attrs->is_object()) {
+    const auto named = attrs->find(k_attr_study_file);
+    if (named != attrs->end() && named->is_string()) files.push_back(named->get<std::string>());
+  }
+  return files;
+}
+
+// Whether `a` and `b` name one file: the same device and inode when both exist (whatever the
+// spelling: ./x/../study.db, a symbolic link, a hard link); else the same name in the same
+// folder, the folder compared by identity (a database's -wal file, absent between runs).
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  const fs::path pa(a), pb(b);
+  if (pa.filename().empty() || pa.filename() != pb.filename()) return false;
+  const auto folder = [](const fs::path& p) {
+    return p.has_parent_path() ? p.parent_path() : fs::path(".");
+  };
+  return ::stat(folder(pa).c_str(), &sa) == 0 && ::stat(folder(pb).c_str(), &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// -o `path` as the command may write it, before anything is written (bad input otherwise): not
+// one of `kept` (the study's own files, never replaced, --force or not), not a folder, and, unless
+// `force`, no existing file. A character device or FIFO (/dev/null, a named pipe) is written
+// into, as it has no contents to lose.
+void check_output(const std::string& path, bool force, const std::vector<KeptFile>& kept) {
+  if (path.empty() || path == "-") return;
+  const auto shown = escape_controls(path);
+  for (const auto& file : kept)
+    if (same_file(path, file.path))
+      throw BadInput(fmt::format("-o {} is {}; write to another file (--force never replaces it)",
+                                 shown, file.what));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      throw BadInput(fmt::format("-o {} is a folder; give the file to write", shown));
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return;
+    if (!S_ISREG(st.st_mode))
+      throw BadInput(fmt::format("-o {} exists and is not a regular file", shown));
+  } else if (::lstat(path.c_str(), &st) != 0) {
+    return;  // nothing there (a dangling symbolic link is something: it would be replaced)
+  }
+  if (!force) throw BadInput(fmt::format("-o {} exists; pass --force to overwrite it", shown));
+}
+
+// Writes what a command made to -o `path` (checked by check_output), or stdout. A file is
+// written whole or not at all (file_write.h): a failure leaves the old file as it was.
+void write_output(const std::string& path, const std::string& text, bool executable, bool force) {
   if (path.empty() || path == "-") {
     // A terminal acts on control bytes (ESC ]0;... retitles it, ESC [2J clears it), and a stored
     // value may hold them. A report is shown through terminal_text there. A script writes such
@@ -76,23 +154,27 @@ void write_output(const std::string& path, const std::string& text, bool executa
     std::cout << text << std::flush;
     return;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error(fmt::format("-o {}: cannot write the file", path));
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("-o {}: write failed", path));
-  if (executable) {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                    fs::perm_options::add, ec);
-  }
+  struct stat st {};
+  const bool stream =
+      ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+  FileWriteOptions options;
+  options.executable = executable;
+  options.replace = force;
+  const auto written =
+      stream ? write_into_existing(path, text) : write_file_atomically(path, text, options);
+  if (!written)
+    throw std::runtime_error(fmt::format("-o {}: {}", escape_controls(path), written.error()));
 }
 
-// --format (one of `names`) and -o, for the commands that write a document (report, export).
-void add_format_and_output(CLI::App* sub, std::string& format, std::string& output,
+// --format (one of `names`), -o and --force, for the commands that write a document (report,
+// export).
+void add_format_and_output(CLI::App* sub, std::string& format, std::string& output, bool& force,
                            const std::string& format_help, const std::vector<std::string>& names) {
   sub->add_option("--format,-f", format, format_help)->check(CLI::IsMember(names));
-  sub->add_option("-o,--output", output, "Write to FILE instead of stdout");
+  sub->add_option("-o,--output", output,
+                  "Write to FILE instead of stdout: a new file, or an existing one with --force");
+  sub->add_flag("--force", force,
+                "Let -o overwrite an existing FILE (never the study's database or study file)");
 }
 
 // A whole-number option's check: `low` or more.
@@ -125,13 +207,14 @@ void name_objectives(const StudySpec& spec, ReportData& data) {
 struct ReportArgs {
   StudyArgs study;
   std::string format = "text", output;
+  bool force = false;
   int top = 10;
   bool no_importance = false;
 };
 
 void add_report_options(CLI::App* sub, ReportArgs& args) {
-  add_format_and_output(sub, args.format, args.output, "text (default), json, markdown or html",
-                        report_format_names());
+  add_format_and_output(sub, args.format, args.output, args.force,
+                        "text (default), json, markdown or html", report_format_names());
   sub->add_option("--top", args.top, "Rows of the top-trials table (default 10)")
       ->check(at_least(1));
   sub->add_flag("--no-importance", args.no_importance, "Skip the fANOVA importance");
@@ -140,6 +223,7 @@ void add_report_options(CLI::App* sub, ReportArgs& args) {
 int run_report(const ReportArgs& args) {
   auto opened = open_study_or_throw(args.study);
   auto spec = spec_of(opened);  // optional here: gives order and key names
+  check_output(args.output, args.force, study_files(opened.url, study_file_paths(opened)));
   ReportOptions options;
   options.top_n = args.top;
   options.importance = !args.no_importance;
@@ -150,7 +234,7 @@ int run_report(const ReportArgs& args) {
   auto reporter = unwrap_input(make_reporter(args.format));
   std::ostringstream text;
   reporter->write(text, data);
-  write_output(args.output, text.str(), false);
+  write_output(args.output, text.str(), false, args.force);
   return 0;
 }
 
@@ -186,6 +270,7 @@ int run_confirm_command(const ConfirmArgs& args) {
 struct ExportArgs {
   StudyArgs study;
   std::string format = "bash", output;
+  bool force = false;
   int trial = -1;
   std::string walltime;                  // --walltime: slurm/pbs time limit; "" = from the trial
   std::optional<int> workers;            // slurm-array only
@@ -197,17 +282,22 @@ int run_export_workers(const ExportArgs& args) {
   const auto& target = args.study.target;
   WorkerArrayOptions options;
   StudySpec spec;
+  std::vector<std::string> study_file_list;
   if (target.ends_with(".yaml") || target.ends_with(".yml")) {
     spec = unwrap_input(load_study_spec(target));
     if (auto why = storage_url_problem(args.study.storage))
       throw BadInput(
           fmt::format("--storage '{}': {}", redact_storage_url(args.study.storage), *why));
     options.storage = storage_url_for(spec, args.study.storage);
+    study_file_list = {target, spec.file};
   } else {
     auto opened = open_study_or_throw(args.study);
     spec = unwrap_input(spec_of(opened));
     options.storage = opened.url;
+    study_file_list = study_file_paths(opened);
+    study_file_list.push_back(spec.file);
   }
+  check_output(args.output, args.force, study_files(options.storage, study_file_list));
   options.workers = args.workers.value_or(0);
   options.trials_per_worker = args.trials_per_worker.value_or(10);
   options.tune_program = (executable_dir() / "tune").string();
@@ -218,12 +308,12 @@ int run_export_workers(const ExportArgs& args) {
     std::cerr << "tune: warning: " << redact_storage_url(options.storage)
               << " is an SQLite file, which workers on different nodes cannot share at once; "
                  "use storage: postgresql://...\n";
-  write_output(args.output, text, /*executable=*/true);
+  write_output(args.output, text, /*executable=*/true, args.force);
   return 0;
 }
 
 void add_export_options(CLI::App* sub, ExportArgs& args) {
-  add_format_and_output(sub, args.format, args.output,
+  add_format_and_output(sub, args.format, args.output, args.force,
                         "bash (default), slurm, pbs, env, mpirun or slurm-array",
                         export_format_names());
   sub->add_option("--trial", args.trial,
@@ -277,6 +367,9 @@ int run_export(const ExportArgs& args) {
         "trial)");
   auto opened = open_study_or_throw(args.study);
   const auto spec = unwrap_input(spec_of(opened));
+  auto study_file_list = study_file_paths(opened);
+  study_file_list.push_back(spec.file);
+  check_output(args.output, args.force, study_files(opened.url, study_file_list));
   const auto& trials = opened.cache->trials();
   const auto choice = export_choice(*opened.cache, opened.cache->study().name, args.trial);
   const search::FrozenTrial* trial = choice.trial;
@@ -309,7 +402,7 @@ int run_export(const ExportArgs& args) {
   if (!choice.warning.empty()) std::cerr << "tune: " << choice.warning << "\n" << std::flush;
   const bool script =
       format == ExportFormat::bash || format == ExportFormat::slurm || format == ExportFormat::pbs;
-  write_output(args.output, text, script);
+  write_output(args.output, text, script, args.force);
   return 0;
 }
 
@@ -323,9 +416,13 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
           {{"tune report studies/quickstart.yaml", "the report as text on stdout"},
            {"tune report quickstart -f html -o report.html",
             "one self-contained HTML file with charts"},
+           {"tune report quickstart -f html -o report.html --force",
+            "the same, replacing the report.html written before"},
            {"tune report tune-out/quickstart/study.db -f json", "JSON, with schema_version"}},
           "The report: the best trial, its speedup over the baseline, the top trials, each\n"
-          "parameter's importance (fANOVA), the probes' verdicts and why trials failed."),
+          "parameter's importance (fANOVA), the probes' verdicts and why trials failed.\n"
+          "-o writes a new file; --force lets it replace an existing one, whole or not at all\n"
+          "(never the study's database or study file)."),
       study_command<ConfirmArgs>(
           app, "confirm", "Re-run the baseline and the best trials so the report uses medians",
           add_confirm_options, run_confirm_command,
@@ -348,7 +445,9 @@ std::vector<Subcommand> add_report_commands(CLI::App& app) {
           "the best is\n"
           "within the noise of the baseline it writes the baseline and says so. slurm-array "
           "writes a Slurm\n"
-          "job array of tune workers that share the study (PostgreSQL storage)."),
+          "job array of tune workers that share the study (PostgreSQL storage).\n"
+          "-o writes a new file; --force lets it replace an existing one, whole or not at all\n"
+          "(never the study's database or study file)."),
   };
 }
 

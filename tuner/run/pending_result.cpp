@@ -1,13 +1,10 @@
 #include "tuner/run/pending_result.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "tuner/base/file_write.h"
 
 namespace tune::tuner {
 namespace {
@@ -44,33 +41,10 @@ Result<void> keep_pending_result(const fs::path& path, const search::FrozenTrial
                               {"system_attrs", record.system_attrs},
                               {"intermediate_values", steps},
                               {"rerun", record.rerun}};
-  const std::string text = doc.dump(2) + "\n";
-  const auto tmp = fs::path(path.string() + ".tmp");
-  const auto failed = [&](const fs::path& what) -> std::unexpected<std::string> {
-    return std::unexpected(fmt::format("writing {}: {}", what.string(), std::strerror(errno)));
-  };
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return failed(tmp);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      auto error = failed(tmp);
-      close(fd);
-      return error;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  // On disk before it is the file a resume looks for, so a crash leaves the old state or the
-  // whole record, never half of one.
-  if (fsync(fd) != 0) {
-    auto error = failed(tmp);
-    close(fd);
-    return error;
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) return failed(path);
+  // Whole or not at all (file_write.h), so a crash leaves the old state or the whole record,
+  // never half of one.
+  if (auto written = write_file_atomically(path, doc.dump(2) + "\n"); !written)
+    return std::unexpected(fmt::format("writing {}: {}", path.string(), written.error()));
   return {};
 }
 
