@@ -233,15 +233,47 @@ TEST_F(SpecTest, AnAliasBombIsRefusedBeforeItGrows) {
 // 200,000 levels of nesting (issue 37): refused with the line and the cause, not yaml-cpp's
 // "bad file", in a tune process that stays small and quick.
 TEST_F(SpecTest, NestingPastTheParsersLimitNamesItsLineAndCause) {
-  const auto file = write("deep.yaml", "name: a\ncommand: [p]\nparams:\n  x: " +
-                                           std::string(200000, '[') + std::string(200000, ']') +
-                                           "\n");
+  const auto file =
+      write("deep.yaml", "name: a\ncommand: [p]\nparams:\n  x: " + std::string(200000, '[') +
+                             std::string(200000, ']') + "\n");
   const auto r = tune({"--trials", "1", file.string()});
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_TRUE(r.err.starts_with("tune: error: " + file.string() + ":4: invalid YAML: nested "))
       << r.err;
   EXPECT_TRUE(r.err.contains("levels deep here, past the parser's limit")) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// Issue 50: a timeout past what the clocks hold overflowed the deadline and failed every trial at
+// once; now the study file (and --time-limit) is refused at load, naming the line.
+TEST_F(SpecTest, ATimeoutPastTheClocksIsRefusedAtLoad) {
+  for (const std::string value : {"9999999999", "3000000h"}) {
+    const auto file =
+        write("long.yaml", "name: a\ncommand: [sh, -c, 'echo value=1']\ntimeout: " + value +
+                               "\nparams:\n  x: [1, 2]\n");
+    const auto r = tune({"--trials", "1", file.string()});
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(r.err, "tune: error: " + file.string() + ":3: key 'timeout': '" + value +
+                         "' is longer than tune can time (at most 1000000000 s, about 31 years); "
+                         "leave it out for no limit\n");
+    EXPECT_FALSE(fs::exists(m_dir / "tune-out")) << "nothing ran";
+  }
+  const auto file =
+      write("ok.yaml", "name: a\ncommand: [sh, -c, 'echo value=1']\nparams:\n  x: [1]\n");
+  const auto r = tune({"--trials", "1", "--time-limit", "3000000h", file.string()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(r.err.contains("--time-limit: '3000000h' is longer than tune can time")) << r.err;
+}
+
+// Issue 50: yaml-cpp calls a tab in indentation "illegal map value"; the tab is named.
+TEST_F(SpecTest, ATabInIndentationIsNamed) {
+  const auto file =
+      write("tab.yaml", "name: a\ncommand: [p]\nparams:\n\tx: {type: int, low: 1, high: 3}\n");
+  const auto r = tune({"--trials", "1", file.string()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err, "tune: error: " + file.string() +
+                       ":4: invalid YAML: line 4 is indented with a tab, which YAML does not "
+                       "allow; indent with spaces (illegal map value)\n");
 }
 
 // A cycle made the walk over the sampler section recurse until the stack ran out (SIGSEGV):

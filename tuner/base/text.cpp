@@ -295,6 +295,13 @@ Result<double> parse_duration(const std::string& text) {
   }
   if (!std::isfinite(v) || v <= 0)
     return std::unexpected(fmt::format("'{}' must be positive", text));
+  // A deadline is a clock's count of nanoseconds in 64 bits (292 years): a longer one wraps and
+  // has passed before the trial starts, failing every trial at once.
+  if (v * scale > k_max_duration_s)
+    return std::unexpected(fmt::format(
+        "'{}' is longer than tune can time (at most {:.0f} s, about 31 years); leave it out "
+        "for no limit",
+        text, k_max_duration_s));
   return v * scale;
 }
 

@@ -99,7 +99,9 @@ std::string ascii_lower(std::string_view text);
 // "3 runs", "1 run": `n` and the word for that many.
 std::string plural(int n, std::string_view one, std::string_view many);
 
-// "90", "90s", "1.5m", "2h", "250ms" -> seconds; an error naming the text otherwise.
+// "90", "90s", "1.5m", "2h", "250ms" -> seconds; an error naming the text otherwise, also for
+// a duration over k_max_duration_s, whose deadline the clocks could not hold.
+inline constexpr double k_max_duration_s = 1e9;
 Result<double> parse_duration(const std::string& text);
 
 }  // namespace tune::tuner

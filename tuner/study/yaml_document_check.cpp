@@ -168,17 +168,48 @@ Result<void> check_yaml_document(const std::string& yaml_text, const std::string
     }
     if (check.error()) return std::unexpected(*check.error());
   } catch (const YAML::Exception& e) {
-    return std::unexpected(yaml_error_message(e, file));
+    return std::unexpected(yaml_error_message(e, file, yaml_text));
   }
   return {};
 }
 
-std::string yaml_error_message(const YAML::Exception& e, const std::string& file) {
+namespace {
+
+// The first line up to `last` (0-based) indented with a tab, 1-based; 0 when none. YAML forbids
+// tabs in indentation, and yaml-cpp's words for it ("illegal map value", "end of map not found")
+// never say so.
+int tab_indented_line(std::string_view text, int last) {
+  int line = 0;
+  std::size_t begin = 0;
+  while (begin <= text.size() && line <= last) {
+    auto end = text.find('\n', begin);
+    if (end == std::string_view::npos) end = text.size();
+    const auto row = text.substr(begin, end - begin);
+    const auto content = row.find_first_not_of(" \t");
+    const auto indent = row.substr(0, content == std::string_view::npos ? row.size() : content);
+    if (content != std::string_view::npos && indent.find('\t') != std::string_view::npos)
+      return line + 1;
+    ++line;
+    begin = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string yaml_error_message(const YAML::Exception& e, const std::string& file,
+                               std::string_view yaml_text) {
   if (const auto* deep = dynamic_cast<const YAML::DeepRecursion*>(&e)) {
     return fmt::format(
         "{}:{}: invalid YAML: nested {} levels deep here, past the parser's limit (a study file "
         "needs a few levels; look for unclosed [ or {{ or runaway indentation)",
         file, e.mark.line + 1, deep->depth());
+  }
+  if (const int tab = tab_indented_line(yaml_text, e.mark.line + 1); tab > 0) {
+    return fmt::format(
+        "{}:{}: invalid YAML: line {} is indented with a tab, which YAML does not allow; indent "
+        "with spaces ({})",
+        file, tab, tab, e.msg);
   }
   return fmt::format("{}:{}: invalid YAML: {}", file, e.mark.line + 1, e.msg);
 }

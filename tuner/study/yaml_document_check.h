@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <yaml-cpp/exceptions.h>
 
@@ -28,7 +29,9 @@ inline constexpr std::size_t k_max_yaml_depth = 64;         // nesting of mappin
 Result<void> check_yaml_document(const std::string& yaml_text, const std::string& file);
 
 // "FILE:LINE: invalid YAML: what": yaml-cpp's error in one line; nesting past the parser's depth
-// limit (yaml-cpp's DeepRecursion, whose own text is "bad file") is called what it is.
-std::string yaml_error_message(const YAML::Exception& e, const std::string& file);
+// limit (yaml-cpp's DeepRecursion, whose own text is "bad file") is called what it is, and so is
+// a line of `yaml_text` indented with a tab, at or before the error's.
+std::string yaml_error_message(const YAML::Exception& e, const std::string& file,
+                               std::string_view yaml_text);
 
 }  // namespace tune::tuner

@@ -194,9 +194,10 @@ TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
   const std::filesystem::path python =
       test_support::write_file(dir / "python3", "#!/bin/sh\necho 3 2\n");
   std::filesystem::permissions(python, std::filesystem::perms::owner_all);
-  std::vector<StudyKnob> knobs = {StudyKnob{"threads", "", "torch_intra_op", "torch", std::nullopt},
-                                  StudyKnob{"interop", "", "torch_inter_op", "torch", std::nullopt},
-                                  StudyKnob{"workers", "", "dataloader_workers", "torch", std::nullopt}};
+  std::vector<StudyKnob> knobs = {
+      StudyKnob{"threads", "", "torch_intra_op", "torch", std::nullopt},
+      StudyKnob{"interop", "", "torch_inter_op", "torch", std::nullopt},
+      StudyKnob{"workers", "", "dataloader_workers", "torch", std::nullopt}};
   knobs[1].program_default = 5;  // declared: kept
   std::optional<StudyProgram> program;
   const auto notes = measure_missing_pool_defaults(knobs, program, {python.string(), "train.py"});
@@ -207,7 +208,8 @@ TEST(StudySpec, TorchPoolsWithoutADefaultAreMeasuredWithTheStudysInterpreter) {
   EXPECT_EQ(notes[0], "knobs.threads: torch_intra_op pool defaults to 3 here (measured with " +
                           python.string() + ")");
   // Not a Python interpreter, or a templated program: nothing is run, nothing changes.
-  std::vector<StudyKnob> other = {StudyKnob{"threads", "", "torch_intra_op", "torch", std::nullopt}};
+  std::vector<StudyKnob> other = {
+      StudyKnob{"threads", "", "torch_intra_op", "torch", std::nullopt}};
   EXPECT_TRUE(measure_missing_pool_defaults(other, program, {"/bin/false"}).empty());
   EXPECT_TRUE(measure_missing_pool_defaults(other, program, {"{python}", "train.py"}).empty());
   EXPECT_FALSE(other[0].program_default.has_value());
@@ -388,6 +390,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "knobs: {t: {pool: openmp}}\n",
                 "key 'knobs.t': parameter 't' sizes the openmp pool: it must take integer values"},
         BadCase{"name: x\ncommand: [p\n", "invalid YAML"},
+        // Issue 50: yaml-cpp says "illegal map value" for a tab in indentation; the tab is named.
+        BadCase{"name: x\ncommand: [p]\nparams:\n\tx: {type: float, low: 1, high: 2}\n",
+                "s.yaml:4: invalid YAML: line 4 is indented with a tab, which YAML does not allow"},
+        // A deadline past what the clocks hold failed every trial at once.
+        BadCase{"name: x\ncommand: [p]\ntimeout: 9999999999\n",
+                "s.yaml:3: key 'timeout': '9999999999' is longer than tune can time"},
+        BadCase{"name: x\ncommand: [p]\ntimeout: 3000000h\n",
+                "s.yaml:3: key 'timeout': '3000000h' is longer than tune can time"},
         BadCase{"- just\n- a list\n", "must be a YAML mapping"},
         BadCase{"name: x\ncommand: [p]\ndirection: minimize\ndirections: [minimize]\n",
                 "s.yaml:4: key 'directions': give either 'direction'"},
@@ -456,6 +466,11 @@ TEST(Duration, Units) {
   EXPECT_EQ(*parse_duration("250ms"), 0.25);
   EXPECT_FALSE(parse_duration("-3s").has_value());
   EXPECT_FALSE(parse_duration("").has_value());
+  // At most about 31 years: a longer deadline would wrap the clocks' 64-bit nanoseconds.
+  EXPECT_EQ(*parse_duration("1000000000"), 1e9);
+  EXPECT_FALSE(parse_duration("1000000001").has_value());
+  EXPECT_FALSE(parse_duration("3000000h").has_value());
+  EXPECT_FALSE(parse_duration("1e300").has_value());
 }
 
 }  // namespace
