@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tuner/base/temp_dir.h"
 #include "tuner/base/text.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/program_identity.h"
@@ -369,12 +370,12 @@ ProgramHelp read_program_help(const std::vector<std::string>& program, double ti
   // In an empty folder of its own: a program that does not know --help and runs instead
   // writes nothing where the user works, and is stopped at the timeout.
   std::error_code ec;
-  std::string pattern =
-      (std::filesystem::temp_directory_path(ec) / "tune-init-help-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    out.why_not = "cannot make a folder to ask the program's help in";
+  const auto made = make_temp_dir("tune-init-help-");
+  if (!made) {
+    out.why_not = "cannot make a folder to ask the program's help in: " + made.error();
     return out;
   }
+  const std::string pattern = *made;
   LaunchRequest request;
   request.argv = out.argv;
   request.workdir = pattern;

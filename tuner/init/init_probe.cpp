@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "tuner/base/number_text.h"
+#include "tuner/base/temp_dir.h"
 #include "tuner/base/text.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/process_tree.h"
@@ -549,13 +550,12 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   std::error_code ec;
   const fs::path source = fs::weakly_canonical(
       options.source_dir.empty() ? fs::current_path(ec) : fs::path(options.source_dir), ec);
-  std::string pattern = (fs::temp_directory_path(ec) / "tune-init-probe-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    out.not_run = fmt::format("cannot make a folder for the probe run in {}",
-                              fs::temp_directory_path(ec).string());
+  const auto made = make_temp_dir("tune-init-probe-");
+  if (!made) {
+    out.not_run = "the probe run has no folder: " + made.error();
     return out;
   }
-  const fs::path dir = pattern;
+  const fs::path dir = *made;
   fs::create_directories(dir / "work", ec);
   // The real path: open files are read back from /proc as real paths.
   const fs::path work = fs::weakly_canonical(dir / "work", ec);

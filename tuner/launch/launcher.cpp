@@ -1,5 +1,6 @@
 #include "tuner/launch/launcher.h"
 
+#include "tuner/base/temp_dir.h"
 #include "tuner/base/text.h"
 
 #include <fcntl.h>
@@ -580,13 +581,12 @@ LaunchResult run_process(const LaunchRequest& request, const Watcher& watcher) {
 CapturedRun run_captured(LaunchRequest request, std::size_t max_bytes) {
   CapturedRun run;
   std::error_code ec;
-  static std::atomic<int> serial{0};
-  const auto dir = std::filesystem::temp_directory_path(ec) /
-                   fmt::format("tune-run-{}-{}", ::getpid(), serial++);
-  if (ec || (!std::filesystem::create_directories(dir, ec) && ec)) {
-    run.result.error = fmt::format("cannot make a temporary folder: {}", ec.message());
+  const auto made = make_temp_dir("tune-run-");
+  if (!made) {
+    run.result.error = made.error();
     return run;
   }
+  const std::filesystem::path dir = *made;
   request.stdout_path = (dir / "stdout").string();
   request.stderr_path = (dir / "stderr").string();
   run.result = run_process(request);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "tuner/base/temp_dir.h"
 #include "tuner/launch/machine_load.h"
 #include "tuner/launch/rendered_launch.h"
 
@@ -21,10 +22,13 @@ RuleMachine rule_machine(const StudySpec& spec, const probes::Topology* topo) {
     m.pus = m.cores = std::max(1, static_cast<int>(allowed_cpus().size()));
   }
   if (spec.enqueue.empty()) return m;
-  // The trial folder is only a placeholder's value here: nothing is created.
-  const auto values = trial_template_values(
-      spec, spec.enqueue.front(), (std::filesystem::temp_directory_path() / "rule").string(), 0,
-      bundled_trainer_path());
+  // The trial folder is only a placeholder's value here: nothing is created, so a TMPDIR that
+  // names no folder is no error (temp_directory_path() threw, after the study was created).
+  const auto tmp = temp_dir_or_empty();
+  const auto values =
+      trial_template_values(spec, spec.enqueue.front(),
+                            (std::filesystem::path(tmp.empty() ? "/tmp" : tmp) / "rule").string(),
+                            0, bundled_trainer_path());
   if (auto launch = render_launch(spec, values, ::geteuid() == 0)) {
     const auto plan = launch->probe_plan(launch->environment());
     m.ranks = std::max(1, plan.n);

@@ -17,6 +17,7 @@
 #include "probes/thread_origin.h"
 #include "probes/verdict_memory.h"
 #include "tuner/base/install_layout.h"
+#include "tuner/base/temp_dir.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/prediction_quality.h"
 #include "tuner/launch/pool_defaults.h"
@@ -92,9 +93,9 @@ void preload_origins(ProbeState& state, RenderedLaunch& launch) {
   if (!state.origins_dir.empty()) std::filesystem::remove_all(state.origins_dir, ec);
   state.origins_dir.clear();
   if (state.origins_library.empty()) return;
-  std::string pattern = (std::filesystem::temp_directory_path(ec) / "tune-threads-XXXXXX").string();
-  if (ec || ::mkdtemp(pattern.data()) == nullptr) return;
-  state.origins_dir = pattern;
+  const auto made = make_temp_dir("tune-threads-");
+  if (!made) return;
+  state.origins_dir = *made;
   std::string preload = state.origins_library;
   const auto set = launch.env_set.find("LD_PRELOAD");
   const char* inherited = std::getenv("LD_PRELOAD");
