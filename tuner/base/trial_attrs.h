@@ -26,6 +26,13 @@ inline constexpr const char* k_attr_claim_token = "tune:claim";
 inline constexpr const char* k_attr_machine = "tune:machine";
 // runner (trial_outcome): one printable line, why the trial is FAIL or PRUNED.
 inline constexpr const char* k_attr_fail_reason = "fail_reason";
+// runner (trial_outcome, recovery): true on a trial that tune itself cut short (an interrupt, the
+// study's --time-limit, the tune running it died), whatever the trial did. Absent otherwise.
+inline constexpr const char* k_attr_cut_short = "tune:cut_short";
+// runner (run/baselines.h): on a re-run of a baseline or rule trial that did not complete, the
+// number of the trial it runs again (int). It carries that trial's fixed_params and rules, and
+// stands for it once it completes (judge/ranking.h find_baseline).
+inline constexpr const char* k_attr_retry_of = "tune:retry_of";
 // How the fail_reason of a trial stopped at its time limit begins ("timed out after 120.0s").
 inline constexpr const char* k_timed_out_reason = "timed out after";
 // runner (Optuna's): [float], one per constraint, <= 0 feasible.

@@ -14,6 +14,7 @@
 #include "tuner/probing/probe_hooks.h"
 #include "tuner/report/report.h"
 #include "tuner/report/report_cells.h"
+#include "tuner/run/baselines.h"
 #include "tuner/storage/study_cache.h"
 
 namespace tune::tuner {
@@ -138,11 +139,21 @@ Result<RunTotals> run_confirm(StudySpec spec, const ConfirmOptions& options, std
         return t.state == TrialState::waiting;
       }));
   print_plan(out, spec.name, options.repeats, *plan, *opened->cache, waiting_before);
+  int retries = 0;
+  if (plan->retry_baseline) {
+    const auto& failed = *std::find_if(trials.begin(), trials.end(), [&](const FrozenTrial& t) {
+      return t.number == *plan->retry_baseline;
+    });
+    auto made = enqueue_retry(*opened->storage, opened->cache->study().study_id, failed);
+    if (!made) return std::unexpected(made.error());
+    retries = *made ? 1 : 0;  // else one waits already, counted in waiting_before
+  }
   if (auto e = enqueue_reruns(*opened->storage, *opened->cache, *plan, *fixed); !e)
     return std::unexpected(e.error());
 
-  auto runner = open_rerun_runner(std::move(spec), options,
-                                  waiting_before + static_cast<int>(plan->order.size()), out);
+  auto runner =
+      open_rerun_runner(std::move(spec), options,
+                        waiting_before + retries + static_cast<int>(plan->order.size()), out);
   if (!runner) return std::unexpected(runner.error());
   install_interrupt_handlers();
   auto totals = (*runner)->run(out);

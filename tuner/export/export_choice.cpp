@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "tuner/judge/attempts.h"
 #include "tuner/judge/noise.h"
 #include "tuner/judge/ranking.h"
 #include "tuner/judge/summary.h"
@@ -51,9 +52,12 @@ std::string not_shown_words(const NoiseLead& lead) {
 
 // Why the trial has no lead over the baseline: none enqueued, or the baseline did not complete
 // (or is a trial that is not ranked).
-std::string no_baseline_words(const FrozenTrial* baseline) {
+std::string no_baseline_words(const search::StudyView& study, const FrozenTrial* baseline) {
   if (baseline == nullptr)
     return "the study enqueued no baseline (add `enqueue:` with the defaults)";
+  if (const auto* first = first_baseline_trial(study))
+    if (auto problem = baseline_problem(attempts_at(study, *first)); !problem.empty())
+      return problem;
   return fmt::format("the baseline trial #{} did not complete ({})", baseline->number,
                      search::to_string(baseline->state));
 }
@@ -68,9 +72,9 @@ void choose_by_lead(const search::StudyView& study, const FrozenTrial& best, Exp
   }
   const auto noise = assess_noise(study, {.candidate = best.number});
   if (!noise.over_baseline) {
-    const auto why = no_baseline_words(baseline);
-    c.warning = fmt::format("the best (trial {}) was not compared with a baseline: {}; exporting it",
-                            best.number, why);
+    const auto why = no_baseline_words(study, baseline);
+    c.warning = fmt::format(
+        "the best (trial {}) was not compared with a baseline: {}; exporting it", best.number, why);
     c.notes.push_back(fmt::format("The best trial, not compared with a baseline: {}.", why));
     return;
   }
@@ -86,14 +90,14 @@ void choose_by_lead(const search::StudyView& study, const FrozenTrial& best, Exp
         "the best (trial {}, {}) is within the noise of the baseline: exporting the baseline "
         "(trial {}); pass --trial {} to export the best anyway",
         best.number, lead_words(lead), lead.other, best.number);
-    c.notes.push_back(fmt::format(
-        "The baseline, not the best: the best, trial #{}, against it: {}. `tune export "
-        "--trial {}` writes it anyway; `tune confirm STUDY` re-measures both.",
-        best.number, lead_text(lead), best.number));
+    c.notes.push_back(
+        fmt::format("The baseline, not the best: the best, trial #{}, against it: {}. `tune export "
+                    "--trial {}` writes it anyway; `tune confirm STUDY` re-measures both.",
+                    best.number, lead_text(lead), best.number));
     return;
   }
-  c.warning = fmt::format("the best (trial {}, {}) {}: exporting it", best.number,
-                          lead_words(lead), not_shown_words(lead));
+  c.warning = fmt::format("the best (trial {}, {}) {}: exporting it", best.number, lead_words(lead),
+                          not_shown_words(lead));
   c.notes.push_back(fmt::format(
       "The best trial, not shown to beat the baseline (trial #{}): {}. `tune confirm STUDY` "
       "re-measures both.",
@@ -110,7 +114,7 @@ void describe_pick(const search::StudyView& study, const FrozenTrial& picked, Ex
   }
   const auto noise = assess_noise(study, {.candidate = picked.number});
   if (!noise.over_baseline) {
-    const auto why = no_baseline_words(baseline);
+    const auto why = no_baseline_words(study, baseline);
     c.warning = fmt::format("trial {} was not compared with a baseline: {}; exporting it as asked",
                             picked.number, why);
     c.notes.push_back(
@@ -125,14 +129,16 @@ void describe_pick(const search::StudyView& study, const FrozenTrial& picked, Ex
   }
   c.warning = fmt::format("trial {} ({}) {}: exporting it as asked", picked.number,
                           lead_words(lead), not_shown_words(lead));
-  c.notes.push_back(fmt::format("Trial #{} (--trial), not shown to beat the baseline (trial #{}): {}.",
-                                picked.number, lead.other, lead_text(lead)));
+  c.notes.push_back(
+      fmt::format("Trial #{} (--trial), not shown to beat the baseline (trial #{}): {}.",
+                  picked.number, lead.other, lead_text(lead)));
 }
 
 }  // namespace
 
-std::expected<ExportChoice, ExportChoiceError> choose_export_trial(
-    const search::StudyView& study, const std::string& study_name, std::optional<int> trial) {
+std::expected<ExportChoice, ExportChoiceError> choose_export_trial(const search::StudyView& study,
+                                                                   const std::string& study_name,
+                                                                   std::optional<int> trial) {
   ExportChoice c;
   const bool multi = study.is_multi_objective();
   if (trial) {

@@ -8,6 +8,7 @@
 #include "search/pareto.h"
 #include "tuner/base/stats.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/attempts.h"
 #include "tuner/judge/reruns.h"
 #include "tuner/study/rules.h"
 
@@ -24,12 +25,9 @@ bool measured_under_load(const FrozenTrial& trial) {
 }
 
 const FrozenTrial* find_baseline(const search::StudyView& study) {
-  for (const auto& t : study.trials()) {
-    if (t.system_attrs.contains(k_attr_fixed_params) && !is_rerun(t) &&
-        !t.system_attrs.contains(k_attr_rule_only))
-      return &t;
-  }
-  return nullptr;
+  const FrozenTrial* first = first_baseline_trial(study);
+  if (first == nullptr || first->state == TrialState::complete) return first;
+  return attempts_at(study, *first).standing();
 }
 
 std::vector<std::string> rules_of(const FrozenTrial& trial) {

@@ -38,8 +38,9 @@ bool measured_under_load(const search::FrozenTrial& trial);
 inline bool trusted_run(const search::FrozenTrial& trial) { return !measured_under_load(trial); }
 
 // The baseline: the lowest-numbered enqueued trial (system attr "fixed_params") that is not a
-// re-run, nor a rule baseline the study's `enqueue:` does not give (k_attr_rule_only); nullptr
-// when the study enqueued none.
+// re-run, nor a rule baseline the study's `enqueue:` does not give (k_attr_rule_only), or the
+// attempt that stands for it when it did not complete (judge/attempts.h); nullptr when the study
+// enqueued none.
 const search::FrozenTrial* find_baseline(const search::StudyView& study);
 
 // The rules an enqueued rule baseline stands for (system attr k_attr_rules, tuner/study/rules.h:

@@ -80,6 +80,11 @@ Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int re
   const FrozenTrial* baseline = find_baseline(study);
   if (baseline == nullptr) {
     plan.note = "the study enqueued no baseline trial; only the top trials are re-run";
+  } else if (baseline->state == TrialState::fail) {
+    plan.retry_baseline = baseline->number;
+    plan.note = fmt::format("the baseline trial #{} did not complete; it is run once more first",
+                            baseline->number);
+    baseline = nullptr;
   } else if (!baseline->is_finished() || baseline->params.empty()) {
     plan.note =
         fmt::format("the baseline trial #{} has not run yet; it is left out", baseline->number);
@@ -101,7 +106,7 @@ Result<ConfirmPlan> plan_confirm(const search::StudyView& study, int top, int re
     plan.originals.push_back(t->number);
     ++taken;
   }
-  if (plan.originals.empty())
+  if (plan.originals.empty() && !plan.retry_baseline)
     return std::unexpected("nothing to confirm: the study has no completed trial and no baseline");
   for (int r = 0; r < repeats; ++r)
     plan.order.insert(plan.order.end(), plan.originals.begin(), plan.originals.end());

@@ -54,8 +54,11 @@ struct ConfirmPlan {
   // The baseline first (when there is one), the best rule baseline (ranking.h best_rule_trial)
   // when it is another trial, then the best `top` others, best first.
   std::vector<int> originals;
-  std::vector<int> order;      // trial numbers to re-run, round-robin over `originals`
-  std::string note;            // e.g. why the baseline is missing
+  std::vector<int> order;  // trial numbers to re-run, round-robin over `originals`
+  std::string note;        // e.g. why the baseline is missing
+  // A baseline whose last attempt failed (judge/attempts.h): that attempt's number, run again
+  // once as a new attempt (a re-run of a failed trial would measure nothing it could stand for).
+  std::optional<int> retry_baseline;
 };
 
 // Which trials to re-run and in which order. Error when there is nothing to confirm.

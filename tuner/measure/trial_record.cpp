@@ -25,6 +25,7 @@ FinalRecord final_record(const FrozenTrial& trial, const TrialRun& ran) {
   }
   if (!outcome.constraints.empty()) system[k_attr_constraints] = outcome.constraints;
   if (!outcome.reason.empty()) system[k_attr_fail_reason] = outcome.reason;
+  if (outcome.cut_short) system[k_attr_cut_short] = true;
   for (const auto& [key, value] : ran.end_attrs.items()) system[key] = value;
   if (!ran.window_attrs.is_null()) user[k_attr_window] = ran.window_attrs;
   record.state = outcome.state;

@@ -10,6 +10,7 @@
 #include "search/importance.h"
 #include "tuner/base/stats.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/judge/attempts.h"
 #include "tuner/judge/reruns.h"
 #include "tuner/report/report_cells.h"
 
@@ -198,11 +199,11 @@ std::optional<GuessSummary> guess_summary(const search::StudyView& study, const 
           data.baseline && std::ranges::any_of(data.baseline->params, [&](const ReportParam& b) {
             return b.name == p.name && b.value == p.value;
           });
-      if (!same) g.changed += fmt::format("{}{}={}", g.changed.empty() ? "" : " ", p.name,
-                                          p.short_text);
+      if (!same)
+        g.changed += fmt::format("{}{}={}", g.changed.empty() ? "" : " ", p.name, p.short_text);
     }
-    if (auto p = t.system_attrs.find(k_attr_guess_predicted); p != t.system_attrs.end() &&
-                                                               p->is_number())
+    if (auto p = t.system_attrs.find(k_attr_guess_predicted);
+        p != t.system_attrs.end() && p->is_number())
       g.predicted = p->get<double>();
     if (auto why = t.system_attrs.find(k_attr_guess_reasoning);
         why != t.system_attrs.end() && why->is_array())
@@ -529,6 +530,11 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   data.noise = assess_noise(study, {options.bootstrap_samples, options.seed});
   if (data.noise.best_rule >= 0) data.best_rule = folded.by_number.at(data.noise.best_rule);
   estimate_speedups(direction, data);
+  // A baseline that never completed: whether the next run tries it again, or what to do.
+  if (const auto* first = first_baseline_trial(study); first != nullptr && !data.speedup) {
+    if (auto problem = baseline_problem(attempts_at(study, *first)); !problem.empty())
+      data.speedup_note = std::move(problem);
+  }
   add_importance(folded.view, space, options, data);
   data.failures = group_failures(data.trials);
   data.under_load = loaded_trials(study);

@@ -48,6 +48,10 @@ Result<void> StudyRunner::recover_stale_trials() {
       if (r.error().kind == StorageErrorKind::finished) continue;
       return to_result(r);
     }
+    if (auto r = m_storage->set_trial_system_attr(t.trial_id, k_attr_cut_short, true); !r) {
+      if (r.error().kind == StorageErrorKind::finished) continue;
+      return to_result(r);
+    }
     if (auto r = m_storage->set_trial_state_values(t.trial_id, TrialState::fail, std::nullopt);
         !r) {
       return std::unexpected(r.error().message);

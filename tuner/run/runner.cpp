@@ -29,6 +29,7 @@
 #include "tuner/measure/trial_outcome.h"
 #include "tuner/measure/trial_record.h"
 #include "tuner/measure/window_follower.h"
+#include "tuner/run/baselines.h"
 #include "tuner/run/load_check.h"
 #include "tuner/run/pending_result.h"
 #include "tuner/run/rerun.h"
@@ -127,11 +128,23 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
     for (const auto& note : changes.notes) runner->m_recovered.push_back("note: " + note);
     record_objectives = !stored.objectives;  // a study from before tune recorded them
   }
+  // A new study is made with its file's path, its objectives and its baselines in one
+  // transaction: a run cut off in between leaves no study, never one without its baselines.
   bool created = false;
-  auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created);
+  StudySeed seed;
+  BaselineSeed baselines;
+  if (!existing) {
+    baselines = baseline_seed(spec);
+    seed.waiting_trials = baselines.trials;
+    seed.user_attrs[k_attr_study_file] = fs::absolute(spec.file).string();
+    seed.user_attrs[k_attr_study_objectives] = objectives_identity(spec);
+  }
+  auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created, seed);
   if (!study) return fail(study.error().message);
   if (!runner->m_cache) runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
-  if (record_objectives) {
+  if (created) {
+    for (auto& line : baselines.lines) runner->m_recovered.push_back(std::move(line));
+  } else if (record_objectives) {
     if (auto r = runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_objectives,
                                                         objectives_identity(spec));
         !r)
@@ -140,43 +153,11 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
   runner->m_spec = std::move(spec);
   runner->m_load = effective_load_spec(runner->m_spec.load);
   runner->m_trainer = bundled_trainer_path();
-  if (created) {
-    runner->m_storage->set_study_user_attr(study->study_id, k_attr_study_file,
-                                           fs::absolute(runner->m_spec.file).string());
-    if (auto r = runner->enqueue_baselines(); !r) return fail(r.error());
-  }
   if (auto r = runner->recover_stale_trials(); !r) return fail(r.error());
+  auto retried = retry_unfinished_baselines(*runner->m_storage, *runner->m_cache);
+  if (!retried) return fail(retried.error());
+  for (auto& line : *retried) runner->m_recovered.push_back(std::move(line));
   return runner;
-}
-
-Result<void> StudyRunner::enqueue_baselines() {
-  std::vector<std::string> notes;
-  RuleMachine machine;
-  if (!m_spec.rules.empty()) {
-    const auto topo = probes::read_cpu_topology();
-    machine = rule_machine(m_spec, topo ? &*topo : nullptr);
-  }
-  const auto entries = enqueue_with_rules(m_spec, machine, notes);
-  for (const auto& entry : entries) {
-    nlohmann::json params = nlohmann::json::object();
-    for (const auto& [name, value] : entry.params)
-      params[name] = search::param_value_to_json(value);
-    // Optuna's enqueue_trial: a WAITING trial whose fixed_params the next ask() uses.
-    nlohmann::json attrs = {{k_attr_fixed_params, params}};
-    if (!entry.rules.empty()) {
-      attrs[k_attr_rules] = entry.rules;
-      attrs[k_attr_rule_texts] = entry.texts;
-      if (!entry.from_enqueue) attrs[k_attr_rule_only] = true;
-    }
-    auto t = m_storage->create_trial(m_cache->study().study_id, TrialState::waiting, attrs);
-    if (!t) return std::unexpected(t.error().message);
-    // The texts name the study's parameters: the study file's words, shown, not sent.
-    for (const auto& text : entry.texts)
-      m_recovered.push_back(
-          fmt::format("rule baseline, trial {}: {}", t->number, terminal_text(text)));
-  }
-  for (auto& note : notes) m_recovered.push_back("note: " + terminal_text(note));
-  return {};
 }
 
 Result<RunTotals> StudyRunner::run(std::ostream& out) {

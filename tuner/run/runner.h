@@ -105,7 +105,6 @@ class StudyRunner {
  private:
   StudyRunner() = default;
   Result<void> recover_stale_trials();
-  Result<void> enqueue_baselines();
   Result<void> run_one(std::ostream& out, int index, bool* stop);
 
   // The steps of one trial, in order (run_one). A step fails with a StorageError, of the
@@ -166,7 +165,7 @@ class StudyRunner {
   std::vector<std::string> m_recovered;
   std::vector<search::FrozenTrial> m_kept_reruns;  // re-runs among them (recover_stale_trials)
   bool m_machine_read = false;
-  LoadSpec m_load;            // the study's `load:`, unless TUNE_LOAD_CHECK=off (load_check.h)
+  LoadSpec m_load;             // the study's `load:`, unless TUNE_LOAD_CHECK=off (load_check.h)
   double m_load_waited_s = 0;  // spent of m_load.wait_s by this run
 };
 

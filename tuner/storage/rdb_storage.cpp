@@ -131,7 +131,8 @@ StorageResult<std::vector<StudyInfo>> RdbStorage::get_all_studies() {
 }
 
 StorageResult<StudyInfo> RdbStorage::get_or_create_study(
-    const std::string& name, const std::vector<search::Direction>& directions, bool* created) {
+    const std::string& name, const std::vector<search::Direction>& directions, bool* created,
+    const StudySeed& seed) {
   if (directions.empty()) return std::unexpected("create study: no direction given");
   StudyInfo info{-1, name, directions.front(), directions};
   bool made = false;
@@ -160,6 +161,22 @@ StorageResult<StudyInfo> RdbStorage::get_or_create_study(
                 {std::string(search::to_string(directions[i])), info.study_id,
                  static_cast<std::int64_t>(i)});
       if (!dir) return failed("create study direction", dir.error());
+    }
+    for (const auto& [key, value] : seed.user_attrs.items())
+      if (auto a = set_attr("study_user_attributes", "study_id", info.study_id, key, value); !a)
+        return a;
+    // Optuna's enqueue_trial, numbered 0, 1, ... in the study just made (create_trial's numbering).
+    for (std::size_t i = 0; i < seed.waiting_trials.size(); ++i) {
+      auto ins = query(
+          "INSERT INTO trials (number, study_id, state, datetime_start) VALUES (?, ?, ?, NULL) "
+          "RETURNING trial_id",
+          {static_cast<std::int64_t>(i), info.study_id,
+           std::string(search::to_string(search::TrialState::waiting))});
+      if (!ins) return failed("enqueue a new study's trial", ins.error());
+      const auto trial_id = ins->at(0).int64(0);
+      for (const auto& [key, value] : seed.waiting_trials[i].items())
+        if (auto a = set_attr("trial_system_attributes", "trial_id", trial_id, key, value); !a)
+          return a;
     }
     made = true;
     return {};
@@ -290,6 +307,14 @@ StorageResult<std::optional<NewTrial>> RdbStorage::claim_trial(
 
 StorageResult<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::TrialState state,
                                                  const nlohmann::json& system_attrs) {
+  auto r = create_trial_unless(study_id, state, system_attrs, "");
+  if (!r) return std::unexpected(r.error());
+  return **r;  // a creation without a key always takes a trial
+}
+
+StorageResult<std::optional<NewTrial>> RdbStorage::create_trial_unless(
+    std::int64_t study_id, search::TrialState state, const nlohmann::json& system_attrs,
+    const std::string& unique_key) {
   const bool running = state == TrialState::running;
   // Acknowledged means durable: the number is handed out once it is on disk, so that no crash
   // (of this machine, or of a database server other workers outlive) can take the trial back
@@ -302,6 +327,15 @@ StorageResult<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::
   auto r = claim_trial(
       kind, study_id, /*lock_study=*/true, /*counts_change=*/false,
       [&]() -> StorageResult<std::optional<NewTrial>> {
+        // Under the study's row: no other creator of the study can add the same key meanwhile.
+        if (!unique_key.empty()) {
+          auto found = query(
+              "SELECT 1 FROM trial_system_attributes a JOIN trials t ON t.trial_id = a.trial_id "
+              "WHERE t.study_id = ? AND a.\"key\" = ? AND a.value_json = ? LIMIT 1",
+              {study_id, unique_key, dump_json(system_attrs.at(unique_key))});
+          if (!found) return failed("create trial", found.error());
+          if (!found->empty()) return std::optional<NewTrial>();
+        }
         // The number in the INSERT itself: every statement under the study's row is a round trip
         // that the other creators of the study wait for (a statement after the lock sees the
         // previous holder's commit). One past the highest number, read from the index on
@@ -329,7 +363,7 @@ StorageResult<NewTrial> RdbStorage::create_trial(std::int64_t study_id, search::
         return t;
       });
   if (!r) return std::unexpected(r.error());
-  return **r;  // a creation always takes a trial
+  return *r;
 }
 
 StorageResult<std::optional<NewTrial>> RdbStorage::pop_waiting_trial(std::int64_t study_id) {

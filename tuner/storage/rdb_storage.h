@@ -102,8 +102,8 @@ class RdbStorage : public Storage {
   using Storage::get_or_create_study;
   using Storage::set_complete_trial_value;
   [[nodiscard]] StorageResult<StudyInfo> get_or_create_study(
-      const std::string& name, const std::vector<search::Direction>& directions,
-      bool* created) final;
+      const std::string& name, const std::vector<search::Direction>& directions, bool* created,
+      const StudySeed& seed) final;
   [[nodiscard]] StorageResult<StudyInfo> get_study(const std::string& name) final;
   [[nodiscard]] StorageResult<std::vector<StudyInfo>> get_all_studies() final;
   [[nodiscard]] StorageResult<void> set_study_user_attr(std::int64_t study_id,
@@ -113,6 +113,9 @@ class RdbStorage : public Storage {
   [[nodiscard]] StorageResult<NewTrial> create_trial(std::int64_t study_id,
                                                      search::TrialState state,
                                                      const nlohmann::json& system_attrs) final;
+  [[nodiscard]] StorageResult<std::optional<NewTrial>> create_trial_unless(
+      std::int64_t study_id, search::TrialState state, const nlohmann::json& system_attrs,
+      const std::string& unique_key) final;
   [[nodiscard]] StorageResult<std::optional<NewTrial>> pop_waiting_trial(
       std::int64_t study_id) final;
   [[nodiscard]] StorageResult<void> set_trial_param(std::int64_t trial_id, const std::string& name,

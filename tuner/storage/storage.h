@@ -57,6 +57,14 @@ struct NewTrial {
   int number = -1;
 };
 
+// What a new study starts with, written in the transaction that creates it: a run cut off
+// between the creation and its baselines leaves either no study or all of them.
+struct StudySeed {
+  nlohmann::json user_attrs = nlohmann::json::object();  // study user attrs
+  std::vector<nlohmann::json>
+      waiting_trials;  // each WAITING trial's system attrs, numbered in order
+};
+
 // One parameter's value as a trial stores it (Optuna's trial_params row).
 struct ParamWrite {
   std::string name;
@@ -125,10 +133,16 @@ class Storage {
  public:
   virtual ~Storage() = default;
 
-  // Returns the study, creating it when absent with one direction per objective; `created` says
-  // which happened. An existing study with other directions is an error.
+  // Returns the study, creating it when absent with one direction per objective and what `seed`
+  // holds, in one transaction; `created` says which happened. An existing study with other
+  // directions is an error (its seed is not written).
   [[nodiscard]] virtual StorageResult<StudyInfo> get_or_create_study(
-      const std::string& name, const std::vector<search::Direction>& directions, bool* created) = 0;
+      const std::string& name, const std::vector<search::Direction>& directions, bool* created,
+      const StudySeed& seed) = 0;
+  [[nodiscard]] StorageResult<StudyInfo> get_or_create_study(
+      const std::string& name, const std::vector<search::Direction>& directions, bool* created) {
+    return get_or_create_study(name, directions, created, StudySeed{});
+  }
   // The same for a single-objective study.
   [[nodiscard]] StorageResult<StudyInfo> get_or_create_study(const std::string& name,
                                                              search::Direction direction,
@@ -146,6 +160,12 @@ class Storage {
   // A new trial in `state` (RUNNING, or WAITING for enqueued ones) with the given system attrs.
   [[nodiscard]] virtual StorageResult<NewTrial> create_trial(
       std::int64_t study_id, search::TrialState state, const nlohmann::json& system_attrs) = 0;
+  // create_trial, unless a trial of the study already has the system attr `unique_key` with the
+  // value system_attrs[unique_key] (looked up in the creating transaction, so that of several
+  // workers doing the same at once one creates it): nullopt then.
+  [[nodiscard]] virtual StorageResult<std::optional<NewTrial>> create_trial_unless(
+      std::int64_t study_id, search::TrialState state, const nlohmann::json& system_attrs,
+      const std::string& unique_key) = 0;
   // Atomically takes the oldest WAITING trial and makes it RUNNING; nullopt when none waits.
   [[nodiscard]] virtual StorageResult<std::optional<NewTrial>> pop_waiting_trial(
       std::int64_t study_id) = 0;

@@ -186,7 +186,26 @@ TEST(Report, NoBaselineOrFailedBaselineIsExplained) {
   f.mutable_trials().push_back(make(1, TrialState::complete, 2.0, 2.0));
   const auto d = build_report(f, "s", k_space, quick());
   EXPECT_FALSE(d.speedup);
-  EXPECT_EQ(d.speedup_note, "the baseline trial #0 did not complete (timeout)");
+  EXPECT_EQ(d.speedup_note,
+            "the baseline trial #0 did not complete (timeout); the study's next `tune` run runs "
+            "it again");
+  // Issue 50: run again (trial 2) and failed alike, the baseline is left alone, and the report
+  // says what to do.
+  f.mutable_trials().push_back(make(2, TrialState::fail, std::nullopt, 8.0, 0,
+                                    {{k_attr_fixed_params, {{"x", 8.0}}},
+                                     {k_attr_retry_of, 0},
+                                     {k_attr_fail_reason, "timeout"}}));
+  EXPECT_EQ(build_report(f, "s", k_space, quick()).speedup_note,
+            "the baseline failed twice in a row with the same reason (trials 0 and 2: timeout): "
+            "fix that, then `tune confirm STUDY` runs it again");
+  // A re-run that completed stands for the baseline.
+  f.mutable_trials().back() = make(2, TrialState::complete, 4.0, 8.0, 0,
+                                   {{k_attr_fixed_params, {{"x", 8.0}}}, {k_attr_retry_of, 0}});
+  const auto ok = build_report(f, "s", k_space, quick());
+  ASSERT_TRUE(ok.baseline);
+  EXPECT_EQ(ok.baseline->number, 2);
+  ASSERT_TRUE(ok.speedup);
+  EXPECT_DOUBLE_EQ(ok.speedup->ratio, 2.0);
 }
 
 // Issue 36: trials measured under load are listed in every format, not ranked on their own run,
