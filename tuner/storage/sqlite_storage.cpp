@@ -1,5 +1,6 @@
 #include "tuner/storage/sqlite_storage.h"
 
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -8,7 +9,9 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -196,13 +199,16 @@ Result<void> SqliteStorage::connect() {
                             m_options.retry_s);
   if (!db) return std::unexpected(db.error());
   m_db = *db;
+  if (struct stat st{}; ::stat(m_path.c_str(), &st) == 0)
+    m_file_id = std::pair<std::uint64_t, std::uint64_t>(st.st_dev, st.st_ino);
   if (sqlite3_db_readonly(m_db, "main") == 1) {
     struct statvfs fs_info {};
-    const bool read_only_fs = statvfs(m_path.c_str(), &fs_info) == 0 && (fs_info.f_flag & ST_RDONLY);
-    return std::unexpected(fmt::format(
-        "{}: {} (tune best, trials, report and export only read it)", m_path,
-        read_only_fs ? "the database is on a read-only file system"
-                     : "this user may not write the database"));
+    const bool read_only_fs =
+        statvfs(m_path.c_str(), &fs_info) == 0 && (fs_info.f_flag & ST_RDONLY);
+    return std::unexpected(fmt::format("{}: {} (tune best, trials, report and export only read it)",
+                                       m_path,
+                                       read_only_fs ? "the database is on a read-only file system"
+                                                    : "this user may not write the database"));
   }
   // Workers that open a new database at the same moment both hold a read lock and both want
   // the write lock to switch it to WAL; SQLite answers one of them SQLITE_BUSY at once (the busy
@@ -351,10 +357,30 @@ StorageResult<SqlRows> SqliteStorage::query(std::string_view sql,
   }
 }
 
+std::string SqliteStorage::file_gone() const {
+  if (!m_file_id) return {};
+  struct stat st {};
+  if (::stat(m_path.c_str(), &st) != 0)
+    return errno == ENOENT
+               ? "the database file was removed while tune ran"
+               : fmt::format("the database file cannot be looked at ({})", std::strerror(errno));
+  if (std::pair<std::uint64_t, std::uint64_t>(st.st_dev, st.st_ino) != *m_file_id)
+    return "the database file was replaced by another while tune ran";
+  return {};
+}
+
 StorageResult<void> SqliteStorage::transact(TxnKind kind,
                                             const std::function<StorageResult<void>()>& body) {
   if (kind == TxnKind::read || kind == TxnKind::statement) {
     if (auto r = reader_follows_writers(); !r) return r;
+  }
+  // Nothing is written where nobody will find it: a write to a removed or replaced file fails,
+  // and its trial's result waits in its folder as for a database that does not answer.
+  if (kind != TxnKind::read) {
+    if (auto gone = file_gone(); !gone.empty())
+      return std::unexpected(
+          StorageError(StorageErrorKind::other,
+                       fmt::format("{}: {}; nothing more is stored in it", m_path, gone)));
   }
   // A statement alone commits by itself (SQLite's autocommit), waiting on the busy timeout.
   if (kind == TxnKind::statement) return body();

@@ -21,7 +21,9 @@
 // is used by one thread at a time.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -61,6 +63,10 @@ class SqliteStorage final : public RdbStorage {
   [[nodiscard]] Result<void> exec(const char* sql);
   [[nodiscard]] Result<void> create_schema();
   [[nodiscard]] Result<void> check_schema();
+  // Why the file at m_path is no longer the one this connection writes (removed, or another file
+  // in its place), or "": SQLite goes on writing to the unlinked file, and every write from then
+  // on would be lost without an error.
+  [[nodiscard]] std::string file_gone() const;
 
   // Finalizes the cached statements (m_statements).
   void drop_statements();
@@ -70,6 +76,8 @@ class SqliteStorage final : public RdbStorage {
   sqlite3* m_db = nullptr;
   std::string m_path;
   bool m_immutable = false;  // read-only, opened without locks (no -wal file existed)
+  // The file this connection opened (read-write), by device and inode; unset when stat failed.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> m_file_id;
   // Prepared statements by their text, kept for the connection's life: a trial runs the same
   // dozen statements, and preparing each again (SQLite parses and plans it) was a tenth of a
   // trivial trial's time in tune. Bounded; cleared with the connection.
