@@ -15,6 +15,7 @@
 #include "probes/knob_catalog.h"
 #include "probes/predict.h"
 #include "probes/topology.h"
+#include "tuner/base/file_write.h"
 #include "tuner/base/install_layout.h"
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
@@ -209,10 +210,9 @@ int run_init(InitArgs& args) {
     std::cout << text;
     return 0;
   }
-  std::ofstream out(args.output, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(fmt::format("cannot write {}", args.output));
+  // Whole or not at all, as report and export write: an old study file is never left cut short.
+  if (auto written = write_file_atomically(args.output, text, {.replace = args.force}); !written)
+    throw std::runtime_error(fmt::format("-o {}: {}", args.output, written.error()));
   std::cerr << fmt::format("tune init: wrote {}; run it with: tune --trials 30 {}\n", args.output,
                            args.output);
   return 0;
