@@ -52,8 +52,9 @@ void print_plan(std::ostream& out, const std::string& study_name, int repeats,
     if (rule && rule->number == n)
       who += fmt::format(" (best rule: {})", fmt::join(rules_of(*rule), ", "));
   }
-  out << fmt::format("confirm '{}': {} re-runs each of {}, interleaved: {} trials\n", study_name,
-                     repeats, who, plan.order.size());
+  if (!plan.originals.empty())
+    out << fmt::format("confirm '{}': {} re-runs each of {}, interleaved: {} trials\n", study_name,
+                       repeats, who, plan.order.size());
   if (!plan.note.empty()) out << "note: " << plan.note << '\n';
   if (waiting_before > 0)
     out << fmt::format("note: {} trial(s) already waiting in the study run first\n",

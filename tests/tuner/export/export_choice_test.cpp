@@ -237,7 +237,7 @@ TEST(ExportChoice, ABestNotComparedOrNotJudgedIsWrittenWithAWarning) {
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->warning,
             "the best (trial 1) was not compared with a baseline: the baseline trial #0 did not "
-            "complete (FAIL); exporting it");
+            "complete (FAIL); the study's next `tune` run runs it again; exporting it");
 }
 
 // The notes open the header, after its first line, as comment lines of at most 96 characters.
