@@ -1,8 +1,9 @@
 // A stored value is what the job printed, or the trial fails, with the real `tune`: `tune init`
 // on a job printing Python's `{:,}` (`throughput: 12,345.6 samples/s`) or a decimal comma
 // (`time: 1,75 s`), then a trial of the study it wrote, stores 12345.6 and 1.75; a hand-written
-// regex that reads 12 of 12,345.6 fails the trial naming the text; and a result file the job
-// deleted is reported as deleted, not as never written.
+// regex that reads 12 of 12,345.6 fails the trial naming the text (so does a window's progress
+// regex that reads 12 of `samples 12,345`, and `number: grouped` measures it whole); and a
+// result file the job deleted is reported as deleted, not as never written.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -129,6 +130,55 @@ TEST_F(NumberE2E, AResultFileTheJobDeletedIsToldFromOneNeverWritten) {
       reason(at_launch).contains("result.txt was deleted during the trial: there at launch"))
       << reason(at_launch);
   EXPECT_TRUE(reason(at_launch).contains("(4 bytes), gone at its end")) << reason(at_launch);
+}
+
+// A job that prints progress as `step 3 samples 37,035 time 0.3` (samples per step 12,345; its
+// own clock 0.1 s a step), 81 steps, so that the samples stay below 1,000,000.
+constexpr const char* k_grouped_progress =
+    "i=1; while [ $i -le 81 ]; do s=$((i*12345)); printf \"step %d samples %d,%03d time "
+    "%d.%d\\n\" $i $((s/1000)) $((s%1000)) $((i/10)) $((i%10)); i=$((i+1)); sleep 0.02; done";
+
+// The window reads progress lines while the job runs: `samples ([0-9]+)` would read 12 of
+// 12,345, a made-up counter; the trial fails naming the line instead, and nothing is stored.
+TEST_F(NumberE2E, AWindowThatReadsPartOfAProgressNumberFailsTheTrialNamingTheLine) {
+  const auto t = one_trial(k_grouped_progress,
+                           "{window: {regex: \"samples ([0-9]+)\", warmup: 0, min: 1s, max: 5s}}");
+  EXPECT_EQ(t.state, TrialState::fail);
+  EXPECT_FALSE(t.value) << "a made-up value was stored: " << *t.value;
+  EXPECT_TRUE(
+      reason(t).contains("the window's regex 'samples ([0-9]+)' on stdout matched '12', only "
+                         "part of the number '12,345' in 'step 1 samples 12,345 time 0.1'"))
+      << reason(t);
+  ASSERT_TRUE(t.user_attrs.contains(k_attr_window));
+  const auto& w = t.user_attrs.at(k_attr_window);
+  EXPECT_EQ(w.value("status", ""), "partial_number") << w.dump();
+  EXPECT_EQ(w["lines"].value("points", -1), 0) << w.dump();
+  EXPECT_GE(w["lines"].value("refused", 0), 1) << w.dump();
+}
+
+// With `number: grouped` and a regex that takes the ',', the same lines read whole: 12,345
+// samples every 0.1 s of the job's clock is 123,450 samples/s.
+TEST_F(NumberE2E, AWindowWithNumberGroupedMeasuresTheWholeCounter) {
+  const auto t = one_trial(k_grouped_progress,
+                           "{window: {regex: \"samples ([0-9,]+) time (?P<time>[0-9.]+)\", "
+                           "number: grouped, warmup: 0, min: 1s, max: 5s}}");
+  ASSERT_EQ(t.state, TrialState::complete) << reason(t);
+  ASSERT_TRUE(t.value);
+  EXPECT_NEAR(*t.value, 123450, 1e-6);
+  const auto& w = t.user_attrs.at(k_attr_window);
+  EXPECT_EQ(w.value("clock", ""), "job") << w.dump();
+  EXPECT_EQ(w["lines"].value("refused", -1), 0) << w.dump();
+
+  // A number: style the file does not know is a load error naming its line, exit 2.
+  write_file(m_dir / "bad.yaml",
+             "name: b\ncommand: [sh, -c, 'true']\ndirection: maximize\nobjective:\n  window:\n"
+             "    regex: 'samples ([0-9,]+)'\n    number: thousands\n");
+  const auto bad = tune({"--trials", "1", "bad.yaml"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_TRUE(
+      bad.err.contains("bad.yaml:7: key 'objective.window.number': 'thousands' is not a "
+                       "number style"))
+      << bad.err;
 }
 
 }  // namespace

@@ -125,7 +125,8 @@ inline constexpr const char* k_attr_signal = "signal";
 // max passed: stopped, COMPLETE), "pruned" (its interval clear below the best's: stopped,
 // PRUNED with the value as its last intermediate value), "ended" / "ended_in_warmup" (the job
 // exited 0 first: scored on what was seen, COMPLETE), "no_progress" (no progress point by the
-// window's startup limit: FAIL), "stalled" (no point after the warm-up: FAIL),
+// window's startup limit: FAIL), "partial_number" (a progress line's group held only part of
+// a number, `12` of `12,345`: FAIL, quoting it), "stalled" (no point after the warm-up: FAIL),
 // "warmup_unfinished" (the warm-up did not end within warmup + max: FAIL), "too_few_points"
 // (the job exited 0 with fewer than two points: FAIL), "unfinished" (the trial ended otherwise:
 // a crash, a signal, its timeout: FAIL as such).

@@ -64,6 +64,8 @@ struct InitFile {
 struct InitWindow {
   std::string stream = "stdout";  // stdout | stderr
   std::string regex;
+  // How the regex's group writes its number (`number:`), written when not plain.
+  NumberStyle number = NumberStyle::plain;
   std::string measure;                    // counter | lines | rate
   std::string warmup, min, max, startup;  // durations ("2s")
   std::string target = "2%";

@@ -66,10 +66,8 @@ bool reads_as(std::string_view token, NumberStyle style) {
   return parse_number_text(token, style).has_value();
 }
 
-// How the program writes a ',' between digits, from every number of its text: a number only one
-// style reads ("12,345.6" or "1,234,567" grouped, "1,75" decimal_comma) says so; else numbers
-// with a '.' decimal point ("0.25") make a ',' a group separator; else ',' is a decimal comma.
-// Also why, for the study's comment.
+}  // namespace
+
 std::pair<NumberStyle, std::string> comma_style_of(const std::string& text) {
   std::string_view grouped, decimal, point;
   for (std::size_t i = 0; i < text.size();) {
@@ -99,6 +97,8 @@ std::pair<NumberStyle, std::string> comma_style_of(const std::string& text) {
   return {NumberStyle::decimal_comma,
           "the output has no '.' decimal point, so a ',' is taken for the decimal point"};
 }
+
+namespace {
 
 // A unit that says a number is a rate: 0 a work rate ("timesteps/s", "GFLOPS", "ns/day"), 1 a
 // data rate ("MB/s"), -1 none (a time, "hours/ns", a count).

@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "probes/env_reads.h"
@@ -57,6 +58,12 @@ struct ResultLine {
 // regex reads grouped thousands), `1,75` 1.75; a figure no one style reads whole is not offered.
 std::vector<ResultLine> find_result_lines(const std::string& text, const std::string& source);
 
+// How the program writes a ',' between digits, from every number of its text: a number only one
+// style reads ("12,345.6" or "1,234,567" grouped, "1,75" decimal_comma) says so; else numbers
+// with a '.' decimal point ("0.25") make a ',' a group separator; else ',' is a decimal comma.
+// Also why, for the study's comment. For a number that reads either way ("1,234").
+std::pair<NumberStyle, std::string> comma_style_of(const std::string& text);
+
 // A line the probe run's job printed, with the moment tune read it (seconds since launch).
 struct TimedLine {
   double t = 0;
@@ -89,6 +96,10 @@ struct ProgressLines {
   // stream went on (the format changed mid-run, a phase ended), so a regex built from them
   // would stop matching.
   std::string stopped;
+  // How the regex's group writes its number: the one style that reads it whole on every line
+  // ("12,345" grouped, "1,75" decimal_comma); number_why says what showed it ("" for plain).
+  NumberStyle number = NumberStyle::plain;
+  std::string number_why;
 };
 
 // The progress lines among `lines` (in the order read), best candidate first: a counter named

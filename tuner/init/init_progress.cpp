@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "tuner/base/number_text.h"
 #include "tuner/base/text.h"
 #include "tuner/init/init_probe.h"
 #include "tuner/measure/objective.h"
@@ -20,13 +21,29 @@ constexpr std::size_t k_shape_max_bytes = 300;  // longer lines are not progress
 constexpr int k_min_lines = 4;
 constexpr int k_min_moments = 3;
 constexpr const char* k_number_re = "[0-9]+(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?";
-constexpr const char* k_counter_group = "([0-9]+)";
-constexpr const char* k_rate_group = "([0-9]+(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)";
+// A number whose digits a ',' separates ("12,345", "1,75"), where one was seen.
+constexpr const char* k_comma_number_re = "[0-9]+(?:[.,][0-9]+)*(?:[eE][-+]?[0-9]+)?";
+
+// The group that reads a counter or a rate written in `style` whole: "12,345" is not 12.
+const char* number_group(bool counter, NumberStyle style) {
+  switch (style) {
+    case NumberStyle::grouped:
+      return counter ? "((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+))"
+                     : "((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)";
+    case NumberStyle::decimal_comma:
+      return counter ? "([0-9]+)" : "([0-9]+(?:,[0-9]+)?)";
+    case NumberStyle::plain:
+      break;
+  }
+  return counter ? "([0-9]+)" : "([0-9]+(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)";
+}
 
 struct Token {
   std::size_t begin = 0, end = 0;
   double value = 0;
   bool integer = true;
+  bool comma = false;  // a ',' between its digits: its value waits for the group's style
+  bool cut = false;    // digits or a separator touch it (number_cut_by): no regex reads it
 };
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
@@ -45,6 +62,18 @@ std::vector<Token> tokens_of(const std::string& line, std::string& shape) {
     }
     Token t;
     t.begin = i;
+    // "12,345" or "1,75" is one number, whose value depends on how the job writes numbers
+    // (decided for the whole shape, from every line's).
+    if (const auto whole = number_token_at(line, i); whole.contains(',')) {
+      t.end = i + whole.size();
+      t.value = std::nan("");
+      t.integer = false;
+      t.comma = true;
+      i = t.end;
+      out.push_back(t);
+      shape += '\x01';
+      continue;
+    }
     while (i < line.size() && digit(line[i])) ++i;
     if (i + 1 < line.size() && line[i] == '.' && digit(line[i + 1])) {
       t.integer = false;
@@ -63,6 +92,7 @@ std::vector<Token> tokens_of(const std::string& line, std::string& shape) {
     t.end = i;
     t.value = std::strtod(line.substr(t.begin, t.end - t.begin).c_str(), nullptr);
     if (!std::isfinite(t.value)) t.integer = false;
+    t.cut = number_cut_by(line, t.begin, t.end).has_value();  // "1.2" of "1.2.3"
     out.push_back(t);
     shape += '\x01';
   }
@@ -170,7 +200,59 @@ struct Group {
   std::string source, shape;
   std::vector<const TimedLine*> lines;
   std::vector<std::vector<Token>> tokens;
+  std::vector<NumberStyle> styles;  // per token: how every line writes it
+  std::vector<std::string> why;     // per token: what showed a style not plain ("" for plain)
 };
+
+// The RE2 text for token `k` of `group` where it is not the number read: any number, with a
+// ',' between its digits when some line writes one there.
+const char* other_number_re(const Group& group, std::size_t k) {
+  for (const auto& toks : group.tokens)
+    if (toks[k].comma) return k_comma_number_re;
+  return k_number_re;
+}
+
+// Each token's style: the one that reads it whole on every line of the group (plain when no
+// line writes a ',' in it; "1,234" throughout reads either way: as `comma` says the stream
+// writes its numbers), and the values read so. A token no one style reads ("0.5,0.6", "12,345.6"
+// on one line and "1,75" on another) keeps no value and is offered as no number.
+void resolve_commas(Group& g, const std::pair<NumberStyle, std::string>& comma) {
+  const std::size_t n = g.tokens.front().size();
+  g.styles.assign(n, NumberStyle::plain);
+  g.why.assign(n, "");
+  for (std::size_t k = 0; k < n; ++k) {
+    if (std::none_of(g.tokens.begin(), g.tokens.end(), [&](const auto& t) { return t[k].comma; }))
+      continue;
+    const auto text = [&](std::size_t i) {
+      return std::string_view(g.lines[i]->text)
+          .substr(g.tokens[i][k].begin, g.tokens[i][k].end - g.tokens[i][k].begin);
+    };
+    const auto reads = [&](NumberStyle style) {
+      for (std::size_t i = 0; i < g.tokens.size(); ++i)
+        if (!parse_number_text(text(i), style)) return false;
+      return true;
+    };
+    const bool grouped = reads(NumberStyle::grouped), decimal = reads(NumberStyle::decimal_comma);
+    if (!grouped && !decimal) continue;
+    std::size_t shown = g.tokens.size() - 1;  // the last line that writes a ',' in it
+    while (!g.tokens[shown][k].comma) --shown;
+    NumberStyle style = grouped ? NumberStyle::grouped : NumberStyle::decimal_comma;
+    std::string why = fmt::format("it printed \"{}\"", text(shown));
+    if (grouped && decimal) {
+      style = comma.first;
+      why = fmt::format("\"{}\" reads either way; {}", text(shown), comma.second);
+    }
+    g.styles[k] = style;
+    g.why[k] = std::move(why);
+    for (std::size_t i = 0; i < g.tokens.size(); ++i) {
+      auto& t = g.tokens[i][k];
+      const auto s = text(i);
+      t.value = *parse_number_text(s, style);
+      t.integer = style == NumberStyle::grouped ? s.find_first_of(".eE") == std::string_view::npos
+                                                : s.find_first_of(",") == std::string_view::npos;
+    }
+  }
+}
 
 // The pattern's numbers on each of `group`'s lines are `want(i)`, and it matches no other line
 // of the stream in `others`.
@@ -194,9 +276,9 @@ std::optional<std::string> regex_for(const Group& group, std::size_t k, const ch
   const std::string& first = group.lines.front()->text;
   const auto& toks = group.tokens.front();
   const auto want = [&](std::size_t i, const std::string& got) {
-    const double v = std::strtod(got.c_str(), nullptr);
+    const auto v = parse_number_text(got, group.styles[k]);
     const double expected = group.tokens[i][k].value;
-    return std::abs(v - expected) <= 1e-9 * std::max(1.0, std::abs(expected));
+    return v && std::abs(*v - expected) <= 1e-9 * std::max(1.0, std::abs(expected));
   };
   const std::size_t from = k == 0 ? 0 : toks[k - 1].end;
   std::string before = first.substr(from, toks[k].begin - from);
@@ -215,7 +297,7 @@ std::optional<std::string> regex_for(const Group& group, std::size_t k, const ch
   std::string full = "^";
   std::size_t at = 0;
   for (std::size_t j = 0; j < k; ++j) {
-    full += flexible(first.substr(at, toks[j].begin - at), j > 0, true) + k_number_re;
+    full += flexible(first.substr(at, toks[j].begin - at), j > 0, true) + other_number_re(group, j);
     at = toks[j].end;
   }
   full += flexible(first.substr(at, toks[k].begin - at), k > 0, true) + number_group;
@@ -224,7 +306,7 @@ std::optional<std::string> regex_for(const Group& group, std::size_t k, const ch
   // whose start alone other lines share.
   at = toks[k].end;
   for (std::size_t j = k + 1; j < toks.size(); ++j) {
-    full += flexible(first.substr(at, toks[j].begin - at), true, true) + k_number_re;
+    full += flexible(first.substr(at, toks[j].begin - at), true, true) + other_number_re(group, j);
     at = toks[j].end;
   }
   std::string rest = first.substr(at);
@@ -242,7 +324,7 @@ std::optional<std::string> lines_regex(const Group& group,
   std::size_t at = 0;
   const auto& toks = group.tokens.front();
   for (std::size_t j = 0; j < toks.size(); ++j) {
-    re += flexible(first.substr(at, toks[j].begin - at), j > 0, true) + k_number_re;
+    re += flexible(first.substr(at, toks[j].begin - at), j > 0, true) + other_number_re(group, j);
     at = toks[j].end;
   }
   std::string rest = first.substr(at);
@@ -349,9 +431,16 @@ std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lin
     int kind;  // 0 step-like counter, 1 counter, 2 rate, 3 lines
     ProgressLines p;
   };
+  std::map<std::string, std::pair<NumberStyle, std::string>> comma_of;  // per source
+  for (const auto& [source, ls] : by_source) {
+    std::string text;
+    for (const auto* l : ls) (text += l->text) += '\n';
+    comma_of[source] = comma_style_of(text);
+  }
   std::vector<Candidate> found;
-  for (const auto& [key, g] : groups) {
+  for (auto& [key, g] : groups) {
     if (static_cast<int>(g.lines.size()) < k_min_lines) continue;
+    resolve_commas(g, comma_of[g.source]);
     std::set<double> moments;
     for (const auto* l : g.lines) moments.insert(l->t);
     if (static_cast<int>(moments.size()) < k_min_moments) continue;
@@ -392,23 +481,28 @@ std::vector<ProgressLines> find_progress_lines(const std::vector<TimedLine>& lin
       const auto& first = g.tokens.front()[k];
       const std::string name = name_before(g.lines.front()->text, first.begin);
       const std::string unit = unit_after(g.lines.front()->text, first.end);
-      bool counter = true, rate = rate_like(name, unit), varies = false;
+      bool counter = true, rate = rate_like(name, unit), varies = false, cut = false;
       for (std::size_t i = 0; i < g.tokens.size(); ++i) {
         const auto& t = g.tokens[i][k];
         counter = counter && t.integer && (i == 0 || t.value > g.tokens[i - 1][k].value);
         rate = rate && t.value > 0;
         varies = varies || t.value != g.tokens.front()[k].value;
+        cut = cut || t.cut;
       }
+      // A window reading part of a number refuses the line and fails the trial: not offered.
+      if (cut) continue;
       if (rate && short_rate_name(name) && !varies) rate = false;
       if (counter && time_like(name, unit)) counter = false;
       if (!counter && !rate) continue;
       const int kind = counter ? (step_like(name) ? 0 : 1) : 2;
       if (best && best->kind <= kind) continue;
-      auto re = regex_for(g, k, counter ? k_counter_group : k_rate_group, others);
+      auto re = regex_for(g, k, number_group(counter, g.styles[k]), others);
       if (!re) continue;
       Candidate c{kind, base};
       c.p.measure = counter ? WindowMeasure::counter : WindowMeasure::rate;
       c.p.regex = *re;
+      c.p.number = g.styles[k];
+      c.p.number_why = g.why[k];
       c.p.name = name;
       if (counter) {
         std::vector<std::pair<double, double>> pts;

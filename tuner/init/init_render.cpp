@@ -128,8 +128,10 @@ void write_objective_and_baselines(std::ostream& out, const InitPlan& plan) {
     for (const auto& n : plan.objective_notes) out << comment(n, "  ");
     out << "  window:\n";
     if (w.stream != "stdout") out << "    stream: " << w.stream << '\n';
-    out << "    regex: " << quoted(w.regex) << '\n'
-        << "    measure: " << w.measure << '\n'
+    out << "    regex: " << quoted(w.regex) << '\n';
+    if (w.number != NumberStyle::plain)
+      out << "    number: " << number_style_name(w.number) << '\n';
+    out << "    measure: " << w.measure << '\n'
         << "    warmup: " << w.warmup << "   # not measured: the job's first steps are slow\n"
         << "    target: " << w.target << "   # stop once the rate's 95% interval is within +-"
         << w.target << " of it\n"

@@ -888,6 +888,7 @@ void propose_window(const InitRequest& request, const ProbeFindings& probe, cons
   InitWindow w;
   w.stream = p.source;
   w.regex = p.regex;
+  w.number = p.number;
   w.measure = window_measure_name(p.measure);
   w.warmup = seconds_text(std::max(2.0, 3 * every));
   w.min = seconds_text(std::max(3.0, 8 * every));
@@ -911,6 +912,14 @@ void propose_window(const InitRequest& request, const ProbeFindings& probe, cons
       "first {:.1f} s after launch; {}. The regex matches each of them, whatever the width of "
       "their numbers and blanks.",
       p.count, p.example, p.source, every, p.first_s, what));
+  if (p.number != NumberStyle::plain) {
+    plan.objective_notes.push_back(fmt::format(
+        "number: {} reads the progress number whole, {} ({}); with the wrong style a trial fails "
+        "rather than measure part of a number.",
+        number_style_name(p.number),
+        p.number == NumberStyle::grouped ? "its thousands grouped by ','" : "',' its decimal point",
+        p.number_why));
+  }
   plan.objective_notes.push_back(fmt::format(
       "A trial is scored by that rate over a window after a warm-up, and stopped as soon as the "
       "rate is known to +-{} (95% confidence), or after {} of window: seconds a trial, however "

@@ -148,17 +148,8 @@ Result<double> number_text(const std::string& m, const std::string& what,
 // out of `12,345.6` would be a made-up value, so the trial fails naming the text it saw.
 Result<double> matched_number(const std::string& text, const Match& m, const std::string& what,
                               NumberStyle style) {
-  if (const auto whole = number_cut_by(text, m.begin, m.end)) {
-    const auto line_begin = text.rfind('\n', m.begin == 0 ? 0 : m.begin - 1);
-    const auto from = std::max(line_begin == std::string::npos ? 0 : line_begin + 1,
-                               m.begin > 60 ? m.begin - 60 : 0);
-    const auto line_end = std::min(text.find('\n', m.end), m.end + 60);
-    return std::unexpected(fmt::format(
-        "{} '{}', only part of the number '{}' in '{}': the regex must match the whole number "
-        "(with number: grouped for 12,345.6, number: decimal_comma for 1,75)",
-        what, printable(m.text, 60), printable(*whole, 60),
-        printable(std::string_view(text).substr(from, line_end - from), 160)));
-  }
+  if (auto why = partial_number_reason(text, m.begin, m.end, what))
+    return std::unexpected(std::move(*why));
   return number_text(m.text, what, style);
 }
 
@@ -346,6 +337,21 @@ std::string missing_file(const std::string& p, const std::string& what,
 }
 
 }  // namespace
+
+std::optional<std::string> partial_number_reason(std::string_view text, std::size_t begin,
+                                                 std::size_t end, std::string_view what) {
+  const auto whole = number_cut_by(text, begin, end);
+  if (!whole) return std::nullopt;
+  const auto line_begin = text.rfind('\n', begin == 0 ? 0 : begin - 1);
+  const auto from = std::max(line_begin == std::string_view::npos ? 0 : line_begin + 1,
+                             begin > 60 ? begin - 60 : 0);
+  const auto line_end = std::min(text.find('\n', end), end + 60);
+  return fmt::format(
+      "{} '{}', only part of the number '{}' in '{}': the regex must match the whole number "
+      "(with number: grouped for 12,345.6, number: decimal_comma for 1,75)",
+      what, printable(text.substr(begin, end - begin), 60), printable(*whole, 60),
+      printable(text.substr(from, line_end - from), 160));
+}
 
 Result<double> read_file_metric(const FileMetric& metric, const std::string& workdir,
                                 const TemplateValues& values, const TrialFileWatch* watch) {

@@ -32,6 +32,14 @@ struct ObjectiveReading {
 // How much of a stream's end the regex objective scans: the last match is what counts.
 inline constexpr std::size_t k_regex_scan_bytes = 16u << 20;
 
+// When `text[begin, end)`, a regex's match, holds only part of a number the job wrote (more
+// digits, or a ',' or '.' and a digit, touch it: base/number_text.h's number_cut_by), why its
+// value cannot be stored: "WHAT '12', only part of the number '12,345.6' in 'LINE': ...",
+// quoting the match, the whole number and (up to 160 bytes of) its line; nullopt when the
+// match holds the whole number. The regex objectives and the window's progress lines share it.
+std::optional<std::string> partial_number_reason(std::string_view text, std::size_t begin,
+                                                 std::size_t end, std::string_view what);
+
 // A FileMetric's value from the file the trial wrote: `workdir` is the trial's working directory
 // (a relative `file` is taken from it), `values` fill the file's placeholders. A missing file, no
 // match, a missing key or column, or a non-finite value is an error naming the file and what was

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "tuner/base/number_text.h"
 #include "tuner/base/text.h"
 #include "tuner/measure/objective.h"
 #include "tuner/study/patterns.h"
@@ -18,15 +19,19 @@
 namespace tune::tuner {
 namespace {
 
-// Text that is one finite number, else nullopt.
-std::optional<double> finite_number_text(std::string_view text) {
-  if (text.empty() || text.size() > 64) return std::nullopt;
+// Text that is one finite number written in `style`, or why not.
+Result<double> progress_number(std::string_view text, NumberStyle style) {
+  if (text.empty()) return std::unexpected(std::string("is empty"));
+  if (text.size() > 64) return std::unexpected(std::string("is longer than 64 bytes"));
+  if (style != NumberStyle::plain) return parse_number_text(text, style);
+  // Plain, as the window always read it: strtod, and no value rounded to 0 or to a huge one.
   const std::string s(text);
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !std::isfinite(v) || errno == ERANGE) return std::nullopt;
-  return v;
+  if (end == s.c_str() + s.size() && std::isfinite(v) && errno != ERANGE) return v;
+  auto why = parse_number_text(text, style);
+  return std::unexpected(why ? std::string("is out of range") : why.error());
 }
 
 }  // namespace
@@ -82,30 +87,48 @@ void ProgressReader::take_line(std::string_view line, double now_s,
     return;
   const auto text = [&](int g) {
     const auto& m = match[static_cast<std::size_t>(g)];
-    return std::string_view(m.data() ? m.data() : "", m.size());
+    return std::string_view(m.data() ? m.data() : line.data(), m.size());
   };
   ProgressPoint p;
   p.t = now_s;
   if (m_time_group > 0) {
-    const auto t = finite_number_text(text(m_time_group));
-    if (!t) {
-      ++m_counts.refused;
-      return;
-    }
+    const auto t = group_number(line, text(m_time_group), "group 'time'");
+    if (!t) return;
     p.t = *t;
     m_counts.job_clock = true;
   }
   if (m_spec.settings.measure == WindowMeasure::lines) {
     p.value = static_cast<double>(++m_line_count);
   } else {
-    const auto v = finite_number_text(text(m_value_group));
-    if (!v) {
-      ++m_counts.refused;
-      return;
-    }
+    const auto v = group_number(line, text(m_value_group), nullptr);
+    if (!v) return;
     p.value = *v;
   }
   out.push_back(p);
+}
+
+std::optional<double> ProgressReader::group_number(std::string_view line, std::string_view m,
+                                                   const char* what) {
+  const auto said = [&] {
+    return fmt::format("the window's {}{}{} matched", describe(), what ? " " : "",
+                       what ? what : "");
+  };
+  // `12` read out of `samples 12,345` would be a made-up counter: refused, and the window fails
+  // the trial with this line (every such line would be refused).
+  const auto begin = static_cast<std::size_t>(m.data() - line.data());
+  if (auto why = partial_number_reason(line, begin, begin + m.size(), said())) {
+    ++m_counts.refused;
+    ++m_counts.partial;
+    if (m_partial_number.empty()) m_partial_number = std::move(*why);
+    return std::nullopt;
+  }
+  auto v = progress_number(m, m_spec.number);
+  if (!v) {
+    ++m_counts.refused;
+    m_last_refused = fmt::format("{} '{}', which {}", said(), printable(m, 60), v.error());
+    return std::nullopt;
+  }
+  return *v;
 }
 
 void ProgressReader::read_lines(double now_s, std::vector<ProgressPoint>& out) {

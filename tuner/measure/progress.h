@@ -7,7 +7,10 @@
 // job costs little per tick whatever it has written before.
 //
 // The output is untrusted: a line that does not match is ignored; a match whose number is not a
-// finite number (nan, inf, 1e999, garbage) is refused and counted; a line longer than
+// finite number (nan, inf, 1e999, garbage, or not in the spec's `number:` style) is refused and
+// counted; so is a match that holds only part of a number (`12` of `samples 12,345`: more
+// digits, or a ',' or '.' and a digit, touch it), and the first such line is kept, quoted, for
+// the window to fail the trial with (it would read a made-up value); a line longer than
 // k_progress_line_bytes is skipped whole and counted; when more than k_progress_read_bytes came
 // since the last poll, the older part is skipped (counted in bytes): the last progress line is
 // what a counter needs. RE2 matches in linear time whatever the bytes. Nothing read is kept
@@ -24,6 +27,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +53,7 @@ struct ProgressCounts {
   std::uint64_t lines = 0;          // complete lines read (a log: entries)
   std::uint64_t points = 0;         // progress points given
   std::uint64_t refused = 0;        // matched, but no finite number (or time) in it
+  std::uint64_t partial = 0;        // ... of which a group held only part of a number
   std::uint64_t long_lines = 0;     // longer than k_progress_line_bytes: skipped
   std::uint64_t skipped_bytes = 0;  // not read: more than k_progress_read_bytes in one poll
   std::uintmax_t bytes = 0;         // the source's size when last seen
@@ -70,11 +75,19 @@ class ProgressReader {
   const std::string& path() const { return m_path; }
   // "regex 'step ([0-9]+)' on stdout", "key 'iteration' of log PATH": for messages.
   std::string describe() const;
+  // Why the first line whose group held only part of a number was refused, quoting the match,
+  // the number and the line (objective.h's partial_number_reason); "" when none was.
+  const std::string& partial_number() const { return m_partial_number; }
+  // Why the last other refused line was, quoting its match; "" when none was.
+  const std::string& last_refused() const { return m_last_refused; }
 
  private:
   void read_lines(double now_s, std::vector<ProgressPoint>& out);
   void read_log_entries(double now_s, std::vector<ProgressPoint>& out);
   void take_line(std::string_view line, double now_s, std::vector<ProgressPoint>& out);
+  // The number a group's match `m` (a piece of `line`) writes, or nullopt when it is refused
+  // (counted, and why kept); `what` names the group for the message.
+  std::optional<double> group_number(std::string_view line, std::string_view m, const char* what);
 
   WindowSpec m_spec;
   std::string m_path;
@@ -88,6 +101,8 @@ class ProgressReader {
   std::size_t m_entries_seen = 0;  // log entries taken
   std::filesystem::file_time_type m_log_mtime{};
   ProgressCounts m_counts;
+  std::string m_partial_number;
+  std::string m_last_refused;
 };
 
 }  // namespace tune::tuner

@@ -74,7 +74,12 @@ void WindowFollower::read(double now_s) {
 std::string WindowFollower::no_progress_hint() const {
   const auto& c = m_reader.counts();
   std::string hint = fmt::format("{} matched none of {} line(s)", m_reader.describe(), c.lines);
-  if (c.refused > 0) hint += fmt::format(" with a finite number ({} matched with none)", c.refused);
+  if (c.refused > 0) {
+    hint += fmt::format(" with a finite number ({} matched with none", c.refused);
+    hint += m_reader.last_refused().empty()
+                ? ")"
+                : fmt::format("; the last: {})", m_reader.last_refused());
+  }
   if (c.long_lines > 0) hint += fmt::format("; {} line(s) over 64 KiB were skipped", c.long_lines);
   return hint + cap_hint();
 }
@@ -84,8 +89,8 @@ std::string WindowFollower::cap_hint() const {
       m_reader.counts().bytes < m_stream_head_bytes)
     return "";
   const auto head = m_stream_head_bytes;
-  const std::string size = head >= (1u << 20) ? fmt::format("{} MiB", head >> 20)
-                                              : fmt::format("{} KiB", head >> 10);
+  const std::string size =
+      head >= (1u << 20) ? fmt::format("{} MiB", head >> 20) : fmt::format("{} KiB", head >> 10);
   return fmt::format(
       "; {} reached the {} a trial's file gets while it runs (tune-keeper keeps the rest for "
       "the end), so no progress line after that was seen: print less, or follow a file of the "
@@ -109,10 +114,21 @@ std::string WindowFollower::decide(TrialState state, const char* status, std::st
   return reason;
 }
 
+std::string WindowFollower::partial_number_reason() const {
+  const auto n = m_reader.counts().partial;
+  return fmt::format("{} ({} progress line(s) refused so, of {} read)", m_reader.partial_number(),
+                     n, m_reader.counts().lines);
+}
+
 std::string WindowFollower::tick(double now_s) {
   if (m_decision) return m_stop;
   read(now_s);
   const auto& st = m_spec.settings;
+  // A group that holds only part of the job's number: its value would be made up, and every
+  // line so written would be refused, so the regex cannot measure this job.
+  if (!m_reader.partial_number().empty()) {
+    return decide(TrialState::fail, "partial_number", partial_number_reason(), m_window.estimate());
+  }
   if (!m_window.any()) {
     if (now_s < m_spec.startup_s) return "";
     return decide(TrialState::fail, "no_progress",
@@ -123,15 +139,14 @@ std::string WindowFollower::tick(double now_s) {
   if (!m_window.warmed_up()) {
     if (now_s - *m_first_read < st.warmup_s + m_spec.max_s) return "";
     const auto all = m_window.estimate(/*from_first=*/true);
-    return decide(
-        TrialState::fail, "warmup_unfinished",
-        fmt::format("the warm-up ({} s and {} steps after the first progress point) "
-                    "did not end in {} s: {} point(s), progress {} in {} s",
-                    format_short(st.warmup_s), format_short(st.warmup_steps),
-                    format_short(st.warmup_s + m_spec.max_s), all.points,
-                    format_short(all.warmup_steps), format_short(all.span_s)) +
-            cap_hint(),
-        m_window.estimate());
+    return decide(TrialState::fail, "warmup_unfinished",
+                  fmt::format("the warm-up ({} s and {} steps after the first progress point) "
+                              "did not end in {} s: {} point(s), progress {} in {} s",
+                              format_short(st.warmup_s), format_short(st.warmup_steps),
+                              format_short(st.warmup_s + m_spec.max_s), all.points,
+                              format_short(all.warmup_steps), format_short(all.span_s)) +
+                      cap_hint(),
+                  m_window.estimate());
   }
   const auto e = m_window.estimate();
   if (m_window.target_met(e)) {
@@ -144,8 +159,8 @@ std::string WindowFollower::tick(double now_s) {
     return decide(TrialState::pruned, "pruned",
                   fmt::format("pruned: its window's rate {} is clear below the best's (trial {}: "
                               "{} to {})",
-                              interval_text(e, st.confidence), m_best->trial, format_short(m_best->low),
-                              format_short(m_best->high)),
+                              interval_text(e, st.confidence), m_best->trial,
+                              format_short(m_best->low), format_short(m_best->high)),
                   e);
   }
   if (now_s - *m_origin_read >= m_spec.max_s || m_window.full()) {
@@ -178,6 +193,11 @@ Result<double> WindowFollower::ended_value() {
   }
   const auto& st = m_spec.settings;
   auto e = m_window.estimate();
+  if (!m_reader.partial_number().empty()) {
+    m_final = e;
+    m_status = "partial_number";
+    return std::unexpected(partial_number_reason());
+  }
   if (e.warmed_up && e.has_value()) {
     m_final = e;
     m_value = e.value;

@@ -2,6 +2,8 @@
 // the estimate (RateWindow), and decides when the trial has been measured enough.
 //
 // Every tick (on the launcher's watcher thread) it reads what the job added and, in this order:
+//  - a progress line whose group held only part of a number (`12` of `samples 12,345`): stop,
+//    FAIL ("partial_number", quoting the line: the regex cannot read this job's numbers);
 //  - no progress point `startup` seconds after launch: stop, FAIL ("no_progress": a wrong
 //    regex, a job that prints nothing, one stuck before its first step);
 //  - the warm-up not over `warmup + max` seconds after the first point: stop, FAIL;
@@ -66,7 +68,8 @@ class WindowFollower {
   // What it decided when it stopped the trial; nullopt when it did not.
   const std::optional<WindowDecision>& decision() const { return m_decision; }
   // The value of a trial whose job exited 0 by itself: the estimate over the window (or over
-  // every point, when the warm-up had not ended), or why there is none (too few points).
+  // every point, when the warm-up had not ended), or why there is none (too few points, a
+  // partial number read).
   Result<double> ended_value();
   // The value a COMPLETE decision or ended_value() gave.
   std::optional<double> value() const { return m_value; }
@@ -80,6 +83,8 @@ class WindowFollower {
   std::string decide(search::TrialState state, const char* status, std::string reason,
                      const WindowEstimate& e);
   std::string no_progress_hint() const;
+  // The reader's first partial-number line, quoted, and how many lines were refused so.
+  std::string partial_number_reason() const;
   // "; stdout reached the 8 MiB ..." when the followed stream hit the cap a trial's file gets
   // while it runs (a flood hides the progress after it); "" otherwise.
   std::string cap_hint() const;

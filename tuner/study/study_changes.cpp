@@ -181,6 +181,8 @@ nlohmann::json objectives_identity(const StudySpec& spec) {
         id["key"] = w.key;
       } else {
         id["regex"] = w.regex;
+        // Only when set, so that a study stored before `number:` existed keeps its identity.
+        if (w.number != NumberStyle::plain) id["number"] = number_style_name(w.number);
       }
     } else if (o.file) {
       id = {{"source", "file"}};

@@ -504,7 +504,7 @@ class Parser : private YamlReader {
     check_keys(
         w, where,
         {"regex", "stream", "file", "log", "key", "time_key", "measure", "scale", "unit", "warmup",
-         "warmup_steps", "target", "confidence", "min", "max", "startup", "prune"});
+         "warmup_steps", "target", "confidence", "min", "max", "startup", "prune", "number"});
     const auto k = [&](const char* name) { return where + "." + name; };
     WindowSpec ws;
     if (w["log"]) {
@@ -514,6 +514,11 @@ class Parser : private YamlReader {
                "give either 'log' (a Chainer log's entries) or 'regex' (progress lines of a "
                "stream or a file), not both");
         }
+      }
+      if (w["number"]) {
+        fail(w["number"], k("number"),
+             "makes no sense with 'log' (a JSON number has one spelling); it says how the "
+             "progress lines a regex reads write their numbers");
       }
       ws.source = WindowSpec::Source::log;
       ws.path = template_text(w["log"], k("log"), spec);
@@ -550,6 +555,7 @@ class Parser : private YamlReader {
         if (ws.stream != "stdout" && ws.stream != "stderr")
           fail(w["stream"], k("stream"), "expected stdout or stderr");
       }
+      if (w["number"]) ws.number = number_style(w["number"], k("number"));
     }
     auto& st = ws.settings;
     if (w["measure"]) {

@@ -62,6 +62,9 @@ struct WindowSpec {
   // RE2 (stream and file): the first group that is not named `time` is the number (the whole
   // match without one); a group named `time` is the job's own clock in seconds.
   std::string regex;
+  // How those groups write their numbers (`number:`, stream and file): 12,345 needs grouped,
+  // 1,75 decimal_comma. Default plain. A group that holds only part of a number is refused.
+  NumberStyle number = NumberStyle::plain;
   std::string key = "iteration";          // log: the counter (or rate) of each entry
   std::string time_key = "elapsed_time";  // log: the job's clock; "" = when tune read the entry
   WindowSettings settings;                // measure, scale, warm-up, target, confidence, min

@@ -10,6 +10,7 @@
 #include "tuner/init/init_probe.h"
 #include "tuner/init/init_study.h"
 #include "tuner/measure/objective.h"
+#include "tuner/measure/progress.h"
 #include "tuner/study/patterns.h"
 #include "tuner/study/study_file.h"
 
@@ -143,6 +144,121 @@ TEST(InitNumbers, TheStudyWrittenReadsTheFigureWhole) {
   auto v = read_objective(spec->objective, {}, "", out, "");
   ASSERT_TRUE(v) << v.error();
   EXPECT_EQ(v->value, 12345.6);
+  fs::remove_all(dir);
+}
+
+// --- progress lines (a window objective) -----------------------------------------------------
+
+// `n` as Python's {:,} writes it: 1234567 -> "1,234,567".
+std::string grouped(long long n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::vector<TimedLine> progress_lines(const std::vector<std::string>& texts, double dt) {
+  std::vector<TimedLine> out;
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    out.push_back({1.0 + dt * static_cast<double>(i), "stdout", texts[i]});
+  return out;
+}
+
+// A counter printed with its thousands grouped is one counter, whatever its width ("999" then
+// "1,050,000": one shape), read whole by the regex offered, with `number: grouped`.
+TEST(InitNumbers, AGroupedProgressCounterIsReadWhole) {
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 20; ++i)
+    texts.push_back("seen: " + grouped(150000LL * i - 149200) + " images, loss 0.5");
+  const auto found = find_progress_lines(progress_lines(texts, 0.5));
+  ASSERT_FALSE(found.empty());
+  const auto& p = found.front();
+  EXPECT_EQ(p.measure, WindowMeasure::counter);
+  EXPECT_EQ(p.name, "seen");
+  EXPECT_EQ(p.number, NumberStyle::grouped);
+  EXPECT_EQ(p.number_why, "it printed \"2,850,800\"");
+  EXPECT_EQ(p.last_value, 2850800.0);
+  EXPECT_NEAR(p.rate, 300000, 1);  // 150,000 images every 0.5 s
+  for (const std::string line :
+       {"seen: 800 images, loss 0.5", "seen: 1,234,567 images, loss 0.5"}) {
+    const auto got = regex_first_group(p.regex, line);
+    ASSERT_TRUE(got) << p.regex;
+    EXPECT_EQ(number_cut_by(line, line.find(*got), line.find(*got) + got->size()), std::nullopt)
+        << p.regex << " read '" << *got << "' of " << line;
+  }
+  EXPECT_EQ(parse_number_text(*regex_first_group(p.regex, texts.back()), p.number), 2850800.0);
+  // Plain counters keep their plain regex.
+  std::vector<std::string> plain;
+  for (int i = 1; i <= 20; ++i) plain.push_back("step " + std::to_string(i * 700));
+  const auto steps = find_progress_lines(progress_lines(plain, 0.5));
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps.front().number, NumberStyle::plain);
+  EXPECT_EQ(steps.front().regex, "\\bstep\\s*([0-9]+)");
+}
+
+// A rate with a decimal comma is one rate; a number that digits or a separator touch
+// ("1.2" of "build 1.2.7") is offered as no number: its window would refuse every line.
+TEST(InitNumbers, ProgressNumbersAreNeverOfferedInPart) {
+  std::vector<std::string> rates;
+  for (int i = 1; i <= 12; ++i)
+    rates.push_back("throughput: " + std::to_string(40 + i % 3) + ",5 img/s");
+  const auto found = find_progress_lines(progress_lines(rates, 0.5));
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(found.front().measure, WindowMeasure::rate);
+  EXPECT_EQ(found.front().number, NumberStyle::decimal_comma);
+  EXPECT_NEAR(found.front().rate, 41.5, 1e-9);
+  EXPECT_EQ(regex_first_group(found.front().regex, "throughput: 41,5 img/s"), "41,5");
+
+  std::vector<std::string> builds;
+  for (int i = 1; i <= 12; ++i) builds.push_back("build 1.2." + std::to_string(i));
+  const auto b = find_progress_lines(progress_lines(builds, 0.5));
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(b.front().measure, WindowMeasure::lines) << b.front().regex;
+}
+
+// The study init writes measures the grouped counter whole: `number: grouped` in its window,
+// and the progress reader over the probe's lines gives the whole counts.
+TEST(InitNumbers, TheWindowWrittenReadsGroupedProgressWhole) {
+  const auto dir = test_support::fresh_test_dir("tune-init-window-numbers-");
+  ProbeFindings p;
+  p.ran = true;
+  p.bounded = true;
+  p.seconds = 10;
+  p.ranks = 1;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 40; ++i) texts.push_back("samples " + grouped(1000LL * i) + " loss 0.5");
+  p.progress = find_progress_lines(progress_lines(texts, 0.15));
+  ASSERT_FALSE(p.progress.empty());
+  InitRequest r;
+  r.command = {"/bin/sh", "job.sh"};
+  r.source_dir = dir.string();
+  r.study_dir = dir.string();
+  r.file_exists = [](const std::string&) { return false; };
+  auto command = split_init_command(r.command);
+  ASSERT_TRUE(command);
+  ProgramInfo program = inspect_program(command->program, &p);
+  auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
+  auto text = render_init_study(r, *command, program, *topo, probes::knob_catalog());
+  ASSERT_TRUE(text) << text.error();
+  auto spec = parse_study_spec(*text, (dir / "init.yaml").string());
+  ASSERT_TRUE(spec) << spec.error() << "\n" << *text;
+  ASSERT_TRUE(spec->objective.window) << *text;
+  const auto& w = *spec->objective.window;
+  EXPECT_EQ(w.number, NumberStyle::grouped) << *text;
+  EXPECT_TRUE(text->contains("    number: grouped\n")) << *text;
+  EXPECT_TRUE(
+      flat(*text).contains("number: grouped reads the progress number whole, its "
+                           "thousands grouped by ','"))
+      << *text;
+  ProgressReader reader(w, (dir / "out").string());
+  test_support::write_file(dir / "out", texts[20] + "\n" + texts[21] + "\n");
+  const auto points = reader.poll(1);
+  ASSERT_EQ(points.size(), 2u) << w.regex << "; " << reader.partial_number();
+  EXPECT_EQ(reader.counts().refused, 0u);
+  EXPECT_EQ(points[0].value, 21000);
+  EXPECT_EQ(points[1].value, 22000);
   fs::remove_all(dir);
 }
 

@@ -295,6 +295,83 @@ TEST_F(ProgressReaderTest, ALogsNewEntriesWithTheirOwnTime) {
   EXPECT_EQ(r.counts().refused, 2u);
 }
 
+// `samples 12,345` read by `samples ([0-9]+)` would be the counter 12: the line is refused, kept
+// quoted, and the window fails the trial with it at once, whatever came before; with number:
+// grouped and a regex that takes the ',', the same lines read whole.
+TEST_F(ProgressReaderTest, APartOfANumberIsNeverAPoint) {
+  const auto path = (m_dir / "out").string();
+  WindowSpec s = spec("samples ([0-9]+)");
+  s.settings.warmup_s = 0;
+  ProgressReader r(s, path);
+  append("step 1 samples 999\nstep 2 samples 1,998\nstep 3 samples 2997.5\nstep 4 samples 3000\n");
+  const auto p = r.poll(1);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].value, 999);
+  EXPECT_EQ(p[1].value, 3000);
+  EXPECT_EQ(r.counts().refused, 2u);
+  EXPECT_EQ(r.counts().partial, 2u);
+  EXPECT_EQ(r.partial_number(),
+            "the window's regex 'samples ([0-9]+)' on stdout matched '1', only part of the number "
+            "'1,998' in 'step 2 samples 1,998': the regex must match the whole number (with "
+            "number: grouped for 12,345.6, number: decimal_comma for 1,75)");
+
+  WindowFollower f(s, path, std::nullopt);
+  const auto said = f.tick(0.5);
+  EXPECT_EQ(said, r.partial_number() + " (2 progress line(s) refused so, of 4 read)");
+  ASSERT_TRUE(f.decision());
+  EXPECT_EQ(f.decision()->state, search::TrialState::fail);
+  EXPECT_FALSE(f.decision()->value);
+  EXPECT_EQ(f.attrs()["status"], "partial_number");
+  EXPECT_EQ(f.attrs()["lines"]["refused"], 2);
+  // A job that ended before a tick saw the line fails the same way, not scored on the rest.
+  WindowFollower ended(s, path, std::nullopt);
+  ended.finish(2);
+  const auto v = ended.ended_value();
+  ASSERT_FALSE(v);
+  EXPECT_TRUE(v.error().contains("only part of the number '1,998'")) << v.error();
+  EXPECT_EQ(ended.attrs()["status"], "partial_number");
+
+  // The job's clock too: `time 1` of `time 1.5` is no time.
+  ProgressReader timed(spec("step ([0-9]+) time (?P<time>[0-9]+)"), path);
+  append("step 5 time 1.5\n");
+  (void)timed.poll(3);
+  EXPECT_TRUE(
+      timed.partial_number().contains("group 'time' matched '1', only part of the "
+                                      "number '1.5' in 'step 5 time 1.5'"))
+      << timed.partial_number();
+}
+
+TEST_F(ProgressReaderTest, NumberStylesReadProgressWhole) {
+  WindowSpec s = spec("samples ([0-9,.]+)");
+  ProgressReader plain(s, (m_dir / "out").string());
+  s.number = NumberStyle::grouped;
+  ProgressReader grouped(s, (m_dir / "out").string());
+  s.regex = "rate ([0-9,]+)";
+  s.number = NumberStyle::decimal_comma;
+  ProgressReader comma(s, (m_dir / "out").string());
+  append("samples 999 rate 1,75\nsamples 12,345 rate 2\nsamples 1,234,567.5 rate 3,5\n");
+  // Plain refuses a ',' between digits, and the window's no_progress says why.
+  EXPECT_TRUE(plain.poll(1).size() == 1);
+  EXPECT_EQ(plain.counts().refused, 2u);
+  EXPECT_EQ(plain.counts().partial, 0u);
+  EXPECT_TRUE(
+      plain.last_refused().contains("matched '1,234,567.5', which is not a finite "
+                                    "number: it has a ',' between digits"))
+      << plain.last_refused();
+  const auto g = grouped.poll(1);
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[1].value, 12345);
+  EXPECT_EQ(g[2].value, 1234567.5);
+  const auto c = comma.poll(1);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].value, 1.75);
+  EXPECT_EQ(c[2].value, 3.5);
+  // Grouped refuses what is no grouping ("12,34"), it does not guess.
+  append("samples 12,34 rate 1\n");
+  EXPECT_TRUE(grouped.poll(2).empty());
+  EXPECT_EQ(grouped.counts().refused, 1u);
+}
+
 // --- the study file ----------------------------------------------------------------------
 
 bool error_contains(const std::string& yaml, const std::string& what) {
@@ -355,6 +432,13 @@ objective:
   EXPECT_EQ(w.startup_s, 90);
   EXPECT_FALSE(w.prune);
   EXPECT_EQ(objective_names(*spec), std::vector<std::string>{"samples/s"});
+  EXPECT_EQ(w.number, NumberStyle::plain);
+  auto grouped = parse_study_spec(
+      "name: w\ndirection: maximize\ncommand: [p]\nobjective: {window: {regex: 's ([0-9,]+)', "
+      "number: grouped}}\n",
+      "s.yaml");
+  ASSERT_TRUE(grouped) << grouped.error();
+  EXPECT_EQ(grouped->objective.window->number, NumberStyle::grouped);
 
   auto log = parse_study_spec(
       "name: w\ndirection: maximize\ncommand: [p]\nobjective: {window: {log: '{trial_dir}/log', "
@@ -397,6 +481,9 @@ TEST(WindowSpec, EveryBadKeyIsAFileLineKeyError) {
       {"{regex: x, startup: 0}", "", "key 'objective.window.startup': '0' must be positive"},
       {"{regex: x, prune: maybe}", "", "key 'objective.window.prune': expected true or false"},
       {"{regex: x, unit: \"a\\x01b\"}", "", "key 'objective.window.unit': expected a short name"},
+      {"{regex: x, number: commas}", "",
+       "s.yaml:5: key 'objective.window.number': 'commas' is not"},
+      {"{log: l, number: grouped}", "", "s.yaml:5: key 'objective.window.number': makes no sense"},
       {"{regex: x}", "timeout: 30s\n", "s.yaml:4: key 'timeout': 30 s is not longer than"},
       {"{regex: x}", "pruner: {type: median}\n", "s.yaml:4: key 'pruner': the window prunes"},
   };
