@@ -8,17 +8,23 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "tuner/base/result.h"
 #include "tuner/base/text.h"
+#include "tuner/launch/keeper.h"
+#include "tuner/launch/process_tree.h"
+#include "tuner/launch/program_identity.h"
 
 extern char** environ;
 
@@ -26,6 +32,13 @@ namespace tune::tuner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// SIGTERM to SIGKILL of a watcher's tree: the keeper's --grace, and tune's own without a keeper.
+constexpr double k_stop_grace_s = 2.0;
+// Past the grace, how long a tree has to be gone before tune SIGKILLs what is left itself.
+constexpr double k_stop_margin_s = 2.0;
+// The fd the keeper gets its lifeline on (dup2'd there by the spawn, which clears CLOEXEC).
+constexpr int k_keeper_control_fd = 3;
 
 std::set<std::string> local_addresses() {
   std::set<std::string> out;
@@ -85,6 +98,91 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// Whether child `pid` has ended by `deadline` (left unreaped: a zombie leader keeps its process
+// group's id from being reused while the group is signalled).
+bool ended_by(pid_t pid, Clock::time_point deadline) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      break;  // not our child (any more): nothing to wait for
+    }
+    if (info.si_pid == pid) break;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      if (pidfd >= 0) ::close(pidfd);
+      return false;
+    }
+    // A pidfd turns readable when the process ends; without one (old kernel), look often.
+    pollfd p{pidfd, POLLIN, 0};
+    ::poll(&p, pidfd >= 0 ? 1 : 0, pidfd >= 0 ? static_cast<int>(left) : 10);
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  return true;
+}
+
+// Starts `argv` (argv[0] a name looked up in PATH, or a path) with stdin `in` and stdout and
+// stderr `out`, leading a process group of its own, under a tune-keeper when one is installed:
+// `control` then gets our end of its lifeline. The pid, or why it could not start.
+Result<pid_t> spawn_contained(const std::vector<std::string>& argv, int in, int out, int& control) {
+  std::vector<std::string> command = argv;
+  const std::string keeper = keeper_path();
+  int sv[2] = {-1, -1};
+  if (!keeper.empty()) {
+    const char* path = std::getenv("PATH");
+    const std::string program =
+        find_in_path(argv.front(), path ? std::map<std::string, std::string>{{"PATH", path}}
+                                        : std::map<std::string, std::string>{});
+    if (program.empty()) return std::unexpected(argv.front() + ": " + std::strerror(ENOENT));
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      return std::unexpected(std::string("socketpair: ") + std::strerror(errno));
+    // dup2 onto itself would leave CLOEXEC set: the keeper would lose its lifeline at exec.
+    if (sv[1] == k_keeper_control_fd) {
+      const int moved = ::fcntl(sv[1], F_DUPFD_CLOEXEC, k_keeper_control_fd + 1);
+      ::close(sv[1]);
+      sv[1] = moved;
+    }
+    command = {keeper, "--control", std::to_string(k_keeper_control_fd), "--grace",
+               fmt::format("{}", k_stop_grace_s)};
+    if (program != argv.front()) command.insert(command.end(), {"--argv0", argv.front()});
+    command.push_back("--");
+    command.push_back(program);
+    command.insert(command.end(), argv.begin() + 1, argv.end());
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in, 0);
+  posix_spawn_file_actions_adddup2(&actions, out, 1);
+  posix_spawn_file_actions_adddup2(&actions, out, 2);
+  if (sv[1] >= 0) posix_spawn_file_actions_adddup2(&actions, sv[1], k_keeper_control_fd);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // A group of its own: stopped as one (kill(-pid)), and a Ctrl-C at tune's terminal does not
+  // end the watcher before it reports. SIGPIPE back to its default, which tune ignores.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  std::vector<char*> args;
+  for (auto& a : command) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  if (sv[1] >= 0) ::close(sv[1]);
+  if (rc != 0) {
+    if (sv[0] >= 0) ::close(sv[0]);
+    return std::unexpected(command.front() + ": " + std::strerror(rc));
+  }
+  control = sv[0];
+  return pid;
+}
+
 }  // namespace
 
 bool is_this_host(const std::string& host) {
@@ -119,13 +217,48 @@ std::vector<std::string> remote_shell(const RenderedLaunch& launch,
 }
 
 NodeWatchers::~NodeWatchers() {
+  std::vector<Node*> all;
   for (Node& n : m_nodes) {
     close_fd(n.in);
     close_fd(n.out);
-    if (n.pid > 0) {
-      ::kill(n.pid, SIGKILL);
-      ::waitpid(n.pid, nullptr, 0);
+    all.push_back(&n);
+  }
+  stop(all);
+}
+
+void NodeWatchers::stop(const std::vector<Node*>& nodes) {
+  // Closing the lifeline is the keeper's cue to stop its tree (SIGTERM, the grace, SIGKILL),
+  // setsid'd descendants included, and to end once none is left. SIGTERM to the group reaches
+  // the remote shell at once, and without a keeper the group and the descendants still below it.
+  std::vector<bool> kept;
+  for (Node* n : nodes) {
+    kept.push_back(n->control >= 0);
+    close_fd(n->control);
+    if (n->pid <= 0) continue;
+    if (!kept.back())
+      for (pid_t d : descendants(n->pid)) ::kill(d, SIGTERM);
+    ::kill(-n->pid, SIGTERM);
+  }
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(k_stop_grace_s + k_stop_margin_s));
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    Node* n = nodes[i];
+    if (n->pid <= 0) continue;
+    if (!ended_by(n->pid, deadline))
+      for (pid_t d : descendants(n->pid)) ::kill(d, SIGKILL);
+    ::kill(-n->pid, SIGKILL);  // what is left in its group; its zombie leader holds the id
+    while (::waitpid(n->pid, nullptr, 0) < 0 && errno == EINTR) {
     }
+    // A keeper ends only once its tree is gone. Without one, the group's members are init's to
+    // reap: wait (bounded) until none is left, so that none runs on after this returns. The id
+    // is not reused while the group has a member.
+    if (!kept[i]) {
+      const auto gone_by = Clock::now() + std::chrono::seconds(1);
+      while ((::kill(-n->pid, 0) == 0 || errno != ESRCH) && Clock::now() < gone_by)
+        ::poll(nullptr, 0, 5);
+    }
+    n->pid = -1;
   }
 }
 
@@ -155,23 +288,15 @@ void NodeWatchers::start(const std::vector<std::string>& shell,
       m_nodes.push_back(std::move(node));
       continue;
     }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    const int rc = posix_spawnp(&node.pid, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    const auto pid = spawn_contained(argv, in[0], out[1], node.control);
     ::close(in[0]);
     ::close(out[1]);
     node.in = in[1];
     node.out = out[0];
-    if (rc != 0) {
-      node.pid = -1;
-      node.error = shell.front() + ": " + std::strerror(rc);
+    if (pid) {
+      node.pid = *pid;
+    } else {
+      node.error = pid.error();
       close_fd(node.in);
       close_fd(node.out);
     }
@@ -205,17 +330,19 @@ std::vector<probes::NodeObservation> NodeWatchers::collect(double wait_s) {
       }
     }
   }
-  std::vector<probes::NodeObservation> out;
+  std::vector<Node*> all;
   for (Node& n : m_nodes) {
     if (n.out >= 0) {  // still talking past the deadline
       close_fd(n.out);
       if (n.error.empty())
         n.error = fmt::format("no report within {} s of the trial's end", wait_s);
-      ::kill(n.pid, SIGKILL);
     }
-    int status = 0;
-    if (n.pid > 0) ::waitpid(n.pid, &status, 0);
-    n.pid = -1;
+    all.push_back(&n);
+  }
+  // Also those that reported: what their remote shell forked may still run (without a keeper).
+  stop(all);
+  std::vector<probes::NodeObservation> out;
+  for (Node& n : m_nodes) {
     probes::NodeObservation o;
     o.host = n.host.host;
     o.ranks = n.host.ranks;

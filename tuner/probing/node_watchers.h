@@ -8,8 +8,11 @@
 // node is watched by the trial's own process-tree monitor instead.
 //
 // Each remote command line is a shell string on the remote side (ssh joins its arguments), so
-// every word is quoted with shell_quote(). A watcher that does not end within a few seconds of
-// its stdin closing is killed by pid. Owned by one thread (the probe hooks'); not thread-safe.
+// every word is quoted with shell_quote(). Each remote shell runs under a tune-keeper (a
+// subreaper, in a process group of its own), so what it forks (a ProxyCommand, a site wrapper's
+// helper, setsid ones too) ends with it, and all of it ends if `tune` dies, SIGKILL included.
+// A watcher that does not end in time is stopped as a tree: SIGTERM, a grace, SIGKILL.
+// Owned by one thread (the probe hooks'); not thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -35,7 +38,7 @@ std::vector<std::string> remote_shell(const RenderedLaunch& launch,
 class NodeWatchers {
  public:
   NodeWatchers() = default;
-  ~NodeWatchers();  // stops what is still running, by pid
+  ~NodeWatchers();  // stops what is still running, every process of each tree
   NodeWatchers(const NodeWatchers&) = delete;
   NodeWatchers& operator=(const NodeWatchers&) = delete;
 
@@ -43,19 +46,23 @@ class NodeWatchers {
   // watcher cannot start is reported by collect() with the reason.
   void start(const std::vector<std::string>& shell, const std::vector<probes::NodeRanks>& hosts,
              const std::string& tune_binary, const std::string& tag, double interval_s);
-  // Closes every watcher's stdin, reads what each printed (at most `wait_s` in all), reaps them.
+  // Closes every watcher's stdin, reads what each printed (at most `wait_s` in all), stops and
+  // reaps them; when it returns, no process any remote shell started is left on this machine.
   std::vector<probes::NodeObservation> collect(double wait_s = 5.0);
   bool empty() const { return m_nodes.empty(); }
 
  private:
   struct Node {
     probes::NodeRanks host;
-    pid_t pid = -1;
-    int in = -1;   // its stdin (we write nothing; closing it ends the watcher)
-    int out = -1;  // its stdout and stderr
+    pid_t pid = -1;    // the keeper (else the remote shell), leader of its own process group
+    int control = -1;  // our end of the keeper's lifeline; -1 without a keeper
+    int in = -1;       // its stdin (we write nothing; closing it ends the watcher)
+    int out = -1;      // its stdout and stderr
     std::string output;
     std::string error;
   };
+  // Stops the trees of `nodes` (SIGTERM, a bounded wait, SIGKILL) and reaps them.
+  static void stop(const std::vector<Node*>& nodes);
   std::vector<Node> m_nodes;
 };
 
