@@ -54,6 +54,7 @@ declare -A library_room=(
   ["yaml-cpp/"]=study
   ["re2/"]="study measure"
   ["boost/process"]=launch
+  ["boost/math/"]=base
   ["CLI/"]=cli
 )
 

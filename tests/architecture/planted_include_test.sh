@@ -72,6 +72,8 @@ plant tuner/init/init_command.cpp '#include <boost/process.hpp>'
 check "Boost.Process outside launch/" 1 "belongs to tuner/launch/ only"
 plant tuner/run/runner.cpp '#include <CLI/CLI.hpp>'
 check "CLI11 outside cli/" 1 "belongs to tuner/cli/ only"
+plant tuner/judge/noise.cpp '#include <boost/math/distributions/normal.hpp>'
+check "Boost.Math outside base/ (base/stats.h is its one door)" 1 "belongs to tuner/base/ only"
 plant tuner/stray.cpp '#include "tuner/base/text.h"'
 check "a source outside any room" 1 "tuner/stray.cpp:1: a source directly in tuner/"
 plant tuner/cli/cli.cpp '#include "tuner/runner.h"'

@@ -77,6 +77,15 @@ TEST(Stats, DistributionsMatchTextbookValues) {
   EXPECT_NEAR(f_upper_tail(11.0705 / 5, 5, inf), 0.05, 1e-4);
   EXPECT_DOUBLE_EQ(f_upper_tail(0, 3, 10), 1.0);
   EXPECT_DOUBLE_EQ(f_upper_tail(inf, 3, 10), 0.0);
+  // Boost.Math's (issue 49), against qt/pf/pchisq (mpmath, 30 digits) to 1e-6: the tails the noise
+  // model reads.
+  EXPECT_NEAR(student_t_quantile(0.995, 3), 5.840909, 1e-6);   // qt(0.995, 3)
+  EXPECT_NEAR(student_t_quantile(0.9, 12), 1.356217, 1e-6);    // qt(0.9, 12)
+  EXPECT_NEAR(f_upper_tail(2.5, 3, 20), 0.0888438, 1e-6);      // 1 - pf(2.5, 3, 20)
+  EXPECT_NEAR(f_upper_tail(9.21034 / 2, 2, inf), 0.01, 1e-6);  // 1 - pchisq(9.21034, 2)
+  // Outside the domain: NaN, never an exception out of a pure statistic.
+  EXPECT_TRUE(std::isnan(student_t_quantile(0.975, 0)));
+  EXPECT_TRUE(std::isnan(f_upper_tail(2.0, 0, 10)));
   EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2, 5}, 0.5), 3.0);
   EXPECT_DOUBLE_EQ(quantile({1, 2}, 0.25), 1.25);
 }
@@ -202,8 +211,10 @@ TEST(Noise, TrialsOwnIntervalsAreTheirNoise) {
   const auto windowed = [](int number, double value, double half, int bind, int threads,
                            nlohmann::json system = nlohmann::json::object()) {
     auto t = trial(number, value, bind, threads, std::move(system));
-    t.user_attrs[k_attr_window] = {{"value", value}, {"low", value - half},
-                                   {"high", value + half}, {"confidence", 0.95},
+    t.user_attrs[k_attr_window] = {{"value", value},
+                                   {"low", value - half},
+                                   {"high", value + half},
+                                   {"confidence", 0.95},
                                    {"batches", 10}};
     return t;
   };
