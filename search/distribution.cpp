@@ -9,11 +9,6 @@
 namespace tune::search {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
 // Optuna's tolerance for "on the step grid" (FloatDistribution._contains).
 constexpr double k_grid_tolerance = 1e-8;
 

@@ -44,6 +44,13 @@ struct CategoricalDistribution {
 
 using Distribution = std::variant<FloatDistribution, IntDistribution, CategoricalDistribution>;
 
+// A visitor made of one lambda per alternative: std::visit(Overloaded{[](const FloatDistribution&)
+// {...}, ...}, dist).
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
 // Checks the invariants Optuna checks (low <= high, log needs low > 0, step > 0, non-empty
 // choices); the message names what is wrong.
 std::expected<void, std::string> validate(const Distribution& dist);

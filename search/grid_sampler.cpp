@@ -15,11 +15,6 @@
 namespace tune::search {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
 // More points than this is a study that cannot finish; the study file should list values.
 constexpr std::size_t k_max_grid_points = 10'000'000;
 constexpr const char* k_grid_attr = "grid_id";

@@ -6,11 +6,6 @@
 namespace tune::search {
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
 class RandomSampler final : public Sampler {
  public:
   explicit RandomSampler(std::optional<std::uint64_t> seed) : m_streams(seed, "random") {}
