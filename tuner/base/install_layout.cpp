@@ -1,13 +1,24 @@
 #include "tuner/base/install_layout.h"
 
+#include <unistd.h>
+
 namespace tune::tuner {
 
 namespace fs = std::filesystem;
 
-fs::path executable_dir() {
+fs::path executable_path() {
   std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path{} : self.parent_path();
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path{} : self;
+}
+
+fs::path executable_dir() { return executable_path().parent_path(); }
+
+fs::path sibling_program(const std::string& name) {
+  const auto dir = executable_dir();
+  if (dir.empty()) return {};
+  auto candidate = dir / name;
+  return ::access(candidate.c_str(), X_OK) == 0 ? candidate : fs::path{};
 }
 
 fs::path data_dir() {

@@ -16,8 +16,13 @@
 
 namespace tune::tuner {
 
-// The folder of the running executable (/proc/self/exe); empty if it cannot be read.
+// The running executable (/proc/self/exe), and its folder; empty if it cannot be read.
+std::filesystem::path executable_path();
 std::filesystem::path executable_dir();
+
+// The program `name` next to the running executable (tune-keeper, tune-trainer) when it is there
+// and executable; empty otherwise.
+std::filesystem::path sibling_program(const std::string& name);
 
 // PREFIX/share/tune for the executable at PREFIX/bin; empty if executable_dir() is.
 std::filesystem::path data_dir();

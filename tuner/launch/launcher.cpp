@@ -1,5 +1,6 @@
 #include "tuner/launch/launcher.h"
 
+#include "tuner/base/install_layout.h"
 #include "tuner/base/temp_dir.h"
 #include "tuner/base/text.h"
 
@@ -447,12 +448,7 @@ int interrupt_signal() { return g_interrupt_signal.load(); }
 bool running_as_root() { return geteuid() == 0; }
 
 std::string keeper_path() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto candidate = self.parent_path() / "tune-keeper";
-    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
+  if (auto beside = sibling_program("tune-keeper"); !beside.empty()) return beside.string();
   return bp::search_path("tune-keeper").string();
 }
 

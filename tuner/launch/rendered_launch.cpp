@@ -7,18 +7,15 @@
 #include <filesystem>
 #include <thread>
 
+#include "tuner/base/install_layout.h"
+
 namespace tune::tuner {
 
 namespace fs = std::filesystem;
 
 std::string bundled_trainer_path() {
-  std::error_code ec;
-  const auto self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto candidate = self.parent_path() / "tune-trainer";
-    if (fs::exists(candidate, ec)) return candidate.string();
-  }
-  return "tune-trainer";
+  const auto beside = sibling_program("tune-trainer");
+  return beside.empty() ? "tune-trainer" : beside.string();
 }
 
 TemplateValues trial_template_values(const StudySpec& spec,

@@ -254,10 +254,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     state->watchers = std::make_unique<NodeWatchers>();  // stops any a skipped trial left
     const bool runs = !constrains || constraint <= 0;
     if (runs && !state->tag.empty()) {
-      std::error_code ec;
-      const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+      const auto self = executable_path();
       state->watchers->start(remote_shell(launch, env), remote_nodes(plan),
-                             ec ? std::string("tune") : self.string(), state->tag,
+                             self.empty() ? std::string("tune") : self.string(), state->tag,
                              state->spec.interval_s);
     }
     state->ranks_outside_tree = !launch.kind->ranks_in_tree();
