@@ -109,6 +109,21 @@ TEST(InitNumbers, AnAmbiguousCommaFollowsTheRestOfTheOutput) {
   EXPECT_EQ(plain[0].number, NumberStyle::plain);
 }
 
+// The study `tune init` writes for `sh job.sh` in `dir` from the probe's findings `p`, on a
+// 2-core machine.
+Result<std::string> render_for(const ProbeFindings& p, const std::filesystem::path& dir) {
+  InitRequest r;
+  r.command = {"/bin/sh", "job.sh"};
+  r.source_dir = dir.string();
+  r.study_dir = dir.string();
+  r.file_exists = [](const std::string&) { return false; };
+  auto command = split_init_command(r.command);
+  if (!command) return std::unexpected(command.error());
+  ProgramInfo program = inspect_program(command->program, &p);
+  auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
+  return render_init_study(r, *command, program, *topo, probes::knob_catalog());
+}
+
 // The study init writes reads the figure whole: its comment says 12345.6, its objective has
 // `number: grouped`, and reading the probe's line through it gives 12345.6.
 TEST(InitNumbers, TheStudyWrittenReadsTheFigureWhole) {
@@ -119,16 +134,7 @@ TEST(InitNumbers, TheStudyWrittenReadsTheFigureWhole) {
   p.seconds = 0.2;
   p.ranks = 1;
   p.results = find_result_lines("throughput: 12,345.6 samples/s\n", "stdout");
-  InitRequest r;
-  r.command = {"/bin/sh", "job.sh"};
-  r.source_dir = dir.string();
-  r.study_dir = dir.string();
-  r.file_exists = [](const std::string&) { return false; };
-  auto command = split_init_command(r.command);
-  ASSERT_TRUE(command);
-  ProgramInfo program = inspect_program(command->program, &p);
-  auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
-  auto text = render_init_study(r, *command, program, *topo, probes::knob_catalog());
+  const auto text = render_for(p, dir);
   ASSERT_TRUE(text) << text.error();
   EXPECT_TRUE(flat(*text).contains("stdout gave throughput 12345.6 samples/s")) << *text;
   EXPECT_TRUE(
@@ -231,16 +237,7 @@ TEST(InitNumbers, TheWindowWrittenReadsGroupedProgressWhole) {
   for (int i = 1; i <= 40; ++i) texts.push_back("samples " + grouped(1000LL * i) + " loss 0.5");
   p.progress = find_progress_lines(progress_lines(texts, 0.15));
   ASSERT_FALSE(p.progress.empty());
-  InitRequest r;
-  r.command = {"/bin/sh", "job.sh"};
-  r.source_dir = dir.string();
-  r.study_dir = dir.string();
-  r.file_exists = [](const std::string&) { return false; };
-  auto command = split_init_command(r.command);
-  ASSERT_TRUE(command);
-  ProgramInfo program = inspect_program(command->program, &p);
-  auto topo = probes::read_synthetic_topology("pack:1 core:2 pu:1");
-  auto text = render_init_study(r, *command, program, *topo, probes::knob_catalog());
+  const auto text = render_for(p, dir);
   ASSERT_TRUE(text) << text.error();
   auto spec = parse_study_spec(*text, (dir / "init.yaml").string());
   ASSERT_TRUE(spec) << spec.error() << "\n" << *text;
