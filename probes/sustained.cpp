@@ -222,6 +222,38 @@ std::map<std::string, DutyCycle> duty_of(const std::vector<SampleRecord>& record
   return out;
 }
 
+// The ranks' own threads against the knobs' other threads over the window (all ranks).
+void add_critical_path(const std::vector<SampleRecord>& records, std::size_t first,
+                       std::size_t last, SustainedVerdict& v) {
+  constexpr auto k_main = static_cast<std::size_t>(GroupId::main);
+  constexpr auto k_runtime = static_cast<std::size_t>(GroupId::runtime);
+  double main_cpu = 0, main_wait = 0, helper_cpu = 0, helper_wait = 0, rank_wall = 0;
+  bool measured = first < last;
+  for (std::size_t i = first; i < last; ++i) {
+    const SampleRecord& r = records[i];
+    if (r.dt <= 0) continue;
+    measured = measured && r.has_wait;
+    for (const auto& [pid, rank] : r.ranks) {
+      for (std::size_t g = 0; g < k_group_count; ++g) {
+        const GroupTally& t = rank.groups[g];
+        if (g == k_main) {
+          main_cpu += t.cpu_s;
+          main_wait += t.wait_s;
+          rank_wall += t.threads > 0 ? r.dt : 0;
+        } else if (g != k_runtime) {
+          helper_cpu += t.cpu_s;
+          helper_wait += t.wait_s;
+        }
+      }
+    }
+  }
+  if (!measured || rank_wall <= 0) return;
+  v.main_measured = true;
+  if (main_cpu + main_wait > 0) v.main_wait_share = main_wait / (main_cpu + main_wait);
+  v.main_busy = (main_cpu + main_wait) / rank_wall;
+  if (helper_cpu + helper_wait > 0) v.helper_wait_share = helper_wait / (helper_cpu + helper_wait);
+}
+
 }  // namespace
 
 GroupId thread_group_of(const std::string& comm, bool rank_main, bool child_process) {
@@ -325,6 +357,7 @@ SustainedVerdict judge_sustained(const std::vector<SampleRecord>& records,
         v.runtime_only || (v.loads[i].with_runtime_oversubscribed && !v.loads[i].oversubscribed);
   }
   v.duty = duty_of(records, first, last);
+  add_critical_path(records, first, last, v);
   return v;
 }
 
@@ -368,6 +401,12 @@ nlohmann::json SustainedVerdict::to_json() const {
          {"with_runtime_oversubscribed", l.with_runtime_oversubscribed},
          {"oversubscribed", l.oversubscribed}});
   j["runtime_only"] = runtime_only;
+  const auto measured = [&](double x) {
+    return main_measured ? nlohmann::json(round_to(x, 0.001)) : nlohmann::json();
+  };
+  j["main_wait_share"] = measured(main_wait_share);
+  j["main_busy"] = measured(main_busy);
+  j["helper_wait_share"] = measured(helper_wait_share);
   return j;
 }
 

@@ -191,8 +191,19 @@ struct SustainedVerdict {
   // A cpuset oversubscribed with the runtimes' threads and not without them.
   bool runtime_only = false;
   std::map<std::string, DutyCycle> duty;  // groups seen in the window
+  // Every rank's own thread (tid == pid, the critical path every allreduce waits for) against
+  // the knobs' other threads (its pools, workers: helpers that may queue while it runs), over the
+  // window and all ranks, where run-queue delays were measured: the share of their runnable time
+  // that got no CPU (delay / (delay + CPU time)), and how busy the ranks' own were (runnable time
+  // per rank-second). What the queueing cost is judged by (tuner/judge/verdict_cost.h).
+  bool main_measured = false;
+  double main_wait_share = 0;
+  double main_busy = 0;
+  double helper_wait_share = 0;
 
-  nlohmann::json to_json() const;  // {"window_s", "samples", "loads": [...]}
+  // {"window_s", "samples", "loads": [...], "runtime_only", "main_wait_share", "main_busy",
+  // "helper_wait_share"} (the last three null where delays were not measured)
+  nlohmann::json to_json() const;
 };
 
 // `rank_cpusets`: each rank's pid and allowed PUs; `pus`: the PUs the ranks may use together.

@@ -408,6 +408,19 @@ TEST(Sustained, AWorkerQueuedBesideItsRankIsNotOversubscribedWhileTheRankHardlyW
   EXPECT_FALSE(v.observed_oversubscribed) << v.diagnosis;
 }
 
+TEST(Sustained, TheRanksOwnThreadsWaitAgainstTheirHelpersOverEveryRank) {
+  // The critical path against the threads that queue while it runs, over both ranks: the
+  // workers waited 0.1 s per 0.04 s of CPU, the ranks' own threads 0.02 per 0.16.
+  const Verdict v = run_with_workers(0.16, 0.02, 0.1);
+  ASSERT_TRUE(v.sustained.main_measured);
+  EXPECT_NEAR(v.sustained.main_wait_share, 0.02 / 0.18, 1e-9);
+  EXPECT_NEAR(v.sustained.main_busy, 0.18 / 0.2, 1e-9);
+  EXPECT_NEAR(v.sustained.helper_wait_share, 0.1 / 0.14, 1e-9);
+  const auto j = v.to_json()["sustained"];
+  EXPECT_EQ(j["main_wait_share"], 0.111);
+  EXPECT_EQ(j["helper_wait_share"], 0.714);
+}
+
 TEST(Sustained, ARankThatLosesHalfItsTimeToTheQueueIsOversubscribed) {
   const Verdict v = run_with_workers(0.1, 0.1, 0.1);
   const SustainedLoad& pu0 = v.sustained.loads.at(1);
