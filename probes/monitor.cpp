@@ -59,6 +59,12 @@ bool is_launcher_comm(const std::string& comm) {
 TrialMonitor::TrialMonitor(SystemSource& source, pid_t root, MonitorOptions options)
     : m_source(source), m_root(root), m_options(options), m_origins(m_options.thread_origins_dir) {
   if (auto topo = m_source.topology()) m_machine_pus = topo->pu_count();
+  if (m_options.cpu_profile) {
+    CpuProfile::Options po;
+    po.frequency_hz = m_options.cpu_profile_hz;
+    po.max_events = m_options.cpu_profile_max_events;
+    m_profile = std::make_unique<CpuProfile>(po);
+  }
 }
 
 TrialMonitor::~TrialMonitor() { stop(); }
@@ -102,6 +108,7 @@ void TrialMonitor::stop() {
   m_wake.notify_all();
   m_thread.join();
   sample_once(/*full=*/true);  // the stretch since the last tick
+  m_profile.reset();           // the trial has ended: every perf event's fd closed
 }
 
 TrialMonitor::TreeRead TrialMonitor::read_tree(double now, bool full) {
@@ -318,11 +325,45 @@ void TrialMonitor::account_ranks(const TreeRead& read, double now, SampleSums& s
   }
 }
 
+void TrialMonitor::profile_threads(const TreeRead& read, double now) {
+  std::set<pid_t> alive;
+  for (const auto& [pid, p] : read.procs) {
+    const pid_t rank = owner_rank(read, pid);
+    if (rank == 0) continue;  // the launcher's own time is not the job's
+    const CpuProfile::ProcessId id{p.start_ticks, p.comm};
+    for (const ThreadSample& t : p.threads) {
+      alive.insert(t.tid);
+      m_profile->add_thread(pid, t.tid, rank, &id);
+    }
+  }
+  auto counts = m_profile->drain();
+  m_profile->retain(alive);
+  std::lock_guard lock(m_mutex);
+  m_profile_note = m_profile->note();
+  if (counts.empty()) return;
+  m_profile_buckets.push_back({now, std::move(counts)});
+  // Bounded as the records are: neighbours merged, the later one's time kept.
+  if (m_profile_buckets.size() > m_options.max_records && m_profile_buckets.size() >= 2) {
+    std::vector<ProfileBucket> out;
+    for (std::size_t i = 0; i < m_profile_buckets.size(); i += 2) {
+      ProfileBucket merged = std::move(m_profile_buckets[i]);
+      if (i + 1 < m_profile_buckets.size()) {
+        merged.t = m_profile_buckets[i + 1].t;
+        for (const auto& [pid, libs] : m_profile_buckets[i + 1].counts)
+          for (const auto& [lib, n] : libs) merged.counts[pid][lib] += n;
+      }
+      out.push_back(std::move(merged));
+    }
+    m_profile_buckets = std::move(out);
+  }
+}
+
 void TrialMonitor::sample_once(bool full) {
   const double cpu0 = thread_cpu_s();
   const double now = m_source.now_s();
   const TreeRead read = read_tree(now, full);
   number_new_ranks(read);
+  if (m_profile) profile_threads(read, now);
 
   std::lock_guard lock(m_mutex);
   SampleSums sums;
@@ -570,6 +611,41 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
 
 }  // namespace
 
+std::string RankVerdict::cpu_time_text() const {
+  if (cpu_libraries.empty()) return "";
+  return "rank " + std::to_string(rank) + ": " + shares_text(cpu_libraries);
+}
+
+void TrialMonitor::profile_verdict(Verdict& v) const {
+  if (!m_options.cpu_profile) return;
+  v.cpu_profiled = true;
+  v.cpu_time_hz = m_options.cpu_profile_hz;
+  v.cpu_time_note = m_profile_note;
+  // The samples drained inside the measured window: a drain covers (previous sample, its time],
+  // counted as the window counts a record (probes/sustained.h).
+  const double base = m_records.empty() ? 0 : m_records.front().t;
+  const bool windowed = v.sustained.window_samples > 0;
+  std::map<pid_t, std::map<std::string, long>> counts;
+  for (const ProfileBucket& b : m_profile_buckets) {
+    if (windowed && (b.t <= base + v.sustained.window_from_s + 1e-9 ||
+                     b.t > base + v.sustained.window_to_s + 1e-9))
+      continue;
+    for (const auto& [pid, libs] : b.counts)
+      for (const auto& [lib, n] : libs) counts[pid][lib] += n;
+  }
+  CpuTimeRead line;
+  line.present = true;
+  line.note = v.cpu_time_note;
+  for (RankVerdict& r : v.ranks) {
+    const auto it = counts.find(r.pid);
+    if (it == counts.end()) continue;
+    r.cpu_libraries = top_shares(it->second, m_options.cpu_profile_top);
+    for (const LibraryShare& s : r.cpu_libraries) r.cpu_samples += s.samples;
+    line.ranks.push_back({r.rank, r.cpu_samples, r.cpu_libraries});
+  }
+  v.cpu_time = line.line();
+}
+
 Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   std::lock_guard lock(m_mutex);
   Verdict v;
@@ -635,6 +711,7 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   so.min_waiting_share = m_options.min_waiting_share;
   v.sustained = judge_sustained(m_records, rank_cpusets, v.pus, so);
   v.observed_oversubscribed = v.sustained.oversubscribed;
+  profile_verdict(v);
   for (const auto& [name, pool] : m_pools)
     v.pools.push_back(PoolVerdict{name, k_group_names[static_cast<std::size_t>(pool.group)],
                                   pool.in_workers, pool.threads, pool.cpu_s, pool.wait_s});

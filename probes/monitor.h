@@ -8,7 +8,9 @@
 // (else the median of sampled runnable threads, checked against the slowdown it claims); means
 // and peaks over the whole run are kept as figures.
 // Each sample also tallies every rank's threads by group (named threads, probes/sustained.h), so
-// the verdict carries each group's duty cycle for later predictions to learn from.
+// the verdict carries each group's duty cycle for later predictions to learn from, and drains the
+// ranks' threads' sampled instruction pointers (probes/cpu_profile.h): the CPU time per library
+// of each rank over the measured window.
 //
 // Ranks are the first processes below a launcher (mpirun, mpiexec, orterun, orted, prted,
 // hydra_pmi_proxy) that are not launchers themselves, nor the agent a launcher starts to reach
@@ -35,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "probes/cpu_profile.h"
 #include "probes/predict.h"
 #include "probes/sustained.h"
 #include "probes/system_source.h"
@@ -44,7 +47,11 @@ namespace tune::probes {
 
 // 2: observed_oversubscribed is the sustained verdict (was: mean runnable over the whole run);
 // "sustained" and "duty_cycles" added.
-inline constexpr int k_verdict_schema_version = 2;
+// 3: "cpu_time" ({"hz", "samples", "note", "line"}: the CPU time per library, over the measured
+// window) and each rank's "cpu_libraries" ([{"library", "share", "samples"}], the top ones and
+// "other") and "cpu_samples" added, where MonitorOptions::cpu_profile is on; read by
+// read_cpu_time (probes/cpu_profile.h).
+inline constexpr int k_verdict_schema_version = 3;
 
 struct MonitorOptions {
   double interval_s = 0.2;  // sampling period of start()'s thread
@@ -81,6 +88,13 @@ struct MonitorOptions {
   // (probes/thread_origin.h); empty: none. A thread with an origin is grouped by it (its name
   // first, where the name says), and is never one of the runtimes' "by count" above.
   std::string thread_origins_dir;
+  // Sample the ranks' threads' instruction pointers (perf_event_open, user space, at
+  // cpu_profile_hz) for the CPU time per library (probes/cpu_profile.h). Default on; where perf
+  // events are not permitted the verdict says so in one line and the rest goes on.
+  bool cpu_profile = true;
+  double cpu_profile_hz = 99;
+  std::size_t cpu_profile_max_events = 1024;  // open events (fds) at most per trial
+  std::size_t cpu_profile_top = 4;            // libraries named per rank; the rest "other"
 };
 
 // A pool of threads as its origin names it, over the whole run: "TBB (OpenCV)" with its group,
@@ -108,6 +122,12 @@ struct RankVerdict {
   // PUs its threads ran on for at least 5% of its CPU time between samples (a rank caught
   // before its binding, still on mpirun's PU for a few milliseconds, is not said to run there)
   std::vector<int> ran_on_pus;
+  // Where its CPU time went over the measured window, by library (MonitorOptions::cpu_profile):
+  // the top ones, largest first, then "other"; empty when not sampled.
+  std::vector<LibraryShare> cpu_libraries;
+  long cpu_samples = 0;
+  // "rank 0: 71% libopenblas, 12% libgomp, 9% python3.11, 5% libmpi"; "" when not sampled.
+  std::string cpu_time_text() const;
 };
 
 struct Verdict {
@@ -129,6 +149,12 @@ struct Verdict {
   double sampler_cpu_s = 0;        // CPU time spent in sample_once()
   double sampler_cpu_pct = 0;      // of one core, over the sampled wall time
   std::string diagnosis;           // one line
+  // Where the time went, beside the diagnosis: "CPU time per library: rank 0: 71% libopenblas,
+  // ...; rank 1: ..." or "CPU time per library: not sampled (why)"; "" when the option is off.
+  bool cpu_profiled = false;
+  double cpu_time_hz = 0;
+  std::string cpu_time_note;  // not sampled and why, the bound on events hit, samples lost
+  std::string cpu_time;
 
   nlohmann::json to_json() const;
 };
@@ -225,6 +251,10 @@ class TrialMonitor {
   std::set<pid_t> runtime_by_count(const TreeRead& read,
                                    const std::map<pid_t, OriginClass>& classes) const;
   void account_ranks(const TreeRead& read, double now, SampleSums& sums);
+  // The ranks' threads added to the CPU profile and its samples drained (outside the lock); the
+  // counts are kept by the time of the sample, for the window chosen at the end.
+  void profile_threads(const TreeRead& read, double now);
+  void profile_verdict(Verdict& v) const;
 
   SystemSource& m_source;
   pid_t m_root;
@@ -261,6 +291,16 @@ class TrialMonitor {
   };
   std::map<std::string, PoolAcc> m_pools;  // by name
   std::vector<int> m_root_allowed;  // what the launcher may use: a rank allowed less is bound
+
+  // The CPU profile (MonitorOptions::cpu_profile): used by the sampling thread alone; closed by
+  // stop(). Its drained counts per sample (by rank pid, then library) and its note, under m_mutex.
+  std::unique_ptr<CpuProfile> m_profile;
+  struct ProfileBucket {
+    double t = 0;
+    std::map<pid_t, std::map<std::string, long>> counts;
+  };
+  std::vector<ProfileBucket> m_profile_buckets;
+  std::string m_profile_note;
 
   std::thread m_thread;
   std::mutex m_wake_mutex;

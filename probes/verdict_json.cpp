@@ -37,19 +37,35 @@ nlohmann::json Verdict::to_json() const {
                             {"cpu_s", std::round(p.cpu_s * 1000) / 1000},
                             {"wait_s", std::round(p.wait_s * 1000) / 1000}});
   }
+  if (cpu_profiled) {
+    long total = 0;
+    for (const RankVerdict& r : ranks) total += r.cpu_samples;
+    j["cpu_time"] = {
+        {"hz", cpu_time_hz}, {"samples", total}, {"note", cpu_time_note}, {"line", cpu_time}};
+  }
   j["ranks"] = json::array();
-  for (const RankVerdict& r : ranks)
-    j["ranks"].push_back({{"rank", r.rank},
-                          {"pid", r.pid},
-                          {"comm", r.comm},
-                          {"mean_cpu_pct", r1(r.mean_cpu_pct)},
-                          {"peak_cpu_pct", r1(r.peak_cpu_pct)},
-                          {"useful_cpu_pct", r1(r.useful_cpu_pct)},
-                          {"max_threads", r.max_threads},
-                          {"mean_runnable", r1(r.mean_runnable)},
-                          {"nonvoluntary_per_s", r1(r.nonvoluntary_per_s)},
-                          {"allowed_pus", format_cpu_list(r.allowed_pus)},
-                          {"ran_on_pus", format_cpu_list(r.ran_on_pus)}});
+  for (const RankVerdict& r : ranks) {
+    json rank = {{"rank", r.rank},
+                 {"pid", r.pid},
+                 {"comm", r.comm},
+                 {"mean_cpu_pct", r1(r.mean_cpu_pct)},
+                 {"peak_cpu_pct", r1(r.peak_cpu_pct)},
+                 {"useful_cpu_pct", r1(r.useful_cpu_pct)},
+                 {"max_threads", r.max_threads},
+                 {"mean_runnable", r1(r.mean_runnable)},
+                 {"nonvoluntary_per_s", r1(r.nonvoluntary_per_s)},
+                 {"allowed_pus", format_cpu_list(r.allowed_pus)},
+                 {"ran_on_pus", format_cpu_list(r.ran_on_pus)}};
+    if (cpu_profiled) {
+      rank["cpu_libraries"] = json::array();
+      for (const LibraryShare& s : r.cpu_libraries)
+        rank["cpu_libraries"].push_back({{"library", s.library},
+                                         {"share", std::round(s.share * 1000) / 1000},
+                                         {"samples", s.samples}});
+      rank["cpu_samples"] = r.cpu_samples;
+    }
+    j["ranks"].push_back(std::move(rank));
+  }
   return j;
 }
 

@@ -90,7 +90,7 @@ TEST(Sustained, ASustainedTwofoldLoadIsOversubscribed) {
   EXPECT_NEAR(v.sustained.window_from_s, 0.8, 1e-9);
   EXPECT_NEAR(v.sustained.window_to_s, 3.6, 1e-9);
   const auto j = v.to_json();
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["sustained"]["loads"][0]["median_runnable"], 4.0);
 }
 
