@@ -1,7 +1,7 @@
 # The install tree, its mirror in the build tree, and the Debian package.
 #
 # `cmake --install build --prefix PREFIX` lays tune out as tuner/base/install_layout.h describes:
-# PREFIX/bin/{tune,tune-keeper,tune-trainer}, PREFIX/lib/tune/libtune_trainer_gpu.so (when built),
+# PREFIX/bin/{tune,tune-keeper,tune-kernel-check,tune-trainer}, PREFIX/lib/tune/libtune_trainer_gpu.so (when built),
 # PREFIX/share/tune/{studies/*.yaml,chart.min.js}. Every file is found from the running binary, so
 # the prefix may be mounted anywhere (a shared folder on every node). The build tree holds the
 # same share/tune next to build/bin, so `build/bin/tune --trials 50 quickstart` works there too.
@@ -35,7 +35,7 @@ if(TUNE_CHARTJS_FILE)
 endif()
 
 if(TARGET tune)
-  install(TARGETS tune tune-keeper RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+  install(TARGETS tune tune-keeper tune-kernel-check RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
   install(TARGETS tune_threads tune_getenv LIBRARY DESTINATION ${tune_plugin_dir} COMPONENT runtime)
   install(FILES ${tune_ready_studies} DESTINATION ${tune_share_dir}/studies COMPONENT runtime)
   if(TUNE_CHARTJS_FILE)

@@ -28,6 +28,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "probes/library_query.h"
+
 typedef int (*create_fn)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
 enum { k_origin_max = 200, k_frames = 24 };
@@ -93,7 +95,8 @@ static void* record_and_start(void* p) {
       if (len > 0) {
         // One write of a short line to a file opened O_APPEND: lines of threads started at the
         // same time do not interleave.
-        ssize_t written = write(fd, line, (size_t)(len < (int)sizeof line ? len : (int)sizeof line - 1));
+        ssize_t written =
+            write(fd, line, (size_t)(len < (int)sizeof line ? len : (int)sizeof line - 1));
         (void)written;
       }
       close(fd);
@@ -122,6 +125,7 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routin
     real_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
     if (real_create == NULL) return EAGAIN;
   }
+  tune_library_query_on_thread();
   if (origins_dir == NULL) return real_create(thread, attr, routine, arg);
   struct start_record* record = malloc(sizeof *record);
   if (record == NULL) return real_create(thread, attr, routine, arg);

@@ -44,11 +44,12 @@ build=(
 # job of examples/pytorch_opencv, whose OpenCV (TBB) pools the foreign-jobs e2e test names.
 # sysbench: a native program that prints its figure at its end, as `tune init`'s tests name it.
 # xz-utils: xz's `-T, --threads=NUM` in its --help and its XZ_DEFAULTS read through getenv, as
-# tune init's --help reader and getenv recorder tests read them.
+# tune init's --help reader and getenv recorder tests read them. libomp5: LLVM's OpenMP runtime,
+# loaded beside GNU's libgomp in the library report's test of two runtimes in one process.
 test=(
   libgtest-dev libgmock-dev
   python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc python3-markdown
-  python3-opencv sysbench xz-utils
+  python3-opencv sysbench xz-utils libomp5
   chromium slurm-wlm munge postgresql pgbouncer
   openssh-server iproute2
 )

@@ -1,0 +1,198 @@
+// tune-kernel-check LIBRARY: the numeric check a BLAS kernel passes before tune offers it
+// (probes/blas_kernels.h reads what it prints). Run in a child with the variable that picks the
+// kernel (OPENBLAS_CORETYPE=SkylakeX), it loads LIBRARY, the file the job maps, on one thread:
+//
+//   core NAME            what the library says it runs (openblas_get_corename; "-" if it has none)
+//   dgemm_error X        max |C - reference| / bound, for C = 1.5 AB + 0.5 C on 203x211 by 211x197
+//   sgemm_error X        the same in single precision
+//   dgemm_gflops X       the best of repeated 512x512x512 products, for at least 0.2 s
+//   sgemm_gflops X
+//   done
+//
+// `tune-kernel-check --expect CORE LIBRARY` (an exported script's check on the node it runs on)
+// runs the two numeric checks only, and exits 0 when the library runs CORE and both pass, else
+// prints why on stderr and exits 1.
+//
+// The reference is computed here in long double by the textbook loop. The bound is
+// 2 K u max_ij sum_k |alpha a_ik b_kj| + |beta c_ij| (K = 211, u the precision's unit roundoff),
+// twice the classic worst case of a dot product of length K: a correct kernel stays far below 1,
+// a wrong one (a kernel computing garbage on a CPU it misreads) lands many orders above. A kernel
+// the CPU cannot execute dies of SIGILL, which the caller reports. C, libc and libdl only.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+typedef void (*dgemm_fn)(const char*, const char*, const int*, const int*, const int*,
+                         const double*, const double*, const int*, const double*, const int*,
+                         const double*, double*, const int*);
+typedef void (*sgemm_fn)(const char*, const char*, const int*, const int*, const int*, const float*,
+                         const float*, const int*, const float*, const int*, const float*, float*,
+                         const int*);
+
+enum { k_m = 203, k_n = 197, k_k = 211, k_timed = 512 };
+
+static unsigned long long state = 88172645463325252ull;
+static double next_value(void) {  // xorshift64: the same inputs in every run, in [-1, 1)
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return (double)(state >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// Column-major A (m x k), B (k x n), C (m x n).
+static double check_double(dgemm_fn gemm) {
+  double *a = malloc(sizeof(double) * k_m * k_k), *b = malloc(sizeof(double) * k_k * k_n),
+         *c = malloc(sizeof(double) * k_m * k_n), *c0 = malloc(sizeof(double) * k_m * k_n);
+  for (int i = 0; i < k_m * k_k; ++i) a[i] = next_value();
+  for (int i = 0; i < k_k * k_n; ++i) b[i] = next_value();
+  for (int i = 0; i < k_m * k_n; ++i) c[i] = c0[i] = next_value();
+  const double alpha = 1.5, beta = 0.5;
+  const int m = k_m, n = k_n, k = k_k;
+  gemm("N", "N", &m, &n, &k, &alpha, a, &m, b, &k, &beta, c, &m);
+  double worst = 0;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      long double sum = 0, magnitude = 0;
+      for (int p = 0; p < k; ++p) {
+        const long double term = (long double)alpha * a[i + p * m] * b[p + j * k];
+        sum += term;
+        magnitude += fabsl(term);
+      }
+      sum += (long double)beta * c0[i + j * m];
+      magnitude += fabsl((long double)beta * c0[i + j * m]);
+      const long double bound = 2.0L * k * (DBL_EPSILON / 2) * magnitude;
+      const double ratio = (double)(fabsl((long double)c[i + j * m] - sum) / bound);
+      if (!(ratio <= worst)) worst = ratio;  // NaN stays
+    }
+  free(a), free(b), free(c), free(c0);
+  return worst;
+}
+
+static double check_single(sgemm_fn gemm) {
+  float *a = malloc(sizeof(float) * k_m * k_k), *b = malloc(sizeof(float) * k_k * k_n),
+        *c = malloc(sizeof(float) * k_m * k_n), *c0 = malloc(sizeof(float) * k_m * k_n);
+  for (int i = 0; i < k_m * k_k; ++i) a[i] = (float)next_value();
+  for (int i = 0; i < k_k * k_n; ++i) b[i] = (float)next_value();
+  for (int i = 0; i < k_m * k_n; ++i) c[i] = c0[i] = (float)next_value();
+  const float alpha = 1.5f, beta = 0.5f;
+  const int m = k_m, n = k_n, k = k_k;
+  gemm("N", "N", &m, &n, &k, &alpha, a, &m, b, &k, &beta, c, &m);
+  double worst = 0;
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      long double sum = 0, magnitude = 0;
+      for (int p = 0; p < k; ++p) {
+        const long double term = (long double)alpha * a[i + p * m] * b[p + j * k];
+        sum += term;
+        magnitude += fabsl(term);
+      }
+      sum += (long double)beta * c0[i + j * m];
+      magnitude += fabsl((long double)beta * c0[i + j * m]);
+      const long double bound = 2.0L * k * (FLT_EPSILON / 2) * magnitude;
+      const double ratio = (double)(fabsl((long double)c[i + j * m] - sum) / bound);
+      if (!(ratio <= worst)) worst = ratio;
+    }
+  free(a), free(b), free(c), free(c0);
+  return worst;
+}
+
+static double rate_double(dgemm_fn gemm) {
+  const int n = k_timed;
+  double *a = malloc(sizeof(double) * n * n), *b = malloc(sizeof(double) * n * n),
+         *c = calloc((size_t)n * n, sizeof(double));
+  for (int i = 0; i < n * n; ++i) a[i] = next_value(), b[i] = next_value();
+  const double one = 1, zero = 0;
+  double best = 0, start = now_s();
+  for (int round = 0; round < 2 || now_s() - start < 0.2; ++round) {
+    const double t0 = now_s();
+    gemm("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
+    const double rate = 2.0 * n * n * n / (now_s() - t0) / 1e9;
+    if (rate > best) best = rate;
+  }
+  free(a), free(b), free(c);
+  return best;
+}
+
+static double rate_single(sgemm_fn gemm) {
+  const int n = k_timed;
+  float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
+        *c = calloc((size_t)n * n, sizeof(float));
+  for (int i = 0; i < n * n; ++i) a[i] = (float)next_value(), b[i] = (float)next_value();
+  const float one = 1, zero = 0;
+  double best = 0, start = now_s();
+  for (int round = 0; round < 2 || now_s() - start < 0.2; ++round) {
+    const double t0 = now_s();
+    gemm("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
+    const double rate = 2.0 * n * n * n / (now_s() - t0) / 1e9;
+    if (rate > best) best = rate;
+  }
+  free(a), free(b), free(c);
+  return best;
+}
+
+int main(int argc, char** argv) {
+  const char* expect = NULL;
+  if (argc == 4 && strcmp(argv[1], "--expect") == 0) {
+    expect = argv[2];
+    argv += 2;
+    argc -= 2;
+  }
+  if (argc != 2) {
+    fprintf(stderr,
+            "usage: tune-kernel-check [--expect CORE] LIBRARY (with the variable that "
+            "picks a kernel)\n");
+    return 2;
+  }
+  void* library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (library == NULL) {
+    fprintf(stderr, "tune-kernel-check: %s\n", dlerror());
+    return 1;
+  }
+  dgemm_fn dgemm = (dgemm_fn)dlsym(library, "dgemm_");
+  sgemm_fn sgemm = (sgemm_fn)dlsym(library, "sgemm_");
+  if (dgemm == NULL || sgemm == NULL) {
+    fprintf(stderr, "tune-kernel-check: %s has no dgemm_ or sgemm_\n", argv[1]);
+    return 1;
+  }
+  void (*set_threads)(int) = (void (*)(int))dlsym(library, "openblas_set_num_threads");
+  if (set_threads != NULL) set_threads(1);
+  char* (*core)(void) = (char* (*)(void))dlsym(library, "openblas_get_corename");
+  if (expect != NULL) {
+    const char* runs = core != NULL ? core() : "-";
+    if (strcasecmp(runs, expect) != 0) {
+      fprintf(stderr, "tune-kernel-check: %s runs its %s kernels here, not %s\n", argv[1], runs,
+              expect);
+      return 1;
+    }
+    const double d = check_double(dgemm), f = check_single(sgemm);
+    if (!(d <= 1.0) || !(f <= 1.0)) {
+      fprintf(stderr,
+              "tune-kernel-check: %s's %s kernels give wrong results here (DGEMM error %.3g, "
+              "SGEMM %.3g times the bound)\n",
+              argv[1], runs, d, f);
+      return 1;
+    }
+    return 0;
+  }
+  printf("core %s\n", core != NULL ? core() : "-");
+  fflush(stdout);
+  printf("dgemm_error %.6g\n", check_double(dgemm));
+  printf("sgemm_error %.6g\n", check_single(sgemm));
+  fflush(stdout);
+  printf("dgemm_gflops %.4g\n", rate_double(dgemm));
+  printf("sgemm_gflops %.4g\n", rate_single(sgemm));
+  printf("done\n");
+  return 0;
+}
