@@ -379,6 +379,22 @@ std::map<int, NoiseLead> leads_within_groups(
   return out;
 }
 
+std::map<std::pair<int, int>, NoiseLead> leads_between(
+    const search::StudyView& study, const std::vector<std::pair<int, int>>& pairs,
+    const NoiseOptions& options) {
+  std::map<std::pair<int, int>, NoiseLead> out;
+  if (study.is_multi_objective() || pairs.empty()) return out;
+  const Collected collected = collect_runs(study);
+  const Model model(collected.noise);
+  const bool maximize = study.direction() == search::Direction::maximize;
+  for (const auto& pair : pairs) {
+    const auto a = collected.trials.find(pair.first), b = collected.trials.find(pair.second);
+    if (a == collected.trials.end() || b == collected.trials.end()) continue;
+    out.emplace(pair, lead_of(model, a->second, b->second, maximize, options));
+  }
+  return out;
+}
+
 std::string noise_text(const NoiseEstimate& noise) {
   if (noise.sigma) {
     const std::string times = noise.fewest_runs == noise.most_runs

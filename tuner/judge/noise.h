@@ -106,7 +106,7 @@ struct StudyNoise {
   int best_rule = -1;
   std::vector<std::string> best_rule_names;
   std::optional<NoiseLead> over_best_rule;
-  std::optional<SettingsTest> test;         // none when the noise is unknown or < 2 settings
+  std::optional<SettingsTest> test;  // none when the noise is unknown or < 2 settings
   // beyond: the settings are told apart; within: they are not; unknown: no noise, or nothing to
   // tell apart.
   NoiseVerdict settings_verdict = NoiseVerdict::unknown;
@@ -131,6 +131,14 @@ StudyNoise assess_noise(const search::StudyView& study, const NoiseOptions& opti
 std::map<int, NoiseLead> leads_within_groups(
     const search::StudyView& study,
     const std::function<std::optional<std::string>(const search::FrozenTrial&)>& group_of,
+    const NoiseOptions& options = {});
+
+// The lead of the first trial of each pair over the second (trial numbers; completed search
+// trials), keyed by the pair, as leads_within_groups judges a group's best: how a verdict's cost
+// is judged against a comparable trial (judge/verdict_cost.h). A pair with a trial that is not
+// collected is left out; the first may turn out the worse (a negative difference).
+std::map<std::pair<int, int>, NoiseLead> leads_between(
+    const search::StudyView& study, const std::vector<std::pair<int, int>>& pairs,
     const NoiseOptions& options = {});
 
 // The plain words every output prints, one sentence each; the commands they suggest name the

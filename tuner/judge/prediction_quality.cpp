@@ -7,8 +7,7 @@
 #include "probes/verdict_memory.h"
 
 #include "tuner/base/trial_attrs.h"
-#include "tuner/judge/noise.h"
-#include "tuner/judge/ranking.h"
+#include "tuner/judge/verdict_cost.h"
 
 namespace tune::tuner {
 namespace {
@@ -221,65 +220,22 @@ nlohmann::json prediction_quality_json(const PredictionQuality& q) {
   return j;
 }
 
-namespace {
-
-// The job's shape as the monitor saw it: how many ranks ran ("2 ranks"). Trials of one shape do
-// the same work, whatever their binding and threads: the binding is a setting like the others
-// (unbound ranks all oversubscribed are slowed against a bound best, not against each other).
-std::optional<std::string> shape_of(const search::FrozenTrial& t) {
-  const auto* verdict = object_attr(t, k_attr_probe_verdict);
-  if (verdict == nullptr || !verdict_counts(t)) return std::nullopt;
-  const auto ranks = verdict->find("ranks");
-  if (ranks == verdict->end() || !ranks->is_array() || ranks->empty()) return std::nullopt;
-  return fmt::format("{} ranks", ranks->size());
-}
-
-}  // namespace
-
 FigureQuality figure_quality(const search::StudyView& study) {
   FigureQuality q;
-  const auto leads = leads_within_groups(study, shape_of);
-  std::map<std::string, int> members;  // shape -> judged trials of it
-  std::map<std::string, int> best_of;  // shape -> its best trial (the one without a lead)
-  // A trial measured under other work's load (ranking.h) has neither a figure nor a verdict of
-  // its settings alone: it is not judged.
-  const auto judged = [](const search::FrozenTrial& t) {
-    return t.state == search::TrialState::complete && t.value && !is_rerun(t) && trusted_run(t);
-  };
-  for (const auto& t : study.trials()) {
-    if (!judged(t)) continue;
-    const auto key = shape_of(t);
-    if (!key) continue;
-    members[*key] += 1;
-    if (!leads.contains(t.number)) best_of[*key] = t.number;
-  }
-  for (const auto& t : study.trials()) {
-    if (!judged(t)) continue;
-    const auto key = shape_of(t);
-    const auto flagged = flag(t, k_attr_probe_verdict, "observed_oversubscribed");
-    if (!key || !flagged || members[*key] < 2) continue;
-    bool slowed = false;
-    double ratio = 1;
-    int best = t.number;
-    if (const auto it = leads.find(t.number); it != leads.end()) {
-      const NoiseLead& lead = it->second;
-      best = lead.best;
-      ratio = lead.ratio.value_or(1);
-      if (lead.verdict != NoiseVerdict::unknown) {
-        q.noise_known = true;
-        slowed = lead.verdict == NoiseVerdict::beyond && lead.difference > 0;
-      } else {
-        slowed = ratio >= k_slowed_without_noise;
-      }
+  for (const auto& [number, cost] : verdict_costs(study)) {
+    if (cost.against < 0 || !cost.lead) {
+      q.unscored += 1;
+      continue;
     }
     q.trials += 1;
-    if (*flagged && slowed) q.true_positive += 1;
-    if (*flagged && !slowed) q.false_positive += 1;
-    if (!*flagged && slowed) q.false_negative += 1;
-    if (!*flagged && !slowed) q.true_negative += 1;
-    const bool fastest = best == t.number;
-    if ((*flagged && fastest) || (!*flagged && ratio >= k_contradiction_ratio))
-      q.contradictions.push_back({t.number, best, ratio, *flagged});
+    q.noise_known = q.noise_known || cost.noise_known;
+    const bool flagged = cost.flagged, slowed = cost.slowed;
+    if (flagged && slowed) q.true_positive += 1;
+    if (flagged && !slowed) q.false_positive += 1;
+    if (!flagged && slowed) q.false_negative += 1;
+    if (!flagged && !slowed) q.true_negative += 1;
+    if ((flagged && !slowed) || (!flagged && cost.ratio >= k_contradiction_ratio))
+      q.contradictions.push_back({number, cost.against, cost.ratio, flagged});
   }
   q.precision = share(q.true_positive, q.true_positive + q.false_positive);
   q.recall = share(q.true_positive, q.true_positive + q.false_negative);
@@ -291,19 +247,28 @@ FigureQuality figure_quality(const search::StudyView& study) {
 }
 
 std::string figure_quality_text(const FigureQuality& q) {
-  if (q.trials == 0) return "";
+  const int judged = q.trials + q.unscored;
+  if (judged == 0) return "";
+  if (q.trials == 0)
+    return fmt::format(
+        "verdicts against the job's own figure: none of {} trial{} scored (no comparable trial, "
+        "the same but for smaller pools)",
+        judged, judged == 1 ? "" : "s");
   std::string out = fmt::format(
-      "verdicts against the job's own figure, {} trials: precision {}, recall {} (slowed: {} "
-      "below the best with as many ranks)",
-      q.trials,
+      "verdicts against the job's own figure, {} of {} trials scored (those with a comparable "
+      "trial, the same but for smaller pools): precision {}, recall {} (slowed: a comparable "
+      "trial better {})",
+      q.trials, judged,
       share_text(q.precision, q.true_positive, q.true_positive + q.false_positive, "flagged"),
       share_text(q.recall, q.true_positive, q.true_positive + q.false_negative, "slowed"),
       q.noise_known ? "beyond the noise"
-                    : fmt::format("{:.0f}% or more, the noise being unknown,",
+                    : fmt::format("by {:.0f}% or more, the noise being unknown",
                                   100 * (k_slowed_without_noise - 1)));
   for (const auto& c : q.contradictions) {
     if (c.flagged)
-      out += fmt::format("; #{}, the fastest, flagged oversubscribed", c.trial);
+      out += fmt::format(
+          "; #{} flagged, its comparable trial #{} not faster beyond the noise ({:.2f}x)", c.trial,
+          c.best, c.ratio);
     else
       out += fmt::format("; #{} rated ok, {:.2g}x slower than #{}", c.trial, c.ratio, c.best);
   }
@@ -317,6 +282,7 @@ nlohmann::json figure_quality_json(const FigureQuality& q) {
         {{"trial", c.trial}, {"best", c.best}, {"ratio", c.ratio}, {"flagged", c.flagged}});
   nlohmann::json j = confusion_json(q.trials, q.true_positive, q.false_positive, q.false_negative,
                                     q.true_negative, q.precision, q.recall);
+  j["unscored"] = q.unscored;
   j["noise_known"] = q.noise_known;
   j["contradictions"] = contradictions;
   return j;

@@ -63,35 +63,40 @@ std::string oversubscribed_mark(const CpuVerdict& verdict);
 // Over the trials whose verdict counts.
 PredictionQuality prediction_quality(const std::vector<search::FrozenTrial>& trials);
 
-// The observed verdicts judged by the job's own figure. A trial was slowed when the best trial
-// with as many ranks (as the monitor saw them: the same work, whatever the binding and threads)
-// beats it beyond the noise (judge/noise.h), or, while the noise is unknown, by
-// `k_slowed_without_noise` or more. Flagged: observed oversubscribed. Precision: of the flagged,
-// how many were slowed; recall: of the slowed, how many were flagged. A trial alone with its
-// rank count is not judged. The worst contradictions are named: the fastest trial flagged, or
-// one `k_contradiction_ratio` times slower than the best rated "ok".
+// The observed verdicts judged by the job's own figure (judge/verdict_cost.h). A trial was slowed
+// by contention when its fastest comparable trial (the same placement and parameters but for
+// smaller pools) beats it beyond the noise (judge/noise.h), or, while the noise is unknown, by
+// `k_slowed_without_noise` or more. A trial without a comparable trial is not scored: another
+// trial faster for another reason (its allocator, its binding) says nothing of its queue.
+// Flagged: observed oversubscribed. Precision: of the flagged, how many were slowed; recall: of
+// the slowed, how many were flagged. The worst contradictions are named: a trial flagged whose
+// comparable trials were not faster beyond the noise, or one rated "ok" `k_contradiction_ratio`
+// times slower than its comparable trial.
 inline constexpr double k_slowed_without_noise = 1.10;
 inline constexpr double k_contradiction_ratio = 1.5;
 
 struct FigureQuality {
-  int trials = 0;  // judged: a counted verdict, a value and a rank count shared with another
+  int trials = 0;    // scored: a counted verdict, a value and a comparable trial
+  int unscored = 0;  // a counted verdict and a value, but no comparable trial
   int true_positive = 0, false_positive = 0, false_negative = 0, true_negative = 0;
   std::optional<double> precision;  // none when nothing was flagged
   std::optional<double> recall;     // none when nothing was slowed
   bool noise_known = false;         // slowed = beyond the noise (else the fixed margin)
   struct Contradiction {
-    int trial = -1, best = -1;  // trial numbers
-    double ratio = 1;           // how many times better the best with as many ranks is
-    bool flagged = false;       // flagged though fastest (ratio 1), or "ok" though slower
+    int trial = -1, best = -1;  // trial numbers: the trial, its fastest comparable trial
+    double ratio = 1;           // how many times better the comparable trial is
+    bool flagged = false;       // flagged though its comparable trials were not slowed
   };
   std::vector<Contradiction> contradictions;  // the worst first, at most 3
 };
 FigureQuality figure_quality(const search::StudyView& study);
 
-// "verdicts against the job's own figure, 12 trials: precision 100% (7 of 7), recall 88% (7 of
-// 8) (slowed: beyond the noise below the best with as many ranks)", then each contradiction:
-// "; #5, the fastest, flagged oversubscribed" / "; #11 rated ok, 2.1x slower
-// than #5"; "" when no trial was judged.
+// "verdicts against the job's own figure, 12 of 20 trials scored (those with a comparable trial,
+// the same but for smaller pools): precision 100% (7 of 7), recall 88% (7 of 8) (slowed: a
+// comparable trial better beyond the noise)", then each contradiction: "; #5 flagged, its
+// comparable trial #7 not faster beyond the noise (1.02x)" / "; #11 rated ok, 2.1x slower than #5";
+// "verdicts against the job's own figure: none of 2 trials scored (no comparable trial, the same
+// but for smaller pools)"; "" when no trial has both a verdict and a value.
 std::string figure_quality_text(const FigureQuality& q);
 nlohmann::json figure_quality_json(const FigureQuality& q);
 
