@@ -21,6 +21,15 @@ fs::path sibling_program(const std::string& name) {
   return ::access(candidate.c_str(), X_OK) == 0 ? candidate : fs::path{};
 }
 
+fs::path plugin_library(const std::string& name) {
+  const fs::path exe = executable_dir();
+  if (exe.empty()) return {};
+  std::error_code ec;
+  for (const auto& candidate : {exe / name, exe.parent_path() / "lib" / "tune" / name})
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+  return {};
+}
+
 fs::path data_dir() {
   const auto bin = executable_dir();
   return bin.empty() ? fs::path{} : bin.parent_path() / "share" / "tune";

@@ -24,6 +24,10 @@ std::filesystem::path executable_dir();
 // and executable; empty otherwise.
 std::filesystem::path sibling_program(const std::string& name);
 
+// A library of tune's that other programs load (libtune_threads.so, libtune_getenv.so): next to
+// the running executable (the build tree) or in ../lib/tune (an install); empty when neither.
+std::filesystem::path plugin_library(const std::string& name);
+
 // PREFIX/share/tune for the executable at PREFIX/bin; empty if executable_dir() is.
 std::filesystem::path data_dir();
 

@@ -51,6 +51,9 @@ inline constexpr const char* k_attr_slurm_step = "slurm_step";
 inline constexpr const char* k_attr_probe_prediction = "probe_prediction";
 // probe hooks: probes::Verdict JSON, after the run.
 inline constexpr const char* k_attr_probe_verdict = "probe_verdict";
+// probe hooks: what the ranks' BLAS and OpenMP libraries said they run
+// (probes::LibrariesSummary JSON, probes/library_report.h), after the run.
+inline constexpr const char* k_attr_probe_libraries = "probe_libraries";
 // An enqueued rule baseline (tuner/study/rules.h): the rules its setting stands for
 // (["torchrun"]), and what each sets, one text per rule.
 inline constexpr const char* k_attr_rules = "rules";
@@ -147,6 +150,10 @@ inline constexpr const char* k_attr_measured_under_load = "measured_under_load";
 // --- study user attrs ----------------------------------------------------------------------
 // runner: the study file's absolute path, so confirm/export find it from the database alone.
 inline constexpr const char* k_attr_study_file = "tune:study_file";
+// runner: the core types each `type: kernel` parameter offers, checked when the study was
+// created (tuner/run/kernel_params.h): {"PARAM": ["SkylakeX", ...]}, so that every worker and
+// every later run has the same space.
+inline constexpr const char* k_attr_study_kernel_choices = "tune:kernel_choices";
 // runner: what each objective measures (study_changes.h objectives_identity), so that a study
 // file whose objective changed is caught before its values mix with the stored ones.
 inline constexpr const char* k_attr_study_objectives = "tune:objectives";

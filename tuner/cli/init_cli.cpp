@@ -14,11 +14,13 @@
 #include "probes/env_reads.h"
 #include "probes/knob_catalog.h"
 #include "probes/predict.h"
+#include "probes/thread_origin.h"
 #include "probes/topology.h"
 #include "tuner/base/file_write.h"
 #include "tuner/base/install_layout.h"
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
+#include "tuner/init/init_kernels.h"
 #include "tuner/init/init_study.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/study/study_file.h"
@@ -36,18 +38,6 @@ struct InitArgs {
   bool no_probe = false;
   std::string probe_for = "10s";  // the probe run's bound
 };
-
-// libtune_getenv.so next to the running executable (the build tree) or in ../lib/tune (an
-// install); empty when neither holds it (the probe run then records no variables).
-std::string find_env_reads_library() {
-  const fs::path exe = executable_dir();
-  if (exe.empty()) return {};
-  std::error_code ec;
-  for (const auto& candidate : {exe / probes::k_env_reads_library,
-                                exe.parent_path() / "lib" / "tune" / probes::k_env_reads_library})
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-  return {};
-}
 
 // The program's --help (tuner/init/help_reader.h): the flags that size its pools, for those the
 // command does not type. Not under --no-probe, which runs nothing.
@@ -89,7 +79,8 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
   options.seconds = seconds;
   options.end_wait_s = end_wait;
   if (args.request.line_buffering) options.env = args.request.line_buffering->env;
-  options.env_reads_library = find_env_reads_library();
+  options.env_reads_library = plugin_library(probes::k_env_reads_library).string();
+  options.library_query_library = plugin_library(probes::k_thread_origins_library).string();
   // As the study's launch will: more ranks on this node than cores need --oversubscribe.
   const auto per_node = probes::parse_int(
       command.mpirun.npernode.empty() ? command.mpirun.n : command.mpirun.npernode);
@@ -110,6 +101,12 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
       "tune init: probe run {:.1f} s, {}; {} rank(s) mapped: {}\n", found.seconds,
       found.bounded ? "stopped at the bound" : fmt::format("exited {}", found.exit_code),
       found.ranks, libs.empty() ? "nothing tune knows" : fmt::format("{}", fmt::join(libs, ", ")));
+  if (found.library_answers) {
+    for (const auto& lib : found.library_answers->libraries)
+      std::cerr << "tune init: library: " << printable(lib.text) << '\n';
+    for (const auto& note : found.library_answers->notes)
+      std::cerr << "tune init: note: " << printable(note) << '\n';
+  }
   if (!found.bounded && found.exit_code != 0)
     std::cerr << fmt::format(
         "tune init: warning: the command exited {} in the probe run{}; check the study's "
@@ -173,6 +170,12 @@ int run_init(InitArgs& args) {
   // The question is for a program whose output showed no result line.
   if (!found || found->results.empty()) ask_throughput(args);
   ProgramInfo program = inspect_program(command.program, found ? &*found : nullptr);
+  if (found && found->library_answers) {
+    program.kernels = check_probed_kernels(*found->library_answers);
+    if (program.kernels)
+      for (const auto& line : kernel_offer_lines(*program.kernels))
+        std::cerr << "tune init: " << printable(line) << '\n';
+  }
   program.help = ask_help(args, command);
   measure_pool_defaults(command.program, program);
   args.request.generated_by = "on " + this_host();

@@ -15,10 +15,11 @@
 
 #include "probes/predict.h"
 #include "tuner/base/text.h"
-#include "tuner/study/templates.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/export/kernel_export.h"
 #include "tuner/launch/program_identity.h"
 #include "tuner/storage/storage_url.h"
+#include "tuner/study/templates.h"
 
 namespace tune::tuner {
 namespace {
@@ -726,6 +727,7 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
   }
   s += program_checks(trial);
   s += machine_check(trial);
+  s += kernel_checks(spec, trial, r.request.env_set);
   s += scheduler;
   s += development_flag_notes(r);
   s += workdir_and_files(spec, r);

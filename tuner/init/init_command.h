@@ -21,6 +21,7 @@
 #include "tuner/base/result.h"
 #include "tuner/init/help_reader.h"
 #include "tuner/init/init_probe.h"
+#include "tuner/launch/kernel_checks.h"
 
 namespace tune::tuner {
 
@@ -57,6 +58,9 @@ struct ProgramInfo {
   // What the program's --help listed (tuner/init/help_reader.h); nullopt when it was not asked
   // (--no-probe).
   std::optional<ProgramHelp> help;
+  // The OpenBLAS core types checked for the study's kernel parameter (tuner/init/init_kernels.h);
+  // nullopt when the ranks' kernels are current (or there was no probe run).
+  std::optional<KernelOffer> kernels;
 };
 
 // What the program is. `program` is InitCommand::program, with relative paths already made

@@ -37,6 +37,9 @@ struct InitParam {
   // The size the program's pool takes here when the parameter is null, as measured
   // (ProgramInfo::pool_defaults); written as the declaration's `default:`.
   std::optional<int> program_default;
+  // A `type: kernel` parameter (tuner/init/init_kernels.h): the library its choices were checked
+  // with; "" for every other parameter.
+  std::string kernel_file;
 };
 
 // The `program:` section: what the program is and starts, as the probe run saw it (the probes'
@@ -75,11 +78,11 @@ struct InitPlan {
   std::string name;
   std::vector<std::string> header;  // comment lines at the top (without "# ")
   bool mpirun = false;
-  InitMpirun launch;                 // templates; bind_to/map_by may be placeholders
+  InitMpirun launch;  // templates; bind_to/map_by may be placeholders
   // Under the launch: how to tune the ranks per node, which is not a parameter by default (the
   // job's global batch changes with it); "" when not under mpirun.
   std::string ranks_note;
-  std::vector<std::string> command;  // templates
+  std::vector<std::string> command;                      // templates
   std::vector<std::pair<std::string, std::string>> env;  // templates
   std::vector<std::string> env_notes;                    // comments before them
   std::vector<InitParam> params;

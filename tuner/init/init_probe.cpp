@@ -190,7 +190,7 @@ struct Gathered {
     int threads = 0, runtime = 0;
     std::map<std::string, int> names;
   };
-  std::map<pid_t, Rank> ranks;        // the most seen at once, per process
+  std::map<pid_t, Rank> ranks;  // the most seen at once, per process
   // Processes below the ranks: the most at once per rank, and per name.
   int children_per_rank = 0;
   std::map<std::string, int> child_names;
@@ -572,16 +572,26 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   request.env_set = options.env;
   request.kill_grace_s = 1.0;
   const fs::path reads_dir = dir / "env-reads";
+  const fs::path libraries_dir = dir / "libraries";
+  // tune's own preloads, before the line buffering's libstdbuf and the user's own preloads,
+  // which stay after them.
+  std::string ours;
   if (!options.env_reads_library.empty() && fs::create_directories(reads_dir, ec)) {
-    // Before the line buffering's libstdbuf and the user's own preloads, which stay after it.
-    std::string preload = options.env_reads_library;
+    ours = options.env_reads_library;
+    request.env_set[probes::k_env_reads_env] = reads_dir.string();
+  }
+  if (!options.library_query_library.empty() && fs::create_directories(libraries_dir, ec)) {
+    ours += (ours.empty() ? "" : " ") + options.library_query_library;
+    request.env_set[probes::k_library_reports_env] = libraries_dir.string();
+  }
+  if (!ours.empty()) {
+    std::string preload = ours;
     if (const auto it = options.env.find("LD_PRELOAD"); it != options.env.end()) {
       if (!it->second.empty()) preload += " " + it->second;
     } else if (const char* inherited = std::getenv("LD_PRELOAD"); inherited && *inherited) {
       preload += std::string(" ") + inherited;
     }
     request.env_set["LD_PRELOAD"] = preload;
-    request.env_set[probes::k_env_reads_env] = reads_dir.string();
   }
   Gathered g;
   const auto start = std::chrono::steady_clock::now();
@@ -644,6 +654,11 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   out.child_names = g.child_names;
   if (request.env_set.contains(probes::k_env_reads_env))
     out.env_reads = probes::read_env_reads(reads_dir.string());
+  if (request.env_set.contains(probes::k_library_reports_env)) {
+    auto answers = probes::summarize_libraries(probes::read_library_reports(libraries_dir.string()),
+                                               probes::cpu_isa(probes::read_cpu_flags()));
+    if (!answers.empty()) out.library_answers = std::move(answers);
+  }
   std::vector<std::string> real;
   for (const auto& lib : g.libraries) real.push_back(fs::weakly_canonical(lib, ec).string());
   out.libraries = probes::classify_libraries(real);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "probes/env_reads.h"
+#include "probes/library_report.h"
 #include "probes/program_probe.h"
 #include "tuner/base/number_text.h"
 #include "tuner/measure/rate_window.h"
@@ -152,6 +153,9 @@ struct ProbeOptions {
   // libtune_getenv.so (probes/env_reads.h), preloaded before whatever `env` or the environment
   // preloads, to record the variables the processes read; "" = none.
   std::string env_reads_library;
+  // libtune_threads.so, preloaded too so that each process's BLAS and OpenMP libraries say what
+  // they run (probes/library_report.h); "" = not asked.
+  std::string library_query_library;
 };
 
 struct ProbeInput {
@@ -181,10 +185,13 @@ struct ProbeFindings {
   // The variables the command's processes read through getenv (ProbeOptions::env_reads_library),
   // with the libraries that read each; nullopt when nothing was recorded (no library).
   std::optional<probes::EnvReads> env_reads;
-  std::vector<ProbeInput> inputs;           // read from the working folder, not written
-  std::vector<std::string> outputs;         // created or written there
-  std::vector<ResultLine> results;          // from stdout, stderr and the outputs, best first
-  std::vector<ProgressLines> progress;      // from stdout and stderr as they came, best first
+  // What the ranks' BLAS and OpenMP libraries said they run (ProbeOptions::library_query_library);
+  // nullopt when none reported.
+  std::optional<probes::LibrariesSummary> library_answers;
+  std::vector<ProbeInput> inputs;       // read from the working folder, not written
+  std::vector<std::string> outputs;     // created or written there
+  std::vector<ResultLine> results;      // from stdout, stderr and the outputs, best first
+  std::vector<ProgressLines> progress;  // from stdout and stderr as they came, best first
 };
 
 // Runs `argv` (the command as init was given it, relative paths already absolute; starting with

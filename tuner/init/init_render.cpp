@@ -57,6 +57,13 @@ std::string comment(const std::string& text, const std::string& indent) {
 }
 
 std::string domain(const InitParam& p) {
+  if (!p.kernel_file.empty()) {  // null is implicit: the kernel as the environment has it
+    std::vector<std::string> items;
+    for (const auto& c : p.choices)
+      if (!std::holds_alternative<std::monostate>(c)) items.push_back(yaml_value(c));
+    return fmt::format("{{type: kernel, file: {}, choices: [{}]}}", quoted(p.kernel_file),
+                       fmt::join(items, ", "));
+  }
   if (!p.range_type.empty()) {
     return fmt::format("{{type: {}, low: {}, high: {}{}}}", p.range_type, number(p.low),
                        number(p.high), p.log ? ", log: true" : "");

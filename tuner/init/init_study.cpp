@@ -11,6 +11,7 @@
 
 #include "probes/predict.h"
 #include "tuner/base/text.h"
+#include "tuner/init/init_kernels.h"
 #include "tuner/init/init_plan.h"
 #include "tuner/measure/objective.h"
 #include "tuner/study/patterns.h"
@@ -187,9 +188,8 @@ class Planner {
                        const std::string& name = {}) {
     const ParamValue given =
         given_text.empty() ? ParamValue{} : ParamValue{typed_value(given_text)};
-    auto param =
-        make_param(knob, unique_name(name.empty() ? ascii_lower(knob.variable) : name),
-                   "env " + knob.variable, given);
+    auto param = make_param(knob, unique_name(name.empty() ? ascii_lower(knob.variable) : name),
+                            "env " + knob.variable, given);
     if (!param) return std::unexpected(param.error());
     std::erase_if(m_plan.env, [&](const auto& e) { return e.first == knob.variable; });
     m_plan.env.emplace_back(knob.variable, "{" + param->name + "}");
@@ -204,8 +204,8 @@ class Planner {
                                std::optional<int> program_default, const std::string& evidence) {
     const ParamValue shown =
         program_default ? ParamValue{std::int64_t{*program_default}} : ParamValue{};
-    auto param = make_param(knob, unique_name(param_name(option.flag)), "flag " + option.flag,
-                            shown);
+    auto param =
+        make_param(knob, unique_name(param_name(option.flag)), "flag " + option.flag, shown);
     if (!param) return std::unexpected(param.error());
     param->as_given = std::monostate{};
     param->library_default = std::monostate{};
@@ -463,7 +463,8 @@ const Knob* hidden_flag_knob(const Planner& planner, const PoolFlag& flag,
   const std::string name = ascii_lower(flag.option.flag);
   if (flag.topic == "threads") {
     if (!planner.has_framework("torch")) return nullptr;
-    return catalog.find(name.contains("inter") ? "torch_inter_op_threads" : "torch_intra_op_threads");
+    return catalog.find(name.contains("inter") ? "torch_inter_op_threads"
+                                               : "torch_intra_op_threads");
   }
   if (flag.topic == "prefetch") return nullptr;
   if (flag.topic == "workers" && planner.has_framework("torch"))
@@ -505,9 +506,8 @@ Result<void> choose_hidden_flags(Planner& planner, const ProgramInfo& program,
   if (program.help) {
     for (const PoolFlag& flag : program.help->pool) {
       const HelpOption& o = flag.option;
-      const bool typed = std::any_of(o.spellings.begin(), o.spellings.end(), [&](const auto& s) {
-        return in_program(command.program, s);
-      });
+      const bool typed = std::any_of(o.spellings.begin(), o.spellings.end(),
+                                     [&](const auto& s) { return in_program(command.program, s); });
       if (typed) continue;  // the command's own flags are the usual path's (or --knob's)
       const Knob* knob = hidden_flag_knob(planner, flag, catalog);
       const Knob own = own_threads_knob();
@@ -536,7 +536,8 @@ Result<void> choose_hidden_flags(Planner& planner, const ProgramInfo& program,
       if (processes && saw_children) evidence += "; " + children_evidence(*probe);
       if (auto ok = planner.add_hidden_flag(*knob, o, shown, evidence); !ok) return ok;
       // Found after all: no "no flag of the command sets it" note for it.
-      std::erase_if(plan.notes, [&](const std::string& n) { return n.starts_with(knob->name + " ("); });
+      std::erase_if(plan.notes,
+                    [&](const std::string& n) { return n.starts_with(knob->name + " ("); });
       sized_children = sized_children || processes;
     }
   }
@@ -545,8 +546,7 @@ Result<void> choose_hidden_flags(Planner& planner, const ProgramInfo& program,
         "worker processes: {}, but no flag of the command{} sizes them, so tune cannot size "
         "them; a flag of the program that does is a parameter with tune init --knob "
         "FLAG=program_workers",
-        children_evidence(*probe),
-        program.help && program.help->ran ? " or of its --help" : ""));
+        children_evidence(*probe), program.help && program.help->ran ? " or of its --help" : ""));
   return {};
 }
 
@@ -669,7 +669,8 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
   }
   const bool torch = planner.has_framework("torch");
   for (const auto& knob : catalog.knobs()) {
-    if (knob.set_by != "env") continue;
+    // A kernel knob is offered only with checked choices (tuner/init/init_kernels.h).
+    if (knob.set_by != "env" || knob.controls == "kernel") continue;
     std::string given;
     for (const auto& [name, value] : plan.env) {
       if (name == knob.variable) given = value;
@@ -689,9 +690,9 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
     const auto* pool = catalog.pool(knob.controls);
     const bool any_only = knob.programs == std::vector<std::string>{"any"};
     const bool torch_elsewhere = pool && torch && any_only && !planner.torch_team(pool->name);
-    bool wanted = !given.empty() || (planner.applies(knob) && !pool) ||
-                  (planner.applies(knob) && pool && !planner.covered(pool->name) &&
-                   !torch_elsewhere);
+    bool wanted =
+        !given.empty() || (planner.applies(knob) && !pool) ||
+        (planner.applies(knob) && pool && !planner.covered(pool->name) && !torch_elsewhere);
     if (!wanted && read && given.empty()) {
       if (pool && planner.covered(pool->name)) {
         plan.notes.push_back(fmt::format("{} ({}): {}, but another parameter sizes the {} pool",
@@ -700,16 +701,17 @@ Result<void> choose_launch_env(Planner& planner, const probes::KnobCatalog& cata
         continue;
       }
       if (torch_elsewhere) {
-        plan.notes.push_back(fmt::format(
-            "{} ({}): {}, but a PyTorch program's CPU math runs on its intra-op pool",
-            knob.variable, knob.name, read_evidence(*read_by)));
+        plan.notes.push_back(
+            fmt::format("{} ({}): {}, but a PyTorch program's CPU math runs on its intra-op pool",
+                        knob.variable, knob.name, read_evidence(*read_by)));
         continue;
       }
       wanted = true;
     }
     if (!wanted) continue;
     if (given.empty() && pool && any_only && !planner.started(pool->name)) {
-      const auto* other = read ? reading_pool(planner, catalog, knob.variable, pool->name) : nullptr;
+      const auto* other =
+          read ? reading_pool(planner, catalog, knob.variable, pool->name) : nullptr;
       if (!read || other) {
         if (other)
           plan.notes.push_back(fmt::format(
@@ -1164,6 +1166,8 @@ Result<std::string> render_init_study(const InitRequest& request, const InitComm
     env_reads_header(*probe, catalog, plan.header);
     plan.program = program_section(program, *probe, catalog, request.program_key);
     probe_files_and_objective(request, *probe, plan);
+    if (probe->library_answers && program.kernels)
+      plan_kernel_param(plan, *probe->library_answers, *program.kernels);
   }
   return write_init_yaml(plan);
 }

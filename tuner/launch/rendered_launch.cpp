@@ -33,6 +33,22 @@ TemplateValues trial_template_values(const StudySpec& spec,
   return values;
 }
 
+namespace {
+
+// Whether `text` names a kernel parameter whose value is null.
+bool names_null_kernel(const StudySpec& spec, const std::string& text,
+                       const TemplateValues& values) {
+  for (const auto& k : spec.kernel_params) {
+    const auto it = values.find(k.name);
+    if (it != values.end() && std::holds_alternative<std::monostate>(it->second) &&
+        text.contains("{" + k.name + "}"))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues& values,
                                      bool allow_run_as_root) {
   auto expand = [&](const std::string& text) { return expand_template(text, values); };
@@ -45,9 +61,9 @@ Result<RenderedLaunch> render_launch(const StudySpec& spec, const TemplateValues
     if (!e) return std::unexpected(fmt::format("{}: env.{}: {}", spec.file, name, e.error()));
     if (*e) {
       out.env_set[name] = **e;
-    } else {
+    } else if (!names_null_kernel(spec, text, values)) {
       out.env_unset.push_back(name);  // null: leave the library at its own default
-    }
+    }  // a kernel parameter's null: the variable as the environment has it (study_file.h)
   }
   // The one place that picks the kind; everything after asks the component.
   Result<LaunchKindPtr> kind = direct_launch();

@@ -9,6 +9,7 @@
 
 #include "probes/knob_catalog.h"
 #include "probes/learned_duty.h"
+#include "probes/library_report.h"
 #include "probes/monitor.h"
 #include "probes/node_watch.h"
 #include "probes/nodes.h"
@@ -72,18 +73,18 @@ struct ProbeState {
   // thread origins, removed when the trial ends.
   std::string origins_library;
   std::filesystem::path origins_dir;
+  // The CPU's instruction set, for the libraries' reports (probes/library_report.h).
+  probes::IsaLevel cpu_isa = probes::cpu_isa(probes::read_cpu_flags());
 };
 
-// libtune_threads.so next to the running executable (the build tree) or in ../lib/tune (an
-// install); empty when neither holds it.
+// libtune_threads.so next to the running executable or in ../lib/tune; empty when neither.
 std::string find_origins_library() {
-  const std::filesystem::path exe = executable_dir();
-  if (exe.empty()) return {};
-  for (const auto& candidate :
-       {exe / probes::k_thread_origins_library,
-        exe.parent_path() / "lib" / "tune" / probes::k_thread_origins_library})
-    if (std::filesystem::is_regular_file(candidate)) return candidate.string();
-  return {};
+  return plugin_library(probes::k_thread_origins_library).string();
+}
+
+// Where the trial's processes write what their libraries said.
+std::filesystem::path libraries_dir(const ProbeState& state) {
+  return state.origins_dir / "libraries";
 }
 
 // The trial's processes record where each thread started (probes/thread_origin.h): a private
@@ -107,6 +108,9 @@ void preload_origins(ProbeState& state, RenderedLaunch& launch) {
   }
   launch.env_set["LD_PRELOAD"] = preload;
   launch.env_set[probes::k_thread_origins_env] = state.origins_dir.string();
+  // The same library asks each process's BLAS and OpenMP what they run (library_report.h).
+  if (std::filesystem::create_directory(libraries_dir(state), ec))
+    launch.env_set[probes::k_library_reports_env] = libraries_dir(state).string();
 }
 
 // A predicted oversubscription skips a trial (constrain: true) only once this many trials have
@@ -283,6 +287,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     }
     state->watchers.reset();
     if (!state->origins_dir.empty()) {
+      const auto libraries = probes::summarize_libraries(
+          probes::read_library_reports(libraries_dir(*state).string()), state->cpu_isa);
+      if (!libraries.empty()) attrs[k_attr_probe_libraries] = libraries.to_json();
       std::error_code ec;
       std::filesystem::remove_all(state->origins_dir, ec);
       state->origins_dir.clear();

@@ -385,13 +385,20 @@ void write_tables(std::ostream& out, const ReportData& d) {
       out << "<tr><th>trial</th><th>verdict</th></tr>\n";
       for (const auto& r : d.trials)
         if (!r.probe.empty())
-          out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe) << "</td></tr>\n";
+          out << "<tr><td>#" << r.number << "</td><td>" << e(r.probe)
+              << (r.cpu_time.empty() ? "" : "<br><small>" + e(r.cpu_time) + "</small>")
+              << "</td></tr>\n";
       close_table(out);
     }
     if (const auto q = figure_quality_text(d.figure); !q.empty())
       out << "<p id=\"verdict-quality\">" << e(q) << "</p>\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "<p id=\"prediction-quality\">" << e(q) << "</p>\n";
+  }
+  if (d.libraries) {
+    out << "<h2>" << k_libraries_heading << "</h2>\n<ul id=\"libraries\">\n";
+    for (const auto& line : libraries_lines(*d.libraries)) out << "<li>" << e(line) << "</li>\n";
+    out << "</ul>\n";
   }
   if (d.first_guess) {
     out << "<h2>" << k_first_guess_heading << "</h2>\n<p id=\"first-guess\">"

@@ -39,6 +39,7 @@ json trial_json(const ReportTrial& r) {
           {"fail_reason", opt_text(r.fail_reason)},
           {"programs", programs},
           {"probe", opt_text(r.probe)},
+          {"cpu_time", opt_text(r.cpu_time)},
           {"oversubscribed", r.oversubscribed ? json(*r.oversubscribed) : nullptr},
           {"external_cpus", opt(r.external_cpus)},
           {"measured_under_load", r.under_load}};
@@ -190,6 +191,14 @@ json report_to_json(const ReportData& d) {
                         {"measured", opt(g->measured)},
                         {"measured_factor", opt(g->measured_factor)},
                         {"reasoning", g->reasoning}};
+  j["libraries"] = nullptr;
+  if (const auto& l = d.libraries)
+    j["libraries"] = {{"trial", l->trial},
+                      {"lines", l->lines},
+                      {"notes", l->notes},
+                      {"best_trial", l->best_trial >= 0 ? json(l->best_trial) : json(nullptr)},
+                      {"best_lines", l->best_lines},
+                      {"kernels_tried", l->kernels_tried}};
   j["prediction_quality"] = prediction_quality_json(d.prediction);
   j["verdict_quality"] = figure_quality_json(d.figure);
   j["params"] = json::array();

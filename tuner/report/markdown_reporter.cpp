@@ -160,11 +160,16 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
       if (!any) out << md_row({"trial", "verdict"}) << md_row({"---", "---"});
       any = true;
       out << md_row({fmt::format("#{}", r.number), md(r.probe)});
+      if (!r.cpu_time.empty()) out << md_row({"", md(r.cpu_time)});
     }
     if (const auto q = figure_quality_text(d.figure); !q.empty())
       out << "\nVerdicts: " << md_sentence(q) << ".\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
       out << "\nPrediction: " << md_sentence(q) << ".\n";
+  }
+  if (d.libraries) {
+    out << "\n## " << k_libraries_heading << "\n\n";
+    for (const auto& line : libraries_lines(*d.libraries)) out << "- " << md(line) << "\n";
   }
   if (d.first_guess) {
     out << "\n## " << k_first_guess_heading << "\n\n";

@@ -218,12 +218,22 @@ std::string first_guess_text(const GuessSummary& g) {
 std::string loaded_trial_text(const LoadedTrial& t) {
   std::string out = fmt::format("#{}", t.number);
   if (t.rerun_of) out += fmt::format(" (re-run of #{})", *t.rerun_of);
-  out += fmt::format(": {:.2g} CPUs busy outside the study (limit {:.2g})", t.external_cpus,
-                     t.limit);
+  out +=
+      fmt::format(": {:.2g} CPUs busy outside the study (limit {:.2g})", t.external_cpus, t.limit);
   if (t.rank_cpu_share) out += fmt::format(", ranks at {:.0f}% CPU", *t.rank_cpu_share * 100);
   if (t.rerun_of) return out + fmt::format("; left out of #{}'s value", *t.rerun_of);
   if (t.quiet_reruns.empty()) return out + "; not re-measured without load: not ranked";
   return out + "; re-measured without load by " + numbers_text(t.quiet_reruns);
+}
+
+std::vector<std::string> libraries_lines(const LibrariesSection& section) {
+  std::vector<std::string> out;
+  for (const auto& line : section.lines) out.push_back(fmt::format("#{}: {}", section.trial, line));
+  for (const auto& line : section.best_lines)
+    out.push_back(fmt::format("#{} (the best): {}", section.best_trial, line));
+  for (const auto& note : section.notes) out.push_back("note: " + note);
+  if (!section.kernels_tried.empty()) out.push_back(section.kernels_tried);
+  return out;
 }
 
 }  // namespace tune::tuner

@@ -72,6 +72,11 @@ inline constexpr const char* k_under_load_heading = "Trials measured under load"
 // (3.58x the baseline), measured 2,109 (4.19x)"; "not measured yet" while its trial has no value.
 std::string first_guess_text(const GuessSummary& guess);
 inline constexpr const char* k_first_guess_heading = "First guess";
+inline constexpr const char* k_libraries_heading = "Libraries";
+// The Libraries section as lines, for every writer: "#0: OpenBLAS 0.3.21 (pthreads, 2 threads)
+// runs its Prescott kernels (SSE3) on a CPU with AVX-512", the best's where they differ, the notes
+// and which kernels the trials ran.
+std::vector<std::string> libraries_lines(const LibrariesSection& section);
 
 // Cells of a top-trials row.
 std::string confirmed_cell(const ReportTrial& trial);  // "5.5 (n=3)" or "-"

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 
+#include "probes/cpu_profile.h"
+#include "probes/library_report.h"
 #include "search/importance.h"
 #include "tuner/base/stats.h"
 #include "tuner/base/trial_attrs.h"
@@ -49,15 +51,21 @@ ParamAxis axis_of(const std::string& name, const search::Distribution& dist) {
 // whether its CPUs were oversubscribed, as the live line says it (prediction_quality.h).
 void read_probe(const FrozenTrial& t, ReportTrial& r) {
   r.oversubscribed = cpu_verdict(t).oversubscribed;
+  if (auto it = t.system_attrs.find(k_attr_probe_verdict); it != t.system_attrs.end())
+    r.cpu_time = probes::read_cpu_time(*it).line();
   if (auto it = t.system_attrs.find(k_attr_probe_verdict);
-      it != t.system_attrs.end() && it->is_object()) {
+      it != t.system_attrs.end() && it->is_object())
     r.probe = it->value("diagnosis", std::string());
-    if (!r.probe.empty()) return;
-  }
   if (auto it = t.system_attrs.find(k_attr_probe_prediction);
-      it != t.system_attrs.end() && it->is_object()) {
+      r.probe.empty() && it != t.system_attrs.end() && it->is_object()) {
     const auto summary = it->value("summary", std::string());
     if (!summary.empty()) r.probe = "predicted: " + summary;
+  }
+  // What the libraries said, where it costs: a kernel older than the CPU, two OpenMP runtimes.
+  if (auto it = t.system_attrs.find(k_attr_probe_libraries); it != t.system_attrs.end()) {
+    const auto libraries = probes::LibrariesSummary::from_json(*it);
+    const std::string clause = libraries ? libraries->verdict_clause() : "";
+    if (!clause.empty()) r.probe += (r.probe.empty() ? "" : "; ") + clause;
   }
 }
 
@@ -539,6 +547,7 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   data.failures = group_failures(data.trials);
   data.under_load = loaded_trials(study);
   data.first_guess = guess_summary(study, data, folded.by_number);
+  data.libraries = libraries_section(study, data);
   if (study.is_multi_objective()) add_front(folded, data);
   data.prediction = prediction_quality(study.trials());
   data.figure = figure_quality(study);

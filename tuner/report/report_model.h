@@ -69,7 +69,10 @@ struct ReportTrial {
   std::optional<double> end_s;
   std::string fail_reason;
   std::vector<ProgramIdentity> programs;  // what it ran (user attr "programs"), when stored
-  std::string probe;                   // probe verdict line (observed, else predicted); "" = none
+  std::string probe;  // probe verdict line (observed, else predicted); "" = none
+  // Beside it, where the ranks' CPU time went: "CPU time per library: rank 0: 71% libopenblas,
+  // ..." (probes::read_cpu_time), or why it was not sampled; "" = the verdict says nothing of it.
+  std::string cpu_time;
   std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
   // CPUs' worth used outside the study while it ran (user attr external_cpu), when measured;
   // whether that was above the study's limit (measured under load: not ranked on its own run).
@@ -97,9 +100,9 @@ struct SpeedupEstimate {
 // for it in the ranking.
 struct LoadedTrial {
   int number = -1;
-  std::optional<int> rerun_of;  // a re-run: left out of its original's believed value
-  double external_cpus = 0;     // CPUs' worth used outside the study while it ran
-  double limit = 0;             // the study's limit it was judged by
+  std::optional<int> rerun_of;           // a re-run: left out of its original's believed value
+  double external_cpus = 0;              // CPUs' worth used outside the study while it ran
+  double limit = 0;                      // the study's limit it was judged by
   std::optional<double> rank_cpu_share;  // mean CPU one of its ranks got (1.0 = a whole CPU)
   std::vector<int> quiet_reruns;  // re-runs measured without load that stand for it, in order
 };
@@ -107,9 +110,9 @@ struct LoadedTrial {
 // The first guess (tuner/judge/first_guess.h) against what its trial measured: the model's own
 // score, so the reader sees how far to trust the next one.
 struct GuessSummary {
-  int number = -1;                      // its trial
-  std::string changed;                  // "bind_to=core threads=1" (what differs from the baseline)
-  std::optional<double> predicted;      // in the objective's units, when the baseline had a value
+  int number = -1;                  // its trial
+  std::string changed;              // "bind_to=core threads=1" (what differs from the baseline)
+  std::optional<double> predicted;  // in the objective's units, when the baseline had a value
   std::optional<double> predicted_factor;  // over the baseline's value (> 1: better)
   std::optional<double> measured;          // its believed value (the median of its re-runs, else
                                            // its run), when it completed
@@ -130,6 +133,17 @@ struct ParamAxis {
   std::vector<std::string> choices;  // categorical, as printed
 };
 
+// What the ranks' libraries said they run (probes/library_report.h): the baseline's (else the
+// first trial's that has one), the best's where its kernels differ, and what the study tried.
+struct LibrariesSection {
+  int trial = -1;                  // the trial `lines` are from
+  std::vector<std::string> lines;  // one per library
+  std::vector<std::string> notes;  // kernels older than the CPU, two OpenMP runtimes
+  int best_trial = -1;
+  std::vector<std::string> best_lines;  // the best's, when its kernels differ from `lines`
+  std::string kernels_tried;            // which kernels the study's trials ran, or that none other
+};
+
 struct ReportData {
   int schema_version = k_report_schema_version;
   std::string study;
@@ -142,7 +156,7 @@ struct ReportData {
   std::string best_basis;  // how the best was chosen
   std::optional<ReportTrial> baseline;
   std::optional<SpeedupEstimate> speedup;
-  std::string speedup_note;         // why there is no speedup, when there is none
+  std::string speedup_note;  // why there is no speedup, when there is none
   // The best-ranked rule baseline (tuner/study/rules.h) and the best's speedup over it, or why
   // there is none (n_baseline counts the rule's runs).
   std::optional<ReportTrial> best_rule;
@@ -157,13 +171,14 @@ struct ReportData {
   // do not: the writers show no ranking, only the caveat), unknown (the noise is unknown, or not
   // assessed: shown with the caveat).
   NoiseVerdict importance_verdict = NoiseVerdict::unknown;
-  std::string importance_caveat;       // the plain words for it; "" when beyond
-  std::vector<FailureGroup> failures;  // most frequent first
-  std::vector<LoadedTrial> under_load;  // the trials measured under load, number order
-  std::optional<GuessSummary> first_guess;  // when the runner enqueued one
-  PredictionQuality prediction;        // the probes' prediction against observed verdicts
-  FigureQuality figure;                // the observed verdicts against the job's own figure
-  std::vector<ParamAxis> axes;         // the search space
+  std::string importance_caveat;              // the plain words for it; "" when beyond
+  std::vector<FailureGroup> failures;         // most frequent first
+  std::vector<LoadedTrial> under_load;        // the trials measured under load, number order
+  std::optional<GuessSummary> first_guess;    // when the runner enqueued one
+  std::optional<LibrariesSection> libraries;  // when a trial's libraries reported
+  PredictionQuality prediction;               // the probes' prediction against observed verdicts
+  FigureQuality figure;                       // the observed verdicts against the job's own figure
+  std::vector<ParamAxis> axes;                // the search space
   // A multi-objective study (two or more directions) has no single best trial: best, top and
   // speedup stay empty and the writers show the Pareto front instead.
   std::vector<std::string> directions;  // one per objective: "minimize" | "maximize"
@@ -194,6 +209,11 @@ struct ReportOptions {
   // 20 cost five times the estimate's own forest); 0: no interval.
   int importance_resamples = 20;
 };
+
+// The Libraries section of `data` (its baseline and best already set); none when no trial of
+// `study` carries what its libraries said (report_libraries.cpp).
+std::optional<LibrariesSection> libraries_section(const search::StudyView& study,
+                                                  const ReportData& data);
 
 // `space` is the study file's search space; empty = taken from the trials' distributions.
 ReportData build_report(const search::StudyView& study, const std::string& study_name,

@@ -162,10 +162,15 @@ void write_probes_and_failures(std::ostream& out, const ReportData& d) {
       ++shown;
       if (r.oversubscribed.value_or(false)) ++over;
       out << fmt::format("  #{:<4} {}\n", r.number, r.probe);
+      if (!r.cpu_time.empty()) out << fmt::format("  {:<5} {}\n", "", r.cpu_time);
     }
     if (shown > 0) out << fmt::format("  {} of {} trials oversubscribed the CPUs\n", over, shown);
     if (const auto q = figure_quality_text(d.figure); !q.empty()) out << "  " << q << "\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty()) out << "  " << q << "\n";
+  }
+  if (d.libraries) {
+    out << "\n" << k_libraries_heading << "\n";
+    for (const auto& line : libraries_lines(*d.libraries)) out << "  " << line << "\n";
   }
   if (d.first_guess) {
     out << "\n" << k_first_guess_heading << "\n  " << first_guess_text(*d.first_guess) << "\n";

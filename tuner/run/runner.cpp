@@ -30,6 +30,7 @@
 #include "tuner/measure/trial_record.h"
 #include "tuner/measure/window_follower.h"
 #include "tuner/run/baselines.h"
+#include "tuner/run/kernel_params.h"
 #include "tuner/run/load_check.h"
 #include "tuner/run/pending_result.h"
 #include "tuner/run/rerun.h"
@@ -99,9 +100,6 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
   auto storage = open_storage(url);
   if (!storage) return fail(storage.error());
   runner->m_storage = std::move(*storage);
-  auto sampler = search::make_sampler(spec.sampler, spec.space, spec.directions.size());
-  if (!sampler) return fail(fmt::format("{}: {}", spec.file, sampler.error()));
-  runner->m_sampler = std::move(*sampler);
   if (options.prune && !spec.pruner.empty()) {
     auto pruner = search::make_pruner(spec.pruner);
     if (!pruner) return fail(fmt::format("{}: {}", spec.file, pruner.error()));
@@ -112,6 +110,17 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
   if (!existing && existing.error().kind != StorageErrorKind::missing)
     return fail(existing.error().message);
   bool record_objectives = !existing;
+  // Kernel parameters: the choices stored with the study, else checked here (kernel_params.h).
+  nlohmann::json stored_kernels;
+  if (existing) {
+    auto attrs = runner->m_storage->get_study_user_attrs(existing->study_id);
+    if (!attrs) return fail(attrs.error().message);
+    if (attrs->contains(k_attr_study_kernel_choices))
+      stored_kernels = (*attrs)[k_attr_study_kernel_choices];
+  }
+  auto kernels = resolve_kernel_params(spec, stored_kernels);
+  if (!kernels) return fail(fmt::format("{}: {}", spec.file, kernels.error()));
+  for (const auto& line : kernels->lines) runner->m_recovered.push_back("note: " + line);
   if (existing) {
     runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *existing);
     if (auto r = runner->m_cache->sync(); !r) return fail(r.error().message);
@@ -138,9 +147,22 @@ std::expected<std::unique_ptr<StudyRunner>, OpenError> StudyRunner::open(
     seed.waiting_trials = baselines.trials;
     seed.user_attrs[k_attr_study_file] = fs::absolute(spec.file).string();
     seed.user_attrs[k_attr_study_objectives] = objectives_identity(spec);
+    if (!kernels->choices.empty()) seed.user_attrs[k_attr_study_kernel_choices] = kernels->choices;
   }
   auto study = runner->m_storage->get_or_create_study(spec.name, spec.directions, &created, seed);
   if (!study) return fail(study.error().message);
+  if (!created && !existing && !kernels->choices.empty()) {
+    // Another worker created it meanwhile: its checks' choices are the study's.
+    auto attrs = runner->m_storage->get_study_user_attrs(study->study_id);
+    if (!attrs) return fail(attrs.error().message);
+    if (attrs->contains(k_attr_study_kernel_choices)) {
+      for (auto& k : spec.kernel_params) k.resolved = false;
+      apply_stored_kernel_choices(spec, (*attrs)[k_attr_study_kernel_choices]);
+    }
+  }
+  auto sampler = search::make_sampler(spec.sampler, spec.space, spec.directions.size());
+  if (!sampler) return fail(fmt::format("{}: {}", spec.file, sampler.error()));
+  runner->m_sampler = std::move(*sampler);
   if (!runner->m_cache) runner->m_cache = std::make_unique<StudyCache>(*runner->m_storage, *study);
   if (created) {
     for (auto& line : baselines.lines) runner->m_recovered.push_back(std::move(line));

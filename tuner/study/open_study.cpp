@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <filesystem>
 
+#include "probes/blas_kernels.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
@@ -54,7 +56,33 @@ Result<OpenedStudy> open_existing_study(const std::string& arg, const std::strin
   if (!info) return std::unexpected(info.error().message);
   opened.cache = std::make_unique<StudyCache>(*opened.storage, *info);
   if (auto r = opened.cache->sync(); !r) return std::unexpected(r.error().message);
+  if (opened.spec && !opened.spec->kernel_params.empty()) {
+    auto attrs = opened.storage->get_study_user_attrs(info->study_id);
+    if (attrs && attrs->contains(k_attr_study_kernel_choices))
+      apply_stored_kernel_choices(*opened.spec, (*attrs)[k_attr_study_kernel_choices]);
+  }
   return opened;
+}
+
+void apply_stored_kernel_choices(StudySpec& spec, const nlohmann::json& stored) {
+  if (!stored.is_object()) return;
+  for (auto& k : spec.kernel_params) {
+    if (k.resolved || !stored.contains(k.name) || !stored[k.name].is_array()) continue;
+    std::vector<search::ParamValue> choices = {std::monostate{}};
+    bool valid = true;
+    for (const auto& v : stored[k.name]) {
+      valid = valid && v.is_string() &&
+              probes::core_level(v.get<std::string>()) != probes::IsaLevel::unknown;
+      if (valid) choices.push_back(v.get<std::string>());
+    }
+    if (!valid) continue;
+    for (auto& [name, d] : spec.space)
+      if (auto* c = std::get_if<search::CategoricalDistribution>(&d); c && name == k.name) {
+        c->choices = std::move(choices);
+        k.resolved = true;
+        break;
+      }
+  }
 }
 
 }  // namespace tune::tuner

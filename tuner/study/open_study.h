@@ -18,6 +18,11 @@ namespace tune::tuner {
 // The storage URL a study file uses (its `storage:` or {output}/study.db).
 std::string storage_url_for(const StudySpec& spec, const std::string& override_url);
 
+// The choices of `spec`'s unresolved `type: kernel` parameters from the study's stored
+// k_attr_study_kernel_choices ({"PARAM": ["SkylakeX", ...]}); a parameter it does not name, or
+// names with something not a core type, keeps [null].
+void apply_stored_kernel_choices(StudySpec& spec, const nlohmann::json& stored);
+
 // An existing study, for the commands that read one (best, trials, report, export, confirm).
 struct OpenedStudy {
   std::unique_ptr<Storage> storage;

@@ -17,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "probes/blas_kernels.h"
 #include "search/pruner.h"
 #include "search/sampler.h"
 #include "search/sampler_factory.h"
@@ -258,8 +259,44 @@ class Parser : private YamlReader {
       if (is_builtin_placeholder(name)) {
         fail(kv.first, "params." + name, "is a built-in placeholder name; choose another");
       }
+      if (kv.second.IsMap() && kv.second["type"] && kv.second["type"].IsScalar() &&
+          kv.second["type"].Scalar() == "kernel") {
+        spec.space.emplace_back(name, kernel_param(kv.second, name, spec));
+        continue;
+      }
       spec.space.emplace_back(name, param(kv.second, "params." + name));
     }
+  }
+
+  // `type: kernel`: [null] and the core types given (each one OpenBLAS knows), or [null] alone
+  // until the study's creation checks them (StudySpec::KernelParam).
+  search::Distribution kernel_param(const YAML::Node& n, const std::string& name, StudySpec& spec) {
+    const std::string key = "params." + name;
+    check_keys(n, key, {"type", "library", "file", "choices"});
+    StudySpec::KernelParam k;
+    k.name = name;
+    if (n["library"]) k.library = string(n["library"], key + ".library");
+    if (k.library != "openblas")
+      fail(n["library"], key + ".library",
+           fmt::format("unknown library '{}' (openblas)", printable(k.library)));
+    if (n["file"]) k.file = string(n["file"], key + ".file");
+    search::CategoricalDistribution c;
+    c.choices.push_back(std::monostate{});
+    if (const auto& ch = n["choices"]) {
+      if (!ch.IsSequence()) fail(ch, key + ".choices", "expected a list of OpenBLAS core types");
+      for (std::size_t i = 0; i < ch.size(); ++i) {
+        const std::string core = string(ch[i], key + ".choices");
+        if (probes::core_level(core) == probes::IsaLevel::unknown)
+          fail(ch[i], key + ".choices",
+               fmt::format("'{}' is not an OpenBLAS core type (SkylakeX, Haswell, Zen, ...)",
+                           printable(core)));
+        c.choices.push_back(core);
+      }
+      k.resolved = true;
+    }
+    spec.kernel_params.push_back(std::move(k));
+    if (auto ok = search::validate(search::Distribution(c)); !ok) fail(n, key, ok.error());
+    return c;
   }
 
   void parse_command(const YAML::Node& root, StudySpec& spec) {
@@ -1071,6 +1108,10 @@ std::vector<std::string> objective_names(const StudySpec& spec) {
     names.push_back(label.empty() ? fmt::format("objective {}", i) : label);
   }
   return names;
+}
+
+bool StudySpec::is_kernel_param(const std::string& name) const {
+  return std::ranges::any_of(kernel_params, [&](const KernelParam& k) { return k.name == name; });
 }
 
 Result<StudySpec> load_study_spec(const std::string& path) {

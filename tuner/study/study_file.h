@@ -180,6 +180,20 @@ struct StudySpec {
   bool first_guess = true;
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db
+  // Parameters of `type: kernel` (the kernel a library runs, set through OPENBLAS_CORETYPE): in
+  // `space` as a categorical whose null leaves the variable as the environment has it (neither
+  // set nor unset: the job's own kernel). Without `choices:` the core types are found when the
+  // study is created, each checked numerically (tuner/run/kernel_params.h), and `space` holds
+  // [null] until then.
+  struct KernelParam {
+    std::string name;
+    std::string library = "openblas";
+    std::string file;       // `file:` the library to check; "" = libopenblas.so.0 as ld finds it
+    bool resolved = false;  // its choices are in `space`
+  };
+  std::vector<KernelParam> kernel_params;
+  // Whether `name` is a kernel parameter.
+  bool is_kernel_param(const std::string& name) const;
   ProbeSpec probes;
   LoadSpec load;
   // The line of each key a later check may name (tuner/study/study_changes.h): the top-level

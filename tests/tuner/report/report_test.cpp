@@ -685,9 +685,10 @@ TEST(Report, TheFirstGuessIsShownWithItsPredictionAgainstWhatItMeasured) {
   EXPECT_DOUBLE_EQ(*d.first_guess->measured, 5.5);
   EXPECT_DOUBLE_EQ(*d.first_guess->measured_factor, 10.0 / 5.5);
   const auto text = render("text", d);
-  EXPECT_TRUE(text.contains("\nFirst guess\n  #1 x=2 label=b|c: predicted 5 (2.00x the baseline), "
-                            "measured 5.5 (1.82x)\n    budget per rank: 2 physical cores / 2 "
-                            "local ranks = 1\n"))
+  EXPECT_TRUE(
+      text.contains("\nFirst guess\n  #1 x=2 label=b|c: predicted 5 (2.00x the baseline), "
+                    "measured 5.5 (1.82x)\n    budget per rank: 2 physical cores / 2 "
+                    "local ranks = 1\n"))
       << text;
   const auto md = render("markdown", d);
   EXPECT_TRUE(md.contains("## First guess")) << md;
@@ -705,6 +706,56 @@ TEST(Report, TheFirstGuessIsShownWithItsPredictionAgainstWhatItMeasured) {
   EXPECT_FALSE(plain.first_guess);
   EXPECT_FALSE(render("text", plain).contains("First guess"));
   EXPECT_EQ(report_to_json(plain)["first_guess"], nlohmann::json());
+}
+
+// Where a trial's CPU time went (the verdict's "cpu_time", probes/cpu_profile.h) is the line
+// after its verdict in every writer, read through the one reader; older verdicts have none.
+TEST(Report, TheCpuTimePerLibraryFollowsTheVerdict) {
+  search::VectorStudyView v(Direction::minimize);
+  const nlohmann::json verdict = {
+      {"schema_version", 3},
+      {"observed_oversubscribed", false},
+      {"diagnosis", "ok: 2 ranks at 98%/97% CPU"},
+      {"cpu_time", {{"hz", 99}, {"samples", 300}, {"note", ""}}},
+      {"ranks",
+       {{{"rank", 0},
+         {"cpu_samples", 200},
+         {"cpu_libraries",
+          {{{"library", "libopenblas"}, {"share", 0.71}, {"samples", 142}},
+           {{"library", "python3.11"}, {"share", 0.29}, {"samples", 58}}}}},
+        {{"rank", 1},
+         {"cpu_samples", 100},
+         {"cpu_libraries", {{{"library", "libgomp"}, {"share", 1.0}, {"samples", 100}}}}}}}};
+  v.mutable_trials().push_back(
+      make(0, TrialState::complete, 2.0, 2.0, 0, {{k_attr_probe_verdict, verdict}}));
+  nlohmann::json old = verdict;
+  old.erase("cpu_time");
+  v.mutable_trials().push_back(
+      make(1, TrialState::complete, 3.0, 3.0, 0, {{k_attr_probe_verdict, old}}));
+  const auto d = build_report(v, "demo", k_space, quick());
+  const std::string line =
+      "CPU time per library: rank 0: 71% libopenblas, 29% python3.11; rank 1: 100% libgomp";
+  ASSERT_EQ(d.trials.size(), 2u);
+  EXPECT_EQ(d.trials[0].cpu_time, line);
+  EXPECT_EQ(d.trials[1].cpu_time, "");
+
+  const auto text = lines_of(render("text", d));
+  const auto at = std::ranges::find(text, "  #0    ok: 2 ranks at 98%/97% CPU");
+  ASSERT_NE(at, text.end());
+  EXPECT_EQ(*(at + 1), "        " + line);
+  EXPECT_EQ(*(at + 2), "  #1    ok: 2 ranks at 98%/97% CPU");
+  const auto markdown = lines_of(render("markdown", d));
+  const auto row = std::ranges::find(markdown, "| #0 | ok: 2 ranks at 98%/97% CPU |");
+  ASSERT_NE(row, markdown.end());
+  // Markdown escapes its punctuation (python3\.11).
+  EXPECT_EQ(*(row + 1),
+            "|  | CPU time per library: rank 0: 71% libopenblas, 29% python3\\.11; rank 1: 100% "
+            "libgomp |");
+  EXPECT_NE(render("html", d).find("ok: 2 ranks at 98%/97% CPU<br><small>" + line + "</small>"),
+            std::string::npos);
+  const auto json = nlohmann::json::parse(render("json", d));
+  EXPECT_EQ(json["trials"][0]["cpu_time"], line);
+  EXPECT_EQ(json["trials"][1]["cpu_time"], nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+#include "tuner/run/kernel_params.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "probes/blas_kernels.h"
+#include "tuner/launch/kernel_checks.h"
+#include "tuner/study/open_study.h"
+
+namespace tune::tuner {
+
+namespace {
+
+search::CategoricalDistribution* categorical(StudySpec& spec, const std::string& name) {
+  for (auto& [n, d] : spec.space)
+    if (n == name) return std::get_if<search::CategoricalDistribution>(&d);
+  return nullptr;
+}
+
+}  // namespace
+
+Result<KernelResolution> resolve_kernel_params(StudySpec& spec, const nlohmann::json& stored) {
+  KernelResolution out;
+  for (auto& k : spec.kernel_params) {
+    if (k.resolved) continue;
+    apply_stored_kernel_choices(spec, stored);
+    if (k.resolved) continue;
+    if (stored.is_object() && stored.contains(k.name))
+      return std::unexpected(fmt::format(
+          "the study's stored choices of kernel parameter '{}' are not OpenBLAS core types",
+          k.name));
+    const std::string file = k.file.empty() ? "libopenblas.so.0" : k.file;
+    const char* forced = std::getenv("OPENBLAS_CORETYPE");
+    const KernelOffer offer =
+        check_openblas_kernels(file, probes::read_cpu_flags(), forced != nullptr ? forced : "");
+    std::vector<search::ParamValue> choices = {std::monostate{}};
+    nlohmann::json stored_choices = nlohmann::json::array();
+    std::vector<std::string> said;
+    for (const auto& core : offer.offered) {
+      // The kernel the job already runs is what null gives.
+      if (offer.as_run.ran && forced == nullptr && core == offer.as_run.core) continue;
+      choices.push_back(core);
+      stored_choices.push_back(core);
+      said.push_back(offer.comment(core));
+    }
+    if (auto* c = categorical(spec, k.name)) c->choices = std::move(choices);
+    k.resolved = true;
+    out.choices[k.name] = stored_choices;
+    const std::string own =
+        offer.as_run.ran ? offer.as_run.core : "did not run (" + offer.as_run.failure + ")";
+    out.lines.push_back(fmt::format(
+        "kernel parameter {}: {} runs {} here{}; checked: {}{}", k.name, file, own,
+        forced != nullptr ? fmt::format(" (OPENBLAS_CORETYPE={})", forced) : "",
+        said.empty() ? "none better" : fmt::format("{}", fmt::join(said, "; ")),
+        offer.refused.empty() ? "" : fmt::format("; refused: {}", fmt::join(offer.refused, "; "))));
+  }
+  return out;
+}
+
+}  // namespace tune::tuner
