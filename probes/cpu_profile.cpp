@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -140,9 +141,8 @@ std::vector<LibraryShare> top_shares(const std::map<std::string, long>& counts, 
     total += n;
     all.push_back({library, 0, n});
   }
-  std::ranges::stable_sort(all, [](const LibraryShare& a, const LibraryShare& b) {
-    return a.samples > b.samples;
-  });
+  std::ranges::stable_sort(
+      all, [](const LibraryShare& a, const LibraryShare& b) { return a.samples > b.samples; });
   std::vector<LibraryShare> out;
   long rest = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -166,18 +166,38 @@ std::string shares_text(const std::vector<LibraryShare>& shares) {
   return out;
 }
 
-// One thread's event: its fd and ring buffer (one metadata page, then the data pages).
+// One CPU's event: its fd and ring buffer (one metadata page, then the data pages).
 struct CpuProfile::Event {
   int fd = -1;
   void* ring = MAP_FAILED;
   std::size_t ring_size = 0;
-  pid_t pid = 0;
-  pid_t owner = 0;
   ~Event() {
     if (ring != MAP_FAILED) ::munmap(ring, ring_size);
     if (fd >= 0) ::close(fd);
   }
 };
+
+namespace {
+
+// The online CPUs, from /sys ("0-3,8-11"); every CPU sysconf counts where it cannot be read.
+std::vector<int> online_cpus() {
+  std::vector<int> out;
+  std::string text = read_text("/sys/devices/system/cpu/online");
+  std::stringstream in(text);
+  std::string range;
+  while (std::getline(in, range, ',')) {
+    int first = -1, last = -1;
+    if (std::sscanf(range.c_str(), "%d-%d", &first, &last) == 2 && first >= 0 && last >= first)
+      for (int c = first; c <= last; ++c) out.push_back(c);
+    else if (std::sscanf(range.c_str(), "%d", &first) == 1 && first >= 0)
+      out.push_back(first);
+  }
+  if (out.empty())
+    for (long c = 0; c < ::sysconf(_SC_NPROCESSORS_ONLN); ++c) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+}  // namespace
 
 CpuProfile::CpuProfile() : CpuProfile(Options{}) {}
 CpuProfile::CpuProfile(Options options) : m_options(options) {}
@@ -185,25 +205,17 @@ CpuProfile::~CpuProfile() { close(); }
 
 void CpuProfile::close() {
   m_events.clear();
+  m_threads.clear();
   m_maps.clear();
   m_pid_ok.clear();
+  m_opened = false;
 }
 
-bool CpuProfile::add_thread(pid_t pid, pid_t tid, pid_t owner, const ProcessId* expected) {
-  if (m_refused) return false;
-  if (m_events.contains(tid)) return true;
-  if (m_events.size() >= m_options.max_events) {
-    m_limit_hit = true;
-    return false;
-  }
-  auto ok = m_pid_ok.find(pid);
-  if (ok == m_pid_ok.end()) {
-    const bool same = expected == nullptr || is_process(pid, *expected);
-    ok = m_pid_ok.emplace(pid, same).first;
-    if (same) read_maps(pid);
-  }
-  if (!ok->second) return false;
-
+bool CpuProfile::open_cpus() {
+  if (m_opened) return !m_events.empty();
+  m_opened = true;
+  const std::vector<int> cpus = online_cpus();
+  m_cpu_count = cpus.size();
   perf_event_attr attr{};
   attr.size = sizeof(attr);
   attr.type = PERF_TYPE_SOFTWARE;
@@ -211,40 +223,62 @@ bool CpuProfile::add_thread(pid_t pid, pid_t tid, pid_t owner, const ProcessId* 
   attr.freq = 1;
   attr.sample_freq = static_cast<std::uint64_t>(std::max(1.0, std::round(m_options.frequency_hz)));
   attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID;
-  attr.exclude_kernel = 1;  // permitted to non-root users up to perf_event_paranoid 2
+  attr.exclude_kernel = 1;
   attr.exclude_hv = 1;
   attr.disabled = 1;
   attr.wakeup_events = 1 << 30;  // read at each monitor sample, never woken
-  const int fd = static_cast<int>(::syscall(SYS_perf_event_open, &attr, tid, -1, -1,
-                                            PERF_FLAG_FD_CLOEXEC));
-  if (fd < 0) {
-    const int err = errno;
-    if (err == EACCES || err == EPERM || err == ENOSYS || err == ENOENT || err == EOPNOTSUPP) {
-      m_refused = true;
-      m_problem = std::string("perf_event_open: ") + std::strerror(err);
-      const std::string level = paranoid_level();
-      if (!level.empty()) m_problem += "; /proc/sys/kernel/perf_event_paranoid is " + level;
-    } else if (err == EMFILE || err == ENFILE) {
-      m_limit_hit = true;
-      m_problem = std::string("perf_event_open: ") + std::strerror(err);
-    }
-    return false;  // ESRCH: the thread has gone
-  }
-  auto e = std::make_unique<Event>();
-  e->fd = fd;
-  e->pid = pid;
-  e->owner = owner != 0 ? owner : pid;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  e->ring_size = page * (1 + std::max<std::size_t>(1, m_options.ring_pages));
-  e->ring = ::mmap(nullptr, e->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (e->ring == MAP_FAILED) {
-    // Past the locked memory a user's events may map (perf_event_mlock_kb): as at the bound.
-    m_limit_hit = true;
-    m_problem = std::string("mmap of a perf ring buffer: ") + std::strerror(errno);
-    return false;
+  for (int cpu : cpus) {
+    if (m_events.size() >= m_options.max_events) {
+      m_limit_hit = true;
+      break;
+    }
+    const int fd =
+        static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+    if (fd < 0) {
+      const int err = errno;
+      if (err == EACCES || err == EPERM || err == ENOSYS || err == ENOENT || err == EOPNOTSUPP) {
+        m_refused = true;
+        m_problem = std::string("perf_event_open on a CPU: ") + std::strerror(err);
+        const std::string level = paranoid_level();
+        if (!level.empty())
+          m_problem += "; /proc/sys/kernel/perf_event_paranoid is " + level +
+                       ", per-CPU sampling needs 0 or less, or CAP_PERFMON";
+        m_events.clear();
+        return false;
+      }
+      m_limit_hit = true;  // EMFILE, ENFILE, ENODEV (a CPU gone offline): the rest not sampled
+      m_problem = std::string("perf_event_open: ") + std::strerror(err);
+      break;
+    }
+    auto e = std::make_unique<Event>();
+    e->fd = fd;
+    e->ring_size = page * (1 + std::max<std::size_t>(1, m_options.ring_pages));
+    e->ring = ::mmap(nullptr, e->ring_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (e->ring == MAP_FAILED) {
+      // Past the locked memory a user's events may map (perf_event_mlock_kb): as at the bound.
+      m_limit_hit = true;
+      m_problem = std::string("mmap of a perf ring buffer: ") + std::strerror(errno);
+      break;
+    }
+    m_events.push_back(std::move(e));
   }
-  ::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
-  m_events.emplace(tid, std::move(e));
+  for (auto& e : m_events) ::ioctl(e->fd, PERF_EVENT_IOC_ENABLE, 0);
+  return !m_events.empty();
+}
+
+bool CpuProfile::add_thread(pid_t pid, pid_t tid, pid_t owner, const ProcessId* expected) {
+  if (m_refused) return false;
+  if (m_threads.contains(tid)) return true;
+  auto ok = m_pid_ok.find(pid);
+  if (ok == m_pid_ok.end()) {
+    const bool same = expected == nullptr || is_process(pid, *expected);
+    ok = m_pid_ok.emplace(pid, same).first;
+    if (same) read_maps(pid);
+  }
+  if (!ok->second) return false;
+  if (!open_cpus()) return false;
+  m_threads[tid] = {pid, owner != 0 ? owner : pid};
   return true;
 }
 
@@ -291,37 +325,40 @@ std::vector<IpSample> CpuProfile::read_ring(Event& e) {
 
 std::map<pid_t, std::map<std::string, long>> CpuProfile::drain() {
   std::map<pid_t, std::map<std::string, long>> out;
+  std::map<pid_t, pid_t> process_owner;  // a known process's threads not yet added count too
+  for (const auto& [tid, t] : m_threads) process_owner.emplace(t.pid, t.owner);
   std::set<pid_t> reread;  // a process's maps are read again at most once per drain
-  for (auto& [tid, e] : m_events) {
-    std::vector<IpSample> samples = read_ring(*e);
-    if (samples.empty()) continue;
-    for (IpSample& s : samples) s.pid = e->pid;  // a thread's samples are its process's
-    auto& counts = out[e->owner];
-    for (const IpSample& s : samples) {
-      const auto maps = m_maps.find(s.pid);
+  for (auto& e : m_events) {
+    for (const IpSample& s : read_ring(*e)) {
+      // Every process on the CPU is sampled: only the threads of the processes added count.
+      pid_t pid = 0, owner = 0;
+      if (const auto t = m_threads.find(s.tid); t != m_threads.end()) {
+        pid = t->second.pid;
+        owner = t->second.owner;
+      } else if (const auto p = process_owner.find(s.pid); p != process_owner.end()) {
+        pid = s.pid;
+        owner = p->second;
+      } else {
+        continue;
+      }
+      const auto maps = m_maps.find(pid);
       const CodeMapping* m = maps != m_maps.end() ? mapping_of(maps->second, s.ip) : nullptr;
       // Code mapped since the maps were read (a dlopen'ed library, a JIT's new pages).
-      if (m == nullptr && reread.insert(s.pid).second) {
-        read_maps(s.pid);
-        if (const auto again = m_maps.find(s.pid); again != m_maps.end())
+      if (m == nullptr && reread.insert(pid).second) {
+        read_maps(pid);
+        if (const auto again = m_maps.find(pid); again != m_maps.end())
           m = mapping_of(again->second, s.ip);
       }
-      counts[m != nullptr ? m->library : "[unknown]"] += 1;
+      out[owner][m != nullptr ? m->library : "[unknown]"] += 1;
     }
   }
   return out;
 }
 
 void CpuProfile::retain(const std::set<pid_t>& alive) {
+  std::erase_if(m_threads, [&](const auto& kv) { return !alive.contains(kv.first); });
   std::set<pid_t> pids;
-  for (auto it = m_events.begin(); it != m_events.end();) {
-    if (alive.contains(it->first)) {
-      pids.insert(it->second->pid);
-      ++it;
-    } else {
-      it = m_events.erase(it);
-    }
-  }
+  for (const auto& [tid, t] : m_threads) pids.insert(t.pid);
   std::erase_if(m_maps, [&](const auto& kv) { return !pids.contains(kv.first); });
   std::erase_if(m_pid_ok, [&](const auto& kv) { return !pids.contains(kv.first) && kv.second; });
 }
@@ -330,8 +367,8 @@ std::string CpuProfile::note() const {
   if (m_refused) return "not sampled (" + m_problem + ")";
   std::string out;
   if (m_limit_hit)
-    out = "sampled " + std::to_string(m_options.max_events) +
-          " threads at most, the rest not" + (m_problem.empty() ? "" : " (" + m_problem + ")");
+    out = "sampled " + std::to_string(m_events.size()) + " of " + std::to_string(m_cpu_count) +
+          " CPUs, the rest not" + (m_problem.empty() ? "" : " (" + m_problem + ")");
   if (m_lost > 0)
     out += (out.empty() ? "" : "; ") + std::to_string(m_lost) + " samples lost (ring full)";
   return out;

@@ -1,9 +1,16 @@
-// Where a process's CPU time goes, by library: each thread's instruction pointer sampled by the
+// Where a process's CPU time goes, by library: each CPU's instruction pointer sampled by the
 // kernel (perf_event_open, the software CPU clock at `frequency_hz`, user space only) into a ring
-// buffer per thread, and each sample attributed to the mapping of /proc/PID/maps that holds it,
-// named by its file ("libopenblas", "libgomp", "python3.11", "[anon]" for JIT or anonymous code).
+// buffer per CPU, the samples of the threads added kept (and those of their processes' threads
+// not added yet), and each attributed to the mapping of /proc/PID/maps that holds it, named by
+// its file ("libopenblas", "libgomp", "python3.11", "[anon]" for JIT or anonymous code).
+// Per CPU, not per thread: an event per thread is scheduled in and out with its thread, a timer
+// reprogrammed at every context switch, which cost a job that switches often (a data loader
+// handing batches to its rank) 17-31% of its throughput in a VM (bench_cpu_profile_overhead);
+// an event per CPU runs on that CPU's timer alone. It needs perf_event_paranoid <= 0 or
+// CAP_PERFMON (root has it); where refused, nothing is sampled and note() says why.
 // The attribution is pure (`attribute_samples`, `top_shares`) and tested without perf; `CpuProfile`
-// owns the events (at most `max_events` open fds, all closed by close() or the destructor).
+// owns the events (one per online CPU, at most `max_events`, all closed by close() or the
+// destructor).
 // The verdict's reader (`read_cpu_time`) sits beside the monitor's writer (Verdict::to_json).
 //
 // Thread-safety: a CpuProfile is used by one thread at a time (the monitor's sampling thread).
@@ -50,8 +57,8 @@ struct IpSample {
 };
 
 // Samples per library; an IP outside every known mapping counts as "[unknown]".
-std::map<std::string, long> attribute_samples(const std::vector<IpSample>& samples,
-                                              const std::map<pid_t, std::vector<CodeMapping>>& maps);
+std::map<std::string, long> attribute_samples(
+    const std::vector<IpSample>& samples, const std::map<pid_t, std::vector<CodeMapping>>& maps);
 
 struct LibraryShare {
   std::string library;
@@ -60,7 +67,8 @@ struct LibraryShare {
 };
 
 // The `top` libraries with the most samples, largest first, then "other" for the rest (when any).
-std::vector<LibraryShare> top_shares(const std::map<std::string, long>& counts, std::size_t top = 4);
+std::vector<LibraryShare> top_shares(const std::map<std::string, long>& counts,
+                                     std::size_t top = 4);
 
 // "71% libopenblas, 12% libgomp, 9% python3.11, 5% libmpi".
 std::string shares_text(const std::vector<LibraryShare>& shares);
@@ -69,8 +77,8 @@ class CpuProfile {
  public:
   struct Options {
     double frequency_hz = 99;       // samples per second of CPU time, per thread
-    std::size_t max_events = 1024;  // open perf events at most (one fd and ring buffer each)
-    std::size_t ring_pages = 1;     // data pages per ring buffer (a power of two): 170 samples
+    std::size_t max_events = 1024;  // CPUs sampled at most (one fd and ring buffer each)
+    std::size_t ring_pages = 4;     // data pages per ring buffer (a power of two): 680 samples
   };
   CpuProfile();
   explicit CpuProfile(Options options);
@@ -84,17 +92,18 @@ class CpuProfile {
     std::uint64_t start_ticks = 0;
     std::string comm;
   };
-  // Starts sampling thread `tid` of process `pid`; its samples count for `owner` (a rank's pid;
-  // 0: `pid`). A thread already sampled is left as is. False when not sampled (refused, at the
-  // bound, gone, not `expected`).
+  // Counts thread `tid` of process `pid` (and, until they are added, the process's other threads)
+  // for `owner` (a rank's pid; 0: `pid`); the first call opens the CPUs' events. A thread
+  // already added is left as is. False when not sampled (refused, not `expected`).
   bool add_thread(pid_t pid, pid_t tid, pid_t owner = 0, const ProcessId* expected = nullptr);
   // The samples since the last drain, per owner and library.
   std::map<pid_t, std::map<std::string, long>> drain();
-  // Closes the events of threads not in `alive` (exited: their last samples are drained first).
+  // Forgets the threads not in `alive` (exited: drain first, for their last samples).
   void retain(const std::set<pid_t>& alive);
   void close();  // every fd and ring buffer; idempotent
 
-  std::size_t open_events() const { return m_events.size(); }
+  std::size_t open_events() const { return m_events.size(); }  // CPUs sampled
+  std::size_t threads() const { return m_threads.size(); }
   bool refused() const { return m_refused; }  // perf_event_open was not permitted: nothing sampled
   bool limit_hit() const { return m_limit_hit; }
   long lost() const { return m_lost; }  // samples the kernel dropped (a ring buffer was full)
@@ -103,13 +112,21 @@ class CpuProfile {
 
  private:
   struct Event;
+  struct Thread {
+    pid_t pid = 0;
+    pid_t owner = 0;
+  };
+  bool open_cpus();  // once: false when refused or none opened
   std::vector<IpSample> read_ring(Event& e);
   void read_maps(pid_t pid);
 
   Options m_options;
-  std::map<pid_t, std::unique_ptr<Event>> m_events;  // by tid
-  std::map<pid_t, std::vector<CodeMapping>> m_maps;   // by pid
-  std::map<pid_t, bool> m_pid_ok;                     // identity checked: sample or not
+  bool m_opened = false;
+  std::size_t m_cpu_count = 0;
+  std::vector<std::unique_ptr<Event>> m_events;      // one per CPU
+  std::map<pid_t, Thread> m_threads;                 // by tid
+  std::map<pid_t, std::vector<CodeMapping>> m_maps;  // by pid
+  std::map<pid_t, bool> m_pid_ok;                    // identity checked: sample or not
   bool m_refused = false;
   bool m_limit_hit = false;
   long m_lost = 0;

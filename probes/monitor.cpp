@@ -75,6 +75,21 @@ void TrialMonitor::start() {
     std::lock_guard lock(m_wake_mutex);
     m_stopping = false;
   }
+  if (m_profile) {
+    m_profile_stopping = false;
+    m_profile_thread = std::thread([this] {
+      std::unique_lock lock(m_profile_mutex);
+      for (;;) {
+        m_profile_wake.wait(lock, [this] { return m_profile_stopping || m_profile_pending; });
+        if (!m_profile_pending) return;  // stopping, nothing left to profile
+        ProfileJob job = std::move(*m_profile_pending);
+        m_profile_pending.reset();
+        lock.unlock();
+        run_profile_job(job);
+        lock.lock();
+      }
+    });
+  }
   m_thread = std::thread([this] {
     const double started = m_source.now_s();
     std::unique_lock lock(m_wake_mutex);
@@ -107,6 +122,14 @@ void TrialMonitor::stop() {
   }
   m_wake.notify_all();
   m_thread.join();
+  if (m_profile_thread.joinable()) {
+    {
+      std::lock_guard lock(m_profile_mutex);
+      m_profile_stopping = true;
+    }
+    m_profile_wake.notify_all();
+    m_profile_thread.join();  // after the job pending, if any
+  }
   sample_once(/*full=*/true);  // the stretch since the last tick
   m_profile.reset();           // the trial has ended: every perf event's fd closed
 }
@@ -325,17 +348,25 @@ void TrialMonitor::account_ranks(const TreeRead& read, double now, SampleSums& s
   }
 }
 
-void TrialMonitor::profile_threads(const TreeRead& read, double now) {
-  std::set<pid_t> alive;
+TrialMonitor::ProfileJob TrialMonitor::profile_job(const TreeRead& read,
+                                                   const std::function<pid_t(pid_t)>& owner) {
+  ProfileJob job;
   for (const auto& [pid, p] : read.procs) {
-    const pid_t rank = owner_rank(read, pid);
+    const pid_t rank = owner(pid);
     if (rank == 0) continue;  // the launcher's own time is not the job's
-    const CpuProfile::ProcessId id{p.start_ticks, p.comm};
     for (const ThreadSample& t : p.threads) {
-      alive.insert(t.tid);
-      m_profile->add_thread(pid, t.tid, rank, &id);
+      job.alive.insert(t.tid);
+      job.threads.push_back({pid, t.tid, rank, {p.start_ticks, p.comm}});
     }
   }
+  return job;
+}
+
+void TrialMonitor::run_profile_job(const ProfileJob& job) {
+  for (const ProfileJob::Thread& t : job.threads)
+    m_profile->add_thread(t.pid, t.tid, t.owner, &t.id);
+  const double now = m_source.now_s();
+  const std::set<pid_t>& alive = job.alive;
   auto counts = m_profile->drain();
   m_profile->retain(alive);
   std::lock_guard lock(m_mutex);
@@ -363,7 +394,18 @@ void TrialMonitor::sample_once(bool full) {
   const double now = m_source.now_s();
   const TreeRead read = read_tree(now, full);
   number_new_ranks(read);
-  if (m_profile) profile_threads(read, now);
+  if (m_profile) {
+    ProfileJob job = profile_job(read, [&](pid_t pid) { return owner_rank(read, pid); });
+    if (m_profile_thread.joinable()) {
+      {
+        std::lock_guard lock(m_profile_mutex);
+        m_profile_pending = std::move(job);  // the latest wins: a thread is added once anyway
+      }
+      m_profile_wake.notify_one();
+    } else {
+      run_profile_job(job);
+    }
+  }
 
   std::lock_guard lock(m_mutex);
   SampleSums sums;

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -253,7 +254,17 @@ class TrialMonitor {
   void account_ranks(const TreeRead& read, double now, SampleSums& sums);
   // The ranks' threads added to the CPU profile and its samples drained (outside the lock); the
   // counts are kept by the time of the sample, for the window chosen at the end.
-  void profile_threads(const TreeRead& read, double now);
+  // The ranks' threads as one sample saw them, for the CPU profile.
+  struct ProfileJob {
+    struct Thread {
+      pid_t pid = 0, tid = 0, owner = 0;
+      CpuProfile::ProcessId id;
+    };
+    std::vector<Thread> threads;
+    std::set<pid_t> alive;
+  };
+  static ProfileJob profile_job(const TreeRead& read, const std::function<pid_t(pid_t)>& owner);
+  void run_profile_job(const ProfileJob& job);
   void profile_verdict(Verdict& v) const;
 
   SystemSource& m_source;
@@ -292,9 +303,17 @@ class TrialMonitor {
   std::map<std::string, PoolAcc> m_pools;  // by name
   std::vector<int> m_root_allowed;  // what the launcher may use: a rank allowed less is bound
 
-  // The CPU profile (MonitorOptions::cpu_profile): used by the sampling thread alone; closed by
-  // stop(). Its drained counts per sample (by rank pid, then library) and its note, under m_mutex.
+  // The CPU profile (MonitorOptions::cpu_profile): used by its own thread while the monitor runs
+  // (reading a process's /proc/PID/maps waits while the process maps files, as an importing
+  // Python does: on the sampling thread it stretched 200 ms ticks to 600 ms), else by the caller
+  // of sample_once; closed by stop(). Its drained counts (by rank pid, then library) and its
+  // note, under m_mutex.
   std::unique_ptr<CpuProfile> m_profile;
+  std::thread m_profile_thread;
+  std::mutex m_profile_mutex;
+  std::condition_variable m_profile_wake;
+  std::optional<ProfileJob> m_profile_pending;  // the latest sample's threads, not yet profiled
+  bool m_profile_stopping = false;
   struct ProfileBucket {
     double t = 0;
     std::map<pid_t, std::map<std::string, long>> counts;
