@@ -191,9 +191,13 @@ LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& proces
   const bool any_rank = std::ranges::any_of(processes, [](const auto& p) { return p.rank != "-"; });
   std::map<std::string, std::size_t> index;  // real path -> libraries[i]
   std::set<std::string> runtime_lists;       // each pair of runtimes said once
+  std::set<std::string> rank_names;
+  std::map<std::size_t, std::set<std::string>> lib_ranks;  // libraries[i] -> its ranks
   for (const auto& p : processes) {
     if (any_rank && p.rank == "-") continue;
-    ++out.ranks;
+    const std::string rank_name =
+        any_rank ? p.rank : std::to_string(p.pid);  // a rank's forks: once
+    rank_names.insert(rank_name);
     for (const auto& [name, value] : p.env) out.forcing_env.try_emplace(name, value);
     std::vector<std::string> runtimes;
     for (const auto& a : p.libraries) {
@@ -202,7 +206,7 @@ LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& proces
         runtimes.push_back(u.path);
       const auto [it, fresh] = index.try_emplace(u.path, out.libraries.size());
       if (fresh) out.libraries.push_back(std::move(u));
-      ++out.libraries[it->second].ranks;
+      lib_ranks[it->second].insert(rank_name);
     }
     if (runtimes.size() > 1) {
       std::vector<std::string> names;
@@ -218,6 +222,8 @@ LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& proces
       if (runtime_lists.insert(list).second) out.notes.push_back(note);
     }
   }
+  out.ranks = static_cast<int>(rank_names.size());
+  for (const auto& [i, names] : lib_ranks) out.libraries[i].ranks = static_cast<int>(names.size());
   for (const auto& u : out.libraries)
     if (u.older_than_cpu)
       out.notes.push_back(u.name + " runs " + u.core + " kernels, older than this CPU's " +

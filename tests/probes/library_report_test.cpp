@@ -100,10 +100,15 @@ TEST(LibraryReport, OnlyRanksCountWhenSomeProcessesHaveARank) {
   auto rank = parse_library_report(
       "process\t2\t1\t/bin/job\nlibrary\topenblas\t/nonexistent/libopenblas.so.0\tcore=Haswell\t"
       "config=OpenBLAS 0.3.21\n");
-  const auto s = summarize_libraries({launcher, rank}, IsaLevel::avx2);
+  // A data loader's worker, forked from rank 1, inherits its rank: one rank still.
+  auto worker = parse_library_report(
+      "process\t3\t1\t/bin/job\nlibrary\topenblas\t/nonexistent/libopenblas.so.0\tcore=Haswell\t"
+      "config=OpenBLAS 0.3.21\n");
+  const auto s = summarize_libraries({launcher, rank, worker}, IsaLevel::avx2);
   EXPECT_EQ(s.ranks, 1);
   ASSERT_EQ(s.libraries.size(), 1u);
   EXPECT_EQ(s.libraries[0].kind, "openblas");
+  EXPECT_EQ(s.libraries[0].ranks, 1);
 }
 
 // --- the preload, asked for real -------------------------------------------------------------
