@@ -44,6 +44,7 @@ int run_guess(const GuessArgs& args) {
   const auto topo = probes::read_cpu_topology();
   const RuleMachine machine = rule_machine(spec, topo ? &*topo : nullptr);
   GuessBasis basis;
+  nlohmann::json libraries;  // the baseline's probe_libraries, from a database
   if (!args.verdict_file.empty()) {
     basis.verdict = read_verdict_file(args.verdict_file);
     basis.params = unwrap_input(baseline_params(spec));
@@ -62,9 +63,12 @@ int run_guess(const GuessArgs& args) {
           "give --verdict FILE",
           base->number, opened.cache->study().name, k_attr_probe_verdict));
     basis = std::move(*stored);
+    libraries = base->system_attrs.value(k_attr_probe_libraries, nlohmann::json());
+    if (opened.spec) spec = *opened.spec;  // with the kernel choices the study stored
   }
   const auto& baseline = basis.params;
-  const auto guess = unwrap_input(first_guess(spec, machine, basis.verdict, baseline, basis.value));
+  auto guess = unwrap_input(first_guess(spec, machine, basis.verdict, baseline, basis.value));
+  add_kernel_guess(spec, libraries, basis.verdict, guess);
   if (args.json) {
     std::cout << first_guess_json(guess).dump() << '\n';
     return 0;

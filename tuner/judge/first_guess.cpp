@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "probes/cpu_profile.h"
+#include "probes/library_report.h"
 #include "probes/sustained.h"
 #include "tuner/base/trial_attrs.h"
 
@@ -87,9 +89,9 @@ std::map<std::string, ParamValue> trial_params(const search::FrozenTrial& trial)
 std::optional<GuessBasis> guess_basis(const search::FrozenTrial& baseline) {
   const auto verdict = baseline.system_attrs.find(k_attr_probe_verdict);
   if (verdict == baseline.system_attrs.end() || !verdict->is_object()) return std::nullopt;
-  return GuessBasis{*verdict, trial_params(baseline),
-                    baseline.state == search::TrialState::complete ? baseline.value
-                                                                   : std::optional<double>()};
+  return GuessBasis{
+      *verdict, trial_params(baseline),
+      baseline.state == search::TrialState::complete ? baseline.value : std::optional<double>()};
 }
 
 Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine,
@@ -288,7 +290,62 @@ std::string first_guess_line(const FirstGuess& guess,
       changed.push_back(fmt::format("{}={}", name, search::param_value_to_string(value)));
   }
   std::string why = guess.reasoning.empty() ? std::string() : guess.reasoning.front();
-  return fmt::format("{} (predicted {:.2f}x: {})", fmt::join(changed, " "), guess.speedup, why);
+  if (guess.kernel_changed && !guess.threads_changed)
+    return fmt::format("{} ({})", fmt::join(changed, " "), why);  // no speed-up predicted
+  return fmt::format("{} (predicted {:.2f}x{}: {})", fmt::join(changed, " "), guess.speedup,
+                     guess.kernel_changed ? " from the threads alone" : "", why);
+}
+
+void add_kernel_guess(const StudySpec& spec, const nlohmann::json& libraries,
+                      const nlohmann::json& verdict, FirstGuess& guess) {
+  const auto summary = probes::LibrariesSummary::from_json(libraries);
+  if (!summary) return;
+  const probes::LibraryUse* stale = summary->stale_openblas();
+  if (stale == nullptr) return;
+  // The rank that spent the largest share of its CPU time in OpenBLAS.
+  const probes::CpuTimeRead time = probes::read_cpu_time(verdict);
+  double share = 0;
+  int rank = -1;
+  for (const auto& r : time.ranks)
+    for (std::size_t i = 0; i < r.shares.size(); ++i)
+      if (r.shares[i].library == "libopenblas" &&
+          (i == 0 || r.shares[i].share >= k_kernel_time_share) && r.shares[i].share > share) {
+        share = r.shares[i].share;
+        rank = r.rank;
+      }
+  if (rank < 0) return;
+  for (const auto& k : spec.kernel_params) {
+    const auto d =
+        std::ranges::find_if(spec.space, [&](const auto& p) { return p.first == k.name; });
+    if (d == spec.space.end()) continue;
+    const auto* c = std::get_if<search::CategoricalDistribution>(&d->second);
+    if (c == nullptr) continue;
+    const auto best = std::ranges::find_if(c->choices, [](const search::ParamValue& v) {
+      return std::holds_alternative<std::string>(v);
+    });
+    if (best == c->choices.end()) continue;  // nothing passed the check
+    guess.params[k.name] = *best;
+    guess.threads_changed = guess.change;
+    guess.kernel_changed = true;
+    guess.change = true;
+    std::string line = fmt::format(
+        "kernel: rank {} spent {} of its CPU time in libopenblas, which runs {} kernels{} on this "
+        "{} CPU: {} = {}, the best core type that passed the check (its speed-up is not in the "
+        "prediction)",
+        rank, pct(share), stale->core,
+        stale->forced_by.empty() ? "" : fmt::format(" ({})", stale->forced_by), summary->cpu,
+        k.name, std::get<std::string>(*best));
+    if (guess.threads_changed) {
+      guess.reasoning.push_back(std::move(line));
+    } else {
+      for (auto& r : guess.reasoning)
+        if (r.ends_with("the setting as run stays"))
+          r.replace(r.size() - std::string_view("the setting as run stays").size(),
+                    std::string::npos, "the threads stay as run");
+      guess.reasoning.insert(guess.reasoning.begin(), std::move(line));
+    }
+    return;
+  }
 }
 
 }  // namespace tune::tuner

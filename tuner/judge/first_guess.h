@@ -47,6 +47,8 @@ struct FirstGuess {
   double speedup = 1;                  // predicted factor over the baseline
   std::optional<double> predicted;     // in the objective's units, when the baseline has a value
   std::vector<std::string> reasoning;  // lines for people, in the study's parameter names
+  bool threads_changed = false;        // the pools' split changed (not only a kernel)
+  bool kernel_changed = false;         // a kernel parameter set (add_kernel_guess)
 };
 
 // The setting as run: the study's first `enqueue:` entry, a parameter it leaves out at null
@@ -73,6 +75,17 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
                                const nlohmann::json& verdict,
                                const std::map<std::string, search::ParamValue>& baseline,
                                std::optional<double> baseline_value);
+
+// The kernel part of the guess: where the baseline's ranks spent their CPU time in an OpenBLAS
+// that runs a kernel older than the CPU (or one the environment forced), by its stored
+// `probe_libraries` and its verdict's CPU time per library, and the study has a kernel
+// parameter with checked choices, the best of them (the first: choices are ordered best first)
+// is set and said; the guess then changes. "Where the time is": libopenblas is the library with
+// the most samples in some rank, or holds at least `k_kernel_time_share` of one. Nothing is
+// changed when the libraries or the CPU time were not recorded.
+inline constexpr double k_kernel_time_share = 0.2;
+void add_kernel_guess(const StudySpec& spec, const nlohmann::json& libraries,
+                      const nlohmann::json& verdict, FirstGuess& guess);
 
 // {"change": bool, "params": {name: value}, "predicted": number|null, "reasoning": [str]}:
 // `tune guess --json` and the trial's attributes.

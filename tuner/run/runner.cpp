@@ -348,7 +348,12 @@ Result<void> StudyRunner::enqueue_first_guess(std::ostream& out, const FrozenTri
   const RuleMachine machine = rule_machine(m_spec, topo ? &*topo : nullptr);
   const auto& baseline = basis->params;
   nlohmann::json mark = {{"from_trial", base->number}, {"change", false}, {"trial", nullptr}};
-  const auto guess = first_guess(m_spec, machine, basis->verdict, baseline, basis->value);
+  auto guess = first_guess(m_spec, machine, basis->verdict, baseline, basis->value);
+  if (guess) {
+    const auto libraries = base->system_attrs.find(k_attr_probe_libraries);
+    if (libraries != base->system_attrs.end())
+      add_kernel_guess(m_spec, *libraries, basis->verdict, *guess);
+  }
   if (!guess) {
     // A verdict the model cannot read is no reason to stop the study: it is said and noted.
     mark["note"] = guess.error();

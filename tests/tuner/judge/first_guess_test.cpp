@@ -6,6 +6,8 @@
 // (1 thread, 0 workers: 1605 img/s, 19%).
 #include "tuner/judge/first_guess.h"
 
+#include "tuner/study/open_study.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -215,6 +217,78 @@ TEST(FirstGuess, AFullNodeIsPredictedByEachRanksDemandOverItsBudget) {
   ASSERT_TRUE(plain) << plain.error();
   EXPECT_EQ(plain->params.at("cv_threads"), ParamValue{});
   EXPECT_EQ(plain->params.at("threads"), ParamValue{std::int64_t{1}});
+}
+
+// Issue 47: where the baseline's time is in an OpenBLAS that runs a kernel older than the CPU,
+// the guess sets the study's kernel parameter to its best checked choice, and says why.
+TEST(FirstGuess, TheBestCheckedKernelWhereTheBaselinesTimeIsInAStaleOpenBlas) {
+  auto spec = spec_of(R"(name: k
+command: [sh, -c, 'echo x: 1']
+objective: {regex: 'x: ([0-9.]+)'}
+env: {OPENBLAS_CORETYPE: '{core}'}
+params:
+  core: {type: kernel}
+enqueue:
+  - {core: null}
+)");
+  apply_stored_kernel_choices(spec, {{"core", {"SkylakeX", "Haswell"}}});
+  nlohmann::json libraries = {{"cpu", "AVX-512"},
+                              {"ranks", 2},
+                              {"forcing_env", {{"OPENBLAS_CORETYPE", "Prescott"}}},
+                              {"notes", nlohmann::json::array()},
+                              {"libraries",
+                               {{{"kind", "openblas"},
+                                 {"name", "OpenBLAS 0.3.21"},
+                                 {"path", "/usr/lib/libopenblas.so.0"},
+                                 {"core", "Prescott"},
+                                 {"threading", "pthreads"},
+                                 {"threads", 1},
+                                 {"ranks", 2},
+                                 {"older_than_cpu", true},
+                                 {"forced_by", "OPENBLAS_CORETYPE=Prescott"},
+                                 {"text", "OpenBLAS 0.3.21 runs its Prescott kernels"}}}}};
+  nlohmann::json time = {{"schema_version", 3},
+                         {"cpu_time", {{"hz", 99}, {"samples", 200}, {"note", ""}}},
+                         {"ranks",
+                          {{{"rank", 0},
+                            {"cpu_samples", 100},
+                            {"cpu_libraries",
+                             {{{"library", "libopenblas"}, {"share", 0.71}, {"samples", 71}},
+                              {{"library", "python3.11"}, {"share", 0.29}, {"samples", 29}}}}}}}};
+  FirstGuess g;
+  g.params = {{"core", ParamValue{}}};
+  g.reasoning = {"no contention: ...; the setting as run stays"};
+  add_kernel_guess(spec, libraries, time, g);
+  ASSERT_TRUE(g.change);
+  EXPECT_EQ(std::get<std::string>(g.params.at("core")), "SkylakeX");
+  ASSERT_EQ(g.reasoning.size(), 2u);
+  EXPECT_EQ(g.reasoning[0],
+            "kernel: rank 0 spent 71% of its CPU time in libopenblas, which runs Prescott kernels "
+            "(OPENBLAS_CORETYPE=Prescott) on this AVX-512 CPU: core = SkylakeX, the best core "
+            "type that passed the check (its speed-up is not in the prediction)");
+  EXPECT_EQ(g.reasoning[1], "no contention: ...; the threads stay as run");
+  EXPECT_EQ(first_guess_line(g, {{"core", ParamValue{}}}),
+            "core=SkylakeX (" + g.reasoning[0] + ")");
+
+  // Time elsewhere (5% in OpenBLAS), or no CPU time recorded: no kernel change.
+  time["ranks"][0]["cpu_libraries"][0] = {
+      {"library", "python3.11"}, {"share", 0.95}, {"samples", 95}};
+  time["ranks"][0]["cpu_libraries"][1] = {
+      {"library", "libopenblas"}, {"share", 0.05}, {"samples", 5}};
+  FirstGuess elsewhere;
+  add_kernel_guess(spec, libraries, time, elsewhere);
+  EXPECT_FALSE(elsewhere.change);
+  FirstGuess unrecorded;
+  add_kernel_guess(spec, libraries, nlohmann::json::object(), unrecorded);
+  EXPECT_FALSE(unrecorded.change);
+  // A current kernel: nothing to change.
+  libraries["libraries"][0]["older_than_cpu"] = false;
+  libraries["libraries"][0]["forced_by"] = "";
+  libraries["libraries"][0]["core"] = "SkylakeX";
+  time["ranks"][0]["cpu_libraries"][0]["library"] = "libopenblas";
+  FirstGuess current;
+  add_kernel_guess(spec, libraries, time, current);
+  EXPECT_FALSE(current.change);
 }
 
 }  // namespace
