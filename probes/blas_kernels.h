@@ -45,7 +45,7 @@ struct KernelCheck {
 KernelCheck parse_kernel_check(std::string_view output);
 // Whether a check says the core type may be offered: it ran, the library runs the core asked
 // for (an OpenBLAS that does not know the name falls back to its own choice), and both results
-// are within the bound (the bound's definition: docs/probes.md, "Kernel checks").
+// are within the bound (the bound's definition: docs/probes.md, "Kernel knobs, checked before they are offered").
 bool kernel_check_passes(const KernelCheck& check);
 
 }  // namespace tune::probes

@@ -2,16 +2,22 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
 
+#include "probes/blas_kernels.h"
 #include "probes/node_watch.h"
 #include "probes/nodes.h"
 #include "probes/system_source.h"
 #include "probes/topology.h"
+#include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
+#include "tuner/launch/kernel_checks.h"
 
 namespace tune::tuner {
 namespace {
@@ -50,11 +56,63 @@ int watch_node(const std::string& tag, double interval_s) {
   return 0;
 }
 
+// OpenBLAS as a job here would map it (libopenblas.so.0, this environment's OPENBLAS_CORETYPE),
+// and every core type this CPU runs, checked (tuner/launch/kernel_checks.h).
+KernelOffer this_machines_kernels() {
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  return check_openblas_kernels("libopenblas.so.0", probes::read_cpu_flags(),
+                                forced != nullptr ? forced : "");
+}
+
+std::string kernels_text(const KernelOffer& offer) {
+  const probes::IsaLevel cpu = probes::cpu_isa(probes::read_cpu_flags());
+  std::string out = fmt::format("Kernels\n  CPU instruction set: {}\n", probes::isa_name(cpu));
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  const std::string by =
+      forced != nullptr ? fmt::format(", forced by OPENBLAS_CORETYPE={}", printable(forced)) : "";
+  if (!offer.as_run.ran) {
+    return out + fmt::format("  OpenBLAS ({}): not checked ({})\n", offer.library,
+                             printable(offer.as_run.failure));
+  }
+  const probes::IsaLevel level = probes::core_level(offer.as_run.core);
+  const bool older = level != probes::IsaLevel::unknown && level < cpu;
+  out += fmt::format(
+      "  OpenBLAS ({}): runs its {} kernels ({}){}{}; DGEMM {:.1f} GFLOPS on one thread\n",
+      offer.library, printable(offer.as_run.core), probes::isa_name(level),
+      older ? fmt::format(", older than this CPU's {}", probes::isa_name(cpu)) : std::string(), by,
+      offer.as_run.dgemm_gflops);
+  for (const auto& core : offer.offered)
+    if (core != offer.as_run.core) out += "  checked: " + offer.comment(core) + "\n";
+  for (const auto& r : offer.refused) out += "  refused: " + printable(r) + "\n";
+  if (older)
+    out += "  `tune init` adds an OpenBLAS core-type knob to a study of a job that maps it\n";
+  return out;
+}
+
+nlohmann::json kernels_json(const KernelOffer& offer) {
+  nlohmann::json checked = nlohmann::json::array();
+  for (const auto& c : offer.checked)
+    checked.push_back({{"core", c.requested},
+                       {"ran", c.ran},
+                       {"dgemm_gflops", c.dgemm_gflops},
+                       {"sgemm_gflops", c.sgemm_gflops}});
+  return {{"cpu", probes::isa_name(probes::cpu_isa(probes::read_cpu_flags()))},
+          {"library", offer.library},
+          {"core", offer.as_run.ran ? nlohmann::json(offer.as_run.core) : nlohmann::json()},
+          {"failure", offer.as_run.ran ? nlohmann::json() : nlohmann::json(offer.as_run.failure)},
+          {"dgemm_gflops", offer.as_run.dgemm_gflops},
+          {"offered", offer.offered},
+          {"refused", offer.refused},
+          {"checked", checked}};
+}
+
 }  // namespace
 
 std::vector<Subcommand> add_probe_commands(CLI::App& app) {
   auto* probe = app.add_subcommand(
-      "probe", "Print this machine's topology: packages, NUMA nodes, cores, caches, GPUs");
+      "probe",
+      "Print this machine's topology (packages, NUMA nodes, cores, caches, GPUs), its CPU's "
+      "instruction set and the OpenBLAS kernels it runs, each checked");
   set_help_footer(probe,
                   {{"tune probe", "the topology as text (read through hwloc)"},
                    {"tune probe --format json", "the same as JSON"}},
@@ -76,10 +134,13 @@ std::vector<Subcommand> add_probe_commands(CLI::App& app) {
              if (!tag->empty()) return watch_node(*tag, *interval);
              auto topo = probes::read_topology();
              if (!topo) throw std::runtime_error("probe: " + topo.error());
+             const KernelOffer offer = this_machines_kernels();
              if (*format == "json") {
-               std::cout << probes::topology_to_json(*topo).dump(2) << '\n';
+               nlohmann::json out = probes::topology_to_json(*topo);
+               out["kernels"] = kernels_json(offer);
+               std::cout << out.dump(2) << '\n';
              } else {
-               std::cout << probes::format_topology_text(*topo);
+               std::cout << probes::format_topology_text(*topo) << kernels_text(offer);
              }
              return 0;
            }}};
