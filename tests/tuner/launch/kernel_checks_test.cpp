@@ -80,8 +80,9 @@ TEST_F(KernelChecks, ThisMachinesOpenBlasPassesItsOwnCore) {
   EXPECT_LT(offer.as_run.dgemm_error, 1.0);
   EXPECT_LT(offer.as_run.sgemm_error, 1.0);
   // A CPU with AVX2 runs some AVX2 kernel correctly (Haswell, Zen); every one offered passed.
-  if (probes::cpu_isa(probes::read_cpu_flags()) >= probes::IsaLevel::avx2)
+  if (probes::cpu_isa(probes::read_cpu_flags()) >= probes::IsaLevel::avx2) {
     EXPECT_FALSE(offer.offered.empty());
+  }
   for (const auto& core : offer.offered) {
     const auto* c = offer.check_of(core);
     ASSERT_NE(c, nullptr);
