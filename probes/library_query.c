@@ -181,12 +181,24 @@ static int visit(struct dl_phdr_info* info, size_t size, void* data) {
   return 0;
 }
 
+extern char** environ;
+
+// A variable's value read from `environ` itself, not through getenv: libtune_getenv.so records
+// every getenv call, and tune's own reads must not look like the program's (`tune init` lists
+// the variables the program reads).
+static const char* env_value(const char* name) {
+  const size_t len = strlen(name);
+  for (char** e = environ; e != NULL && *e != NULL; ++e)
+    if (strncmp(*e, name, len) == 0 && (*e)[len] == '=') return *e + len + 1;
+  return NULL;
+}
+
 static void add_process(struct report* r) {
   static const char* const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
                                           "SLURM_PROCID", "RANK"};
   const char* rank = NULL;
   for (size_t i = 0; i < sizeof rank_vars / sizeof *rank_vars && rank == NULL; ++i)
-    rank = getenv(rank_vars[i]);
+    rank = env_value(rank_vars[i]);
   char exe[k_path_max];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
@@ -206,7 +218,7 @@ static void add_forcing_env(struct report* r) {
       "ONEDNN_MAX_CPU_ISA",      "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
       "NPY_DISABLE_CPU_FEATURES"};
   for (size_t i = 0; i < sizeof names / sizeof *names; ++i) {
-    const char* value = getenv(names[i]);
+    const char* value = env_value(names[i]);
     if (value == NULL) continue;
     add_raw(r, "env\t");
     add_raw(r, names[i]);
@@ -285,7 +297,7 @@ static int main_with_reports(int argc, char** argv, char** envp) {
 int __libc_start_main(main_fn main, int argc, char** argv, void (*init)(void), void (*fini)(void),
                       void (*rtld_fini)(void), void* stack_end) {
   start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
-  const char* dir = getenv(TUNE_LIBRARY_REPORTS_ENV);
+  const char* dir = env_value(TUNE_LIBRARY_REPORTS_ENV);
   if (dir != NULL && dir[0] == '/') {
     reports_dir = dir;
     real_main = main;

@@ -46,10 +46,11 @@ build=(
 # xz-utils: xz's `-T, --threads=NUM` in its --help and its XZ_DEFAULTS read through getenv, as
 # tune init's --help reader and getenv recorder tests read them. libomp5: LLVM's OpenMP runtime,
 # loaded beside GNU's libgomp in the library report's test of two runtimes in one process.
+# python3-mpi4py: an mpi4py + NumPy job, whose OpenBLAS kernel `tune init` names and checks.
 test=(
   libgtest-dev libgmock-dev
   python3-optuna python3-psycopg2 sqlite3 hwloc python3-torch python3-numpy hpcc python3-markdown
-  python3-opencv sysbench xz-utils libomp5
+  python3-opencv sysbench xz-utils libomp5 python3-mpi4py
   chromium slurm-wlm munge postgresql pgbouncer
   openssh-server iproute2
 )

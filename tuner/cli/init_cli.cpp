@@ -107,6 +107,7 @@ std::optional<ProbeFindings> probe(const InitArgs& args, const InitCommand& comm
     for (const auto& note : found.library_answers->notes)
       std::cerr << "tune init: note: " << printable(note) << '\n';
   }
+  if (!found.cpu_time.empty()) std::cerr << "tune init: " << printable(found.cpu_time) << '\n';
   if (!found.bounded && found.exit_code != 0)
     std::cerr << fmt::format(
         "tune init: warning: the command exited {} in the probe run{}; check the study's "

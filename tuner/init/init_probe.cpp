@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <tuple>
 
+#include "probes/cpu_profile.h"
 #include "tuner/base/number_text.h"
 #include "tuner/base/temp_dir.h"
 #include "tuner/base/text.h"
@@ -196,7 +198,18 @@ struct Gathered {
   std::map<std::string, int> child_names;
   std::map<std::string, bool> files;  // name relative to the folder -> written
   std::map<pid_t, int> looks;         // samples taken of each process
+  // Where the ranks' CPU time went (ProbeOptions::cpu_profile): samples per rank and library,
+  // and each rank's number as its environment gives it.
+  std::unique_ptr<probes::CpuProfile> profile;
+  std::map<pid_t, std::map<std::string, long>> cpu_samples;
+  std::map<pid_t, int> rank_numbers;
 };
+
+void drain_profile(Gathered& g) {
+  if (!g.profile) return;
+  for (const auto& [owner, libs] : g.profile->drain())
+    for (const auto& [lib, n] : libs) g.cpu_samples[owner][lib] += n;
+}
 
 // `path` (an open file's real path) as a name relative to `work` (the mirror) or `source` (the
 // user's folder, reached through a link); "" when it is under neither.
@@ -224,6 +237,7 @@ void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& s
   if (!mpi) ranks.insert(root);
   int rank_count = 0, child_count = 0;
   std::map<std::string, int> child_names;
+  std::set<pid_t> alive;
   for (pid_t p : tree) {
     const bool rank = ranks.contains(p) && !(mpi && ranks.contains(parent_of(p)));
     const bool below_rank = !rank && (ranks.contains(p) || !mpi);
@@ -242,6 +256,20 @@ void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& s
     const bool with_libraries = g.looks[p]++ % 5 == 0;
     auto view = probes::read_process_view(p, "/proc", with_libraries);
     if (!view) continue;
+    if (g.profile) {
+      // A worker's time counts for the rank above it.
+      pid_t owner = p;
+      if (mpi)
+        for (pid_t up = parent_of(owner); up > 1 && ranks.contains(up); up = parent_of(owner))
+          owner = up;
+      if (rank && mpi)
+        if (const auto n = environ_value(p, "OMPI_COMM_WORLD_RANK"); n && !n->empty())
+          g.rank_numbers[p] = std::atoi(n->c_str());
+      for (const auto& t : view->threads) {
+        g.profile->add_thread(p, t.tid, owner);
+        alive.insert(t.tid);
+      }
+    }
     g.libraries.insert(view->libraries.begin(), view->libraries.end());
     for (const auto& f : view->files) {
       const std::string name = relative_name(f.path, work, source);
@@ -261,6 +289,10 @@ void sample(pid_t root, bool has_mpirun, const fs::path& work, const fs::path& s
     r.threads = std::max(r.threads, static_cast<int>(view->threads.size()));
     r.runtime = std::max(r.runtime, runtime);
     for (const auto& [name, n] : names) r.names[name] = std::max(r.names[name], n);
+  }
+  if (g.profile) {
+    drain_profile(g);
+    g.profile->retain(alive);
   }
   if (rank_count > 0 && child_count > 0) {
     g.children_per_rank =
@@ -594,6 +626,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     request.env_set["LD_PRELOAD"] = preload;
   }
   Gathered g;
+  if (options.cpu_profile) g.profile = std::make_unique<probes::CpuProfile>();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -652,6 +685,25 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   }
   out.child_processes = g.children_per_rank;
   out.child_names = g.child_names;
+  if (g.profile) {
+    drain_profile(g);
+    probes::CpuTimeRead time;
+    time.present = true;
+    time.note = g.profile->note();
+    int unnumbered = 0;
+    for (const auto& [pid, counts] : g.cpu_samples) {
+      if (any_mpi && !g.ranks.contains(pid)) continue;
+      probes::CpuTimeRead::Rank r;
+      const auto n = g.rank_numbers.find(pid);
+      r.rank = n != g.rank_numbers.end() ? n->second : unnumbered++;
+      r.shares = probes::top_shares(counts, 4);
+      for (const auto& sh : r.shares) r.samples += sh.samples;
+      time.ranks.push_back(std::move(r));
+    }
+    std::ranges::sort(time.ranks, {}, &probes::CpuTimeRead::Rank::rank);
+    out.cpu_time = time.line();
+    g.profile.reset();
+  }
   if (request.env_set.contains(probes::k_env_reads_env))
     out.env_reads = probes::read_env_reads(reads_dir.string());
   if (request.env_set.contains(probes::k_library_reports_env)) {

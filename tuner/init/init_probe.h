@@ -156,6 +156,9 @@ struct ProbeOptions {
   // libtune_threads.so, preloaded too so that each process's BLAS and OpenMP libraries say what
   // they run (probes/library_report.h); "" = not asked.
   std::string library_query_library;
+  // Sample the ranks' CPU time per library while it runs (probes/cpu_profile.h). Default true;
+  // where perf events are refused, ProbeFindings::cpu_time says why.
+  bool cpu_profile = true;
 };
 
 struct ProbeInput {
@@ -188,6 +191,9 @@ struct ProbeFindings {
   // What the ranks' BLAS and OpenMP libraries said they run (ProbeOptions::library_query_library);
   // nullopt when none reported.
   std::optional<probes::LibrariesSummary> library_answers;
+  // "CPU time per library: rank 0: 71% libopenblas, ..." over the probe run (per-CPU perf
+  // events, probes/cpu_profile.h), or why not sampled; "" when ProbeOptions::cpu_profile is off.
+  std::string cpu_time;
   std::vector<ProbeInput> inputs;       // read from the working folder, not written
   std::vector<std::string> outputs;     // created or written there
   std::vector<ResultLine> results;      // from stdout, stderr and the outputs, best first
