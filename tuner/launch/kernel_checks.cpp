@@ -63,7 +63,7 @@ std::string KernelOffer::comment(const std::string& core) const {
 
 KernelOffer check_openblas_kernels(const std::string& library, const std::set<std::string>& flags,
                                    const std::string& forced, std::size_t max_offered,
-                                   std::string checker) {
+                                   std::string checker, const std::vector<std::string>& only) {
   KernelOffer offer;
   offer.library = library;
   if (checker.empty()) checker = sibling_program("tune-kernel-check").string();
@@ -75,10 +75,17 @@ KernelOffer check_openblas_kernels(const std::string& library, const std::set<st
   std::vector<const probes::KernelCheck*> passed;
   for (const auto& core : candidates) {
     const probes::IsaLevel level = probes::core_level(core);
-    // The CPU's two best levels: AVX-512 and AVX2 kernels on an AVX-512 CPU.
-    if (static_cast<int>(level) + 1 < static_cast<int>(best)) continue;
+    if (!only.empty()) {
+      if (std::ranges::find(only, core) == only.end()) continue;
+    } else if (static_cast<int>(level) + 1 < static_cast<int>(best)) {
+      continue;  // the CPU's two best levels: AVX-512 and AVX2 kernels on an AVX-512 CPU
+    }
     offer.checked.push_back(run_check(checker, library, core));
   }
+  for (const auto& core : only)
+    if (std::ranges::find(candidates, core) == candidates.end())
+      offer.refused.push_back(fmt::format("{}: needs {}, which this CPU lacks", core,
+                                          probes::isa_name(probes::core_level(core))));
   for (const auto& c : offer.checked) {
     if (probes::kernel_check_passes(c)) {
       passed.push_back(&c);

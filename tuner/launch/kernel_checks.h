@@ -29,8 +29,11 @@ struct KernelOffer {
 // best levels (probes::runnable_core_types), each with OPENBLAS_CORETYPE set, and the job's own
 // setting (`forced`: the variable's value in the job's environment, "" when unset). At most
 // `max_offered` are offered. Runs `checker` (tune-kernel-check; found next to tune when empty).
+// `only`: check these core types alone (those of them this CPU runs, at any level); empty: the
+// CPU's two best levels.
 KernelOffer check_openblas_kernels(const std::string& library, const std::set<std::string>& flags,
                                    const std::string& forced, std::size_t max_offered = 3,
-                                   std::string checker = {});
+                                   std::string checker = {},
+                                   const std::vector<std::string>& only = {});
 
 }  // namespace tune::tuner

@@ -35,7 +35,8 @@ Result<KernelResolution> resolve_kernel_params(StudySpec& spec, const nlohmann::
     const std::string file = k.file.empty() ? "libopenblas.so.0" : k.file;
     const char* forced = std::getenv("OPENBLAS_CORETYPE");
     const KernelOffer offer =
-        check_openblas_kernels(file, probes::read_cpu_flags(), forced != nullptr ? forced : "");
+        check_openblas_kernels(file, probes::read_cpu_flags(), forced != nullptr ? forced : "",
+                               k.candidates.empty() ? 3 : k.candidates.size(), {}, k.candidates);
     std::vector<search::ParamValue> choices = {std::monostate{}};
     nlohmann::json stored_choices = nlohmann::json::array();
     std::vector<std::string> said;

@@ -268,8 +268,9 @@ class Parser : private YamlReader {
     }
   }
 
-  // `type: kernel`: [null] and the core types given (each one OpenBLAS knows), or [null] alone
-  // until the study's creation checks them (StudySpec::KernelParam).
+  // `type: kernel`: [null] alone until the study's creation checks the core types (those given,
+  // each one OpenBLAS knows, or every one the CPU runs) and adds those that pass
+  // (StudySpec::KernelParam).
   search::Distribution kernel_param(const YAML::Node& n, const std::string& name, StudySpec& spec) {
     const std::string key = "params." + name;
     check_keys(n, key, {"type", "library", "file", "choices"});
@@ -290,9 +291,8 @@ class Parser : private YamlReader {
           fail(ch[i], key + ".choices",
                fmt::format("'{}' is not an OpenBLAS core type (SkylakeX, Haswell, Zen, ...)",
                            printable(core)));
-        c.choices.push_back(core);
+        k.candidates.push_back(core);
       }
-      k.resolved = true;
     }
     spec.kernel_params.push_back(std::move(k));
     if (auto ok = search::validate(search::Distribution(c)); !ok) fail(n, key, ok.error());

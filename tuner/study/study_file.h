@@ -188,8 +188,9 @@ struct StudySpec {
   struct KernelParam {
     std::string name;
     std::string library = "openblas";
-    std::string file;       // `file:` the library to check; "" = libopenblas.so.0 as ld finds it
-    bool resolved = false;  // its choices are in `space`
+    std::string file;  // `file:` the library to check; "" = libopenblas.so.0 as ld finds it
+    std::vector<std::string> candidates;  // `choices:` the core types to check; empty: every one
+    bool resolved = false;                // its choices are in `space`
   };
   std::vector<KernelParam> kernel_params;
   // Whether `name` is a kernel parameter.

@@ -55,6 +55,19 @@ TEST(KernelParam, GivenChoicesMustBeOpenBlasCoreTypes) {
   EXPECT_NE(mkl.error().find("unknown library 'mkl' (openblas)"), std::string::npos) << mkl.error();
 }
 
+// Choices written in the file are what is checked, not what is offered unchecked.
+TEST(KernelParam, GivenChoicesAreCheckedToo) {
+  std::string text = k_study;
+  text.replace(text.find("core: {type: kernel}"), 20,
+               "core: {type: kernel, choices: [Prescott, Nehalem]}");
+  auto spec = parse_study_spec(text, "k.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  ASSERT_EQ(spec->kernel_params.size(), 1u);
+  EXPECT_FALSE(spec->kernel_params[0].resolved);
+  EXPECT_EQ(spec->kernel_params[0].candidates, (std::vector<std::string>{"Prescott", "Nehalem"}));
+  EXPECT_EQ(choices_of(*spec, "core").choices.size(), 1u);
+}
+
 TEST(KernelParam, NullLeavesTheVariableAsTheEnvironmentHasIt) {
   auto spec = parse_study_spec(k_study, "k.yaml");
   ASSERT_TRUE(spec);
