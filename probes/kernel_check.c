@@ -52,60 +52,77 @@ static double now_s(void) {
 }
 
 // Column-major A (m x k), B (k x n), C (m x n).
-static double check_double(dgemm_fn gemm) {
-  double *a = malloc(sizeof(double) * k_m * k_k), *b = malloc(sizeof(double) * k_k * k_n),
-         *c = malloc(sizeof(double) * k_m * k_n), *c0 = malloc(sizeof(double) * k_m * k_n);
-  for (int i = 0; i < k_m * k_k; ++i) a[i] = next_value();
-  for (int i = 0; i < k_k * k_n; ++i) b[i] = next_value();
-  for (int i = 0; i < k_m * k_n; ++i) c[i] = c0[i] = next_value();
-  const double alpha = 1.5, beta = 0.5;
+// The worst element of C = alpha A B + beta C0 (column-major, m x k by k x n) against a
+// long-double reference, as a multiple of the bound 2 K u sum_p |terms| (u: the unit roundoff of
+// the type the GEMM ran in); NaN stays NaN.
+static double worst_error(const long double* a, const long double* b, const long double* c0,
+                          const long double* c, long double alpha, long double beta,
+                          long double unit) {
   const int m = k_m, n = k_n, k = k_k;
-  gemm("N", "N", &m, &n, &k, &alpha, a, &m, b, &k, &beta, c, &m);
   double worst = 0;
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
       long double sum = 0, magnitude = 0;
       for (int p = 0; p < k; ++p) {
-        const long double term = (long double)alpha * a[i + p * m] * b[p + j * k];
+        const long double term = alpha * a[i + p * m] * b[p + j * k];
         sum += term;
         magnitude += fabsl(term);
       }
-      sum += (long double)beta * c0[i + j * m];
-      magnitude += fabsl((long double)beta * c0[i + j * m]);
-      const long double bound = 2.0L * k * (DBL_EPSILON / 2) * magnitude;
-      const double ratio = (double)(fabsl((long double)c[i + j * m] - sum) / bound);
-      if (!(ratio <= worst)) worst = ratio;  // NaN stays
+      sum += beta * c0[i + j * m];
+      magnitude += fabsl(beta * c0[i + j * m]);
+      const long double bound = 2.0L * k * unit * magnitude;
+      const double ratio = (double)(fabsl(c[i + j * m] - sum) / bound);
+      if (!(ratio <= worst)) worst = ratio;
     }
-  free(a), free(b), free(c), free(c0);
   return worst;
+}
+
+// The four matrices of one check, widened for the reference.
+struct wide {
+  long double *a, *b, *c0, *c;
+};
+
+static struct wide wide_alloc(void) {
+  struct wide w = {malloc(sizeof(long double) * k_m * k_k), malloc(sizeof(long double) * k_k * k_n),
+                   malloc(sizeof(long double) * k_m * k_n),
+                   malloc(sizeof(long double) * k_m * k_n)};
+  return w;
+}
+
+static double wide_error(struct wide w, long double alpha, long double beta, long double unit) {
+  const double worst = worst_error(w.a, w.b, w.c0, w.c, alpha, beta, unit);
+  free(w.a), free(w.b), free(w.c0), free(w.c);
+  return worst;
+}
+
+static double check_double(dgemm_fn gemm) {
+  double *a = malloc(sizeof(double) * k_m * k_k), *b = malloc(sizeof(double) * k_k * k_n),
+         *c = malloc(sizeof(double) * k_m * k_n);
+  struct wide w = wide_alloc();
+  for (int i = 0; i < k_m * k_k; ++i) w.a[i] = a[i] = next_value();
+  for (int i = 0; i < k_k * k_n; ++i) w.b[i] = b[i] = next_value();
+  for (int i = 0; i < k_m * k_n; ++i) w.c0[i] = c[i] = next_value();
+  const double alpha = 1.5, beta = 0.5;
+  const int m = k_m, n = k_n, k = k_k;
+  gemm("N", "N", &m, &n, &k, &alpha, a, &m, b, &k, &beta, c, &m);
+  for (int i = 0; i < k_m * k_n; ++i) w.c[i] = c[i];
+  free(a), free(b), free(c);
+  return wide_error(w, alpha, beta, DBL_EPSILON / 2);
 }
 
 static double check_single(sgemm_fn gemm) {
   float *a = malloc(sizeof(float) * k_m * k_k), *b = malloc(sizeof(float) * k_k * k_n),
-        *c = malloc(sizeof(float) * k_m * k_n), *c0 = malloc(sizeof(float) * k_m * k_n);
-  for (int i = 0; i < k_m * k_k; ++i) a[i] = (float)next_value();
-  for (int i = 0; i < k_k * k_n; ++i) b[i] = (float)next_value();
-  for (int i = 0; i < k_m * k_n; ++i) c[i] = c0[i] = (float)next_value();
+        *c = malloc(sizeof(float) * k_m * k_n);
+  struct wide w = wide_alloc();
+  for (int i = 0; i < k_m * k_k; ++i) w.a[i] = a[i] = (float)next_value();
+  for (int i = 0; i < k_k * k_n; ++i) w.b[i] = b[i] = (float)next_value();
+  for (int i = 0; i < k_m * k_n; ++i) w.c0[i] = c[i] = (float)next_value();
   const float alpha = 1.5f, beta = 0.5f;
   const int m = k_m, n = k_n, k = k_k;
   gemm("N", "N", &m, &n, &k, &alpha, a, &m, b, &k, &beta, c, &m);
-  double worst = 0;
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      long double sum = 0, magnitude = 0;
-      for (int p = 0; p < k; ++p) {
-        const long double term = (long double)alpha * a[i + p * m] * b[p + j * k];
-        sum += term;
-        magnitude += fabsl(term);
-      }
-      sum += (long double)beta * c0[i + j * m];
-      magnitude += fabsl((long double)beta * c0[i + j * m]);
-      const long double bound = 2.0L * k * (FLT_EPSILON / 2) * magnitude;
-      const double ratio = (double)(fabsl((long double)c[i + j * m] - sum) / bound);
-      if (!(ratio <= worst)) worst = ratio;
-    }
-  free(a), free(b), free(c), free(c0);
-  return worst;
+  for (int i = 0; i < k_m * k_n; ++i) w.c[i] = c[i];
+  free(a), free(b), free(c);
+  return wide_error(w, alpha, beta, FLT_EPSILON / 2);
 }
 
 static double rate_double(dgemm_fn gemm) {

@@ -72,6 +72,22 @@ TEST_F(KernelChecks, PassingCoresAreOfferedBestFirstWithTheirSpeedAgainstTheJobs
   EXPECT_EQ(offer.comment("SkylakeX"), "SkylakeX: DGEMM 4.0x, SGEMM 4.0x, same result");
 }
 
+// A study's own list is what is checked: at any level, and a core this CPU lacks is refused.
+TEST_F(KernelChecks, AGivenListIsCheckedAloneAndACoreTheCpuCannotRunIsSaid) {
+  const std::string script = std::string(
+      "core=${OPENBLAS_CORETYPE:-Prescott}\n"
+      "echo core $core; echo dgemm_error 0.01; echo sgemm_error 0.01\n"
+      "echo dgemm_gflops 20; echo sgemm_gflops 40; echo done\n");
+  const std::set<std::string> avx2 = {"pni", "ssse3", "sse4_2", "avx", "avx2", "fma"};
+  const KernelOffer offer = check_openblas_kernels("libopenblas.so.0", avx2, "", 3, checker(script),
+                                                   {"SkylakeX", "Nehalem"});
+  ASSERT_EQ(offer.checked.size(), 1u);
+  EXPECT_EQ(offer.checked[0].requested, "Nehalem");
+  EXPECT_EQ(offer.offered, std::vector<std::string>{"Nehalem"});
+  EXPECT_EQ(offer.refused,
+            std::vector<std::string>{"SkylakeX: needs AVX-512, which this CPU lacks"});
+}
+
 TEST_F(KernelChecks, ThisMachinesOpenBlasPassesItsOwnCore) {
   const KernelOffer offer = check_openblas_kernels("libopenblas.so.0", probes::read_cpu_flags(),
                                                    "Prescott", 3, TUNE_KERNEL_CHECK);
