@@ -47,12 +47,6 @@ class KernelE2E : public test_support::TempDirTest {
                 "--oversubscribe", "/usr/bin/python3", "gemm.py", "--seconds", "2"},
                env);
   }
-  // The study's kernel parameter's choices; nullopt when it has none.
-  static std::optional<std::vector<ParamValue>> kernel_choices(const StudySpec& spec) {
-    for (const auto& [name, d] : spec.space)
-      if (name == "openblas_coretype") return std::get<search::CategoricalDistribution>(d).choices;
-    return std::nullopt;
-  }
 };
 
 TEST_F(KernelE2E, AForcedGenericKernelIsNamedCheckedAndTunedAway) {
@@ -68,14 +62,12 @@ TEST_F(KernelE2E, AForcedGenericKernelIsNamedCheckedAndTunedAway) {
   ASSERT_TRUE(spec) << spec.error();
   ASSERT_EQ(spec->kernel_params.size(), 1u) << test_support::read_file(m_dir / "study.yaml");
   EXPECT_EQ(spec->kernel_params[0].name, "openblas_coretype");
-  // Every choice the study offers is a core type this CPU runs, better than Prescott.
+  // init checked the core types and wrote those that passed: each one this CPU runs, better
+  // than Prescott (they are checked again when the study is created, below).
   const auto offered = probes::runnable_core_types(probes::read_cpu_flags());
-  const auto choices = kernel_choices(*spec);
-  ASSERT_TRUE(choices);
-  ASSERT_GE(choices->size(), 2u) << "null and at least one checked core type";
-  EXPECT_EQ(choices->front(), ParamValue{});
-  for (std::size_t i = 1; i < choices->size(); ++i) {
-    const auto core = std::get<std::string>((*choices)[i]);
+  const auto& written = spec->kernel_params[0].candidates;
+  ASSERT_FALSE(written.empty()) << test_support::read_file(m_dir / "study.yaml");
+  for (const auto& core : written) {
     EXPECT_NE(std::ranges::find(offered, core), offered.end()) << core;
     EXPECT_GT(probes::core_level(core), probes::IsaLevel::sse3) << core;
   }
@@ -87,6 +79,13 @@ TEST_F(KernelE2E, AForcedGenericKernelIsNamedCheckedAndTunedAway) {
   ASSERT_EQ(trials.size(), 8u);
   const auto& baseline = trials[0];
   ASSERT_EQ(baseline.state, TrialState::complete) << baseline.system_attrs.dump();
+  // The study's choices: null and those of init's that passed the check again.
+  const auto& stored =
+      std::get<search::CategoricalDistribution>(baseline.distributions.at("openblas_coretype"));
+  ASSERT_GE(stored.choices.size(), 2u) << tuned.out;
+  EXPECT_EQ(stored.choices.front(), ParamValue{});
+  for (std::size_t i = 1; i < stored.choices.size(); ++i)
+    EXPECT_NE(std::ranges::find(written, std::get<std::string>(stored.choices[i])), written.end());
   double best = 0;
   for (const auto& t : trials)
     if (t.state == TrialState::complete) best = std::max(best, *t.value);
