@@ -125,21 +125,45 @@ static double check_single(sgemm_fn gemm) {
   return wide_error(w, alpha, beta, FLT_EPSILON / 2);
 }
 
+// The best GFLOPS of repeated n x n x n GEMMs, at least twice and for at least 0.2 s.
+struct timed_call {
+  dgemm_fn dgemm;
+  sgemm_fn sgemm;
+  void *a, *b, *c;
+};
+
+static void call_once(const struct timed_call* t) {
+  const int n = k_timed;
+  if (t->dgemm != NULL) {
+    const double one = 1, zero = 0;
+    t->dgemm("N", "N", &n, &n, &n, &one, t->a, &n, t->b, &n, &zero, t->c, &n);
+  } else {
+    const float one = 1, zero = 0;
+    t->sgemm("N", "N", &n, &n, &n, &one, t->a, &n, t->b, &n, &zero, t->c, &n);
+  }
+}
+
+static double best_rate(const struct timed_call* t) {
+  const int n = k_timed;
+  double best = 0, start = now_s();
+  for (int round = 0; round < 2 || now_s() - start < 0.2; ++round) {
+    const double t0 = now_s();
+    call_once(t);
+    const double rate = 2.0 * n * n * n / (now_s() - t0) / 1e9;
+    if (rate > best) best = rate;
+  }
+  return best;
+}
+
 static double rate_double(dgemm_fn gemm) {
   const int n = k_timed;
   double *a = malloc(sizeof(double) * n * n), *b = malloc(sizeof(double) * n * n),
          *c = calloc((size_t)n * n, sizeof(double));
   for (int i = 0; i < n * n; ++i) a[i] = next_value(), b[i] = next_value();
-  const double one = 1, zero = 0;
-  double best = 0, start = now_s();
-  for (int round = 0; round < 2 || now_s() - start < 0.2; ++round) {
-    const double t0 = now_s();
-    gemm("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
-    const double rate = 2.0 * n * n * n / (now_s() - t0) / 1e9;
-    if (rate > best) best = rate;
-  }
+  const struct timed_call t = {gemm, NULL, a, b, c};
+  const double rate = best_rate(&t);
   free(a), free(b), free(c);
-  return best;
+  return rate;
 }
 
 static double rate_single(sgemm_fn gemm) {
@@ -147,16 +171,10 @@ static double rate_single(sgemm_fn gemm) {
   float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
         *c = calloc((size_t)n * n, sizeof(float));
   for (int i = 0; i < n * n; ++i) a[i] = (float)next_value(), b[i] = (float)next_value();
-  const float one = 1, zero = 0;
-  double best = 0, start = now_s();
-  for (int round = 0; round < 2 || now_s() - start < 0.2; ++round) {
-    const double t0 = now_s();
-    gemm("N", "N", &n, &n, &n, &one, a, &n, b, &n, &zero, c, &n);
-    const double rate = 2.0 * n * n * n / (now_s() - t0) / 1e9;
-    if (rate > best) best = rate;
-  }
+  const struct timed_call t = {NULL, gemm, a, b, c};
+  const double rate = best_rate(&t);
   free(a), free(b), free(c);
-  return best;
+  return rate;
 }
 
 int main(int argc, char** argv) {
