@@ -83,8 +83,8 @@ std::optional<LibrariesSection> libraries_section(const search::StudyView& study
     } else if (summary->stale_openblas() != nullptr) {
       section.kernels_tried =
           "every trial ran OpenBLAS's " + first +
-          " kernels: the study has no kernel parameter (add one, `{kernel: openblas}`, set as "
-          "OPENBLAS_CORETYPE; tune init adds it)";
+          " kernels: the study tried no other (a kernel parameter, `{type: kernel}` set as "
+          "OPENBLAS_CORETYPE, would; tune init adds it)";
     }
   }
   return section;

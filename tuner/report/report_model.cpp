@@ -51,11 +51,10 @@ ParamAxis axis_of(const std::string& name, const search::Distribution& dist) {
 // whether its CPUs were oversubscribed, as the live line says it (prediction_quality.h).
 void read_probe(const FrozenTrial& t, ReportTrial& r) {
   r.oversubscribed = cpu_verdict(t).oversubscribed;
-  if (auto it = t.system_attrs.find(k_attr_probe_verdict); it != t.system_attrs.end())
+  if (auto it = t.system_attrs.find(k_attr_probe_verdict); it != t.system_attrs.end()) {
     r.cpu_time = probes::read_cpu_time(*it).line();
-  if (auto it = t.system_attrs.find(k_attr_probe_verdict);
-      it != t.system_attrs.end() && it->is_object())
-    r.probe = it->value("diagnosis", std::string());
+    if (it->is_object()) r.probe = it->value("diagnosis", std::string());
+  }
   if (auto it = t.system_attrs.find(k_attr_probe_prediction);
       r.probe.empty() && it != t.system_attrs.end() && it->is_object()) {
     const auto summary = it->value("summary", std::string());
