@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tuner/base/text.h"
+
 namespace tune::tuner {
 
 namespace {
@@ -12,7 +14,7 @@ constexpr const char* k_variable = "OPENBLAS_CORETYPE";
 
 std::string forced_value(const probes::LibrariesSummary& libraries) {
   const auto it = libraries.forcing_env.find(k_variable);
-  return it == libraries.forcing_env.end() ? "" : it->second;
+  return it == libraries.forcing_env.end() ? "" : printable(it->second, 64);
 }
 
 }  // namespace
@@ -53,12 +55,14 @@ void plan_kernel_param(InitPlan& plan, const probes::LibrariesSummary& libraries
   const std::string forced = forced_value(libraries);
   p.comment = fmt::format(
       "the kernel OpenBLAS runs; null: as the environment has it ({}). Checked here: {}",
-      forced.empty() ? stale->core + ", its own choice" : k_variable + std::string("=") + forced,
+      forced.empty() ? printable(stale->core, 64) + ", its own choice"
+                     : k_variable + std::string("=") + forced,
       fmt::join(said, "; "));
   // First: the knob acts on the library the ranks' time is in.
   plan.params.insert(plan.params.begin(), std::move(p));
   plan.env.emplace_back(k_variable, std::string("{") + k_param + "}");
-  plan.header.push_back(stale->text + ": the study tries the core types checked here (" +
+  // What a rank wrote: untrusted bytes, made printable UTF-8 before they reach the study file.
+  plan.header.push_back(printable(stale->text) + ": the study tries the core types checked here (" +
                         k_variable + ")");
 }
 
