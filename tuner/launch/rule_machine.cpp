@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "tuner/base/temp_dir.h"
@@ -21,6 +22,7 @@ RuleMachine rule_machine(const StudySpec& spec, const probes::Topology* topo) {
   } else {
     m.pus = m.cores = std::max(1, static_cast<int>(allowed_cpus().size()));
   }
+  m.omp_env_set = std::getenv("OMP_NUM_THREADS") != nullptr;  // trials inherit tune's environment
   if (spec.enqueue.empty()) return m;
   // The trial folder is only a placeholder's value here: nothing is created, so a TMPDIR that
   // names no folder is no error (temp_directory_path() threw, after the study was created).

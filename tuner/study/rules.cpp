@@ -38,9 +38,6 @@ ParamTarget target_of(const probes::Knob& knob, const std::string& variable) {
 bool compute_pool(const std::string& pool) {
   return pool == "openmp" || pool == "blas" || pool == "opencv" || pool == "torch_intra_op";
 }
-bool worker_pool(const std::string& pool) {
-  return pool == "iterator_workers" || pool == "dataloader_workers";
-}
 // Pools that follow OMP_NUM_THREADS when nothing else sizes them.
 bool follows_omp_variable(const std::string& pool) {
   const auto* p = probes::knob_catalog().pool(pool);
@@ -104,93 +101,180 @@ std::optional<ParamValue> fit_into_domain(const search::Distribution& dist, cons
 
 namespace {
 
-// One rule worked out on a study: what it wants of each parameter it speaks about.
+// One rule worked out on a study: what it wants of each parameter it speaks about, or why it
+// changes nothing on this machine (`inert`: its tool's condition does not hold).
 struct RuleWish {
   std::string why;  // what the rule does, in its own terms
   std::map<std::string, ParamValue> values;
   std::vector<std::string> notes;  // what it could not say in the study's parameters
+  std::string inert;
 };
 
-RuleWish wish_of(const std::string& rule, const RuleMachine& m,
-                 const std::map<std::string, ParamTarget>& targets,
-                 const std::map<std::string, ParamValue>& as_run) {
+// What the rules read of the study and the machine.
+struct RuleInputs {
+  const RuleMachine& m;
+  const std::map<std::string, ParamTarget>& targets;
+  const std::map<std::string, ParamValue>& as_run;
+  bool omp_set = false;  // OMP_NUM_THREADS is set as run
+  int rpn() const { return std::max(1, m.ranks_per_node); }
+  std::int64_t per_rank_pus() const { return std::max(1, m.pus / rpn()); }
+  std::int64_t per_rank_cores() const { return std::max(1, m.cores / rpn()); }
+};
+
+void set_binding(RuleWish& w, const RuleInputs& in, const std::string& bind,
+                 const std::string& map) {
+  for (const auto& [param, t] : in.targets) {
+    if (t.control == "binding") w.values[param] = bind;
+    if (t.control == "mapping" && !map.empty()) w.values[param] = map;
+  }
+}
+
+bool sets_omp_variable(const ParamTarget& t) { return t.variable == "OMP_NUM_THREADS"; }
+
+RuleWish torchrun_wish(const RuleInputs& in) {
   RuleWish w;
-  const int rpn = std::max(1, m.ranks_per_node);
-  const std::int64_t per_rank_pus = std::max(1, m.pus / rpn);
-  const std::int64_t per_rank_cores = std::max(1, m.cores / rpn);
-  const auto set_binding = [&](const std::string& bind, const std::string& map) {
-    for (const auto& [param, t] : targets) {
-      if (t.control == "binding") w.values[param] = bind;
-      if (t.control == "mapping" && !map.empty()) w.values[param] = map;
-    }
-  };
-  if (rule == "torchrun") {
-    w.why = "OMP_NUM_THREADS=1 where unset, no binding";
-    for (const auto& [param, t] : targets) {
-      const auto it = as_run.find(param);
-      if (!t.pool.empty() && follows_omp_variable(t.pool) && it != as_run.end() &&
-          unset(it->second, t))
-        w.values[param] = std::int64_t{1};
-    }
-    set_binding("none", "");
-  } else if (rule == "lightning") {
-    const bool workers = std::any_of(targets.begin(), targets.end(),
-                                     [](const auto& t) { return worker_pool(t.second.pool); });
-    w.why = fmt::format("threads = PUs / local ranks = {} where unset", per_rank_pus);
-    if (workers)
-      w.why += fmt::format(", DataLoader workers = PUs / local ranks - 1 = {}",
-                           std::max<std::int64_t>(1, per_rank_pus - 1));
-    for (const auto& [param, t] : targets) {
-      const auto it = as_run.find(param);
-      if (!t.pool.empty() && follows_omp_variable(t.pool) && it != as_run.end() &&
-          unset(it->second, t))
-        w.values[param] = per_rank_pus;
-      if (worker_pool(t.pool)) w.values[param] = std::max<std::int64_t>(1, per_rank_pus - 1);
-    }
-  } else if (rule == "horovodrun") {
-    w.why = "-bind-to none -map-by slot";
-    set_binding("none", "slot");
-  } else if (rule == "openmpi") {
-    const bool small = m.ranks <= 2;
-    w.why = fmt::format("Open MPI's default binding for np = {}: {}", m.ranks,
-                        small ? "core" : "package");
-    set_binding(small ? "core" : "socket", small ? "core" : "socket");
-    // A binding left to mpirun (null) is this rule already.
-    for (const auto& [param, t] : targets) {
-      const auto it = as_run.find(param);
-      if ((t.control == "binding" || t.control == "mapping") && it != as_run.end() &&
-          std::holds_alternative<std::monostate>(it->second))
-        w.values[param] = ParamValue{};
-    }
-  } else if (rule == "cores_per_rank") {
-    std::string bind = "none";
-    if (per_rank_cores == 1)
-      bind = "core";
-    else if (rpn == m.packages)
-      bind = "socket";
-    else if (rpn == m.numa_nodes)
-      bind = "numa";
-    w.why = fmt::format(
-        "every compute pool = physical cores / local ranks = {}, ranks bound to "
-        "their cores ({})",
-        per_rank_cores, bind);
-    if (bind == "none")
-      w.notes.push_back(fmt::format(
-          "cores_per_rank: a rank's {} cores are no core, package or NUMA node of their own; "
-          "the rank is left unbound (mpirun --map-by slot:PE={} would bind it)",
-          per_rank_cores, per_rank_cores));
-    for (const auto& [param, t] : targets)
-      if (compute_pool(t.pool)) w.values[param] = per_rank_cores;
-    set_binding(bind, "");
+  w.why = "OMP_NUM_THREADS=1 where unset with more than one process per node, no binding";
+  if (in.rpn() <= 1) {
+    w.inert = "one process per node (torchrun sets OMP_NUM_THREADS=1 only with more than one)";
+    return w;
+  }
+  if (in.omp_set) {
+    w.inert = "OMP_NUM_THREADS is set as run (torchrun sets it only where unset)";
+    return w;
+  }
+  // OMP_NUM_THREADS=1: its parameter where the study has one (the pools left unset follow it at
+  // run time); else each pool left unset that falls back on it takes the 1.
+  const bool omp_param = std::any_of(in.targets.begin(), in.targets.end(),
+                                     [](const auto& t) { return sets_omp_variable(t.second); });
+  for (const auto& [param, t] : in.targets) {
+    const auto it = in.as_run.find(param);
+    if (omp_param ? sets_omp_variable(t)
+                  : !t.pool.empty() && follows_omp_variable(t.pool) && it != in.as_run.end() &&
+                        unset(it->second, t))
+      w.values[param] = std::int64_t{1};
+  }
+  set_binding(w, in, "none", "");
+  return w;
+}
+
+RuleWish lightning_wish(const RuleInputs& in) {
+  RuleWish w;
+  w.why = fmt::format("torch threads = CPUs / local ranks = {} where OMP_NUM_THREADS is unset",
+                      in.per_rank_pus());
+  if (in.omp_set) {
+    w.inert = "OMP_NUM_THREADS is set as run (Lightning sets threads only where it is unset)";
+    return w;
+  }
+  for (const auto& [param, t] : in.targets)
+    if (sets_omp_variable(t) || t.pool == "torch_intra_op" || t.pool == "openmp")
+      w.values[param] = in.per_rank_pus();
+  return w;
+}
+
+RuleWish lightning_workers_wish(const RuleInputs& in) {
+  RuleWish w;
+  const std::int64_t bound = std::max<std::int64_t>(1, in.per_rank_pus() - 1);
+  w.why = fmt::format("DataLoader workers = max(1, CPUs / local ranks - 1) = {} where fewer than 2",
+                      bound);
+  bool any = false;
+  for (const auto& [param, t] : in.targets) {
+    if (t.pool != "dataloader_workers") continue;
+    any = true;
+    const auto it = in.as_run.find(param);
+    // Unset: the DataLoader's own default, 0 workers.
+    const double workers = it == in.as_run.end() ? 0 : number_of(it->second).value_or(0);
+    if (workers < 2 && bound > 1) w.values[param] = bound;
+  }
+  if (any && w.values.empty())
+    w.inert = bound > 1 ? "the DataLoader has 2 or more workers as run (Lightning warns below 2)"
+                        : "that bound is not above 1 (Lightning warns only then)";
+  return w;
+}
+
+RuleWish openmpi_wish(const RuleInputs& in) {
+  RuleWish w;
+  const auto& m = in.m;
+  std::string bind, map;
+  if (in.rpn() > m.cores) {
+    bind = "none";  // an oversubscribed node: Open MPI clears its default binding
+  } else if (m.ranks <= 2) {
+    bind = map = "core";
+  } else if (m.numa_nodes >= 1) {
+    bind = map = "numa";
+  } else {
+    bind = map = "socket";
+  }
+  w.why = in.rpn() > m.cores
+              ? fmt::format("Open MPI binds nothing when {} ranks oversubscribe {} cores",
+                            in.rpn(), m.cores)
+              : fmt::format("Open MPI's default binding for np = {}: {}", m.ranks, bind);
+  set_binding(w, in, bind, map);
+  // A binding left to mpirun (null) is this rule already.
+  for (const auto& [param, t] : in.targets) {
+    const auto it = in.as_run.find(param);
+    if ((t.control == "binding" || t.control == "mapping") && it != in.as_run.end() &&
+        std::holds_alternative<std::monostate>(it->second))
+      w.values[param] = ParamValue{};
   }
   return w;
+}
+
+RuleWish cores_per_rank_wish(const RuleInputs& in) {
+  RuleWish w;
+  const auto per_rank_cores = in.per_rank_cores();
+  std::string bind = "none";
+  if (per_rank_cores == 1)
+    bind = "core";
+  else if (in.rpn() == in.m.packages)
+    bind = "socket";
+  else if (in.rpn() == in.m.numa_nodes)
+    bind = "numa";
+  w.why = fmt::format(
+      "every compute pool = physical cores / local ranks = {}, ranks bound to their cores ({})",
+      per_rank_cores, bind);
+  if (bind == "none")
+    w.notes.push_back(fmt::format(
+        "cores_per_rank: a rank's {} cores are no core, package or NUMA node of their own; "
+        "the rank is left unbound (mpirun --map-by slot:PE={} would bind it)",
+        per_rank_cores, per_rank_cores));
+  for (const auto& [param, t] : in.targets)
+    if (compute_pool(t.pool)) w.values[param] = per_rank_cores;
+  set_binding(w, in, bind, "");
+  return w;
+}
+
+RuleWish wish_of(const std::string& rule, const RuleInputs& in) {
+  if (rule == "torchrun") return torchrun_wish(in);
+  if (rule == "lightning") return lightning_wish(in);
+  if (rule == "lightning_workers") return lightning_workers_wish(in);
+  if (rule == "openmpi") return openmpi_wish(in);
+  if (rule == "cores_per_rank") return cores_per_rank_wish(in);
+  RuleWish w;  // horovodrun
+  w.why = "-bind-to none -map-by slot";
+  set_binding(w, in, "none", "slot");
+  return w;
+}
+
+// Whether OMP_NUM_THREADS is set as run: its parameter's value, else a literal `env:` entry,
+// else the environment trials inherit.
+bool omp_set_as_run(const StudySpec& spec, const RuleMachine& m,
+                    const std::map<std::string, ParamTarget>& targets,
+                    const std::map<std::string, ParamValue>& as_run) {
+  for (const auto& [param, t] : targets) {
+    if (!sets_omp_variable(t)) continue;
+    const auto it = as_run.find(param);
+    return it != as_run.end() && !unset(it->second, t);
+  }
+  for (const auto& [name, value] : spec.env)
+    if (name == "OMP_NUM_THREADS") return true;
+  return m.omp_env_set;
 }
 
 }  // namespace
 
 const std::vector<std::string>& rule_names() {
-  static const std::vector<std::string> names = {"torchrun", "lightning", "horovodrun", "openmpi",
-                                                 "cores_per_rank"};
+  static const std::vector<std::string> names = {
+      "torchrun", "lightning", "lightning_workers", "horovodrun", "openmpi", "cores_per_rank"};
   return names;
 }
 
@@ -261,9 +345,24 @@ std::vector<RuleEntry> enqueue_with_rules(const StudySpec& spec, const RuleMachi
     as_run[name] = ParamValue{};
   }
   const auto targets = param_targets(spec);
+  const RuleInputs inputs{machine, targets, as_run, omp_set_as_run(spec, machine, targets, as_run)};
+  // The entry of the command as run (an inert rule labels it); none without `enqueue:`.
+  const auto label_as_run = [&](const std::string& rule, const std::string& text) {
+    if (entries.empty() || !entries.front().from_enqueue) {
+      notes.push_back(text);
+      return;
+    }
+    entries.front().rules.push_back(rule);
+    entries.front().texts.push_back(text);
+  };
   for (const auto& rule : spec.rules) {
-    RuleWish wish = wish_of(rule, machine, targets, as_run);
+    RuleWish wish = wish_of(rule, inputs);
     for (auto& n : wish.notes) notes.push_back(std::move(n));
+    if (!wish.inert.empty()) {
+      label_as_run(rule, fmt::format("{} ({}): changes nothing here: {}", rule, wish.why,
+                                     wish.inert));
+      continue;
+    }
     auto params = as_run;
     std::vector<std::string> changed;
     for (const auto& [param, want] : wish.values) {

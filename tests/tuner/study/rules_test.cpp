@@ -1,5 +1,6 @@
 // Issue 38 point 1: the rule baselines (tuner/study/rules.h) worked out on a study's own
 // parameters, per launcher rule, on machines given by their figures; and the `rules:` key.
+// Issue 48: each rule as its tool applies it, with the tool's own condition (cited per test).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,19 +29,20 @@ params:
   omp: [null, 1, 2, 4, 8]
   blas: [null, 1, 2, 4, 8]
   workers: {type: int, low: 0, high: 8}
-  bind: [null, none, core, socket]
+  bind: [null, none, core, socket, numa]
 knobs:
   workers: {knob: torch_dataloader_workers}
 enqueue:
   - {omp: null, blas: null, workers: 4, bind: none}
 )";
 
-RuleMachine machine(int pus, int cores, int packages, int ranks_per_node, int ranks) {
+RuleMachine machine(int pus, int cores, int packages, int ranks_per_node, int ranks,
+                    int numa_nodes = 0) {
   RuleMachine m;
   m.pus = pus;
   m.cores = cores;
   m.packages = packages;
-  m.numa_nodes = packages;
+  m.numa_nodes = numa_nodes > 0 ? numa_nodes : packages;
   m.ranks = ranks;
   m.ranks_per_node = ranks_per_node;
   return m;
@@ -71,35 +73,153 @@ TEST(Rules, EachParameterIsReadFromWhereItsPlaceholderStands) {
   EXPECT_EQ(targets.at("bind").control, "binding");
 }
 
-TEST(Rules, TorchrunSetsOneThreadWhereUnsetAndBindsNothing) {
+// The text a rule labels an entry with.
+std::string text_of(const RuleEntry& e, const std::string& rule) {
+  for (std::size_t i = 0; i < e.rules.size(); ++i)
+    if (e.rules[i] == rule) return e.texts[i];
+  return "";
+}
+
+// torch/distributed/run.py, config_from_args: `if "OMP_NUM_THREADS" not in os.environ and
+// nproc_per_node > 1: os.environ["OMP_NUM_THREADS"] = "1"`; torchrun binds nothing.
+TEST(Rules, TorchrunSetsOmpNumThreadsToOneWhereUnsetAndBindsNothing) {
   // 16 PUs, 8 cores, one package, 4 ranks on it.
   const auto entries = rules_on(k_study, machine(16, 8, 1, 4, 4));
   const auto* e = entry_of(entries, "torchrun");
   ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->from_enqueue);
   EXPECT_EQ(e->params.at("omp"), ParamValue{std::int64_t{1}});
-  // OpenBLAS falls back to OMP_NUM_THREADS when its own variable is unset.
-  EXPECT_EQ(e->params.at("blas"), ParamValue{std::int64_t{1}});
+  // Only OMP_NUM_THREADS: OpenBLAS, unset, falls back on it at run time, as under torchrun.
+  EXPECT_EQ(e->params.at("blas"), ParamValue{});
   EXPECT_EQ(e->params.at("workers"), ParamValue{std::int64_t{4}});  // as run
   EXPECT_EQ(e->params.at("bind"), ParamValue{std::string("none")});
 }
 
-TEST(Rules, TorchrunLeavesAThreadCountTheCommandSets) {
-  std::string study = k_study;
-  study.replace(study.find("{omp: null"), 10, "{omp: 2");
-  const auto e_all = rules_on(study, machine(16, 8, 1, 4, 4));
-  const auto* e = entry_of(e_all, "torchrun");
+TEST(Rules, TorchrunWithoutAnOmpParameterSetsThePoolsThatFallBackOnIt) {
+  // torch's intra-op pool, left unset, reads OMP_NUM_THREADS at start; a set pool does not.
+  const std::string study = R"(name: s
+launch: {mpirun: {n: 2}}
+command: [python3, train.py, '--threads={t}', '--cv={cv}']
+params:
+  t: [null, 1, 2]
+  cv: [null, 1, 2]
+knobs:
+  t: {knob: torch_intra_op_threads}
+  cv: {pool: opencv}
+enqueue:
+  - {t: null, cv: null}
+)";
+  const auto entries = rules_on(study, machine(4, 4, 1, 2, 2));
+  const auto* e = entry_of(entries, "torchrun");
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->params.at("omp"), ParamValue{std::int64_t{2}});
+  EXPECT_EQ(e->params.at("t"), ParamValue{std::int64_t{1}});
+  EXPECT_EQ(e->params.at("cv"), ParamValue{});  // OpenCV does not read OMP_NUM_THREADS
 }
 
-TEST(Rules, LightningGivesPusPerRankThreadsAndOneWorkerFewer) {
-  // 16 PUs / 4 local ranks = 4 threads; workers 4 - 1 = 3.
+TEST(Rules, TorchrunWithOneProcessPerNodeChangesNothing) {
+  // One rank on each of 4 nodes: nproc_per_node = 1.
+  const auto entries = rules_on(k_study, machine(16, 8, 1, 1, 4));
+  const auto* e = entry_of(entries, "torchrun");
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->from_enqueue);  // labels the command as run, never run on its own
+  EXPECT_EQ(e->params.at("omp"), ParamValue{});
+  EXPECT_NE(text_of(*e, "torchrun").find("changes nothing here: one process per node"),
+            std::string::npos)
+      << text_of(*e, "torchrun");
+}
+
+TEST(Rules, TorchrunAndLightningLeaveAnOmpNumThreadsThatIsSet) {
+  // Set by the command as run's parameter.
+  std::string study = k_study;
+  study.replace(study.find("{omp: null"), 10, "{omp: 2");
+  for (const char* rule : {"torchrun", "lightning"}) {
+    const auto entries = rules_on(study, machine(16, 8, 1, 4, 4));
+    const auto* e = entry_of(entries, rule);
+    ASSERT_NE(e, nullptr) << rule;
+    EXPECT_TRUE(e->from_enqueue) << rule;
+    EXPECT_NE(text_of(*e, rule).find("OMP_NUM_THREADS is set as run"), std::string::npos)
+        << text_of(*e, rule);
+  }
+  // Set by a literal `env:` entry, and by the environment the trials inherit.
+  const std::string literal = R"(name: s
+launch: {mpirun: {n: 2}}
+command: [python3, train.py, '--threads={t}']
+env: {OMP_NUM_THREADS: '3'}
+params:
+  t: [null, 1, 2]
+knobs:
+  t: {knob: torch_intra_op_threads}
+enqueue:
+  - {t: null}
+)";
+  const auto lit = rules_on(literal, machine(4, 4, 1, 2, 2));
+  ASSERT_NE(entry_of(lit, "lightning"), nullptr);
+  EXPECT_TRUE(entry_of(lit, "lightning")->from_enqueue);
+  std::string unset_env = literal;
+  const std::string env_line = "env: {OMP_NUM_THREADS: '3'}\n";
+  unset_env.erase(unset_env.find(env_line), env_line.size());
+  auto m = machine(4, 4, 1, 2, 2);
+  const auto free_entries = rules_on(unset_env, m);
+  ASSERT_NE(entry_of(free_entries, "lightning"), nullptr);
+  EXPECT_EQ(entry_of(free_entries, "lightning")->params.at("t"), ParamValue{std::int64_t{2}});
+  m.omp_env_set = true;
+  const auto inherited = rules_on(unset_env, m);
+  EXPECT_TRUE(entry_of(inherited, "lightning")->from_enqueue);
+}
+
+// lightning_fabric/utilities/distributed.py, _set_num_threads_if_needed: when OMP_NUM_THREADS
+// is unset, torch.set_num_threads(CPUs // local ranks) and OMP_NUM_THREADS to match; no worker.
+TEST(Rules, LightningSetsThreadsOnlyNeverAWorker) {
   const auto e_all = rules_on(k_study, machine(16, 8, 1, 4, 4));
   const auto* e = entry_of(e_all, "lightning");
   ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->params.at("omp"), ParamValue{std::int64_t{4}});
+  EXPECT_EQ(e->params.at("omp"), ParamValue{std::int64_t{4}});      // 16 PUs / 4 local ranks
+  EXPECT_EQ(e->params.at("blas"), ParamValue{});                    // not torch's to set
+  EXPECT_EQ(e->params.at("workers"), ParamValue{std::int64_t{4}});  // as run
+  EXPECT_EQ(e->params.at("bind"), ParamValue{std::string("none")});
+}
+
+// pytorch_lightning/trainer/connectors/data_connector.py, _worker_check: warns when a torch
+// DataLoader has `num_workers < 2 and upper_bound > 1`, upper_bound = max(1, CPUs // local
+// ranks - 1) (lightning_fabric/utilities/data.py, suggested_max_num_workers).
+TEST(Rules, LightningWorkersOnlyWhereLightningsWarningFires) {
+  std::string zero = k_study;
+  zero.replace(zero.find("workers: 4,"), 11, "workers: 0,");
+  // 16 PUs / 4 ranks - 1 = 3 > 1, 0 workers as run: the warning fires, 3 workers.
+  const auto fires = rules_on(zero, machine(16, 8, 1, 4, 4));
+  const auto* e = entry_of(fires, "lightning_workers");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->from_enqueue);
   EXPECT_EQ(e->params.at("workers"), ParamValue{std::int64_t{3}});
-  EXPECT_EQ(e->params.at("bind"), ParamValue{std::string("none")});  // as run
+  EXPECT_EQ(e->params.at("omp"), ParamValue{});  // threads as run
+  // 4 workers as run: no warning.
+  const auto many = rules_on(k_study, machine(16, 8, 1, 4, 4));
+  EXPECT_TRUE(entry_of(many, "lightning_workers")->from_enqueue);
+  // 2 ranks on 2 PUs: the bound is max(1, 2 / 2 - 1) = 1, not above 1: no warning.
+  const auto small = rules_on(zero, machine(2, 2, 1, 2, 2));
+  const auto* s = entry_of(small, "lightning_workers");
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->from_enqueue);
+  EXPECT_EQ(s->params.at("workers"), ParamValue{std::int64_t{0}});
+  EXPECT_NE(text_of(*s, "lightning_workers").find("is not above 1"), std::string::npos)
+      << text_of(*s, "lightning_workers");
+  // An iterator that is no torch DataLoader (the bundled trainer's) is not Lightning's to warn.
+  const std::string trainer = R"(name: s
+launch: {mpirun: {n: 2}}
+command: [prog, '--iterator-workers={w}']
+params:
+  w: [null, 0, 1, 2, 4]
+knobs:
+  w: {knob: trainer_iterator_workers}
+enqueue:
+  - {w: 0}
+)";
+  std::vector<std::string> notes;
+  const auto it = rules_on(trainer, machine(16, 8, 1, 2, 2), &notes);
+  EXPECT_EQ(entry_of(it, "lightning_workers"), nullptr);
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "lightning_workers: the study has no parameter it sets"),
+            notes.end());
 }
 
 TEST(Rules, CoresPerRankSplitsThePhysicalCoresAndBindsWhereARankHasAWholeUnit) {
@@ -126,7 +246,10 @@ TEST(Rules, CoresPerRankSplitsThePhysicalCoresAndBindsWhereARankHasAWholeUnit) {
   EXPECT_EQ(one->params.at("bind"), ParamValue{std::string("core")});
 }
 
-TEST(Rules, OpenMpisDefaultBindsToCoreUpToTwoRanksAndToThePackageAbove) {
+// orte/mca/rmaps/base/rmaps_base_map_job.c (Open MPI 3.x-4.x): with no binding given, core
+// for nprocs <= 2, else NUMA when hwloc has a NUMA node object, else the package; an
+// oversubscribed node clears the default binding (none).
+TEST(Rules, OpenMpisDefaultBindsToCoreUpToTwoRanksAndToTheNumaNodeAbove) {
   const auto two_all = rules_on(k_study, machine(4, 4, 1, 2, 2));
   const auto* two = entry_of(two_all, "openmpi");
   ASSERT_NE(two, nullptr);
@@ -134,7 +257,26 @@ TEST(Rules, OpenMpisDefaultBindsToCoreUpToTwoRanksAndToThePackageAbove) {
   const auto four_all = rules_on(k_study, machine(16, 8, 1, 4, 4));
   const auto* four = entry_of(four_all, "openmpi");
   ASSERT_NE(four, nullptr);
-  EXPECT_EQ(four->params.at("bind"), ParamValue{std::string("socket")});
+  EXPECT_EQ(four->params.at("bind"), ParamValue{std::string("numa")});
+  // SNC-like: 2 packages of 2 NUMA nodes each, 8 ranks: NUMA, not the package.
+  const auto snc_all = rules_on(k_study, machine(64, 32, 2, 8, 8, 4));
+  const auto* snc = entry_of(snc_all, "openmpi");
+  ASSERT_NE(snc, nullptr);
+  EXPECT_EQ(snc->params.at("bind"), ParamValue{std::string("numa")});
+  // 4 ranks on 2 cores: oversubscribed, Open MPI binds nothing.
+  const auto over_all = rules_on(k_study, machine(2, 2, 1, 4, 4));
+  const auto* over = entry_of(over_all, "openmpi");
+  ASSERT_NE(over, nullptr);
+  EXPECT_EQ(over->params.at("bind"), ParamValue{std::string("none")});
+}
+
+TEST(Rules, CoresPerRankBindsAnSncRankToItsNumaNode) {
+  // 2 packages of 2 NUMA nodes, 32 cores, 4 ranks: each rank has a NUMA node of 8 cores.
+  const auto entries = rules_on(k_study, machine(64, 32, 2, 4, 4, 4));
+  const auto* e = entry_of(entries, "cores_per_rank");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->params.at("omp"), ParamValue{std::int64_t{8}});
+  EXPECT_EQ(e->params.at("bind"), ParamValue{std::string("numa")});
 }
 
 TEST(Rules, ARuleThatGivesTheCommandAsRunLabelsTheBaseline) {
@@ -142,7 +284,9 @@ TEST(Rules, ARuleThatGivesTheCommandAsRunLabelsTheBaseline) {
   const auto entries = rules_on(k_study, machine(16, 8, 1, 4, 4));
   ASSERT_FALSE(entries.empty());
   EXPECT_TRUE(entries.front().from_enqueue);
-  EXPECT_EQ(entries.front().rules, std::vector<std::string>{"horovodrun"});
+  // Lightning's worker warning does not fire on 4 workers: that rule labels it too.
+  EXPECT_EQ(entries.front().rules,
+            (std::vector<std::string>{"lightning_workers", "horovodrun"}));
   // A binding left to mpirun (null) is Open MPI's rule already.
   std::string study = k_study;
   study.replace(study.find("bind: none}"), 11, "bind: null}");
@@ -175,7 +319,10 @@ enqueue:
   std::vector<std::string> notes;
   const auto entries = rules_on(study, machine(4, 4, 1, 1, 1), &notes);
   EXPECT_EQ(entries.size(), 1u);
-  EXPECT_EQ(notes.size(), rule_names().size());
+  // torchrun's condition (more than one process per node) does not hold: it labels the command
+  // as run; every other rule has no parameter to set.
+  EXPECT_EQ(entries.front().rules, std::vector<std::string>{"torchrun"});
+  EXPECT_EQ(notes.size(), rule_names().size() - 1);
 }
 
 TEST(Rules, WithoutTheCommandAsRunNoRuleIsGuessed) {
