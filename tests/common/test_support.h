@@ -123,6 +123,20 @@ inline std::vector<search::FrozenTrial> stored_trials(const fs::path& db,
   return trials ? std::move(*trials) : std::vector<search::FrozenTrial>{};
 }
 
+// The user attrs of study `study` in the SQLite database `db`: an empty object (and a test
+// failure) when they cannot be read.
+inline nlohmann::json study_user_attrs(const fs::path& db, const std::string& study) {
+  auto storage = tuner::SqliteStorage::open(db.string());
+  EXPECT_TRUE(storage) << storage.error();
+  if (!storage) return nlohmann::json::object();
+  auto info = (*storage)->get_study(study);
+  EXPECT_TRUE(info) << study;
+  if (!info) return nlohmann::json::object();
+  auto attrs = (*storage)->get_study_user_attrs(info->study_id);
+  EXPECT_TRUE(attrs) << attrs.error().message;
+  return attrs ? *attrs : nlohmann::json::object();
+}
+
 // Waits (bounded) until `path` exists and holds at least `min_bytes` (a file written in one go,
 // as a pid, is then whole; 0 for one made by `touch`): the condition ends the wait, not a fixed
 // delay. Whether it came.

@@ -127,10 +127,10 @@ class LoadE2E : public test_support::TempDirTest {
   LoadE2E() : TempDirTest("tune-load-e2e-") {}
 };
 
-TEST_F(LoadE2E, ATrialBesideABurnerIsMarkedAndMeasuredAgainOnceTheMachineIsQuiet) {
-  // The quiet re-run needs a machine that is quiet once the burner stops: where other work keeps
-  // it busy (a shared machine's builds), the test first waits, a minute at most, for two quiet
-  // half-second samples in a row, as tune itself waits.
+// The quiet re-run needs a machine that is quiet once the burner stops: where other work keeps
+// it busy (a shared machine's builds), a test first waits, a minute at most, for two quiet
+// half-second samples in a row, as tune itself waits.
+void wait_for_a_quiet_machine() {
   const auto sample = live_load_sample(0.5);
   int quiet = 0;
   double busy = 0;
@@ -143,6 +143,24 @@ TEST_F(LoadE2E, ATrialBesideABurnerIsMarkedAndMeasuredAgainOnceTheMachineIsQuiet
   ASSERT_EQ(quiet, 2) << "the machine stayed busy with other work (" << busy
                       << " CPUs' worth) for a minute: this test needs one that is quiet once its "
                          "burner stops";
+}
+
+// Reads tune's output until it waits for a quiet machine, then stops the burner; tune's exit.
+int run_beside(Burner& burner, TuneProcess& tune, bool& waited) {
+  waited = false;
+  while (const auto l = tune.line()) {
+    if (l->starts_with("tune: waiting for the machine to be quiet: ")) {
+      waited = true;
+      break;
+    }
+  }
+  burner.stop();
+  return tune.finish();
+}
+
+TEST_F(LoadE2E, ATrialBesideABurnerIsMarkedAndMeasuredAgainOnceTheMachineIsQuiet) {
+  wait_for_a_quiet_machine();
+  if (HasFatalFailure()) return;
   // A trivial job: 0.4 s asleep, then its value (x), the fake trial's elapsed_time, minimised.
   // The baseline, x = 1, is the best setting and runs first, beside the burner.
   const auto study = test_support::write_file(
@@ -159,14 +177,7 @@ TEST_F(LoadE2E, ATrialBesideABurnerIsMarkedAndMeasuredAgainOnceTheMachineIsQuiet
   TuneProcess tune({TUNE_BIN, "--trials", "3", study});
   ASSERT_TRUE(tune.started());
   bool waited = false;
-  while (const auto l = tune.line()) {
-    if (l->starts_with("tune: waiting for the machine to be quiet: ")) {
-      waited = true;
-      break;
-    }
-  }
-  burner.stop();
-  const int exit_code = tune.finish();
+  const int exit_code = run_beside(burner, tune, waited);
   ASSERT_TRUE(waited) << tune.output();
   ASSERT_EQ(exit_code, 0) << tune.output();
   EXPECT_NE(tune.output().find("(trial 0 was measured under that load)"), std::string::npos)
@@ -205,6 +216,54 @@ TEST_F(LoadE2E, ATrialBesideABurnerIsMarkedAndMeasuredAgainOnceTheMachineIsQuiet
   EXPECT_EQ(best->number, 0);  // x = 1, as measured quietly by trial 1
   for (const FrozenTrial* t : ranked_trials(view))
     EXPECT_TRUE(trusted_run(*t) || !rerun_values_of(view, t->number).empty()) << t->number;
+}
+
+// Issue 48 point 2: the first guess is made from a baseline measured on a quiet machine. Beside
+// the burner the baseline is marked; tune says the guess waits for its quiet re-run, and the
+// guess the study records is worked out from that re-run, its reasoning naming it.
+TEST_F(LoadE2E, ABaselineBesideABurnerGivesNoGuessUntilItsQuietReRun) {
+  wait_for_a_quiet_machine();
+  if (HasFatalFailure()) return;
+  const auto study = test_support::write_file(
+      m_dir / "study.yaml",
+      "name: guess\noutput: " + (m_dir / "out").string() +
+          "\ncommand: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}', --step-ms, 400]\n"
+          "env: {OMP_NUM_THREADS: '{threads}'}\n"
+          "params:\n  x: [1, 2]\n  threads: [null, 1, 2]\n"
+          "enqueue: [{x: 1, threads: null}]\n"
+          "probes: {enabled: true}\n"
+          "load: {wait: 10s}\n");
+  Burner burner;
+  ASSERT_GT(burner.size(), 0u);
+  TuneProcess tune({TUNE_BIN, "--trials", "2", study});
+  ASSERT_TRUE(tune.started());
+  bool waited = false;
+  // The line that the guess waits comes before the wait for a quiet machine.
+  const int exit_code = run_beside(burner, tune, waited);
+  ASSERT_TRUE(waited) << tune.output();
+  ASSERT_EQ(exit_code, 0) << tune.output();
+  const auto& out = tune.output();
+  const auto waits = out.find(
+      "first guess: after trial 1, the baseline measured again on a quiet machine (#0 ran beside ");
+  ASSERT_NE(waits, std::string::npos) << out;
+  EXPECT_LT(waits, out.find("tune: waiting for the machine to be quiet: ")) << out;
+  const auto trials = test_support::stored_trials(m_dir / "out" / "study.db", "guess");
+  ASSERT_GE(trials.size(), 2u) << out;
+  ASSERT_TRUE(measured_under_load(trials[0])) << trials[0].user_attrs.dump();
+  EXPECT_EQ(rerun_of(trials[1]), 0);
+  EXPECT_FALSE(measured_under_load(trials[1])) << trials[1].user_attrs.dump();
+  // No trial was enqueued as a guess before the re-run ended: every guess trial comes after it.
+  for (const auto& t : trials)
+    if (t.system_attrs.value(k_attr_first_guess, false)) EXPECT_GT(t.number, 1) << out;
+  // The study's record of the guess: made from the re-run, and its reasoning says so.
+  const auto attrs = test_support::study_user_attrs(m_dir / "out" / "study.db", "guess");
+  ASSERT_TRUE(attrs.contains(k_attr_study_first_guess)) << attrs.dump() << out;
+  const auto& mark = attrs[k_attr_study_first_guess];
+  EXPECT_EQ(mark.value("from_trial", -1), 1) << mark.dump();
+  ASSERT_TRUE(mark.contains("reasoning")) << mark.dump();
+  EXPECT_TRUE(mark["reasoning"][0].get<std::string>().starts_with(
+      "from trial 1, the baseline #0 measured again on a quiet machine (#0 ran beside "))
+      << mark.dump();
 }
 
 }  // namespace

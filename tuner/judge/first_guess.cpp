@@ -134,6 +134,23 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
         pct(wait), where, pct(k_wait_limit)));
     return g;
   }
+  // The verdict's whole test: a wait over its limit is the settings' only when the threads also
+  // asked for more than `ratio` x the PUs (CPU time plus queue); else another job's work queued
+  // them (probes/sustained.cpp), and the settings are not what to change.
+  if (!oversubscribed) {
+    const auto cpu = number(*decisive, "cpu_rate");
+    const auto queued = number(*decisive, "waiting_threads");
+    const int pus = decisive->value("pu_count", 0);
+    const double ratio = probes::SustainedOptions{}.ratio;
+    g.reasoning.push_back(fmt::format(
+        "no contention of the settings' making: the ranks' threads waited {} of their runnable "
+        "time for a CPU {} (the verdict's limit: {}), but asked for {} on {} PU(s), not the {:.1f}x "
+        "the verdict's demand test needs: other work queued them; the setting as run stays",
+        pct(wait), where, pct(k_wait_limit),
+        cpu && queued ? fmt::format("{:.2f} CPUs' worth", *cpu + *queued) : std::string("no more"),
+        pus, ratio));
+    return g;
+  }
   g.reasoning.push_back(fmt::format(
       "contention: the ranks' threads waited {} of their runnable time for a CPU {} (the "
       "verdict's limit: {}){}",

@@ -4,9 +4,11 @@
 // it, and bench/ judges it against recorded grids. docs/probes.md ("The first guess") has the
 // model with a worked example:
 //
-//   contended  the ranks' own threads waited W >= 25% of their runnable time for a CPU (the
-//              verdict's own limit, probes::SustainedOptions::main_wait_share), or the verdict
-//              says oversubscribed. Else no change.
+//   contended  the verdict says oversubscribed: the ranks' own threads waited W >= 25% of their
+//              runnable time for a CPU (probes::SustainedOptions::main_wait_share) AND asked for
+//              more than 1.2x the PUs (its demand test, so another job's queue is not blamed on
+//              the settings). Else no change. The runner makes the guess from a baseline
+//              measured on a quiet machine only (its quiet re-run, run/first_guess_step.h).
 //   budget     b = physical cores of the node / local ranks (at least 1).
 //   demand     per rank, over the verdict's measured window: each thread group's mean threads x
 //              runnable share (CPUs' worth it asked for, running or queued; duty_cycles);

@@ -16,13 +16,11 @@
 #include "search/sampler_factory.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
-#include "tuner/judge/first_guess.h"
 #include "tuner/judge/ranking.h"
 #include "tuner/judge/summary.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/launch/machine_load.h"
 #include "tuner/launch/rendered_launch.h"
-#include "tuner/launch/rule_machine.h"
 #include "tuner/measure/file_watch.h"
 #include "tuner/measure/log_follower.h"
 #include "tuner/measure/objective.h"
@@ -31,6 +29,7 @@
 #include "tuner/measure/window_follower.h"
 #include "tuner/run/baselines.h"
 #include "tuner/run/kernel_params.h"
+#include "tuner/run/first_guess_step.h"
 #include "tuner/run/load_check.h"
 #include "tuner/run/pending_result.h"
 #include "tuner/run/rerun.h"
@@ -290,11 +289,13 @@ Result<void> StudyRunner::run_one(std::ostream& out, int index, bool* stop) {
                                          m_spec.incumbent_repeats);
   if (!reruns) return std::unexpected(reruns.error());
   if (!m_options.quiet) print_progress(out, index, *trial, *ran);
-  if (ran->launched && m_spec.first_guess) {
-    if (auto r = enqueue_first_guess(out, *trial); !r) return r;
-  }
+  // The load re-run first: a baseline measured under load leaves its guess to that re-run.
   if (ran->load.under_load) {
     if (auto r = enqueue_load_rerun(*trial); !r) return r;
+  }
+  if (ran->launched && m_spec.first_guess) {
+    if (auto r = first_guess_step(out, *m_storage, *m_cache, m_spec, *trial, m_options.quiet); !r)
+      return r;
   }
   return {};
 }
@@ -328,95 +329,6 @@ Result<void> StudyRunner::enqueue_load_rerun(const FrozenTrial& trial) {
                                     {k_attr_rerun_cause, "load"}});
   if (!t) return std::unexpected(t.error().message);
   return to_result(m_cache->sync());
-}
-
-Result<void> StudyRunner::enqueue_first_guess(std::ostream& out, const FrozenTrial& ran) {
-  // Only an enqueued trial can be the baseline: every other trial costs no pass over the study.
-  if (m_cache->is_multi_objective() || !ran.system_attrs.contains(k_attr_fixed_params) ||
-      ran.system_attrs.contains(k_attr_rule_only) || is_rerun(ran))
-    return {};
-  if (auto r = m_cache->sync(); !r) return std::unexpected(r.error().message);
-  const FrozenTrial* base = find_baseline(*m_cache);
-  if (base == nullptr || base->number != ran.number) return {};
-  const auto basis = guess_basis(*base);
-  if (!basis) return {};
-  const auto study_id = m_cache->study().study_id;
-  auto study_attrs = m_storage->get_study_user_attrs(study_id);
-  if (!study_attrs) return std::unexpected(study_attrs.error().message);
-  if (study_attrs->contains(k_attr_study_first_guess)) return {};  // worked out already
-  const auto topo = probes::read_cpu_topology();
-  const RuleMachine machine = rule_machine(m_spec, topo ? &*topo : nullptr);
-  const auto& baseline = basis->params;
-  nlohmann::json mark = {{"from_trial", base->number}, {"change", false}, {"trial", nullptr}};
-  auto guess = first_guess(m_spec, machine, basis->verdict, baseline, basis->value);
-  if (guess) {
-    const auto libraries = base->system_attrs.find(k_attr_probe_libraries);
-    if (libraries != base->system_attrs.end())
-      add_kernel_guess(m_spec, *libraries, basis->verdict, *guess);
-  }
-  if (!guess) {
-    // A verdict the model cannot read is no reason to stop the study: it is said and noted.
-    mark["note"] = guess.error();
-    out << "first guess: none: " << terminal_text(guess.error()) << '\n';
-    return to_result(m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark));
-  }
-  mark["change"] = guess->change;
-  // The study's own record of the guess, as a person reads it beside the trials.
-  mark["reasoning"] = guess->reasoning;
-  if (guess->change)
-    mark["predicted"] = guess->predicted ? nlohmann::json(*guess->predicted) : nlohmann::json();
-  if (!guess->change) {
-    mark["note"] = guess->reasoning.empty() ? std::string() : guess->reasoning.back();
-    if (!m_options.quiet)
-      out << "first guess: no change: " << terminal_text(mark["note"].get<std::string>()) << '\n';
-    return to_result(m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark));
-  }
-  nlohmann::json params = nlohmann::json::object();
-  for (const auto& [name, v] : guess->params) params[name] = search::param_value_to_json(v);
-  const nlohmann::json guess_attrs = {
-      {k_attr_first_guess, true},
-      {k_attr_guess_predicted,
-       guess->predicted ? nlohmann::json(*guess->predicted) : nlohmann::json()},
-      {k_attr_guess_reasoning, guess->reasoning}};
-  // A setting already enqueued or run (the baseline, a rule, the user's own entries) runs once.
-  // A trial still to run is marked as the guess, so the report shows the guess against it.
-  for (const auto& t : m_cache->trials()) {
-    const auto fixed = t.system_attrs.find(k_attr_fixed_params);
-    if (fixed == t.system_attrs.end() || *fixed != params) continue;
-    mark["note"] = fmt::format("the guess is trial {}'s setting, already enqueued", t.number);
-    if (!t.is_finished()) {
-      auto marked = mark_as_guess(t.trial_id, guess_attrs);
-      if (!marked) return std::unexpected(marked.error());
-      if (*marked) mark["trial"] = t.number;
-    }
-    if (!m_options.quiet)
-      out << fmt::format("first guess: {} (trial {}, already enqueued)\n",
-                         terminal_text(first_guess_line(*guess, baseline)), t.number);
-    if (auto r = m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark); !r)
-      return std::unexpected(r.error().message);
-    return to_result(m_cache->sync());
-  }
-  nlohmann::json attrs = guess_attrs;
-  attrs[k_attr_fixed_params] = params;
-  auto t = m_storage->create_trial(study_id, TrialState::waiting, attrs);
-  if (!t) return std::unexpected(t.error().message);
-  mark["trial"] = t->number;
-  if (auto r = m_storage->set_study_user_attr(study_id, k_attr_study_first_guess, mark); !r)
-    return std::unexpected(r.error().message);
-  if (!m_options.quiet)
-    out << fmt::format("first guess, trial {}: {}\n", t->number,
-                       terminal_text(first_guess_line(*guess, baseline)));
-  return to_result(m_cache->sync());
-}
-
-Result<bool> StudyRunner::mark_as_guess(std::int64_t trial_id, const nlohmann::json& attrs) {
-  for (const auto& [key, value] : attrs.items()) {
-    auto r = m_storage->set_trial_system_attr(trial_id, key, value);
-    // A trial another worker finished meanwhile keeps what it has: the study's note names it.
-    if (!r && r.error().lost_trial()) return false;
-    if (!r) return std::unexpected(r.error().message);
-  }
-  return true;
 }
 
 void StudyRunner::wait_for_quiet(std::ostream& out) {

@@ -134,14 +134,6 @@ class StudyRunner {
   // it, enqueued while this run may still wait for a quiet machine (at most k_max_load_reruns
   // per trial).
   Result<void> enqueue_load_rerun(const search::FrozenTrial& trial);
-  // After the baseline (judge/ranking.h find_baseline) ran with a probe verdict: the first guess
-  // (judge/first_guess.h), enqueued once per study (study user attr k_attr_study_first_guess)
-  // when it changes the setting and no trial has it yet (an unfinished one that has it is marked
-  // as the guess instead); a line says what was done.
-  Result<void> enqueue_first_guess(std::ostream& out, const search::FrozenTrial& trial);
-  // Sets the guess's attributes on an unfinished trial that has its setting; false when another
-  // worker finished it first.
-  Result<bool> mark_as_guess(std::int64_t trial_id, const nlohmann::json& attrs);
   // Before the next trial, when it is such a re-run: waits until the machine is quiet, within
   // what is left of `load.wait` (and of --time-limit), saying so.
   void wait_for_quiet(std::ostream& out);

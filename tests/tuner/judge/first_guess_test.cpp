@@ -131,6 +131,28 @@ TEST(FirstGuess, AnUncontendedBaselineProposesNoChange) {
   EXPECT_EQ(first_guess_json(*g)["predicted"], nlohmann::json());
 }
 
+// Issue 48: a wait over the limit is the settings' only when the threads also asked for more
+// than the PUs (the verdict's demand test); another job's queue on those CPUs is not. The
+// uncontended verdict, its first cpuset's wait raised to 40% as a burner beside it would.
+TEST(FirstGuess, AWaitWithoutTheDemandTestIsNoContentionOfTheSettings) {
+  const auto spec = spec_of(study("[1, 2]", "{threads: 1, workers: 0, bind_to: null}"));
+  const auto base = baseline_params(spec);
+  auto v = verdict("pytorch_opencv_uncontended_verdict.json");
+  v["sustained"]["loads"][0]["main_wait_share"] = 0.4;
+  ASSERT_FALSE(v.value("observed_oversubscribed", true));
+  const auto g = first_guess(spec, machine(2, 2, 2), v, *base, 1605.0);
+  ASSERT_TRUE(g) << g.error();
+  EXPECT_FALSE(g->change);
+  EXPECT_EQ(g->params, *base);
+  ASSERT_EQ(g->reasoning.size(), 1u);
+  // cpu_rate 1.42 + waiting_threads 0.662 on 2 PUs: 2.08 CPUs' worth, under 1.2 x 2.
+  EXPECT_TRUE(g->reasoning[0].starts_with(
+      "no contention of the settings' making: the ranks' threads waited 40% of their runnable "
+      "time for a CPU on all their PUs (the verdict's limit: 25%), but asked for 2.08 CPUs' "
+      "worth on 2 PU(s), not the 1.2x the verdict's demand test needs"))
+      << g->reasoning[0];
+}
+
 TEST(FirstGuess, ValuesAreClampedIntoTheDomainsAndSaidSo) {
   const auto spec = spec_of(study("{type: int, low: 2, high: 4}"));
   const auto g =

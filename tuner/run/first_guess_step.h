@@ -1,0 +1,25 @@
+// The runner's first-guess step (issue 39; issue 48: from a quiet baseline only): when the
+// baseline ends measured on a quiet machine, the guess (judge/first_guess.h) is worked out from
+// its verdict and enqueued; when it ends measured under load, the guess waits for its quiet
+// re-run (the load re-run the runner enqueued) and is made from that, its reasoning naming the
+// re-run; when no quiet measurement will come, none is made, and the study says why. Free
+// functions over the storage, the cache and the ended trial; not thread-safe with respect to them.
+#pragma once
+
+#include <ostream>
+
+#include "search/trial.h"
+#include "tuner/base/result.h"
+#include "tuner/storage/storage.h"
+#include "tuner/storage/study_cache.h"
+#include "tuner/study/study_file.h"
+
+namespace tune::tuner {
+
+// After `ran` ended: works out and enqueues the first guess when `ran` is the baseline or a load
+// re-run of it and the study has none yet (study user attr k_attr_study_first_guess records the
+// outcome once). Prints a line to `out` unless `quiet` (the waiting and the "none" lines always).
+Result<void> first_guess_step(std::ostream& out, Storage& storage, StudyCache& cache,
+                              const StudySpec& spec, const search::FrozenTrial& ran, bool quiet);
+
+}  // namespace tune::tuner
