@@ -438,9 +438,12 @@ TEST_F(TuneE2E, QuickstartStudyRunsTheBundledTrainer) {
   auto o = run_tune({"--trials", "3", study});
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   auto ts = test_support::stored_trials(m_dir / "out" / "study.db", "quickstart");
+  // The rule baselines (and a first guess) the three trials left enqueued wait for the next run.
+  std::erase_if(ts, [](const search::FrozenTrial& t) { return t.state == TrialState::waiting; });
   ASSERT_EQ(ts.size(), 3u);
-  // Trial 0 is the enqueued framework-defaults baseline.
+  // Trial 0 is the enqueued framework-defaults baseline; the rules' trials come right after.
   EXPECT_TRUE(ts[0].system_attrs.contains(k_attr_fixed_params));
+  EXPECT_TRUE(ts[1].system_attrs.contains(k_attr_rules)) << ts[1].system_attrs.dump();
   int complete = 0;
   for (const auto& t : ts) {
     if (t.state == TrialState::complete) {

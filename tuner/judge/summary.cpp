@@ -220,19 +220,6 @@ std::string format_params(const FrozenTrial& trial) {
 
 namespace {
 
-// The parameters as `digits` asks: 4 significant digits (format_params), or exact.
-std::string params_text(const FrozenTrial& trial, SummaryDigits digits) {
-  if (digits == SummaryDigits::live) return format_params(trial);
-  std::vector<std::string> words;
-  for (const auto& [name, internal] : trial.params) {
-    const auto it = trial.distributions.find(name);
-    if (it == trial.distributions.end()) continue;
-    words.push_back(name + '=' +
-                    search::param_value_to_string(search::to_external(it->second, internal)));
-  }
-  return fmt::format("{}", fmt::join(words, " "));
-}
-
 // A line of the summary: whole for `tune best`, fitted to the live width in a run's summary.
 std::string summary_line(const std::string& line, SummaryDigits digits) {
   return (digits == SummaryDigits::live ? fit_width(line, k_live_width) : line) + '\n';
@@ -262,7 +249,7 @@ void print_front(std::ostream& out, const search::StudyView& study,
     }
     out << summary_line(
         fmt::format("  #{}  {}{}  {}", t->number, shown, t->is_feasible() ? "" : "  (infeasible)",
-                    params_text(*t, digits)),
+                    format_params(*t)),
         digits);
   }
 }
@@ -299,8 +286,7 @@ static void write_best(std::ostream& out, const search::StudyView& study,
   for (const auto& [name, internal] : best->params) {
     const auto external = search::to_external(best->distributions.at(name), internal);
     out << summary_line(
-        fmt::format("  {} = {}", name,
-                    live ? format_param_value(external) : search::param_value_to_string(external)),
+        fmt::format("  {} = {}", name, format_param_value(external)),
         digits);
   }
 }

@@ -1,7 +1,8 @@
 // Short study summaries: the line after each trial, the end-of-run block, `tune best` and `tune
 // trials`. Which trial is best is decided by the ranking rules (tuner/judge/ranking.h), the same
 // for every output. Live output (the trial lines, the end-of-run block) fits k_live_width columns
-// and prints numbers to 4 significant digits with their unit where known; `tune best` is exact. The
+// and prints numbers to 4 significant digits with their unit where known; `tune best` prints the
+// objective values exactly; parameters are printed as a person reads them everywhere. The
 // full report (formats, importance, plots) is report.h; this is the plain text a terminal user sees
 // after every run. Pure functions over a StudyView. Everything they print (progress_line, the
 // print_ functions) has passed terminal_text (tuner/base/text.h): no control byte from a name, a
@@ -92,8 +93,9 @@ std::string format_values(const std::vector<double>& values);  // "0.5, 12.3"
 std::string describe_objectives(const search::StudyView& study,
                                 const std::vector<std::string>& names = {});
 
-// How precise the summary's numbers are: `tune best` prints the best parameters exactly (to copy
-// them); the end-of-run block prints them as the live lines do, and fits k_live_width.
+// How precise the summary's numbers are: `tune best` prints the objective values exactly; the
+// end-of-run block prints them as the live lines do, and fits k_live_width. Parameters are
+// printed to 4 significant digits in both (exported scripts keep them exact).
 enum class SummaryDigits { exact, live };
 
 // The counts, the best trial (print_best), then how noisy one run is and whether the best's

@@ -259,7 +259,7 @@ void write_head_and_summary(std::ostream& out, const ReportData& d) {
     open_table(out, "best-params");
     out << "<tr><th>param</th><th>value</th></tr>\n";
     for (const auto& p : d.best->params)
-      out << "<tr><td>" << e(p.name) << "</td><td>" << e(p.text) << "</td></tr>\n";
+      out << "<tr><td>" << e(p.name) << "</td><td>" << e(p.short_text) << "</td></tr>\n";
     close_table(out);
   } else {
     out << "<p>No completed trial yet.</p>\n";

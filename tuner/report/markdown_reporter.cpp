@@ -80,7 +80,7 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
     if (const auto ran = programs_text(*d.best); !ran.empty())
       out << "Ran: " << markdown_code(ran) << "\n\n";
     out << md_row({"param", "value"}) << md_row({"---", "---"});
-    for (const auto& p : d.best->params) out << md_row({md(p.name), md(p.text)});
+    for (const auto& p : d.best->params) out << md_row({md(p.name), md(p.short_text)});
   } else {
     out << "No completed trial yet.\n";
   }

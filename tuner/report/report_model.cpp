@@ -99,8 +99,7 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
     const auto d = t.distributions.find(name);
     const auto external =
         search::to_external(d != t.distributions.end() ? d->second : dist, p->second);
-    r.params.push_back({name, search::param_value_to_json(external),
-                        search::param_value_to_string(external), format_param_value(external)});
+    r.params.push_back({name, search::param_value_to_json(external), format_param_value(external)});
   }
   if (auto it = t.user_attrs.find(k_attr_wall_time); it != t.user_attrs.end() && it->is_number())
     r.wall_s = it->get<double>();

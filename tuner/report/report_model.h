@@ -46,8 +46,9 @@ inline constexpr int k_report_schema_version = 3;
 struct ReportParam {
   std::string name;
   nlohmann::json value;    // external value (null, bool, number or string)
-  std::string text;        // exact, as the best trial's table prints it: "4", "0.8845535403584667"
-  std::string short_text;  // in tables and parameter lists: floats to 4 significant digits
+  // As a person reads it, in every table and list: floats to 4 significant digits ("32", not
+  // "31.999999999999986"); `value` keeps the exact number (JSON, exported scripts).
+  std::string short_text;
 };
 
 struct ReportTrial {

@@ -75,7 +75,7 @@ void write_best_and_speedup(std::ostream& out, const ReportData& d) {
     out << "  chosen by: " << d.best_basis << '\n';
     if (const auto caveat = best_caveat(d); !caveat.empty()) out << "  " << caveat << '\n';
     if (const auto ran = programs_text(*d.best); !ran.empty()) out << "  ran: " << ran << '\n';
-    for (const auto& p : d.best->params) out << fmt::format("  {} = {}\n", p.name, p.text);
+    for (const auto& p : d.best->params) out << fmt::format("  {} = {}\n", p.name, p.short_text);
   }
   out << "\nBaseline (first enqueued trial)\n";
   if (d.baseline) {

@@ -201,6 +201,8 @@ TEST(ProgressLine, AWallTimeObjectiveIsNotPrintedTwiceAndFrontsAreCapped) {
   EXPECT_EQ(best_so_far(front), "front #0 #1 #2 #3 #4 #5 +3");
 }
 
+// Issue 48: parameters are printed with the digits a person reads everywhere (exported scripts
+// keep them exact); `tune best` prints the objective values exactly.
 TEST(Summary, LiveDigitsForTheRunAndExactValuesForTuneBest) {
   search::VectorStudyView study(Direction::minimize);
   study.mutable_trials().push_back(many_params_trial(0));
@@ -211,8 +213,7 @@ TEST(Summary, LiveDigitsForTheRunAndExactValuesForTuneBest) {
       << live.str();
   EXPECT_NE(live.str().find("\n  bucket_mb = 0.8846\n"), std::string::npos) << live.str();
   EXPECT_TRUE(exact.str().starts_with("best trial: #0  value: 1.23457\n")) << exact.str();
-  EXPECT_NE(exact.str().find("\n  bucket_mb = 0.8845535403584667\n"), std::string::npos)
-      << exact.str();
+  EXPECT_NE(exact.str().find("\n  bucket_mb = 0.8846\n"), std::string::npos) << exact.str();
 }
 
 TEST(Summary, NumbersAndUnits) {
