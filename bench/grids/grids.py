@@ -5,8 +5,20 @@ A grid file (bench/grids/JOB/grid.json, written by record.py) holds, besides the
 where it came from: `axes` ([[name, [choices]]], the study's parameters), `direction`,
 `baseline` (the command as run: the study's first `enqueue:` entry), `rules` (the rule
 baselines tune enqueued: [{"rules", "rule_texts", "params"}]), `points` ([{"params", "runs",
-"median"}], a failed run null) and `baseline_verdicts` (the baseline's `probe_verdict` in each
-round, null where the probes stored none).
+"median", "verdicts"}], a failed run null) and `baseline_verdicts` (the baseline's
+`probe_verdict` in each round, null where the probes stored none).
+
+Since 2026-12-07 (VERDICTS_SINCE) a grid also scores the verdicts per round: a point's
+`verdicts`, one per round beside its `runs` (null where the point did not run), each {"trial"
+(its number in the round's study), "flagged" (the observed verdict, `observed_oversubscribed`;
+null without one), "main_wait_share", "helper_wait_share" (the ranks' own threads' and their
+helpers' share of their runnable time spent waiting for a CPU, the verdict's `sustained` record;
+null where not measured)}, plus {"slowed", "against", "ratio"} once tune report's per-trial JSON
+carries the verdict's cost (judge/verdict_cost.h; slowed null: not scored); and
+`verdict_quality`, one per round: `tune report --format json`'s object for the round's study
+({"trials" (scored), "unscored", "true_positive", "false_positive", "false_negative",
+"true_negative", "precision", "recall", "noise_known", "contradictions"}), null where tune could
+not report it. A grid recorded before has neither key.
 """
 import itertools
 import json
@@ -19,6 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SCHEMA_VERSION = 1
 WITHIN = 0.05  # a pick counts once its grid median is within 5% of the grid's best median
+VERDICTS_SINCE = "2026-12-07"  # grids recorded since hold `verdicts` per point, `verdict_quality`
+CONFUSION = ("true_positive", "false_positive", "false_negative", "true_negative")
 
 
 class InputError(Exception):
@@ -132,6 +146,13 @@ class Grid:
         self.best = self.medians[self.best_key]
         self.baseline = data["baseline"]
         self.rules = data.get("rules", [])
+        quality = data.get("verdict_quality")
+        if quality is not None and not isinstance(quality, list):
+            raise InputError(f"{path}: key 'verdict_quality': a list (one per round), not "
+                             f"{type(quality).__name__}")
+        for i, p in enumerate(data["points"]):
+            if not isinstance(p.get("verdicts", []), list):
+                raise InputError(f"{path}: key 'points[{i}].verdicts': a list (one per round)")
 
     def size(self):
         return len(self.runs)
@@ -165,6 +186,37 @@ class Grid:
     def better(self, a, b):
         """Whether observed value a beats b (b None: anything beats it)."""
         return b is None or (a > b if self.maximize else a < b)
+
+    def verdicts_recorded(self):
+        """Whether the recording scored the verdicts per round (see the module's docstring)."""
+        return "verdict_quality" in self.data
+
+    def verdict_quality(self):
+        """The rounds' verdict quality pooled: {"rounds", "rounds_reported", "trials", "unscored",
+        the four counts, "precision", "recall"} (precision None when nothing was flagged, recall
+        None when nothing was slowed); None for a grid recorded before VERDICTS_SINCE."""
+        if not self.verdicts_recorded():
+            return None
+        rounds = [q for q in self.data["verdict_quality"] if isinstance(q, dict)]
+        out = {"rounds": len(self.data["verdict_quality"]), "rounds_reported": len(rounds)}
+        for k in ("trials", "unscored") + CONFUSION:
+            out[k] = sum(int(q.get(k) or 0) for q in rounds)
+        tp, fp, fn = out["true_positive"], out["false_positive"], out["false_negative"]
+        out["precision"] = tp / (tp + fp) if tp + fp else None
+        out["recall"] = tp / (tp + fn) if tp + fn else None
+        return out
+
+    def point_verdicts(self):
+        """[(params, round, verdict summary)] over every point and round that has one."""
+        return [(p["params"], r, v) for p in self.data["points"]
+                for r, v in enumerate(p.get("verdicts") or []) if isinstance(v, dict)]
+
+    def labelled_waits(self):
+        """[(main_wait_share, slowed)] of the point verdicts that have both: what a wait
+        threshold is fitted and scored on. Empty where tune's report gave no per-trial cost."""
+        return [(v["main_wait_share"], bool(v["slowed"])) for _, _, v in self.point_verdicts()
+                if isinstance(v.get("main_wait_share"), (int, float))
+                and v.get("slowed") is not None]
 
 
 def decode_param(value, distribution_json):

@@ -4,26 +4,31 @@
   /usr/bin/python3 bench/grids/record.py JOB [--rounds 3] [--out bench/grids/JOB/grid.json]
   /usr/bin/python3 bench/grids/record.py JOB --merge GRID.json GRID.json ... [--out FILE]
 
-JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, elk, lammps). The grid is the
-product of the study's parameter domains. Each round is one study, `grid-JOB-pP-rR`, whose
-`enqueue:` entries are every point of the grid: the command as run (the study's first entry)
-first, as `rules: all` needs it, then the others shuffled with seed R, so every point runs once
-per round and the rounds interleave. tune launches each point exactly as it launches a trial,
-probes on, and computes the rule baselines (labels on the grid's own points). The values, the
-rule baselines and the baseline's `probe_verdict` are read from the study's database (Optuna's
-schema, sqlite3). Run it on a quiet machine: tune's load check re-runs a point measured under
-load (`--no-load-check` turns it off, for a quick try on a busy machine). The work folder
-(--work, default tune-out/grids/JOB) keeps the database: an interrupted recording resumes.
+JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, elk, lammps, numpy). The
+grid is the product of the study's parameter domains. Each round is one study, `grid-JOB-pP-rR`,
+whose `enqueue:` entries are every point of the grid: the command as run (the study's first
+entry) first, as `rules: all` needs it, then the others shuffled with seed R, so every point runs
+once per round and the rounds interleave. tune launches each point exactly as it launches a
+trial, probes on, and computes the rule baselines (labels on the grid's own points). The values,
+the rule baselines, the baseline's `probe_verdict` and every point's verdict (flagged or not, the
+ranks' own threads' and their helpers' wait shares) are read from the study's database (Optuna's
+schema, sqlite3); the round's `verdict_quality` (the verdicts against the job's own figure) from
+`tune report --format json` on the round's study. Run it on a quiet machine: tune's load check
+re-runs a point measured under load (`--no-load-check` turns it off, for a quick try on a busy
+machine). The work folder (--work, default tune-out/grids/JOB) keeps the database: an
+interrupted recording resumes.
 
 --merge records nothing: it joins grid files of the job recorded on the same machine (the same
 axes, direction and host), each point's runs one after the other, into one grid of all their
 rounds (a job whose runs vary by more than 5% needs more than 3 for its best to hold still); the
-newest file's rule baselines and study stand, and `sessions` lists each file's date, commit,
-rounds and recording time.
+newest file's rule baselines and study stand, `sessions` lists each file's date, commit,
+rounds and recording time, and the points' verdicts and the rounds' `verdict_quality` follow their
+runs (null for the rounds of a file recorded before they were).
 
 Writes the grid file (see bench/grids/grids.py): the machine (`tune probe`, lscpu, lstopo),
-the date, tune's commit, every point's runs and median, the rule baselines, the baseline's
-verdicts and the direction. Exit status: 0 done, 1 a run of tune failed, 2 bad input.
+the date, tune's commit, every point's runs, median and verdicts, the rule baselines, the
+baseline's verdicts, each round's verdict quality and the direction. Exit status: 0 done, 1 a
+run of tune failed, 2 bad input.
 """
 import argparse
 import datetime
@@ -40,10 +45,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grids  # noqa: E402
 
 # The order in which tune enqueues the rule baselines (tuner/study/rules.cpp rule_names).
-RULE_ORDER = ["torchrun", "lightning", "horovodrun", "openmpi", "cores_per_rank"]
+RULE_ORDER = ["torchrun", "lightning", "lightning_workers", "horovodrun", "openmpi", "cores_per_rank"]
 # Seconds one point takes here on a quiet machine (launch, run, probes, tune's own work), for
 # the estimate printed before recording; a job not listed is taken at 8 s.
-SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 6.5, "elk": 3.0}
+SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 6.5, "elk": 3.0,
+                   "numpy": 5.0}
 
 
 def round_study(spec, job_dir, name, entries, work, load_check):
@@ -101,9 +107,9 @@ def run_round(tune, path, db_path, name, n_entries):
 
 
 def round_runs(trials, axes):
-    """{point key: the round's value of it (None: failed)}, and the baseline trial's verdict
-    and the rule baselines as this round's study stored them."""
-    values, rules, verdict_by_key = {}, [], {}
+    """{point key: the round's value of it (None: failed)}, the rule baselines as this round's
+    study stored them, and {point key: the trial that gave the value}."""
+    values, rules, trial_by_key = {}, [], {}
     for t in trials:
         if "confirm_of" in t["system"] or t["state"] not in ("COMPLETE", "FAIL"):
             continue  # a re-run stands in its original's value; a waiting trial never ran
@@ -111,7 +117,7 @@ def round_runs(trials, axes):
         if k in values:
             continue
         values[k] = t["value"] if t["state"] == "COMPLETE" else None
-        verdict_by_key[k] = t["system"].get("probe_verdict")
+        trial_by_key[k] = t
         if t["user"].get("measured_under_load") and "search_value" not in t["user"]:
             print(f"  note: trial {t['number']} {k} stays measured under load", file=sys.stderr)
     for t in trials:
@@ -124,7 +130,72 @@ def round_runs(trials, axes):
     # enqueues them: in a round they label grid points wherever the shuffle put them.
     rules.sort(key=lambda r: min((RULE_ORDER.index(n) if n in RULE_ORDER else len(RULE_ORDER))
                                  for n in r["rules"] or [""]))
-    return values, rules, verdict_by_key
+    return values, rules, trial_by_key
+
+
+def wait_shares(verdict):
+    """(main, helper): the ranks' own threads' and their helpers' share of their runnable time
+    spent waiting for a CPU, as tuner/judge/verdict_cost.cpp read_wait_shares reads them from a
+    stored probe_verdict: the sustained figure over every rank, else (a verdict stored before it)
+    the largest of the cpusets' own; None where run-queue delays were not measured."""
+    sustained = verdict.get("sustained") if isinstance(verdict, dict) else None
+    if not isinstance(sustained, dict):
+        return None, None
+    main = number(sustained.get("main_wait_share"))
+    helper = number(sustained.get("helper_wait_share"))
+    if main is None:
+        shares = [number(load.get("main_wait_share")) for load in sustained.get("loads") or []
+                  if isinstance(load, dict)]
+        main = max((x for x in shares if x is not None), default=None)
+    return main, helper
+
+
+def number(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def verdict_summary(trial, reported):
+    """A point's verdict in one round (a grid file's `points[].verdicts[r]`, grids.py): the trial,
+    flagged (the observed verdict; None without one), the wait shares, and, when the report's
+    trial carries the verdict's cost (`verdict_cost`, judge/verdict_cost.h), slowed (None: no
+    comparable trial or not judged, as tune report scores it), the comparable trial it was judged
+    against and its ratio."""
+    verdict = trial["system"].get("probe_verdict")
+    flagged = verdict.get("observed_oversubscribed") if isinstance(verdict, dict) else None
+    main, helper = wait_shares(verdict)
+    out = {"trial": trial["number"],
+           "flagged": flagged if isinstance(flagged, bool) else None,
+           "main_wait_share": main, "helper_wait_share": helper}
+    if reported and "verdict_cost" in reported:
+        cost = reported["verdict_cost"]
+        scored = (isinstance(cost, dict) and isinstance(cost.get("against"), int)
+                  and cost["against"] >= 0)
+        out["slowed"] = bool(cost.get("slowed")) if scored else None
+        out["against"] = cost["against"] if scored else None
+        out["ratio"] = cost.get("ratio") if scored else None
+    return out
+
+
+def round_report(tune, db_path, name):
+    """tune's JSON report of the round's study: (its verdict_quality, {trial number: the report's
+    trial}); (None, {}) with a note when tune could not report it (the round's runs stand)."""
+    argv = [tune, "report", "--format", "json", "--no-importance", "--study", name, db_path]
+    report, why = None, ""
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        if r.returncode == 0:
+            report = json.loads(r.stdout)
+        else:
+            why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
+        why = str(e)
+    if not isinstance(report, dict):
+        print(f"  note: {name}: no verdict quality, `{' '.join(argv)}` failed: {why}",
+              file=sys.stderr)
+        return None, {}
+    trials = {t["number"]: t for t in report.get("trials") or []
+              if isinstance(t, dict) and isinstance(t.get("number"), int)}
+    return report.get("verdict_quality"), trials
 
 
 def command_text(argv):
@@ -181,21 +252,33 @@ def merge(job, paths, out):
         grids.fail(f"{paths[0]}: a grid of job {first.get('job')!r}, not {job!r}")
     newest = max(grids_in, key=lambda g: g.get("date", ""))
     axes = [(n, cs) for n, cs in first["axes"]]
-    runs = {}
-    for g in sorted(grids_in, key=lambda g: g.get("date", "")):
+    runs, point_verdicts, qualities = {}, {}, []
+    by_date = sorted(grids_in, key=lambda g: g.get("date", ""))
+    for g in by_date:
         for pt in g["points"]:
-            runs.setdefault(grids.key(pt["params"], axes), (pt["params"], []))[1].extend(pt["runs"])
+            k = grids.key(pt["params"], axes)
+            runs.setdefault(k, (pt["params"], []))[1].extend(pt["runs"])
+            # A file recorded before the points' verdicts were: null for each of its runs.
+            vs = pt.get("verdicts") or []
+            point_verdicts.setdefault(k, []).extend(vs + [None] * (len(pt["runs"]) - len(vs)))
+        qs = g.get("verdict_quality") or []
+        qualities.extend(qs + [None] * (g.get("rounds", 0) - len(qs)))
+    with_verdicts = any("verdict_quality" in g for g in grids_in)
     record = dict(newest)
     record["rounds"] = sum(g.get("rounds", 0) for g in grids_in)
     record["sessions"] = [{k: g.get(k) for k in ("date", "tune_commit", "rounds", "recording_s")}
-                          for g in sorted(grids_in, key=lambda g: g.get("date", ""))]
+                          for g in by_date]
     record["recording_s"] = round(sum(g.get("recording_s", 0) for g in grids_in), 1)
-    record["baseline_verdicts"] = [v for g in sorted(grids_in, key=lambda g: g.get("date", ""))
-                                   for v in g.get("baseline_verdicts", [])]
+    record["baseline_verdicts"] = [v for g in by_date for v in g.get("baseline_verdicts", [])]
     record["points"] = [{"params": params, "runs": rs,
                          "median": (statistics.median(v) if (v := [x for x in rs if x is not None])
                                     else None)}
                         for params, rs in runs.values()]
+    record.pop("verdict_quality", None)
+    if with_verdicts:
+        record["verdict_quality"] = qualities
+        for pt in record["points"]:
+            pt["verdicts"] = point_verdicts[grids.key(pt["params"], axes)]
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(record, f, indent=1)
@@ -257,7 +340,8 @@ def main():
     print(f"  work folder {work}, grid file {out}", flush=True)
     start = time.monotonic()
     runs = {grids.key(p, axes): [] for p in points}
-    rules, verdicts = None, []
+    point_verdicts = {k: [] for k in runs}
+    rules, verdicts, qualities = None, [], []
     for r in range(a.rounds):
         rest = points[1:]
         random.Random(r).shuffle(rest)
@@ -271,12 +355,17 @@ def main():
             yaml.safe_dump(round_study(spec, job_dir, name, entries, work, not a.no_load_check),
                            f, sort_keys=False, default_flow_style=None, width=100)
         run_round(a.tune, study_file, db_path, name, len(entries))
-        values, round_rules, verdict_by_key = round_runs(grids.read_study(db_path, name), axes)
+        values, round_rules, trial_by_key = round_runs(grids.read_study(db_path, name), axes)
+        quality, reported = round_report(a.tune, db_path, name)
         for k in runs:
             runs[k].append(values.get(k))
+            t = trial_by_key.get(k)
+            point_verdicts[k].append(verdict_summary(t, reported.get(t["number"])) if t else None)
         if rules is None:
             rules = round_rules
-        verdicts.append(verdict_by_key.get(grids.key(baseline, axes)))
+        base = trial_by_key.get(grids.key(baseline, axes))
+        verdicts.append(base["system"].get("probe_verdict") if base else None)
+        qualities.append(quality)
         spent = time.monotonic() - start
         print(f"round {r + 1} of {a.rounds} done: {spent:.0f} s so far, about "
               f"{spent / (r + 1) * (a.rounds - r - 1):.0f} s to go (tune's output: "
@@ -298,9 +387,11 @@ def main():
         "machine": machine(a.tune),
         "rules": rules or [],
         "baseline_verdicts": verdicts,
+        "verdict_quality": qualities,
         "points": [{"params": p, "runs": runs[grids.key(p, axes)],
                     "median": (statistics.median(v) if (v := [x for x in runs[grids.key(p, axes)]
-                                                              if x is not None]) else None)}
+                                                              if x is not None]) else None),
+                    "verdicts": point_verdicts[grids.key(p, axes)]}
                    for p in points],
     }
     os.makedirs(os.path.dirname(out), exist_ok=True)

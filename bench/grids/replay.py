@@ -2,7 +2,8 @@
 """Replays recorded grids: how many trials each search needs to pick a setting within 5% of the
 grid's best, and how far tune's first guess is from it.
 
-  /usr/bin/python3 bench/grids/replay.py [--seeds 10] [--json FILE] [JOB | GRID.json ...]
+  /usr/bin/python3 bench/grids/replay.py [--seeds 10] [--json FILE] [--verdicts-only]
+                                         [JOB | GRID.json ...]
 
 Default: every bench/grids/*/grid*.json (record.py writes grid.json; a grid recorded on another
 machine sits beside it under another name, e.g. grid-16core.json). Per grid and seed, four searches
@@ -21,6 +22,19 @@ baseline's stored probe verdict (the round whose baseline run is the median of i
 tune has no `guess` command, the default is the search without a guess, and the table says so.
 Prints one row per grid (median and range over the seeds), then the time it took. --no-rules
 starts every search from the command as run alone (what the samplers find by themselves).
+
+Then, per grid, the probes' verdicts against the job's own figure: the recorded rounds'
+`verdict_quality` (tune report's, one study a round) pooled, TP/FP/FN/TN summed over the rounds:
+precision (of the flagged trials, how many were slowed: a comparable trial, the same but for
+smaller pools, better beyond the noise or by 10%) and recall (of the slowed, how many were
+flagged); a grid recorded before the recorder kept them says so. And a leave-one-job-out check
+of the verdict's wait threshold (25%, fitted in-sample on the DataLoader job): for each job held
+out, the threshold on the ranks' own threads' wait share (1% steps) with the best F1 on the other
+jobs' recorded points (ties to the lower), scored on the held-out job's points; it needs each
+point's slowed label, which the recorder keeps only once tune's JSON report gives each trial's
+verdict cost, and says what is missing until then. --verdicts-only prints these alone, running no
+search (seconds, no tune run). bench/grids/testdata/synthetic-verdicts.json and
+synthetic-verdicts-other.json are two invented grids with these keys, a self-test of both.
 """
 import argparse
 import glob
@@ -231,8 +245,127 @@ def label(grid, path):
     return grid.job if stem in ("grid", grid.job) else f"{grid.job} ({stem})"
 
 
-def replay_grid(a, grid_path, folder):
-    grid = grids.Grid(grid_path)
+THRESHOLD_NOW = 0.25  # the verdict's wait limit (probes/sustained.h main_wait_share)
+NO_SLOWED_LABEL = (
+    "no grid's points carry a slowed label: tune report's JSON gives each study's "
+    "verdict_quality but no trial's verdict cost; record.py keeps each point's slowed and "
+    "against once the report's trials carry `verdict_cost` (tuner/judge/verdict_cost.h's "
+    "VerdictCost, in tuner/report/json_reporter.cpp's trial_json) and the grids are re-recorded")
+
+
+def share_text(part, whole, none):
+    """'33% (2 of 6)', or `none` when the denominator is 0."""
+    return none if whole == 0 else f"{100 * part / whole:.0f}% ({part} of {whole})"
+
+
+def quality_text(tp, fp, fn):
+    return (f"precision {share_text(tp, tp + fp, 'none flagged')}, "
+            f"recall {share_text(tp, tp + fn, 'none slowed')}")
+
+
+def verdict_row(grid):
+    """The verdicts against the job's own figure, pooled over the grid's recorded rounds."""
+    q = grid.verdict_quality()
+    if q is None:
+        return {"recorded": False, "pooled": None,
+                "text": f"verdicts: not recorded per point (recorded before "
+                        f"{grids.VERDICTS_SINCE}); re-record to score"}
+    judged = q["trials"] + q["unscored"]
+    rounds = (f"over {q['rounds']} round{'s' if q['rounds'] != 1 else ''}"
+              if q["rounds_reported"] == q["rounds"] else
+              f"over {q['rounds_reported']} of {q['rounds']} rounds (the others recorded before "
+              f"{grids.VERDICTS_SINCE}, or not reported)")
+    if q["trials"] == 0:
+        why = ("no trial had both a verdict and a value" if judged == 0 else
+               "no comparable trial, the same but for smaller pools")
+        text = f"verdicts: none of {judged} scored ({why}), {rounds}"
+    else:
+        text = ("verdicts: "
+                + quality_text(q["true_positive"], q["false_positive"], q["false_negative"])
+                + f", {q['trials']} of {judged} scored, {rounds}")
+    return {"recorded": True, "pooled": q, "text": text}
+
+
+def confusion(points, threshold):
+    """(tp, fp, fn, tn) of flagging a point when its wait share is at least the threshold."""
+    counts = [0, 0, 0, 0]
+    for share, slowed in points:
+        flagged = share >= threshold - 1e-9
+        counts[(0 if slowed else 1) if flagged else (2 if slowed else 3)] += 1
+    return tuple(counts)
+
+
+def fit_threshold(points):
+    """(threshold, F1): the 1%-step threshold with the best F1 on the points, the lower on ties."""
+    best = None
+    for pct in range(1, 101):
+        tp, fp, fn, _ = confusion(points, pct / 100)
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+        if best is None or f1 > best[1] + 1e-12:
+            best = (pct / 100, f1)
+    return best
+
+
+def threshold_check(loaded):
+    """Leave one job out: per job, the threshold fitted on the other jobs' labelled points and
+    its score on the job's own; {"possible": False, "reason"} where the points are missing."""
+    by_job = {}
+    for grid in loaded:
+        by_job.setdefault(grid.job, []).extend(grid.labelled_waits())
+    by_job = {j: pts for j, pts in by_job.items() if pts}
+    if not by_job:
+        return {"possible": False, "reason": NO_SLOWED_LABEL, "held_out": []}
+    if len(by_job) < 2:
+        return {"possible": False, "held_out": [],
+                "reason": f"it needs the labelled points of 2 or more jobs; only "
+                          f"{', '.join(by_job)} has them"}
+    held_out = []
+    for job, own in sorted(by_job.items()):
+        others = sorted(j for j in by_job if j != job)
+        train = [p for j in others for p in by_job[j]]
+        row = {"job": job, "fitted_on": others, "fit_points": len(train), "points": len(own),
+               "now": dict(zip(grids.CONFUSION, confusion(own, THRESHOLD_NOW)))}
+        if not any(slowed for _, slowed in train):
+            row.update(threshold=None, f1=None, scored=None,
+                       note="the other jobs have no slowed point: nothing to fit")
+        else:
+            threshold, f1 = fit_threshold(train)
+            row.update(threshold=threshold, f1=f1,
+                       scored=dict(zip(grids.CONFUSION, confusion(own, threshold))))
+        held_out.append(row)
+    return {"possible": True, "reason": None, "held_out": held_out}
+
+
+def threshold_lines(check):
+    head = ("The verdict's wait threshold, leave one job out (flagged: the ranks' own threads "
+            "waited at least the threshold; fitted by F1 on the other jobs' points, ties to the "
+            f"lower; today's {100 * THRESHOLD_NOW:.0f}% was fitted in-sample):")
+    if not check["possible"]:
+        return [head, f"  not possible: {check['reason']}"]
+    lines = [head]
+    for r in check["held_out"]:
+        now = r["now"]
+        at_now = (f"today's {100 * THRESHOLD_NOW:.0f}% on the same share: "
+                  + quality_text(now["true_positive"], now["false_positive"],
+                                 now["false_negative"]))
+        if r["threshold"] is None:
+            lines.append(f"  {r['job']} (held out): no threshold ({r['note']}); {at_now}")
+            continue
+        sc = r["scored"]
+        lines.append(f"  {r['job']} (held out): threshold {100 * r['threshold']:.0f}% (fitted on "
+                     f"{', '.join(r['fitted_on'])}: F1 {r['f1']:.2f} over {r['fit_points']} "
+                     f"points); on its {r['points']} points "
+                     + quality_text(sc["true_positive"], sc["false_positive"],
+                                    sc["false_negative"])
+                     + f"; {at_now}")
+    return lines
+
+
+def replay_grid(a, grid, grid_path, folder):
+    verdicts = verdict_row(grid)
+    if a.verdicts_only:
+        return {"job": label(grid, grid_path), "grid": grid_path, "points": grid.size(),
+                "verdicts": verdicts}
     cap = grid.size()
     rules = [] if a.no_rules else [r["params"] for r in grid.rules]
     entries = dedupe([grid.baseline] + rules, grid.axes)
@@ -271,6 +404,7 @@ def replay_grid(a, grid_path, folder):
         "run_noise": grid.run_noise(), "points_within": grid.points_within(),
         "trials_to_within": {s: counts[s] for s in STRATEGIES},
         "summary": {s: summary(counts[s], cap) for s in STRATEGIES},
+        "verdicts": verdicts,
     }
 
 
@@ -308,10 +442,12 @@ def main():
                     "command as run alone, without the rule baselines (the samplers' own share)")
     ap.add_argument("--tune", default=os.path.join(grids.ROOT, "build", "bin", "tune"))
     ap.add_argument("--keep", help="keep the replay studies in this folder (default: a temporary one)")
+    ap.add_argument("--verdicts-only", action="store_true", help="only the verdicts' precision and "
+                    "recall and the threshold check, no search")
     a = ap.parse_args()
     if a.seeds < 1:
         grids.fail("--seeds: at least 1")
-    if not os.access(a.tune, os.X_OK):
+    if not a.verdicts_only and not os.access(a.tune, os.X_OK):
         grids.fail(f"{a.tune}: no tune binary there (build it: scripts/build.sh)")
     paths = []
     for g in a.grids:
@@ -327,7 +463,7 @@ def main():
                        "(/usr/bin/python3 bench/grids/record.py JOB, JOB one of "
                        f"{', '.join(grids.jobs())})")
     start = time.monotonic()
-    rows = []
+    rows, loaded = [], []
     with tempfile.TemporaryDirectory(prefix="tune-replay-") as tmp:
         folder = os.path.abspath(a.keep) if a.keep else tmp
         os.makedirs(folder, exist_ok=True)
@@ -338,26 +474,44 @@ def main():
             sub = os.path.join(folder, f"{i}-{os.path.basename(os.path.dirname(os.path.abspath(p)))}")
             os.makedirs(sub, exist_ok=True)  # a folder per grid: two grids of a job may share names
             try:
-                rows.append(replay_grid(a, p, sub))
+                loaded.append(grids.Grid(p))
+                rows.append(replay_grid(a, loaded[-1], p, sub))
             except grids.InputError as e:
                 grids.fail(str(e))
             r = rows[-1]
-            print(f"{r['job']}: " + ", ".join(f"{s} {r['summary'][s]}" for s in STRATEGIES)
-                  + f" ({time.monotonic() - start:.0f} s)", flush=True)
+            if not a.verdicts_only:
+                print(f"{r['job']}: " + ", ".join(f"{s} {r['summary'][s]}" for s in STRATEGIES)
+                      + f" ({time.monotonic() - start:.0f} s)", flush=True)
+    if not a.verdicts_only:
+        print()
+        print_table(rows)
+        medians = {s: [statistics.median(r["trials_to_within"][s]) for r in rows]
+                   for s in STRATEGIES}
+        close = [r["guess"]["distance"] is not None and r["guess"]["distance"] <= 0.15
+                 for r in rows]
+        print("goal, a median of at most 6 trials on every grid: "
+              + ", ".join(f"{s} {'met' if max(medians[s]) <= 6 else 'not met'}"
+                          for s in STRATEGIES)
+              + f"; the first guess within 15% of the best on {sum(close)} of {len(rows)} "
+              "grid(s) (goal: 3 of 4)")
     print()
-    print_table(rows)
-    medians = {s: [statistics.median(r["trials_to_within"][s]) for r in rows] for s in STRATEGIES}
-    close = [r["guess"]["distance"] is not None and r["guess"]["distance"] <= 0.15 for r in rows]
-    print("goal, a median of at most 6 trials on every grid: "
-          + ", ".join(f"{s} {'met' if max(medians[s]) <= 6 else 'not met'}" for s in STRATEGIES)
-          + f"; the first guess within 15% of the best on {sum(close)} of {len(rows)} grid(s) "
-          "(goal: 3 of 4)")
+    print("The probes' verdicts against each job's own figure (tune report's verdict_quality, "
+          "pooled over the recorded rounds):")
+    for r in rows:
+        print(f"  {r['job']}: {r['verdicts']['text']}")
+    check = threshold_check(loaded)
+    print()
+    print("\n".join(threshold_lines(check)))
     took = time.monotonic() - start
-    print(f"\n{len(rows)} grid(s), {a.seeds} seeds each, "
-          f"{'from the command as run alone' if a.no_rules else 'the rule baselines enqueued'}, "
-          f"in {took:.0f} s")
+    if a.verdicts_only:
+        print(f"\n{len(rows)} grid(s), verdicts only, in {took:.0f} s")
+    else:
+        print(f"\n{len(rows)} grid(s), {a.seeds} seeds each, "
+              f"{'from the command as run alone' if a.no_rules else 'the rule baselines enqueued'}"
+              f", in {took:.0f} s")
     if a.json:
-        doc = {"schema_version": grids.SCHEMA_VERSION, "seconds": round(took, 1), "grids": rows}
+        doc = {"schema_version": grids.SCHEMA_VERSION, "seconds": round(took, 1), "grids": rows,
+               "threshold_check": check}
         if a.json == "-":
             json.dump(doc, sys.stdout, indent=1)
             print()
