@@ -16,6 +16,20 @@ json opt(const std::optional<double>& v) {
 
 json opt_text(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+// A trial's verdict cost (judge/verdict_cost.h); null where it was not judged.
+json cost_json(const std::optional<VerdictCost>& c) {
+  if (!c) return nullptr;
+  return {{"flagged", c->flagged},
+          {"main_wait_share", opt(c->main_wait_share)},
+          {"helper_wait_share", opt(c->helper_wait_share)},
+          {"comparable", c->comparable},
+          {"against", c->against},
+          {"smaller_pools", c->smaller_pools},
+          {"ratio", c->ratio},
+          {"noise_known", c->noise_known},
+          {"slowed", c->slowed}};
+}
+
 json trial_json(const ReportTrial& r) {
   json params = json::object();
   for (const auto& p : r.params) params[p.name] = p.value;
@@ -42,7 +56,8 @@ json trial_json(const ReportTrial& r) {
           {"cpu_time", opt_text(r.cpu_time)},
           {"oversubscribed", r.oversubscribed ? json(*r.oversubscribed) : nullptr},
           {"external_cpus", opt(r.external_cpus)},
-          {"measured_under_load", r.under_load}};
+          {"measured_under_load", r.under_load},
+          {"verdict_cost", cost_json(r.cost)}};
 }
 
 json speedup_json(const std::optional<SpeedupEstimate>& speedup) {

@@ -1,5 +1,6 @@
 #include "tuner/report/report_model.h"
 
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -549,6 +550,9 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   if (study.is_multi_objective()) add_front(folded, data);
   data.prediction = prediction_quality(study.trials());
   data.figure = figure_quality(study);
+  const auto costs = verdict_costs(study);
+  for (auto& r : data.trials)
+    if (const auto it = costs.find(r.number); it != costs.end()) r.cost = it->second;
   return data;
 }
 

@@ -30,6 +30,7 @@
 #include "tuner/judge/prediction_quality.h"
 #include "tuner/judge/ranking.h"
 #include "tuner/judge/summary.h"
+#include "tuner/judge/verdict_cost.h"
 #include "tuner/launch/program_identity.h"
 
 namespace tune::tuner {
@@ -75,6 +76,9 @@ struct ReportTrial {
   // ..." (probes::read_cpu_time), or why it was not sampled; "" = the verdict says nothing of it.
   std::string cpu_time;
   std::optional<bool> oversubscribed;  // observed by the probes (else predicted)
+  // What its queueing cost, judged by a comparable trial (judge/verdict_cost.h), where it was
+  // judged: the JSON report's per-trial figure (bench/grids records it per grid point).
+  std::optional<VerdictCost> cost;
   // CPUs' worth used outside the study while it ran (user attr external_cpu), when measured;
   // whether that was above the study's limit (measured under load: not ranked on its own run).
   std::optional<double> external_cpus;

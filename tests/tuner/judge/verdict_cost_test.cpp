@@ -2,10 +2,14 @@
 // pools), and the verdicts' precision and recall scored only where such a trial exists.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "search/trial.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/prediction_quality.h"
 #include "tuner/judge/verdict_cost.h"
+#include "tuner/report/report_model.h"
+#include "tuner/report/reporter.h"
 
 namespace tune::tuner {
 namespace {
@@ -124,6 +128,34 @@ TEST(VerdictCost, AContendedTrialWhoseSmallerPoolsRanFasterBeyondTheNoiseIsCount
             "verdicts against the job's own figure, 2 of 4 trials scored (those with a comparable "
             "trial, the same but for smaller pools): precision 100% (2 of 2), recall 100% (2 of "
             "2) (slowed: a comparable trial better beyond the noise)");
+}
+
+// Issue 48: the JSON report carries each judged trial's cost, so a recorded grid keeps per point
+// whether it was slowed (bench/grids/record.py), not only the totals.
+TEST(VerdictCost, TheJsonReportCarriesEachJudgedTrialsCost) {
+  auto v = study_of({
+      {{{"threads", 2}}, 100, true, {{"blas", 2}}, 0.66},  // #0
+      {{{"threads", 1}}, 200, false, {{"blas", 1}}},       // #1
+      {{{"threads", 2}}, 102, true, {{"blas", 2}}, 0.62},  // #2
+      {{{"threads", 1}}, 197, false, {{"blas", 1}}},       // #3
+  });
+  const search::SearchSpace space = {{"threads", search::FloatDistribution{1, 2, false, {}}}};
+  for (auto& t : v.mutable_trials()) t.distributions["threads"] = space.front().second;
+  ReportOptions options;
+  options.importance = false;
+  std::ostringstream out;
+  auto reporter = make_reporter("json");
+  ASSERT_TRUE(reporter) << reporter.error();
+  (*reporter)->write(out, build_report(v, "demo", space, options));
+  const auto j = nlohmann::json::parse(out.str());
+  const auto& t0 = j["trials"][0];
+  ASSERT_TRUE(t0["verdict_cost"].is_object()) << t0.dump();
+  EXPECT_EQ(t0["verdict_cost"]["against"], 1);
+  EXPECT_EQ(t0["verdict_cost"]["slowed"], true);
+  EXPECT_EQ(t0["verdict_cost"]["flagged"], true);
+  EXPECT_NEAR(t0["verdict_cost"]["main_wait_share"].get<double>(), 0.66, 1e-9);
+  // #1 has no comparable trial with smaller pools: judged, against none, not slowed.
+  EXPECT_EQ(j["trials"][1]["verdict_cost"]["against"], -1);
 }
 
 // The DDP job: each rank's one torch thread beside OpenBLAS's pool, the threads queued 66%, and
