@@ -320,10 +320,11 @@ class Keeper {
   // it when it learns of the end.
   void report_cpu(Clock::time_point exited) {
     const auto busy = read_busy_cpu();
-    if (!busy || !m_busy_at_start || busy->ns < m_busy_at_start->ns) return;
+    if (!busy || !m_busy_at_start) return;
+    const auto used = busy_since(*m_busy_at_start, *busy);
+    if (!used) return;
     const auto window = std::chrono::duration_cast<std::chrono::nanoseconds>(exited - m_started);
-    const BusyCpu used{busy->ns - m_busy_at_start->ns, busy->lines};
-    send_line(m_control, keeper_cpu_line(static_cast<std::uint64_t>(window.count()), used,
+    send_line(m_control, keeper_cpu_line(static_cast<std::uint64_t>(window.count()), *used,
                                          tree_cpu_ns(), self_cpu_ns()) +
                              "\n");
   }

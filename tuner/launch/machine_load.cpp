@@ -69,6 +69,7 @@ std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat, const std::v
                                       double tick_ns) {
   std::istringstream in(proc_stat);
   std::optional<std::uint64_t> aggregate;
+  std::vector<std::pair<int, std::uint64_t>> per_cpu;
   std::uint64_t allowed_ticks = 0;
   int cpu_lines = 0, allowed_lines = 0;
   for (std::string line; std::getline(in, line);) {
@@ -88,19 +89,33 @@ std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat, const std::v
     }
     ++cpu_lines;
     const int index = std::atoi(name.c_str() + 3);
-    if (allowed && std::find(allowed->begin(), allowed->end(), index) != allowed->end()) {
+    if (allowed == nullptr || std::find(allowed->begin(), allowed->end(), index) != allowed->end()) {
       allowed_ticks += busy;
       ++allowed_lines;
+      per_cpu.emplace_back(index, static_cast<std::uint64_t>(static_cast<double>(busy) * tick_ns));
     }
   }
   // Every CPU allowed: the aggregate line, rounded once instead of once per CPU.
   if (allowed == nullptr || allowed_lines == cpu_lines) {
     if (!aggregate) return std::nullopt;
-    return BusyCpu{static_cast<std::uint64_t>(static_cast<double>(*aggregate) * tick_ns), 1};
+    return BusyCpu{static_cast<std::uint64_t>(static_cast<double>(*aggregate) * tick_ns), 1,
+                   std::move(per_cpu)};
   }
   if (allowed_lines == 0) return std::nullopt;
   return BusyCpu{static_cast<std::uint64_t>(static_cast<double>(allowed_ticks) * tick_ns),
-                 allowed_lines};
+                 allowed_lines, std::move(per_cpu)};
+}
+
+std::optional<BusyCpu> busy_since(const BusyCpu& before, const BusyCpu& after) {
+  if (after.ns < before.ns) return std::nullopt;
+  BusyCpu used{after.ns - before.ns, after.lines, {}};
+  for (const auto& [cpu, ns] : after.per_cpu) {
+    const auto was = std::find_if(before.per_cpu.begin(), before.per_cpu.end(),
+                                  [cpu](const auto& p) { return p.first == cpu; });
+    if (was == before.per_cpu.end() || ns < was->second) continue;
+    used.per_cpu.emplace_back(cpu, ns - was->second);
+  }
+  return used;
 }
 
 std::vector<int> allowed_cpus() {
@@ -118,6 +133,11 @@ std::optional<BusyCpu> read_busy_cpu() {
   const std::vector<int> allowed = allowed_cpus();
   return parse_busy_cpu(read_proc_file("/proc/stat"), allowed.empty() ? nullptr : &allowed,
                         clock_tick_ns());
+}
+
+std::optional<BusyCpu> read_busy_cpu(const std::vector<int>& cpus) {
+  if (cpus.empty()) return read_busy_cpu();
+  return parse_busy_cpu(read_proc_file("/proc/stat"), &cpus, clock_tick_ns());
 }
 
 std::uint64_t tree_cpu_ns() {
@@ -142,10 +162,14 @@ std::uint64_t self_cpu_ns() {
 
 std::string keeper_cpu_line(std::uint64_t window_ns, const BusyCpu& busy, std::uint64_t tree_ns,
                             std::uint64_t keeper_ns) {
-  return "cpu " + std::to_string(window_ns) + " " + std::to_string(busy.ns) + " " +
-         std::to_string(busy.lines) + " " + std::to_string(tree_ns) + " " +
-         std::to_string(keeper_ns) + " " +
-         std::to_string(static_cast<std::uint64_t>(clock_tick_ns()));
+  std::string line = "cpu " + std::to_string(window_ns) + " " + std::to_string(busy.ns) + " " +
+                     std::to_string(busy.lines) + " " + std::to_string(tree_ns) + " " +
+                     std::to_string(keeper_ns) + " " +
+                     std::to_string(static_cast<std::uint64_t>(clock_tick_ns()));
+  for (std::size_t i = 0; i < busy.per_cpu.size(); ++i)
+    line += (i == 0 ? " " : ",") + std::to_string(busy.per_cpu[i].first) + ":" +
+            std::to_string(busy.per_cpu[i].second);
+  return line;
 }
 
 std::optional<TrialCpu> parse_keeper_cpu_line(const std::string& words) {
@@ -161,6 +185,22 @@ std::optional<TrialCpu> parse_keeper_cpu_line(const std::string& words) {
   cpu.tree_s = static_cast<double>(tree) / 1e9;
   cpu.keeper_s = static_cast<double>(keeper) / 1e9;
   cpu.tick_s = static_cast<double>(tick) / 1e9;
+  // Each CPU's busy time, "CPU:NS,CPU:NS": a word that does not parse leaves the list empty.
+  std::string list;
+  if (in >> list) {
+    std::istringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      const auto colon = item.find(':');
+      char* end = nullptr;
+      const long index = colon == std::string::npos ? -1 : std::strtol(item.c_str(), &end, 10);
+      if (index < 0 || end != item.c_str() + colon) {
+        cpu.per_cpu_busy_s.clear();
+        break;
+      }
+      cpu.per_cpu_busy_s.emplace_back(static_cast<int>(index),
+                                      std::strtod(item.c_str() + colon + 1, nullptr) / 1e9);
+    }
+  }
   return cpu;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tune::tuner {
@@ -26,13 +27,19 @@ namespace tune::tuner {
 struct BusyCpu {
   std::uint64_t ns = 0;
   int lines = 0;
+  // Each CPU summed, by its number (its own line, in ns): what a trial's ranks' CPUs alone used
+  // is summed from these (tuner/run/load_check.h).
+  std::vector<std::pair<int, std::uint64_t>> per_cpu;
 };
 // The CPUs this process (and so a trial it starts) may run on (sched_getaffinity); empty when
 // the mask cannot be read.
 std::vector<int> allowed_cpus();
 // The aggregate line when this process may use every CPU, else the sum of its CPUs' own lines;
-// none when /proc/stat cannot be read.
+// none when /proc/stat cannot be read. With `cpus`: the sum of those CPUs' lines.
 std::optional<BusyCpu> read_busy_cpu();
+std::optional<BusyCpu> read_busy_cpu(const std::vector<int>& cpus);
+// `after` less `before`, CPU by CPU (per_cpu; none when a counter went back).
+std::optional<BusyCpu> busy_since(const BusyCpu& before, const BusyCpu& after);
 // The same from /proc/stat's text and the CPUs allowed (none: every CPU), for tests.
 std::optional<BusyCpu> parse_busy_cpu(const std::string& proc_stat, const std::vector<int>* allowed,
                                       double tick_ns);
@@ -57,9 +64,13 @@ struct TrialCpu {
   double keeper_s = 0;   // the keeper itself (copying the trial's output)
   double tune_s = 0;     // tune itself over the trial: its monitor, watcher and waiting threads
   double tick_s = 0.01;  // one /proc/stat tick
+  // The busy time of each CPU tune may use over the span (CPU number, seconds); empty from a
+  // keeper that did not send it.
+  std::vector<std::pair<int, double>> per_cpu_busy_s;
 };
 
-// The keeper's line: "cpu WINDOW_NS BUSY_NS LINES TREE_NS KEEPER_NS TICK_NS" (no newline).
+// The keeper's line: "cpu WINDOW_NS BUSY_NS LINES TREE_NS KEEPER_NS TICK_NS CPU:NS,CPU:NS..."
+// (no newline; the last word lists each CPU's busy time, busy.per_cpu).
 std::string keeper_cpu_line(std::uint64_t window_ns, const BusyCpu& busy, std::uint64_t tree_ns,
                             std::uint64_t keeper_ns);
 // The figures of such a line (its words after "cpu"); none when it does not parse.

@@ -9,9 +9,52 @@
 #include <string_view>
 #include <thread>
 
+#include "probes/topology.h"
 #include "tuner/base/trial_attrs.h"
 
 namespace tune::tuner {
+
+namespace {
+
+// The union of the ranks' cpusets the verdict saw (each rank's "allowed_pus"); empty when a
+// rank's is not there.
+std::vector<int> ranks_cpus(const nlohmann::json& verdict) {
+  std::vector<int> all;
+  const auto ranks = verdict.is_object() ? verdict.find("ranks") : verdict.end();
+  if (!verdict.is_object() || ranks == verdict.end() || !ranks->is_array() || ranks->empty())
+    return {};
+  for (const auto& r : *ranks) {
+    const auto pus = r.find("allowed_pus");
+    if (pus == r.end() || !pus->is_string()) return {};
+    const auto list = probes::parse_cpu_list(pus->get<std::string>());
+    if (list.empty()) return {};
+    all.insert(all.end(), list.begin(), list.end());
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+// The busy time of the ranks' CPUs alone, where they are fewer than the CPUs the keeper summed
+// and it sent each one's: `cpu` and `j` (its CPUs and their count) are changed then.
+void restrict_to_ranks(const nlohmann::json& verdict, TrialCpu& cpu, LoadJudgement& j) {
+  const auto cpus = ranks_cpus(verdict);
+  if (cpus.empty() || cpus.size() >= cpu.per_cpu_busy_s.size()) return;
+  double busy = 0;
+  int lines = 0;
+  for (const auto& [index, s] : cpu.per_cpu_busy_s) {
+    if (!std::binary_search(cpus.begin(), cpus.end(), index)) continue;
+    busy += s;
+    ++lines;
+  }
+  if (lines != static_cast<int>(cpus.size())) return;  // a rank's CPU the keeper did not read
+  cpu.busy_s = busy;
+  cpu.busy_lines = lines;
+  j.cpus = cpus;
+  j.usable_cpus = static_cast<double>(cpus.size());
+}
+
+}  // namespace
 
 double load_limit(const LoadSpec& spec, double usable_cpus) {
   return std::max(spec.max_external_cpus, spec.max_external_share * usable_cpus);
@@ -39,9 +82,11 @@ LoadJudgement judge_load(const LoadSpec& spec, const std::optional<TrialCpu>& cp
       if (n > 0) j.rank_cpu_share = sum / n;
     }
   }
+  std::optional<TrialCpu> judged = cpu;
+  if (judged && !judged->per_cpu_busy_s.empty()) restrict_to_ranks(probe_verdict, *judged, j);
   j.limit = load_limit(spec, j.usable_cpus);
-  if (!cpu) return j;
-  const auto load = external_load(*cpu);
+  if (!judged) return j;
+  const auto load = external_load(*judged);
   if (!load) return j;
   j.external_cpus = load->cpus;
   j.uncertainty = load->uncertainty;
@@ -62,6 +107,8 @@ void add_load_attrs(const LoadJudgement& load, nlohmann::json& user_attrs) {
     user_attrs[k_attr_measured_under_load] = {{"external_cpus", round3(*load.external_cpus)},
                                               {"uncertainty", round3(load.uncertainty)},
                                               {"limit", round3(load.limit)}};
+    if (!load.cpus.empty())
+      user_attrs[k_attr_measured_under_load]["cpus"] = probes::format_cpu_list(load.cpus);
   }
 }
 
@@ -108,13 +155,13 @@ QuietWait wait_until_quiet(const LoadSample& sample, double step_s, double limit
   return wait;
 }
 
-LoadSample live_load_sample(double step_s) {
-  return [step_s]() -> std::optional<double> {
-    const auto busy_before = read_busy_cpu();
+LoadSample live_load_sample(double step_s, std::vector<int> cpus) {
+  return [step_s, cpus]() -> std::optional<double> {
+    const auto busy_before = read_busy_cpu(cpus);
     const auto self_before = self_cpu_ns();
     const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(step_s));
-    const auto busy_after = read_busy_cpu();
+    const auto busy_after = read_busy_cpu(cpus);
     const auto self_after = self_cpu_ns();
     if (!busy_before || !busy_after || busy_after->ns < busy_before->ns) return std::nullopt;
     TrialCpu cpu;

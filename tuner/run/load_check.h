@@ -24,6 +24,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,18 +42,23 @@ struct LoadJudgement {
   double uncertainty = 0;                // the reading's resolution, same unit
   std::optional<double> rank_cpu_share;  // mean CPU of one rank (1.0 = a whole CPU), probes
   double usable_cpus = 0;                // the CPUs its ranks may use
+  // The CPUs the busy time was summed over: the union of the ranks' cpusets where the verdict
+  // names them and the keeper sent each CPU's time (empty: every CPU tune may use).
+  std::vector<int> cpus;
   double limit = 0;                      // load_limit(spec, usable_cpus)
   bool under_load = false;               // judged so (never when spec.check is false)
 };
 
 // From the launch's CPU figures and the probes' verdict (system attr probe_verdict: its "pus",
-// and each rank's "mean_cpu_pct"; null when the probes did not run); `allowed_cpus` is the
-// number of CPUs tune may use, the ranks' CPUs when the verdict does not say.
+// each rank's "allowed_pus" and "mean_cpu_pct"; null when the probes did not run);
+// `allowed_cpus` is the number of CPUs tune may use, the ranks' CPUs when the verdict does not
+// say. The machine's busy time is that of the ranks' CPUs alone where both are known (a job
+// bound to 4 cores of a 128-PU node is judged by those 4, against a limit from those 4).
 LoadJudgement judge_load(const LoadSpec& spec, const std::optional<TrialCpu>& cpu,
                          const nlohmann::json& probe_verdict, int allowed_cpus);
 
 // The user attrs it stores: k_attr_external_cpu, k_attr_rank_cpu_share, and
-// k_attr_measured_under_load when under load.
+// k_attr_measured_under_load when under load (with "cpus", the CPUs judged, where a subset).
 void add_load_attrs(const LoadJudgement& load, nlohmann::json& user_attrs);
 
 // "measured under load: 1.9 CPUs of other work (limit 0.25)", for the live line.
@@ -75,8 +81,9 @@ using LoadSample = std::function<std::optional<double>()>;
 QuietWait wait_until_quiet(const LoadSample& sample, double step_s, double limit, double budget_s,
                            int trial_number, std::ostream& out, const std::function<bool()>& stop);
 
-// The live sampler: the machine's busy CPU time less tune's own over `step_s` seconds.
-LoadSample live_load_sample(double step_s);
+// The live sampler: the busy CPU time of `cpus` (empty: every CPU tune may use) less tune's own
+// over `step_s` seconds.
+LoadSample live_load_sample(double step_s, std::vector<int> cpus = {});
 
 // `load:` as the study file says, unless the environment says TUNE_LOAD_CHECK=off (or 0, false):
 // then the load is recorded and never judged, as for `load: off` (test suites that share a busy

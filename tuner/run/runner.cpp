@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "probes/topology.h"
 #include "search/pruner.h"
@@ -344,14 +345,17 @@ void StudyRunner::wait_for_quiet(std::ostream& out) {
   if (next == nullptr || !next->system_attrs.contains(k_attr_rerun_cause)) return;
   const auto of = rerun_of(*next);
   if (!of) return;
-  // The limit the trial was judged by, and the load it was measured under.
+  // The limit the trial was judged by, the CPUs it was judged on, and the load it was measured
+  // under.
   double limit = m_load.max_external_cpus;
+  std::vector<int> cpus;
   int measured = *of;
   for (const auto& t : m_cache->trials()) {
     if (t.number != *of && rerun_of(t) != *of) continue;
     const auto it = t.user_attrs.find(k_attr_measured_under_load);
     if (it == t.user_attrs.end() || !it->is_object()) continue;
     limit = it->value("limit", limit);
+    cpus = probes::parse_cpu_list(it->value("cpus", std::string()));
     measured = std::max(measured, t.number);  // the latest
   }
   double budget = m_load.wait_s - m_load_waited_s;
@@ -360,9 +364,13 @@ void StudyRunner::wait_for_quiet(std::ostream& out) {
                                   std::chrono::duration<double>(Clock::now() - m_started).count());
   if (budget <= 0) return;
   constexpr double k_step_s = 0.5;
-  const auto wait = wait_until_quiet(live_load_sample(k_step_s), k_step_s, limit, budget, measured,
-                                     out, [] { return interrupted(); });
+  // The wait is said once per run, not before each re-run.
+  std::ostringstream unsaid;
+  const auto wait = wait_until_quiet(live_load_sample(k_step_s, cpus), k_step_s, limit, budget,
+                                     measured, m_wait_said ? unsaid : out,
+                                     [] { return interrupted(); });
   m_load_waited_s += wait.waited_s;
+  m_wait_said = m_wait_said || wait.said;
   if (!wait.said || interrupted()) return;
   if (wait.quiet) {
     out << fmt::format("tune: the machine is quiet after {}; trial {} is measured again\n",

@@ -159,6 +159,7 @@ class StudyRunner {
   bool m_machine_read = false;
   LoadSpec m_load;             // the study's `load:`, unless TUNE_LOAD_CHECK=off (load_check.h)
   double m_load_waited_s = 0;  // spent of m_load.wait_s by this run
+  bool m_wait_said = false;    // the waiting line was printed (once per run)
 };
 
 }  // namespace tune::tuner

@@ -57,6 +57,22 @@ TEST(MachineLoad, TheKeepersLineCarriesItsFigures) {
   EXPECT_FALSE(parse_keeper_cpu_line("0 1 1 1 1 1"));  // no window
 }
 
+TEST(MachineLoad, TheKeepersLineCarriesEachCpusBusyTime) {
+  const BusyCpu before{3'000'000'000, 1, {{0, 1'000'000'000}, {1, 2'000'000'000}}};
+  const BusyCpu after{8'000'000'000, 1, {{0, 2'000'000'000}, {1, 6'000'000'000}}};
+  const auto used = busy_since(before, after);
+  ASSERT_TRUE(used);
+  EXPECT_EQ(used->ns, 5'000'000'000u);
+  const auto line = keeper_cpu_line(2'000'000'000, *used, 1'000'000'000, 0);
+  const auto cpu = parse_keeper_cpu_line(line.substr(4));
+  ASSERT_TRUE(cpu) << line;
+  ASSERT_EQ(cpu->per_cpu_busy_s.size(), 2u) << line;
+  EXPECT_EQ(cpu->per_cpu_busy_s[1].first, 1);
+  EXPECT_DOUBLE_EQ(cpu->per_cpu_busy_s[1].second, 4);
+  // A counter that went back is no reading.
+  EXPECT_FALSE(busy_since(after, before));
+}
+
 TrialCpu figures(double window, double busy, double tree, double keeper, double tune) {
   TrialCpu c;
   c.window_s = window;
@@ -103,6 +119,35 @@ TEST(LoadCheck, TheLimitIsTheLargerOfTheFloorAndTheShareOfTheRanksCpus) {
   EXPECT_FALSE(big.rank_cpu_share);
   const auto small = judge_load(spec, figures(10, 50, 40, 0, 0), nullptr, 2);
   EXPECT_TRUE(small.under_load);
+}
+
+// Issue 48: on a big node a job bound to a few cores is judged by those cores alone, against a
+// limit from them: other work on the rest of the machine is not its load.
+TEST(LoadCheck, TheRanksCpusetsAloneAreJudged) {
+  const LoadSpec spec;
+  // 8 CPUs over 10 s: the ranks on 0-1 used 20 CPU-s (their tree), a build on 4-7 used 40.
+  TrialCpu c = figures(10, 60, 20, 0, 0);
+  for (int i = 0; i < 8; ++i) c.per_cpu_busy_s.emplace_back(i, i < 2 ? 10.0 : i >= 4 ? 10.0 : 0.0);
+  const nlohmann::json verdict = {{"pus", 2},
+                                  {"ranks", {{{"allowed_pus", "0"}}, {{"allowed_pus", "1"}}}}};
+  const auto quiet = judge_load(spec, c, verdict, 8);
+  EXPECT_EQ(quiet.cpus, (std::vector<int>{0, 1}));
+  ASSERT_TRUE(quiet.external_cpus);
+  EXPECT_NEAR(*quiet.external_cpus, 0, 1e-9);
+  EXPECT_FALSE(quiet.under_load);
+  // The same build on CPU 1 instead: 1 CPU of other work on the ranks' 2, and the mark says where.
+  TrialCpu on = figures(10, 30, 20, 0, 0);
+  for (int i = 0; i < 8; ++i) on.per_cpu_busy_s.emplace_back(i, i == 0 ? 10.0 : i == 1 ? 20.0 : 0);
+  const auto loaded = judge_load(spec, on, verdict, 8);
+  ASSERT_TRUE(loaded.external_cpus);
+  EXPECT_NEAR(*loaded.external_cpus, 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(loaded.limit, load_limit(spec, 2));
+  EXPECT_TRUE(loaded.under_load);
+  nlohmann::json attrs = nlohmann::json::object();
+  add_load_attrs(loaded, attrs);
+  EXPECT_EQ(attrs[k_attr_measured_under_load]["cpus"], "0-1");
+  // Without the ranks' cpusets (no probes): every CPU tune may use, as before.
+  EXPECT_TRUE(judge_load(spec, c, nullptr, 8).cpus.empty());
 }
 
 TEST(LoadCheck, AShortTrialIsNotJudgedByOneClockTick) {
