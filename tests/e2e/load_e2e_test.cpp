@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/ranking.h"
@@ -264,6 +266,59 @@ TEST_F(LoadE2E, ABaselineBesideABurnerGivesNoGuessUntilItsQuietReRun) {
   EXPECT_TRUE(mark["reasoning"][0].get<std::string>().starts_with(
       "from trial 1, the baseline #0 measured again on a quiet machine (#0 ran beside "))
       << mark.dump();
+}
+
+// Issue 48 point 5: a machine that is never quiet (a burner for the study's whole length). The
+// bounded wait is said once and spent, the study goes on and ends, within its time limit, with a
+// best, and every output that names it says it was measured under load.
+TEST_F(LoadE2E, AStudyOnAMachineThatIsNeverQuietEndsWithABestMarkedMeasuredUnderLoad) {
+  const auto study = test_support::write_file(
+      m_dir / "study.yaml",
+      "name: busy\noutput: " + (m_dir / "out").string() +
+          "\ncommand: ['" FAKE_TRIAL "', --out, '{trial_dir}', --value, '{x}', --step-ms, 300]\n"
+          "sampler: {type: grid, seed: 1}\n"
+          "params:\n  x: [1, 2, 3]\n"
+          "enqueue: [{x: 2}]\n"
+          "probes: {enabled: false}\n"
+          "load: {wait: 2s}\n");
+  Burner burner;
+  ASSERT_GT(burner.size(), 0u);
+  TuneProcess tune({TUNE_BIN, "--trials", "4", "--time-limit", "120", study});
+  ASSERT_TRUE(tune.started());
+  const int exit_code = tune.finish();  // the burner runs throughout
+  const auto run = tune.output();
+  ASSERT_EQ(exit_code, 0) << run;
+  const auto said = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (auto p = run.find(text); p != std::string::npos; p = run.find(text, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(said("tune: waiting for the machine to be quiet: "), 1u) << run;
+  EXPECT_EQ(said("tune: the machine stayed busy ("), 1u) << run;
+  EXPECT_NE(run.find("best trial: #"), std::string::npos) << run;
+  EXPECT_NE(run.find("  measured under load: no trial ran on a quiet machine"), std::string::npos)
+      << run;
+  const auto best = test_support::run_command({TUNE_BIN, "best", study}, m_dir, {}, "tune");
+  EXPECT_EQ(best.exit_code, 0) << best.err;
+  EXPECT_NE(best.out.find("  measured under load: no trial ran on a quiet machine"),
+            std::string::npos)
+      << best.out;
+  const auto json =
+      test_support::run_command({TUNE_BIN, "report", study, "--format", "json"}, m_dir, {}, "tune");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  ASSERT_TRUE(j["best"].is_object()) << j.dump();
+  EXPECT_EQ(j["best_measured_under_load"], true);
+  EXPECT_NE(j["best_basis"].get<std::string>().find("measured under load"), std::string::npos);
+  const auto script = m_dir / "best.sh";
+  const auto exported = test_support::run_command(
+      {TUNE_BIN, "export", study, "-o", script.string()}, m_dir, {}, "tune");
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(test_support::read_file(script).find(
+                "# The best trial, measured under load: no trial ran on a quiet machine"),
+            std::string::npos)
+      << test_support::read_file(script);
+  burner.stop();
 }
 
 }  // namespace

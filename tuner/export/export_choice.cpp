@@ -58,6 +58,8 @@ std::string no_baseline_words(const search::StudyView& study, const FrozenTrial*
   if (const auto* first = first_baseline_trial(study))
     if (auto problem = baseline_problem(attempts_at(study, *first)); !problem.empty())
       return problem;
+  if (baseline->state == search::TrialState::complete && measured_under_load(*baseline))
+    return fmt::format("the baseline trial #{} was measured under load", baseline->number);
   return fmt::format("the baseline trial #{} did not complete ({})", baseline->number,
                      search::to_string(baseline->state));
 }
@@ -178,6 +180,12 @@ std::expected<ExportChoice, ExportChoiceError> choose_export_trial(const search:
                       fmt::format("study '{}' has no completed trial to export yet", study_name)});
     c.trial = best;
     choose_by_lead(study, *best, c);
+    // Said in the script's header, and on the terminal.
+    if (best_measured_under_load(study, *best)) {
+      c.notes.insert(c.notes.begin(), fmt::format("The best trial, {}.", k_best_under_load_text));
+      if (c.warning.empty())
+        c.warning = fmt::format("the best (trial {}) was {}", best->number, k_best_under_load_text);
+    }
   }
   if (!multi) c.value = setting_value(study, c.trial->params);
   return c;

@@ -55,6 +55,11 @@ bool is_ranked(const FrozenTrial& t, bool trusted_reruns) {
   return t.state == TrialState::complete && t.value && !is_rerun(t) &&
          (trusted_run(t) || trusted_reruns);
 }
+// Ranked only where no trial is: measured under load, and no quiet re-run stands for it.
+bool is_ranked_loaded(const FrozenTrial& t, bool trusted_reruns) {
+  return t.state == TrialState::complete && t.value && !is_rerun(t) && !trusted_run(t) &&
+         !trusted_reruns;
+}
 
 // Every ranked trial with its believed value, number order: one pass over the study for the
 // re-runs' values, one for the trials.
@@ -75,6 +80,10 @@ std::vector<Ranked> ranked_with_values(const search::StudyView& study) {
     if (!is_ranked(t, it != reruns.end())) continue;
     out.push_back({&t, it == reruns.end() ? *t.value : median(it->second)});
   }
+  if (!out.empty()) return out;
+  // A machine that was never quiet: the runs measured under load, by their own values.
+  for (const auto& t : study.trials())
+    if (is_ranked_loaded(t, reruns.contains(t.number))) out.push_back({&t, *t.value});
   return out;
 }
 
@@ -108,8 +117,18 @@ const FrozenTrial* best_trial(const search::StudyView& study) {
   return best ? best->trial : nullptr;
 }
 
+bool best_measured_under_load(const search::StudyView& study, const FrozenTrial& best) {
+  // A ranked trial measured under load is ranked by a quiet re-run, unless none was: then it is
+  // the fallback's.
+  if (!measured_under_load(best)) return false;
+  for (const auto& t : study.trials())
+    if (rerun_of(t) == best.number && trusted_run(t) && rerun_value(t)) return false;
+  return true;
+}
+
 void BestTracker::clear() {
   m_ranked.clear();
+  m_loaded.clear();
   m_key.clear();
   m_position.clear();
   m_rerun_values.clear();
@@ -149,6 +168,7 @@ void BestTracker::fold(const search::StudyView& study, std::size_t position) {
 void BestTracker::rank(const search::StudyView& study, int number) {
   if (const auto it = m_key.find(number); it != m_key.end()) {
     m_ranked.erase(it->second);
+    m_loaded.erase(it->second);
     m_key.erase(it);
   }
   const auto pos = m_position.find(number);
@@ -156,7 +176,8 @@ void BestTracker::rank(const search::StudyView& study, int number) {
   const FrozenTrial& t = study.trials()[pos->second];
   const auto reruns = m_rerun_values.find(number);
   const bool trusted_reruns = reruns != m_rerun_values.end() && !reruns->second.empty();
-  if (!is_ranked(t, trusted_reruns)) return;
+  const bool loaded = is_ranked_loaded(t, trusted_reruns);
+  if (!is_ranked(t, trusted_reruns) && !loaded) return;
   double value = *t.value;
   if (trusted_reruns) {
     std::vector<double> values;  // in re-run number order, as ranked_with_values collects them
@@ -167,14 +188,15 @@ void BestTracker::rank(const search::StudyView& study, int number) {
   double loss = m_maximize ? -value : value;
   if (std::isnan(loss)) loss = std::numeric_limits<double>::infinity();
   const Key key{!t.is_feasible(), loss, number};
-  m_ranked.insert(key);
+  (loaded ? m_loaded : m_ranked).insert(key);
   m_key.emplace(number, key);
 }
 
 const FrozenTrial* BestTracker::best(const search::StudyView& study) {
   catch_up(study);
-  if (m_ranked.empty()) return nullptr;
-  return &study.trials()[m_position.at(m_ranked.begin()->number)];
+  const auto& ranked = m_ranked.empty() ? m_loaded : m_ranked;
+  if (ranked.empty()) return nullptr;
+  return &study.trials()[m_position.at(ranked.begin()->number)];
 }
 
 bool BestTracker::has_reruns(const search::StudyView& study, int number) {

@@ -12,8 +12,11 @@
 // k_attr_measured_under_load, tuner/run/load_check.h) is not trusted: such a re-run is left out
 // of its original's believed value, and such a trial is ranked only once a re-run measured
 // without load stands for it (its believed value is then theirs); until then it is kept and
-// listed, never best, and the noise model leaves it out (so a baseline measured under load gives
-// no lead). Feasible trials come before infeasible ones (as Optuna's constrained studies rank
+// listed, never best while any trial measured on a quiet machine is ranked, and the noise model
+// leaves it out (so a baseline measured under load gives no lead). On a machine that is never
+// quiet (issue 48) no trial is: then the trials measured under load are ranked by their own
+// values, and every output that names the best says it was measured under load
+// (best_measured_under_load). Feasible trials come before infeasible ones (as Optuna's constrained studies rank
 // them); ties keep number order. Pure functions over a StudyView, linear in its trials (the sort
 // aside); thread-safe.
 #pragma once
@@ -56,6 +59,15 @@ std::vector<const search::FrozenTrial*> ranked_trials(const search::StudyView& s
 // ranked_trials(study).front(); nullptr when no trial is ranked.
 const search::FrozenTrial* best_trial(const search::StudyView& study);
 
+// Whether `best` (a ranked trial) stands on a run measured under load: no trial measured on a
+// quiet machine was ranked, so the best of those measured under load was taken.
+// What every output adds to such a best.
+inline constexpr const char* k_best_under_load_text =
+    "measured under load: no trial ran on a quiet machine (other work used the job's CPUs "
+    "throughout); re-measure it (tune confirm) before trusting it";
+// One pass over the study, only when `best` itself is marked.
+bool best_measured_under_load(const search::StudyView& study, const search::FrozenTrial& best);
+
 // best_trial() and whether a trial has re-runs, kept from a study's change log (StudyView):
 // each call folds in the trials that changed since the last (O(changes log n)), where
 // best_trial() passes over the whole study, so the live line and incumbent_repeats cost the same
@@ -86,7 +98,8 @@ class BestTracker {
   search::ChangeCursor m_cursor;
   bool m_maximize = false;
   std::set<Key> m_ranked;
-  std::unordered_map<int, Key> m_key;               // number -> its key in m_ranked
+  std::set<Key> m_loaded;  // measured under load, no quiet re-run: ranked only when m_ranked is empty
+  std::unordered_map<int, Key> m_key;               // number -> its key in m_ranked or m_loaded
   std::unordered_map<int, std::size_t> m_position;  // number -> position in trials()
   // Original's number -> (re-run's number -> its measured value, when completed).
   std::unordered_map<int, std::map<int, double>> m_rerun_values;

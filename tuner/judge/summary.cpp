@@ -266,13 +266,7 @@ static void write_best(std::ostream& out, const search::StudyView& study,
   if (study.is_multi_objective()) return print_front(out, study, objective_names, digits);
   const auto* best = best_trial(study);
   if (best == nullptr) {
-    // Completed trials all measured under load are not ranked (ranking.h): say why.
-    const bool loaded = std::ranges::any_of(study.trials(), [](const FrozenTrial& t) {
-      return t.state == search::TrialState::complete && !is_rerun(t) && measured_under_load(t);
-    });
-    out << (loaded ? "best: none measured without other work's load (the report lists those "
-                     "measured under load)\n"
-                   : "best: no completed trial yet\n");
+    out << "best: no completed trial yet\n";
     return;
   }
   const bool live = digits == SummaryDigits::live;
@@ -282,6 +276,8 @@ static void write_best(std::ostream& out, const search::StudyView& study,
                      live ? format_short(*best->value) : format_value(*best->value),
                      unit.empty() ? "" : " ", unit,
                      best->is_feasible() ? "" : "  (infeasible: violates a constraint)");
+  if (best_measured_under_load(study, *best))
+    out << summary_line(std::string("  ") + k_best_under_load_text, digits);
   out << "best params:\n";
   for (const auto& [name, internal] : best->params) {
     const auto external = search::to_external(best->distributions.at(name), internal);

@@ -162,6 +162,7 @@ json report_to_json(const ReportData& d) {
                  {"reruns", d.reruns}};
   j["best"] = d.best ? trial_json(*d.best) : json(nullptr);
   j["best_basis"] = d.best_basis;
+  j["best_measured_under_load"] = d.best_under_load;
   j["baseline"] = d.baseline ? trial_json(*d.baseline) : json(nullptr);
   j["speedup"] = speedup_json(d.speedup);
   j["speedup_note"] = d.speedup_note;

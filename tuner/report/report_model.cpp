@@ -534,6 +534,10 @@ ReportData build_report(const search::StudyView& study, const std::string& study
     data.top.back().baseline = data.baseline && data.baseline->number == t->number;
   }
   choose_best(ranked, folded, data);
+  if (data.best && !ranked.empty() && best_measured_under_load(study, *ranked.front())) {
+    data.best_under_load = true;
+    data.best_basis += ", " + std::string(k_best_under_load_text);
+  }
   data.noise = assess_noise(study, {options.bootstrap_samples, options.seed});
   if (data.noise.best_rule >= 0) data.best_rule = folded.by_number.at(data.noise.best_rule);
   estimate_speedups(direction, data);

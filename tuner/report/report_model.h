@@ -159,6 +159,9 @@ struct ReportData {
   int reruns = 0;
   std::optional<ReportTrial> best;
   std::string best_basis;  // how the best was chosen
+  // No trial ran on a quiet machine: the best is the best measured under load (ranking.h), and
+  // best_basis says so.
+  bool best_under_load = false;
   std::optional<ReportTrial> baseline;
   std::optional<SpeedupEstimate> speedup;
   std::string speedup_note;  // why there is no speedup, when there is none

@@ -155,10 +155,10 @@ Result<void> first_guess_step(std::ostream& out, Storage& storage, StudyCache& c
       {"from_trial", nullptr},
       {"change", false},
       {"trial", nullptr},
-      {"note", fmt::format("none: the baseline was measured under load (#{} beside {}) and no "
-                           "quiet re-run is left in `load: {{wait}}`; no guess from a loaded "
-                           "measurement",
-                           ended->number, load_words(*ended))}};
+      {"note", fmt::format("none: the baseline #{} was measured under load (the last time, #{}, "
+                           "beside {}) and no quiet re-run is left in `load: {{wait}}`; no guess "
+                           "from a loaded measurement",
+                           base->number, ended->number, load_words(*ended))}};
   out << "first guess: " << mark["note"].get<std::string>() << '\n';
   return to_result(storage.set_study_user_attr(study_id, k_attr_study_first_guess, mark));
 }
