@@ -181,6 +181,28 @@ def study_for_guess(grid, folder):
     return path
 
 
+def current_rules(tune, grid, folder):
+    """The rule baselines as today's tune works them out on this machine (`tune rules --json` on
+    the job's study), each a grid point: [{"params", "rules"}]; those that change nothing here
+    label the command as run. None, with the reason, when tune cannot say (an older tune)."""
+    r = subprocess.run([tune, "rules", "--json", study_for_guess(grid, folder)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
+        return None, f"tune rules exited {r.returncode}: {tail}"
+    out = []
+    choices = dict(grid.axes)
+    for e in json.loads(r.stdout).get("entries", []):
+        params = dict(grid.baseline)
+        for n, v in (e.get("params") or {}).items():
+            if n in params:
+                params[n] = next((c for c in choices[n] if c == v or (
+                    c is not None and v is not None and str(c) == str(v))), v)
+        out.append({"params": params, "rules": e.get("rules", []),
+                    "texts": e.get("texts", [])})
+    return out, ""
+
+
 def first_guess(tune, grid, folder):
     """(params or None, note): the first guess as `tune guess` makes it from the baseline's
     verdict; None with the reason when there is none."""
@@ -367,7 +389,15 @@ def replay_grid(a, grid, grid_path, folder):
         return {"job": label(grid, grid_path), "grid": grid_path, "points": grid.size(),
                 "verdicts": verdicts}
     cap = grid.size()
-    rules = [] if a.no_rules else [r["params"] for r in grid.rules]
+    # Today's rules, as tune applies them now (issue 48), unless --recorded-rules asks for the
+    # ones the recording stored.
+    rule_set, rules_note = (grid.rules, "recorded") if a.recorded_rules else current_rules(
+        a.tune, grid, folder)
+    if rule_set is None:
+        rule_set, rules_note = grid.rules, f"recorded ({rules_note})"
+    elif not a.recorded_rules:
+        rules_note = "today's (tune rules)"
+    rules = [] if a.no_rules else [r["params"] for r in rule_set]
     entries = dedupe([grid.baseline] + rules, grid.axes)
     entries = [p for p in entries if grids.key(p, grid.axes) in grid.runs]
     guess, note = first_guess(a.tune, grid, folder)
@@ -388,7 +418,7 @@ def replay_grid(a, grid, grid_path, folder):
                                                entries, cap))
         counts["random"].append(run_optuna(grid, optuna.samplers.RandomSampler(seed=seed), seed,
                                            entries, cap))
-    rule_d = [(grid.distance(r["params"]), r["rules"]) for r in grid.rules
+    rule_d = [(grid.distance(r["params"]), r["rules"]) for r in rule_set
               if grid.distance(r["params"]) is not None]
     best_rule = min(rule_d, key=lambda x: x[0]) if rule_d else (None, [])
     return {
@@ -397,7 +427,9 @@ def replay_grid(a, grid, grid_path, folder):
         "partial": bool(grid.data.get("partial")),
         "best": {"params": json.loads(grid.best_key), "median": grid.best},
         "baseline_distance": grid.distance(grid.baseline),
-        "best_rule": {"rules": best_rule[1], "distance": best_rule[0]},
+        "best_rule": {"rules": best_rule[1], "distance": best_rule[0], "source": rules_note,
+                      "is_as_run": best_rule[0] is not None
+                      and best_rule[0] == grid.distance(grid.baseline)},
         "guess": {"params": guess, "note": note,
                   "distance": grid.distance(guess) if guess else None},
         "entries": len(entries), "rules_enqueued": not a.no_rules,
@@ -406,6 +438,44 @@ def replay_grid(a, grid, grid_path, folder):
         "summary": {s: summary(counts[s], cap) for s in STRATEGIES},
         "verdicts": verdicts,
     }
+
+
+# What each recorded job's figures are to the models they score (issue 48): the jobs recorded
+# before the first-guess model and the verdict's threshold were frozen were seen while they were
+# built; any other job's grid is held out.
+IN_SAMPLE = {
+    "ddp": "in-sample: the first-guess model, its study file and the grid were adjusted while "
+           "looking at this grid",
+    "trainer": "seen while the model was built (recorded 2026-11-28)",
+    "hpcc": "seen while the model was built (recorded 2026-11-28)",
+    "elk": "seen while the model was built (recorded 2026-11-28)",
+}
+
+
+def sample_words(job):
+    base = job.split(" ")[0]
+    return IN_SAMPLE.get(base, "held out: recorded after the model was frozen (2026-12-07)")
+
+
+def row_caveats(r):
+    """What a row's figures rest on: where the command as run or a rule is already the grid's
+    best, a guess of "no change", the guess's margin against a run's noise, and what was
+    in-sample."""
+    out = []
+    if r["baseline_distance"] == 0:
+        out.append("the command as run is the grid's best")
+    elif r["best_rule"]["distance"] == 0:
+        out.append(f"a rule ({'+'.join(r['best_rule']['rules'])}) is the grid's best")
+    g = r["guess"]
+    if g["params"] is not None and g["note"].startswith("no change"):
+        out.append("the guess was no change (the command as run)")
+    if g["distance"] is not None and r["run_noise"] is not None:
+        d, n = 100 * g["distance"], 100 * r["run_noise"]
+        out.append(f"the guess {d:.1f}% off the best against a run's noise of {n:.0f}%: "
+                   + ("within the noise" if d <= n else "beyond the noise"))
+    out.append(f"rules: {r['best_rule'].get('source', 'recorded')}")
+    out.append(sample_words(r["job"]))
+    return "; ".join(out)
 
 
 def print_table(rows):
@@ -429,6 +499,7 @@ def print_table(rows):
               f"{r['points_within']} point(s) within 5% of it, {noise}; "
               f"best rule {rule}; {r['guess']['note']}"
               + ("; a partial grid (record.py --points)" if r["partial"] else ""))
+        print(f"    {row_caveats(r)}")
 
 
 def main():
@@ -438,6 +509,8 @@ def main():
     ap.add_argument("grids", nargs="*", help="jobs (bench/grids/JOB/grid.json) or grid files")
     ap.add_argument("--seeds", type=int, default=10, help="seeds per search (default 10)")
     ap.add_argument("--json", help="also write the results as JSON to this file ('-': stdout)")
+    ap.add_argument("--recorded-rules", action="store_true",
+                    help="the rule baselines the recording stored, not today's (`tune rules`)")
     ap.add_argument("--no-rules", action="store_true", help="start every search from the "
                     "command as run alone, without the rule baselines (the samplers' own share)")
     ap.add_argument("--tune", default=os.path.join(grids.ROOT, "build", "bin", "tune"))

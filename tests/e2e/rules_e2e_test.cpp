@@ -158,5 +158,32 @@ TEST_F(RulesE2E, ABestWithinTheNoiseOfTheRuleIsSaidToBeNoBetter) {
       << best.out;
 }
 
+// `tune rules` (issue 48): what each rule sets for a study on this machine, or why it changes
+// nothing, without running anything. One process: torchrun's condition (more than one process
+// per node) does not hold.
+TEST_F(RulesE2E, TuneRulesSaysWhatEachRuleSetsOrWhyItChangesNothing) {
+  const auto study = write_study(m_dir / "print", {});
+  const auto text = tune({"rules", study});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(text.out.contains(
+      "torchrun (OMP_NUM_THREADS=1 where unset with more than one process per node, no binding): "
+      "changes nothing here: one process per node"))
+      << text.out;
+  EXPECT_TRUE(text.out.contains("lightning (torch threads = CPUs / local ranks = ")) << text.out;
+  const auto json = tune({"rules", study, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  ASSERT_TRUE(j["entries"].is_array()) << j.dump();
+  bool torchrun_as_run = false;
+  for (const auto& e : j["entries"])
+    for (const auto& r : e["rules"])
+      if (r == "torchrun") torchrun_as_run = e["command_as_run"].get<bool>();
+  EXPECT_TRUE(torchrun_as_run) << j.dump();
+  // Nothing was run or stored.
+  EXPECT_FALSE(fs::exists(m_dir / "print" / "out" / "study.db"));
+  const auto bad = tune({"rules", (m_dir / "missing.yaml").string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+}
+
 }  // namespace
 }  // namespace tune::tuner

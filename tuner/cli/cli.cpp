@@ -255,7 +255,7 @@ int run_cli(int argc, char** argv) {
         "run 30 new trials of the study (run it again for 30 more)"},
        {"tune --trials 200 --time-limit 30m my.yaml",
         "stop after 200 trials or 30 minutes, whichever comes first"},
-       {"tune help", "the commands: best, trials, report, confirm, export, probe, init, guess"}},
+       {"tune help", "the commands: best, trials, report, confirm, export, probe, init, guess, rules"}},
       "Exit status: 0 done; 1 the input was fine but running it failed (a database that cannot\n"
       "be read: server down, corrupt file; the trials' setup; I/O); 2 bad input: a flag, a\n"
       "storage URL, the study file, or a database file, study or trial that is not there (fix\n"

@@ -1,6 +1,8 @@
 // `tune guess STUDY.yaml [--storage URL] [--verdict FILE] [--json]`: the first guess
 // (tuner/judge/first_guess.h) for a study, from its stored baseline trial's probe verdict or
 // from a verdict file (no database needed: bench/ replays recorded grids through it).
+// `tune rules STUDY.yaml [--json]`: the rule baselines (tuner/study/rules.h) the study gets on
+// this machine, as a new study would enqueue them (bench/ replays grids with today's rules).
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "tuner/judge/first_guess.h"
 #include "tuner/judge/ranking.h"
 #include "tuner/launch/rule_machine.h"
+#include "tuner/study/rules.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {
@@ -85,9 +88,51 @@ int run_guess(const GuessArgs& args) {
   return 0;
 }
 
+struct RulesArgs {
+  std::string study_file;
+  bool json = false;
+};
+
+int run_rules(const RulesArgs& args) {
+  auto spec = unwrap_input(load_study_spec(args.study_file));
+  if (spec.rules.empty()) spec.rules = rule_names();  // what `rules: all` would enqueue
+  const auto topo = probes::read_cpu_topology();
+  std::vector<std::string> notes;
+  const auto entries = enqueue_with_rules(spec, rule_machine(spec, topo ? &*topo : nullptr), notes);
+  nlohmann::json out = {{"entries", nlohmann::json::array()}, {"notes", notes}};
+  for (const auto& e : entries) {
+    if (e.rules.empty()) continue;
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, v] : e.params) params[name] = search::param_value_to_json(v);
+    out["entries"].push_back({{"rules", e.rules},
+                              {"texts", e.texts},
+                              {"params", params},
+                              {"command_as_run", e.from_enqueue}});
+    if (!args.json)
+      for (const auto& t : e.texts) std::cout << terminal_text(t) << '\n';
+  }
+  if (args.json) {
+    std::cout << out.dump() << '\n';
+    return 0;
+  }
+  for (const auto& n : notes) std::cout << "note: " << terminal_text(n) << '\n';
+  return 0;
+}
+
 }  // namespace
 
 std::vector<Subcommand> add_guess_commands(CLI::App& app) {
+  auto* rules = app.add_subcommand(
+      "rules", "Print the rule baselines a study gets on this machine (torchrun, Lightning, ...)");
+  auto rules_args = std::make_shared<RulesArgs>();
+  rules->add_option("STUDY", rules_args->study_file, "The study file (*.yaml)")->required();
+  rules->add_flag("--json", rules_args->json,
+                  "One JSON object: {\"entries\": [{\"rules\", \"texts\", \"params\", "
+                  "\"command_as_run\"}], \"notes\"}");
+  set_help_footer(rules, {{"tune rules my.yaml", "each rule's setting, or why it changes nothing"}},
+                  "Each rule as its tool applies it (docs/study-file.md, \"Rule baselines\"), "
+                  "worked out for\nthis machine and the ranks of the study's first `enqueue:` "
+                  "entry; `rules: all` when the\nstudy names none.");
   auto* guess = app.add_subcommand(
       "guess", "Print the first guess: a split of the cores that removes measured contention");
   auto args = std::make_shared<GuessArgs>();
@@ -109,7 +154,8 @@ std::vector<Subcommand> add_guess_commands(CLI::App& app) {
       "The model (docs/probes.md, \"The first guess\"): each rank's share of the physical cores\n"
       "split between its compute pool and its loader workers by their measured demand, when the\n"
       "baseline's threads waited for a CPU; `tune` enqueues it after the baselines.");
-  return {{guess, [args]() { return run_guess(*args); }}};
+  return {{guess, [args]() { return run_guess(*args); }},
+          {rules, [rules_args]() { return run_rules(*rules_args); }}};
 }
 
 }  // namespace tune::tuner
