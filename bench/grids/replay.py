@@ -423,6 +423,7 @@ def replay_grid(a, grid, grid_path, folder):
     best_rule = min(rule_d, key=lambda x: x[0]) if rule_d else (None, [])
     return {
         "job": label(grid, grid_path), "grid": grid_path, "points": cap, "seeds": a.seeds,
+        "date": grid.data.get("date"),
         "direction": grid.data["direction"], "machine_pus": grid.data.get("machine", {}).get("nproc"),
         "partial": bool(grid.data.get("partial")),
         "best": {"params": json.loads(grid.best_key), "median": grid.best},
@@ -440,21 +441,25 @@ def replay_grid(a, grid, grid_path, folder):
     }
 
 
-# What each recorded job's figures are to the models they score (issue 48): the jobs recorded
-# before the first-guess model and the verdict's threshold were frozen were seen while they were
-# built; any other job's grid is held out.
+# What each recorded job's figures are to the models they score (issue 48): the jobs whose grids
+# were looked at while the first-guess model and the verdict's threshold were built, and the date
+# they were frozen; a grid recorded since is new data, and a job not listed is held out whole.
 IN_SAMPLE = {
-    "ddp": "in-sample: the first-guess model, its study file and the grid were adjusted while "
-           "looking at this grid",
-    "trainer": "seen while the model was built (recorded 2026-11-28)",
-    "hpcc": "seen while the model was built (recorded 2026-11-28)",
-    "elk": "seen while the model was built (recorded 2026-11-28)",
+    "ddp": "in-sample job: the first-guess model and its study file were adjusted on its first grid",
+    "trainer": "a job seen while the model was built",
+    "hpcc": "a job seen while the model was built",
+    "elk": "a job seen while the model was built",
 }
+MODEL_FROZEN = "2026-12-07"
 
 
-def sample_words(job):
+def sample_words(job, date):
     base = job.split(" ")[0]
-    return IN_SAMPLE.get(base, "held out: recorded after the model was frozen (2026-12-07)")
+    when = ("recorded after the model was frozen" if (date or "") >= MODEL_FROZEN
+            else "this very grid was looked at")
+    if base not in IN_SAMPLE:
+        return f"held out: a job new to the model, {when} ({MODEL_FROZEN})"
+    return f"{IN_SAMPLE[base]}; {when} ({(date or '?')[:10]})"
 
 
 def row_caveats(r):
@@ -474,7 +479,7 @@ def row_caveats(r):
         out.append(f"the guess {d:.1f}% off the best against a run's noise of {n:.0f}%: "
                    + ("within the noise" if d <= n else "beyond the noise"))
     out.append(f"rules: {r['best_rule'].get('source', 'recorded')}")
-    out.append(sample_words(r["job"]))
+    out.append(sample_words(r["job"], r.get("date")))
     return "; ".join(out)
 
 
