@@ -192,6 +192,10 @@ TEST_F(SlurmEngine, ExportedQuickstartWinnerCompletesUnderSbatch) {
   const auto samples = text.find("--train-samples=");
   ASSERT_NE(samples, std::string::npos);
   text.replace(samples, text.find('\n', samples) - samples, "--train-samples=800");
+  // No rule baselines: the one trial is the winner's (the rules would wait behind it).
+  const auto rules = text.find("\nrules: all\n");
+  ASSERT_NE(rules, std::string::npos);
+  text.erase(rules, std::string("\nrules: all").size());
   // One enqueued trial, the winner of the issue, instead of the defaults baseline.
   const auto enqueue = text.find("\nenqueue:\n");
   const auto after = text.find("\nsampler:", enqueue);
@@ -201,10 +205,7 @@ TEST_F(SlurmEngine, ExportedQuickstartWinnerCompletesUnderSbatch) {
                "\nenqueue:\n  - {iterator_workers: 0, omp_threads: 2, blas_threads: 1, "
                "opencv_threads: 1,\n     bind_to: none, allreduce: mpi, grad_dtype: fp32, "
                "bucket_mb: 4}\n");
-  // No rule baselines: the one trial is the winner's (the rules would wait behind it).
-  const auto rules = text.find("\nrules: all\n");
-  ASSERT_NE(rules, std::string::npos);
-  text.erase(rules, std::string("\nrules: all").size());
+  ASSERT_EQ(text.find("\nrules:"), std::string::npos);
   ASSERT_NE(text.find("probes: {enabled: true}"), std::string::npos) << "probes predict the pools";
   const auto study = write_study(text);
   auto r = run(m_dir, {TUNE_BIN, "--trials", "1", study}, {}, 180);

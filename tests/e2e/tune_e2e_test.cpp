@@ -551,7 +551,7 @@ TEST_F(TuneE2E, HelpListsTheCommandsOneLineEach) {
   EXPECT_NE(o.out.find("\n       tune COMMAND [OPTIONS] ... "), std::string::npos) << o.out;
   EXPECT_EQ(listed_commands(o.out),
             (std::vector<std::string>{"best", "trials", "report", "confirm", "export", "probe",
-                                      "init", "guess", "help"}))
+                                      "init", "guess", "rules", "help"}))
       << o.out;
   EXPECT_NE(o.out.find("\n  report   Report a study: "), std::string::npos) << o.out;
 }

@@ -122,17 +122,6 @@ int run_rules(const RulesArgs& args) {
 }  // namespace
 
 std::vector<Subcommand> add_guess_commands(CLI::App& app) {
-  auto* rules = app.add_subcommand(
-      "rules", "Print the rule baselines a study gets on this machine (torchrun, Lightning, ...)");
-  auto rules_args = std::make_shared<RulesArgs>();
-  rules->add_option("STUDY", rules_args->study_file, "The study file (*.yaml)")->required();
-  rules->add_flag("--json", rules_args->json,
-                  "One JSON object: {\"entries\": [{\"rules\", \"texts\", \"params\", "
-                  "\"command_as_run\"}], \"notes\"}");
-  set_help_footer(rules, {{"tune rules my.yaml", "each rule's setting, or why it changes nothing"}},
-                  "Each rule as its tool applies it (docs/study-file.md, \"Rule baselines\"), "
-                  "worked out for\nthis machine and the ranks of the study's first `enqueue:` "
-                  "entry; `rules: all` when the\nstudy names none.");
   auto* guess = app.add_subcommand(
       "guess", "Print the first guess: a split of the cores that removes measured contention");
   auto args = std::make_shared<GuessArgs>();
@@ -154,6 +143,17 @@ std::vector<Subcommand> add_guess_commands(CLI::App& app) {
       "The model (docs/probes.md, \"The first guess\"): each rank's share of the physical cores\n"
       "split between its compute pool and its loader workers by their measured demand, when the\n"
       "baseline's threads waited for a CPU; `tune` enqueues it after the baselines.");
+  auto* rules = app.add_subcommand(
+      "rules", "Print the rule baselines a study gets on this machine (torchrun, Lightning, ...)");
+  auto rules_args = std::make_shared<RulesArgs>();
+  rules->add_option("STUDY", rules_args->study_file, "The study file (*.yaml)")->required();
+  rules->add_flag("--json", rules_args->json,
+                  "One JSON object: {\"entries\": [{\"rules\", \"texts\", \"params\", "
+                  "\"command_as_run\"}], \"notes\"}");
+  set_help_footer(rules, {{"tune rules my.yaml", "each rule's setting, or why it changes nothing"}},
+                  "Each rule as its tool applies it (docs/study-file.md, \"Rule baselines\"), "
+                  "worked out for\nthis machine and the ranks of the study's first `enqueue:` "
+                  "entry; `rules: all` when the\nstudy names none.");
   return {{guess, [args]() { return run_guess(*args); }},
           {rules, [rules_args]() { return run_rules(*rules_args); }}};
 }
