@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -40,9 +41,16 @@ struct Seen {
   std::string started;
 };
 
-// The fields of /proc/PID/stat after the command name (state first); empty when it is gone.
+// The fields of /proc/PID/stat after the command name (state first); empty when it is gone. A
+// process that ends while its file is read fails the read (ESRCH), which libstdc++'s filebuf
+// throws from (seen once in CI): gone as well.
 std::vector<std::string> stat_fields(pid_t pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  try {
+    stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  } catch (const std::exception&) {
+    return {};
+  }
   const auto close = stat.rfind(')');
   if (close == std::string::npos) return {};
   std::istringstream in(stat.substr(close + 1));
