@@ -221,8 +221,12 @@ nlohmann::json prediction_quality_json(const PredictionQuality& q) {
 }
 
 FigureQuality figure_quality(const search::StudyView& study) {
+  return figure_quality(verdict_costs(study));
+}
+
+FigureQuality figure_quality(const std::map<int, VerdictCost>& costs) {
   FigureQuality q;
-  for (const auto& [number, cost] : verdict_costs(study)) {
+  for (const auto& [number, cost] : costs) {
     if (cost.against < 0 || !cost.lead) {
       q.unscored += 1;
       continue;

@@ -6,6 +6,7 @@
 // counted; neither are srun trials. Pure functions; thread-safe.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/trial.h"
+#include "tuner/judge/verdict_cost.h"
 
 namespace tune::tuner {
 
@@ -90,6 +92,8 @@ struct FigureQuality {
   std::vector<Contradiction> contradictions;  // the worst first, at most 3
 };
 FigureQuality figure_quality(const search::StudyView& study);
+// The same from the study's verdict_costs(), for a caller that has them already.
+FigureQuality figure_quality(const std::map<int, VerdictCost>& costs);
 
 // "verdicts against the job's own figure, 12 of 20 trials scored (those with a comparable trial,
 // the same but for smaller pools): precision 100% (7 of 7), recall 88% (7 of 8) (slowed: a

@@ -120,10 +120,7 @@ const FrozenTrial* best_trial(const search::StudyView& study) {
 bool best_measured_under_load(const search::StudyView& study, const FrozenTrial& best) {
   // A ranked trial measured under load is ranked by a quiet re-run, unless none was: then it is
   // the fallback's.
-  if (!measured_under_load(best)) return false;
-  for (const auto& t : study.trials())
-    if (rerun_of(t) == best.number && trusted_run(t) && rerun_value(t)) return false;
-  return true;
+  return measured_under_load(best) && rerun_values_of(study, best.number).empty();
 }
 
 void BestTracker::clear() {

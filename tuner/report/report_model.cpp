@@ -553,8 +553,8 @@ ReportData build_report(const search::StudyView& study, const std::string& study
   data.libraries = libraries_section(study, data);
   if (study.is_multi_objective()) add_front(folded, data);
   data.prediction = prediction_quality(study.trials());
-  data.figure = figure_quality(study);
   const auto costs = verdict_costs(study);
+  data.figure = figure_quality(costs);
   for (auto& r : data.trials)
     if (const auto it = costs.find(r.number); it != costs.end()) r.cost = it->second;
   return data;
