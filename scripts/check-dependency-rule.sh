@@ -7,9 +7,9 @@
 #   2. between the rooms inside tuner/ (one subfolder per idea), in one order, each room including
 #      only itself and rooms below it:
 #        base < storage < study < {judge, launch} < measure < run < {probing, report, export, init} < cli
-#      (the rooms of one level do not include each other; report/ and export/ judge a stored study
-#      and do not include measure/ or run/, init/ does not include run/); no source sits in tuner/
-#      itself;
+#      (the rooms of one level do not include each other; measure/ turns output into values and
+#      includes only base/, study/ and launch/; report/ and export/ judge a stored study and do not
+#      include measure/ or run/, init/ does not include run/); no source sits in tuner/ itself;
 #   3. each third-party library's headers in its rooms: SQLite and libpq in storage/, yaml-cpp in
 #      study/, RE2 in study/ (checking a study's patterns) and measure/ (reading output with them),
 #      Boost.Process in launch/, CLI11 in cli/.
@@ -38,7 +38,7 @@ declare -A room_may_include=(
   [study]="base storage"
   [judge]="base storage study"
   [launch]="base storage study"
-  [measure]="base storage study judge launch"
+  [measure]="base study launch"
   [run]="base storage study judge launch measure"
   [probing]="base storage study judge launch measure run"
   [report]="base storage study judge launch"

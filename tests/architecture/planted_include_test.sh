@@ -56,6 +56,10 @@ plant tuner/judge/ranking.cpp '#include "tuner/measure/objective.h"'
 check "judge/ including measure/ (upward)" 1 "tuner/judge/ may not include tuner/measure/"
 plant tuner/measure/objective.cpp '#include "tuner/run/runner.h"'
 check "measure/ including run/ (upward)" 1 "tuner/measure/ may not include tuner/run/"
+plant tuner/measure/objective.cpp '#include "tuner/storage/storage.h"'
+check "measure/ including storage/ (it measures; storing is run/'s)" 1 "tuner/measure/ may not include tuner/storage/"
+plant tuner/measure/trial_record.cpp '#include "tuner/judge/ranking.h"'
+check "measure/ including judge/ (it measures; judging is judge/'s)" 1 "tuner/measure/ may not include tuner/judge/"
 plant tuner/judge/noise.cpp '#include "tuner/launch/launcher.h"'
 check "judge/ including launch/ (same level)" 1 "tuner/judge/ may not include tuner/launch/"
 plant tuner/report/report_model.cpp '#include "tuner/run/runner.h"'

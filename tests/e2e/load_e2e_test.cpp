@@ -255,8 +255,11 @@ TEST_F(LoadE2E, ABaselineBesideABurnerGivesNoGuessUntilItsQuietReRun) {
   EXPECT_EQ(rerun_of(trials[1]), 0);
   EXPECT_FALSE(measured_under_load(trials[1])) << trials[1].user_attrs.dump();
   // No trial was enqueued as a guess before the re-run ended: every guess trial comes after it.
-  for (const auto& t : trials)
-    if (t.system_attrs.value(k_attr_first_guess, false)) EXPECT_GT(t.number, 1) << out;
+  for (const auto& t : trials) {
+    if (t.system_attrs.value(k_attr_first_guess, false)) {
+      EXPECT_GT(t.number, 1) << out;
+    }
+  }
   // The study's record of the guess: made from the re-run, and its reasoning says so.
   const auto attrs = test_support::study_user_attrs(m_dir / "out" / "study.db", "guess");
   ASSERT_TRUE(attrs.contains(k_attr_study_first_guess)) << attrs.dump() << out;

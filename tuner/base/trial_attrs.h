@@ -1,8 +1,10 @@
 // The trial and study attributes tune stores: every key once, with who writes it and its JSON
 // shape. Readers (report, summary, confirm, python3-optuna users) and writers name them only
 // through these constants. Optuna's own keys keep Optuna's spelling ("fixed_params",
-// "constraints"), so Optuna reads the same study. Constants only; thread-safe.
+// "constraints"), so Optuna reads the same study. Constants and one reader; thread-safe.
 #pragma once
+
+#include <optional>
 
 #include "search/trial.h"
 
@@ -85,7 +87,7 @@ inline constexpr const char* k_attr_rerun_cause = "rerun_cause";
 
 // --- user attrs (what a person looks at) ---------------------------------------------------
 // runner: the argv launched ([str]), the variables set ({name: value}, a secret's value
-// (PGPASSWORD) masked: storage_url.h is_secret_env_var) and unset ([name]).
+// (PGPASSWORD) masked: base/secret_env.h is_secret_env_var) and unset ([name]).
 // re-runs: a completed re-run's measured value (float); the re-run itself is stored PRUNED
 // without a value, so that nothing ranks a lucky repeat.
 inline constexpr const char* k_attr_rerun_value = "rerun_value";
@@ -166,5 +168,12 @@ inline constexpr const char* k_attr_study_first_guess = "tune:first_guess";
 // --- not stored ----------------------------------------------------------------------------
 // probe hooks -> runner: a constraint value (> 0 = predicted oversubscribed: do not run).
 inline constexpr const char* k_hook_constraint = "constraint";
+
+// The number of the trial `t` re-measures (k_attr_rerun_of), when it is a re-run.
+inline std::optional<int> rerun_of(const search::FrozenTrial& t) {
+  const auto it = t.system_attrs.find(k_attr_rerun_of);
+  if (it == t.system_attrs.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<int>();
+}
 
 }  // namespace tune::tuner

@@ -14,12 +14,6 @@ namespace tune::tuner {
 using search::FrozenTrial;
 using search::TrialState;
 
-std::optional<int> rerun_of(const FrozenTrial& t) {
-  const auto it = t.system_attrs.find(k_attr_rerun_of);
-  if (it == t.system_attrs.end() || !it->is_number_integer()) return std::nullopt;
-  return it->get<int>();
-}
-
 std::optional<double> rerun_value(const FrozenTrial& t) {
   if (t.state == TrialState::complete) return t.value;  // stored before re-runs were PRUNED
   const auto it = t.user_attrs.find(k_attr_rerun_value);

@@ -1,14 +1,7 @@
-// Re-runs: trials that re-measure another trial's settings (`tune confirm`, and
-// `incumbent_repeats:`), and how they are stored so that python3-optuna ranks what tune ranks.
-//
-// A re-run carries the system attr "confirm_of" (the original's number). When it completes, its
-// measured value goes into its user attr "rerun_value" and it is finished as PRUNED without a
-// value, so Optuna (best_trial, CLI, dashboard) never ranks a lucky repeat; the original keeps
-// its search run's value in the user attr "search_value" and its stored value becomes the
-// believed one: the median of its re-runs (the search run is left out: it was picked for being
-// good, so it is biased). Studies written before this stored re-runs as COMPLETE with their value;
-// rerun_value() reads both. The rules only: storing a re-run's effect on its original and
-// enqueueing re-runs are the runner's (tuner/run/rerun.h). Stateless functions; thread-safe.
+// Re-runs: trials that re-measure another trial's settings (`tune confirm`, `incumbent_repeats:`),
+// how they are stored so that python3-optuna ranks what tune ranks, a setting's believed value,
+// and `tune confirm`'s plan. Stateless functions; thread-safe.
+// Design: docs/design-notes.md#tunerjudgererunsh
 #pragma once
 
 #include <map>
@@ -20,12 +13,12 @@
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
+#include "tuner/base/trial_attrs.h"
 #include "tuner/judge/ranking.h"
 
 namespace tune::tuner {
 
-// The number of the trial `t` re-measures, when it is a re-run.
-std::optional<int> rerun_of(const search::FrozenTrial& t);
+// rerun_of(t), the number of the trial `t` re-measures: base/trial_attrs.h, beside its key.
 // A completed re-run's measured value (either storage form); none when it did not complete.
 std::optional<double> rerun_value(const search::FrozenTrial& t);
 // The value of a trial's own run: search_value when re-measured, else its value.

@@ -1,12 +1,7 @@
 // Short study summaries: the line after each trial, the end-of-run block, `tune best` and `tune
-// trials`. Which trial is best is decided by the ranking rules (tuner/judge/ranking.h), the same
-// for every output. Live output (the trial lines, the end-of-run block) fits k_live_width columns
-// and prints numbers to 4 significant digits with their unit where known; `tune best` prints the
-// objective values exactly; parameters are printed as a person reads them everywhere. The
-// full report (formats, importance, plots) is report.h; this is the plain text a terminal user sees
-// after every run. Pure functions over a StudyView. Everything they print (progress_line, the
-// print_ functions) has passed terminal_text (tuner/base/text.h): no control byte from a name, a
-// choice or a fail reason reaches the terminal.
+// trials`, the best picked by the ranking rules (tuner/judge/ranking.h). Pure functions over a
+// StudyView; what they print has passed terminal_text (tuner/base/text.h).
+// Design: docs/design-notes.md#tunerjudgesummaryh
 #pragma once
 
 #include <cstddef>
@@ -16,6 +11,7 @@
 #include <vector>
 
 #include "search/trial.h"
+#include "tuner/base/number_format.h"  // format_short, format_duration, ...: used with these
 
 namespace tune::tuner {
 
@@ -34,19 +30,12 @@ std::string state_word(const search::FrozenTrial& trial);
 // Live output (the line after each trial, the end-of-run block) fits this many columns.
 inline constexpr std::size_t k_live_width = 120;
 
-// A number as live output and parameter lists print it: 4 significant digits ("0.8846", "1235",
-// "1.235e+05"). `tune best` (exact), the report's value columns and export print more.
-std::string format_short(double value);
 // The unit of an objective or logged metric where tune knows it: "s" for wall_time and the
 // bundled trainer's elapsed_time, "samples/s" for its samples_per_sec; "" for any other.
 std::string unit_of(const std::string& name);
 // "elapsed_time 1.235 s", "accuracy 0.8512": the name, the value to 4 significant digits, the
 // unit where known.
 std::string format_measure(const std::string& name, double value);
-// "45s", "3m07s", "2h05m".
-std::string format_duration(double seconds);
-// `text` cut to at most `width` bytes on a UTF-8 character boundary, "..." ending a cut text.
-std::string fit_width(const std::string& text, std::size_t width);
 
 // The end of a trial's progress line: "best #N 1.235 s" (value with its unit), "front #1 #4 #7"
 // (at most 6 numbers, then "+N"), or "". `names` are the objectives' (study_file.h
@@ -87,8 +76,6 @@ std::vector<std::string> param_words(const search::FrozenTrial& trial);
 // A parameter value as parameter lists print it: floats to 4 significant digits, the rest as
 // search::param_value_to_string.
 std::string format_param_value(const search::ParamValue& value);
-std::string format_value(double value);                        // 6 significant digits
-std::string format_values(const std::vector<double>& values);  // "0.5, 12.3"
 // "minimize elapsed_time" per objective, for headers: `names` are the objectives' keys.
 std::string describe_objectives(const search::StudyView& study,
                                 const std::vector<std::string>& names = {});

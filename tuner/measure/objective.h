@@ -1,10 +1,7 @@
-// Objective parsing: turns what a finished trial left behind into its value.
-//
-// The default reads a Chainer LogReport file (a JSON array of entries) and takes `key` of the
-// last entry; a regex (RE2 syntax, linear time) over the tail of stdout/stderr works for
-// programs with no JSON log. Every way a trial
-// can fail to produce a value (no file, bad JSON, missing key, non-finite value) comes back as
-// an error string that is stored with the trial as its failure reason. Stateless functions.
+// Objective parsing: what a finished trial left behind (a log entry, a regex over a stream's tail,
+// a file it wrote, its wall time, its window's value) turned into its values and constraints, or
+// an error stored with the trial as its failure reason. Stateless functions.
+// Design: docs/design-notes.md#tunermeasureobjectiveh
 #pragma once
 
 #include <cstdint>

@@ -1,26 +1,8 @@
-// Reading a running job's progress for the window objective (StudySpec's WindowSpec): what the
-// job appended since the last look, as progress points (tuner/measure/rate_window.h).
-//
-// Sources: a stream's file (the trial's stdout or stderr, as tune-keeper writes it), a file the
-// job appends to, or a Chainer log (a JSON array rewritten whole, as the trainer writes it).
-// Each poll reads only what was added (a log: when its size or time changed), so following a
-// job costs little per tick whatever it has written before.
-//
-// The output is untrusted: a line that does not match is ignored; a match whose number is not a
-// finite number (nan, inf, 1e999, garbage, or not in the spec's `number:` style) is refused and
-// counted; so is a match that holds only part of a number (`12` of `samples 12,345`: more
-// digits, or a ',' or '.' and a digit, touch it), and the first such line is kept, quoted, for
-// the window to fail the trial with (it would read a made-up value); a line longer than
-// k_progress_line_bytes is skipped whole and counted; when more than k_progress_read_bytes came
-// since the last poll, the older part is skipped (counted in bytes): the last progress line is
-// what a counter needs. RE2 matches in linear time whatever the bytes. Nothing read is kept
-// beyond the unfinished last line.
-//
-// Time of a point: the job's own clock when the line has a group named `time` (or the log's
-// `time_key`), else `now_s`, the moment of the poll on the caller's clock: a line is read within
-// one tick of being written, and for a counter only the last line of a poll matters.
-//
-// One reader per trial; not thread-safe (the trial's watcher thread owns it).
+// Reading a running job's progress for the window objective: what it appended to a stream, a file
+// or a Chainer log since the last poll, as progress points (tuner/measure/rate_window.h). The
+// output is untrusted: reads are bounded, refused matches counted. One reader per trial; not
+// thread-safe (the trial's watcher thread owns it).
+// Design: docs/design-notes.md#tunermeasureprogressh
 #pragma once
 
 #include <cstddef>

@@ -1,32 +1,7 @@
 // A job's throughput measured over a window while it runs: the estimator behind the study file's
-// `objective: {window: ...}` (tuner/measure/progress.h reads the progress points off the job's
-// output, tuner/measure/window_follower.h decides when to stop the trial).
-//
-// A progress point is (t, v): t seconds on one clock (the job's own, or the moment tune read
-// the line), v either a counter of work done (a step, samples seen, the number of progress lines
-// so far) or a rate the job printed for the stretch since its previous line. The first points
-// are a warm-up (`warmup_s` seconds and `warmup_steps` counter units after the first point, both
-// to be passed); the point that ends it is the window's origin.
-//
-// The estimate and its interval, by non-overlapping batch means (the method of simulation output
-// analysis for a correlated series):
-//  - counter: the rate is (v_n - v_0) / (t_n - t_0) over the window. The window is cut at the
-//    points nearest to equal stretches of time into B <= 10 batches, batch b having done C_b
-//    units in D_b seconds. The rate is a ratio estimator, and its standard error is the
-//    delta-method one over batches: se = sqrt(sum (C_b - r D_b)^2 / (B (B - 1))) / mean(D_b).
-//    Why not a regression of v on t: v is a cumulative sum, so its residuals are a random walk;
-//    least squares would treat them as independent and give an interval several times too
-//    narrow. Batch rates are close to independent once a batch is longer than the job's own
-//    correlation time (a slow step, a garbage collection, an epoch boundary), which a 10-batch
-//    split of a window of seconds over steps of milliseconds is.
-//  - rate: the values are cut into B <= 10 batches of consecutive points; the estimate is the
-//    mean of the batch means and se their standard deviation / sqrt(B).
-// The interval is value +- t(confidence, B - 1) se (Student's t, exact for integer degrees of
-// freedom), times `scale` like the value. Checking the interval after every point and stopping
-// once it is narrow enough makes it somewhat optimistic (optional stopping); `min_s` and at
-// least k_min_stop_batches batches before a stop keep that small.
-//
+// `objective: {window: ...}`: a warm-up, then the rate and its interval by batch means.
 // Plain value; not thread-safe (one follower per trial owns one).
+// Design: docs/design-notes.md#tunermeasurerate_windowh
 #pragma once
 
 #include <cstddef>

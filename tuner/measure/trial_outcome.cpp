@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
 #include <cstring>
 
 #include "tuner/base/text.h"
@@ -59,15 +60,27 @@ std::string mpi_abort_text(std::string_view tail) {
   return {};
 }
 
+bool wants_objective(const LaunchResult& res, const OutcomeContext& ctx) {
+  if (!res.started || res.stopped == StopReason::interrupted || res.stopped == StopReason::timeout)
+    return false;
+  if (ctx.window) return ctx.window->state == TrialState::complete;
+  return res.stopped != StopReason::watcher && res.write_errors.empty() && res.signal == 0 &&
+         res.exit_code == 0;
+}
+
 TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx,
-                              const ObjectiveReader& read) {
+                              const RunReadings& left) {
   TrialOutcome o;
+  const auto read = [&]() -> Result<ObjectiveReading> {
+    if (!left.objective) return std::unexpected("the objective was not read");
+    return *left.objective;
+  };
+  // The last 64 KiB of stderr explain a non-zero exit (explaining_lines_of_file's reach).
+  constexpr std::size_t k_explaining_tail = 64 * 1024;
+  const std::string_view tail = left.stderr_tail;
   // Open MPI's mpirun exits 0 when a rank calls MPI_Abort(comm, 0): whatever it printed before
   // the abort is a partial figure, never the job's value.
-  const auto aborted = [&]() -> std::string {
-    if (ctx.stderr_path.empty()) return {};
-    return mpi_abort_text(tail_of_file(ctx.stderr_path, k_mpi_abort_tail_bytes));
-  };
+  const auto aborted = [&] { return mpi_abort_text(tail); };
   if (!res.started) {
     o.reason = res.error;
   } else if (res.stopped == StopReason::interrupted) {
@@ -108,7 +121,8 @@ TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx
     o.reason = fmt::format("killed by {}", signal_name(res.signal));
     if (!res.oom_kill.empty()) o.reason += ": out of memory (" + res.oom_kill + ")";
   } else if (res.exit_code != 0) {
-    const auto err = explaining_lines_of_file(ctx.stderr_path, 300);
+    const auto err =
+        explaining_lines(tail.substr(tail.size() - std::min(tail.size(), k_explaining_tail)), 300);
     o.reason = fmt::format("exit code {}{}{}", res.exit_code,
                            res.oom_kill.empty() ? "" : ": out of memory (" + res.oom_kill + ")",
                            err.empty() ? "" : ": " + err);

@@ -1,12 +1,8 @@
-// Trial outcome: how a finished launch becomes a trial's final state, value and reason.
-//
-// One pure function over what the launcher saw (exit status, signal, why it was stopped) and
-// the objective reading, so every way a trial can end is decided in one place and tested
-// without running anything. Every failure carries a one-line reason that is safe to store
-// (printable(): any bytes a trial printed). Stateless; thread-safe.
+// Trial outcome: one pure function from what a finished launch left (exit status, signal, why it
+// was stopped, its stderr's tail, the objective's reading) to its state, value and one-line
+// reason, safe to store (printable()). Reads nothing; stateless; thread-safe.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,17 +39,27 @@ struct OutcomeContext {
   bool study_deadline_bites = false;        // the study's --time-limit set the trial's limit
   int interrupt_signal = 0;                 // the signal behind StopReason::interrupted
   std::optional<double> last_intermediate;  // what a pruned trial is ranked by
-  std::string stderr_path;                  // its explaining lines name a non-zero exit's cause
   // Set when the window objective stopped the trial (StopReason::watcher): the trial ends as it
   // decided, whatever the stopped tree's exit status.
   std::optional<WindowDecision> window;
 };
 
-using ObjectiveReader = std::function<Result<ObjectiveReading>()>;
+// What the run left in its files, read by the runner once the launch is over.
+struct RunReadings {
+  // The objective's reading; needed only where wants_objective() says so (a missing one then
+  // fails the trial, naming that).
+  std::optional<Result<ObjectiveReading>> objective;
+  // The end of its stderr (k_mpi_abort_tail_bytes at most): an MPI_Abort behind exit code 0, and
+  // the lines that explain a non-zero exit, are read from it.
+  std::string stderr_tail;
+};
 
-// `read` is called only when the command exited 0 by itself.
+// Whether the outcome of `res` rests on the objective's reading: the command exited 0 by itself,
+// or its window decided it completed.
+bool wants_objective(const LaunchResult& res, const OutcomeContext& ctx);
+
 TrialOutcome classify_outcome(const LaunchResult& res, const OutcomeContext& ctx,
-                              const ObjectiveReader& read);
+                              const RunReadings& left);
 
 // A trial the probes predicted to oversubscribe: recorded as infeasible instead of being run.
 TrialOutcome skipped_outcome(double constraint);

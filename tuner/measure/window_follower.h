@@ -1,26 +1,8 @@
-// The window objective while its trial runs: reads the job's progress (ProgressReader), keeps
-// the estimate (RateWindow), and decides when the trial has been measured enough.
-//
-// Every tick (on the launcher's watcher thread) it reads what the job added and, in this order:
-//  - a progress line whose group held only part of a number (`12` of `samples 12,345`): stop,
-//    FAIL ("partial_number", quoting the line: the regex cannot read this job's numbers);
-//  - no progress point `startup` seconds after launch: stop, FAIL ("no_progress": a wrong
-//    regex, a job that prints nothing, one stuck before its first step);
-//  - the warm-up not over `warmup + max` seconds after the first point: stop, FAIL;
-//  - the interval within the target over a window of at least `min` seconds and
-//    k_min_stop_batches batches: stop, COMPLETE ("target");
-//  - with `prune` and a best trial to beat: the interval's high end below the best's low end (a
-//    maximized rate) over such a window: stop, PRUNED with the estimate ("pruned");
-//  - `max` seconds since the window began: stop, COMPLETE with the estimate so far ("max"), or
-//    FAIL when no point came after the warm-up ("stalled").
-// A stop is the launcher's watcher verdict: the whole tree is stopped as a timeout stops it
-// (SIGTERM, SIGKILL after the grace). The estimate is frozen at the decision; what the job
-// prints while it is being stopped changes nothing. A job that exits by itself first is scored
-// on what was seen (ended_value()), and its attrs say so; a crash or a signal stays a FAIL.
-//
-// Times are seconds since the trial's launch, on the runner's clock; the estimate's own clock
-// is the job's when its lines or log carry a time. One follower per trial; used by one thread
-// at a time (the watcher's while the trial runs, then the runner's).
+// The window objective while its trial runs: reads the job's progress (ProgressReader), keeps the
+// estimate (RateWindow), and decides when to stop the trial: measured enough, pruned or failed.
+// One follower per trial; used by one thread at a time (the watcher's while the trial runs, then
+// the runner's).
+// Design: docs/design-notes.md#tunermeasurewindow_followerh
 #pragma once
 
 #include <optional>
@@ -36,27 +18,13 @@
 
 namespace tune::tuner {
 
-// The best trial a new one must beat, for pruning losers: its interval (a point when it has
-// none).
-struct WindowBest {
-  int trial = -1;
-  double low = 0, high = 0;
-};
-
-// The best to prune against, from `best`, the study's best trial (ranking.h: best_trial, or the
-// runner's BestTracker, which keeps it without a pass over the history): the range of the
-// intervals of every window it was measured in (its own run's and its re-runs'), its value
-// included; its value alone when it has no window; nullopt when there is no best yet.
-std::optional<WindowBest> window_best(const search::StudyView& study,
-                                      const search::FrozenTrial* best);
-
 class WindowFollower {
  public:
   // `path`: the absolute path the progress is read from (the trial's stdout or stderr file, the
-  // job's file, its log). `best`: what to prune against; nullopt = never prune (no best yet, an
-  // enqueued or re-run trial, `prune: false`). `stream_head_bytes`: how much of a stream the
-  // trial's file gets before tune-keeper holds the rest back until the end (0: no cap), for the
-  // message when progress stops there.
+  // job's file, its log). `best`: what to prune against (judge/window_best.h); nullopt = never
+  // prune (no best yet, an enqueued or re-run trial, `prune: false`). `stream_head_bytes`: how much
+  // of a stream the trial's file gets before tune-keeper holds the rest back until the end (0: no
+  // cap), for the message when progress stops there.
   WindowFollower(const WindowSpec& spec, std::string path, std::optional<WindowBest> best,
                  std::uintmax_t stream_head_bytes = 0);
 

@@ -1,9 +1,8 @@
-// The runner's first-guess step (issue 39; issue 48: from a quiet baseline only): when the
-// baseline ends measured on a quiet machine, the guess (judge/first_guess.h) is worked out from
-// its verdict and enqueued; when it ends measured under load, the guess waits for its quiet
-// re-run (the load re-run the runner enqueued) and is made from that, its reasoning naming the
-// re-run; when no quiet measurement will come, none is made, and the study says why. Free
-// functions over the storage, the cache and the ended trial; not thread-safe with respect to them.
+// The runner's first-guess step (issues 39 and 48): the guess (judge/first_guess.h) enqueued from
+// the baseline measured on a quiet machine, else from its quiet re-run, else none, said why.
+// Free functions over the storage, the cache and the ended trial; not thread-safe with respect to
+// them.
+// Design: docs/design-notes.md#tunerrunfirst_guess_steph
 #pragma once
 
 #include <ostream>

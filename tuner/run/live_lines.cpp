@@ -13,7 +13,7 @@
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/summary.h"
-#include "tuner/measure/log_follower.h"
+#include "tuner/run/log_follower.h"
 #include "tuner/run/runner_parts.h"
 
 namespace tune::tuner {
@@ -57,11 +57,11 @@ void StudyRunner::print_progress(std::ostream& out, int index, const FrozenTrial
   TrialProgress progress;
   progress.done = done;
   progress.total = m_options.trials;
-  progress.state = ran.outcome.state;
-  if (ran.outcome.values.empty()) progress.value = ran.outcome.value;
-  progress.values = ran.outcome.values;
+  progress.state = ran.end.outcome.state;
+  if (ran.end.outcome.values.empty()) progress.value = ran.end.outcome.value;
+  progress.values = ran.end.outcome.values;
   if (ran.launch.started) progress.wall_s = ran.launch.wall_s;
-  progress.reason = ran.outcome.reason;
+  progress.reason = ran.end.outcome.reason;
   // Said where the reason goes: its value is not ranked until a quiet re-run stands for it.
   if (const auto note = load_note(ran.load); !note.empty())
     progress.reason = progress.reason.empty() ? note : progress.reason + "; " + note;

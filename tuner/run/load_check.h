@@ -1,23 +1,7 @@
 // Load that is not the job's: whether a trial was measured while other work used the machine's
-// CPUs, and waiting for the machine to be quiet before it is measured again (issue 36: while
-// other work shared the machine, two-rank trials ran at 48% CPU a rank, were trusted, and a
-// setting 0.49x the baseline's speed won and was exported).
-//
-// The figure is the CPU time used outside the study during the trial, in CPUs' worth: the
-// machine's busy time (/proc/stat, the CPUs tune may run on) less the trial's process tree
-// (the keeper's accounting), the keeper and tune itself (its monitor and watcher), over the
-// trial (tuner/launch/machine_load.h). A trial is measured under load when that, less what the
-// clock-tick resolution allows, is above the study's limit (study_file.h LoadSpec): more than
-// max_external_cpus AND more than max_external_share of the CPUs its ranks may use. Why both:
-// on 2 cores a quarter of a CPU of other work is already a tenth of the job's CPUs, where on 128
-// cores the same quarter is noise beside a job that spreads over them all, and 10% of 128 would
-// let a 12-CPU build through on a job bound to 4 cores if the share alone counted; so the share
-// is taken of the ranks' CPUs (the probes' verdict knows them) and the floor keeps a small job
-// on a big machine from being judged by the odd daemon.
-//
-// Such a trial is marked (user attr k_attr_measured_under_load), not ranked (judge/ranking.h),
-// and re-run once the machine is quiet (the runner, tuner/run/runner.cpp). Pure functions, and
-// a wait that samples through a seam; thread-safe.
+// CPUs (issue 36), and waiting for the machine to be quiet before it is measured again.
+// Pure functions, and a wait that samples through a seam; thread-safe.
+// Design: docs/design-notes.md#tunerrunload_checkh
 #pragma once
 
 #include <functional>

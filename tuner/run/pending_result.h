@@ -1,13 +1,7 @@
-// A trial's end as it is stored (FinalRecord), and the file that keeps it when the database
-// cannot take it: `result.json` in the trial's folder.
-//
-// A trial that ran was measured: its state, values and wall time are facts about the job, and
-// the database being unreachable past retry_for when the trial ended changes none of them. The
-// runner then writes the record into the trial's folder (atomically: a temporary file, flushed,
-// renamed over), stops with exit 1, and leaves the trial RUNNING; the next `tune` on the study
-// (StudyRunner::open, for a trial whose owner is dead) finds the file and stores exactly what it
-// holds, instead of failing the trial as stale. Nothing is measured again, nothing made up.
+// A trial's end as it is stored (FinalRecord), and `result.json` in the trial's folder, which keeps
+// it when the database cannot take it, for the next `tune` on the study to store as measured.
 // Plain functions over values; thread-safe as far as their arguments are.
+// Design: docs/design-notes.md#tunerrunpending_resulth
 #pragma once
 
 #include <cstdint>

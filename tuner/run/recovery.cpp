@@ -8,8 +8,8 @@
 
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/run/follow_ups.h"
 #include "tuner/run/pending_result.h"
-#include "tuner/run/rerun.h"
 #include "tuner/run/runner_parts.h"
 #include "tuner/storage/trial_owner.h"
 
@@ -58,7 +58,7 @@ Result<void> StudyRunner::recover_stale_trials() {
     }
   }
   if (auto r = m_cache->sync(); !r) return to_result(r);
-  // A kept re-run's value now counts towards its original's believed value (rerun.h), as it
+  // A kept re-run's value now counts towards its original's believed value (follow_ups.h), as it
   // would have had it been stored when it ended. After the loop: this syncs the cache.
   for (const auto& rerun : m_kept_reruns) {
     if (auto r = believe_reruns(*m_storage, *m_cache, rerun); !r) return r;

@@ -1,12 +1,7 @@
-// The study loop: ask the sampler, launch the trial, parse its objective, store everything.
-//
-// A StudyRunner owns the storage connection, the sampler and the pruner of one `tune` process.
-// Several runners (processes) may share one database: each creates its own trials, sees the
-// others' through the StudyCache, and leaves them alone unless their owner is gone. Trials left
-// RUNNING by a tune that died are marked FAIL when a runner opens the study, unless the trial's
-// result was kept in its folder because the database could not take it (pending_result.h):
-// that result is stored then, as measured.
-// Not thread-safe: one runner, one thread.
+// The study loop: ask the sampler, launch the trial, parse its objective, store everything. A
+// StudyRunner owns one `tune` process's storage connection, sampler and pruner; several processes
+// may share one database. Not thread-safe: one runner, one thread.
+// Design: docs/design-notes.md#tunerrunrunnerh
 #pragma once
 
 #include <sys/types.h>
@@ -22,6 +17,7 @@
 #include "search/trial.h"
 #include "tuner/judge/ranking.h"            // BestTracker, a member
 #include "tuner/launch/program_identity.h"  // ProgramIdentities, a member
+#include "tuner/run/follow_ups.h"           // QuietWaits, a member
 #include "tuner/run/pending_result.h"       // FinalRecord
 #include "tuner/storage/study_cache.h"
 #include "tuner/study/open_study.h"  // OpenedStudy, storage_url_for: used with the runner
@@ -130,13 +126,6 @@ class StudyRunner {
   void print_lost(std::ostream& out, int index, const search::FrozenTrial& trial,
                   const StorageError& error) const;
   const HostEnv& host() const;
-  // A trial measured under load (load_check.h): the re-run of its setting that will stand for
-  // it, enqueued while this run may still wait for a quiet machine (at most k_max_load_reruns
-  // per trial).
-  Result<void> enqueue_load_rerun(const search::FrozenTrial& trial);
-  // Before the next trial, when it is such a re-run: waits until the machine is quiet, within
-  // what is left of `load.wait` (and of --time-limit), saying so.
-  void wait_for_quiet(std::ostream& out);
 
   StudySpec m_spec;
   RunOptions m_options;
@@ -157,9 +146,8 @@ class StudyRunner {
   std::vector<std::string> m_recovered;
   std::vector<search::FrozenTrial> m_kept_reruns;  // re-runs among them (recover_stale_trials)
   bool m_machine_read = false;
-  LoadSpec m_load;             // the study's `load:`, unless TUNE_LOAD_CHECK=off (load_check.h)
-  double m_load_waited_s = 0;  // spent of m_load.wait_s by this run
-  bool m_wait_said = false;    // the waiting line was printed (once per run)
+  LoadSpec m_load;     // the study's `load:`, unless TUNE_LOAD_CHECK=off (load_check.h)
+  QuietWaits m_quiet;  // this run's waits for a quiet machine (follow_ups.h)
 };
 
 }  // namespace tune::tuner

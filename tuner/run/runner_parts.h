@@ -1,5 +1,5 @@
 // The steps of one trial as StudyRunner takes them (runner.h): what a trial runs with once
-// sampled (trial_setup.cpp), how it ended (runner.cpp's execute), and the periods and caps they
+// sampled (trial_setup.cpp), how it ended (trial_execution.cpp), and the periods and caps they
 // share. Private to the runner's files: nothing outside tuner/run/ includes it.
 #pragma once
 
@@ -50,6 +50,7 @@ struct StudyRunner::Ran : TrialRun {
   // the storage's words: nothing of this run is stored.
   std::optional<StorageError> lost;
   LoadJudgement load;  // the CPU time other work used while it ran (load_check.h)
+  TrialEnd end;        // how it ended, and its record (end_of_trial), unless lost
 };
 
 }  // namespace tune::tuner

@@ -34,4 +34,11 @@ struct WindowSettings {
   double min_s = 3;          // no stop on the target before the window is this long
 };
 
+// The best trial a new one must beat, for its window to stop a loser: its interval (a point
+// when it has none). judge/window_best.h finds it.
+struct WindowBest {
+  int trial = -1;
+  double low = 0, high = 0;
+};
+
 }  // namespace tune::tuner

@@ -1,7 +1,8 @@
-// final_record: what a run left behind -> the record stored, as a pure function (no process, no
-// database): a completed trial's value and the attrs a user reads; a completed re-run stored as
-// PRUNED with its measurement apart, so Optuna never ranks a lucky repeat; a crash's signal; the
-// probes' constraints and a failure's reason; and the intermediate values carried whole when
+// end_of_trial: what a run left behind -> its outcome and the record stored, as one pure function
+// (no process, no file, no database): a completed trial's value and the attrs a user reads; a
+// completed re-run stored as PRUNED with its measurement apart, so Optuna never ranks a lucky
+// repeat; a crash's signal; the probes' constraints and a failure's reason; a window's loser with
+// its estimate as its last intermediate value; and the intermediate values carried whole when
 // writes failed while the trial ran.
 #include <gtest/gtest.h>
 
@@ -21,9 +22,14 @@ TrialRun completed_run(double value, double wall_s) {
   run.launch.exit_code = 0;
   run.launch.wall_s = wall_s;
   run.launch.containment = "keeper";
-  run.outcome.state = TrialState::complete;
-  run.outcome.value = value;
+  ObjectiveReading reading;
+  reading.value = value;
+  run.readings.objective = reading;
   return run;
+}
+
+FinalRecord final_record(const FrozenTrial& trial, const TrialRun& run) {
+  return end_of_trial(trial, run).record;
 }
 
 TEST(TrialRecord, ACompletedTrialKeepsItsValueAndWhatTheLaunchShowed) {
@@ -66,9 +72,7 @@ TEST(TrialRecord, AFailedRerunIsStoredAsItEnded) {
   FrozenTrial rerun;
   rerun.system_attrs[k_attr_rerun_of] = 4;
   TrialRun run = completed_run(0, 1.0);
-  run.outcome.state = TrialState::fail;
-  run.outcome.value.reset();
-  run.outcome.reason = "exit code 3";
+  run.launch.exit_code = 3;
   const auto record = final_record(rerun, run);
   EXPECT_EQ(record.state, TrialState::fail);
   EXPECT_FALSE(record.user_attrs.contains(k_attr_rerun_value));
@@ -79,10 +83,7 @@ TEST(TrialRecord, AFailedRerunIsStoredAsItEnded) {
 TEST(TrialRecord, ACrashRecordsItsSignalAndNoExitCode) {
   TrialRun run = completed_run(0, 0.5);
   run.launch.signal = 11;
-  run.outcome.state = TrialState::fail;
-  run.outcome.value.reset();
-  run.outcome.reason = "killed by SIGSEGV";
-  run.outcome.constraints = {-1.0};
+  run.run_constraint = -1.0;
   run.end_attrs["probe_verdict"] = "ok";
   const auto record = final_record(FrozenTrial{}, run);
   EXPECT_EQ(record.state, TrialState::fail);
@@ -91,13 +92,14 @@ TEST(TrialRecord, ACrashRecordsItsSignalAndNoExitCode) {
   EXPECT_EQ(record.user_attrs.at(k_attr_signal), 11);
   EXPECT_EQ(record.system_attrs.at(k_attr_constraints), std::vector<double>{-1.0});
   EXPECT_EQ(record.system_attrs.at("probe_verdict"), "ok");
+  EXPECT_EQ(record.system_attrs.at(k_attr_fail_reason), "killed by SIGSEGV");
 }
 
 TEST(TrialRecord, ATrialRuledOutBeforeItsLaunchHasNoLaunchAttrs) {
   TrialRun run;  // the probes predicted oversubscription: never launched
-  run.outcome.state = TrialState::fail;
-  run.outcome.constraints = {2.0};
+  run.unrun = skipped_outcome(2.0);
   const auto record = final_record(FrozenTrial{}, run);
+  EXPECT_EQ(record.state, TrialState::pruned);
   EXPECT_FALSE(record.user_attrs.contains(k_attr_wall_time));
   EXPECT_FALSE(record.user_attrs.contains(k_attr_exit_code));
   EXPECT_FALSE(record.system_attrs.contains(k_attr_containment));
@@ -109,16 +111,28 @@ TEST(TrialRecord, FailedWritesDuringTheRunCarryTheIntermediateValuesWithTheEnd) 
   run.storage_error = "database is locked";
   EXPECT_TRUE(final_record(FrozenTrial{}, run).with_intermediate);
   TrialRun window = completed_run(1.0, 1.0);
-  window.window_intermediate = true;  // a pruned loser's estimate joined its curve
   window.window_attrs = {{"half_width", 0.1}};
-  const auto record = final_record(FrozenTrial{}, window);
-  EXPECT_TRUE(record.with_intermediate);
+  window.window_points = 40;
+  auto record = final_record(FrozenTrial{}, window);  // completed by its window: curve as it is
+  EXPECT_FALSE(record.with_intermediate);
   EXPECT_EQ(record.user_attrs.at(k_attr_window).at("half_width"), 0.1);
+  // A loser its window stopped: PRUNED, its estimate its last intermediate value (Optuna's pair).
+  window.launch.stopped = StopReason::watcher;
+  window.context.window = WindowDecision{TrialState::pruned, 0.75, "pruned: below the best"};
+  FrozenTrial trial;
+  trial.intermediate_values = {{10, 0.5}};
+  const auto end = end_of_trial(trial, window);
+  EXPECT_EQ(end.outcome.state, TrialState::pruned);
+  EXPECT_EQ(end.record.state, TrialState::pruned);
+  EXPECT_EQ(end.record.values, std::vector<double>{0.75});
+  EXPECT_EQ(end.record.intermediate_values,
+            (std::map<std::int64_t, double>{{10, 0.5}, {40, 0.75}}));
+  EXPECT_TRUE(end.record.with_intermediate);
 }
 
 TEST(TrialRecord, SeveralObjectivesKeepEveryValue) {
   TrialRun run = completed_run(1.0, 1.0);
-  run.outcome.values = {1.0, 0.25};
+  run.readings.objective->value().values = {1.0, 0.25};
   EXPECT_EQ(final_record(FrozenTrial{}, run).values, (std::vector<double>{1.0, 0.25}));
 }
 

@@ -14,6 +14,7 @@
 #include "tests/common/test_support.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/ranking.h"
+#include "tuner/judge/window_best.h"
 #include "tuner/measure/window_follower.h"
 #include "tuner/run/runner.h"
 

@@ -1,4 +1,4 @@
-#include "tuner/measure/log_follower.h"
+#include "tuner/run/log_follower.h"
 
 #include <fmt/format.h>
 

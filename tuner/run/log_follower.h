@@ -1,10 +1,7 @@
-// Following a trial while it runs, besides its window (tuner/measure/window_follower.h): its log
-// read for new intermediate values (stored, then shown to the pruner), its heartbeats sent, and
-// the storage writes made where no error can be returned collected for the trial's end.
-//
-// A LogFollower and its ErrorSink belong to one trial; they are used from the launcher's watcher
-// thread while the runner's thread waits for the trial, then from the runner's thread: one thread
-// at a time, as the storage and cache they are given require (tuner/storage/storage.h).
+// Following a trial while it runs, besides its window (tuner/measure/window_follower.h): new
+// intermediate values from its log, its heartbeats, and the storage errors kept for its end.
+// One per trial, used by one thread at a time (the launcher's watcher's, then the runner's).
+// Design: docs/design-notes.md#tunerrunlog_followerh
 #pragma once
 
 #include <chrono>
