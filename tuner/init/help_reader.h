@@ -1,27 +1,8 @@
-// The knobs a program hides behind its own flags: `tune init` runs the program's `--help` and
-// reads the options it lists, so that a DataLoader sized by a `--workers` flag the command does
-// not type (argparse's default os.cpu_count()) still becomes a parameter of the study.
-//
-// The help is asked as the program would be run: for a Python interpreter and a script, the
-// command up to and including the script (or `-m MODULE`), then --help; for any other program,
-// the program then --help (under mpirun, the program after mpirun's options). It runs through
-// the launcher (no shell), in an empty folder of its own, for a few seconds at most, its output
-// capped; and only of a program likely to answer rather than run: a Python script that imports
-// an argument parser, a program whose file holds the word "help".
-//
-// The option lines read are those argparse, click and GNU getopt print:
-//
-//   -w WORKERS, --workers WORKERS     argparse: "help text (default: 8)"
-//   --workers INTEGER                 click: "help text  [default: 8]"
-//   -T, --threads=NUM                 getopt: "use at most NUM threads; the default is 1"
-//
-// with help text on the same line after two blanks, and on the lines below it (more indented).
-// Of them, the options that take a value and whose name or help text speaks of workers,
-// threads, processes (procs), jobs or prefetching (as words, any case) are kept: those size a
-// pool. The help is a program's output: what is kept of it is bounded and printable.
-//
-// parse_help_options() and pool_flags() are pure; read_program_help() runs a process and
-// blocks for up to its timeout. Thread-safe apart from the launcher's process-wide interrupt flag.
+// The knobs a program hides behind its own flags: `tune init` runs its `--help` and keeps the
+// options that size a pool (workers, threads, processes, jobs, prefetching). parse_help_options()
+// and pool_flags() are pure; read_program_help() runs a process and blocks up to its timeout.
+// Thread-safe apart from the launcher's process-wide interrupt flag.
+// Design: docs/design-notes.md#tunerinithelp_readerh
 #pragma once
 
 #include <string>

@@ -1,15 +1,8 @@
-// The command `tune init` was given, taken apart: an optional mpirun prefix (its options sorted
-// into what a study's `launch.mpirun` says and what it passes through), the program and its
-// arguments, and what the program is (a Python script that imports torch, the bundled trainer,
-// an unknown binary), so that init can pick the knobs that apply.
-//
-// split_init_command() is a pure function of the argv. inspect_program() reads the script a
-// Python command runs (its first MiB) to see which frameworks it imports, and turns relative
-// paths that exist into absolute ones, since trials run in their own folders. Both return plain
-// values; thread-safe. When init's probe run saw the program running (tuner/init/init_probe.h),
-// inspect_program() takes what the ranks mapped instead of the script's text: the text is the
-// fallback for a program the probe could not run. measure_pool_defaults() runs the program's
-// interpreter once (measure_torch_pools, tuner/launch/pool_defaults.h).
+// The command `tune init` was given, taken apart (an optional mpirun prefix, the program and its
+// arguments), and what the program is (from the probe run, else its script's text), so that init
+// can pick the knobs that apply. Functions returning plain values; thread-safe.
+// measure_pool_defaults() runs the program's interpreter once.
+// Design: docs/design-notes.md#tunerinitinit_commandh
 #pragma once
 
 #include <map>

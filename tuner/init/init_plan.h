@@ -1,9 +1,10 @@
 // What `tune init` decided, before it is written out: the study's parameters (one per knob that
 // applies), the command and environment with placeholders in place, the launch, the baselines
-// and the comments that explain each choice. The Planner of tuner/init/init_study.cpp fills it;
+// and the comments that explain each choice. knob_choice.cpp and objective_proposal.cpp fill it;
 // write_init_yaml (tuner/init/init_render.cpp) renders it. Plain values; internal to `tune init`.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,6 +15,11 @@
 #include "tuner/init/init_command.h"
 
 namespace tune::tuner {
+
+// Whether `list` holds `item` (framework, pool and flag lists).
+inline bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
 
 struct InitParam {
   std::string name;   // the study's parameter name

@@ -1,21 +1,8 @@
-// `tune init`'s probe run: the user's command started once, briefly, to see what the program
-// really is rather than what its text says. The command runs as a trial would (through the
-// launcher, under tune-keeper, so the whole tree is stopped after), for at most a bound, in a
-// temporary folder that mirrors the current one; every tick the ranks' processes are read from
-// /proc (probes/program_probe.h: mapped libraries, threads, open files), and an inotify watch
-// on the folder sees which of its files the run opened, created or wrote. From what it saw:
-// the frameworks and thread pools the ranks start (through the knob catalog's pools and program
-// tags), the threads the runtimes start on their own, the inputs the trials must be given
-// (`files:`), and the result lines the program prints or writes (offered as the objective).
-//
-// Why a mirror and not the current folder itself: the command as the user runs it expects its
-// inputs there (`./hpccinf.txt`), so each regular file of the current folder is copied into the
-// mirror (up to a size; bigger files and folders are linked), but what the program writes stays
-// in the mirror, which is removed after: a probe must not overwrite a result file the user
-// keeps, and the outputs it sees are then the run's own.
-//
-// find_result_lines() is pure; probe_program() runs a process tree and blocks for up to its
-// bound. Not thread-safe (one probe at a time: the launcher's interrupt flag is process-wide).
+// `tune init`'s probe run: the user's command started once, briefly, as a trial would be, in a
+// mirror of the current folder, to see what the program really does. find_result_lines() is pure;
+// probe_program() runs a process tree and blocks up to its bound. Not thread-safe (one probe at a
+// time: the launcher's interrupt flag is process-wide).
+// Design: docs/design-notes.md#tunerinitinit_probeh
 #pragma once
 
 #include <map>

@@ -1,22 +1,7 @@
-// `tune init`: a commented, ready study file for the user's own command.
-//
-// From the command (tuner/init/init_command.h: an optional mpirun prefix, the program and its
-// arguments), the machine (hwloc topology) and the knob catalog (probes/knob_catalog.h), it
-// picks the knobs that apply to the program, turns each into a parameter whose range fits the
-// machine (thread pools 1..PUs per rank, the binding choices that exist here), rewrites the
-// command so each knob is a placeholder, and enqueues two baselines: the command as the user
-// runs it today, then every library at its own default (when that differs). The objective is
-// the trial's wall time, or the throughput regex the user names.
-//
-// render_init_study() is a pure function of its arguments (the caller reads the topology and
-// inspects the program), so tests give it invented machines and programs. The text it returns
-// loads with load_study_spec. Thread-safe.
-//
-// When the program was probed (ProgramInfo::probe), what the ranks did decides instead of the
-// catalog's "any program" guess: the variables of pools the ranks do not start are left out,
-// the `program:` section says what they start (with the libraries that told it as comments),
-// the files they read from their folder become `files:`, and the best result line they printed
-// or wrote becomes the objective (with --throughput-regex the user's regex wins).
+// `tune init`: a commented, ready study file for the user's own command, from the command, the
+// machine, the knob catalog and, when it ran, the probe run. render_init_study() is a pure
+// function of its arguments (tests give it invented machines and programs). Thread-safe.
+// Design: docs/design-notes.md#tunerinitinit_studyh
 #pragma once
 
 #include <functional>
@@ -28,6 +13,7 @@
 #include "probes/topology.h"
 #include "tuner/base/result.h"
 #include "tuner/init/init_command.h"
+#include "tuner/init/init_plan.h"
 #include "tuner/study/study_file.h"
 
 namespace tune::tuner {
@@ -64,6 +50,13 @@ struct InitRequest {
 // study's text.
 std::string init_rules_section(StudySpec spec, const probes::Topology& topo);
 
+// What the study will hold: knobs (knob_choice.h), header (init_header.h), objective and files
+// (objective_proposal.h), kernel parameter (init_kernels.h). A pure function of its arguments.
+Result<InitPlan> plan_init_study(const InitRequest& request, const InitCommand& command,
+                                 const ProgramInfo& program, const probes::Topology& topo,
+                                 const probes::KnobCatalog& catalog);
+
+// plan_init_study, written as YAML (init_plan.h write_init_yaml).
 Result<std::string> render_init_study(const InitRequest& request, const InitCommand& command,
                                       const ProgramInfo& program, const probes::Topology& topo,
                                       const probes::KnobCatalog& catalog);
