@@ -340,4 +340,27 @@ std::string plural(int n, std::string_view one, std::string_view many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
+// `text` as comment lines of at most ~96 columns: the first starts with `first`, the rest with
+// `rest` ("#  ", "#    "), each word after a space.
+std::string comment_lines(const std::string& text, const std::string& first,
+                          const std::string& rest) {
+  std::string out, line = first;
+  bool line_has_words = false;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(pos, end - pos);
+    if (line_has_words && line.size() + 1 + word.size() > 96) {
+      out += line + "\n";
+      line = rest;
+      line_has_words = false;
+    }
+    line += ' ' + word;
+    line_has_words = true;
+    pos = end + 1;
+  }
+  return out + line + "\n";
+}
+
 }  // namespace tune::tuner

@@ -1,10 +1,7 @@
-// Text that came from a trial: any bytes, any size, made safe to store and print.
-//
-// A trial's stderr line or regex match may hold invalid UTF-8 (nlohmann::json throws when it
-// dumps that), a UTF-8 character cut in half by a length limit, or terminal control sequences.
-// printable() repairs all three, so what reaches the database, JSON output or a terminal is
-// valid UTF-8 on one line. tail_of_file() reads a bounded tail, so a trial that wrote gigabytes
-// costs a bounded amount of memory. Stateless; thread-safe.
+// Text rules every room shares: bytes from a trial, the study file or the database made safe to
+// store, print or hand to a shell (printable, terminal_text, shell_quote, bash_quote), bounded
+// file tails, names and durations checked or parsed. Stateless; thread-safe.
+// Design: docs/design-notes.md#tunerbasetexth
 #pragma once
 
 #include <cstddef>
@@ -103,5 +100,10 @@ std::string plural(int n, std::string_view one, std::string_view many);
 // a duration over k_max_duration_s, whose deadline the clocks could not hold.
 inline constexpr double k_max_duration_s = 1e9;
 Result<double> parse_duration(const std::string& text);
+
+// `text` as comment lines of at most ~96 columns: the first starts with `first`, the rest with
+// `rest` ("#  ", "#    "), each word after a space.
+std::string comment_lines(const std::string& text, const std::string& first,
+                          const std::string& rest);
 
 }  // namespace tune::tuner

@@ -16,6 +16,7 @@
 #include "probes/predict.h"
 #include "tuner/base/text.h"
 #include "tuner/base/trial_attrs.h"
+#include "tuner/export/job_request.h"
 #include "tuner/export/kernel_export.h"
 #include "tuner/launch/program_identity.h"
 #include "tuner/storage/storage_url.h"
@@ -133,9 +134,36 @@ Result<Rendered> render_request(const StudySpec& spec, const search::FrozenTrial
   return r;
 }
 
-std::string tuned_on(const search::FrozenTrial& trial);
-std::string comment_lines(const std::string& text, const std::string& first,
-                          const std::string& rest);
+// The tuned host's name inside a double-quoted echo: only a name of safe characters is written.
+std::string host_word(const TunedMachine& m) {
+  if (m.host.empty()) return "an unknown host";
+  return bash_quote(m.host) == m.host ? m.host : "another host";
+}
+
+// Lines that warn when the node the script runs on has other cores or PUs than the one tuned on:
+// the thread counts and binding fit that machine. nproc --all and lscpu's core list are on every
+// Linux; a node without lscpu is compared by PUs alone.
+std::string machine_check(const search::FrozenTrial& trial) {
+  const auto m = tuned_machine(trial);
+  if (!m) return "";
+  return fmt::format(
+      "\n# The setting was tuned on {}; warn when this node differs.\n"
+      "tune_pus=$(nproc --all 2>/dev/null || getconf _NPROCESSORS_ONLN)\n"
+      "tune_cores=$({{ lscpu -p=core,socket 2>/dev/null || true; }} | {{ grep -v '^#' || true; }} "
+      "| sort -u | wc -l)\n"
+      "if [ \"$tune_pus\" != {} ] || {{ [ \"$tune_cores\" -gt 0 ] && [ \"$tune_cores\" != {} ]; "
+      "}}; then\n"
+      "  echo \"warning: this node has $tune_cores cores and $tune_pus PUs; the setting was tuned "
+      "on {} cores and {} PUs ({}): check the thread counts, or tune again here\" >&2\n"
+      "fi\n",
+      machine_text(*m), m->pus, m->cores, m->cores, m->pus, host_word(*m));
+}
+
+// The header's "Tuned on:" text: the machine, or why it is not known.
+std::string tuned_on(const search::FrozenTrial& trial) {
+  if (const auto m = tuned_machine(trial)) return machine_text(*m);
+  return "unknown (the trial did not record its machine: tune before it did, or hwloc failed)";
+}
 
 std::string header(const StudySpec& spec, const search::FrozenTrial& trial,
                    const ExportOptions& options) {
@@ -176,10 +204,6 @@ std::string command_line(const std::vector<std::string>& argv, const std::string
   return out + line;
 }
 
-std::string job_name(const std::string& study, std::size_t limit) {
-  return plain_name("tune-" + study, limit);
-}
-
 // Lines that warn, on the node the script runs on, when a program the trial found in PATH (a name
 // without '/') is another one there, or an interpreter of another version: the setting was
 // measured with the programs the trial ran, so the script names them and checks.
@@ -208,360 +232,11 @@ std::string program_checks(const search::FrozenTrial& trial) {
   return s;
 }
 
-// --- what a batch script asks of the scheduler ----------------------------------------------
-
-// The trial's measured wall time and its re-runs': the longest and how many runs, none measured
-// = nullopt.
-struct MeasuredTime {
-  double longest_s = 0;
-  int runs = 0;
-};
-
-std::optional<MeasuredTime> measured_time(const search::FrozenTrial& trial,
-                                          const ExportOptions& options) {
-  MeasuredTime m;
-  const auto add = [&](double s) {
-    if (!(s >= 0)) return;  // NaN or negative: not a time
-    m.longest_s = std::max(m.longest_s, s);
-    ++m.runs;
-  };
-  if (const auto it = trial.user_attrs.find(k_attr_wall_time);
-      it != trial.user_attrs.end() && it->is_number())
-    add(it->get<double>());
-  for (double s : options.rerun_wall_times) add(s);
-  if (m.runs == 0) return std::nullopt;
-  return m;
-}
-
-// The time limit line's value and the comment that says where it came from; nullopt = no limit
-// written (nothing measured, none given): the scheduler's default stands.
-struct TimeLimit {
-  int seconds = 0;
-  std::string why;  // comment lines, each "# ...\n"
-};
-
-std::optional<TimeLimit> time_limit(const search::FrozenTrial& trial, const ExportOptions& options,
-                                    const std::string& override_how) {
-  if (options.walltime_s) {
-    const int seconds = static_cast<int>(std::ceil(std::max(1.0, *options.walltime_s)));
-    return TimeLimit{seconds, "# Time limit " + format_walltime(seconds) +
-                                  ": given to tune export (--walltime).\n"};
-  }
-  const auto m = measured_time(trial, options);
-  if (!m) return std::nullopt;
-  const int seconds = walltime_from_measured(m->longest_s);
-  std::string why = fmt::format(
-      "# Time limit {}: twice the trial's {} ({:.1f} s{}), at least 5 minutes more, rounded up "
-      "to minutes.\n"
-      "# The trial may have been a shortened run (fewer steps than a real one): a full run may "
-      "need longer;\n"
-      "# give it with {} or tune export --walltime.\n",
-      format_walltime(seconds), m->runs > 1 ? "longest run" : "run", m->longest_s,
-      m->runs > 1 ? fmt::format(", the longest of {} runs", m->runs) : "", override_how);
-  return TimeLimit{seconds, std::move(why)};
-}
-
-// Threads per rank, and the CPUs per task a batch script asks for them.
-//
-// Where the threads per rank come from, first that applies:
-//  - step: with launch.slurm, the step's --cpus-per-task when it is a number (Slurm granted it).
-//  - prediction: the trial's stored prediction (k_attr_probe_prediction): the busy threads of a
-//    rank, each pool's share as the probes counted it for this trial from the knob catalog and
-//    the study's `knobs:`, so a pool sized by the program's own flag (`--threads={t}`) counts; the
-//    rank with the most, the main thread included and the runtimes' own threads (no knob's) not.
-//  - variable names: the trial has no prediction (probes off): the largest plain positive number
-//    among the trial's variables whose name holds "THREADS" (OMP_NUM_THREADS, MKL_NUM_THREADS,
-//    OPENBLAS_NUM_THREADS, OPENCV_FOR_THREADS_NUM, ...). The largest, not the sum: a rank's
-//    pools take turns (OpenMP regions, then BLAS calls), as the prediction assumes too.
-// nullopt: none of them applies, and the scheduler's default (one CPU per task) stands.
-//
-// The CPUs asked never exceed the node the trial ran on (k_attr_machine): ranks per node x CPUs
-// per task <= its PUs. A winner that oversubscribed its node on purpose (2 ranks x 2 OpenMP
-// threads on 2 cores) is asked floor(PUs / ranks per node) CPUs, at least 1: what it had, and
-// what a scheduler of that very machine can grant (more stays pending forever).
-struct ThreadsPerRank {
-  enum class Basis { step, prediction, variable_names };
-  Basis basis = Basis::variable_names;
-  int threads = 0;         // the threads per rank the trial ran (busy at once)
-  int cpus = 0;            // what the script asks per task: `threads`, capped to the tuned node
-  std::string source;      // "OMP_NUM_THREADS=4", "main 1, openmp 1 (OMP_NUM_THREADS=2)"
-  std::optional<int> omp;  // OMP_NUM_THREADS, when the trial set it to a plain number
-  std::string fit;  // comment lines: how the threads relate to the tuned node's cores; "" = none
-};
-
-// The busy threads per rank of the trial's stored prediction, and each pool's share; nullopt
-// when the trial has none (probes off, or a prediction without ranks). A prediction that is there
-// but not as the probes write it is an error naming the attribute.
-struct PredictedThreads {
-  int threads = 0;
-  std::string pools;  // "main 1, openmp 1 (OMP_NUM_THREADS=2)"
-};
-
-Result<std::optional<PredictedThreads>> predicted_threads(const search::FrozenTrial& trial) {
-  const auto it = trial.system_attrs.find(k_attr_probe_prediction);
-  if (it == trial.system_attrs.end() || it->is_null()) return std::nullopt;
-  const auto bad = [&](const std::string& key, const std::string& why) {
-    return std::unexpected(fmt::format(
-        "trial #{}: system attr '{}{}' {}, not as tune's probes store it; pick another trial "
-        "with --trial",
-        trial.number, k_attr_probe_prediction, key, why));
-  };
-  if (!it->is_object()) return bad("", "is not a JSON object");
-  if (const auto v = it->find("schema_version");
-      v != it->end() && *v != probes::k_prediction_schema_version)
-    return bad(".schema_version", fmt::format("is {}, this tune reads {}", one_line(v->dump()),
-                                              probes::k_prediction_schema_version));
-  const auto ranks = it->find("ranks");
-  if (ranks == it->end()) return std::nullopt;
-  if (!ranks->is_array()) return bad(".ranks", "is not a list");
-  std::optional<PredictedThreads> most;
-  for (std::size_t r = 0; r < ranks->size(); ++r) {
-    const auto& rank = (*ranks)[r];
-    const auto groups = rank.is_object() ? rank.find("groups") : rank.end();
-    if (!rank.is_object() || groups == rank.end() || !groups->is_array())
-      return bad(fmt::format(".ranks[{}].groups", r), "is not a list");
-    PredictedThreads p;
-    for (std::size_t g = 0; g < groups->size(); ++g) {
-      const auto& group = (*groups)[g];
-      const auto key = fmt::format(".ranks[{}].groups[{}]", r, g);
-      if (!group.is_object() || !group.contains("name") || !group["name"].is_string())
-        return bad(key + ".name", "is not a string");
-      if (!group.contains("busy") || !group["busy"].is_number_integer() ||
-          group["busy"].get<std::int64_t>() < 0 || group["busy"].get<std::int64_t>() > 1 << 20)
-        return bad(key + ".busy", "is not a whole number of threads");
-      const auto name = group["name"].get<std::string>();
-      const int busy = group["busy"].get<int>();
-      // The runtimes' own threads are no pool a CPU is asked for (the prediction's verdict
-      // leaves them out too).
-      if (busy == 0 || name == probes::k_runtime_group) continue;
-      p.threads += busy;
-      if (!p.pools.empty()) p.pools += ", ";
-      p.pools += one_line(name) + " " + std::to_string(busy);
-      const auto detail = group.find("detail");
-      if (name != "main" && detail != group.end() && detail->is_string() &&
-          !detail->get<std::string>().empty())
-        p.pools += " (" + one_line(detail->get<std::string>()) + ")";
-    }
-    if (!most || p.threads > most->threads) most = std::move(p);
-  }
-  if (most && most->threads < 1) return std::nullopt;
-  return most;
-}
-
-// The threads per rank by the last rule: the trial's variables named *THREADS*.
-std::optional<ThreadsPerRank> threads_from_variable_names(const Rendered& r) {
-  std::optional<ThreadsPerRank> best;
-  for (const auto& [name, value] : r.request.env_set) {
-    const auto n = positive_int(value);
-    if (!n || !name.contains("THREADS")) continue;
-    if (!best || *n > best->threads) {
-      if (!best) best.emplace();
-      best->threads = *n;
-      best->source = name + "=" + std::to_string(*n);
-    }
-  }
-  return best;
-}
-
-// The machine the trial ran on (k_attr_machine), when the runner recorded it.
-struct TunedMachine {
-  std::string host;
-  int packages = 0, numa_nodes = 0, cores = 0, pus = 0;
-};
-
-std::optional<TunedMachine> tuned_machine(const search::FrozenTrial& trial) {
-  const auto it = trial.system_attrs.find(k_attr_machine);
-  if (it == trial.system_attrs.end() || !it->is_object()) return std::nullopt;
-  const auto count = [&](const char* key) {
-    const auto v = it->find(key);
-    return v != it->end() && v->is_number_integer() ? v->get<int>() : 0;
-  };
-  TunedMachine m;
-  const auto host = it->find("host");
-  if (host != it->end() && host->is_string()) m.host = host->get<std::string>();
-  m.packages = count("packages");
-  m.numa_nodes = count("numa_nodes");
-  m.cores = count("cores");
-  m.pus = count("pus");
-  if (m.cores <= 0 || m.pus <= 0) return std::nullopt;
-  return m;
-}
-
-std::string machine_text(const TunedMachine& m) {
-  return fmt::format("{}: {}, {}, {}, {}", m.host.empty() ? "unknown host" : one_line(m.host),
-                     plural(m.packages, "package", "packages"),
-                     plural(m.numa_nodes, "NUMA node", "NUMA nodes"),
-                     plural(m.cores, "core", "cores"), plural(m.pus, "PU", "PUs"));
-}
-
-// The tuned host's name inside a double-quoted echo: only a name of safe characters is written.
-std::string host_word(const TunedMachine& m) {
-  if (m.host.empty()) return "an unknown host";
-  return bash_quote(m.host) == m.host ? m.host : "another host";
-}
-
-// Lines that warn when the node the script runs on has other cores or PUs than the one tuned on:
-// the thread counts and binding fit that machine. nproc --all and lscpu's core list are on every
-// Linux; a node without lscpu is compared by PUs alone.
-std::string machine_check(const search::FrozenTrial& trial) {
-  const auto m = tuned_machine(trial);
-  if (!m) return "";
-  return fmt::format(
-      "\n# The setting was tuned on {}; warn when this node differs.\n"
-      "tune_pus=$(nproc --all 2>/dev/null || getconf _NPROCESSORS_ONLN)\n"
-      "tune_cores=$({{ lscpu -p=core,socket 2>/dev/null || true; }} | {{ grep -v '^#' || true; }} "
-      "| sort -u | wc -l)\n"
-      "if [ \"$tune_pus\" != {} ] || {{ [ \"$tune_cores\" -gt 0 ] && [ \"$tune_cores\" != {} ]; "
-      "}}; then\n"
-      "  echo \"warning: this node has $tune_cores cores and $tune_pus PUs; the setting was tuned "
-      "on {} cores and {} PUs ({}): check the thread counts, or tune again here\" >&2\n"
-      "fi\n",
-      machine_text(*m), m->pus, m->cores, m->cores, m->pus, host_word(*m));
-}
-
-// The header's "Tuned on:" text: the machine, or why it is not known.
-std::string tuned_on(const search::FrozenTrial& trial) {
-  if (const auto m = tuned_machine(trial)) return machine_text(*m);
-  return "unknown (the trial did not record its machine: tune before it did, or hwloc failed)";
-}
-
-// `text` as comment lines of at most ~96 columns: the first starts with `first`, the rest with
-// `rest` ("#  ", "#    "), each word after a space.
-std::string comment_lines(const std::string& text, const std::string& first,
-                          const std::string& rest) {
-  std::string out, line = first;
-  bool line_has_words = false;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    auto end = text.find(' ', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(pos, end - pos);
-    if (line_has_words && line.size() + 1 + word.size() > 96) {
-      out += line + "\n";
-      line = rest;
-      line_has_words = false;
-    }
-    line += ' ' + word;
-    line_has_words = true;
-    pos = end + 1;
-  }
-  return out + line + "\n";
-}
-
-// "2x", "1.5x": how many times the PUs the busy threads were.
-std::string times(int busy, int pus) {
-  return fmt::format("{:.3g}x", static_cast<double>(busy) / std::max(1, pus));
-}
-
-// Threads per rank by the rules above, with the CPUs asked capped to the tuned node (`shape`: the
-// job's ranks per node) and the header's lines on how they relate to its cores. `asked` spells
-// the request for those lines from the CPUs per rank ("--cpus-per-task=1", "ncpus=2").
-Result<std::optional<ThreadsPerRank>> threads_per_rank(
-    const Rendered& r, const search::FrozenTrial& trial, const JobShape& shape,
-    const std::function<std::string(int cpus_per_rank)>& asked) {
-  std::optional<int> omp;
-  if (const auto it = r.request.env_set.find("OMP_NUM_THREADS"); it != r.request.env_set.end())
-    omp = positive_int(it->second);
-  std::optional<ThreadsPerRank> t;
-  if (const auto step_cpus = r.launch.kind->cpus_per_task()) {
-    if (auto n = positive_int(*step_cpus)) {
-      t = ThreadsPerRank{ThreadsPerRank::Basis::step, *n, *n, "", omp, ""};
-      t->source = "the step's own --cpus-per-task=" + std::to_string(*n);
-      return t;  // what Slurm granted the trial's steps: no cap to judge
-    }
-  }
-  auto predicted = predicted_threads(trial);
-  if (!predicted) return std::unexpected(predicted.error());
-  if (*predicted) {
-    t = ThreadsPerRank{
-        ThreadsPerRank::Basis::prediction, (*predicted)->threads, 0, (*predicted)->pools, omp, ""};
-  } else if ((t = threads_from_variable_names(r))) {
-    t->basis = ThreadsPerRank::Basis::variable_names;
-    t->omp = omp;
-  } else {
-    return t;
-  }
-  t->cpus = t->threads;
-  const auto m = tuned_machine(trial);
-  if (!m) {
-    t->fit =
-        "# Not checked against the node it was tuned on: the trial did not record its machine.\n";
-    return t;
-  }
-  const int per_node = std::max(1, shape.tasks_per_node.value_or(1));
-  const int busy = per_node * t->threads;
-  const std::string on = m->pus == m->cores ? plural(m->cores, "core", "cores")
-                                            : plural(m->cores, "core", "cores") + " (" +
-                                                  plural(m->pus, "PU", "PUs") + ")";
-  const std::string ran =
-      fmt::format("The winner ran {} x {} on {}", plural(per_node, "rank", "ranks"),
-                  plural(t->threads, "thread", "threads"), on);
-  if (busy <= m->pus) {
-    t->fit = fmt::format("# {}: {} of its {} busy, as {} asks.\n", ran, busy,
-                         plural(m->pus, "PU", "PUs"), asked(t->cpus));
-    return t;
-  }
-  t->cpus = std::max(1, m->pus / per_node);
-  t->fit = fmt::format("# {} ({} oversubscribed); {} asks for what it had", ran,
-                       times(busy, m->pus), asked(t->cpus));
-  t->fit += per_node > m->pus ? fmt::format(" (its {} ranks alone outnumber the {}).\n", per_node,
-                                            plural(m->pus, "PU", "PUs"))
-                              : ".\n";
-  return t;
-}
-
-// The header's lines on the CPUs per task: how many (`what`: "CPUs per task: 1"), from where, how
-// they fit the tuned node.
-std::string cpus_note(const ThreadsPerRank& t, const std::string& what) {
-  std::string s;
-  switch (t.basis) {
-    case ThreadsPerRank::Basis::step:
-      s = fmt::format("# {}, {} (launch.slurm).\n", what, t.source);
-      break;
-    case ThreadsPerRank::Basis::prediction:
-      s = comment_lines(
-          fmt::format("{}; the trial's busy threads per rank, {}, from the probes' prediction "
-                      "for it: {}.",
-                      what, t.threads, t.source),
-          "#", "#  ");
-      break;
-    case ThreadsPerRank::Basis::variable_names:
-      s = comment_lines(
-          fmt::format("{}; the largest thread pool of a rank ({}), read from the trial's "
-                      "variables named *THREADS*: the trial has no prediction (probes off).",
-                      what, t.source),
-          "#", "#  ");
-      break;
-  }
-  return s + t.fit;
-}
-
-// Flags the study needed on its own machine and a cluster may not want: kept, so the script
-// runs what the trial ran, and named in a comment so nobody submits them unawares.
-std::string development_flag_notes(const Rendered& r) {
-  std::vector<std::string> notes;
-  if (r.launch.kind->oversubscribes())
-    notes.push_back(
-        "--oversubscribe: lets more ranks start than the node has slots, as the study needed "
-        "on its development machine; in an allocation it hides a job shape that does not fit");
-  for (const auto& [key, value] : r.launch.kind->mca()) {
-    if (key == "pml" && value.contains("cm"))
-      notes.push_back("--mca pml " + one_line(value) +
-                      ": turns off the cm PML (PSM/OFI), a workaround on the study's machine; "
-                      "on a cluster that PML may be the fast interconnect");
-    else if (key.starts_with("btl_tcp_if") || key.starts_with("oob_tcp_if"))
-      notes.push_back("--mca " + one_line(key) + " " + one_line(value) +
-                      ": names the study machine's network interfaces, which a cluster's nodes "
-                      "may not have");
-    else if (key.starts_with("plm_rsh"))
-      notes.push_back("--mca " + one_line(key) +
-                      ": how the study's mpirun reached other hosts; inside an allocation mpirun "
-                      "starts its daemons through the scheduler");
-    else if (key == "btl")
-      notes.push_back("--mca btl " + one_line(value) +
-                      ": the transports the study's machine used; a cluster's fabric may need "
-                      "others");
-  }
+// The launcher's flags kept from the study's machine that a cluster may not want
+// (LaunchKind::kept_flag_notes): kept, so the script runs what the trial ran, and named in a
+// comment so nobody submits them unawares.
+std::string kept_flags_text(const LaunchKind& kind) {
+  const auto notes = kind.kept_flag_notes();
   if (notes.empty()) return "";
   std::string s =
       "\n# Kept from the study, which ran on a development machine; they may not be wanted on a "
@@ -572,52 +247,13 @@ std::string development_flag_notes(const Rendered& r) {
          "apply here.\n";
 }
 
-// The srun flags that match the trial's mpirun binding, for the comment that says why the
-// script keeps mpirun.
-std::string srun_equivalent(const RenderedMpirun& m, const JobShape& shape,
-                            const std::optional<ThreadsPerRank>& threads) {
-  std::string s = fmt::format("srun --mpi=pmix --ntasks={}", shape.total_tasks);
-  if (shape.tasks_per_node) s += fmt::format(" --ntasks-per-node={}", *shape.tasks_per_node);
-  if (threads) s += fmt::format(" --cpus-per-task={}", threads->cpus);
-  if (m.bind_to) {
-    const std::string how = m.bind_to->substr(0, m.bind_to->find(':'));
-    const std::map<std::string, std::string> k_bind = {
-        {"core", "cores"},     {"hwthread", "threads"}, {"none", "none"},
-        {"socket", "sockets"}, {"package", "sockets"},  {"numa", "ldoms"}};
-    if (const auto it = k_bind.find(how); it != k_bind.end()) s += " --cpu-bind=" + it->second;
-  }
-  if (m.map_by) {
-    const std::string how = m.map_by->substr(0, m.map_by->find(':'));
-    if (how == "node")
-      s += " --distribution=cyclic";
-    else if (how == "core" || how == "slot" || how == "hwthread")
-      s += " --distribution=block";
-  }
-  return s + " ...";
-}
-
-// Slurm: why the job starts with the study's mpirun, not srun.
-std::string launcher_note(const StudySpec& spec, const Rendered& r, const JobShape& shape,
+// Slurm: why the job starts with the study's launcher, not srun (LaunchKind::batch_launch_note).
+std::string launcher_text(const LaunchKind& kind, const JobShape& shape,
                           const std::optional<ThreadsPerRank>& threads) {
-  const RenderedMpirun* mpirun = r.launch.kind->mpirun();
-  if (mpirun == nullptr) return "";
-  const RenderedMpirun& m = *mpirun;
-  std::string binding;
-  if (m.bind_to) binding += " --bind-to " + one_line(*m.bind_to);
-  if (m.map_by) binding += " --map-by " + one_line(*m.map_by);
-  (void)spec;
-  return "\n" +
-         comment_lines(
-             "Started with the study's mpirun, not srun: inside the allocation Open MPI's mpirun "
-             "reads Slurm's nodes and slots and starts its daemons through Slurm, and the "
-             "trial's binding" +
-                 (binding.empty() ? std::string(" (mpirun's default)")
-                                  : " (" + binding.substr(1) + ")") +
-                 " stays word for word what was measured. srun needs --mpi=pmix with Debian's "
-                 "Open MPI (plain srun fails) and a translation of the binding; the matching "
-                 "line would be:",
-             "#", "#") +
-         "#   " + one_line(srun_equivalent(m, shape, threads)) + "\n";
+  const auto note =
+      kind.batch_launch_note(shape, threads ? std::optional<int>(threads->cpus) : std::nullopt);
+  if (note.why.empty()) return "";
+  return "\n" + comment_lines(note.why, "#", "#") + "#   " + note.equivalent + "\n";
 }
 
 // Slurm: the OpenMP pool and the CPUs each task gets agree; warn when the allocation differs.
@@ -729,7 +365,7 @@ std::string script_body(const StudySpec& spec, const Rendered& r, const ExportOp
   s += machine_check(trial);
   s += kernel_checks(spec, trial, r.request.env_set);
   s += scheduler;
-  s += development_flag_notes(r);
+  s += kept_flags_text(*r.launch.kind);
   s += workdir_and_files(spec, r);
   s += command_line(r.request.argv, "\"$TUNE_OUT\"", "    ") + "\n";
   return s;
@@ -808,16 +444,6 @@ Result<ExportFormat> parse_export_format(const std::string& text) {
                                      fmt::join(export_format_names(), ", ")));
 }
 
-int walltime_from_measured(double longest_s) {
-  const double s = std::max({0.0, 2 * longest_s, longest_s + 300});
-  return static_cast<int>(std::ceil(s / 60)) * 60;
-}
-
-std::string format_walltime(int seconds) {
-  seconds = std::max(0, seconds);
-  return fmt::format("{:02}:{:02}:{:02}", seconds / 3600, seconds / 60 % 60, seconds % 60);
-}
-
 Result<JobShape> job_shape(const StudySpec& spec, const search::FrozenTrial& trial) {
   auto r = render_request(spec, trial, ExportOptions{}, /*allow_run_as_root=*/false);
   if (!r) return std::unexpected(r.error());
@@ -846,11 +472,13 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
              ")\n\n" + script_body(spec, *r, options, trial);
     case ExportFormat::slurm: {
       const JobShape shape = r->launch.job_shape();
-      const auto per_rank = threads_per_rank(
-          *r, trial, shape, [](int n) { return "--cpus-per-task=" + std::to_string(n); });
+      const auto per_rank =
+          threads_per_rank(r->request.env_set, *r->launch.kind, trial, shape,
+                           [](int n) { return "--cpus-per-task=" + std::to_string(n); });
       if (!per_rank) return std::unexpected(per_rank.error());
       const auto& threads = *per_rank;
-      const auto limit = time_limit(trial, options, "sbatch --time");
+      const auto limit =
+          time_limit(trial, options.walltime_s, options.rerun_wall_times, "sbatch --time");
       std::string s = "#!/usr/bin/env bash\n";
       s += "#SBATCH --job-name=" + job_name(spec.name, 64) + "\n";
       s += fmt::format("#SBATCH --nodes={}\n", shape.nodes);
@@ -870,7 +498,7 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
              "allocation.\n";
       return s + "\n" +
              script_body(spec, *r, options, trial,
-                         threads_check(threads) + launcher_note(spec, *r, shape, threads));
+                         threads_check(threads) + launcher_text(*r->launch.kind, shape, threads));
     }
     case ExportFormat::pbs: {
       const JobShape shape = r->launch.job_shape();
@@ -878,10 +506,11 @@ Result<std::string> render_export(const StudySpec& spec, const search::FrozenTri
       const auto ncpus = [per_node](int n) {
         return fmt::format("ncpus={} ({} per rank)", per_node * n, n);
       };
-      const auto found = threads_per_rank(*r, trial, shape, ncpus);
+      const auto found = threads_per_rank(r->request.env_set, *r->launch.kind, trial, shape, ncpus);
       if (!found) return std::unexpected(found.error());
       const auto& threads = *found;
-      const auto limit = time_limit(trial, options, "qsub -l walltime=");
+      const auto limit =
+          time_limit(trial, options.walltime_s, options.rerun_wall_times, "qsub -l walltime=");
       const int per_rank = threads ? threads->cpus : 1;
       std::string s = "#!/usr/bin/env bash\n";
       s += "#PBS -N " + job_name(spec.name, 15) + "\n";

@@ -1,18 +1,7 @@
-// Job-script export (`tune export`): the winning trial's environment and full launch command line,
-// rendered through the study's templates exactly as the runner launches a trial (expand_launch in
-// tuner/launch/rendered_launch.h), written in the conventions of a bash script, a Slurm or PBS
-// batch script, a KEY=VALUE environment file, or a bare mpirun command line.
-//
-// Every value that reaches the shell goes through bash_quote() (tuner/base/text.h); the two
-// placeholders that must stay live in the shell are written as shell expansions: {trial_dir}
-// becomes the job's output folder "$TUNE_OUT" (default ./tune-run) and {nproc} becomes "$(nproc)"
-// of the machine the script runs on. Slurm and PBS scripts also ask for a time limit (from the
-// measured wall time), CPUs per task (the busy threads per rank of the trial's stored prediction,
-// k_attr_probe_prediction, or without one the largest *THREADS* variable, never more than the PUs
-// of the node the trial ran on allow for its ranks per node), keep the study's mpirun with a
-// comment on why and on the flags meant for the development machine, and name the machine the trial
-// was tuned on (k_attr_machine), warning when they run on another. A stored prediction that cannot
-// be read is an error naming it. Pure functions of their arguments; thread-safe.
+// Job-script export (`tune export`): a trial's environment and launch command, rendered as the
+// runner launches it, written as a bash, Slurm or PBS script, an environment file or an mpirun
+// line, every value quoted for the shell. Pure functions of their arguments; thread-safe.
+// Design: docs/design-notes.md#tunerexportexporth
 #pragma once
 
 #include <optional>
@@ -22,6 +11,7 @@
 
 #include "search/trial.h"
 #include "tuner/base/result.h"
+#include "tuner/export/job_request.h"  // walltime_from_measured, format_walltime: with these
 #include "tuner/launch/launch_kind.h"
 #include "tuner/study/study_file.h"
 
@@ -55,13 +45,6 @@ struct ExportOptions {
   // trials of their own: the caller, who has the study, collects them. Empty: the trial's own.
   std::vector<double> rerun_wall_times;
 };
-
-// The batch time limit for a job whose runs took up to `longest_s` seconds: twice that, at least
-// five minutes more, rounded up to whole minutes. The trial may have been shortened (fewer steps
-// than a real run), which the script's comment says; the margin covers queue-to-queue noise only.
-int walltime_from_measured(double longest_s);
-// "HH:MM:SS" (hours past 99 kept), as both #SBATCH --time and #PBS -l walltime take it.
-std::string format_walltime(int seconds);
 
 // The script (or line, or file) for `trial` of `spec`. Errors name the template that failed.
 Result<std::string> render_export(const StudySpec& spec, const search::FrozenTrial& trial,

@@ -1,15 +1,7 @@
-// Which trial `tune export` writes, and what it says about it: an export ships what the study
-// showed. By default the best trial (tuner/judge/ranking.h), unless the noise model
-// (tuner/judge/noise.h) finds its lead over the baseline within the noise, the very verdict the
-// report prints as "within the noise": then the baseline's setting, and the first line on stderr
-// and the script's header say why and how to write the best anyway (`--trial N`). A best whose
-// lead could not be judged (the noise is unknown, no baseline, a baseline that did not complete)
-// is written, with a line saying so. `--trial N` writes trial N, any completed trial that is not
-// a re-run; when N is not shown to beat the baseline, the header and stderr say that too.
-//
-// The value named is the setting's believed value (tuner/judge/reruns.h, setting_value): the
-// median of its runs and how many, never one lucky run's. Pure functions over a StudyView;
-// thread-safe.
+// Which trial `tune export` writes and what it says of it: the best, or the baseline when the
+// best's lead is within the noise, or `--trial N`; the value named is the setting's believed one.
+// Pure functions over a StudyView; thread-safe.
+// Design: docs/design-notes.md#tunerexportexport_choiceh
 #pragma once
 
 #include <expected>

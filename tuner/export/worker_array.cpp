@@ -7,40 +7,11 @@
 #include <optional>
 
 #include "tuner/base/text.h"
-#include "tuner/export/export.h"
+#include "tuner/export/job_request.h"
 #include "tuner/storage/storage_url.h"
 
 namespace tune::tuner {
 namespace {
-
-// What one worker's allocation needs for its trials: whole nodes, and enough tasks (and CPUs per
-// task) for the largest step or mpirun a trial starts, where the study fixes those numbers.
-struct WorkerShape {
-  int nodes = 1;
-  std::optional<int> tasks;
-  std::optional<int> cpus_per_task;
-};
-
-// The counts are the study file's own, where they are plain numbers (positive_int): a count that
-// depends on a trial's parameters is known only when that trial runs.
-WorkerShape worker_shape(const LaunchSpec& launch) {
-  WorkerShape shape;
-  if (launch.slurm) {
-    const auto& s = *launch.slurm;
-    const auto tasks = positive_int(s.ntasks);
-    const auto per_node = positive_int(s.ntasks_per_node);
-    const JobShape counted = job_shape_of(positive_int(s.nodes), tasks, per_node);
-    shape.nodes = counted.nodes;
-    if (tasks || per_node) shape.tasks = counted.total_tasks;
-    shape.cpus_per_task = positive_int(s.cpus_per_task);
-  } else if (launch.mpirun) {
-    const auto tasks = positive_int(launch.n);
-    const JobShape counted = job_shape_of(std::nullopt, tasks, positive_int(launch.npernode));
-    shape.tasks = tasks;
-    if (tasks) shape.nodes = counted.nodes;
-  }
-  return shape;
-}
 
 std::string array_job_name(const std::string& study) {
   return plain_name("tune-" + study + "-workers", 64);

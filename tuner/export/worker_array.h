@@ -1,15 +1,7 @@
 // `tune export --format slurm-array --workers K`: a Slurm job array whose K tasks each run one
-// `tune` worker on the same study, so a study spreads over K nodes of a cluster. Each task asks
-// for whole nodes (--exclusive, as many as one trial spans): trials sharing a node would disturb
-// each other's timings. The workers share the study through its storage, which must then be
-// reachable from every node at once (postgresql://; SQLite's write-ahead log works on one host
-// only, so with SQLite the script says so and the workers should run one at a time).
-//
-// Each trial inside a task runs as the study says: launch.slurm makes it a job step of the task's
-// allocation, launch.mpirun an mpirun that Open MPI fits into the same allocation.
-//
-// Every path and value written goes through bash_quote (tuner/base/text.h). Pure function of
-// its arguments; thread-safe.
+// `tune` worker on the same study, on whole nodes, sharing the study through its storage.
+// Pure function of its arguments; thread-safe.
+// Design: docs/design-notes.md#tunerexportworker_arrayh
 #pragma once
 
 #include <string>

@@ -1,23 +1,7 @@
-// The launcher framework: how a trial's ranks are started, as one interface with one component
-// per launch kind (as Open MPI's MCA frameworks: an interface, the shared support, one component
-// per way of doing it):
-//
-//   kind     component                       the study file
-//   direct   tuner/launch/direct_launch.cpp  no launch section: the command runs as written
-//   mpirun   tuner/launch/mpirun_launch.cpp  launch.mpirun
-//   srun     tuner/launch/slurm_launch.cpp   launch.slurm (each trial one job step)
-//
-// A component owns everything that differs between the kinds: the argv prefix before the
-// command, the probes' plan (probes::LaunchPlan), the job shape a batch script asks for, whether
-// the ranks are children of the launched tree, how the trial's variables reach other hosts,
-// the launcher program (for program_identity), what an exported job script must set before it
-// starts (mpirun: Open MPI's run-as-root consent), and what is stopped after a trial (srun: its
-// step, cancelled by name; the others leave nothing). RenderedLaunch (tuner/launch/rendered_launch.h)
-// holds one, built by render_launch, so callers ask it instead of branching on the kind.
-//
-// Components are immutable once made and shared (std::shared_ptr<const LaunchKind>): a
-// RenderedLaunch copies cheaply, and every const member is thread-safe. end_trial() may block
-// (srun runs squeue and scancel).
+// The launcher framework: one LaunchKind interface with one component per launch kind (direct,
+// mpirun, srun) that owns everything that differs between them. Components are immutable and
+// shared; every const member is thread-safe; end_trial() may block.
+// Design: docs/design-notes.md#tunerlaunchlaunch_kindh
 #pragma once
 
 #include <map>
@@ -54,6 +38,12 @@ struct JobShape {
 JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
                       std::optional<int> tasks_per_node);
 
+// LaunchKind::batch_launch_note: a sentence, and a command line to quote after it.
+struct BatchLaunchNote {
+  std::string why;
+  std::string equivalent;
+};
+
 class LaunchKind {
  public:
   virtual ~LaunchKind() = default;
@@ -89,8 +79,6 @@ class LaunchKind {
   // The MCA parameters the launch's command line sets, in order (launch.mpirun.mca, then any
   // --mca KEY VALUE in its extra); the last of one key wins, as in mpirun. Empty for others.
   virtual std::vector<std::pair<std::string, std::string>> mca() const { return {}; }
-  // Whether the command line lets more ranks start than there are slots (--oversubscribe).
-  virtual bool oversubscribes() const { return false; }
   // The lines an exported job script needs before this launcher can start (bash; commented);
   // mpirun: Open MPI's run-as-root consent, when the script runs as root. Empty for others.
   virtual std::string script_setup() const { return ""; }
@@ -103,10 +91,20 @@ class LaunchKind {
     return nlohmann::json::object();
   }
 
-  // Typed access to one kind's settings, for code that renders that kind's own words (export's
-  // notes on mpirun's flags); nullptr for the other kinds.
-  virtual const RenderedMpirun* mpirun() const { return nullptr; }
-  virtual const RenderedSrun* srun() const { return nullptr; }
+  // What an exported job script says of this launcher, in its own words (export writes them as
+  // comments): the flags kept from the study's machine that a cluster may not want, one sentence
+  // each (mpirun: --oversubscribe, an MCA parameter naming that machine's network); empty for
+  // none.
+  virtual std::vector<std::string> kept_flag_notes() const { return {}; }
+  // A Slurm batch script: why it starts the job with this launcher rather than srun, and the srun
+  // line that would match, for a job of `shape` with `cpus_per_task` CPUs a task (nullopt: the
+  // scheduler's default); {} when the script says nothing (srun itself, or no launcher).
+  virtual BatchLaunchNote batch_launch_note(const JobShape& shape,
+                                            std::optional<int> cpus_per_task) const {
+    (void)shape;
+    (void)cpus_per_task;
+    return {};
+  }
 };
 
 using LaunchKindPtr = std::shared_ptr<const LaunchKind>;

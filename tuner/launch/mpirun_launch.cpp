@@ -1,13 +1,11 @@
-// The mpirun launch kind (tuner/launch/launch_kind.h): launch.mpirun of the study file. Its
-// prefix is `mpirun [--allow-run-as-root] -n .. --npernode .. --bind-to .. --map-by ..
-// --hostfile .. --host .. [--oversubscribe] --mca K V.. -x NAME.. EXTRA..` (k_mpirun_value_options
-// in tuner/study/launch_spec.h gives the order); its probes' plan comes from the same settings,
-// with `extra` read as mpirun reads it (probes/mpirun_flags.h); its job shape is the hosts that
-// run ranks when they can be read, else -n and --npernode. mpirun reaches other hosts itself and
-// exports every trial variable there, and leaves nothing behind once its tree is gone.
+// The mpirun launch kind (tuner/launch/launch_kind.h): launch.mpirun of the study file, as the
+// argv prefix, the probes' plan, a batch job's shape and what an export must say of its flags.
+// Immutable once made, as every launch kind component.
+// Design: docs/design-notes.md#tunerlaunchmpirun_launchcpp
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 
 #include "probes/mpirun_flags.h"
 #include "tuner/base/text.h"
@@ -105,7 +103,8 @@ class MpirunLaunch final : public LaunchKind {
     return out;
   }
 
-  bool oversubscribes() const override {
+  // Whether the command line lets more ranks start than there are slots (--oversubscribe).
+  bool oversubscribes() const {
     if (m_settings.oversubscribe) return true;
     for (const auto& word : m_settings.extra) {
       const probes::MpirunFlag* flag = probes::find_mpirun_flag(word);
@@ -114,15 +113,83 @@ class MpirunLaunch final : public LaunchKind {
     return false;
   }
 
+  std::vector<std::string> kept_flag_notes() const override {
+    std::vector<std::string> notes;
+    if (oversubscribes())
+      notes.push_back(
+          "--oversubscribe: lets more ranks start than the node has slots, as the study needed "
+          "on its development machine; in an allocation it hides a job shape that does not fit");
+    for (const auto& [key, value] : mca()) {
+      if (key == "pml" && value.contains("cm"))
+        notes.push_back("--mca pml " + one_line(value) +
+                        ": turns off the cm PML (PSM/OFI), a workaround on the study's machine; "
+                        "on a cluster that PML may be the fast interconnect");
+      else if (key.starts_with("btl_tcp_if") || key.starts_with("oob_tcp_if"))
+        notes.push_back("--mca " + one_line(key) + " " + one_line(value) +
+                        ": names the study machine's network interfaces, which a cluster's nodes "
+                        "may not have");
+      else if (key.starts_with("plm_rsh"))
+        notes.push_back("--mca " + one_line(key) +
+                        ": how the study's mpirun reached other hosts; inside an allocation "
+                        "mpirun starts its daemons through the scheduler");
+      else if (key == "btl")
+        notes.push_back("--mca btl " + one_line(value) +
+                        ": the transports the study's machine used; a cluster's fabric may need "
+                        "others");
+    }
+    return notes;
+  }
+
+  // Inside an allocation Open MPI's mpirun reads Slurm's nodes and slots and starts its daemons
+  // through Slurm, so the trial's binding stays word for word what was measured.
+  BatchLaunchNote batch_launch_note(const JobShape& shape,
+                                    std::optional<int> cpus_per_task) const override {
+    const RenderedMpirun& m = m_settings;
+    std::string binding;
+    if (m.bind_to) binding += " --bind-to " + one_line(*m.bind_to);
+    if (m.map_by) binding += " --map-by " + one_line(*m.map_by);
+    BatchLaunchNote note;
+    note.why =
+        "Started with the study's mpirun, not srun: inside the allocation Open MPI's mpirun "
+        "reads Slurm's nodes and slots and starts its daemons through Slurm, and the trial's "
+        "binding" +
+        (binding.empty() ? std::string(" (mpirun's default)") : " (" + binding.substr(1) + ")") +
+        " stays word for word what was measured. srun needs --mpi=pmix with Debian's Open MPI "
+        "(plain srun fails) and a translation of the binding; the matching line would be:";
+    note.equivalent = one_line(srun_equivalent(shape, cpus_per_task));
+    return note;
+  }
+
   std::string script_setup() const override {
     return "\n# Open MPI refuses to start as root unless told twice.\n"
            "if [ \"$(id -u)\" -eq 0 ]; then\n"
            "  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\nfi\n";
   }
 
-  const RenderedMpirun* mpirun() const override { return &m_settings; }
-
  private:
+  // The srun flags that match the trial's mpirun binding.
+  std::string srun_equivalent(const JobShape& shape, std::optional<int> cpus_per_task) const {
+    const RenderedMpirun& m = m_settings;
+    std::string s = fmt::format("srun --mpi=pmix --ntasks={}", shape.total_tasks);
+    if (shape.tasks_per_node) s += fmt::format(" --ntasks-per-node={}", *shape.tasks_per_node);
+    if (cpus_per_task) s += fmt::format(" --cpus-per-task={}", *cpus_per_task);
+    if (m.bind_to) {
+      const std::string how = m.bind_to->substr(0, m.bind_to->find(':'));
+      const std::map<std::string, std::string> k_bind = {
+          {"core", "cores"},     {"hwthread", "threads"}, {"none", "none"},
+          {"socket", "sockets"}, {"package", "sockets"},  {"numa", "ldoms"}};
+      if (const auto it = k_bind.find(how); it != k_bind.end()) s += " --cpu-bind=" + it->second;
+    }
+    if (m.map_by) {
+      const std::string how = m.map_by->substr(0, m.map_by->find(':'));
+      if (how == "node")
+        s += " --distribution=cyclic";
+      else if (how == "core" || how == "slot" || how == "hwthread")
+        s += " --distribution=block";
+    }
+    return s + " ...";
+  }
+
   RenderedMpirun m_settings;
 };
 

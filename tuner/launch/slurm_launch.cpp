@@ -192,7 +192,6 @@ class SrunLaunch final : public LaunchKind {
   nlohmann::json end_trial(const LaunchResult& result) const override {
     return {{k_attr_slurm_step, end_slurm_step(m_settings.step_name, result)}};
   }
-  const RenderedSrun* srun() const override { return &m_settings; }
 
  private:
   RenderedSrun m_settings;

@@ -56,8 +56,7 @@ TEST(DirectLaunch, AsksForOneTaskAndLeavesNothing) {
   EXPECT_TRUE(kind->mca().empty());
   EXPECT_EQ(kind->end_trial(ended()), nlohmann::json::object());
   EXPECT_EQ(kind->script_setup(), "");
-  EXPECT_EQ(kind->mpirun(), nullptr);
-  EXPECT_EQ(kind->srun(), nullptr);
+  EXPECT_TRUE(kind->kept_flag_notes().empty());
 }
 
 RenderedMpirun four_ranks_two_per_node() {
@@ -83,8 +82,6 @@ TEST(MpirunLaunch, PrefixExportsEveryVariableByName) {
                   "--report-bindings"}));
   EXPECT_TRUE(kind->forwards_env_to_hosts());
   EXPECT_TRUE(kind->ranks_in_tree());
-  ASSERT_NE(kind->mpirun(), nullptr);
-  EXPECT_EQ(kind->mpirun()->n, "4");
 }
 
 TEST(MpirunLaunch, ProbePlanFromTheSettingsWithExtraReadAsMpirunReadsIt) {
@@ -126,8 +123,29 @@ TEST(MpirunLaunch, McaAndOversubscribeAreReadFromExtraToo) {
   const auto kind = mpirun_launch(m);
   EXPECT_EQ(kind->mca(), (std::vector<std::pair<std::string, std::string>>{
                              {"btl", "self,tcp"}, {"plm_rsh_agent", "ssh -q"}}));
-  EXPECT_TRUE(kind->oversubscribes());
-  EXPECT_FALSE(mpirun_launch(four_ranks_two_per_node())->oversubscribes());
+  // An exported script keeps both, and says why a cluster may not want them.
+  const auto notes = kind->kept_flag_notes();
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_TRUE(notes[0].starts_with("--oversubscribe: ")) << notes[0];
+  EXPECT_TRUE(notes[1].starts_with("--mca btl self,tcp: ")) << notes[1];
+  EXPECT_TRUE(notes[2].starts_with("--mca plm_rsh_agent: ")) << notes[2];
+  EXPECT_EQ(mpirun_launch(four_ranks_two_per_node())->kept_flag_notes().size(), 1u)
+      << "its btl only: no --oversubscribe";
+  EXPECT_TRUE(srun_launch(RenderedSrun{})->kept_flag_notes().empty());
+}
+
+// A Slurm script that starts the job with mpirun says why, with the srun line that would match.
+TEST(MpirunLaunch, ABatchScriptSaysWhyMpirunAndTheMatchingSrunLine) {
+  auto m = four_ranks_two_per_node();
+  m.bind_to = "core";
+  m.map_by = "node";
+  const auto kind = mpirun_launch(m);
+  const auto note = kind->batch_launch_note(kind->job_shape({}), 2);
+  EXPECT_NE(note.why.find("(--bind-to core --map-by node)"), std::string::npos) << note.why;
+  EXPECT_EQ(note.equivalent,
+            "srun --mpi=pmix --ntasks=4 --ntasks-per-node=2 --cpus-per-task=2 --cpu-bind=cores "
+            "--distribution=cyclic ...");
+  EXPECT_TRUE(srun_launch(RenderedSrun{})->batch_launch_note({}, 2).why.empty());
 }
 
 TEST(MpirunLaunch, AScriptGivesOpenMpiTheRootConsentOnlyAsRoot) {
@@ -164,8 +182,6 @@ TEST(SrunLaunch, PrefixNamesTheStepAndNoVariables) {
             (Argv{"srun", "--job-name=tune-s-7", "--mpi=pmix", "--nodes=2", "--ntasks=6",
                   "--cpus-per-task=2", "--cpu-bind=cores", "--kill-on-bad-exit=1"}));
   EXPECT_FALSE(kind->forwards_env_to_hosts());
-  ASSERT_NE(kind->srun(), nullptr);
-  EXPECT_EQ(kind->mpirun(), nullptr);
 }
 
 TEST(SrunLaunch, ProbePlanInMpirunsTerms) {
