@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <sstream>
 
 #include "probes/knob_catalog.h"
@@ -565,6 +566,158 @@ nlohmann::json Prediction::to_json() const {
                             {"over_probability", std::round(c.over_probability * 1000) / 1000},
                             {"oversubscribed", c.oversubscribed}});
   return j;
+}
+
+namespace {
+
+// Reads the fields of one JSON object into typed values, noting the first one that is there but
+// of another type (a missing one keeps its default).
+class FieldReader {
+ public:
+  FieldReader(const nlohmann::json& object, std::string path)
+      : m_object(object), m_path(std::move(path)) {}
+
+  template <typename T>
+  void get(const char* key, T& into) {
+    const auto it = m_object.find(key);
+    if (it == m_object.end() || it->is_null()) return;
+    if constexpr (std::is_same_v<T, bool>) {
+      if (it->is_boolean()) return void(into = it->get<bool>());
+    } else if constexpr (std::is_integral_v<T>) {
+      if (it->is_number_integer()) return void(into = it->get<T>());
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (it->is_number()) return void(into = it->get<T>());
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (it->is_string()) return void(into = it->get<std::string>());
+    } else {  // a list of strings or of whole numbers
+      if (it->is_array()) {
+        T out;
+        for (const auto& e : *it) {
+          using E = typename T::value_type;
+          if constexpr (std::is_same_v<E, std::string>) {
+            if (!e.is_string()) return fail(key, "is not a list of strings");
+            out.push_back(e.get<std::string>());
+          } else {
+            if (!e.is_number_integer()) return fail(key, "is not a list of whole numbers");
+            out.push_back(e.get<E>());
+          }
+        }
+        return void(into = std::move(out));
+      }
+    }
+    fail(key, "is not of the type tune's probes write");
+  }
+  void cpus(const char* key, std::vector<int>& into) {
+    std::string text;
+    get(key, text);
+    if (!text.empty()) into = parse_cpu_list(text);
+  }
+  void fail(const std::string& key, std::string why) {
+    if (!m_error) m_error = PredictionJsonError{m_path + "." + key, std::move(why)};
+  }
+  const std::optional<PredictionJsonError>& error() const { return m_error; }
+
+ private:
+  const nlohmann::json& m_object;
+  std::string m_path;
+  std::optional<PredictionJsonError> m_error;
+};
+
+}  // namespace
+
+std::expected<Prediction, PredictionJsonError> prediction_from_json(const nlohmann::json& j) {
+  const auto bad = [](std::string key, std::string why) {
+    return std::unexpected(PredictionJsonError{std::move(key), std::move(why)});
+  };
+  if (!j.is_object()) return bad("", "is not a JSON object");
+  if (const auto v = j.find("schema_version"); v != j.end() && *v != k_prediction_schema_version) {
+    std::string shown = v->dump();
+    if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    return bad(".schema_version", "is " + shown + ", this tune reads " +
+                                      std::to_string(k_prediction_schema_version));
+  }
+  Prediction p;
+  FieldReader top(j, "");
+  top.get("bind_to", p.bind_to);
+  top.get("map_by", p.map_by);
+  top.get("notes", p.notes);
+  top.get("oversubscribed", p.oversubscribed);
+  top.get("busy_threads", p.busy_threads);
+  top.get("load", p.load);
+  top.get("oversubscribed_ratio", p.oversubscribed_ratio);
+  top.get("basis", p.basis);
+  if (const auto r = j.find("remembered"); r != j.end() && r->is_boolean())
+    p.remembered = r->get<bool>();
+  top.get("risk", p.risk);
+  top.get("at_risk", p.at_risk);
+  top.get("risk_runs", p.risk_runs);
+  top.get("pus", p.pus);
+  top.get("idle_cores", p.idle_cores);
+  top.get("idle_core_count", p.idle_core_count);
+  top.get("summary", p.summary);
+  if (top.error()) return std::unexpected(*top.error());
+  if (const auto ranks = j.find("ranks"); ranks != j.end()) {
+    if (!ranks->is_array()) return bad(".ranks", "is not a list");
+    for (std::size_t r = 0; r < ranks->size(); ++r) {
+      const auto& rank = (*ranks)[r];
+      const std::string at = ".ranks[" + std::to_string(r) + "]";
+      const auto groups = rank.is_object() ? rank.find("groups") : rank.end();
+      if (!rank.is_object() || groups == rank.end() || !groups->is_array())
+        return bad(at + ".groups", "is not a list");
+      RankPrediction rp;
+      FieldReader fields(rank, at);
+      fields.get("rank", rp.rank);
+      fields.cpus("cpuset", rp.cpuset);
+      fields.get("threads_alive", rp.threads_alive);
+      fields.get("busy_threads", rp.busy_threads);
+      fields.get("load", rp.load);
+      if (fields.error()) return std::unexpected(*fields.error());
+      for (std::size_t g = 0; g < groups->size(); ++g) {
+        const auto& group = (*groups)[g];
+        const std::string key = at + ".groups[" + std::to_string(g) + "]";
+        if (!group.is_object() || !group.contains("name") || !group["name"].is_string())
+          return bad(key + ".name", "is not a string");
+        const auto busy = group.find("busy");
+        if (busy == group.end() || !busy->is_number_integer() || busy->get<std::int64_t>() < 0 ||
+            busy->get<std::int64_t>() > 1 << 20)
+          return bad(key + ".busy", "is not a whole number of threads");
+        ThreadGroup tg;
+        tg.name = group["name"].get<std::string>();
+        tg.busy = busy->get<int>();
+        FieldReader gf(group, key);
+        gf.get("threads", tg.threads);
+        gf.get("load", tg.load);
+        gf.get("source", tg.source);
+        gf.get("detail", tg.detail);
+        if (gf.error()) return std::unexpected(*gf.error());
+        rp.groups.push_back(std::move(tg));
+      }
+      p.ranks.push_back(std::move(rp));
+    }
+  }
+  if (const auto cpusets = j.find("cpusets"); cpusets != j.end()) {
+    if (!cpusets->is_array()) return bad(".cpusets", "is not a list");
+    for (std::size_t c = 0; c < cpusets->size(); ++c) {
+      const auto& set = (*cpusets)[c];
+      const std::string at = ".cpusets[" + std::to_string(c) + "]";
+      if (!set.is_object()) return bad(at, "is not a JSON object");
+      CpusetLoad cl;
+      FieldReader fields(set, at);
+      fields.cpus("pus", cl.pus);
+      fields.get("ranks", cl.ranks);
+      fields.get("busy_threads", cl.busy_threads);
+      fields.get("cores", cl.cores);
+      fields.get("load", cl.load);
+      fields.get("runtime_load", cl.runtime_load);
+      fields.get("over_probability", cl.over_probability);
+      fields.get("oversubscribed", cl.oversubscribed);
+      if (fields.error()) return std::unexpected(*fields.error());
+      p.cpusets.push_back(std::move(cl));
+    }
+  }
+  return p;
 }
 
 }  // namespace tune::probes

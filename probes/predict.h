@@ -1,25 +1,11 @@
-// Prediction before launch: from a trial's launch settings (ranks per node, mpirun's binding and
-// mapping, the program's thread flags and environment) and the machine's topology, how many
-// threads each rank starts, how many of them are busy at once, on which cpuset, and whether a
-// cpuset gets more busy threads than it has PUs.
-//
-// Open MPI 4.1 rules implemented (orterun(1) "Three binding patterns are used in the absence of
-// any further directives"): with no --bind-to, bind to core when np <= 2, to socket (package)
-// when np > 2, and to none when the node is oversubscribed (np > slots; slots = cores, Open
-// MPI's default without --use-hwthread-cpus; with it, slots = PUs and the default binding is
-// hwthread). With no --map-by, map by core when np <= 2 and by socket when np > 2. An explicit --bind-to core with more ranks than cores is refused by
-// mpirun unless ":overload-allowed"; the prediction wraps ranks round the cores and says so.
-//
-// Which pools a rank starts, what sizes them (flag, study parameter, environment, in that order)
-// and their defaults when unset all come from the knob catalog (probes/knobs.yaml): libgomp,
-// OpenBLAS and OpenCV start one thread per logical CPU of the affinity mask they see (the rank's
-// bound cpuset), PyTorch one per physical core of the machine, and so on; a value from the
-// environment is capped where the library caps it (OpenBLAS); a value the program sets is not.
-//
-// Pure functions of their arguments: thread-safe.
+// Prediction before launch: from a trial's launch settings and the machine's topology, how many
+// threads each rank starts and keeps busy, on which cpuset, and whether a cpuset gets more busy
+// threads than PUs (Open MPI 4.1's binding rules, the knob catalog's pools). Pure; thread-safe.
+// Design: docs/design-notes.md#probespredicth
 #pragma once
 
 #include <cmath>
+#include <expected>
 #include <map>
 #include <optional>
 #include <string>
@@ -231,6 +217,19 @@ struct Prediction {
 
   nlohmann::json to_json() const;
 };
+
+// What prediction_from_json found wrong: the key's path (".ranks[0].groups[1].busy"; "" for the
+// whole) and why ("is not a whole number of threads").
+struct PredictionJsonError {
+  std::string key;
+  std::string why;
+};
+
+// The reader beside Prediction::to_json (and nodes_prediction_json, whose top node it reads): a
+// stored prediction back as the probes made it. What a reader of it relies on must be there and
+// typed as written (each rank's groups, each group's name and busy threads; the schema version,
+// when given, this tune's); a field an older row lacks keeps its default.
+std::expected<Prediction, PredictionJsonError> prediction_from_json(const nlohmann::json& j);
 
 // `model` says which pools each rank starts (the bundled trainer's by default).
 Prediction predict(const Topology& topo, const LaunchPlan& plan,

@@ -404,3 +404,40 @@ TEST(Predict, JsonCarriesSchemaAndBreakdown) {
 
 }  // namespace
 }  // namespace tune::probes
+
+namespace tune::probes {
+namespace {
+
+// The reader beside to_json: what the probes stored comes back as they made it, and a stored
+// prediction that is not as they write it is an error naming the key.
+TEST(PredictionJson, ReadsBackWhatToJsonWrote) {
+  const Prediction p = predict(machine("pack:1 core:2 pu:1"),
+                               mpirun(2, "none", {"tune-trainer", "--iterator-workers", "0"}));
+  const auto back = prediction_from_json(p.to_json());
+  ASSERT_TRUE(back) << back.error().key << " " << back.error().why;
+  EXPECT_EQ(back->to_json(), p.to_json());
+  ASSERT_EQ(back->ranks.size(), p.ranks.size());
+  EXPECT_EQ(back->ranks[0].cpuset, p.ranks[0].cpuset);
+  ASSERT_EQ(back->ranks[0].groups.size(), p.ranks[0].groups.size());
+  EXPECT_EQ(back->ranks[0].groups[1].detail, p.ranks[0].groups[1].detail);
+  EXPECT_EQ(back->summary, p.summary);
+}
+
+TEST(PredictionJson, AMalformedPredictionNamesTheKey) {
+  const auto key_of = [](const nlohmann::json& j) {
+    const auto r = prediction_from_json(j);
+    return r ? std::string("read") : r.error().key + " " + r.error().why;
+  };
+  EXPECT_EQ(key_of("oops"), " is not a JSON object");
+  EXPECT_EQ(key_of({{"schema_version", 2}}), ".schema_version is 2, this tune reads 1");
+  EXPECT_EQ(key_of({{"ranks", 3}}), ".ranks is not a list");
+  EXPECT_EQ(key_of({{"ranks", {{{"groups", {{{"name", "main"}}}}}}}}),
+            ".ranks[0].groups[0].busy is not a whole number of threads");
+  EXPECT_EQ(key_of({{"ranks", {{{"groups", {{{"busy", 1}}}}}}}}),
+            ".ranks[0].groups[0].name is not a string");
+  EXPECT_EQ(key_of({{"pus", "two"}}), ".pus is not of the type tune's probes write");
+  EXPECT_EQ(key_of(nlohmann::json::object()), "read");  // an older row lacks what it lacks
+}
+
+}  // namespace
+}  // namespace tune::probes

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "tuner/base/proc_stat.h"
 #include "tuner/launch/process_tree.h"
 
 namespace tune::tuner {
@@ -33,29 +34,11 @@ std::uint64_t timeval_ns(const timeval& tv) {
          static_cast<std::uint64_t>(tv.tv_usec) * 1000ull;
 }
 
-// user + system of /proc/PID/stat with its waited-for children's (utime stime cutime cstime, the
-// 14th to 17th fields), in ticks; 0 when it is gone.
+// user + system of /proc/PID/stat with its waited-for children's (utime stime cutime cstime), in
+// ticks; 0 when it is gone.
 std::uint64_t process_ticks(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const std::string stat = read_proc_file(path);
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
-  // After ") ": state(3) ppid(4) ... utime is the 14th field, the 12th after the state.
-  const char* p = stat.c_str() + close + 1;
-  char* end = nullptr;
-  std::uint64_t sum = 0;
-  for (int field = 3; field <= 17; ++field) {
-    while (*p == ' ') ++p;
-    if (*p == '\0') return sum;
-    if (field >= 14) {
-      sum += std::strtoull(p, &end, 10);
-      p = end;
-    } else {
-      while (*p != ' ' && *p != '\0') ++p;
-    }
-  }
-  return sum;
+  const auto st = read_proc_stat(pid);
+  return st ? st->utime + st->stime + st->cutime + st->cstime : 0;
 }
 
 }  // namespace

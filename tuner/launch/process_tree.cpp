@@ -7,23 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <unordered_map>
 
+#include "tuner/base/proc_stat.h"
+
 namespace tune::tuner {
-namespace {
-
-// The parent pid in the text of /proc/PID/stat, or -1. The command name is in parentheses and
-// may itself hold spaces and parentheses, so the fields are read after the last ')'.
-pid_t parent_of(const char* stat) {
-  const char* close = std::strrchr(stat, ')');
-  if (close == nullptr || close[1] != ' ' || close[2] == '\0' || close[3] != ' ') return -1;
-  char* end = nullptr;
-  const long ppid = std::strtol(close + 4, &end, 10);
-  return end == close + 4 ? -1 : static_cast<pid_t>(ppid);
-}
-
-}  // namespace
-
 std::vector<pid_t> descendants(pid_t root) {
   std::unordered_map<pid_t, std::vector<pid_t>> children;
   if (DIR* proc = opendir("/proc")) {
@@ -38,9 +27,8 @@ std::vector<pid_t> descendants(pid_t root) {
       const ssize_t n = read(fd, stat, sizeof stat - 1);
       close(fd);
       if (n <= 0) continue;
-      stat[n] = '\0';
-      const pid_t ppid = parent_of(stat);
-      if (ppid >= 0) children[ppid].push_back(static_cast<pid_t>(std::atol(name)));
+      const auto st = parse_proc_stat(std::string_view(stat, static_cast<std::size_t>(n)));
+      if (st && st->ppid >= 0) children[st->ppid].push_back(static_cast<pid_t>(std::atol(name)));
     }
     closedir(proc);
   }

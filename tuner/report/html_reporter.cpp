@@ -13,41 +13,12 @@
 #include "embedded/report_css.h"
 #include "tuner/base/install_layout.h"
 #include "tuner/base/text.h"
+#include "tuner/report/markup.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/report/reporter.h"
 
 namespace tune::tuner {
 namespace {
-
-// Markup characters as entities; control characters (an ESC or BEL that would act on a terminal
-// showing the file) and invalid UTF-8 as terminal_text writes them, so they show.
-std::string html_escape(const std::string& raw) {
-  const std::string s = terminal_text(raw);
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // Inside <script>, "</" could end the element early; "<\/" means the same in JS (the inlined
 // libraries; the data has script_json).
@@ -92,7 +63,7 @@ std::string script_json(const nlohmann::json& value) {
   return out;
 }
 
-const auto e = html_escape;
+const auto e = [](const std::string& text) { return html_text(text); };
 
 // Escaped, with each `command` span set as code: the noise sentences name commands to run.
 std::string with_code(const std::string& text) {

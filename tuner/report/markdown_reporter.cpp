@@ -3,13 +3,14 @@
 //
 // Every name, choice, reason and attribute comes from the study file, the database or a trial,
 // and a renderer passes raw HTML through: each goes through markdown_text (or markdown_code)
-// where it lands (report_cells.h), and tune's own sentences through md_sentence; only tune's
+// where it lands (markup.h), and tune's own sentences through markdown_sentence; only tune's
 // fixed words and numbers are written as they are.
 #include <fmt/format.h>
 
 #include <ostream>
 
 #include "tuner/base/text.h"
+#include "tuner/report/markup.h"
 #include "tuner/report/report_cells.h"
 #include "tuner/report/reporter.h"
 
@@ -17,24 +18,6 @@ namespace tune::tuner {
 namespace {
 
 const auto md = [](std::string_view text) { return markdown_text(text); };
-
-// One of tune's sentences, whose `command` spans are Markdown code and which may quote a name
-// (an objective, a unit): outside the spans no raw HTML, no cell break.
-std::string md_sentence(const std::string& text) {
-  std::string out;
-  bool code = false;
-  for (const char c : terminal_text(text)) {
-    if (c == '`') code = !code;
-    if (c == '\n') {
-      out += ' ';
-    } else if (code || (c != '<' && c != '>' && c != '&' && c != '|')) {
-      out += c;
-    } else {
-      out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : "\\|";
-    }
-  }
-  return out;
-}
 
 // A row of cells already escaped (md, md_sentence) or tune's own words and numbers.
 std::string md_row(const std::vector<std::string>& cells) {
@@ -74,9 +57,9 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   out << "\n## Best trial\n\n";
   if (d.best) {
     out << fmt::format("Trial **#{}**: {} (chosen by: {})\n\n", d.best->number,
-                       md_sentence(measured_text(*d.best)), md_sentence(d.best_basis));
+                       markdown_sentence(measured_text(*d.best)), markdown_sentence(d.best_basis));
     if (const auto caveat = best_caveat(d); !caveat.empty())
-      out << "**" << md_sentence(caveat) << "**\n\n";
+      out << "**" << markdown_sentence(caveat) << "**\n\n";
     if (const auto ran = programs_text(*d.best); !ran.empty())
       out << "Ran: " << markdown_code(ran) << "\n\n";
     out << md_row({"param", "value"}) << md_row({"---", "---"});
@@ -87,28 +70,30 @@ void write_header_and_best(std::ostream& out, const ReportData& d) {
   out << "\n## Speedup over baseline\n\n";
   if (d.baseline)
     out << fmt::format("Baseline: trial #{}, {}\n\n", d.baseline->number,
-                       md_sentence(measured_text(*d.baseline)));
-  out << (d.speedup ? "**" + md_sentence(speedup_text(*d.speedup)) + "**"
-                    : "Unavailable: " + md_sentence(d.speedup_note))
+                       markdown_sentence(measured_text(*d.baseline)));
+  out << (d.speedup ? "**" + markdown_sentence(speedup_text(*d.speedup)) + "**"
+                    : "Unavailable: " + markdown_sentence(d.speedup_note))
       << "\n";
   out << "\n## Speedup over the best rule\n\n";
-  if (d.best_rule) out << "Best rule: " << md_sentence(best_rule_text(*d.best_rule)) << "\n\n";
-  out << (d.rule_speedup ? "**" + md_sentence(speedup_text(*d.rule_speedup)) + "**"
-                         : "Unavailable: " + md_sentence(d.rule_speedup_note))
+  if (d.best_rule)
+    out << "Best rule: " << markdown_sentence(best_rule_text(*d.best_rule)) << "\n\n";
+  out << (d.rule_speedup ? "**" + markdown_sentence(speedup_text(*d.rule_speedup)) + "**"
+                         : "Unavailable: " + markdown_sentence(d.rule_speedup_note))
       << "\n";
 }
 
 // In every report, also when the noise is unknown (then what to run to measure it).
 void write_noise(std::ostream& out, const ReportData& d) {
   out << "\n## Noise\n\n";
-  for (const auto& line : noise_section(d)) out << "- " << md_sentence(line) << '\n';
+  for (const auto& line : noise_section(d)) out << "- " << markdown_sentence(line) << '\n';
 }
 
 void write_top(std::ostream& out, const ReportData& d) {
   // The front (write_front) is a multi-objective study's ranking; nothing completed, no table.
   if (d.multi_objective() || d.top.empty()) return;
   out << fmt::format("\n## Top {} trials\n\n", d.top.size());
-  if (const auto caveat = best_caveat(d); !caveat.empty()) out << md_sentence(caveat) << "\n\n";
+  if (const auto caveat = best_caveat(d); !caveat.empty())
+    out << markdown_sentence(caveat) << "\n\n";
   std::vector<std::string> header = {"rank", "trial", "value", "confirmed", "wall_s", "probe"};
   for (const auto& a : d.axes) header.push_back(md(a.name));
   out << md_row(header) << md_row(std::vector<std::string>(header.size(), "---"));
@@ -138,8 +123,9 @@ void write_shares(std::ostream& out, const std::vector<search::ImportanceShare>&
 // of the table when the study cannot tell its settings apart), probes that looked, failures.
 void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
   if (d.importance_by_objective.empty() && !d.importance.empty()) {
-    out << "\n## Parameter importance\n\n" << md_sentence(d.importance_note) << "\n\n";
-    if (!d.importance_caveat.empty()) out << "**" << md_sentence(d.importance_caveat) << "**\n";
+    out << "\n## Parameter importance\n\n" << markdown_sentence(d.importance_note) << "\n\n";
+    if (!d.importance_caveat.empty())
+      out << "**" << markdown_sentence(d.importance_caveat) << "**\n";
     if (importance_ranked(d)) {
       if (!d.importance_caveat.empty()) out << '\n';
       write_shares(out, d.importance);
@@ -149,7 +135,7 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
     const auto& o = d.importance_by_objective[i];
     if (o.shares.empty()) continue;
     out << "\n## Parameter importance for " << md(d.objectives.at(i)) << "\n\n"
-        << md_sentence(o.note) << "\n\n";
+        << markdown_sentence(o.note) << "\n\n";
     write_shares(out, o.shares);
   }
   if (d.any_probe()) {
@@ -163,9 +149,9 @@ void write_importance_probes_failures(std::ostream& out, const ReportData& d) {
       if (!r.cpu_time.empty()) out << md_row({"", md(r.cpu_time)});
     }
     if (const auto q = figure_quality_text(d.figure); !q.empty())
-      out << "\nVerdicts: " << md_sentence(q) << ".\n";
+      out << "\nVerdicts: " << markdown_sentence(q) << ".\n";
     if (const auto q = prediction_quality_text(d.prediction); !q.empty())
-      out << "\nPrediction: " << md_sentence(q) << ".\n";
+      out << "\nPrediction: " << markdown_sentence(q) << ".\n";
   }
   if (d.libraries) {
     out << "\n## " << k_libraries_heading << "\n\n";

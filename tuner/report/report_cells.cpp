@@ -92,64 +92,6 @@ std::string numbers_text(const std::vector<int>& numbers, std::size_t limit) {
   return out;
 }
 
-std::string markdown_text(std::string_view text) {
-  std::string out;
-  for (const char c : terminal_text(text)) {
-    switch (c) {
-      case '\n':
-        out += ' ';
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '~':
-        out += "&#126;";  // GFM's strikethrough; Python-Markdown takes no \~
-        break;
-      case '\\':
-      case '`':
-      case '*':
-      case '_':
-      case '{':
-      case '}':
-      case '[':
-      case ']':
-      case '(':
-      case ')':
-      case '#':
-      case '+':
-      case '-':
-      case '.':
-      case '!':
-      case '|':
-        out += '\\';
-        out += c;
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string markdown_code(std::string_view text) {
-  std::string body = terminal_text(text);
-  std::ranges::replace(body, '\n', ' ');
-  std::size_t longest = 0, run = 0;
-  for (const char c : body) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  const std::string fence(longest + 1, '`');
-  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
-  return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
-}
-
 std::string confirmed_cell(const ReportTrial& trial) {
   return trial.median
              ? fmt::format("{} (n={})", format_value(*trial.median), trial.rerun_values.size())

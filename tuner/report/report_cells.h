@@ -50,17 +50,6 @@ std::vector<std::vector<std::string>> front_rows(const ReportData& data);
 // "#4, #5, ... (3 more)": at most `limit` numbers.
 std::string numbers_text(const std::vector<int>& numbers, std::size_t limit = 12);
 
-// `text` (a name, a choice, a reason: anything from the study file, the database or a trial) as
-// literal Markdown in a paragraph, heading or table cell: control bytes shown (terminal_text),
-// newlines as spaces, the punctuation Markdown gives a meaning (\ ` * _ { } [ ] ( ) # + - . ! |)
-// backslash-escaped, and `<`, `>`, `&`, `~` written as character references, so no raw HTML, link,
-// emphasis or cell break passes through any renderer (CommonMark, GFM, Python-Markdown).
-std::string markdown_text(std::string_view text);
-// `text` as a Markdown code span: control bytes shown, newlines as spaces, fenced by one backtick
-// more than its longest run of them (padded with spaces when it starts or ends with one). The
-// renderer escapes the span's HTML itself.
-std::string markdown_code(std::string_view text);
-
 // A trial measured under load, one line: "#3: 1.9 CPUs busy outside the study (limit 0.25),
 // ranks at 48% CPU; re-measured without load by #5", "...; not re-measured: not ranked", or for
 // a re-run "#6 (re-run of #3): ...; left out of #3's value".

@@ -83,7 +83,7 @@ ReportTrial make_trial(const FrozenTrial& t, const search::SearchSpace& space,
   r.number = t.number;
   r.state = t.state;
   // A re-measured trial shows its own run (its stored value is the believed one); a re-run,
-  // stored as PRUNED so that Optuna does not rank it, shows as the measurement it is (rerun.h).
+  // stored as PRUNED so that Optuna does not rank it, shows as the measurement it is (judge/reruns.h).
   r.value = search_value(t);
   r.values = t.values;
   r.feasible = t.is_feasible();

@@ -1,18 +1,7 @@
-// The study report's model: one result struct, ReportData, built once from a study's trials by
-// build_report(), which every writer (reporter.h) formats and none re-derives, as
-// google/benchmark separates its run results from its console/JSON reporters.
-//
-// build_report() is a pure function of the trials (plus the study file's search space when
-// known): the best trial and its params, the speedup over the baseline (the first enqueued
-// trial), the top trials, state counts, probe verdicts, fANOVA parameter importance and grouped
-// failure reasons; and how far to trust them: the study's noise (tuner/judge/noise.h: one run's
-// noise from repeated settings, re-runs or the trials' own intervals, and whether the best's
-// lead over the baseline and the runner-up is beyond it), the speedup's 95% interval from it (a
-// bootstrap when re-runs (`tune confirm`, incumbent_repeats) measured both sides 3 times or
-// more), and each importance share's interval over forests fit to bootstrap resamples. When the
-// study cannot tell its settings apart, the model says so and the writers rank nothing. A re-run
-// (system attr k_attr_rerun_of, the original's number) is folded into its original, never ranked on
-// its own (tuner/judge/ranking.h). Nothing here reads storage; everything is thread-compatible.
+// The study report's model: ReportData, built once from a study's trials by build_report() (a
+// pure function), which every writer (reporter.h) formats and none re-derives. Reads no
+// storage; thread-compatible.
+// Design: docs/design-notes.md#tunerreportreport_modelh
 #pragma once
 
 #include <cstdint>
@@ -191,7 +180,7 @@ struct ReportData {
   // speedup stay empty and the writers show the Pareto front instead.
   std::vector<std::string> directions;  // one per objective: "minimize" | "maximize"
   std::vector<std::string> objectives;  // their names: log keys, else "objective N"
-  std::vector<ReportTrial> front;       // the Pareto front (summary.h front_trials), number order
+  std::vector<ReportTrial> front;       // the Pareto front (judge/ranking.h front_trials), number order
   // And each parameter's importance for each objective, in the order of `objectives`
   // (importance and importance_note above are the first objective's, which the HTML chart draws).
   struct ObjectiveImportance {

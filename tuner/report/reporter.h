@@ -1,10 +1,7 @@
-// The report's writers: one Reporter per output format, each formatting a ReportData
-// (report_model.h) and none reading storage, as google/benchmark's console/JSON reporters
-// format its run results. One file each: text_reporter.cpp, json_reporter.cpp,
-// markdown_reporter.cpp and html_reporter.cpp (its drawing code is report_chart.js, embedded at
-// build time); report_cells.h holds the pieces of text more than one of them prints.
-//
-// Writers are immutable after construction; write() may run on several threads at once.
+// The report's writers: one Reporter per output format (text, JSON, Markdown, HTML), each
+// formatting a ReportData (report_model.h) without reading storage. Immutable after
+// construction; write() may run on several threads at once.
+// Design: docs/design-notes.md#tunerreportreporterh
 #pragma once
 
 #include <iosfwd>

@@ -231,13 +231,6 @@ std::string storage_url_without_password(const std::string& url) {
   return join_url(u);
 }
 
-bool is_secret_env_var(std::string_view name) { return name == "PGPASSWORD"; }
-
-bool is_database_credential_env_var(std::string_view name) {
-  return name == "PGPASSWORD" || name == "PGPASSFILE" || name == "PGSERVICEFILE" ||
-         name == "PGSSLKEY";
-}
-
 bool word_holds_password(std::string_view word, std::string* redacted) {
   constexpr std::string_view flag = "--storage=";
   const std::string_view prefix = word.starts_with(flag) ? flag : std::string_view{};

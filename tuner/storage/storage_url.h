@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "tuner/base/result.h"
+#include "tuner/base/secret_env.h"  // used with these
 #include "tuner/storage/storage.h"
 
 namespace tune::tuner {
@@ -27,9 +28,6 @@ namespace tune::tuner {
 // Whether `url` names a PostgreSQL server (postgresql://, postgres://, postgresql+driver://).
 bool is_postgres_url(const std::string& url);
 
-// What stands for a secret wherever one would be shown.
-inline constexpr std::string_view k_redacted = "***";
-
 // `url` as it may be shown (banners, reports, errors, exported comments): its password, in the
 // user info (scheme://user:PASSWORD@host) or the query (?password=...), replaced by k_redacted;
 // user, host, port, database and other options kept. A URL or path without one comes back
@@ -42,15 +40,7 @@ std::string redact_storage_url(const std::string& url);
 // PGPASSWORD variable or ~/.pgpass where that run happens.
 std::string storage_url_without_password(const std::string& url);
 
-// Whether an environment variable holds a database secret (PGPASSWORD): a trial's stored and
-// shown environment holds k_redacted for its value, and exported scripts leave it out.
-bool is_secret_env_var(std::string_view name);
-
-// Whether an environment variable is one through which libpq finds tune's database credentials
-// (PGPASSWORD, PGPASSFILE, PGSERVICEFILE, PGSSLKEY): tune's own, so a trial's processes start
-// without them (trial_environment, tuner/launch/launcher.h) unless the study file's env names
-// them.
-bool is_database_credential_env_var(std::string_view name);
+// k_redacted, is_secret_env_var, is_database_credential_env_var: tuner/base/secret_env.h.
 
 // Whether a word of tune's command line is (or, as --storage=URL, holds) a storage URL with a
 // password in it; `redacted` gets the word as it may be shown.

@@ -2,9 +2,7 @@
 
 #include <unistd.h>
 
-#include <fmt/format.h>
-#include <fstream>
-#include <sstream>
+#include "tuner/base/proc_stat.h"
 
 namespace tune::tuner {
 namespace {
@@ -19,17 +17,9 @@ class LiveHost final : public HostEnv {
   pid_t self_pid() const override { return getpid(); }
   // Field 22 of /proc/PID/stat: pid plus this names a process for good.
   std::optional<std::uint64_t> process_start_time(pid_t pid) const override {
-    std::ifstream in(fmt::format("/proc/{}/stat", pid));
-    std::string stat;
-    if (!std::getline(in, stat)) return std::nullopt;
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) return std::nullopt;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string field;
-    for (int i = 3; i <= 22 && rest >> field; ++i) {
-      if (i == 22) return std::stoull(field);
-    }
-    return std::nullopt;
+    const auto st = read_proc_stat(pid);
+    if (!st) return std::nullopt;
+    return st->starttime;
   }
 };
 
