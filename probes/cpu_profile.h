@@ -1,19 +1,7 @@
-// Where a process's CPU time goes, by library: each CPU's instruction pointer sampled by the
-// kernel (perf_event_open, the software CPU clock at `frequency_hz`, user space only) into a ring
-// buffer per CPU, the samples of the threads added kept (and those of their processes' threads
-// not added yet), and each attributed to the mapping of /proc/PID/maps that holds it, named by
-// its file ("libopenblas", "libgomp", "python3.11", "[anon]" for JIT or anonymous code).
-// Per CPU, not per thread: an event per thread is scheduled in and out with its thread, a timer
-// reprogrammed at every context switch, which cost a job that switches often (a data loader
-// handing batches to its rank) 17-31% of its throughput in a VM (bench_cpu_profile_overhead);
-// an event per CPU runs on that CPU's timer alone. It needs perf_event_paranoid <= 0 or
-// CAP_PERFMON (root has it); where refused, nothing is sampled and note() says why.
-// The attribution is pure (`attribute_samples`, `top_shares`) and tested without perf; `CpuProfile`
-// owns the events (one per online CPU, at most `max_events`, all closed by close() or the
-// destructor).
-// The verdict's reader (`read_cpu_time`) sits beside the monitor's writer (Verdict::to_json).
-//
-// Thread-safety: a CpuProfile is used by one thread at a time (the monitor's sampling thread).
+// Where a process's CPU time goes, by library: instruction pointers sampled per CPU
+// (perf_event_open) and attributed to the mapping of /proc/PID/maps that holds them.
+// Needs perf_event_paranoid <= 0 or CAP_PERFMON. A CpuProfile is used by one thread at a time.
+// Design: docs/design-notes.md#probescpu_profileh
 #pragma once
 
 #include <sys/types.h>

@@ -1,13 +1,6 @@
-// The environment variables a program reads, as libtune_getenv.so (probes/env_reads.c) records
-// them: preloaded into `tune init`'s probe run, it appends "NAME<TAB>LIBRARY" to
-// $TUNE_ENV_READS/PID the first time a process reads NAME through getenv/secure_getenv from
-// LIBRARY (the caller's file name: libgomp.so.1, libopenblasp-r0.3.21.so, python3.11). Names
-// only, never values. What it cannot see: a program that reads `environ` itself (Python's
-// os.environ is built from the environment at start, without getenv), a static binary, and a
-// read made before the preload could act.
-//
-// read_env_reads() reads such a folder (bounded); parse_env_reads() is its pure part. Both
-// thread-safe.
+// The environment variables a program reads (names only), as libtune_getenv.so records them in
+// `tune init`'s probe run. read_env_reads() and parse_env_reads() are thread-safe.
+// Design: docs/design-notes.md#probesenv_readsh
 #pragma once
 
 #include <map>

@@ -1,16 +1,7 @@
-// The knob catalog: every setting tune knows how to turn (environment variables, program flags,
-// mpirun options, Open MPI MCA parameters), what each controls (a thread or process pool, the
-// binding, a collective's algorithm...), its range as a function of the machine, and its default.
-// The data is probes/knobs.yaml, embedded in the binary when it is built; this is its reader.
-//
-// Who reads it: the prediction (which pools a rank starts and how large), the probe hooks and
-// the study file's `knobs:` section (which parameter sets which pool), `tune init` (which knobs
-// apply to a program, and their ranges on this machine), and the bundled trainer's flag defaults
-// (through a header generated from the same file at build time; the trainer links none of this).
-//
-// knob_catalog() parses the embedded file once, on first use, and returns the same immutable
-// object for the life of the process: thread-safe (a function-local static), and every lookup is
-// a const read. KnobCatalog::parse reads any text the same way (tests, a future override file).
+// The knob catalog's reader: every setting tune knows how to turn, what it controls, its range
+// and default, from probes/knobs.yaml embedded at build time. knob_catalog() parses it once and
+// returns the same immutable object: thread-safe.
+// Design: docs/design-notes.md#probesknob_catalogh
 #pragma once
 
 #include <expected>

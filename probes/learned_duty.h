@@ -1,28 +1,7 @@
-// Predictions that learn: what earlier trials of a study measured about each thread group, and
-// a prediction re-counted with it, so an idle pool stops counting as busy.
-//
-// Each trial stores one record (duty_record, the trial's "probe_duty_cycles" system attr): for
-// each group, the threads the prediction gave it and the runnable threads per rank the monitor
-// measured over the measured window (threads x runnable duty cycle, probes/sustained.h), and the
-// PUs of the rank's cpuset. A later prediction counts a group of n threads on a cpuset of p PUs
-// as the median load that earlier trials measured for n threads of that group on p PUs; else as
-// n x the median per-thread duty measured on p PUs; else the median for n threads on any cpuset;
-// else n x the per-thread duty anywhere; a group never measured keeps the prior rules' count.
-// The cpuset is part of the key because a pool's duty depends on it: libgomp stops spinning when
-// its team has more threads than the PUs it may use (measured: an OpenMP pool of 2 on a 1-PU
-// cpuset is runnable 0% of the time, on 2 PUs 60%). Threads the model does not name
-// (MPI's progress threads, a pool the model did not predict) are added at their median measured
-// load on that cpuset size with as many unnamed threads predicted, else with the most below that
-// (the threads beyond keep their prior count), else with the fewest above, less one runnable
-// thread per thread too many. Keyed by the predicted count, not the measured one: OpenBLAS starts
-// its threads at load and a later openblas_set_num_threads(1) leaves them idle, so "1 thread alive,
-// predicted 0" is the case the key must keep apart.
-//
-// Once learned, a cpuset is predicted oversubscribed as the observed verdict judges it: load
-// above `ratio` x PUs (the monitor's oversubscribed_ratio), so prediction and observation
-// compare like with like.
-//
+// Predictions that learn: each thread group's duty cycle measured by earlier trials of a study,
+// keyed by predicted thread count and cpuset size, so an idle pool stops counting as busy.
 // Plain values; not thread-safe while add() runs.
+// Design: docs/design-notes.md#probeslearned_dutyh
 #pragma once
 
 #include <map>

@@ -1,27 +1,7 @@
-// Measurement during a trial: samples the trial's whole process tree (mpirun, every rank and
-// their threads) from a SystemSource at a fixed interval, then sums it up as a Verdict: CPU% per
-// rank against the useful maximum (what `top` shows), involuntary context switches per second,
-// runnable threads against PUs per cpuset, the binding check (ranks sharing a core, a rank
-// allowed on or running on PUs outside its predicted cpuset), observed against predicted
-// oversubscription, and a one-line diagnosis. The observed verdict is the sustained one
-// (probes/sustained.h): the threads' measured run-queue delay per cpuset over the measured window
-// (else the median of sampled runnable threads, checked against the slowdown it claims); means
-// and peaks over the whole run are kept as figures.
-// Each sample also tallies every rank's threads by group (named threads, probes/sustained.h), so
-// the verdict carries each group's duty cycle for later predictions to learn from, and drains the
-// ranks' threads' sampled instruction pointers (probes/cpu_profile.h): the CPU time per library
-// of each rank over the measured window.
-//
-// Ranks are the first processes below a launcher (mpirun, mpiexec, orterun, orted, prted,
-// hydra_pmi_proxy) that are not launchers themselves, nor the agent a launcher starts to reach
-// another node (ssh, rsh, srun: those ranks run elsewhere, seen by that node's sampler,
-// probes/node_watch.h); without a launcher in the tree the root is the only rank. A rank's CPU time
-// includes its own children (e.g. iterator processes), and its number comes from
-// OMPI_COMM_WORLD_RANK / PMIX_RANK / PMI_RANK in its environment.
-//
-// Thread-safety: start() runs sample_once() on a background thread every interval; stop() joins
-// it. verdict() and to_json() may be called from any thread at any time (a mutex guards the
-// accumulated state). Tests drive sample_once() directly with a FakeSource and its clock.
+// Measurement during a trial: samples the trial's process tree at a fixed interval and sums it
+// up as a Verdict (CPU per rank, runnable threads per cpuset, binding, oversubscription).
+// start() samples on a background thread; verdict() and to_json() are safe from any thread.
+// Design: docs/design-notes.md#probesmonitorh
 #pragma once
 
 #include <sys/types.h>

@@ -1,9 +1,7 @@
-// mpirun's command-line options as Open MPI spells them: one table of every alias (-n, -np, --np,
-// -c, ...), how many values each takes, and which setting it gives. Whoever reads an mpirun line
-// walks this table: the probes' read_mpirun_options (probes/predict.h), `tune init` sorting a
-// user's mpirun line into the study file's launch.mpirun keys, and the mpirun launch kind
-// finding --mca and --oversubscribe in the `extra` a study wrote. A spelling added here is read
-// alike by all of them. Plain constants; thread-safe.
+// mpirun's command-line options as Open MPI spells them: one table of every alias, how many
+// values each takes and which setting it gives, walked by every reader of an mpirun line.
+// Plain constants; thread-safe.
+// Design: docs/design-notes.md#probesmpirun_flagsh
 #pragma once
 
 #include <string_view>

@@ -1,14 +1,7 @@
-// The watcher of one node of a multi-host trial: finds the trial's ranks on this node and
-// watches them with a TrialMonitor, so that every node of the trial reports its own verdict.
-//
-// The tuner gives each trial that spans hosts a tag, TUNE_PROBE_TAG=<tag> in the ranks'
-// environment (mpirun -x), and starts `tune probe --watch <tag>` on every other node (through
-// the same ssh mpirun uses). On a node, the trial is the launcher daemon (orted, prted,
-// hydra_pmi_proxy) with a child that carries the tag: its tree is the node's part of the trial,
-// the daemon's children its ranks. Looking is a scan of the process table, repeated until the
-// daemon appears; then the monitor samples as it does on the launching node.
-//
-// Not thread-safe: one caller drives look() and finish(); the monitor has its own thread.
+// The watcher of one node of a multi-host trial: finds the trial's ranks on this node by their
+// TUNE_PROBE_TAG and watches them with a TrialMonitor, so every node reports its own verdict.
+// Not thread-safe: one caller drives look() and finish().
+// Design: docs/design-notes.md#probesnode_watchh
 #pragma once
 
 #include <sys/types.h>

@@ -1,17 +1,7 @@
-// Trials that span hosts: which ranks run on which node, the prediction made per node, and the
-// verdicts of every node's sampler merged into one that names the node and rank at fault.
-//
-// Open MPI 4.1's mapping, as far as it matters for where the busy threads are: --host entries
-// give one slot each unless they say "name:N"; a hostfile line without slots= gives the node's
-// cores; ranks fill each node's slots in order (by slot, the default), N per node with
-// --npernode N or --map-by ppr:N:node, or go round the nodes one at a time with --map-by node;
-// ranks beyond the slots (--oversubscribe) go round the nodes again. Without -n, mpirun starts
-// one rank per slot (N per node with npernode).
-//
-// Every node is predicted on the topology of the node `tune` runs on, and a hostfile line
-// without slots= counts this node's logical CPUs (a cluster's nodes are normally alike; each
-// node's sampler reports what it really has). Pure functions except
-// read_hostfile (reads one file); thread-safe.
+// Trials that span hosts: which ranks run on which node (Open MPI 4.1's mapping), the
+// prediction per node, and every node's verdict merged into one that names the node and rank.
+// Pure functions except read_hostfile; thread-safe.
+// Design: docs/design-notes.md#probesnodesh
 #pragma once
 
 #include <expected>

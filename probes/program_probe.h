@@ -1,14 +1,7 @@
-// What a running program shows of itself in /proc, for `tune init`'s probe run
-// (tuner/init/init_probe.h): the shared libraries a process maps, its threads (name and the
-// system call each waits in), the regular files it holds open and its working directory; what
-// those libraries are (an OpenMP runtime, OpenBLAS's pthreads or OpenMP build, torch, Open MPI
-// ...) in the knob catalog's terms (probes/knobs.yaml: pools and program tags); and the files
-// a program opens in one folder, seen through inotify, which catches an input read and closed
-// between two samples.
-//
-// The parse_* and classify_* functions are pure. read_process_view() reads /proc (a root
-// folder, so a test may give a fake tree); a DirectoryWatch owns one inotify descriptor and is
-// used by one thread. Nothing here knows tune's tuner.
+// What a running program shows of itself in /proc for `tune init`'s probe run: libraries,
+// threads, open files, and the files it opens in one folder (inotify). parse_* and classify_*
+// are pure; a DirectoryWatch is used by one thread.
+// Design: docs/design-notes.md#probesprogram_probeh
 #pragma once
 
 #include <sys/types.h>

@@ -1,65 +1,7 @@
-// What a trial's load was while it did its real work, from the monitor's per-sample records:
-// the measured window, the sustained runnable threads per cpuset (the observed verdict), and each
-// thread group's duty cycle (what later predictions learn from, probes/predict.h).
-//
-// Why a window and a median: a trial's start-up (MPI wiring, imports, data decoding, every pool
-// spinning up at once) and its end (final evaluation, teardown) are short bursts of runnable
-// threads that say nothing about the settings being tuned, and a mean over a 3 s trial lets one
-// such burst decide the verdict. The window drops the first `skip_start` and the last `skip_end`
-// of the sampled time, and starts no earlier than the first sample in which the ranks run all the
-// threads they will run (a script's imports hold one thread per rank for seconds; its pools,
-// communication threads and loader workers start with the training), unless that leaves less
-// than a quarter of the sampled time. Within it a cpuset is oversubscribed when the median of its
-// runnable threads exceeds `ratio` x its PUs and more than half of the window's samples do (a
-// median that falls between two samples on the limit is a tie, not a verdict), and the slowdown
-// that claims is there: the runnable threads were not all running (the share of runnable
-// thread-time that got no CPU, estimated as 1 - CPU rate / mean runnable, is at least
-// `min_waiting_share`). Runnable counts sampled at the wrong moments with idle CPUs fail that
-// test. That is the estimate. Where the source reads each thread's run-queue delay
-// (/proc/.../schedstat, nearly every kernel) the cost itself is measured instead, and it decides:
-// a cpuset is oversubscribed when the ranks' own threads (the one every allreduce waits for) lost
-// `main_wait_share` or more of their runnable time waiting for a CPU (the knobs' threads together
-// where the ranks' own were seldom runnable), and the ranks' threads asked for more than `ratio` x
-// its PUs (CPU time plus that queue: a queue made by another job on the same CPUs is not the
-// settings'). A count of threads, sampled or queued, misleads both ways: a DataLoader worker
-// beside its rank on one core, or TBB's workers yielding between OpenCV calls, queue a thread or
-// more per PU in the fastest settings while the rank's own thread hardly waits (at most 0.12 of
-// its runnable time, measured against each setting's own figure, docs/probes.md), and a team per rank
-// that oversubscribes only inside short parallel regions leaves the sampled median at the PUs
-// while the rank's thread waits at every barrier (0.26 and more in every slowed setting).
-//
-// Thread groups. A thread is attributed by its name (the kernel's comm, 15 characters), which a
-// program may set (pthread_setname_np): "tt-iter*" iterator workers, "tt-omp*" the OpenMP pool,
-// "tt-blas*" the BLAS pool, "tt-cv*" the OpenCV pool, "tt-comm*" a communication thread. The
-// bundled trainer names its own threads and, before MPI starts, the libraries' pools (libgomp,
-// OpenBLAS and TBB do not name theirs; a thread inherits its creator's name, so the trainer
-// renames the threads OpenBLAS started at load and starts the OpenMP and OpenCV pools under a
-// borrowed name: trainer/thread_names.h). A rank's own thread (tid == pid) is "main" whatever its
-// name; every thread of a process a rank started is "dataloader_workers" (torch's DataLoader
-// workers, Python multiprocessing pools: the catalog's process pool). Where the probes preloaded
-// libtune_threads.so, a thread no name places is grouped by the library that started it
-// (probes/thread_origin.h: libgomp's "openmp", OpenBLAS's "blas", TBB's and OpenCV's "opencv",
-// gloo's, Open MPI's, PMIx's "runtime"); everything else is "other".
-// Names, not creation order: order changes with the library versions and with what is lazy.
-//
-// Runtime threads. A runtime's own threads (Open MPI's PMIx and libevent progress threads, gloo's
-// and NCCL's helpers, CUDA's event handler) are no knob's: the study cannot turn them down, so a
-// setting is not oversubscribed because of them alone. They are "runtime" where their name says
-// so (few runtimes name theirs: on Debian 12 Open MPI's, gloo's and OpenBLAS's threads all carry
-// the program's name), else by which pool they are not: the monitor is told how many unnamed
-// threads per rank the program's pools start (MonitorOptions::program_threads, from the
-// prediction), and a rank's unnamed threads beyond that many, those with the least CPU time so
-// far, are "runtime". Each cpuset is judged twice: with every thread (the kernel's queue as
-// measured) and with the knobs' threads alone (the runtime threads' CPU time handed back to the
-// queue they made wait; an optimistic bound); only the second decides, and a cpuset
-// oversubscribed by the first alone is reported as such (`runtime_only`).
-//
-// Duty cycles, per group over the window: `cpu`, CPU seconds per thread-second alive, and
-// `runnable`, the fraction of sampled thread-instants in state R (running or waiting for a CPU).
-// The prediction uses `runnable`: it is the demand that oversubscribes, and a CPU share measured
-// under oversubscription understates it (6 spinning threads on 2 PUs get 1/3 each).
-//
+// What a trial's load was while it did its real work: the measured window, the sustained
+// runnable threads per cpuset (the observed verdict) and each thread group's duty cycle.
 // Pure functions of their arguments: thread-safe.
+// Design: docs/design-notes.md#probessustainedh
 #pragma once
 
 #include <sys/types.h>

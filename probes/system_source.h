@@ -1,10 +1,7 @@
-// The operating system behind a seam (like LevelDB's Env): topology, the process tree of a
-// trial, per-process and per-thread counters from /proc, and a monotonic clock.
-//
-// make_live_source() reads hwloc and /proc; FakeSource (tests/common/fake_source.h) serves invented
-// machines and processes so the prediction and monitor logic is tested without a busy machine.
-// A source is used by one TrialMonitor thread at a time; the live source's only state is its
-// cached topology (guarded by a mutex), so it may be shared; the fake is not thread-safe.
+// The operating system behind a seam (like LevelDB's Env): topology, process tree, /proc
+// counters and a clock; make_live_source() is the real one, FakeSource the tests'. The live
+// source may be shared (a mutex guards its cached topology); the fake is not thread-safe.
+// Design: docs/design-notes.md#probessystem_sourceh
 #pragma once
 
 #include <sys/types.h>

@@ -1,25 +1,7 @@
-// Where a trial's threads were started, and what that makes them.
-//
-// Most pools never name their threads (libgomp, OpenBLAS, TBB, gloo, Open MPI's progress threads
-// on Debian 12: each carries its creator's name, often the program's), and telling them apart by
-// how busy they were when sampled counts a spinning OpenCV pool as a communication runtime's
-// idle helper. So the probes preload libtune_threads.so (probes/thread_origin.c) into the trial:
-// every new thread appends "TID ORIGIN" to $TUNE_THREAD_ORIGINS/PID, ORIGIN being the library
-// (and nearest exported symbol) that called pthread_create, std::thread's frames skipped:
-//
-//   libgomp.so.1:gomp_team_start                       the OpenMP pool (torch's intra-op too)
-//   libopenblas.so.0:blas_thread_init                  the BLAS pool
-//   libtbb.so.12:...                                   TBB's workers: OpenCV's parallel_for_
-//   libgloo.so.0:_ZN4gloo9transport3tcp4LoopC1Ev       a communication runtime
-//   libopen-pal.so.40:opal_thread_start                Open MPI's progress thread
-//   python3:PyThread_start_new_thread                  the program's own Python threads
-//
-// `classify_origin` maps one to the monitor's group (probes/sustained.h) and a pool's name for
-// the diagnosis; `ThreadOrigins` reads the files as they grow. A static program, or a thread
-// started before the preload could act (none in practice), has no origin and is judged by its
-// name as before.
-//
+// Where a trial's threads were started (the library that called pthread_create, as the
+// preloaded libtune_threads.so records it), and which monitor group that makes them.
 // ThreadOrigins is used by one monitor thread; classify_origin is pure.
+// Design: docs/design-notes.md#probesthread_originh
 #pragma once
 
 #include <sys/types.h>

@@ -1,10 +1,7 @@
-// The machine as the probes see it: packages, NUMA nodes, cores, PUs (hardware threads), caches
-// and GPUs with their NUMA affinity, read once through hwloc and then held as a plain value.
-//
-// A Topology owns nothing outside itself; it is copied freely and is safe to read from several
-// threads. read_topology() loads the live machine (hwloc); read_synthetic_topology() builds an
-// invented machine from an hwloc synthetic description ("pack:2 core:8 pu:2") so tests and
-// `tune probe --synthetic` exercise the same conversion code without the hardware.
+// The machine as the probes see it (packages, NUMA nodes, cores, PUs, caches, GPUs), read once
+// through hwloc or from a synthetic description, then held as a plain value that is safe to
+// read from several threads.
+// Design: docs/design-notes.md#probestopologyh
 #pragma once
 
 #include <cstdint>

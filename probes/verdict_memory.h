@@ -1,15 +1,7 @@
-// Predictions that remember: what earlier trials of a study that started the same threads on the
-// same cpusets were observed to do. The duty cycles (probes/learned_duty.h) generalise from one
-// trial to another; some programs defeat them. A PyTorch DDP rank whose intra-op team of 2
-// meets at a barrier is runnable a third of the time and still runs 8x slower beside another such
-// rank on 2 PUs, because its spinning threads take the CPU the other rank's communication needs.
-// Once a trial with the same layout has been observed, its verdict is the better prediction.
-//
-// The layout (layout_signature) is each rank's cpuset and the threads the prediction gave each
-// named group (the main thread and the catalog's pools; not the measured "other" load): what the
-// prediction was asked, not what it answered, so a trial is matched by its settings' effect on
-// threads and binding whatever else it sets (an allreduce algorithm, a bucket size). Only
-// single-node predictions take part. Plain values; not thread-safe while add() runs.
+// Predictions that remember: the verdicts that earlier trials of a study with the same layout
+// (each rank's cpuset, the threads predicted per group) got. Plain values; not thread-safe
+// while add() runs.
+// Design: docs/design-notes.md#probesverdict_memoryh
 #pragma once
 
 #include <optional>

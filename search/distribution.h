@@ -1,12 +1,7 @@
-// Distributions: the value types that describe one parameter's domain.
-//
-// Like Optuna, every parameter value is stored internally as a double: a float is itself, an int
-// is its value, a categorical is the index of the choice. Samplers and storage work on internal
-// values only; to_external()/to_internal() convert at the edges (study file, report, export).
-// The JSON form (to_json/distribution_from_json) is Optuna 3.1's `distribution_to_json`, so a
-// study database written by tune loads in Optuna and vice versa.
-//
-// All types here are plain values: copyable, no shared state, safe to use from any thread.
+// Distributions: the value types that describe one parameter's domain, stored as Optuna's
+// internal doubles (to_external()/to_internal() convert at the edges; JSON as Optuna 3.1's).
+// Plain values: copyable, no shared state, safe to use from any thread.
+// Design: docs/design-notes.md#searchdistributionh
 #pragma once
 
 #include <cstdint>

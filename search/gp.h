@@ -1,14 +1,8 @@
-// The Gaussian-process model behind the GP sampler (gp_sampler.h), private to search/.
-//
-// A zero-mean GP over points encoded in [0, 1]^d (numeric parameters, log ones in log space) and
-// category indices (categorical parameters), with a Matern-5/2 kernel on the distance
-// r^2 = sum_j w_j d_j(x, x'), where d_j is the squared difference for a numeric dimension and
-// 0/1 (same choice or not, a Hamming distance) for a categorical one -- the kernel of Optuna 4's
-// GPSampler. The inverse squared lengthscales w_j, the kernel scale and the noise variance are
-// fitted per suggestion by maximising the marginal likelihood plus Optuna's weak priors (L-BFGS
-// with analytic gradients from one fixed start, so a fit is a function of the data alone).
-// Targets should be standardised by the caller. A model is built per suggestion and then only
-// read: predict() is const and may be called from one thread at a time per model.
+// The Gaussian-process model behind the GP sampler (gp_sampler.h), private to search/: a
+// zero-mean GP with Optuna 4's Matern-5/2 kernel, fitted per suggestion (marginal likelihood
+// plus Optuna's weak priors).
+// Built per suggestion, then only read: predict() from one thread at a time per model.
+// Design: docs/design-notes.md#searchgph
 #pragma once
 
 #include <cstddef>

@@ -1,13 +1,7 @@
-// The GP sampler's encoded space and its acquisition function, private to search/.
-//
-// Parameters are encoded one dimension each: a numeric one into [0, 1] (log ranges in log
-// space; an integer or stepped range widened by half a step on each side, so every grid point
-// owns an equal share), a categorical one as its choice index. Decoding rounds onto the grid, so
-// the optimiser scores exactly the points it may suggest. The acquisition is log expected
-// improvement times the probability that every modelled constraint holds (a sum of logs), and
-// is maximised by scoring random points and neighbours of the incumbents, then by a local search
-// (coordinate steps that shrink; every other choice of each categorical). Plain values and pure
-// functions of their arguments; the caller owns the models.
+// The GP sampler's encoded space and its acquisition function (log expected improvement times
+// the probability of feasibility), private to search/. Plain values and pure functions; the
+// caller owns the models.
+// Design: docs/design-notes.md#searchgp_acquisitionh
 #pragma once
 
 #include <cstddef>

@@ -1,21 +1,7 @@
 // The GP sampler: Bayesian optimisation with a Gaussian-process surrogate (gp.h) and expected
-// improvement (gp_acquisition.h), in the manner of Optuna 4's GPSampler, for studies where each
-// trial is expensive and a few milliseconds of sampler time per trial are nothing.
-//
-// Per suggestion: random startup trials first; then a GP is fitted to the finished trials over
-// the intersection search space (search_space.h) with standardised values, and the point with
-// the largest log expected improvement is suggested. Parameters outside that space
-// (conditional ones) come from an independent TPE. PRUNED trials and, with constant_liar,
-// RUNNING trials of other workers count as the worst value seen, so concurrent workers do not
-// pile onto one point; trials with constraint values get one GP per constraint and the
-// acquisition is weighted by the probability of feasibility (infeasible trials never serve as
-// the incumbent). Over max_trials observations the model keeps the best half and the most
-// recent rest, which bounds the cost per suggestion. After tpe_after finished trials, TPE
-// suggests everything: long studies of cheap trials are TPE's ground.
-//
-// Seeded, a suggestion is a function of the seed, the history and the trial number alone (the
-// model fit starts from fixed values; random draws come from per-trial streams, rng.h), so
-// resumes and concurrent workers behave as with TPE. One thread at a time.
+// improvement (gp_acquisition.h), as Optuna 4's GPSampler, for studies of expensive trials.
+// Seeded, a suggestion depends on the seed, history and trial number alone. One thread at a time.
+// Design: docs/design-notes.md#searchgp_samplerh
 #pragma once
 
 #include <cstdint>

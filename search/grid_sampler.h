@@ -1,10 +1,6 @@
-// The grid sampler (Optuna's GridSampler): every combination of the listed values, each run once,
-// in a random order that is a function of the seed alone (the same in every worker and every
-// resume). Trial n takes the first point from position n of that order on that no trial has run
-// or is running, so a resumed study carries on with new points and concurrent workers, whose
-// trials have different numbers, start from different points even before they see each other's
-// RUNNING trials. The point is recorded in the trial's system attr "grid_id". When every point has
-// run the sampler reports exhausted() and the study stops.
+// The grid sampler (Optuna's GridSampler): every combination of the listed values, each run
+// once, in an order fixed by the seed; exhausted() stops the study once every point has run.
+// Design: docs/design-notes.md#searchgrid_samplerh
 #pragma once
 
 #include <expected>

@@ -1,11 +1,6 @@
-// Multi-objective TPE's good/bad split (Optuna 3.1's TPESampler on a study with several
-// directions, the algorithm of MOTPE, Ozaki et al. 2020), private to search/: tpe.cpp calls it
-// when the study has more than one objective.
-//
-// The good side is filled front by front (nondomination rank 0, then 1, ...); the front that
-// does not fit whole is cut by greedy hypervolume subset selection. The good trials' kernels are
-// then weighted by their hypervolume contribution, so that l(x) leans towards the points that
-// widen the front. Pure functions; no state.
+// Multi-objective TPE's good/bad split (Optuna 3.1, MOTPE), private to search/: tpe.cpp calls
+// it when the study has more than one objective. Pure functions; no state.
+// Design: docs/design-notes.md#searchmotpeh
 #pragma once
 
 #include <cstddef>

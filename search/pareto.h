@@ -1,11 +1,6 @@
-// Pareto maths for multi-objective studies: dominance, nondomination ranks, hypervolume and
-// hypervolume subset selection (what Optuna 3.1's multi-objective TPE and best_trials use).
-//
-// Everything works on losses: each objective's value with maximised objectives negated, so lower
-// is better in every coordinate (to_losses). Pure functions over the caller's data; no state, so
-// safe from any thread. Hypervolumes are exact: a sweep in two dimensions, the WFG recursion
-// (While, Bradstreet, Barone 2012) above; the recursion is exponential in the worst case, fine for
-// the tens of points and handful of objectives a tuning study has.
+// Pareto maths for multi-objective studies: dominance, nondomination ranks, exact hypervolume
+// and hypervolume subset selection, all on losses (to_losses). Pure functions; thread-safe.
+// Design: docs/design-notes.md#searchparetoh
 #pragma once
 
 #include <cstddef>

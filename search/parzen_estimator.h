@@ -1,19 +1,7 @@
-// The Parzen estimator behind TPE (Optuna 3.1's _ParzenEstimator), private to search/.
-//
-// One estimator is a weighted mixture over observations plus an optional prior component: for
-// every numeric parameter a Gaussian truncated to the parameter's (transformed) range, for every
-// categorical one a smoothed one-hot row. Univariate mode gives each numeric kernel the distance
-// to its sorted neighbours as bandwidth; multivariate mode uses Scott's rule for all kernels.
-// Values cross this interface as Optuna's internal representation (category index, raw number);
-// log ranges are handled inside. Built per suggestion from the caller's data, not thread-safe.
-//
-// Where this differs from Optuna 3.1 on purpose:
-//  - with normalized_kernels the continuous log-density subtracts log(sigma), a true density
-//    (Optuna 3.1's _truncnorm.logpdf omits the scale term, which favours wide kernels). Off by
-//    default: Optuna's form measured better in bench/search (median regret <= Optuna's TPE on
-//    5/4/5 of 8 objectives at 20/50/100 trials, against 5/3/3 with the scale term);
-//  - the maths runs in plain double loops without allocation per sample, and interval masses of
-//    discrete kernels use a series for narrow kernels instead of two erf calls.
+// The Parzen estimator behind TPE (Optuna 3.1's _ParzenEstimator), private to search/: a
+// weighted mixture of truncated Gaussians and smoothed one-hot rows over the observations.
+// Built per suggestion from the caller's data; not thread-safe.
+// Design: docs/design-notes.md#searchparzen_estimatorh
 #pragma once
 
 #include <bit>

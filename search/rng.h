@@ -1,17 +1,7 @@
-// A portable random source for samplers, and the per-trial streams they draw from.
-//
-// The engine is xoshiro256** (Blackman and Vigna) seeded through splitmix64, written out here
-// like the transforms to uniform and normal variates (the std:: distributions are not specified
-// bit for bit), so the same seed gives the same draws with any compiler or standard library.
-// Its 32-byte state costs four multiplications to seed, where std::mt19937_64 would fill and
-// twist 2.5 KB: samplers start a fresh engine for every trial and parameter (below).
-//
-// Samplers do not keep one engine running across trials: a seeded study would then restart its
-// sequence on every resume and repeat it in every concurrent worker (issue 12, point 8). Instead
-// TrialStreams derives a fresh engine from (study seed, trial number, what is drawn), so a trial
-// number always gets the same draws whatever process asks and however often the study was
-// resumed, and different trial numbers, which storage hands out uniquely, get different ones.
-// Nothing here is thread-safe; a Rng is owned by one caller, TrialStreams is immutable.
+// A portable random source for samplers (xoshiro256**: the same draws with any standard
+// library) and TrialStreams, fresh engines derived from (seed, trial number, what is drawn).
+// Not thread-safe: a Rng is owned by one caller; TrialStreams is immutable.
+// Design: docs/design-notes.md#searchrngh
 #pragma once
 
 #include <bit>

@@ -1,10 +1,6 @@
-// Samplers choose the next trial's parameters (Optuna's BaseSampler interface).
-//
-// Per trial the caller asks infer_relative_search_space() once, then sample_relative() for that
-// joint space, then sample_independent() for every parameter the relative space did not cover;
-// suggest_all() does exactly that. after_trial() is called once a trial has finished. A sampler
-// is used by one thread at a time; concurrent tune processes each own their own sampler and see
-// each other's trials through the StudyView (RUNNING ones included).
+// Samplers choose the next trial's parameters (Optuna's BaseSampler interface); suggest_all()
+// runs one trial's calls in order. A sampler is used by one thread at a time.
+// Design: docs/design-notes.md#searchsamplerh
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,7 @@
-// The intersection search space of a study: the parameters (with identical distributions) that
-// every finished COMPLETE or PRUNED trial has, as Optuna's IntersectionSearchSpace. The joint
-// samplers (multivariate TPE, GP) model exactly these; the rest is sampled independently.
-//
-// Finished trials never change, so each trial is folded in once, by number: update() looks at
-// the trials the study's change log names (every trial where it keeps none) and does nothing per
-// known trial. Owned by one sampler; not thread-safe.
+// The intersection search space of a study (Optuna's IntersectionSearchSpace): the parameters
+// every finished COMPLETE or PRUNED trial has, which the joint samplers model.
+// Owned by one sampler; not thread-safe.
+// Design: docs/design-notes.md#searchsearch_spaceh
 #pragma once
 
 #include <map>

@@ -1,11 +1,7 @@
-// The TPE sampler (Optuna 3.x's TPESampler): random startup trials, then a good/bad split of the
-// history by gamma, one Parzen estimator per side, and the candidate that maximises l(x)/g(x).
-//
-// Options mirror Optuna's names so a study file reads like Optuna code. The sampler owns an
-// internal RandomSampler for startup trials. Seeded, a suggestion is a function of the seed, the
-// history and the trial number alone (same on any machine, in a fresh run or after resumes);
-// both the startup draws and the EI candidates come from per-trial streams (rng.h), so
-// concurrent workers and resumed runs explore new points. One thread at a time.
+// The TPE sampler (Optuna 3.x's TPESampler): random startup trials, then the candidate that
+// maximises l(x)/g(x). Seeded, a suggestion depends on the seed, history and trial number alone.
+// One thread at a time.
+// Design: docs/design-notes.md#searchtpeh
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,6 @@
-// Trials and the read-only view of a study that samplers and pruners work from.
-//
-// FrozenTrial mirrors Optuna's FrozenTrial: a finished trial is frozen (never changed again); a
-// RUNNING trial is a snapshot. A study has one direction per objective (Optuna's `directions`);
-// single-objective code reads `value`, multi-objective code `values`. The study view is owned by
-// the caller (the tuner keeps it in step with storage); samplers must not keep references to it
-// beyond one call. Nothing here is thread-safe by itself.
+// Trials (FrozenTrial, as Optuna's) and the read-only study view that samplers and pruners work
+// from; samplers keep no reference to the view beyond one call. Not thread-safe by itself.
+// Design: docs/design-notes.md#searchtrialh
 #pragma once
 
 #include <chrono>

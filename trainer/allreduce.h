@@ -1,15 +1,7 @@
-// Gradient allreduce: own ring and Rabenseifner (recursive halving/doubling) algorithms over MPI
-// point-to-point, a hierarchical variant (reduce on a shared-memory node communicator, allreduce
-// across node leaders, broadcast back) and MPI_Allreduce itself; fp32 or fp16 on the wire, or
-// 1-bit (sign + per-bucket scale, error feedback) exchanged by allgather.
-//
-// A Communicator owns the node and leader communicators split from the one it is given. A
-// GradientReducer owns its scratch and the 1-bit residual; it cuts the gradient into buckets of
-// bucket_mb (the fusion size) and reduces one bucket at a time. Neither is thread-safe: one thread
-// (the main thread, or the comm thread with --double-buffering) makes all MPI calls through them.
-// Open MPI waits by spinning; a Communicator set_polite(true) waits by testing and sleeping
-// instead, so a comm thread that shares its core with the compute thread leaves it the core.
-// Formulas the benchmark uses: algbw = bytes / time, busbw = algbw * 2(n-1)/n (nccl-tests).
+// Gradient allreduce: own ring and Rabenseifner algorithms, a hierarchical variant and
+// MPI_Allreduce; fp32, fp16 or 1-bit on the wire, one bucket of bucket_mb at a time.
+// Not thread-safe: one thread makes all MPI calls through a Communicator and GradientReducer.
+// Design: docs/design-notes.md#trainerallreduceh
 #pragma once
 
 #include <mpi.h>

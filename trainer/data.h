@@ -1,12 +1,7 @@
-// Training data: a Dataset (raw uint8 28x28 images + labels, loaded from Fashion-MNIST gzip IDX
-// files or generated deterministically) and a DataIterator that turns it into normalised float
-// batches for one rank.
-//
-// DataIterator threads: with workers == 0 the calling thread shuffles, decodes, augments and
-// batches on next(); with workers == N it starts N std::threads that fill a bounded prefetch
-// queue of batch slots. Worker w builds batches w, w+N, w+2N, ... so the batch sequence is the
-// same for every worker count (augmentation randomness is seeded per sample). A DataIterator is
-// used by one consumer thread; the Dataset it reads must outlive it and is read-only.
+// Training data: a Dataset (Fashion-MNIST or generated images and labels) and a DataIterator
+// that turns it into normalised float batches for one rank, on the caller's thread or N workers.
+// A DataIterator has one consumer thread; the Dataset is read-only and must outlive it.
+// Design: docs/design-notes.md#trainerdatah
 #pragma once
 
 #include <condition_variable>

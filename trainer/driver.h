@@ -1,13 +1,8 @@
-// The training loop of every device, written once: the CPU path (train.cpp) and the CUDA plugin
-// (gpu.cpp) each provide a Backend and call run_loop, so iterations, the warm start, the log
-// intervals with their evaluation, the timing and the closing summary cannot drift apart.
-//
-// A Backend provides (all collective calls made from the rank's main thread):
-//   void train(const Batch& batch, bool compress)  forward, loss and backward on the batch, then
-//       the update rule's step (compress: past --warm-start); adds loss and hits to its sums
-//   Sums take_sums()    this rank's training sums since the last call (count = samples)
-//   Sums evaluate()     validation sums over all ranks, of the model the ranks agree on
-//   void finish()       leaves the agreed model in place after the last step
+// The training loop of every device, written once (run_loop): the CPU path (train.cpp) and the
+// CUDA plugin (gpu.cpp) each provide a Backend, so the two cannot drift apart. A Backend
+// provides train(batch, compress), take_sums(), evaluate() and finish(), all collective calls
+// made from the rank's main thread.
+// Design: docs/design-notes.md#trainerdriverh
 #pragma once
 
 #include <mpi.h>

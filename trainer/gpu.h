@@ -1,15 +1,7 @@
-// The CUDA path of tune-trainer (--device cuda): the MLP's forward and backward as cuBLAS GEMMs
-// plus a few small kernels (bias, ReLU, softmax cross-entropy, momentum SGD), gradients summed
-// with NCCL (--allreduce nccl) or, with any other --allreduce, copied to the host and reduced by
-// the CPU GradientReducer. One rank drives one device (rank % device count).
-//
-// The path lives in a plugin, libtune_trainer_gpu.so (gpu.cpp + gpu_kernels.cu, built only when
-// CMake finds nvcc, cuBLAS and NCCL), next to the executable. tune-trainer itself links no CUDA
-// library: cuBLAS/cuBLASLt/NCCL are ~800 MB of shared objects whose mapping and static
-// initialisers cost every process ~0.35 s, which every CPU trial would pay. device.cpp dlopen()s
-// the plugin on the first call below (once, thread-safe; never unloaded) and reaches it through
-// one extern "C" entry point returning a GpuPlugin table. Both sides are built from this header in
-// one build, so passing Options by pointer is safe; k_gpu_plugin_abi rejects a stale plugin.
+// The CUDA path of tune-trainer (--device cuda): cuBLAS GEMMs, a few kernels and NCCL, in the
+// plugin libtune_trainer_gpu.so that device.cpp dlopen()s on first use (once, thread-safe), so
+// CPU trials load no CUDA library. One rank drives one device.
+// Design: docs/design-notes.md#trainergpuh
 #pragma once
 
 #include <mpi.h>

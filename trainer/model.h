@@ -1,11 +1,7 @@
-// The networks and their optimisers, CPU path. A Model owns one flat parameter buffer and one flat
-// gradient buffer (so the allreduce sees a single contiguous vector and buckets are plain slices)
-// plus every activation buffer, sized once for the largest batch: a training step allocates
-// nothing. GEMMs go to OpenBLAS sgemm (its own thread pool); bias, activation, softmax, im2col and
-// pooling run in OpenMP loops (the OpenMP pool). Not thread-safe: one thread drives a Model.
-//
-// Layouts: activations are row-major (batch, features); convolutions work in NHWC with stride 1
-// and "same" padding so im2col rows are output pixels and GEMM output is already NHWC.
+// The networks and their optimisers, CPU path: flat parameter and gradient buffers, activations
+// sized once (a step allocates nothing); GEMMs in OpenBLAS, the rest in OpenMP loops.
+// Not thread-safe: one thread drives a Model.
+// Design: docs/design-notes.md#trainermodelh
 #pragma once
 
 #include <cstddef>

@@ -1,9 +1,6 @@
-// The arithmetic of 1-bit gradient compression with error feedback (Seide et al. 2014), in two
-// fused passes per bucket on the way out and one on the way in, vectorised with AVX2 where the
-// CPU has it (chosen once at run time; the scalar code is the reference and gives the same bits).
-//
-// Wire format of one rank's bucket: a float scale, then one bit per element (bit k of byte j is
-// element 8j+k; 1 = v >= 0). Pure functions on caller-owned buffers, thread-safe.
+// The arithmetic of 1-bit gradient compression with error feedback (Seide et al. 2014), with
+// AVX2 where the CPU has it. Pure functions on caller-owned buffers; thread-safe.
+// Design: docs/design-notes.md#trainerone_bith
 #pragma once
 
 #include <cstddef>

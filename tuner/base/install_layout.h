@@ -1,14 +1,7 @@
-// Where tune's own files are, found from the running executable so that one install tree works
-// wherever it is mounted (a shared prefix on every node of a cluster) and nothing depends on the
-// path it was built or installed at. `cmake --install build --prefix PREFIX` lays it out as
-//
-//   PREFIX/bin/tune, tune-keeper, tune-trainer     found next to each other
-//   PREFIX/lib/tune/libtune_trainer_gpu.so         the trainer's GPU plugin (trainer/device.cpp)
-//   PREFIX/share/tune/studies/NAME.yaml            the ready studies (`tune --trials 50 NAME`)
-//   PREFIX/share/tune/chart.min.js                 the Chart.js the HTML report inlines
-//
-// and the build tree mirrors it (build/bin, build/share/tune), so the build runs the same way.
-// Plain functions over /proc/self/exe and the file system; thread-safe.
+// Where tune's own files are (its programs, plugin libraries, ready studies, chart script), found
+// from the running executable, so one install tree works wherever it is mounted and the build tree
+// runs the same way. Plain functions over /proc/self/exe and the file system; thread-safe.
+// Design: docs/design-notes.md#tunerbaseinstall_layouth
 #pragma once
 
 #include <filesystem>

@@ -1,9 +1,8 @@
-// The statistics behind the report's speedup and noise lines: the median of a sample, a
-// percentile-bootstrap confidence interval for a ratio of medians, and the few distributions the
-// noise model (tuner/judge/noise.h) tests with: Student's t (a difference beyond the noise) and
-// Fisher's F, or chi-square when the noise is taken as known (settings told apart). Pure
-// functions; the bootstrap draws from its own seeded generator, so the same inputs and seed give
-// the same interval everywhere. Thread-safe.
+// The statistics behind the report's speedup and noise lines: the median, a percentile-bootstrap
+// interval for a ratio of medians, and Student's t, Fisher's F and chi-square for the noise model
+// (tuner/judge/noise.h). Pure functions; the bootstrap's generator is seeded, so the same inputs
+// and seed give the same interval everywhere. Thread-safe.
+// Design: docs/design-notes.md#tunerbasestatsh
 #pragma once
 
 #include <cstdint>

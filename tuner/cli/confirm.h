@@ -1,10 +1,7 @@
-// `tune confirm`: re-measures the baseline and the top trials of a study, because a winner
-// picked on one noisy run is a common trap. The re-runs are enqueued as WAITING trials with the
-// original's parameters fixed (Optuna's enqueue_trial) and the system attrs "confirm_of" (the
-// original's number) and "confirm_round", interleaved round-robin (baseline, #a, #b, baseline,
-// ...) so that slow drift of the machine hits every candidate alike; then the ordinary runner
-// runs them, pruner off, probes on. The report folds them into their originals and uses medians.
+// `tune confirm`: re-measures the baseline and the top trials of a study, enqueued round-robin
+// with their original's parameters fixed, then run by the ordinary runner, pruner off.
 // Not thread-safe (one runner, one thread), like the runner itself.
+// Design: docs/design-notes.md#tunercliconfirmh
 #pragma once
 
 #include <iosfwd>

@@ -1,30 +1,7 @@
-// The first guess (issue 39): from the baseline run's probe verdict, a split of each rank's
-// cores between the pools the study can size, that removes the contention the probes measured.
-// The runner enqueues it right after the baselines (tuner/run/runner.cpp), `tune guess` prints
-// it, and bench/ judges it against recorded grids. docs/probes.md ("The first guess") has the
-// model with a worked example:
-//
-//   contended  the verdict says oversubscribed: the ranks' own threads waited W >= 25% of their
-//              runnable time for a CPU (probes::SustainedOptions::main_wait_share) AND asked for
-//              more than 1.2x the PUs (its demand test, so another job's queue is not blamed on
-//              the settings). Else no change. The runner makes the guess from a baseline
-//              measured on a quiet machine only (its quiet re-run, run/first_guess_step.h).
-//   budget     b = physical cores of the node / local ranks (at least 1).
-//   demand     per rank, over the verdict's measured window: each thread group's mean threads x
-//              runnable share (CPUs' worth it asked for, running or queued; duty_cycles);
-//              compute = main + OpenMP + BLAS + OpenCV in the rank, workers = the processes the
-//              rank started (DataLoader workers) + iterator workers.
-//   split      workers = b x workers / (compute + workers), 0 when that is below 0.5 (the
-//              loading then runs in the rank); the main compute pool (torch intra-op, OpenMP,
-//              BLAS) = b - workers, at least 1; OpenCV/TBB pools 1; so busy threads <= b.
-//   binding    a rank of one busy thread is bound to its core; more: the package or NUMA node
-//              when a rank gets a whole one, else unbound (as the cores_per_rank rule).
-//   predicted  a rough estimate, the baseline's value x: cores / CPUs the job used, where it
-//              used < 90% of the node's cores (it gains at most what it left idle); else each
-//              rank's demand / b (its threads asked for that many CPUs' worth and got b).
-// Values are fitted into the parameters' domains as the rules fit theirs (study/rules.h).
-//
-// Pure functions of their arguments; thread-safe.
+// The first guess (issue 39): from the baseline's probe verdict, a split of each rank's cores
+// between the pools the study can size that removes the contention the probes measured (model
+// and worked example: docs/probes.md, "The first guess"). Pure functions; thread-safe.
+// Design: docs/design-notes.md#tunerjudgefirst_guessh
 #pragma once
 
 #include <map>

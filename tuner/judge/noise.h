@@ -1,41 +1,7 @@
-// The noise model: how far one run of a setting varies in this study, and whether the best
-// trial's lead over the baseline and over the runner-up, and the spread of all the settings
-// tried, is beyond that. Every output that names a winner asks it (each report format,
-// tuner/report/report_model.h, and the summary at the end of `tune`, tuner/judge/summary.h), so
-// none announces a speedup or a ranking the measurements cannot back.
-//
-// Where the noise comes from, in the order it is believed:
-//   - repeated settings: trials whose parameters are identical, and re-runs (`tune confirm`,
-//     incumbent_repeats; tuner/judge/reruns.h), each a run of its original's setting. One run's
-//     standard deviation is pooled over every setting measured more than once (the spread of
-//     each setting's runs around their own mean, summed, over runs minus settings degrees of
-//     freedom). A re-measured trial counts with its re-runs only, as its believed value does
-//     (rerun.h): its own run was picked for being good, and would make the noise look larger
-//     than it is by as much as the luck that picked it.
-//   - a trial's own interval: a trial whose objective was measured over a window while it ran
-//     carries its value's interval (user attr k_attr_window: low, high, confidence, batches;
-//     tuner/base/trial_attrs.h); its standard error is the interval's half width over the
-//     Student's t quantile it was built with (batches - 1 degrees of freedom).
-//     That is the noise within one run; when repeats measured the noise between runs too, each
-//     run counts with the larger of the two.
-//   - neither: the noise is unknown, and every output says so and how to measure it instead of
-//     inventing a figure.
-// The noise is relative (the logarithm of the values: a 5% jitter is the same on 2 s and on
-// 200 s) when every measured value is positive, else absolute.
-//
-// "Beyond the noise": the 95% interval of the ratio between two trials' values (of their
-// difference on the absolute scale) excludes 1 (0). The interval is the percentile bootstrap of
-// the ratio of medians when both sides have 3 or more re-runs (tuner/base/stats.h), else
-// Student's t on the log difference with the pooled estimate's degrees of freedom (the normal
-// law when only trials' own intervals are known), each side's standard error being one run's
-// noise over the square root of its runs (times sqrt(pi/2) for a median of 3 or more, the
-// median's large-sample loss against a mean, which is conservative for few runs). "Settings told
-// apart": a one-way analysis of variance over the distinct settings (each setting's runs'
-// inverse-variance-weighted mean), F test at 5% (chi-square when the noise is only known from
-// trials' own intervals). Neither corrects for the best having been picked as the best of many:
-// the remedy is to re-run it (`tune confirm`), which the texts say.
-//
-// Pure functions over a StudyView; thread-safe.
+// The noise model: how far one run of a setting varies in this study, and whether the best's
+// lead over the baseline and the runner-up, and the spread of the settings, is beyond it. Every
+// output that names a winner asks it. Pure functions over a StudyView; thread-safe.
+// Design: docs/design-notes.md#tunerjudgenoiseh
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,6 @@
-// How right the probes' prediction of "oversubscribed" was: over every trial that ran its work
-// (verdict_counts below) and has both a prediction (system attr probe_prediction) and an
-// observed verdict (probe_verdict), the counts of the confusion matrix, precision (of the trials
-// predicted oversubscribed, how many were) and recall (of the trials observed oversubscribed, how
-// many were predicted). Trials skipped by `constrain: true` have no observed verdict and are not
-// counted; neither are srun trials. Pure functions; thread-safe.
+// How right the probes' prediction of "oversubscribed" was: the confusion matrix, precision and
+// recall over the trials with both a prediction and an observed verdict. Pure; thread-safe.
+// Design: docs/design-notes.md#tunerjudgeprediction_qualityh
 #pragma once
 
 #include <map>

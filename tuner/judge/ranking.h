@@ -1,24 +1,7 @@
-// The ranking rules: which trials count, in which order, and which one is best. Every output that
-// names a best trial or ranks trials (the live line, `tune best`, `tune trials`, every report
-// format, `tune confirm`, `tune export`, incumbent_repeats) asks these functions, so they cannot
-// disagree.
-//
-// A trial is ranked when it is COMPLETE, has a value and is not a re-run (a trial that re-measures
-// another one, tuner/judge/reruns.h). It is ranked by its believed value: the median of its
-// completed re-runs when it has any, else its own run's value. That is the value tune stores on a
-// re-measured trial (so python3-optuna's best_trial ranks the same); studies written before
-// re-runs were stored that way kept the search run's value, and are ranked by the median all the
-// same. A run measured under load (other work used the machine's CPUs while it ran, user attr
-// k_attr_measured_under_load, tuner/run/load_check.h) is not trusted: such a re-run is left out
-// of its original's believed value, and such a trial is ranked only once a re-run measured
-// without load stands for it (its believed value is then theirs); until then it is kept and
-// listed, never best while any trial measured on a quiet machine is ranked, and the noise model
-// leaves it out (so a baseline measured under load gives no lead). On a machine that is never
-// quiet (issue 48) no trial is: then the trials measured under load are ranked by their own
-// values, and every output that names the best says it was measured under load
-// (best_measured_under_load). Feasible trials come before infeasible ones (as Optuna's constrained studies rank
-// them); ties keep number order. Pure functions over a StudyView, linear in its trials (the sort
-// aside); thread-safe.
+// The ranking rules: which trials count, in which order (by believed value) and which one is
+// best. Every output that ranks trials or names a best asks these, so none disagree.
+// Pure functions over a StudyView; thread-safe.
+// Design: docs/design-notes.md#tunerjudgerankingh
 #pragma once
 
 #include <map>

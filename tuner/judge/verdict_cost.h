@@ -1,13 +1,6 @@
-// What a trial's queueing cost the job, by the job's own figure. A verdict says how long threads
-// queued for a CPU; whether that cost throughput is told by a comparable trial: one of the same
-// placement (ranks and cpusets, as its prediction laid them out) whose parameters are the same
-// but for those that size pools, with every pool no larger and one smaller (threads per group
-// summed over the ranks, from the stored prediction). A parameter sizes pools when two trials
-// of one placement that differ in it alone start different pools; one that does not (an
-// allocator, a batch size) makes two trials incomparable. The fastest comparable trial beating
-// the trial beyond the noise (judge/noise.h; 10% or more while the noise is unknown) is a cost;
-// a trial without one is not judged. prediction_quality.h's figure_quality scores the verdicts
-// on these. Pure functions over a StudyView; thread-safe.
+// What a trial's queueing cost the job, by the job's own figure: whether a comparable trial
+// with smaller pools beat it beyond the noise. Pure functions over a StudyView; thread-safe.
+// Design: docs/design-notes.md#tunerjudgeverdict_costh
 #pragma once
 
 #include <map>

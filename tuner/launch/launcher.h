@@ -1,32 +1,8 @@
-// Launcher: runs one trial's command as a child process and waits for it.
-//
-// The command is an argv vector (never a shell string), run with the parent's environment plus
-// the trial's variables, stdout/stderr going to files in the trial directory.
-//
-// Containment: the command runs under a tune-keeper process (tuner/launch/keeper.h), a subreaper
-// that every process of the trial stays below (double-forked and setsid() ones too) and that ends
-// only when none is left; it also stops the whole tree when `tune` dies, SIGKILL included. So
-// when run_process() returns, no process of the trial is alive, and none survives `tune`. A
-// timeout, a pruning decision or Ctrl-C asks the keeper to SIGTERM the tree, then SIGKILL after
-// a grace period. Without a keeper binary (LaunchResult::containment says so), the command is
-// the direct child, leads its own process group and gets PR_SET_PDEATHSIG; `tune` itself is a
-// subreaper and sweeps what is left after each trial, which covers everything but a SIGKILL of
-// `tune`. The wait is a poll() on a pidfd, so a trial's end is seen at once; a watcher callback
-// runs every tick for log following, heartbeats and pruning.
-//
-// A trial's time is its job's: the clock starts at the spawn and stops when the child is seen to
-// exit (its pidfd readable), and the timeout is enforced by the waiting thread. The watcher runs
-// on a thread of its own, so a watcher that blocks (a storage call waiting on a stalled
-// database) neither extends wall_s nor delays the timeout, an interrupt or the SIGKILL; its
-// verdict stops the trial when it comes. run_process() returns only after the watcher's last
-// call has returned (it is never abandoned mid-call).
-//
-// run_process() blocks the calling thread; one trial at a time per process. The watcher runs on
-// another thread but never at the same time as the caller's code (the caller is inside
-// run_process() all the while), so it may use what the caller owns (its storage connection)
-// provided nothing else does meanwhile. The interrupt flag is process-wide (SIGINT/SIGTERM/SIGHUP
-// handlers installed by install_interrupt_handlers(), which also ignores SIGPIPE so that a
-// closed terminal or pipe cannot kill `tune` mid-trial).
+// Launcher: runs one trial's command (an argv, never a shell string) as a child process and waits
+// for it, its whole tree contained ("keeper": under tune-keeper; else "subreaper": tune sweeps
+// what is left). run_process() blocks, one trial at a time per process; its watcher runs on a
+// thread of its own. The interrupt flag is process-wide.
+// Design: docs/design-notes.md#tunerlaunchlauncherh
 #pragma once
 
 #include <sys/types.h>

@@ -1,13 +1,7 @@
-// The machine's CPU load around a trial: how much CPU time the machine spent busy (/proc/stat),
-// how much of it the trial's own process tree used (the keeper's accounting), and so how much
-// was used by work that is not the study's (issue 36: trials measured while other work shared
-// the machine were trusted, and a setting 0.49x the baseline's speed won).
-//
-// The keeper (tuner/launch/keeper.h) reads the raw figures at the trial's start and at its
-// program's exit and reports them as one line ("cpu ..."); the launcher adds tune's own CPU
-// time over the same span (its monitor, watcher and waiting threads) into a TrialCpu, and
-// external_load() is the arithmetic. The readers here use the C and C++ standard libraries
-// only: the keeper is linked statically with this file. Stateless; thread-safe.
+// The machine's CPU load around a trial: busy CPU time (/proc/stat), the trial tree's share
+// (the keeper's accounting), and so the load of other work (issue 36). C and C++ standard
+// libraries only (the keeper links it statically). Stateless; thread-safe.
+// Design: docs/design-notes.md#tunerlaunchmachine_loadh
 #pragma once
 
 #include <sys/types.h>

@@ -1,11 +1,7 @@
-// What the kernel recorded of out-of-memory kills while a trial ran, so that a trial ended by
-// SIGKILL (or a launcher's exit code for a killed rank) is said to have run out of memory.
-//
-// Two records, each used where readable: the kernel log (/dev/kmsg, readable by root or where
-// kernel.dmesg_restrict is 0), whose "Killed process PID (NAME)" lines carry a monotonic
-// timestamp; and the oom_kill counter of tune's own memory cgroup (cgroup v2 memory.events,
-// which counts the cgroups below too; cgroup v1 memory.oom_control), read before and after.
+// What the kernel recorded of out-of-memory kills while a trial ran (/dev/kmsg, the memory
+// cgroup's oom_kill count), so a trial ended by SIGKILL is said to have run out of memory.
 // Plain functions; thread-safe.
+// Design: docs/design-notes.md#tunerlaunchoom_recordh
 #pragma once
 
 #include <chrono>

@@ -1,11 +1,7 @@
-// Pool sizes a program takes on this machine with nothing set, measured by running it: the knob
-// catalog's rules say what most machines do ("one intra-op thread per physical core"), but a
-// build or a VM may differ (Debian's torch 1.13 starts 1 intra-op thread on a 2-core VM), and a
-// prediction from the wrong default is wrong for every trial that leaves the knob null.
-// `tune init` measures them for the study it writes (tuner/init/init_command.h), and a study
-// written by hand gets them measured once when it starts (measure_missing_pool_defaults).
-// Each measurement runs a process through run_process (tuner/launch/launcher.h), bounded in
-// time, the whole tree stopped after; it blocks the calling thread.
+// Pool sizes a program takes on this machine with nothing set, measured by running it (the
+// knob catalog's rules can be wrong for a build or a VM). Each measurement runs a process,
+// bounded in time, and blocks the calling thread.
+// Design: docs/design-notes.md#tunerlaunchpool_defaultsh
 #pragma once
 
 #include <map>

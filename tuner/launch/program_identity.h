@@ -1,13 +1,7 @@
-// Which programs a trial really ran: the launcher (mpirun, srun) and the program after it, each
-// looked up in PATH as a shell with the trial's environment would look it up, its symbolic links
-// resolved, and for an interpreter (python, perl, ruby, Rscript, julia, node) its version. The
-// runner stores them on every trial (user attr "programs"), `tune report` shows the best trial's,
-// and `tune export` writes checks into its scripts that warn when the node they run on finds
-// another one: the setting was measured with these programs, not with whatever comes first on
-// PATH somewhere else (another virtualenv, module or conda environment).
-//
-// ProgramIdentities caches what it found by name and PATH, so a study pays one `--version` run
-// per interpreter, not one per trial. Not thread-safe (one runner, one thread).
+// Which programs a trial really ran (the launcher and the program as PATH resolves them, an
+// interpreter's version), stored on every trial and checked by exported scripts.
+// Not thread-safe (one runner, one thread).
+// Design: docs/design-notes.md#tunerlaunchprogram_identityh
 #pragma once
 
 #include <map>

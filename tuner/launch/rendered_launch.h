@@ -1,41 +1,7 @@
-// Launch rendering: a study's templates plus one trial's values -> the structured launch to run
-// (RenderedLaunch), from which both the argv the runner launches and the plan the probes predict
-// from are derived, so the two cannot disagree. `tune export` writes the same argv into scripts,
-// so the exported command is byte for byte what the trial ran.
-//
-// Placeholders ({param}, {trial_dir}, {tune_trainer}, ...) are expanded in every argv element
-// and env value; a null value drops the element or unsets the variable (the library keeps its
-// own default). The launch kind (direct, mpirun or srun: tuner/launch/launch_kind.h) is picked
-// here, once, and builds its prefix (mpirun: -n, --bind-to, --map-by, --hostfile, --mca, -x for
-// every variable set). Argv vectors only, never a shell string. Stateless functions; thread-safe.
-//
-// One launch concept, one spelling per layer. The study file's key is also the name of its
-// StudySpec::launch and RenderedMpirun fields (except `program`: mpirun_program in StudySpec):
-//
-//   launch.mpirun.  mpirun flag      probes::MpirunOptions  probes::LaunchPlan
-//   n               -n               n                      n (total ranks)
-//   npernode        --npernode       npernode               ranks_per_node (also ppr:N:node)
-//   host            --host           host                   hosts, layout (probes/nodes.h)
-//   hosts: [a, b]   --host a:N,b:N   host                   hosts, layout (N: npernode)
-//   bind_to         --bind-to        bind_to                bind_to (on each node)
-//   map_by          --map-by         map_by                 map_by
-//   hostfile        --hostfile       hostfile (read)        hosts, layout; path made absolute
-//   oversubscribe   --oversubscribe  -                      -
-//   mca             --mca K V        -                      -
-//   extra           as written       read as mpirun reads them (a --bind-to there wins)
-//   program         argv[0]          -                      uses_mpirun
-//   (command)       after the rest   -                      program_argv
-//   (env)           -x NAME          env (-x NAME=value)    env
-//
-// launch.slurm (srun) has its own table, k_srun_value_options. Both tables and the value types
-// they join (LaunchSpec, RenderedMpirun, ...) are in tuner/study/launch_spec.h; the mpirun
-// spellings read back from `extra` or a user's line are probes/mpirun_flags.h.
-//
-// With no launch.mpirun section, nodes = ranks_per_node = n = 1 unless the command itself is an
-// mpirun line the user wrote; only then are the probes' settings parsed back from an argv
-// (probes::launch_plan_from_argv). `tune export`'s batch directives come from the kind's
-// job_shape (mpirun: nodes and ranks per node of the same plan's layout; without hosts, n and
-// npernode).
+// Launch rendering: a study's templates plus one trial's values -> RenderedLaunch, from which
+// both the argv the runner launches and the probes' plan derive, so the two cannot disagree.
+// Argv vectors only, never a shell string. Stateless functions; thread-safe.
+// Design: docs/design-notes.md#tunerlaunchrendered_launchh
 #pragma once
 
 #include <map>

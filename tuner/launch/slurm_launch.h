@@ -1,33 +1,7 @@
 // Slurm as the engine that runs each trial: the srun component of the launcher framework
-// (tuner/launch/launch_kind.h: srun_launch, render_srun_launch; slurm_launch.cpp). `launch:
-// {slurm: {...}}` in the study file makes a trial one job step, `srun --mpi=pmix --nodes ..
-// --ntasks .. --cpus-per-task .. --cpu-bind .. COMMAND`, inside the allocation `tune` runs in
-// (`salloc -N 4 tune --trials 50 study.yaml`, or a batch job), or, outside any allocation, a job
-// of its own.
-//
-// One launch concept, one spelling per layer (as tuner/launch/rendered_launch.h for mpirun):
-//
-//   launch.slurm.     srun flag             probes (MpirunOptions)
-//   nodes             --nodes               nodes (with ntasks: ranks per node = ceil)
-//   ntasks            --ntasks              n
-//   ntasks_per_node   --ntasks-per-node     npernode
-//   cpus_per_task     --cpus-per-task       -  (map_by core:PE=N when bound)
-//   cpu_bind          --cpu-bind            bind_to (cores -> core, threads -> hwthread, ...)
-//   mpi               --mpi (pmix)          -
-//   program           argv[0] (srun)        -
-//   extra             as written            -
-//   (study, trial)    --job-name            -
-//
-// srun passes the whole environment to the tasks (its default --export=ALL), so a trial's env
-// reaches every rank on every node without a list of names.
-//
-// Stopping: the keeper's SIGTERM makes srun cancel its step ("forcing job termination"); if srun
-// itself is then killed, the step could outlive it, so after a trial that was stopped or killed
-// cancel_slurm_steps() looks the step up by its name (squeue) and cancels what is left (scancel):
-// the component's end_trial(), which the runner calls after every trial.
-//
-// The section as written and as expanded (SlurmLaunchSpec, RenderedSrun) and its option table are
-// plain values in tuner/study/launch_spec.h. Functions here are thread-safe.
+// (launch_kind.h); each trial is one job step in `tune`'s allocation, or a job of its own.
+// cancel_slurm_steps() cancels a stopped trial's leftover step. Functions are thread-safe.
+// Design: docs/design-notes.md#tunerlaunchslurm_launchh
 #pragma once
 
 #include <map>

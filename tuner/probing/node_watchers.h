@@ -1,18 +1,7 @@
-// The watchers on the other nodes of a trial that spans hosts: one `tune probe --watch TAG` per
-// remote node, started through the same remote shell mpirun uses (its plm_rsh_agent and
-// plm_rsh_args: ssh with the user's -F config, say), before the trial starts, and stopped when
-// it ends by closing their stdin: each then prints its node's verdict as one JSON line.
-//
-// Which node is this one: a name equal to this machine's hostname (full or short), localhost,
-// or a name or address that resolves to an address of one of this machine's interfaces. That
-// node is watched by the trial's own process-tree monitor instead.
-//
-// Each remote command line is a shell string on the remote side (ssh joins its arguments), so
-// every word is quoted with shell_quote(). Each remote shell runs under a tune-keeper (a
-// subreaper, in a process group of its own), so what it forks (a ProxyCommand, a site wrapper's
-// helper, setsid ones too) ends with it, and all of it ends if `tune` dies, SIGKILL included.
-// A watcher that does not end in time is stopped as a tree: SIGTERM, a grace, SIGKILL.
-// Owned by one thread (the probe hooks'); not thread-safe.
+// The watchers on the other nodes of a multi-host trial: one `tune probe --watch TAG` per
+// remote node, started over mpirun's remote shell under a tune-keeper, each printing its node's
+// verdict when its stdin closes. Owned by one thread (the probe hooks'); not thread-safe.
+// Design: docs/design-notes.md#tunerprobingnode_watchersh
 #pragma once
 
 #include <sys/types.h>

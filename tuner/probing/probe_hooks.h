@@ -1,13 +1,7 @@
-// Wires the probes into the study loop: before each launch, predict the trial's busy threads
-// per cpuset from the machine's topology and the trial's structured launch (RenderedLaunch's
-// probe_plan: the settings launch.mpirun rendered, or the user's own command line); while it
-// runs, sample its process tree from /proc; when it ends, store the verdict. The prediction and
-// verdict go to the trial's system attrs "probe_prediction" and "probe_verdict"; with
-// `probes: {constrain: true}` a predicted-oversubscribed trial is recorded as infeasible
-// instead of being run. A trial that spans hosts is predicted per node (probes/nodes.h); its
-// ranks carry a tag (tag_launch), every other node gets a watcher started over mpirun's ssh
-// before launch (tuner/probing/node_watchers.h), and the stored verdict merges every node's, naming
-// the node and rank at fault. One hooks object serves one runner (one thread).
+// Wires the probes into the study loop: predict each trial before launch, sample its process
+// tree while it runs, store the verdict when it ends (system attrs "probe_prediction" and
+// "probe_verdict"). One hooks object serves one runner (one thread).
+// Design: docs/design-notes.md#tunerprobingprobe_hooksh
 #pragma once
 
 #include <expected>

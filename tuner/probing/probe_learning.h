@@ -1,15 +1,7 @@
-// What the probes learn from a study's earlier trials (probes::LearnedDuty: the duty cycles they
-// measured; probes::VerdictMemory: the verdicts trials of the same layout got), kept across
-// trials and updated with the trials it has not seen yet, so a trial's prediction costs the same
-// at trial 10 as at trial 10,000.
-//
-// A trial is folded in once, by trial id, when it is finished: its probe records (duty cycles,
-// prediction, verdict) and its state are written when it ends and never change after (a finished
-// trial takes no more writes; a re-run changes the original's value only). Running and waiting
-// trials are looked at again on every update. Whenever the history handed in is not the one
-// folded plus new trials (a folded trial is gone or its state changed, trial ids repeat: another
-// study, a test's invented history), everything is recomputed from the trials given: the result
-// is always that of recompute() on the same trials. Plain values; one thread.
+// What the probes learn from a study's earlier trials (LearnedDuty, VerdictMemory), updated with
+// the trials not seen yet, so a prediction costs the same at trial 10 as at trial 10,000.
+// Plain values; one thread.
+// Design: docs/design-notes.md#tunerprobingprobe_learningh
 #pragma once
 
 #include <cstdint>

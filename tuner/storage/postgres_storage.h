@@ -1,38 +1,8 @@
-// PostgreSQL storage: the same Optuna 3.1 schema and statements as SQLite (RdbStorage), on a
-// server that hundreds of `tune` workers on many hosts share, and that python3-optuna (with
-// psycopg2) reads and writes too: `postgresql://user@host:port/db`.
-//
-// Across hosts: trial numbers come from the count of earlier trials taken while holding the
-// study's row (SELECT ... FOR UPDATE, the lock Optuna's create_trial takes), a WAITING trial is
-// popped with FOR UPDATE SKIP LOCKED so two workers never take the same one, a state change
-// holds the trial's row, and study and schema creation are serialised by advisory locks. Every
-// timestamp (start, end, heartbeat) and every age is the server's clock in UTC, so the workers'
-// clocks do not matter. Each call is one short transaction on one connection per worker (a lone
-// statement runs without BEGIN/COMMIT).
-//
-// Behind a pooler in transaction mode (PgBouncer, Debian 12's 1.18 included): the connection
-// keeps no session state. Statements are unnamed (parsed, bound and run in one round trip), not
-// prepared by name; each transaction sets what it needs with SET LOCAL (synchronous_commit;
-// READ ONLY for a storage opened read-only); dates are read through to_char, whatever the
-// server's DateStyle; locks are row locks and transaction-scoped advisory locks, released at
-// COMMIT. So any server connection of the pool may run any transaction.
-//
-// Acknowledged means durable: a call returns once the server has written what a trial's run
-// relies on (synchronous_commit for TxnKind::write_synced and write_flush: the trial's creation
-// and number, params, attributes, end), so a crash of the server at any moment takes none of
-// it; only heartbeats and intermediate values commit asynchronously (rdb_storage.h). With
-// synchronous=normal every commit is asynchronous, and a crash may take the last ones.
-//
-// A lost connection (server restart, network cut) is retried with exponential backoff, and the
-// whole transaction run again, for StorageOptions::retry_s; then the call fails with an error
-// naming the server. retry_for bounds the call in time, also against a server that stops
-// answering without closing its sockets (a stopped or hung host): every statement and every
-// connection attempt runs on libpq's asynchronous API, waiting on the socket with poll() until
-// the call's deadline, so no call outlives retry_for by more than a poll's slack. A transaction
-// whose COMMIT was cut off may have committed: RdbStorage's bodies are safe to run again (a
-// creation finds its own trial by its claim token first).
-//
-// An object owns one connection and is used by one thread at a time.
+// PostgreSQL storage: Optuna 3.1's schema and RdbStorage's statements on a server that many
+// `tune` workers and python3-optuna share (`postgresql://user@host:port/db`); works behind a
+// transaction-mode pooler and retries a lost connection for retry_s. An object owns one
+// connection and is used by one thread at a time.
+// Design: docs/design-notes.md#tunerstoragepostgres_storageh
 #pragma once
 
 #include <chrono>

@@ -1,18 +1,7 @@
 // RdbStorage: the Storage methods written once in SQL over Optuna 3.1's schema, shared by the
-// SQLite and PostgreSQL backends (as Optuna's RDBStorage serves every database through one
-// implementation). A backend supplies a connection: `query` runs one statement and reads its
-// rows whole, `transact` runs a body of queries as one transaction (SQLite: BEGIN IMMEDIATE, a
-// flush when asked; PostgreSQL: row locks, and the whole body run again after a lost connection,
-// within a bounded time), and a SqlDialect names the few SQL fragments that differ: the server's
-// clock, row locks, a list of ids bound as one parameter.
-//
-// What lives here, once: the statements for every Storage call, trial numbering (Optuna's: the
-// count of the study's earlier trials, taken while holding the study's row, the lock Optuna's own
-// create_trial takes), the frozen-once-finished rule, the trial rows <-> FrozenTrial mapping, and
-// the delta query behind StudyCache with the change count it reads (tune_extras_sql()).
-// Statements use `?` placeholders.
-//
+// SQLite and PostgreSQL backends, which supply the connection and a SqlDialect.
 // An object owns one connection (its backend's) and is used by one thread at a time.
+// Design: docs/design-notes.md#tunerstoragerdb_storageh
 #pragma once
 
 #include <chrono>

@@ -1,24 +1,7 @@
-// SQLite storage with Optuna 3.1's RDB schema (tables, columns, version rows), so that
-// `optuna.load_study(storage="sqlite:///file.db")` reads studies written by tune and tune can
-// continue studies written by Optuna.
-//
-// The database runs in write-ahead-log mode with a busy timeout; every write is one
-// `BEGIN IMMEDIATE` transaction, which serialises concurrent tune processes on one file and keeps
-// trial numbers unique. The connection runs synchronous=NORMAL; the commits that must survive a
-// power loss (StorageOptions::synchronous_full) run with FULL, which flushes the whole log.
-// Datetimes are written in UTC, as Optuna writes heartbeats on SQLite (CURRENT_TIMESTAMP).
-//
-// Read-only opening writes nothing and creates no file, so it works on a database (and folder)
-// the user may only read: a rollback-journal database, or a WAL one whose -wal file exists (a
-// writer has it open, or crashed), is opened with SQLITE_OPEN_READONLY and SQLite's locks. A WAL
-// database without its -wal file has been checkpointed whole and has no writer; SQLite would
-// need to create -wal and -shm to read it (failing in a read-only folder, and leaving files the
-// owner may not be able to write in a shared one), so it is opened `immutable`, and reopened with
-// locks as soon as a -wal file shows that a writer has appeared.
-//
-// The statements themselves are RdbStorage's (shared with PostgreSQL); this class owns the
-// connection, its transactions and the file-level rules above. An object owns one connection and
-// is used by one thread at a time.
+// SQLite storage with Optuna 3.1's RDB schema, so Optuna and tune read each other's studies:
+// WAL mode, one BEGIN IMMEDIATE transaction per write, a read-only opening that writes nothing.
+// An object owns one connection and is used by one thread at a time.
+// Design: docs/design-notes.md#tunerstoragesqlite_storageh
 #pragma once
 
 #include <cstdint>

@@ -1,20 +1,7 @@
-// Storage: where studies and trials live (Optuna's BaseStorage).
-//
-// The tuner talks to storage only through this interface: SQLite (sqlite_storage.h) for one
-// host, PostgreSQL (postgres_storage.h) for studies shared across nodes, both over the SQL in
-// rdb_storage.h. Every method is one transaction, and
-// several processes may use one database at once (trial numbers stay unique). Every write
-// survives a crash of the process once the call returns; what survives a power loss or an OS
-// crash is StorageOptions::synchronous_full's choice. A finished trial is frozen:
-// set_trial_state_values() on it returns false and changes nothing, and every other write to it
-// (param, intermediate value, attribute, heartbeat) fails with an error of kind finished
-// (storage_error.h): a trial another worker failed as stale takes nothing more from the worker
-// that ran it. A trial or study with no row gives kind missing; a PostgreSQL server that stays
-// away past retry_for, kind unreachable (SQLite's wait for a lock past it is of kind other).
-// Timestamps are UTC, so hosts in different time zones agree on a trial's age. A storage opened
-// read-only never writes, not even its schema. One Storage object is used by one thread at a time.
-//
-// Opening one from its URL: storage_url.h; the cache of a study's trials: study_cache.h.
+// Storage: where studies and trials live (Optuna's BaseStorage), the one interface the tuner uses,
+// over SQLite or PostgreSQL. Every method is one transaction; several processes may share one
+// database. One Storage object is used by one thread at a time.
+// Design: docs/design-notes.md#tunerstoragestorageh
 #pragma once
 
 #include <cstdint>

@@ -1,13 +1,6 @@
-// StorageError: what a Storage call that failed says, a kind for the caller to branch on and a
-// one-line message for people (leveldb's Status::IsNotFound(), Optuna's
-// UpdateFinishedTrialError). The runner tells a trial another worker finished (finished) or whose
-// row is gone (missing) from any other failure by the kind alone, never by the text, which stays
-// free to name the trial, the database and what would fix it.
-//
-// StorageResult<T> is what the Storage interface returns. A plain message (std::string, the
-// project's Result<T> error) becomes a StorageError of kind `other` by itself: it never had a
-// kind. The other way is explicit (to_result(), or .message where the caller builds its own
-// text), so no kind is dropped without a line saying so. Plain values; thread-safe.
+// StorageError: a failed Storage call's kind (for the caller to branch on) and one-line message
+// (for people); StorageResult<T> is what the Storage interface returns. Plain values; thread-safe.
+// Design: docs/design-notes.md#tunerstoragestorage_errorh
 #pragma once
 
 #include <cstdint>

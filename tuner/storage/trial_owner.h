@@ -1,11 +1,6 @@
-// Trial ownership: which `tune` process runs a RUNNING trial, and whether it is gone.
-//
-// A runner stamps each trial it claims with its identity (host, pid, the process's start time,
-// so a reused pid is not mistaken for it). When a study is opened, a RUNNING trial whose owner is
-// known to be dead is marked FAIL. On the owner's own host the process table says so; for
-// another host only time can: the trial is dead once it has shown no sign of life (heartbeat,
-// else its start) for the storage's grace period. The host is read through `HostEnv`, so the
-// rules are tested with an invented host. Pure functions over their arguments; thread-safe.
+// Trial ownership: which `tune` process (host, pid, start time) runs a RUNNING trial, and
+// whether it is gone, so a dead owner's trial is marked FAIL. Pure functions; thread-safe.
+// Design: docs/design-notes.md#tunerstoragetrial_ownerh
 #pragma once
 
 #include <sys/types.h>

@@ -1,12 +1,7 @@
-// The study file's `launch:` section as plain values: as written (LaunchSpec, with
-// launch.mpirun's and launch.slurm's templates) and as expanded for one trial (RenderedMpirun,
-// RenderedSrun), and the two tables that join them key by key: the study file's key, the
-// launcher's flag, and the field in each form. The study parser (tuner/study/study_file.cpp)
-// walks a table to read the keys; the mpirun and srun launch kinds (tuner/launch/launch_kind.h)
-// walk it to expand them and to write the argv, so an option added here is read, expanded and
-// passed on alike. How each key maps to the probes' terms is in the tables at the top of
-// tuner/launch/rendered_launch.h (mpirun) and tuner/launch/slurm_launch.h (srun). Plain values;
-// thread-safe.
+// The study file's `launch:` section as plain values, as written (LaunchSpec) and as expanded
+// for one trial (RenderedMpirun, RenderedSrun), and the key-by-key tables that the study parser
+// and the launch kinds both walk. Plain values; thread-safe.
+// Design: docs/design-notes.md#tunerstudylaunch_spech
 #pragma once
 
 #include <optional>

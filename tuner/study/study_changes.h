@@ -1,22 +1,7 @@
-// A study file against the study it names: what changed since the study stored its trials.
-//
-// A study lives on across runs of `tune` while its file may be edited between them. What the
-// stored trials mean depends on the file they ran under: the directions (a value ranked the
-// other way), each objective's measure (values of another quantity under one name), each
-// parameter's domain (a categorical's stored value is the index of its choice). So before a run
-// adds trials, the file is compared with what the study stored: its directions, the objectives
-// it recorded (study user attr k_attr_study_objectives) and, per parameter, the distribution of
-// the latest stored trial that has it (Optuna's distribution_json).
-//
-// Errors, each a study-file error "FILE:LINE: key 'K': what changed; the way forward": a changed
-// direction or objective; a parameter whose type, `log` or categorical choices changed (Optuna's
-// check_distribution_compatibility refuses them, and stored indexes would name other choices);
-// a parameter the file no longer has (new trials would run without it beside stored ones that
-// set it, and an export of a stored winner would drop it). Notes, one line each, and the run
-// goes on: a numeric range widened, narrowed or moved (Optuna accepts it; stored trials outside
-// stay in the study and its report), a changed `step`, a new parameter.
-//
+// A study file against the study it names: what changed since the study stored its trials (an
+// error where the stored trials would mean something else, a note otherwise).
 // Plain functions over values; thread-safe.
+// Design: docs/design-notes.md#tunerstudystudy_changesh
 #pragma once
 
 #include <map>

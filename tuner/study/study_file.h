@@ -1,19 +1,7 @@
-// The study file: what to tune, how to launch one trial and how to score it.
-//
-// load_study_spec() reads a YAML file (yaml-cpp) into a StudySpec and checks it whole: unknown
-// keys, wrong types, bad ranges and placeholders that name no parameter are errors of the form
-// "FILE:LINE: key 'a.b': what is wrong", so the user can fix the file without guessing. A
-// StudySpec is a plain value; nothing in it refers back to the YAML document. The reading has
-// three rooms: check_yaml_document (tuner/study/yaml_document_check.h) vets the raw event stream,
-// YamlReader (tuner/study/yaml_reader.h) reads typed values off nodes, and study_file.cpp knows the
-// sections (parse_launch for `launch:`, parse_objective, parse_params, ...).
-//
-// Templates (tuner/study/templates.h): command arguments, env values, launch options and the
-// objective's log path may hold `{param}` placeholders, the built-ins {trial_dir},
-// {trial_number}, {study}, {study_dir}, {output_dir}, {tune_trainer}, {nproc}, and `{{`/`}}` for
-// literal braces. An argument or env value that refers to a parameter whose value is null
-// (categorical choice `null`) is left out entirely: that is how a trial says "leave this
-// library at its default".
+// The study file: what to tune, how to launch one trial and how to score it. load_study_spec()
+// reads the YAML and checks it whole into a plain StudySpec; errors read
+// "FILE:LINE: key 'a.b': what is wrong".
+// Design: docs/design-notes.md#tunerstudystudy_fileh
 #pragma once
 
 #include <map>
@@ -166,7 +154,7 @@ struct StudySpec {
   search::SearchSpace space;                             // file order
   nlohmann::json sampler = nlohmann::json::object();     // passed to search::make_sampler
   nlohmann::json pruner = nlohmann::json::object();      // passed to search::make_pruner
-  int incumbent_repeats = 0;  // re-runs of each new best before it is believed (rerun.h)
+  int incumbent_repeats = 0;  // re-runs of each new best before it is believed (run/follow_ups.h)
   // max_failures: the study stops (exit 1) after this many trials in a row failed without
   // reaching their time limit (a misspelt program, a missing input: every trial would fail
   // alike); 0 = never. Default 3.

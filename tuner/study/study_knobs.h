@@ -1,28 +1,7 @@
-// Knob semantics in the study file: which parameter sets which pool (or catalog knob) of the
-// program the study runs, so the probes can predict an opaque program (a PyTorch script whose
-// `--threads {threads}` is its intra-op pool) from what it is told, not from its name:
-//
-//   knobs:
-//     threads: {pool: torch_intra_op}             # {threads} sizes the intra-op/OpenMP pool
-//     workers: {knob: torch_dataloader_workers}   # a catalog knob, by name
-//
-// Variables the knob catalog knows (OMP_NUM_THREADS...) need no declaration: the prediction
-// reads them from each rank's environment. parse_study_knobs checks the section against the
-// catalog and the study's parameters; study_program_model turns it and one trial's parameter
-// values into the probes' ProgramModel.
-//
-// The top-level `program:` section says what the program starts with nothing set (as `tune init`
-// saw it run), which a study's parameters alone cannot tell: an MPI program linked to OpenBLAS
-// starts one BLAS thread per PU of its cpuset whatever the study sets, a script whose threads
-// come from OMP_NUM_THREADS starts torch's intra-op pool with the variable unset:
-//
-//   program:
-//     kind: torch                          # catalog program tag (default any)
-//     pools: [blas]                        # catalog pools the ranks start with nothing set
-//     pool_defaults: {torch_intra_op: 1}   # a pool's size when nothing sets it (measured)
-//     runtime_threads: 3                   # threads per rank the runtimes start, no knob's
-//
-// Plain values and functions; thread-safe.
+// Knob semantics in the study file: which parameter sets which pool or catalog knob (`knobs:`)
+// and what the program starts with nothing set (`program:`), turned into the probes'
+// ProgramModel. Plain values and functions; thread-safe.
+// Design: docs/design-notes.md#tunerstudystudy_knobsh
 #pragma once
 
 #include <optional>

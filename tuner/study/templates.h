@@ -1,11 +1,7 @@
-// Placeholder templates: the `{name}` syntax of the study file's command, env, launch options
-// and objective log path, checked when the file loads (template_names) and filled in for each
-// trial (expand_template, expand_list).
-//
-// `{{` and `}}` stand for literal braces. A placeholder names a parameter of `params` or one of
-// the built-ins below. A placeholder whose value is null (categorical choice `null`) makes the
-// whole element disappear: that is how a trial says "leave this library at its default".
-// Stateless functions and constants; thread-safe.
+// Placeholder templates: the `{name}` syntax of the study file, checked when it loads
+// (template_names) and filled in for each trial (expand_template, expand_list); a null value
+// drops the whole element. Stateless functions and constants; thread-safe.
+// Design: docs/design-notes.md#tunerstudytemplatesh
 #pragma once
 
 #include <map>

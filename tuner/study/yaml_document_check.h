@@ -1,11 +1,6 @@
-// The first pass over a study file, on yaml-cpp's parse events, before any node tree exists.
-//
-// yaml-cpp keeps both of two equal keys without a word (lookups see the first, iteration both),
-// and it shares an aliased node, so a walk over the tree (to_json, a parameter's choices)
-// copies that node once per reference: a 1 KB file of nested aliases becomes gigabytes. On the
-// event stream an alias is one event whose expanded size is known from its anchor, so duplicate
-// keys, alias bombs, deep nesting and a second document are all caught at the key and line that
-// cause them, before anything is copied. Stateless function; thread-safe.
+// The first pass over a study file, on yaml-cpp's parse events: catches duplicate keys, alias
+// bombs, deep nesting and a second document before any node tree exists. Stateless; thread-safe.
+// Design: docs/design-notes.md#tunerstudyyaml_document_checkh
 #pragma once
 
 #include <cstddef>

@@ -1,13 +1,7 @@
 // Typed reads of a study file's YAML nodes, each failing with "FILE:LINE: key 'a.b': what is
-// wrong" so the user can fix the file without guessing.
-//
-// YamlReader is what the study-file parser (tuner/study/study_file.cpp) reads every value with:
-// strings, booleans, finite numbers, integers, template text, parameter values with YAML's own
-// typing, parameter domains (search::Distribution) and whole subtrees as JSON (the sampler and
-// pruner sections handed to search/). A failed read throws SpecError, which the parser turns
-// into the Result it returns, so a read deep inside a section needs no error plumbing. The
-// nodes must already have passed check_yaml_document (tuner/study/yaml_document_check.h): to_json
-// walks a subtree and would copy an alias bomb. Holds only the file name; thread-compatible.
+// wrong" (a SpecError the parser turns into its Result). The nodes must have passed
+// check_yaml_document first. Holds only the file name; thread-compatible.
+// Design: docs/design-notes.md#tunerstudyyaml_readerh
 #pragma once
 
 #include <cstdint>
