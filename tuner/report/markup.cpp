@@ -6,29 +6,44 @@
 
 namespace tune::tuner {
 
+namespace {
+
+// The character reference of a character that starts markup in HTML and in Markdown's raw HTML
+// (& < >), or nullptr.
+const char* markup_reference(char c) {
+  switch (c) {
+    case '&':
+      return "&amp;";
+    case '<':
+      return "&lt;";
+    case '>':
+      return "&gt;";
+    default:
+      return nullptr;
+  }
+}
+
+// The punctuation Markdown gives a meaning, escaped with a backslash.
+bool markdown_punctuation(char c) {
+  static constexpr std::string_view k_punctuation = "\\`*_{}[]()#+-.!|";
+  return k_punctuation.find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
 std::string html_text(std::string_view raw) {
   const std::string s = terminal_text(raw);
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
+    if (const char* ref = markup_reference(c)) {
+      out += ref;
+    } else if (c == '"') {
+      out += "&quot;";
+    } else if (c == '\'') {
+      out += "&#39;";
+    } else {
+      out += c;
     }
   }
   return out;
@@ -37,43 +52,17 @@ std::string html_text(std::string_view raw) {
 std::string markdown_text(std::string_view text) {
   std::string out;
   for (const char c : terminal_text(text)) {
-    switch (c) {
-      case '\n':
-        out += ' ';
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '~':
-        out += "&#126;";  // GFM's strikethrough; Python-Markdown takes no \~
-        break;
-      case '\\':
-      case '`':
-      case '*':
-      case '_':
-      case '{':
-      case '}':
-      case '[':
-      case ']':
-      case '(':
-      case ')':
-      case '#':
-      case '+':
-      case '-':
-      case '.':
-      case '!':
-      case '|':
-        out += '\\';
-        out += c;
-        break;
-      default:
-        out += c;
+    if (c == '\n') {
+      out += ' ';
+    } else if (const char* ref = markup_reference(c)) {
+      out += ref;
+    } else if (c == '~') {
+      out += "&#126;";  // GFM's strikethrough; Python-Markdown takes no \~
+    } else if (markdown_punctuation(c)) {
+      out += '\\';
+      out += c;
+    } else {
+      out += c;
     }
   }
   return out;
@@ -97,12 +86,15 @@ std::string markdown_sentence(std::string_view text) {
   bool code = false;
   for (const char c : terminal_text(text)) {
     if (c == '`') code = !code;
+    const char* ref = code ? nullptr : markup_reference(c);
     if (c == '\n') {
       out += ' ';
-    } else if (code || (c != '<' && c != '>' && c != '&' && c != '|')) {
-      out += c;
+    } else if (ref != nullptr) {
+      out += ref;
+    } else if (!code && c == '|') {
+      out += "\\|";
     } else {
-      out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : "\\|";
+      out += c;
     }
   }
   return out;
