@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <condition_variable>
+#include <expected>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -139,6 +140,12 @@ struct Verdict {
 
   nlohmann::json to_json() const;
 };
+
+// The reader beside Verdict::to_json (probes/verdict_json.cpp): a stored verdict back as the
+// monitor made it, its sustained verdict and duty cycles included. A field an older schema lacks
+// keeps its default; one there but not as written is an error naming its key (JsonReadError,
+// probes/predict.h). Keys others add to the stored object (a trial's node watchers) are ignored.
+std::expected<Verdict, JsonReadError> verdict_from_json(const nlohmann::json& j);
 
 // Whether a process of this name (the kernel's comm) is an MPI launcher or launcher daemon.
 bool is_launcher_comm(const std::string& comm);

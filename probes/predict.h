@@ -218,9 +218,9 @@ struct Prediction {
   nlohmann::json to_json() const;
 };
 
-// What prediction_from_json found wrong: the key's path (".ranks[0].groups[1].busy"; "" for the
-// whole) and why ("is not a whole number of threads").
-struct PredictionJsonError {
+// What a reader of the probes' stored JSON found wrong: the key's path
+// (".ranks[0].groups[1].busy"; "" for the whole) and why ("is not a whole number of threads").
+struct JsonReadError {
   std::string key;
   std::string why;
 };
@@ -229,7 +229,7 @@ struct PredictionJsonError {
 // stored prediction back as the probes made it. What a reader of it relies on must be there and
 // typed as written (each rank's groups, each group's name and busy threads; the schema version,
 // when given, this tune's); a field an older row lacks keeps its default.
-std::expected<Prediction, PredictionJsonError> prediction_from_json(const nlohmann::json& j);
+std::expected<Prediction, JsonReadError> prediction_from_json(const nlohmann::json& j);
 
 // `model` says which pools each rank starts (the bundled trainer's by default).
 Prediction predict(const Topology& topo, const LaunchPlan& plan,

@@ -354,3 +354,48 @@ TEST(Monitor, TooFewSamplesAreSaid) {
 
 }  // namespace
 }  // namespace tune::probes
+
+namespace tune::probes {
+namespace {
+
+// The reader beside Verdict::to_json: a stored verdict comes back as the monitor made it (its
+// sustained verdict and duty cycles included), and one not as written names the key.
+TEST(VerdictJson, ReadsBackWhatToJsonWrote) {
+  Scene s(3, {0, 1}, {0, 1});
+  TrialMonitor m(s.src, 100);
+  m.sample_once();
+  for (int i = 0; i < 5; ++i) {
+    s.tick(0.2, 0.2 * 2 / 6, 10);
+    m.sample_once();
+  }
+  const Verdict v = m.verdict();
+  const auto back = verdict_from_json(v.to_json());
+  ASSERT_TRUE(back) << back.error().key << " " << back.error().why;
+  EXPECT_EQ(back->to_json(), v.to_json());
+  EXPECT_TRUE(back->observed_oversubscribed);
+  EXPECT_TRUE(back->sustained.oversubscribed);
+  ASSERT_EQ(back->ranks.size(), 2u);
+  EXPECT_EQ(back->ranks[1].allowed_pus, v.ranks[1].allowed_pus);
+  EXPECT_EQ(back->sustained.loads.size(), v.sustained.loads.size());
+  EXPECT_EQ(back->sustained.duty.size(), v.sustained.duty.size());
+}
+
+TEST(VerdictJson, AMalformedVerdictNamesTheKey) {
+  const auto key_of = [](const nlohmann::json& j) {
+    const auto r = verdict_from_json(j);
+    return r ? std::string("read") : r.error().key + " " + r.error().why;
+  };
+  EXPECT_EQ(key_of(nlohmann::json::array()), " is not a JSON object");
+  EXPECT_EQ(key_of({{"schema_version", 9}}),
+            ".schema_version is not a version this tune reads (1 to 3)");
+  EXPECT_EQ(key_of({{"ranks", {{{"allowed_pus", 3}}}}}),
+            ".ranks[0].allowed_pus is not of the type tune's probes write");
+  EXPECT_EQ(key_of({{"sustained", {{"loads", {{{"main_wait_share", "x"}}}}}}}),
+            ".sustained.loads[0].main_wait_share is not a number");
+  EXPECT_EQ(key_of({{"duty_cycles", {{"openmp", 1}}}}), ".duty_cycles.openmp is not a JSON object");
+  // A verdict of schema 1 and what other writers add to the stored object read as they are.
+  EXPECT_EQ(key_of({{"schema_version", 1}, {"shares_machine_with", "x"}}), "read");
+}
+
+}  // namespace
+}  // namespace tune::probes

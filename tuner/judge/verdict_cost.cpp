@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "probes/monitor.h"
+#include "probes/predict.h"
 #include "tuner/base/trial_attrs.h"
 #include "tuner/judge/prediction_quality.h"
 #include "tuner/judge/ranking.h"
@@ -29,22 +31,16 @@ struct Setting {
 
 Setting setting_of(const FrozenTrial& t) {
   Setting s{&t, "", {}};
-  const auto* prediction = object_attr(t, k_attr_probe_prediction);
-  if (prediction == nullptr) return s;
-  const auto ranks = prediction->find("ranks");
-  if (ranks == prediction->end() || !ranks->is_array() || ranks->empty()) return s;
+  const auto* stored = object_attr(t, k_attr_probe_prediction);
+  if (stored == nullptr) return s;
+  const auto prediction = probes::prediction_from_json(*stored);  // untrusted: none when malformed
+  if (!prediction || prediction->ranks.empty()) return s;
   std::vector<std::string> cpusets;
-  for (const auto& rank : *ranks) {
-    if (!rank.is_object()) return s;
-    cpusets.push_back(rank.value("cpuset", std::string("?")));
-    const auto groups = rank.find("groups");
-    if (groups == rank.end() || !groups->is_array()) continue;
-    for (const auto& g : *groups) {
-      if (!g.is_object()) continue;
-      const std::string name = g.value("name", std::string());
-      if (name.empty() || name == "main" || name == "runtime") continue;
-      const auto threads = g.find("threads");
-      if (threads != g.end() && threads->is_number_integer()) s.pools[name] += threads->get<int>();
+  for (const probes::RankPrediction& rank : prediction->ranks) {
+    cpusets.push_back(rank.cpuset.empty() ? "?" : probes::format_cpu_list(rank.cpuset));
+    for (const probes::ThreadGroup& g : rank.groups) {
+      if (g.name.empty() || g.name == "main" || g.name == probes::k_runtime_group) continue;
+      s.pools[g.name] += g.threads;
     }
   }
   s.placement = fmt::format("{} ranks: {}", cpusets.size(), fmt::join(cpusets, " | "));
@@ -99,25 +95,20 @@ std::optional<std::vector<std::string>> smaller_pools(const Setting& s, const Se
   return names;
 }
 
-std::optional<double> number_at(const nlohmann::json& j, const char* key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>()) : std::nullopt;
-}
-
 // The verdict's wait shares: the sustained figure over every rank, else (a verdict stored
 // before it) the largest of the cpusets' own threads' shares.
 void read_wait_shares(const FrozenTrial& t, VerdictCost& cost) {
-  const auto* verdict = object_attr(t, k_attr_probe_verdict);
-  const auto sustained = verdict->find("sustained");
-  if (sustained == verdict->end() || !sustained->is_object()) return;
-  cost.main_wait_share = number_at(*sustained, "main_wait_share");
-  cost.helper_wait_share = number_at(*sustained, "helper_wait_share");
-  if (cost.main_wait_share) return;
-  const auto loads = sustained->find("loads");
-  if (loads == sustained->end() || !loads->is_array()) return;
-  for (const auto& l : *loads)
-    if (const auto share = l.is_object() ? number_at(l, "main_wait_share") : std::nullopt)
-      cost.main_wait_share = std::max(cost.main_wait_share.value_or(0), *share);
+  const auto verdict = probes::verdict_from_json(*object_attr(t, k_attr_probe_verdict));
+  if (!verdict) return;  // untrusted: a malformed verdict has no shares to read
+  const probes::SustainedVerdict& sustained = verdict->sustained;
+  if (sustained.main_measured) {
+    cost.main_wait_share = sustained.main_wait_share;
+    cost.helper_wait_share = sustained.helper_wait_share;
+    return;
+  }
+  for (const probes::SustainedLoad& l : sustained.loads)
+    if (l.wait_measured)
+      cost.main_wait_share = std::max(cost.main_wait_share.value_or(0), l.main_wait_share);
 }
 
 bool has_figure(const FrozenTrial& t) {

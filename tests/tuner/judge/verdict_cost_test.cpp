@@ -34,9 +34,11 @@ search::FrozenTrial make(int number, const Spec& s) {
   nlohmann::json ranks = nlohmann::json::array();
   for (int r = 0; r < 2; ++r) {
     nlohmann::json groups = nlohmann::json::array();
-    groups.push_back({{"name", "main"}, {"threads", 1}});
-    for (const auto& [name, n] : s.pools) groups.push_back({{"name", name}, {"threads", n}});
-    groups.push_back({{"name", "runtime"}, {"threads", 3}});
+    // As probes::Prediction::to_json writes each group: its threads and how many are busy.
+    groups.push_back({{"name", "main"}, {"threads", 1}, {"busy", 1}});
+    for (const auto& [name, n] : s.pools)
+      groups.push_back({{"name", name}, {"threads", n}, {"busy", n}});
+    groups.push_back({{"name", "runtime"}, {"threads", 3}, {"busy", 0}});
     ranks.push_back({{"rank", r}, {"cpuset", s.cpuset}, {"groups", groups}});
   }
   t.system_attrs[k_attr_probe_prediction] = {{"oversubscribed", s.flagged}, {"ranks", ranks}};
