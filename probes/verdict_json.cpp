@@ -180,9 +180,9 @@ std::expected<Verdict, JsonReadError> verdict_from_json(const nlohmann::json& j)
   if (const auto v = j.find("schema_version");
       v != j.end() && (!v->is_number_integer() || v->get<std::int64_t>() < 1 ||
                        v->get<std::int64_t>() > k_verdict_schema_version))
-    return std::unexpected(JsonReadError{
-        ".schema_version",
-        "is not a version this tune reads (1 to " + std::to_string(k_verdict_schema_version) + ")"});
+    return std::unexpected(
+        JsonReadError{".schema_version", "is not a version this tune reads (1 to " +
+                                             std::to_string(k_verdict_schema_version) + ")"});
   Verdict v;
   FieldReader f(j, "");
   f.get("samples", v.samples);
