@@ -8,6 +8,7 @@
 
 #include "probes/cpu_profile.h"
 #include "probes/library_report.h"
+#include "probes/monitor.h"
 #include "probes/sustained.h"
 #include "tuner/base/trial_attrs.h"
 
@@ -29,18 +30,10 @@ bool main_compute_pool(const std::string& pool) {
   return pool == "torch_intra_op" || pool == "openmp" || pool == "blas";
 }
 
-std::optional<double> number(const nlohmann::json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
-
-// One cpuset's (or the whole tree's) measured wait share: the ranks' own threads', else every
-// thread's, as the verdict recorded it.
-double wait_share_of(const nlohmann::json& load) {
-  if (const auto w = number(load, "main_wait_share")) return *w;
-  if (const auto w = number(load, "measured_wait_share")) return *w;
-  return number(load, "waiting_share").value_or(0);
+// One cpuset's (or the whole tree's) measured wait share: the ranks' own threads' where run-queue
+// delays were measured, else every thread's, as the verdict recorded it.
+double wait_share_of(const probes::SustainedLoad& load) {
+  return load.wait_measured ? load.main_wait_share : load.waiting_share;
 }
 
 bool has_null_choice(const search::Distribution& dist) {
@@ -100,22 +93,26 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
                                std::optional<double> baseline_value) {
   if (!verdict.is_object())
     return std::unexpected("probe_verdict: expected a JSON object (probes::Verdict)");
-  const auto duty = verdict.find("duty_cycles");
+  const auto duty_cycles = verdict.find("duty_cycles");
   const auto sustained = verdict.find("sustained");
-  if (duty == verdict.end() || !duty->is_object())
+  if (duty_cycles == verdict.end() || !duty_cycles->is_object())
     return std::unexpected(
         "probe_verdict: no `duty_cycles` (a verdict of schema_version 2 or later has them)");
   if (sustained == verdict.end() || !sustained->is_object() || !sustained->contains("loads") ||
       !(*sustained)["loads"].is_array() || (*sustained)["loads"].empty())
     return std::unexpected("probe_verdict: no `sustained.loads` (the measured window's loads)");
+  const auto read = probes::verdict_from_json(verdict);
+  if (!read)
+    return std::unexpected(fmt::format("probe_verdict{}: {}", read.error().key, read.error().why));
 
   FirstGuess g;
   g.params = baseline;
-  const auto& loads = (*sustained)["loads"];
+  const auto& loads = read->sustained.loads;
+  const auto& duty = read->sustained.duty;
   // The load that decides: the first oversubscribed one, else the one whose threads waited most.
-  const nlohmann::json* decisive = nullptr;
+  const probes::SustainedLoad* decisive = nullptr;
   for (const auto& l : loads)
-    if (l.value("oversubscribed", false)) {
+    if (l.oversubscribed) {
       decisive = &l;
       break;
     }
@@ -123,10 +120,10 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
     for (const auto& l : loads)
       if (decisive == nullptr || wait_share_of(l) > wait_share_of(*decisive)) decisive = &l;
   const double wait = wait_share_of(*decisive);
-  const bool oversubscribed = verdict.value("observed_oversubscribed", false);
-  const std::string where = decisive->value("pus", std::string("all")) == "all"
-                                ? std::string("on all their PUs")
-                                : fmt::format("on PU(s) {}", decisive->value("pus", std::string()));
+  const bool oversubscribed = read->observed_oversubscribed;
+  const std::string where =
+      decisive->pus.empty() ? std::string("on all their PUs")
+                            : fmt::format("on PU(s) {}", probes::format_cpu_list(decisive->pus));
   if (!oversubscribed && wait < k_wait_limit) {
     g.reasoning.push_back(fmt::format(
         "no contention: the ranks' threads waited {} of their runnable time for a CPU {} (the "
@@ -138,16 +135,17 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
   // asked for more than `ratio` x the PUs (CPU time plus queue); else another job's work queued
   // them (probes/sustained.cpp), and the settings are not what to change.
   if (!oversubscribed) {
-    const auto cpu = number(*decisive, "cpu_rate");
-    const auto queued = number(*decisive, "waiting_threads");
-    const int pus = decisive->value("pu_count", 0);
+    const int pus = decisive->pu_count;
     const double ratio = probes::SustainedOptions{}.ratio;
     g.reasoning.push_back(fmt::format(
         "no contention of the settings' making: the ranks' threads waited {} of their runnable "
-        "time for a CPU {} (the verdict's limit: {}), but asked for {} on {} PU(s), not the {:.1f}x "
+        "time for a CPU {} (the verdict's limit: {}), but asked for {} on {} PU(s), not the "
+        "{:.1f}x "
         "the verdict's demand test needs: other work queued them; the setting as run stays",
         pct(wait), where, pct(k_wait_limit),
-        cpu && queued ? fmt::format("{:.2f} CPUs' worth", *cpu + *queued) : std::string("no more"),
+        decisive->wait_measured
+            ? fmt::format("{:.2f} CPUs' worth", decisive->cpu_rate + decisive->waiting_threads)
+            : std::string("no more"),
         pus, ratio));
     return g;
   }
@@ -155,9 +153,8 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
       "contention: the ranks' threads waited {} of their runnable time for a CPU {} (the "
       "verdict's limit: {}){}",
       pct(wait), where, pct(k_wait_limit),
-      oversubscribed ? fmt::format(", {:.1f} runnable threads on {} PUs",
-                                   number(*decisive, "median_runnable").value_or(0),
-                                   decisive->value("pu_count", 0))
+      oversubscribed ? fmt::format(", {:.1f} runnable threads on {} PUs", decisive->median_runnable,
+                                   decisive->pu_count)
                      : std::string()));
 
   const int rpn = std::max(1, machine.ranks_per_node);
@@ -167,9 +164,8 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
 
   // Demand per rank over the measured window: threads x runnable share, per group.
   const auto demand = [&](const char* group) {
-    const auto it = duty->find(group);
-    if (it == duty->end() || !it->is_object()) return 0.0;
-    return number(*it, "threads").value_or(0) * number(*it, "runnable").value_or(0);
+    const auto it = duty.find(group);
+    return it == duty.end() ? 0.0 : it->second.threads * it->second.runnable;
   };
   std::vector<std::string> compute_parts;
   double compute = 0;
@@ -264,7 +260,7 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
 
   // The predicted factor. Cores left idle: the job gains at most what it did not use. Every
   // core busy: each rank's threads asked for more than its budget and ran that much slower.
-  const double used = number(loads.front(), "cpu_rate").value_or(0);
+  const double used = loads.front().cpu_rate;
   const int node_cores = b * rpn;
   if (used > 0 && used < k_busy_node * node_cores) {
     g.speedup = std::max(1.0, node_cores / used);
