@@ -79,4 +79,21 @@ class FieldReader {
   std::optional<JsonReadError> m_error;
 };
 
+using ReadResult = std::optional<JsonReadError>;
+
+// An array of objects at `key` of `j`, each read by `read(object, path)`; a missing key is none.
+template <typename Read>
+inline ReadResult each_object(const nlohmann::json& j, const std::string& path, const char* key,
+                              Read read) {
+  const auto list = j.find(key);
+  if (list == j.end() || list->is_null()) return std::nullopt;
+  if (!list->is_array()) return JsonReadError{path + "." + key, "is not a list"};
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string at = path + "." + key + "[" + std::to_string(i) + "]";
+    if (!(*list)[i].is_object()) return JsonReadError{at, "is not a JSON object"};
+    if (auto error = read((*list)[i], at)) return error;
+  }
+  return std::nullopt;
+}
+
 }  // namespace tune::probes

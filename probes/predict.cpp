@@ -5,8 +5,8 @@
 #include <cmath>
 #include <optional>
 #include <set>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
 #include "probes/json_fields.h"
 #include "probes/knob_catalog.h"
@@ -165,8 +165,8 @@ ThreadGroup size_pool(const PoolModel& pm, const KnobPool& kp, const LaunchPlan&
 // Whether `kp` is the pool `name` or one that includes it (torch's intra-op pool is the OpenMP
 // team).
 bool is_or_includes(const KnobPool& kp, const std::string& name) {
-  return kp.name == name || std::find(kp.includes.begin(), kp.includes.end(), name) !=
-                                kp.includes.end();
+  return kp.name == name ||
+         std::find(kp.includes.begin(), kp.includes.end(), name) != kp.includes.end();
 }
 
 // The busy model of `kp` in a rank with environment `env`: the catalog's, unless a knob that
@@ -241,8 +241,8 @@ void add_pool_groups(std::vector<ThreadGroup>& groups, const LaunchPlan& plan,
 // team floats over the cpuset (or its places are not modelled: `note` says so). `team` counts
 // the main thread.
 std::optional<std::vector<int>> team_places(const Topology& topo, const std::vector<int>& cpuset,
-                                            const std::map<std::string, std::string>& env,
-                                            int team, std::string& note) {
+                                            const std::map<std::string, std::string>& env, int team,
+                                            std::string& note) {
   auto value = [&](const char* name) {
     const auto it = env.find(name);
     return it == env.end() ? std::string() : lower(it->second);
@@ -569,7 +569,6 @@ nlohmann::json Prediction::to_json() const {
   return j;
 }
 
-
 std::expected<Prediction, JsonReadError> prediction_from_json(const nlohmann::json& j) {
   const auto bad = [](std::string key, std::string why) {
     return std::unexpected(JsonReadError{std::move(key), std::move(why)});
@@ -580,8 +579,8 @@ std::expected<Prediction, JsonReadError> prediction_from_json(const nlohmann::js
     if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
     for (char& c : shown)
       if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-    return bad(".schema_version", "is " + shown + ", this tune reads " +
-                                      std::to_string(k_prediction_schema_version));
+    return bad(".schema_version",
+               "is " + shown + ", this tune reads " + std::to_string(k_prediction_schema_version));
   }
   Prediction p;
   FieldReader top(j, "");
@@ -603,51 +602,42 @@ std::expected<Prediction, JsonReadError> prediction_from_json(const nlohmann::js
   top.get("idle_core_count", p.idle_core_count);
   top.get("summary", p.summary);
   if (top.error()) return std::unexpected(*top.error());
-  if (const auto ranks = j.find("ranks"); ranks != j.end()) {
-    if (!ranks->is_array()) return bad(".ranks", "is not a list");
-    for (std::size_t r = 0; r < ranks->size(); ++r) {
-      const auto& rank = (*ranks)[r];
-      const std::string at = ".ranks[" + std::to_string(r) + "]";
-      const auto groups = rank.is_object() ? rank.find("groups") : rank.end();
-      if (!rank.is_object() || groups == rank.end() || !groups->is_array())
-        return bad(at + ".groups", "is not a list");
-      RankPrediction rp;
-      FieldReader fields(rank, at);
-      fields.get("rank", rp.rank);
-      fields.cpus("cpuset", rp.cpuset);
-      fields.get("threads_alive", rp.threads_alive);
-      fields.get("busy_threads", rp.busy_threads);
-      fields.get("load", rp.load);
-      if (fields.error()) return std::unexpected(*fields.error());
-      for (std::size_t g = 0; g < groups->size(); ++g) {
-        const auto& group = (*groups)[g];
-        const std::string key = at + ".groups[" + std::to_string(g) + "]";
-        if (!group.is_object() || !group.contains("name") || !group["name"].is_string())
-          return bad(key + ".name", "is not a string");
-        const auto busy = group.find("busy");
-        if (busy == group.end() || !busy->is_number_integer() || busy->get<std::int64_t>() < 0 ||
-            busy->get<std::int64_t>() > 1 << 20)
-          return bad(key + ".busy", "is not a whole number of threads");
-        ThreadGroup tg;
-        tg.name = group["name"].get<std::string>();
-        tg.busy = busy->get<int>();
-        FieldReader gf(group, key);
-        gf.get("threads", tg.threads);
-        gf.get("load", tg.load);
-        gf.get("source", tg.source);
-        gf.get("detail", tg.detail);
-        if (gf.error()) return std::unexpected(*gf.error());
-        rp.groups.push_back(std::move(tg));
-      }
-      p.ranks.push_back(std::move(rp));
-    }
-  }
-  if (const auto cpusets = j.find("cpusets"); cpusets != j.end()) {
-    if (!cpusets->is_array()) return bad(".cpusets", "is not a list");
-    for (std::size_t c = 0; c < cpusets->size(); ++c) {
-      const auto& set = (*cpusets)[c];
-      const std::string at = ".cpusets[" + std::to_string(c) + "]";
-      if (!set.is_object()) return bad(at, "is not a JSON object");
+  auto error = each_object(j, "", "ranks", [&](const nlohmann::json& rank, const std::string& at) {
+    const auto groups = rank.find("groups");
+    if (groups == rank.end() || !groups->is_array())
+      return ReadResult(JsonReadError{at + ".groups", "is not a list"});
+    RankPrediction rp;
+    FieldReader fields(rank, at);
+    fields.get("rank", rp.rank);
+    fields.cpus("cpuset", rp.cpuset);
+    fields.get("threads_alive", rp.threads_alive);
+    fields.get("busy_threads", rp.busy_threads);
+    fields.get("load", rp.load);
+    if (fields.error()) return fields.error();
+    auto e =
+        each_object(rank, at, "groups", [&](const nlohmann::json& group, const std::string& key) {
+          if (!group.contains("name") || !group["name"].is_string())
+            return ReadResult(JsonReadError{key + ".name", "is not a string"});
+          const auto busy = group.find("busy");
+          if (busy == group.end() || !busy->is_number_integer() || busy->get<std::int64_t>() < 0 ||
+              busy->get<std::int64_t>() > 1 << 20)
+            return ReadResult(JsonReadError{key + ".busy", "is not a whole number of threads"});
+          ThreadGroup tg;
+          tg.name = group["name"].get<std::string>();
+          tg.busy = busy->get<int>();
+          FieldReader gf(group, key);
+          gf.get("threads", tg.threads);
+          gf.get("load", tg.load);
+          gf.get("source", tg.source);
+          gf.get("detail", tg.detail);
+          rp.groups.push_back(std::move(tg));
+          return ReadResult(gf.error());
+        });
+    p.ranks.push_back(std::move(rp));
+    return e;
+  });
+  if (!error)
+    error = each_object(j, "", "cpusets", [&](const nlohmann::json& set, const std::string& at) {
       CpusetLoad cl;
       FieldReader fields(set, at);
       fields.cpus("pus", cl.pus);
@@ -658,10 +648,10 @@ std::expected<Prediction, JsonReadError> prediction_from_json(const nlohmann::js
       fields.get("runtime_load", cl.runtime_load);
       fields.get("over_probability", cl.over_probability);
       fields.get("oversubscribed", cl.oversubscribed);
-      if (fields.error()) return std::unexpected(*fields.error());
       p.cpusets.push_back(std::move(cl));
-    }
-  }
+      return ReadResult(fields.error());
+    });
+  if (error) return std::unexpected(*error);
   return p;
 }
 
