@@ -21,6 +21,7 @@
 #include "tuner/base/text.h"
 #include "tuner/cli/subcommands.h"
 #include "tuner/init/init_kernels.h"
+#include "tuner/init/init_plan.h"
 #include "tuner/init/init_study.h"
 #include "tuner/launch/launcher.h"
 #include "tuner/study/study_file.h"
@@ -186,8 +187,9 @@ int run_init(InitArgs& args) {
   args.request.study_dir =
       to_stdout ? args.request.source_dir
                 : fs::absolute(args.output, ec).parent_path().lexically_normal().string();
-  std::string text = unwrap_input(
-      render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+  InitPlan plan =
+      unwrap_input(plan_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+  std::string text = write_init_yaml(plan);
   // What init writes must load as any study does; a failure here is init's own bug. The
   // `program:` section is read by the study parser of builds that have the prediction's side
   // of it; this one writes it as comments when its parser refuses the key.
@@ -199,9 +201,8 @@ int run_init(InitArgs& args) {
     if (!check.error().contains("unknown key"))
       std::cerr << "tune init: warning: the program: section was refused (" << check.error()
                 << "); it is written as comments\n";
-    args.request.program_key = false;
-    text = unwrap_input(
-        render_init_study(args.request, command, program, *topo, probes::knob_catalog()));
+    plan.program.commented = true;
+    text = write_init_yaml(plan);
     check = parse_study_spec(text, where);
   }
   if (!check) throw std::runtime_error("init wrote a study that does not load: " + check.error());
