@@ -38,6 +38,13 @@ struct JobShape {
 JobShape job_shape_of(std::optional<int> nodes, std::optional<int> tasks,
                       std::optional<int> tasks_per_node);
 
+// Open MPI's remote shell: plm_rsh_agent (the first of "ssh : rsh") and plm_rsh_args, the last
+// of each in `mca` (a command line's --mca, in order), else OMPI_MCA_* in `env`; "ssh" and no
+// arguments by default (tuner/launch/mpirun_launch.cpp).
+std::vector<std::string> open_mpi_remote_shell(
+    const std::vector<std::pair<std::string, std::string>>& mca,
+    const std::map<std::string, std::string>& env);
+
 // LaunchKind::batch_launch_note: a sentence, and a command line to quote after it.
 struct BatchLaunchNote {
   std::string why;
@@ -76,9 +83,13 @@ class LaunchKind {
   // Whether a variable added to the trial's env_set reaches the ranks on other hosts (mpirun
   // exports every one with -x): the node watchers' tag is forwarded only then.
   virtual bool forwards_env_to_hosts() const { return false; }
-  // The MCA parameters the launch's command line sets, in order (launch.mpirun.mca, then any
-  // --mca KEY VALUE in its extra); the last of one key wins, as in mpirun. Empty for others.
-  virtual std::vector<std::pair<std::string, std::string>> mca() const { return {}; }
+  // The remote shell the launcher reaches other hosts with, which the probes' node samplers reuse:
+  // Open MPI's (open_mpi_remote_shell), from OMPI_MCA_* in `env` (the trial's environment) for a
+  // command that starts its own mpirun, and from --mca in the launch too for the mpirun kind.
+  virtual std::vector<std::string> remote_shell(
+      const std::map<std::string, std::string>& env) const {
+    return open_mpi_remote_shell({}, env);
+  }
   // The lines an exported job script needs before this launcher can start (bash; commented);
   // mpirun: Open MPI's run-as-root consent, when the script runs as root. Empty for others.
   virtual std::string script_setup() const { return ""; }

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <sstream>
 
 #include "probes/mpirun_flags.h"
 #include "tuner/base/text.h"
@@ -92,15 +94,9 @@ class MpirunLaunch final : public LaunchKind {
 
   bool forwards_env_to_hosts() const override { return true; }
 
-  std::vector<std::pair<std::string, std::string>> mca() const override {
-    std::vector<std::pair<std::string, std::string>> out = m_settings.mca;
-    const auto& extra = m_settings.extra;
-    for (std::size_t i = 0; i + 2 < extra.size(); ++i) {
-      const probes::MpirunFlag* flag = probes::find_mpirun_flag(extra[i]);
-      if (flag && flag->setting == probes::MpirunSetting::mca)
-        out.emplace_back(extra[i + 1], extra[i + 2]);
-    }
-    return out;
+  std::vector<std::string> remote_shell(
+      const std::map<std::string, std::string>& env) const override {
+    return open_mpi_remote_shell(mca(), env);
   }
 
   // Whether the command line lets more ranks start than there are slots (--oversubscribe).
@@ -167,6 +163,19 @@ class MpirunLaunch final : public LaunchKind {
   }
 
  private:
+  // The MCA parameters the launch's command line sets, in order (launch.mpirun.mca, then any
+  // --mca KEY VALUE in its extra); the last of one key wins, as in mpirun.
+  std::vector<std::pair<std::string, std::string>> mca() const {
+    std::vector<std::pair<std::string, std::string>> out = m_settings.mca;
+    const auto& extra = m_settings.extra;
+    for (std::size_t i = 0; i + 2 < extra.size(); ++i) {
+      const probes::MpirunFlag* flag = probes::find_mpirun_flag(extra[i]);
+      if (flag && flag->setting == probes::MpirunSetting::mca)
+        out.emplace_back(extra[i + 1], extra[i + 2]);
+    }
+    return out;
+  }
+
   // The srun flags that match the trial's mpirun binding.
   std::string srun_equivalent(const JobShape& shape, std::optional<int> cpus_per_task) const {
     const RenderedMpirun& m = m_settings;
@@ -194,6 +203,32 @@ class MpirunLaunch final : public LaunchKind {
 };
 
 }  // namespace
+
+std::vector<std::string> open_mpi_remote_shell(
+    const std::vector<std::pair<std::string, std::string>>& mca,
+    const std::map<std::string, std::string>& env) {
+  const auto value = [&](const std::string& key) -> std::optional<std::string> {
+    std::optional<std::string> found;
+    for (const auto& [k, v] : mca)
+      if (k == key) found = v;  // the last one given wins, as in mpirun
+    if (found) return found;
+    const auto it = env.find("OMPI_MCA_" + key);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  const auto words = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  const auto agent = value("plm_rsh_agent");
+  // "ssh : rsh" lists alternatives; the first is the one found on any normal system.
+  std::vector<std::string> shell = words(agent ? agent->substr(0, agent->find(':')) : "");
+  if (shell.empty()) shell = {"ssh"};
+  for (auto& word : words(value("plm_rsh_args").value_or(""))) shell.push_back(std::move(word));
+  return shell;
+}
 
 LaunchKindPtr mpirun_launch(RenderedMpirun settings) {
   return std::make_shared<MpirunLaunch>(std::move(settings));

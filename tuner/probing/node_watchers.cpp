@@ -78,21 +78,6 @@ std::vector<std::string> addresses_of(const std::string& host) {
   return out;
 }
 
-std::vector<std::string> split_words(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-// A --mca KEY's value on the launch's command line (the last one given wins, as in mpirun).
-std::optional<std::string> mca_value(const RenderedLaunch& launch, const std::string& key) {
-  std::optional<std::string> value;
-  for (const auto& [k, v] : launch.kind->mca())
-    if (k == key) value = v;
-  return value;
-}
-
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
@@ -196,24 +181,6 @@ bool is_this_host(const std::string& host) {
   for (const auto& address : addresses_of(host))
     if (mine.contains(address)) return true;
   return false;
-}
-
-std::vector<std::string> remote_shell(const RenderedLaunch& launch,
-                                      const std::map<std::string, std::string>& env) {
-  auto from_env = [&](const char* key) -> std::optional<std::string> {
-    const auto it = env.find(std::string("OMPI_MCA_") + key);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  };
-  auto agent = mca_value(launch, "plm_rsh_agent");
-  if (!agent) agent = from_env("plm_rsh_agent");
-  auto args = mca_value(launch, "plm_rsh_args");
-  if (!args) args = from_env("plm_rsh_args");
-  // "ssh : rsh" lists alternatives; the first is the one found on any normal system.
-  std::vector<std::string> shell = split_words(agent ? agent->substr(0, agent->find(':')) : "");
-  if (shell.empty()) shell = {"ssh"};
-  for (auto& word : split_words(args.value_or(""))) shell.push_back(std::move(word));
-  return shell;
 }
 
 NodeWatchers::~NodeWatchers() {

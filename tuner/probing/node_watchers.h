@@ -18,12 +18,6 @@ namespace tune::tuner {
 // Whether `host` (as a hostfile or --host names it) is the machine this process runs on.
 bool is_this_host(const std::string& host);
 
-// The remote shell mpirun uses for `launch`: its plm_rsh_agent (first of "ssh : rsh") and
-// plm_rsh_args, from --mca in the launch (mca, then extra) or OMPI_MCA_* in `env`; "ssh" and no
-// arguments by default.
-std::vector<std::string> remote_shell(const RenderedLaunch& launch,
-                                      const std::map<std::string, std::string>& env);
-
 class NodeWatchers {
  public:
   NodeWatchers() = default;

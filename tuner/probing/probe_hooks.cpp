@@ -259,7 +259,7 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     const bool runs = !constrains || constraint <= 0;
     if (runs && !state->tag.empty()) {
       const auto self = executable_path();
-      state->watchers->start(remote_shell(launch, env), remote_nodes(plan),
+      state->watchers->start(launch.kind->remote_shell(env), remote_nodes(plan),
                              self.empty() ? std::string("tune") : self.string(), state->tag,
                              state->spec.interval_s);
     }

@@ -53,7 +53,9 @@ TEST(DirectLaunch, AsksForOneTaskAndLeavesNothing) {
   EXPECT_FALSE(kind->forwards_env_to_hosts());
   EXPECT_FALSE(kind->places_tasks());
   EXPECT_EQ(kind->cpus_per_task(), std::nullopt);
-  EXPECT_TRUE(kind->mca().empty());
+  // A command that starts its own mpirun: Open MPI's variables name the remote shell.
+  EXPECT_EQ(kind->remote_shell({{"OMPI_MCA_plm_rsh_agent", "rsh"}}),
+            std::vector<std::string>{"rsh"});
   EXPECT_EQ(kind->end_trial(ended()), nlohmann::json::object());
   EXPECT_EQ(kind->script_setup(), "");
   EXPECT_TRUE(kind->kept_flag_notes().empty());
@@ -121,8 +123,7 @@ TEST(MpirunLaunch, McaAndOversubscribeAreReadFromExtraToo) {
   auto m = four_ranks_two_per_node();
   m.extra = {"-mca", "plm_rsh_agent", "ssh -q", "-oversubscribe"};
   const auto kind = mpirun_launch(m);
-  EXPECT_EQ(kind->mca(), (std::vector<std::pair<std::string, std::string>>{
-                             {"btl", "self,tcp"}, {"plm_rsh_agent", "ssh -q"}}));
+  EXPECT_EQ(kind->remote_shell({}), (std::vector<std::string>{"ssh", "-q"}));
   // An exported script keeps both, and says why a cluster may not want them.
   const auto notes = kind->kept_flag_notes();
   ASSERT_EQ(notes.size(), 3u);

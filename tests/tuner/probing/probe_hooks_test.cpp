@@ -350,16 +350,16 @@ TEST(ProbeHooks, OnlyATrialOnOtherHostsCarriesTheNodeTag) {
 
 // mpirun's remote shell, as the node samplers reuse it.
 TEST(ProbeHooks, TheSamplersUseMpirunsRemoteShell) {
-  EXPECT_EQ(remote_shell(launch("prog", "1"), {}), std::vector<std::string>{"ssh"});
+  EXPECT_EQ(launch("prog", "1").kind->remote_shell({}), std::vector<std::string>{"ssh"});
   RenderedMpirun m = two_unbound_ranks();
   m.mca = {{"plm_rsh_args", "-F /x/ssh_config -p 2222"}};
-  EXPECT_EQ(remote_shell(launch("prog", "1", m), {}),
+  EXPECT_EQ(launch("prog", "1", m).kind->remote_shell({}),
             (std::vector<std::string>{"ssh", "-F", "/x/ssh_config", "-p", "2222"}));
   m.mca.clear();
-  EXPECT_EQ(remote_shell(launch("prog", "1", m), {{"OMPI_MCA_plm_rsh_agent", "rsh : ssh"}}),
+  EXPECT_EQ(launch("prog", "1", m).kind->remote_shell({{"OMPI_MCA_plm_rsh_agent", "rsh : ssh"}}),
             std::vector<std::string>{"rsh"});
   m.extra = {"--mca", "plm_rsh_agent", "/usr/bin/ssh -q"};
-  EXPECT_EQ(remote_shell(launch("prog", "1", m), {}),
+  EXPECT_EQ(launch("prog", "1", m).kind->remote_shell({}),
             (std::vector<std::string>{"/usr/bin/ssh", "-q"}));
 }
 
