@@ -9,6 +9,7 @@
 #include <string_view>
 #include <thread>
 
+#include "probes/monitor.h"
 #include "probes/topology.h"
 #include "tuner/base/trial_attrs.h"
 
@@ -16,19 +17,13 @@ namespace tune::tuner {
 
 namespace {
 
-// The union of the ranks' cpusets the verdict saw (each rank's "allowed_pus"); empty when a
-// rank's is not there.
-std::vector<int> ranks_cpus(const nlohmann::json& verdict) {
+// The union of the ranks' cpusets the verdict saw (each rank's allowed PUs); empty when a rank's
+// is not known.
+std::vector<int> ranks_cpus(const probes::Verdict& verdict) {
   std::vector<int> all;
-  const auto ranks = verdict.is_object() ? verdict.find("ranks") : verdict.end();
-  if (!verdict.is_object() || ranks == verdict.end() || !ranks->is_array() || ranks->empty())
-    return {};
-  for (const auto& r : *ranks) {
-    const auto pus = r.find("allowed_pus");
-    if (pus == r.end() || !pus->is_string()) return {};
-    const auto list = probes::parse_cpu_list(pus->get<std::string>());
-    if (list.empty()) return {};
-    all.insert(all.end(), list.begin(), list.end());
+  for (const probes::RankVerdict& r : verdict.ranks) {
+    if (r.allowed_pus.empty()) return {};
+    all.insert(all.end(), r.allowed_pus.begin(), r.allowed_pus.end());
   }
   std::sort(all.begin(), all.end());
   all.erase(std::unique(all.begin(), all.end()), all.end());
@@ -37,7 +32,7 @@ std::vector<int> ranks_cpus(const nlohmann::json& verdict) {
 
 // The busy time of the ranks' CPUs alone, where they are fewer than the CPUs the keeper summed
 // and it sent each one's: `cpu` and `j` (its CPUs and their count) are changed then.
-void restrict_to_ranks(const nlohmann::json& verdict, TrialCpu& cpu, LoadJudgement& j) {
+void restrict_to_ranks(const probes::Verdict& verdict, TrialCpu& cpu, LoadJudgement& j) {
   const auto cpus = ranks_cpus(verdict);
   if (cpus.empty() || cpus.size() >= cpu.per_cpu_busy_s.size()) return;
   double busy = 0;
@@ -64,26 +59,22 @@ LoadJudgement judge_load(const LoadSpec& spec, const std::optional<TrialCpu>& cp
                          const nlohmann::json& probe_verdict, int allowed_cpus) {
   LoadJudgement j;
   j.usable_cpus = std::max(1, allowed_cpus);
+  // The probes' verdict, when there is one as they write it (a stored attr is untrusted).
+  std::optional<probes::Verdict> verdict;
   if (probe_verdict.is_object()) {
+    if (auto read = probes::verdict_from_json(probe_verdict)) verdict = std::move(*read);
+  }
+  if (verdict) {
     // The PUs the trial's ranks may use (the union of their cpusets), as the monitor saw them.
-    if (const auto it = probe_verdict.find("pus"); it != probe_verdict.end() &&
-                                                   it->is_number() && it->get<double>() > 0)
-      j.usable_cpus = it->get<double>();
-    if (const auto ranks = probe_verdict.find("ranks");
-        ranks != probe_verdict.end() && ranks->is_array() && !ranks->empty()) {
+    if (verdict->pus > 0) j.usable_cpus = verdict->pus;
+    if (!verdict->ranks.empty()) {
       double sum = 0;
-      int n = 0;
-      for (const auto& r : *ranks) {
-        const auto pct = r.find("mean_cpu_pct");
-        if (pct == r.end() || !pct->is_number()) continue;
-        sum += pct->get<double>() / 100;
-        ++n;
-      }
-      if (n > 0) j.rank_cpu_share = sum / n;
+      for (const probes::RankVerdict& r : verdict->ranks) sum += r.mean_cpu_pct / 100;
+      j.rank_cpu_share = sum / static_cast<double>(verdict->ranks.size());
     }
   }
   std::optional<TrialCpu> judged = cpu;
-  if (judged && !judged->per_cpu_busy_s.empty()) restrict_to_ranks(probe_verdict, *judged, j);
+  if (verdict && judged && !judged->per_cpu_busy_s.empty()) restrict_to_ranks(*verdict, *judged, j);
   j.limit = load_limit(spec, j.usable_cpus);
   if (!judged) return j;
   const auto load = external_load(*judged);

@@ -128,8 +128,10 @@ TEST(LoadCheck, TheRanksCpusetsAloneAreJudged) {
   // 8 CPUs over 10 s: the ranks on 0-1 used 20 CPU-s (their tree), a build on 4-7 used 40.
   TrialCpu c = figures(10, 60, 20, 0, 0);
   for (int i = 0; i < 8; ++i) c.per_cpu_busy_s.emplace_back(i, i < 2 ? 10.0 : i >= 4 ? 10.0 : 0.0);
-  const nlohmann::json verdict = {{"pus", 2},
-                                  {"ranks", {{{"allowed_pus", "0"}}, {{"allowed_pus", "1"}}}}};
+  const nlohmann::json verdict = {
+      {"pus", 2},
+      {"ranks",
+       {{{"allowed_pus", "0"}, {"mean_cpu_pct", 99.0}}, {{"allowed_pus", "1"}, {"mean_cpu_pct", 99.0}}}}};
   const auto quiet = judge_load(spec, c, verdict, 8);
   EXPECT_EQ(quiet.cpus, (std::vector<int>{0, 1}));
   ASSERT_TRUE(quiet.external_cpus);
