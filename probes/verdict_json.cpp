@@ -77,7 +77,6 @@ ReadResult read_sustained(const nlohmann::json& j, SustainedVerdict& v) {
   if (!j.is_object()) return JsonReadError{".sustained", "is not a JSON object"};
   FieldReader f(j, ".sustained");
   f.get("samples", v.window_samples);
-  std::vector<double> window;
   if (const auto w = j.find("window_s"); w != j.end() && w->is_array() && w->size() == 2 &&
                                          (*w)[0].is_number() && (*w)[1].is_number()) {
     v.window_from_s = (*w)[0].get<double>();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <charconv>
 #include <cstdio>
 
@@ -14,47 +15,24 @@ std::optional<ProcStat> parse_proc_stat(std::string_view line) {
   const auto close = line.rfind(')');
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view rest = line.substr(close + 1);
-  ProcStat st;
-  for (int field = 3; field <= 22; ++field) {
+  std::array<std::string_view, 23> field{};  // field[3] .. field[22], as proc(5) numbers them
+  for (std::size_t i = 3; i < field.size(); ++i) {
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-    const auto end = rest.find_first_of(" \n");
-    const std::string_view word = rest.substr(0, end);
-    if (word.empty()) return std::nullopt;
-    rest.remove_prefix(word.size());
-    if (field == 3) {
-      st.state = word.front();
-      continue;
-    }
-    std::uint64_t* into = nullptr;
-    switch (field) {
-      case 14:
-        into = &st.utime;
-        break;
-      case 15:
-        into = &st.stime;
-        break;
-      case 16:
-        into = &st.cutime;
-        break;
-      case 17:
-        into = &st.cstime;
-        break;
-      case 22:
-        into = &st.starttime;
-        break;
-      default:
-        break;
-    }
-    if (field == 4) {
-      long ppid = 0;
-      if (std::from_chars(word.data(), word.data() + word.size(), ppid).ec != std::errc())
-        return std::nullopt;
-      st.ppid = static_cast<pid_t>(ppid);
-    } else if (into != nullptr &&
-               std::from_chars(word.data(), word.data() + word.size(), *into).ec != std::errc()) {
-      return std::nullopt;
-    }
+    field[i] = rest.substr(0, rest.find_first_of(" \n"));
+    if (field[i].empty()) return std::nullopt;
+    rest.remove_prefix(field[i].size());
   }
+  const auto number = [&](std::size_t i, auto& into) {
+    return std::from_chars(field[i].data(), field[i].data() + field[i].size(), into).ec ==
+           std::errc();
+  };
+  ProcStat st;
+  st.state = field[3].front();
+  long ppid = 0;
+  if (!number(4, ppid) || !number(14, st.utime) || !number(15, st.stime) ||
+      !number(16, st.cutime) || !number(17, st.cstime) || !number(22, st.starttime))
+    return std::nullopt;
+  st.ppid = static_cast<pid_t>(ppid);
   return st;
 }
 

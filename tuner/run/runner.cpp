@@ -9,7 +9,6 @@
 #include <iostream>
 #include <map>
 #include <ostream>
-#include <sstream>
 
 #include "probes/topology.h"
 #include "search/pruner.h"
@@ -20,20 +19,15 @@
 #include "tuner/judge/ranking.h"
 #include "tuner/judge/summary.h"
 #include "tuner/launch/launcher.h"
-#include "tuner/launch/machine_load.h"
 #include "tuner/launch/rendered_launch.h"
-#include "tuner/measure/file_watch.h"
-#include "tuner/run/log_follower.h"
-#include "tuner/measure/objective.h"
-#include "tuner/measure/trial_outcome.h"
 #include "tuner/measure/trial_record.h"
-#include "tuner/measure/window_follower.h"
 #include "tuner/run/baselines.h"
-#include "tuner/run/kernel_params.h"
 #include "tuner/run/first_guess_step.h"
-#include "tuner/run/load_check.h"
-#include "tuner/run/pending_result.h"
 #include "tuner/run/follow_ups.h"
+#include "tuner/run/kernel_params.h"
+#include "tuner/run/load_check.h"
+#include "tuner/run/log_follower.h"
+#include "tuner/run/pending_result.h"
 #include "tuner/run/runner_parts.h"
 #include "tuner/run/staging.h"
 #include "tuner/storage/storage_url.h"
