@@ -48,7 +48,7 @@ import grids  # noqa: E402
 RULE_ORDER = ["torchrun", "lightning", "lightning_workers", "horovodrun", "openmpi", "cores_per_rank"]
 # Seconds one point takes here on a quiet machine (launch, run, probes, tune's own work), for
 # the estimate printed before recording; a job not listed is taken at 8 s.
-SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 6.5, "elk": 3.0,
+SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 1.5, "elk": 3.0,
                    "numpy": 5.0}
 
 
