@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "probes/onednn_isa.h"
+
 namespace tune::probes {
 
 namespace {
@@ -123,10 +125,29 @@ std::vector<std::string> runnable_core_types(const std::set<std::string>& flags)
   return out;
 }
 
+const std::vector<KernelLibrary>& kernel_libraries() {
+  static const std::vector<KernelLibrary> libraries = {
+      {"openblas", "OpenBLAS", "OPENBLAS_CORETYPE", "libopenblas.so.0", "core type"},
+      {"onednn", "oneDNN", "ONEDNN_MAX_CPU_ISA", "libdnnl.so.2", "instruction set"},
+  };
+  return libraries;
+}
+
+const KernelLibrary* kernel_library(std::string_view kind) {
+  for (const KernelLibrary& l : kernel_libraries())
+    if (l.kind == kind) return &l;
+  return nullptr;
+}
+
+bool kernel_name_known(std::string_view kind, std::string_view name) {
+  if (kind == "onednn") return onednn_isa(name) != nullptr;
+  return core_level(name) != IsaLevel::unknown;
+}
+
 KernelCheck parse_kernel_check(std::string_view output) {
   KernelCheck out;
   bool done = false;
-  int numbers = 0;
+  int doubles = 0, singles = 0;
   std::istringstream in{std::string(output)};
   for (std::string line; std::getline(in, line);) {
     const auto space = line.find(' ');
@@ -140,15 +161,16 @@ KernelCheck parse_kernel_check(std::string_view output) {
     else if (key == "done")
       done = true;
     else if (number && key == "dgemm_error")
-      out.dgemm_error = x, ++numbers;
+      out.dgemm_error = x, ++doubles;
     else if (number && key == "sgemm_error")
-      out.sgemm_error = x, ++numbers;
+      out.sgemm_error = x, ++singles;
     else if (number && key == "dgemm_gflops")
-      out.dgemm_gflops = x, ++numbers;
+      out.dgemm_gflops = x, ++doubles;
     else if (number && key == "sgemm_gflops")
-      out.sgemm_gflops = x, ++numbers;
+      out.sgemm_gflops = x, ++singles;
   }
-  out.ran = done && numbers == 4 && !out.core.empty();
+  out.has_double = doubles == 2;
+  out.ran = done && singles == 2 && (doubles == 0 || doubles == 2) && !out.core.empty();
   if (!out.ran) out.failure = "the check did not print all of its results";
   return out;
 }
@@ -156,8 +178,8 @@ KernelCheck parse_kernel_check(std::string_view output) {
 bool kernel_check_passes(const KernelCheck& check) {
   if (!check.ran) return false;
   if (!check.requested.empty() && !same_name(check.requested, check.core)) return false;
-  return check.dgemm_error <= 1.0 && check.sgemm_error <= 1.0 && check.dgemm_gflops > 0 &&
-         check.sgemm_gflops > 0;
+  return (!check.has_double || (check.dgemm_error <= 1.0 && check.dgemm_gflops > 0)) &&
+         check.sgemm_error <= 1.0 && check.sgemm_gflops > 0;
 }
 
 }  // namespace tune::probes

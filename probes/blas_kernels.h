@@ -32,6 +32,20 @@ IsaLevel core_level(std::string_view core);
 // The core types whose kernels this CPU can run, best level first: the candidates to check.
 std::vector<std::string> runnable_core_types(const std::set<std::string>& flags);
 
+// A library whose kernel tune can pick (a `type: kernel` parameter's `library:`): the variable
+// that picks it, the file checked when the study names none, and the product's name.
+struct KernelLibrary {
+  std::string_view kind;          // "openblas", "onednn"
+  std::string_view product;       // "OpenBLAS", "oneDNN"
+  std::string_view variable;      // "OPENBLAS_CORETYPE", "ONEDNN_MAX_CPU_ISA"
+  std::string_view default_file;  // "libopenblas.so.0", "libdnnl.so.2"
+  std::string_view kernel_word;   // "core type", "instruction set"
+};
+const std::vector<KernelLibrary>& kernel_libraries();
+const KernelLibrary* kernel_library(std::string_view kind);  // nullptr: not one of them
+// Whether `name` is a kernel `kind` knows (an OpenBLAS core type, a oneDNN instruction set).
+bool kernel_name_known(std::string_view kind, std::string_view name);
+
 // What tune-kernel-check printed for one core type.
 struct KernelCheck {
   std::string requested;  // OPENBLAS_CORETYPE given ("" = the library's own choice)
@@ -40,11 +54,13 @@ struct KernelCheck {
   std::string failure;    // why not, one line
   double dgemm_error = 0, sgemm_error = 0;  // max |C - reference| / bound (<= 1 passes)
   double dgemm_gflops = 0, sgemm_gflops = 0;
+  bool has_double = false;  // the DGEMM lines were printed (not by oneDNN's check: no DGEMM)
 };
-// Parses the checker's output (lines "core NAME", "dgemm_error X", "dgemm_gflops X", ...).
+// Parses the checker's output (lines "core NAME", "dgemm_error X", "dgemm_gflops X", ...; the
+// DGEMM lines both or neither).
 KernelCheck parse_kernel_check(std::string_view output);
 // Whether a check says the core type may be offered: it ran, the library runs the core asked
-// for (an OpenBLAS that does not know the name falls back to its own choice), and both results
+// for (an OpenBLAS that does not know the name falls back to its own choice), and every result
 // are within the bound (the bound's definition: docs/probes.md, "Kernel knobs, checked before they are offered").
 bool kernel_check_passes(const KernelCheck& check);
 

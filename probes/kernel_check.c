@@ -13,6 +13,12 @@
 // runs the two numeric checks only, and exits 0 when the library runs CORE and both pass, else
 // prints why on stderr and exits 1.
 //
+// `tune-kernel-check --onednn [--expect ISA] LIBRARY` checks oneDNN instead (run with
+// ONEDNN_MAX_CPU_ISA set): `core` is the instruction set it then dispatches to
+// (dnnl_get_effective_cpu_isa), and only the single-precision lines are printed, since its one
+// floating-point GEMM is dnnl_sgemm (row-major; called here as the column-major product's
+// transpose).
+//
 // The reference is computed here in long double by the textbook loop. The bound is
 // 2 K u max_ij sum_k |alpha a_ik b_kj| + |beta c_ij| (K = 211, u the precision's unit roundoff),
 // twice the classic worst case of a dot product of length K: a correct kernel stays far below 1,
@@ -177,17 +183,108 @@ static double rate_single(sgemm_fn gemm) {
   return rate;
 }
 
+// oneDNN's dnnl_sgemm (row-major, dnnl_dim_t sizes), its version and instruction set.
+typedef int (*onednn_sgemm_fn)(char, char, long long, long long, long long, float, const float*,
+                               long long, const float*, long long, float, float*, long long);
+struct onednn_version {
+  int major, minor, patch;
+  const char* hash;
+  unsigned cpu_runtime, gpu_runtime;
+};
+static onednn_sgemm_fn onednn_sgemm;
+
+// Column-major C = A B is row-major C' = B' A': the same call with the operands swapped.
+static void onednn_as_sgemm(const char* ta, const char* tb, const int* m, const int* n,
+                            const int* k, const float* alpha, const float* a, const int* lda,
+                            const float* b, const int* ldb, const float* beta, float* c,
+                            const int* ldc) {
+  onednn_sgemm(*tb, *ta, *n, *m, *k, *alpha, b, *ldb, a, *lda, *beta, c, *ldc);
+}
+
+// dnnl_cpu_isa_t's values (probes/onednn_isa.cpp has the same table, with each one's flags).
+static const char* onednn_isa_name(unsigned code, int major) {
+  switch (code) {
+    case 0x1:
+      return "SSE41";
+    case 0x3:
+      return "AVX";
+    case 0x7:
+      return "AVX2";
+    case 0x407:
+      return "AVX2_VNNI";
+    case 0x27:
+      return "AVX512_CORE";
+    case 0x67:
+      return "AVX512_CORE_VNNI";
+    case 0xe7:
+      return "AVX512_CORE_BF16";
+    case 0x1ef:
+      return major >= 3 ? "AVX512_CORE_FP16" : "-";
+    case 0x3e7:
+      return major == 2 ? "AVX512_CORE_AMX" : "-";
+    case 0xfe7:
+      return major >= 3 ? "AVX512_CORE_AMX" : "-";
+    default:
+      return "-";
+  }
+}
+
+static int check_onednn(void* library, const char* path, const char* expect) {
+  onednn_sgemm = (onednn_sgemm_fn)dlsym(library, "dnnl_sgemm");
+  const struct onednn_version* (*version)(void) =
+      (const struct onednn_version* (*)(void))dlsym(library, "dnnl_version");
+  int (*isa)(void) = (int (*)(void))dlsym(library, "dnnl_get_effective_cpu_isa");
+  if (onednn_sgemm == NULL || version == NULL || isa == NULL) {
+    fprintf(stderr, "tune-kernel-check: %s is not oneDNN (no dnnl_sgemm)\n", path);
+    return 1;
+  }
+  const struct onednn_version* v = version();
+  const char* runs = onednn_isa_name((unsigned)isa(), v != NULL ? v->major : 0);
+  if (expect != NULL) {
+    if (strcasecmp(runs, expect) != 0) {
+      fprintf(stderr, "tune-kernel-check: %s runs its %s kernels here, not %s\n", path, runs,
+              expect);
+      return 1;
+    }
+    const double f = check_single(onednn_as_sgemm);
+    if (!(f <= 1.0)) {
+      fprintf(stderr,
+              "tune-kernel-check: %s's %s kernels give wrong results here (SGEMM error %.3g "
+              "times the bound)\n",
+              path, runs, f);
+      return 1;
+    }
+    return 0;
+  }
+  printf("core %s\n", runs);
+  fflush(stdout);
+  printf("sgemm_error %.6g\n", check_single(onednn_as_sgemm));
+  fflush(stdout);
+  printf("sgemm_gflops %.4g\n", rate_single(onednn_as_sgemm));
+  printf("done\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* expect = NULL;
-  if (argc == 4 && strcmp(argv[1], "--expect") == 0) {
-    expect = argv[2];
-    argv += 2;
-    argc -= 2;
+  int onednn = 0;
+  while (argc > 2 && strncmp(argv[1], "--", 2) == 0) {
+    if (strcmp(argv[1], "--onednn") == 0) {
+      onednn = 1;
+      argv += 1;
+      argc -= 1;
+    } else if (strcmp(argv[1], "--expect") == 0 && argc > 3) {
+      expect = argv[2];
+      argv += 2;
+      argc -= 2;
+    } else {
+      break;
+    }
   }
   if (argc != 2) {
     fprintf(stderr,
-            "usage: tune-kernel-check [--expect CORE] LIBRARY (with the variable that "
-            "picks a kernel)\n");
+            "usage: tune-kernel-check [--onednn] [--expect CORE] LIBRARY (with the variable "
+            "that picks a kernel)\n");
     return 2;
   }
   void* library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -195,6 +292,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "tune-kernel-check: %s\n", dlerror());
     return 1;
   }
+  if (onednn) return check_onednn(library, argv[1], expect);
   dgemm_fn dgemm = (dgemm_fn)dlsym(library, "dgemm_");
   sgemm_fn sgemm = (sgemm_fn)dlsym(library, "sgemm_");
   if (dgemm == NULL || sgemm == NULL) {

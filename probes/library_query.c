@@ -7,12 +7,13 @@
 // handler registered as main starts, so it runs before the libraries' destructors). Lines:
 //
 //   process PID RANK EXE                      RANK: OMPI_COMM_WORLD_RANK, PMIX_RANK, ... or -
-//   library KIND PATH key=value...            KIND: openblas | blis | mkl | openmp
+//   library KIND PATH key=value...            KIND: openblas | blis | mkl | onednn | openmp
 //   env NAME VALUE                            a variable that forces a kernel or an ISA
 //
 // fields separated by tabs; control characters in any text become '?'. A library is asked only
 // through functions that read its state (OpenBLAS's core name, config and threads; BLIS's
-// version, architecture and threads; MKL's version and code path); an LLVM or Intel OpenMP
+// version, architecture and threads; MKL's version and code path; oneDNN's version and runtime,
+// and at exit alone its instruction set, since asking fixes it); an LLVM or Intel OpenMP
 // runtime is asked its threads only when it is the process's only one of the two (initialising a
 // second one aborts the process, "OMP: Error #15"). C, glibc only.
 #define _GNU_SOURCE
@@ -30,6 +31,7 @@ enum { k_report_max = 16384, k_path_max = 4096 };
 
 static const char* reports_dir;
 static int last_adds = -1;  // dl_iterate_phdr's count of loads at the last report
+static int exiting;         // the report being written is the one at exit
 
 struct report {
   char text[k_report_max];
@@ -145,6 +147,36 @@ static void ask_mkl(struct report* r, void* h, const char* path) {
   add_raw(r, "\n");
 }
 
+// oneDNN's dnnl_version_t.
+struct onednn_version {
+  int major, minor, patch;
+  const char* hash;
+  unsigned cpu_runtime, gpu_runtime;
+};
+
+static void ask_onednn(struct report* r, void* h, const char* path) {
+  typedef const struct onednn_version* (*version_fn)(void);
+  typedef int (*isa_fn)(void);
+  version_fn version = (version_fn)own_symbol(h, path, "dnnl_version");
+  if (version == NULL) return;
+  const struct onednn_version* v = version();
+  if (v == NULL) return;
+  char text[64];
+  snprintf(text, sizeof text, "%d.%d.%d", v->major, v->minor, v->patch);
+  add_raw(r, "library\tonednn\t");
+  add_text(r, path);
+  add_field(r, "version", text);
+  add_int(r, "runtime", (int)v->cpu_runtime);
+  // Its instruction set only at exit: the first call fixes it (ONEDNN_MAX_CPU_ISA is read then),
+  // and the program may still choose it (dnnl_set_max_cpu_isa) before its first primitive.
+  isa_fn isa = exiting ? (isa_fn)own_symbol(h, path, "dnnl_get_effective_cpu_isa") : NULL;
+  if (isa != NULL) {
+    snprintf(text, sizeof text, "0x%x", (unsigned)isa());
+    add_field(r, "isa", text);
+  }
+  add_raw(r, "\n");
+}
+
 static void ask_openmp(struct report* r, void* h, const char* path, int may_initialise) {
   typedef int (*int_fn)(void);
   int_fn threads = (int_fn)own_symbol(h, path, "omp_get_max_threads");
@@ -168,13 +200,15 @@ static int visit(struct dl_phdr_info* info, size_t size, void* data) {
   }
   const int blas = strstr(base, "blas") != NULL, blis = strstr(base, "blis") != NULL,
             mkl = strstr(base, "mkl_rt") != NULL || strstr(base, "mkl_core") != NULL,
-            gomp = strncmp(base, "libgomp", 7) == 0, llvm = is_llvm_openmp(base);
-  if (!blas && !blis && !mkl && !gomp && !llvm) return 0;
+            onednn = strncmp(base, "libdnnl", 7) == 0, gomp = strncmp(base, "libgomp", 7) == 0,
+            llvm = is_llvm_openmp(base);
+  if (!blas && !blis && !mkl && !onednn && !gomp && !llvm) return 0;
   void* h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
   if (h == NULL) return 0;
   if (blas) ask_openblas(s->out, h, path);
   if (blis) ask_blis(s->out, h, path);
   if (mkl) ask_mkl(s->out, h, path);
+  if (onednn) ask_onednn(s->out, h, path);
   if (gomp) ask_openmp(s->out, h, path, 1);
   if (llvm) ask_openmp(s->out, h, path, s->llvm_runtimes == 1);
   dlclose(h);
@@ -283,7 +317,10 @@ typedef int (*start_main_fn)(main_fn, int, char**, void (*)(void), void (*)(void
                              void*);
 static main_fn real_main;
 
-static void report_at_exit(void) { tune_library_query_report(); }
+static void report_at_exit(void) {
+  exiting = 1;
+  tune_library_query_report();
+}
 
 static int main_with_reports(int argc, char** argv, char** envp) {
   tune_library_query_report();

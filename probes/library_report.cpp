@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "probes/onednn_isa.h"
+
 namespace tune::probes {
 
 namespace {
@@ -69,10 +71,41 @@ std::string threading_of(const LibraryAnswer& a) {
     if (!p) return "";
     return *p == 0 ? "sequential" : *p == 2 ? "OpenMP" : "pthreads";
   }
+  if (a.kind == "onednn") {  // dnnl_version_t's cpu_runtime (DNNL_RUNTIME_*)
+    const auto r = to_int(field(a, "runtime"));
+    if (!r) return "";
+    return *r == 1   ? "sequential"
+           : *r == 2 ? "OpenMP"
+           : *r == 4 ? "TBB"
+           : *r == 8 ? "threadpool"
+                     : "";
+  }
   return "";
 }
 
-LibraryUse use_of(const LibraryAnswer& a, IsaLevel cpu,
+// oneDNN: its name, the instruction set it said at exit, and the CPU's best that it knows.
+void onednn_use(const LibraryAnswer& a, const std::set<std::string>& flags,
+                const std::map<std::string, std::string>& env, LibraryUse& u) {
+  const std::string version = field(a, "version");
+  u.name = "oneDNN " + version;
+  const int major = to_int(version.substr(0, version.find('.'))).value_or(0);
+  const std::string isa = field(a, "isa");
+  unsigned code = 0;
+  if (isa.starts_with("0x") &&
+      std::from_chars(isa.data() + 2, isa.data() + isa.size(), code, 16).ec == std::errc())
+    u.core = onednn_isa_of_code(code, major);
+  const auto runnable =
+      flags.empty() ? std::vector<std::string>{} : runnable_onednn_isas(flags, major);
+  if (!runnable.empty()) u.cpu_best = runnable.front();
+  const OnednnIsa* runs = onednn_isa(u.core);
+  const OnednnIsa* best = onednn_isa(u.cpu_best);
+  u.older_than_cpu = runs != nullptr && best != nullptr && runs->rank < best->rank;
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+    if (const auto it = env.find(name); it != env.end() && u.forced_by.empty())
+      u.forced_by = std::string(name) + "=" + it->second;
+}
+
+LibraryUse use_of(const LibraryAnswer& a, IsaLevel cpu, const std::set<std::string>& flags,
                   const std::map<std::string, std::string>& env) {
   LibraryUse u;
   u.kind = a.kind;
@@ -90,6 +123,8 @@ LibraryUse use_of(const LibraryAnswer& a, IsaLevel cpu,
     u.name = "BLIS " + field(a, "version");
     if (const auto it = env.find("BLIS_ARCH_TYPE"); it != env.end())
       u.forced_by = "BLIS_ARCH_TYPE=" + it->second;
+  } else if (a.kind == "onednn") {
+    onednn_use(a, flags, env, u);
   } else if (a.kind == "mkl") {
     u.name = "MKL " + field(a, "version");
     for (const char* name : {"MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE", "MKL_CBWR"})
@@ -113,6 +148,8 @@ LibraryUse use_of(const LibraryAnswer& a, IsaLevel cpu,
       else if (level != IsaLevel::unknown)
         u.text += " (" + isa_name(level) + ", as the CPU allows)";
     }
+    if (a.kind == "onednn" && !u.cpu_best.empty())
+      u.text += u.older_than_cpu ? " on a CPU that runs " + u.cpu_best : " (as the CPU allows)";
   }
   if (!u.forced_by.empty()) u.text += ", forced by " + u.forced_by;
   return u;
@@ -165,19 +202,23 @@ std::vector<ProcessLibraries> read_library_reports(const std::string& dir) {
   return out;
 }
 
-const LibraryUse* LibrariesSummary::stale_openblas() const {
+const LibraryUse* LibrariesSummary::stale(std::string_view kind) const {
   for (const auto& u : libraries)
-    if (u.kind == "openblas" && (u.older_than_cpu || !u.forced_by.empty())) return &u;
+    if (u.kind == kind && (u.older_than_cpu || !u.forced_by.empty())) return &u;
   return nullptr;
 }
 
 std::string LibrariesSummary::verdict_clause() const {
   std::vector<std::string> parts;
-  for (const auto& u : libraries)
+  for (const auto& u : libraries) {
+    const std::string forced = u.forced_by.empty() ? "" : ", forced by " + u.forced_by;
     if (u.kind == "openblas" && u.older_than_cpu)
       parts.push_back("OpenBLAS runs " + u.core + " (" + isa_name(core_level(u.core)) +
-                      ") kernels on an " + cpu + " CPU" +
-                      (u.forced_by.empty() ? "" : ", forced by " + u.forced_by));
+                      ") kernels on an " + cpu + " CPU" + forced);
+    if (u.kind == "onednn" && u.older_than_cpu)
+      parts.push_back("oneDNN runs " + u.core + " kernels on a CPU that runs " + u.cpu_best +
+                      forced);
+  }
   if (std::ranges::any_of(notes, [](const auto& n) { return n.contains(" OpenMP runtimes, "); }))
     parts.push_back("two OpenMP runtimes in one rank");
   std::string out;
@@ -185,7 +226,8 @@ std::string LibrariesSummary::verdict_clause() const {
   return out;
 }
 
-LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& processes, IsaLevel cpu) {
+LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& processes, IsaLevel cpu,
+                                     const std::set<std::string>& flags) {
   LibrariesSummary out;
   out.cpu = cpu == IsaLevel::unknown ? "" : isa_name(cpu);
   const bool any_rank = std::ranges::any_of(processes, [](const auto& p) { return p.rank != "-"; });
@@ -201,7 +243,7 @@ LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& proces
     for (const auto& [name, value] : p.env) out.forcing_env.try_emplace(name, value);
     std::vector<std::string> runtimes;
     for (const auto& a : p.libraries) {
-      LibraryUse u = use_of(a, cpu, p.env);
+      LibraryUse u = use_of(a, cpu, flags, p.env);
       if (a.kind == "openmp" && std::ranges::find(runtimes, u.path) == runtimes.end())
         runtimes.push_back(u.path);
       const auto [it, fresh] = index.try_emplace(u.path, out.libraries.size());
@@ -227,7 +269,8 @@ LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& proces
   for (const auto& u : out.libraries)
     if (u.older_than_cpu)
       out.notes.push_back(u.name + " runs " + u.core + " kernels, older than this CPU's " +
-                          out.cpu + (u.forced_by.empty() ? "" : " (" + u.forced_by + ")"));
+                          (u.cpu_best.empty() ? out.cpu : u.cpu_best) +
+                          (u.forced_by.empty() ? "" : " (" + u.forced_by + ")"));
   return out;
 }
 
@@ -241,6 +284,7 @@ nlohmann::json LibrariesSummary::to_json() const {
                         {"threading", u.threading},
                         {"ranks", u.ranks},
                         {"older_than_cpu", u.older_than_cpu},
+                        {"cpu_best", u.cpu_best},
                         {"forced_by", u.forced_by},
                         {"text", u.text}};
     if (u.threads) j["threads"] = *u.threads;
@@ -270,6 +314,7 @@ std::optional<LibrariesSummary> LibrariesSummary::from_json(const nlohmann::json
         u.threads = l["threads"].get<int>();
       u.ranks = l.value("ranks", 0);
       u.older_than_cpu = l.value("older_than_cpu", false);
+      u.cpu_best = l.value("cpu_best", "");
       u.forced_by = l.value("forced_by", "");
       u.text = l.value("text", "");
       s.libraries.push_back(std::move(u));

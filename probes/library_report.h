@@ -1,6 +1,7 @@
 // What the libraries of a job's ranks said they run (the reader of probes/library_query.c's
 // files), summed up over the ranks against what the CPU can run: "OpenBLAS 0.3.21 (pthreads)
-// runs its Prescott kernels on a CPU with AVX-512", two OpenMP runtimes in one rank, and the
+// runs its Prescott kernels on a CPU with AVX-512", "oneDNN 2.6.3 (OpenMP) runs its AVX2
+// kernels on a CPU with AVX512_CORE_BF16", two OpenMP runtimes in one rank, and the
 // variables that forced a kernel. `LibrariesSummary` is stored as the trial's system attr
 // probe_libraries (to_json / from_json: its one writer and reader). Pure but for the file reads.
 #pragma once
@@ -25,7 +26,7 @@ inline constexpr const char* k_library_reports_env = "TUNE_LIBRARY_REPORTS";
 
 // One library as one process's report gave it.
 struct LibraryAnswer {
-  std::string kind;  // openblas | blis | mkl | openmp
+  std::string kind;  // openblas | blis | mkl | onednn | openmp
   std::string path;
   std::map<std::string, std::string> fields;  // core, config, threads, parallel, version
 };
@@ -46,13 +47,15 @@ std::vector<ProcessLibraries> read_library_reports(const std::string& dir);
 // One library over the ranks that map it.
 struct LibraryUse {
   std::string kind;
-  std::string name;             // "OpenBLAS 0.3.21", "GNU OpenMP (libgomp.so.1)"
+  std::string name;             // "OpenBLAS 0.3.21", "oneDNN 2.6.3", "GNU OpenMP (libgomp.so.1)"
   std::string path;             // the first rank's (a real path where it could be resolved)
-  std::string core;             // the kernel it runs; "" when it does not say
+  std::string core;             // the kernel it runs; "" when it does not say (oneDNN: its
+                                // instruction set, "AVX2", said at exit only)
   std::string threading;        // "pthreads", "OpenMP", "sequential"; ""
   std::optional<int> threads;   // the first rank's; none when not asked
   int ranks = 0;                // ranks that map it
   bool older_than_cpu = false;  // its kernel's instruction set is below the CPU's
+  std::string cpu_best;         // oneDNN: the best instruction set this CPU runs that it knows
   std::string forced_by;        // "OPENBLAS_CORETYPE=Prescott" when a variable picked the kernel
   std::string text;             // one line, for every output
 };
@@ -65,8 +68,10 @@ struct LibrariesSummary {
   std::vector<std::string> notes;  // two OpenMP runtimes in one rank; kernels older than the CPU
 
   bool empty() const { return libraries.empty() && forcing_env.empty(); }
-  // A library whose kernel is older than the CPU, or a variable forcing one: worth a kernel knob.
-  const LibraryUse* stale_openblas() const;
+  // A library of `kind` (openblas, onednn) whose kernel is older than the CPU, or a variable
+  // forcing one: worth a kernel knob.
+  const LibraryUse* stale(std::string_view kind) const;
+  const LibraryUse* stale_openblas() const { return stale("openblas"); }
   // A clause for a trial's verdict line: "OpenBLAS runs Prescott (SSE3) kernels on an AVX-512
   // CPU", "two OpenMP runtimes in one rank"; "" when there is nothing to say.
   std::string verdict_clause() const;
@@ -76,6 +81,8 @@ struct LibrariesSummary {
 
 // The summary of the ranks' reports (processes with a rank; every process when none has one).
 // Libraries are told apart by their real paths (Debian's libblas.so.3 is an alternatives link).
-LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& processes, IsaLevel cpu);
+// `flags`: the CPU's (read_cpu_flags), for oneDNN's instruction sets; without them none is judged.
+LibrariesSummary summarize_libraries(const std::vector<ProcessLibraries>& processes, IsaLevel cpu,
+                                     const std::set<std::string>& flags = {});
 
 }  // namespace tune::probes

@@ -6,7 +6,10 @@
 // numeric check; `tune --trials 8` on that study beats the baseline by 2x or more on the job's
 // own figure (GFLOPS), the first guess trying the best checked kernel. The same job with the
 // environment's own kernel gets a knob only when that kernel is older than the CPU, and no note
-// otherwise. Debian's python3-mpi4py and python3-numpy (scripts/install-deps.sh test).
+// otherwise. And oneDNN, PyTorch's convolutions (tests/e2e/programs/mpi_torch_conv.py): capped
+// to SSE4.1 by ONEDNN_MAX_CPU_ISA, it is named, its instruction sets checked and offered, and the
+// study beats the baseline by 1.5x or more. Debian's python3-mpi4py, python3-numpy and
+// python3-torch (scripts/install-deps.sh test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 #include <fstream>
 
 #include "probes/blas_kernels.h"
+#include "probes/onednn_isa.h"
 #include "tests/common/test_support.h"
 #include "tuner/study/study_file.h"
 
@@ -125,6 +129,55 @@ TEST_F(KernelE2E, TheEnvironmentsOwnKernelGetsAKnobOnlyWhenItIsOlderThanTheCpu) 
     EXPECT_FALSE(std::ranges::any_of(spec->env,
                                      [](const auto& e) { return e.first == "OPENBLAS_CORETYPE"; }));
   }
+}
+
+TEST_F(KernelE2E, AOneDnnCappedBelowTheCpuIsNamedCheckedAndTunedAway) {
+  const auto torch = run({"/usr/bin/python3", "-c", "import torch"}, {});
+  ASSERT_EQ(torch.exit_code, 0) << "python3-torch is missing (scripts/install-deps.sh test): "
+                                << torch.err;
+  const auto runnable = probes::runnable_onednn_isas(probes::read_cpu_flags(), 2);
+  ASSERT_FALSE(runnable.empty());
+  ASSERT_GT(probes::onednn_isa(runnable.front())->rank, probes::onednn_isa("SSE41")->rank)
+      << "a CPU without AVX: SSE4.1 is its best, and there is nothing to tune away";
+  fs::copy(fs::path(TUNE_SOURCE_DIR) / "tests" / "e2e" / "programs" / "mpi_torch_conv.py",
+           m_dir / "conv.py");
+  const std::map<std::string, std::string> capped = {{"ONEDNN_MAX_CPU_ISA", "SSE41"},
+                                                     {"OMP_NUM_THREADS", "1"}};
+  const auto made = run({TUNE_BIN, "init", "--no-input", "--probe-for", "6s", "--throughput-regex",
+                         "img/s: ([0-9.]+)", "-o", "study.yaml", "--", "mpirun", "-n", "2",
+                         "--oversubscribe", "/usr/bin/python3", "conv.py", "--seconds", "2"},
+                        capped);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.err.find("runs its SSE41 kernels on a CPU that runs " + runnable.front()),
+            std::string::npos)
+      << made.err;
+  EXPECT_NE(made.err.find("forced by ONEDNN_MAX_CPU_ISA=SSE41"), std::string::npos) << made.err;
+  const auto spec = load_study_spec((m_dir / "study.yaml").string());
+  ASSERT_TRUE(spec) << spec.error();
+  const auto k =
+      std::ranges::find(spec->kernel_params, "onednn_max_cpu_isa", &StudySpec::KernelParam::name);
+  ASSERT_NE(k, spec->kernel_params.end()) << test_support::read_file(m_dir / "study.yaml");
+  EXPECT_EQ(k->library, "onednn");
+  ASSERT_FALSE(k->candidates.empty());
+  for (const auto& isa : k->candidates) {
+    EXPECT_NE(std::ranges::find(runnable, isa), runnable.end()) << isa;
+    EXPECT_GT(probes::onednn_isa(isa)->rank, probes::onednn_isa("SSE41")->rank) << isa;
+  }
+
+  const auto tuned = run({TUNE_BIN, "--trials", "6", "study.yaml"}, capped);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
+  const auto trials =
+      test_support::stored_trials(m_dir / "tune-out" / spec->name / "study.db", spec->name);
+  ASSERT_EQ(trials.size(), 6u);
+  ASSERT_EQ(trials[0].state, TrialState::complete) << trials[0].system_attrs.dump();
+  double best = 0;
+  for (const auto& t : trials)
+    if (t.state == TrialState::complete) best = std::max(best, *t.value);
+  std::cout << "[ measured ] baseline (oneDNN at SSE41) " << *trials[0].value << " img/s, best "
+            << best << " img/s: " << best / *trials[0].value << "x\n";
+  EXPECT_GE(best, 1.5 * *trials[0].value) << tuned.out;
+  EXPECT_NE(tuned.out.find("first guess, trial "), std::string::npos) << tuned.out;
+  EXPECT_NE(tuned.out.find("onednn_max_cpu_isa="), std::string::npos) << tuned.out;
 }
 
 }  // namespace

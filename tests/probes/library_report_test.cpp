@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "probes/blas_kernels.h"
 #include "probes/library_report.h"
+#include "probes/onednn_isa.h"
 
 namespace tune::probes {
 namespace {
@@ -53,6 +56,15 @@ TEST(BlasKernels, ACheckPassesOnlyWhenItRanTheCoreAskedWithinTheBound) {
   const KernelCheck cut = parse_kernel_check("core Haswell\ndgemm_error 0.1\n");  // SIGILL later
   EXPECT_FALSE(cut.ran);
   EXPECT_FALSE(kernel_check_passes(cut));
+  // oneDNN's check prints SGEMM alone (it has no DGEMM); half a precision is no result.
+  KernelCheck single = parse_kernel_check("core AVX2\nsgemm_error 0.01\nsgemm_gflops 90\ndone\n");
+  single.requested = "AVX2";
+  EXPECT_TRUE(single.ran);
+  EXPECT_FALSE(single.has_double);
+  EXPECT_TRUE(kernel_check_passes(single));
+  EXPECT_FALSE(parse_kernel_check("core AVX2\ndgemm_error 0.01\nsgemm_error 0.01\n"
+                                  "sgemm_gflops 90\ndone\n")
+                   .ran);
 }
 
 TEST(LibraryReport, AKernelOlderThanTheCpuIsNamedWithWhatForcedIt) {
@@ -111,6 +123,64 @@ TEST(LibraryReport, OnlyRanksCountWhenSomeProcessesHaveARank) {
   EXPECT_EQ(s.libraries[0].ranks, 1);
 }
 
+const std::set<std::string> k_zen4 = [] {
+  std::set<std::string> f = k_avx512;
+  f.insert({"sse4_1", "avx512_vnni", "avx512_bf16"});
+  return f;
+}();
+
+TEST(OnednnIsa, ItsCodesByVersionAndTheSetsACpuRuns) {
+  EXPECT_EQ(onednn_isa_of_code(0x7, 2), "AVX2");
+  EXPECT_EQ(onednn_isa_of_code(0xe7, 2), "AVX512_CORE_BF16");
+  EXPECT_EQ(onednn_isa_of_code(0x3e7, 2), "AVX512_CORE_AMX");
+  EXPECT_EQ(onednn_isa_of_code(0x3e7, 3), "");  // 3.x moved AMX to 0xfe7
+  EXPECT_EQ(onednn_isa_of_code(0xfe7, 3), "AVX512_CORE_AMX");
+  EXPECT_EQ(onednn_isa_of_code(0x1ef, 2), "");  // FP16 is 3.x's
+  ASSERT_NE(onednn_isa("avx2"), nullptr);       // ONEDNN_MAX_CPU_ISA is read in any case
+  EXPECT_EQ(onednn_isa("Haswell"), nullptr);
+  const auto zen4 = runnable_onednn_isas(k_zen4, 2);
+  ASSERT_FALSE(zen4.empty());
+  EXPECT_EQ(zen4.front(), "AVX512_CORE_BF16");  // no AMX, no FP16
+  EXPECT_EQ(zen4.back(), "SSE41");
+  EXPECT_EQ(runnable_onednn_isas(k_avx2, 2).front(), "AVX2");
+}
+
+// oneDNN capped below the CPU by a variable (a module file's safe value) is named; at its own
+// choice it is current, and nothing is said.
+TEST(LibraryReport, OneDnnCappedBelowTheCpuIsNamedWithTheVariable) {
+  const auto capped = parse_library_report(
+      "process\t77\t0\t/usr/bin/python3.11\n"
+      "library\tonednn\t/usr/lib/x86_64-linux-gnu/libdnnl.so.2\tversion=2.6.3\truntime=2\tisa=0x7\n"
+      "env\tONEDNN_MAX_CPU_ISA\tAVX2\n");
+  const auto s = summarize_libraries({capped}, IsaLevel::avx512, k_zen4);
+  ASSERT_EQ(s.libraries.size(), 1u);
+  const LibraryUse& u = s.libraries[0];
+  EXPECT_EQ(u.name, "oneDNN 2.6.3");
+  EXPECT_EQ(u.core, "AVX2");
+  EXPECT_EQ(u.threading, "OpenMP");
+  EXPECT_TRUE(u.older_than_cpu);
+  EXPECT_EQ(u.text,
+            "oneDNN 2.6.3 (OpenMP) runs its AVX2 kernels on a CPU that runs AVX512_CORE_BF16, "
+            "forced by ONEDNN_MAX_CPU_ISA=AVX2");
+  EXPECT_EQ(s.stale("onednn"), &s.libraries[0]);
+  EXPECT_EQ(s.stale_openblas(), nullptr);
+  EXPECT_EQ(s.verdict_clause(),
+            "oneDNN runs AVX2 kernels on a CPU that runs AVX512_CORE_BF16, forced by "
+            "ONEDNN_MAX_CPU_ISA=AVX2");
+  const auto back = LibrariesSummary::from_json(s.to_json());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->libraries[0].cpu_best, "AVX512_CORE_BF16");
+  const auto own = parse_library_report(
+      "process\t78\t0\t/usr/bin/python3.11\n"
+      "library\tonednn\t/usr/lib/x86_64-linux-gnu/"
+      "libdnnl.so.2\tversion=2.6.3\truntime=2\tisa=0xe7\n");
+  const auto current = summarize_libraries({own}, IsaLevel::avx512, k_zen4);
+  EXPECT_FALSE(current.libraries[0].older_than_cpu);
+  EXPECT_EQ(current.stale("onednn"), nullptr);
+  EXPECT_TRUE(current.notes.empty());
+  EXPECT_EQ(current.verdict_clause(), "");
+}
+
 // --- the preload, asked for real -------------------------------------------------------------
 
 struct PreloadedRun {
@@ -118,7 +188,8 @@ struct PreloadedRun {
   std::vector<ProcessLibraries> reports;
 };
 
-PreloadedRun run_preloaded(const std::vector<std::string>& argv, const std::string& coretype) {
+PreloadedRun run_preloaded(const std::vector<std::string>& argv, const std::string& coretype,
+                           const std::map<std::string, std::string>& env = {}) {
   const std::string dir_template =
       (std::filesystem::temp_directory_path() / "library-report-XXXXXX").string();
   std::string dir = dir_template;
@@ -131,6 +202,7 @@ PreloadedRun run_preloaded(const std::vector<std::string>& argv, const std::stri
       ::unsetenv("OPENBLAS_CORETYPE");
     else
       ::setenv("OPENBLAS_CORETYPE", coretype.c_str(), 1);
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -179,6 +251,32 @@ TEST(LibraryQuery, TwoOpenMpRuntimesInOneProcessAreNamed) {
   EXPECT_NE(s.notes[0].find("2 OpenMP runtimes, libgomp.so.1"), std::string::npos) << s.notes[0];
   EXPECT_NE(s.notes[0].find(" and libomp.so.5"), std::string::npos) << s.notes[0];
   EXPECT_EQ(s.verdict_clause(), "two OpenMP runtimes in one rank");
+}
+
+// oneDNN is asked its version and runtime, and its instruction set at exit alone (asking fixes
+// it): with ONEDNN_MAX_CPU_ISA=SSE41 it says SSE41, older than any CPU with AVX.
+TEST(LibraryQuery, AProgramsOneDnnSaysItsInstructionSetAtExit) {
+  const PreloadedRun run =
+      run_preloaded({PROBES_ONEDNN_USER}, "", {{"ONEDNN_MAX_CPU_ISA", "SSE41"}});
+  ASSERT_TRUE(WIFEXITED(run.status));
+  ASSERT_NE(WEXITSTATUS(run.status), 3) << "libdnnl.so.2 is not installed (libdnnl2 package)";
+  ASSERT_EQ(WEXITSTATUS(run.status), 0);
+  ASSERT_EQ(run.reports.size(), 1u);
+  const auto& libs = run.reports.front().libraries;
+  const auto onednn = std::ranges::find(libs, "onednn", &LibraryAnswer::kind);
+  ASSERT_NE(onednn, libs.end());
+  EXPECT_TRUE(onednn->fields.at("version").starts_with("2.") ||
+              onednn->fields.at("version").starts_with("3."));
+  EXPECT_EQ(onednn->fields.at("isa"), "0x1");
+  const auto flags = read_cpu_flags();
+  const auto s = summarize_libraries(run.reports, cpu_isa(flags), flags);
+  const LibraryUse* stale = s.stale("onednn");
+  ASSERT_NE(stale, nullptr);
+  EXPECT_EQ(stale->core, "SSE41");
+  EXPECT_EQ(stale->forced_by, "ONEDNN_MAX_CPU_ISA=SSE41");
+  if (flags.contains("avx")) {
+    EXPECT_TRUE(stale->older_than_cpu);
+  }
 }
 
 }  // namespace

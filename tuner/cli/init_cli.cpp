@@ -174,8 +174,8 @@ int run_init(InitArgs& args) {
   ProgramInfo program = inspect_program(command.program, found ? &*found : nullptr);
   if (found && found->library_answers) {
     program.kernels = check_probed_kernels(*found->library_answers);
-    if (program.kernels)
-      for (const auto& line : kernel_offer_lines(*program.kernels))
+    for (const auto& offer : program.kernels)
+      for (const auto& line : kernel_offer_lines(offer))
         std::cerr << "tune init: " << printable(line) << '\n';
   }
   program.help = ask_help(args, command);

@@ -13,6 +13,7 @@
 #include "probes/blas_kernels.h"
 #include "probes/node_watch.h"
 #include "probes/nodes.h"
+#include "probes/onednn_isa.h"
 #include "probes/system_source.h"
 #include "probes/topology.h"
 #include "tuner/base/text.h"
@@ -64,6 +65,38 @@ KernelOffer this_machines_kernels() {
                                 forced != nullptr ? forced : "");
 }
 
+// oneDNN as PyTorch here would map it (libdnnl.so.2, this environment's ONEDNN_MAX_CPU_ISA),
+// checked the same way; not run (no library) when it is not installed.
+KernelOffer this_machines_onednn() {
+  const char* forced = std::getenv("ONEDNN_MAX_CPU_ISA");
+  return check_kernels("onednn", "libdnnl.so.2", probes::read_cpu_flags(),
+                       forced != nullptr ? forced : "");
+}
+
+// "  oneDNN (libdnnl.so.2): runs its AVX512_CORE_BF16 kernels; SGEMM 115 GFLOPS on one thread"
+// and its checks; "" when it did not run.
+std::string onednn_text(const KernelOffer& offer) {
+  if (!offer.as_run.ran) return "";
+  const char* forced = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const auto runnable = probes::runnable_onednn_isas(probes::read_cpu_flags(), 99);
+  const auto* runs = probes::onednn_isa(offer.as_run.core);
+  const auto* best = runnable.empty() ? nullptr : probes::onednn_isa(runnable.front());
+  const bool older = runs != nullptr && best != nullptr && runs->rank < best->rank;
+  std::string out = fmt::format(
+      "  oneDNN ({}): runs its {} kernels{}{}; SGEMM {:.1f} GFLOPS on one thread\n", offer.library,
+      printable(offer.as_run.core),
+      older ? fmt::format(", older than this CPU's {}", best->name) : std::string(),
+      forced != nullptr ? fmt::format(", forced by ONEDNN_MAX_CPU_ISA={}", printable(forced))
+                        : std::string(),
+      offer.as_run.sgemm_gflops);
+  for (const auto& isa : offer.offered)
+    if (isa != offer.as_run.core) out += "  checked: " + offer.comment(isa) + "\n";
+  for (const auto& r : offer.refused) out += "  refused: " + printable(r) + "\n";
+  if (older)
+    out += "  `tune init` adds a oneDNN instruction-set knob to a study of a job that maps it\n";
+  return out;
+}
+
 std::string kernels_text(const KernelOffer& offer) {
   const probes::IsaLevel cpu = probes::cpu_isa(probes::read_cpu_flags());
   std::string out = fmt::format("Kernels\n  CPU instruction set: {}\n", probes::isa_name(cpu));
@@ -91,16 +124,17 @@ std::string kernels_text(const KernelOffer& offer) {
 
 nlohmann::json kernels_json(const KernelOffer& offer) {
   nlohmann::json checked = nlohmann::json::array();
-  for (const auto& c : offer.checked)
-    checked.push_back({{"core", c.requested},
-                       {"ran", c.ran},
-                       {"dgemm_gflops", c.dgemm_gflops},
-                       {"sgemm_gflops", c.sgemm_gflops}});
+  for (const auto& c : offer.checked) {
+    nlohmann::json one = {{"core", c.requested}, {"ran", c.ran}, {"sgemm_gflops", c.sgemm_gflops}};
+    if (c.has_double) one["dgemm_gflops"] = c.dgemm_gflops;
+    checked.push_back(std::move(one));
+  }
   return {{"cpu", probes::isa_name(probes::cpu_isa(probes::read_cpu_flags()))},
           {"library", offer.library},
           {"core", offer.as_run.ran ? nlohmann::json(offer.as_run.core) : nlohmann::json()},
           {"failure", offer.as_run.ran ? nlohmann::json() : nlohmann::json(offer.as_run.failure)},
-          {"dgemm_gflops", offer.as_run.dgemm_gflops},
+          {offer.kind == "onednn" ? "sgemm_gflops" : "dgemm_gflops",
+           offer.kind == "onednn" ? offer.as_run.sgemm_gflops : offer.as_run.dgemm_gflops},
           {"offered", offer.offered},
           {"refused", offer.refused},
           {"checked", checked}};
@@ -112,7 +146,7 @@ std::vector<Subcommand> add_probe_commands(CLI::App& app) {
   auto* probe = app.add_subcommand(
       "probe",
       "Print this machine's topology (packages, NUMA nodes, cores, caches, GPUs), its CPU's "
-      "instruction set and the OpenBLAS kernels it runs, each checked");
+      "instruction set and the OpenBLAS (and oneDNN) kernels it runs, each checked");
   set_help_footer(probe,
                   {{"tune probe", "the topology as text (read through hwloc)"},
                    {"tune probe --format json", "the same as JSON"}},
@@ -135,12 +169,15 @@ std::vector<Subcommand> add_probe_commands(CLI::App& app) {
              auto topo = probes::read_topology();
              if (!topo) throw std::runtime_error("probe: " + topo.error());
              const KernelOffer offer = this_machines_kernels();
+             const KernelOffer onednn = this_machines_onednn();
              if (*format == "json") {
                nlohmann::json out = probes::topology_to_json(*topo);
                out["kernels"] = kernels_json(offer);
+               out["onednn"] = onednn.as_run.ran ? kernels_json(onednn) : nlohmann::json();
                std::cout << out.dump(2) << '\n';
              } else {
-               std::cout << probes::format_topology_text(*topo) << kernels_text(offer);
+               std::cout << probes::format_topology_text(*topo) << kernels_text(offer)
+                         << onednn_text(onednn);
              }
              return 0;
            }}};

@@ -1,6 +1,7 @@
 // The lines of an exported script that check, on the node it runs on, that the kernel the
-// winning trial chose (a `type: kernel` parameter, OPENBLAS_CORETYPE) is still the one this
-// node's OpenBLAS runs, and that it computes right there (tune-kernel-check --expect).
+// winning trial chose (a `type: kernel` parameter: OPENBLAS_CORETYPE, or oneDNN's
+// ONEDNN_MAX_CPU_ISA) is still the one this node's library runs, and that it computes right
+// there (tune-kernel-check --expect).
 #pragma once
 
 #include <map>

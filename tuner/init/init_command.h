@@ -51,9 +51,9 @@ struct ProgramInfo {
   // What the program's --help listed (tuner/init/help_reader.h); nullopt when it was not asked
   // (--no-probe).
   std::optional<ProgramHelp> help;
-  // The OpenBLAS core types checked for the study's kernel parameter (tuner/init/init_kernels.h);
-  // nullopt when the ranks' kernels are current (or there was no probe run).
-  std::optional<KernelOffer> kernels;
+  // The kernels checked for the study's kernel parameters (tuner/init/init_kernels.h), one offer
+  // per library (OpenBLAS, oneDNN); empty when the ranks' kernels are current (or no probe run).
+  std::vector<KernelOffer> kernels;
 };
 
 // What the program is. `program` is InitCommand::program, with relative paths already made

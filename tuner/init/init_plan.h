@@ -44,8 +44,9 @@ struct InitParam {
   // (ProgramInfo::pool_defaults); written as the declaration's `default:`.
   std::optional<int> program_default;
   // A `type: kernel` parameter (tuner/init/init_kernels.h): the library its choices were checked
-  // with; "" for every other parameter.
+  // with; "" for every other parameter. `kernel_library`: its kind (openblas, onednn).
   std::string kernel_file;
+  std::string kernel_library = "openblas";
 };
 
 // The `program:` section: what the program is and starts, as the probe run saw it (the probes'

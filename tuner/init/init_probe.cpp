@@ -707,8 +707,9 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
   if (request.env_set.contains(probes::k_env_reads_env))
     out.env_reads = probes::read_env_reads(reads_dir.string());
   if (request.env_set.contains(probes::k_library_reports_env)) {
+    const auto flags = probes::read_cpu_flags();
     auto answers = probes::summarize_libraries(probes::read_library_reports(libraries_dir.string()),
-                                               probes::cpu_isa(probes::read_cpu_flags()));
+                                               probes::cpu_isa(flags), flags);
     if (!answers.empty()) out.library_answers = std::move(answers);
   }
   std::vector<std::string> real;

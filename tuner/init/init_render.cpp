@@ -61,8 +61,9 @@ std::string domain(const InitParam& p) {
     std::vector<std::string> items;
     for (const auto& c : p.choices)
       if (!std::holds_alternative<std::monostate>(c)) items.push_back(yaml_value(c));
-    return fmt::format("{{type: kernel, file: {}, choices: [{}]}}", quoted(p.kernel_file),
-                       fmt::join(items, ", "));
+    return fmt::format("{{type: kernel, {}file: {}, choices: [{}]}}",
+                       p.kernel_library == "openblas" ? "" : "library: " + p.kernel_library + ", ",
+                       quoted(p.kernel_file), fmt::join(items, ", "));
   }
   if (!p.range_type.empty()) {
     return fmt::format("{{type: {}, low: {}, high: {}{}}}", p.range_type, number(p.low),

@@ -122,8 +122,9 @@ Result<InitPlan> plan_init_study(const InitRequest& request, const InitCommand& 
     env_reads_header(*probe, catalog, plan.header);
     plan.program = program_section(program, *probe, catalog, request.program_key);
     probe_files_and_objective(request, *probe, plan);
-    if (probe->library_answers && program.kernels)
-      plan_kernel_param(plan, *probe->library_answers, *program.kernels);
+    if (probe->library_answers)
+      for (const auto& offer : program.kernels)
+        plan_kernel_param(plan, *probe->library_answers, offer);
   }
   return plan;
 }

@@ -313,21 +313,31 @@ void add_kernel_guess(const StudySpec& spec, const nlohmann::json& libraries,
                       const nlohmann::json& verdict, FirstGuess& guess) {
   const auto summary = probes::LibrariesSummary::from_json(libraries);
   if (!summary) return;
-  const probes::LibraryUse* stale = summary->stale_openblas();
-  if (stale == nullptr) return;
-  // The rank that spent the largest share of its CPU time in OpenBLAS.
   const probes::CpuTimeRead time = probes::read_cpu_time(verdict);
-  double share = 0;
-  int rank = -1;
-  for (const auto& r : time.ranks)
-    for (std::size_t i = 0; i < r.shares.size(); ++i)
-      if (r.shares[i].library == "libopenblas" &&
-          (i == 0 || r.shares[i].share >= k_kernel_time_share) && r.shares[i].share > share) {
-        share = r.shares[i].share;
+  for (const auto& k : spec.kernel_params) {
+    const probes::KernelLibrary* library = probes::kernel_library(k.library);
+    const probes::LibraryUse* stale = library ? summary->stale(library->kind) : nullptr;
+    if (stale == nullptr) continue;
+    // The rank that spent the largest share of its CPU time in the library ("libopenblas",
+    // "libdnnl": the names the CPU profile gives the files). oneDNN generates its kernels at run
+    // time: their samples land in anonymous memory ("[anon]"), counted as its own.
+    const std::string file = probes::library_name(library->default_file);
+    const auto counts = [&](const std::string& name) {
+      return name == file || (library->kind == "onednn" && name == "[anon]");
+    };
+    double share = 0;
+    int rank = -1;
+    for (const auto& r : time.ranks) {
+      double in_library = 0;
+      for (const auto& s : r.shares)
+        if (counts(s.library)) in_library += s.share;
+      const bool most = !r.shares.empty() && counts(r.shares.front().library);
+      if ((most || in_library >= k_kernel_time_share) && in_library > share) {
+        share = in_library;
         rank = r.rank;
       }
-  if (rank < 0) return;
-  for (const auto& k : spec.kernel_params) {
+    }
+    if (rank < 0) continue;
     const auto d =
         std::ranges::find_if(spec.space, [&](const auto& p) { return p.first == k.name; });
     if (d == spec.space.end()) continue;
@@ -337,17 +347,20 @@ void add_kernel_guess(const StudySpec& spec, const nlohmann::json& libraries,
       return std::holds_alternative<std::string>(v);
     });
     if (best == c->choices.end()) continue;  // nothing passed the check
+    const bool threads_changed = guess.kernel_changed ? guess.threads_changed : guess.change;
     guess.params[k.name] = *best;
-    guess.threads_changed = guess.change;
+    guess.threads_changed = threads_changed;
     guess.kernel_changed = true;
     guess.change = true;
+    const std::string cpu = stale->cpu_best.empty() ? summary->cpu : stale->cpu_best;
     std::string line = fmt::format(
-        "kernel: rank {} spent {} of its CPU time in libopenblas, which runs {} kernels{} on this "
-        "{} CPU: {} = {}, the best core type that passed the check (its speed-up is not in the "
+        "kernel: rank {} spent {} of its CPU time in {}{}, which runs {} kernels{} on this "
+        "{} CPU: {} = {}, the best {} that passed the check (its speed-up is not in the "
         "prediction)",
-        rank, pct(share), stale->core,
-        stale->forced_by.empty() ? "" : fmt::format(" ({})", stale->forced_by), summary->cpu,
-        k.name, std::get<std::string>(*best));
+        rank, pct(share), file, library->kind == "onednn" ? " and its generated code" : "",
+        stale->core.empty() ? "older" : stale->core,
+        stale->forced_by.empty() ? "" : fmt::format(" ({})", stale->forced_by), cpu, k.name,
+        std::get<std::string>(*best), library->kernel_word);
     if (guess.threads_changed) {
       guess.reasoning.push_back(std::move(line));
     } else {
@@ -357,7 +370,6 @@ void add_kernel_guess(const StudySpec& spec, const nlohmann::json& libraries,
                     std::string::npos, "the threads stay as run");
       guess.reasoning.insert(guess.reasoning.begin(), std::move(line));
     }
-    return;
   }
 }
 

@@ -55,13 +55,14 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
                                const std::map<std::string, search::ParamValue>& baseline,
                                std::optional<double> baseline_value);
 
-// The kernel part of the guess: where the baseline's ranks spent their CPU time in an OpenBLAS
-// that runs a kernel older than the CPU (or one the environment forced), by its stored
-// `probe_libraries` and its verdict's CPU time per library, and the study has a kernel
-// parameter with checked choices, the best of them (the first: choices are ordered best first)
-// is set and said; the guess then changes. "Where the time is": libopenblas is the library with
-// the most samples in some rank, or holds at least `k_kernel_time_share` of one. Nothing is
-// changed when the libraries or the CPU time were not recorded.
+// The kernel part of the guess: where the baseline's ranks spent their CPU time in a library
+// (OpenBLAS, oneDNN) that runs a kernel older than the CPU (or one the environment forced), by
+// its stored `probe_libraries` and its verdict's CPU time per library, and the study has a kernel
+// parameter of that library with checked choices, the best of them (the first: choices are
+// ordered best first) is set and said; the guess then changes. "Where the time is": the library
+// (libopenblas, libdnnl; oneDNN's generated kernels, anonymous memory, counted as its own) has
+// the most samples in some rank, or holds at least `k_kernel_time_share` of one. Nothing is changed
+// when the libraries or the CPU time were not recorded.
 inline constexpr double k_kernel_time_share = 0.2;
 void add_kernel_guess(const StudySpec& spec, const nlohmann::json& libraries,
                       const nlohmann::json& verdict, FirstGuess& guess);

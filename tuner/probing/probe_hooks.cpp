@@ -73,8 +73,9 @@ struct ProbeState {
   // thread origins, removed when the trial ends.
   std::string origins_library;
   std::filesystem::path origins_dir;
-  // The CPU's instruction set, for the libraries' reports (probes/library_report.h).
-  probes::IsaLevel cpu_isa = probes::cpu_isa(probes::read_cpu_flags());
+  // The CPU's flags and instruction set, for the libraries' reports (probes/library_report.h).
+  std::set<std::string> cpu_flags = probes::read_cpu_flags();
+  probes::IsaLevel cpu_isa = probes::cpu_isa(cpu_flags);
 };
 
 // libtune_threads.so next to the running executable or in ../lib/tune; empty when neither.
@@ -287,8 +288,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     }
     state->watchers.reset();
     if (!state->origins_dir.empty()) {
-      const auto libraries = probes::summarize_libraries(
-          probes::read_library_reports(libraries_dir(*state).string()), state->cpu_isa);
+      const auto libraries =
+          probes::summarize_libraries(probes::read_library_reports(libraries_dir(*state).string()),
+                                      state->cpu_isa, state->cpu_flags);
       if (!libraries.empty()) attrs[k_attr_probe_libraries] = libraries.to_json();
       std::error_code ec;
       std::filesystem::remove_all(state->origins_dir, ec);

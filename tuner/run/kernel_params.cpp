@@ -28,15 +28,20 @@ Result<KernelResolution> resolve_kernel_params(StudySpec& spec, const nlohmann::
     if (k.resolved) continue;
     apply_stored_kernel_choices(spec, stored);
     if (k.resolved) continue;
+    const probes::KernelLibrary* library = probes::kernel_library(k.library);
+    if (library == nullptr)
+      return std::unexpected(
+          fmt::format("kernel parameter '{}': unknown library '{}'", k.name, k.library));
     if (stored.is_object() && stored.contains(k.name))
-      return std::unexpected(fmt::format(
-          "the study's stored choices of kernel parameter '{}' are not OpenBLAS core types",
-          k.name));
-    const std::string file = k.file.empty() ? "libopenblas.so.0" : k.file;
-    const char* forced = std::getenv("OPENBLAS_CORETYPE");
+      return std::unexpected(
+          fmt::format("the study's stored choices of kernel parameter '{}' are not {} {}s", k.name,
+                      library->product, library->kernel_word));
+    const std::string file = k.file.empty() ? std::string(library->default_file) : k.file;
+    const std::string variable(library->variable);
+    const char* forced = std::getenv(variable.c_str());
     const KernelOffer offer =
-        check_openblas_kernels(file, probes::read_cpu_flags(), forced != nullptr ? forced : "",
-                               k.candidates.empty() ? 3 : k.candidates.size(), {}, k.candidates);
+        check_kernels(k.library, file, probes::read_cpu_flags(), forced != nullptr ? forced : "",
+                      k.candidates.empty() ? 3 : k.candidates.size(), {}, k.candidates);
     std::vector<search::ParamValue> choices = {std::monostate{}};
     nlohmann::json stored_choices = nlohmann::json::array();
     std::vector<std::string> said;
@@ -54,7 +59,7 @@ Result<KernelResolution> resolve_kernel_params(StudySpec& spec, const nlohmann::
         offer.as_run.ran ? offer.as_run.core : "did not run (" + offer.as_run.failure + ")";
     out.lines.push_back(fmt::format(
         "kernel parameter {}: {} runs {} here{}; checked: {}{}", k.name, file, own,
-        forced != nullptr ? fmt::format(" (OPENBLAS_CORETYPE={})", forced) : "",
+        forced != nullptr ? fmt::format(" ({}={})", variable, forced) : "",
         said.empty() ? "none better" : fmt::format("{}", fmt::join(said, "; ")),
         offer.refused.empty() ? "" : fmt::format("; refused: {}", fmt::join(offer.refused, "; "))));
   }

@@ -71,8 +71,7 @@ void apply_stored_kernel_choices(StudySpec& spec, const nlohmann::json& stored) 
     std::vector<search::ParamValue> choices = {std::monostate{}};
     bool valid = true;
     for (const auto& v : stored[k.name]) {
-      valid = valid && v.is_string() &&
-              probes::core_level(v.get<std::string>()) != probes::IsaLevel::unknown;
+      valid = valid && v.is_string() && probes::kernel_name_known(k.library, v.get<std::string>());
       if (valid) choices.push_back(v.get<std::string>());
     }
     if (!valid) continue;

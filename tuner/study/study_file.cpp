@@ -268,8 +268,8 @@ class Parser : private YamlReader {
     }
   }
 
-  // `type: kernel`: [null] alone until the study's creation checks the core types (those given,
-  // each one OpenBLAS knows, or every one the CPU runs) and adds those that pass
+  // `type: kernel`: [null] alone until the study's creation checks the library's kernels (those
+  // given, each one the library knows, or those the CPU runs) and adds those that pass
   // (StudySpec::KernelParam).
   search::Distribution kernel_param(const YAML::Node& n, const std::string& name, StudySpec& spec) {
     const std::string key = "params." + name;
@@ -277,20 +277,23 @@ class Parser : private YamlReader {
     StudySpec::KernelParam k;
     k.name = name;
     if (n["library"]) k.library = string(n["library"], key + ".library");
-    if (k.library != "openblas")
+    const probes::KernelLibrary* library = probes::kernel_library(k.library);
+    if (library == nullptr)
       fail(n["library"], key + ".library",
-           fmt::format("unknown library '{}' (openblas)", printable(k.library)));
+           fmt::format("unknown library '{}' (openblas, onednn)", printable(k.library)));
     if (n["file"]) k.file = string(n["file"], key + ".file");
     search::CategoricalDistribution c;
     c.choices.push_back(std::monostate{});
     if (const auto& ch = n["choices"]) {
-      if (!ch.IsSequence()) fail(ch, key + ".choices", "expected a list of OpenBLAS core types");
+      const std::string what = fmt::format("{} {}", library->product, library->kernel_word);
+      if (!ch.IsSequence()) fail(ch, key + ".choices", "expected a list of " + what + "s");
       for (std::size_t i = 0; i < ch.size(); ++i) {
         const std::string core = string(ch[i], key + ".choices");
-        if (probes::core_level(core) == probes::IsaLevel::unknown)
+        if (!probes::kernel_name_known(k.library, core))
           fail(ch[i], key + ".choices",
-               fmt::format("'{}' is not an OpenBLAS core type (SkylakeX, Haswell, Zen, ...)",
-                           printable(core)));
+               fmt::format("'{}' is not an {} ({})", printable(core), what,
+                           k.library == "onednn" ? "AVX2, AVX512_CORE, AVX512_CORE_BF16, ..."
+                                                 : "SkylakeX, Haswell, Zen, ..."));
         k.candidates.push_back(core);
       }
     }

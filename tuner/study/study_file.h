@@ -168,16 +168,17 @@ struct StudySpec {
   bool first_guess = true;
   std::string output;   // study output folder; default tune-out/{study}
   std::string storage;  // database URL/path; default {output}/study.db
-  // Parameters of `type: kernel` (the kernel a library runs, set through OPENBLAS_CORETYPE): in
+  // Parameters of `type: kernel` (the kernel a library runs, set through OPENBLAS_CORETYPE, or
+  // oneDNN's ONEDNN_MAX_CPU_ISA: probes::kernel_libraries): in
   // `space` as a categorical whose null leaves the variable as the environment has it (neither
   // set nor unset: the job's own kernel). Without `choices:` the core types are found when the
   // study is created, each checked numerically (tuner/run/kernel_params.h), and `space` holds
   // [null] until then.
   struct KernelParam {
     std::string name;
-    std::string library = "openblas";
-    std::string file;  // `file:` the library to check; "" = libopenblas.so.0 as ld finds it
-    std::vector<std::string> candidates;  // `choices:` the core types to check; empty: every one
+    std::string library = "openblas";  // or "onednn"
+    std::string file;  // `file:` the library to check; "" = libopenblas.so.0 (libdnnl.so.2)
+    std::vector<std::string> candidates;  // `choices:` the kernels to check; empty: the CPU's best
     bool resolved = false;                // its choices are in `space`
   };
   std::vector<KernelParam> kernel_params;

@@ -130,9 +130,9 @@ TEST(InitStudy, UnknownProgramGetsTheVariablesEveryLibraryReads) {
   InitRequest r;
   r.command = {"/opt/app/solver", "--steps", "10"};
   r.ranks = 4;
-  const auto spec = init_and_load(
-      r, ProgramInfo{"solver", "solver", {}, {}, {}, std::nullopt, std::nullopt, std::nullopt},
-      "pack:2 core:8 pu:2");
+  const auto spec =
+      init_and_load(r, ProgramInfo{"solver", "solver", {}, {}, {}, std::nullopt, std::nullopt, {}},
+                    "pack:2 core:8 pu:2");
   std::vector<std::string> env;
   for (const auto& [name, value] : spec.env) env.push_back(name);
   EXPECT_TRUE(has(env, "OMP_NUM_THREADS"));
@@ -160,8 +160,8 @@ TEST(InitStudy, NamedFlagAbsentFromTheCommandIsAppended) {
   r.knob_flags = {"nthr=torch_intra_op_threads"};
   r.throughput_regex = "img/s: ([0-9.]+)";
   r.name = "mine";
-  const auto spec = init_and_load(
-      r, ProgramInfo{"t.py", "t", {}, {}, {}, std::nullopt, std::nullopt, std::nullopt});
+  const auto spec =
+      init_and_load(r, ProgramInfo{"t.py", "t", {}, {}, {}, std::nullopt, std::nullopt, {}});
   EXPECT_EQ(spec.name, "mine");
   EXPECT_EQ(spec.command.back(), "--nthr={nthr}");
   EXPECT_EQ(spec.enqueue[0].at("nthr"), ParamValue{});
@@ -176,13 +176,11 @@ TEST(InitStudy, TheStudyNameFromAnyScriptNameIsAValidOne) {
   InitRequest r;
   r.command = {"python3", "/x/t.py"};
   r.ranks = 2;
-  ProgramInfo long_name{"t.py", std::string(5000, 'a'), {},           {},
-                        {},     std::nullopt,           std::nullopt, std::nullopt};
+  ProgramInfo long_name{"t.py", std::string(5000, 'a'), {}, {}, {}, std::nullopt, std::nullopt, {}};
   EXPECT_EQ(init_and_load(r, long_name).name, std::string(64, 'a'));
-  ProgramInfo odd{"t.py",      "tr\xc3\xa9in ing/\x01x", {}, {}, {}, std::nullopt, std::nullopt,
-                  std::nullopt};
+  ProgramInfo odd{"t.py", "tr\xc3\xa9in ing/\x01x", {}, {}, {}, std::nullopt, std::nullopt, {}};
   EXPECT_EQ(init_and_load(r, odd).name, "tr__in_ing__x");
-  ProgramInfo dots{"t.py", "..", {}, {}, {}, std::nullopt, std::nullopt, std::nullopt};
+  ProgramInfo dots{"t.py", "..", {}, {}, {}, std::nullopt, std::nullopt, {}};
   EXPECT_EQ(init_and_load(r, dots).name, "study");
 }
 

@@ -106,5 +106,66 @@ TEST_F(KernelChecks, ThisMachinesOpenBlasPassesItsOwnCore) {
   }
 }
 
+// oneDNN's instruction sets: checked with `--onednn` and ONEDNN_MAX_CPU_ISA, SGEMM alone, its
+// best, plain AVX-512 and AVX2 offered (AVX2 can be the faster on a CPU that splits AVX-512).
+TEST_F(KernelChecks, OneDnnsInstructionSetsAreCheckedBySgemmAlone) {
+  std::set<std::string> zen4 = k_avx512;
+  zen4.insert({"avx512_vnni", "avx512_bf16"});
+  const std::string script = std::string(
+      "[ \"$1\" = --onednn ] || exit 3\n"
+      "isa=${ONEDNN_MAX_CPU_ISA:-AVX512_CORE_BF16}\n"
+      "echo core $isa; echo sgemm_error 0.01\n"
+      "if [ $isa = SSE41 ]; then echo sgemm_gflops 30; else echo sgemm_gflops 90; fi; echo done\n");
+  const KernelOffer offer =
+      check_kernels("onednn", "libdnnl.so.2", zen4, "SSE41", 3, checker(script));
+  ASSERT_TRUE(offer.as_run.ran) << offer.as_run.failure;
+  EXPECT_EQ(offer.as_run.core, "SSE41");
+  EXPECT_EQ(offer.offered, (std::vector<std::string>{"AVX512_CORE_BF16", "AVX512_CORE", "AVX2"}));
+  EXPECT_EQ(offer.comment("AVX2"), "AVX2: SGEMM 3.0x, same result");
+  EXPECT_TRUE(offer.refused.empty());
+  // An instruction set this oneDNN does not know runs its own choice instead: refused.
+  const std::string old = std::string(
+      "isa=${ONEDNN_MAX_CPU_ISA:-AVX2}; [ $isa = AVX512_CORE_BF16 ] && isa=AVX512_CORE\n"
+      "echo core $isa; echo sgemm_error 0.01; echo sgemm_gflops 50; echo done\n");
+  const KernelOffer older = check_kernels("onednn", "libdnnl.so.2", zen4, "", 3, checker(old),
+                                          {"AVX512_CORE_BF16", "AVX512_CORE_AMX"});
+  EXPECT_TRUE(older.offered.empty());
+  EXPECT_EQ(older.refused, (std::vector<std::string>{
+                               "AVX512_CORE_AMX: needs AVX-512 with AMX, which this CPU lacks",
+                               "AVX512_CORE_BF16: this oneDNN does not know it (it ran "
+                               "AVX512_CORE)"}));
+}
+
+// OpenBLAS's check must print both precisions: one without DGEMM is no pass.
+TEST_F(KernelChecks, AnOpenBlasCheckWithoutDgemmDoesNotPass) {
+  const std::string script = std::string(
+      "core=${OPENBLAS_CORETYPE:-Prescott}\n"
+      "echo core $core; echo sgemm_error 0.01; echo sgemm_gflops 40; echo done\n");
+  const KernelOffer offer =
+      check_openblas_kernels("libopenblas.so.0", k_avx512, "", 3, checker(script), {"Haswell"});
+  EXPECT_TRUE(offer.offered.empty());
+  EXPECT_EQ(offer.refused, std::vector<std::string>{"Haswell: the check printed no DGEMM result"});
+}
+
+// The real check of this machine's oneDNN (Debian's libdnnl.so.2, which PyTorch maps), capped to
+// SSE4.1 as a stale module file would: it runs there, and every instruction set offered passed.
+TEST_F(KernelChecks, ThisMachinesOneDnnRunsWhatItIsCappedTo) {
+  const KernelOffer offer = check_kernels("onednn", "libdnnl.so.2", probes::read_cpu_flags(),
+                                          "SSE41", 3, TUNE_KERNEL_CHECK);
+  ASSERT_TRUE(offer.as_run.ran) << offer.as_run.failure;
+  EXPECT_EQ(offer.as_run.core, "SSE41");
+  EXPECT_FALSE(offer.as_run.has_double);
+  EXPECT_LT(offer.as_run.sgemm_error, 1.0);
+  if (probes::cpu_isa(probes::read_cpu_flags()) >= probes::IsaLevel::avx2) {
+    EXPECT_FALSE(offer.offered.empty()) << ::testing::PrintToString(offer.refused);
+  }
+  for (const auto& isa : offer.offered) {
+    const auto* c = offer.check_of(isa);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(probes::kernel_check_passes(*c));
+    EXPECT_EQ(c->core, isa);
+  }
+}
+
 }  // namespace
 }  // namespace tune::tuner

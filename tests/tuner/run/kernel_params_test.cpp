@@ -52,7 +52,35 @@ TEST(KernelParam, GivenChoicesMustBeOpenBlasCoreTypes) {
   text.replace(text.find("core: {type: kernel}"), 20, "core: {type: kernel, library: mkl}");
   const auto mkl = parse_study_spec(text, "k.yaml");
   ASSERT_FALSE(mkl);
-  EXPECT_NE(mkl.error().find("unknown library 'mkl' (openblas)"), std::string::npos) << mkl.error();
+  EXPECT_NE(mkl.error().find("unknown library 'mkl' (openblas, onednn)"), std::string::npos)
+      << mkl.error();
+}
+
+// oneDNN's parameter takes its instruction sets (ONEDNN_MAX_CPU_ISA's values), not core types,
+// and its stored choices are read as such.
+TEST(KernelParam, OneDnnsChoicesAreItsInstructionSets) {
+  std::string text = k_study;
+  text.replace(text.find("core: {type: kernel}"), 20,
+               "core: {type: kernel, library: onednn, choices: [AVX2, SkylakeX]}");
+  const auto bad = parse_study_spec(text, "k.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("'SkylakeX' is not an oneDNN instruction set"), std::string::npos)
+      << bad.error();
+  text = k_study;
+  text.replace(text.find("core: {type: kernel}"), 20,
+               "core: {type: kernel, library: onednn, choices: [avx2, AVX512_CORE]}");
+  auto spec = parse_study_spec(text, "k.yaml");
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec->kernel_params[0].library, "onednn");
+  EXPECT_EQ(spec->kernel_params[0].candidates, (std::vector<std::string>{"avx2", "AVX512_CORE"}));
+  const auto resolved = resolve_kernel_params(*spec, nlohmann::json{{"core", {"AVX2"}}});
+  ASSERT_TRUE(resolved) << resolved.error();
+  ASSERT_EQ(choices_of(*spec, "core").choices.size(), 2u);
+  auto other = parse_study_spec(text, "k.yaml");
+  const auto wrong = resolve_kernel_params(*other, nlohmann::json{{"core", {"Haswell"}}});
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().find("are not oneDNN instruction sets"), std::string::npos)
+      << wrong.error();
 }
 
 // Choices written in the file are what is checked, not what is offered unchecked.
