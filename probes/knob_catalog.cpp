@@ -142,7 +142,7 @@ class KnobCatalogParser {
     const std::string where = "pools." + name;
     check_keys(n, where,
                {"unit", "counts_caller", "busy", "env", "env_capped", "default", "default_text",
-                "includes"});
+                "includes", "libraries"});
     KnobPool p;
     p.name = name;
     p.unit = text(required(n, "unit", where), where + ".unit");
@@ -159,6 +159,7 @@ class KnobCatalogParser {
     check_expression(m["default"], where + ".default");
     p.default_text = text(required(n, "default_text", where), where + ".default_text");
     if (m["includes"]) p.includes = strings(m["includes"], where + ".includes");
+    if (m["libraries"]) p.libraries = strings(m["libraries"], where + ".libraries");
     return p;
   }
 

@@ -29,6 +29,9 @@ struct KnobPool {
   std::string default_expr;           // its size when unset: "cpuset_pus", "cores", "0"
   std::string default_text;           // what that means, for people
   std::vector<std::string> includes;  // pools that are the same threads (predicted once)
+  // The libraries its threads run in, as the CPU profile names them (probes/cpu_profile.h
+  // library_name: "libopenblas", "libgomp"): where its CPU time shows.
+  std::vector<std::string> libraries;
 };
 
 // One choice of a choice knob; `when` keeps it only on machines that have the feature

@@ -691,8 +691,16 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     time.present = true;
     time.note = g.profile->note();
     int unnumbered = 0;
+    int sampled_ranks = 0;
     for (const auto& [pid, counts] : g.cpu_samples) {
       if (any_mpi && !g.ranks.contains(pid)) continue;
+      long total = 0;
+      for (const auto& [library, n] : counts) total += n;
+      if (total > 0) {
+        ++sampled_ranks;
+        for (const auto& [library, n] : counts)
+          out.library_time[library] += static_cast<double>(n) / static_cast<double>(total);
+      }
       probes::CpuTimeRead::Rank r;
       const auto n = g.rank_numbers.find(pid);
       r.rank = n != g.rank_numbers.end() ? n->second : unnumbered++;
@@ -702,6 +710,7 @@ ProbeFindings probe_program(const std::vector<std::string>& argv, bool has_mpiru
     }
     std::ranges::sort(time.ranks, {}, &probes::CpuTimeRead::Rank::rank);
     out.cpu_time = time.line();
+    for (auto& [library, share] : out.library_time) share /= sampled_ranks;
     g.profile.reset();
   }
   if (request.env_set.contains(probes::k_env_reads_env))

@@ -181,6 +181,9 @@ struct ProbeFindings {
   // "CPU time per library: rank 0: 71% libopenblas, ..." over the probe run (per-CPU perf
   // events, probes/cpu_profile.h), or why not sampled; "" when ProbeOptions::cpu_profile is off.
   std::string cpu_time;
+  // The same per library (every library, not only the line's top ones): its mean share of the
+  // ranks' samples, 0..1. Empty when not sampled.
+  std::map<std::string, double> library_time;
   std::vector<ProbeInput> inputs;       // read from the working folder, not written
   std::vector<std::string> outputs;     // created or written there
   std::vector<ResultLine> results;      // from stdout, stderr and the outputs, best first

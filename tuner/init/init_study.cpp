@@ -12,6 +12,7 @@
 #include "tuner/init/init_header.h"
 #include "tuner/init/init_kernels.h"
 #include "tuner/init/knob_choice.h"
+#include "tuner/init/knob_order.h"
 #include "tuner/init/objective_proposal.h"
 #include "tuner/study/patterns.h"
 
@@ -125,6 +126,7 @@ Result<InitPlan> plan_init_study(const InitRequest& request, const InitCommand& 
     if (probe->library_answers)
       for (const auto& offer : program.kernels)
         plan_kernel_param(plan, *probe->library_answers, offer);
+    order_by_library_time(plan, probe->library_time, catalog);
   }
   return plan;
 }
