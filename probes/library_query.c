@@ -18,11 +18,13 @@
 // second one aborts the process, "OMP: Error #15"). C, glibc only.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "probes/library_query.h"
@@ -262,6 +264,19 @@ static void add_forcing_env(struct report* r) {
   }
 }
 
+// On a node other than tune's, the folder tune made for the trial is not there: the rank makes it
+// (and its parent, the trial's folder of thread origins), private, and that node's watcher
+// (`tune probe --watch`, probes/node_watch.h) reads the answers and removes both.
+static int make_reports_dir(void) {
+  char parent[k_path_max];
+  if (snprintf(parent, sizeof parent, "%s", reports_dir) >= (int)sizeof parent) return 0;
+  char* slash = strrchr(parent, '/');
+  if (slash == NULL || slash == parent) return 0;
+  *slash = '\0';
+  if (mkdir(parent, 0700) != 0 && errno != EEXIST) return 0;
+  return mkdir(reports_dir, 0700) == 0 || errno == EEXIST;
+}
+
 void tune_library_query_report(void) {
   if (reports_dir == NULL) return;
   static struct report r;  // one report at a time: callers are main, exit and a new thread
@@ -286,7 +301,9 @@ void tune_library_query_report(void) {
   if (snprintf(path, sizeof path, "%s/%d", reports_dir, pid) < (int)sizeof path &&
       snprintf(temporary, sizeof temporary, "%s/.%d.tmp", reports_dir, pid) <
           (int)sizeof temporary) {
-    const int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == ENOENT && make_reports_dir())
+      fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd >= 0) {
       const ssize_t written = write(fd, r.text, r.used);
       close(fd);

@@ -202,6 +202,49 @@ std::vector<ProcessLibraries> read_library_reports(const std::string& dir) {
   return out;
 }
 
+nlohmann::json library_reports_to_json(const std::vector<ProcessLibraries>& processes) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : processes) {
+    nlohmann::json libs = nlohmann::json::array();
+    for (const auto& a : p.libraries)
+      libs.push_back({{"kind", a.kind}, {"path", a.path}, {"fields", a.fields}});
+    out.push_back(
+        {{"pid", p.pid}, {"rank", p.rank}, {"exe", p.exe}, {"libraries", libs}, {"env", p.env}});
+  }
+  return out;
+}
+
+std::vector<ProcessLibraries> library_reports_from_json(const nlohmann::json& j) {
+  std::vector<ProcessLibraries> out;
+  if (!j.is_array()) return out;
+  const auto text_map = [](const nlohmann::json& m) {
+    std::map<std::string, std::string> fields;
+    if (m.is_object())
+      for (const auto& [k, v] : m.items())
+        if (v.is_string()) fields[k] = v.get<std::string>();
+    return fields;
+  };
+  for (const auto& p : j) {
+    if (out.size() >= 4096) break;
+    if (!p.is_object() || !p.contains("pid") || !p["pid"].is_number_integer()) continue;
+    ProcessLibraries one;
+    one.pid = static_cast<pid_t>(p["pid"].get<long long>());
+    one.rank = p.contains("rank") && p["rank"].is_string() ? p["rank"].get<std::string>() : "-";
+    one.exe = p.contains("exe") && p["exe"].is_string() ? p["exe"].get<std::string>() : "";
+    if (p.contains("libraries") && p["libraries"].is_array())
+      for (const auto& l : p["libraries"]) {
+        if (!l.is_object() || !l.contains("kind") || !l["kind"].is_string() ||
+            !l.contains("path") || !l["path"].is_string())
+          continue;
+        one.libraries.push_back({l["kind"].get<std::string>(), l["path"].get<std::string>(),
+                                 text_map(l.contains("fields") ? l["fields"] : nlohmann::json())});
+      }
+    if (p.contains("env")) one.env = text_map(p["env"]);
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
 const LibraryUse* LibrariesSummary::stale(std::string_view kind) const {
   for (const auto& u : libraries)
     if (u.kind == kind && (u.older_than_cpu || !u.forced_by.empty())) return &u;

@@ -43,6 +43,11 @@ struct ProcessLibraries {
 ProcessLibraries parse_library_report(std::string_view text);
 // Every report in `dir` (one file per process; files being written are skipped).
 std::vector<ProcessLibraries> read_library_reports(const std::string& dir);
+// The reports as another node's watcher sends them ([{"pid", "rank", "exe", "libraries":
+// [{"kind", "path", "fields"}], "env"}]), and back: untrusted text, so entries of the wrong shape
+// are dropped and at most 4096 processes read.
+nlohmann::json library_reports_to_json(const std::vector<ProcessLibraries>& processes);
+std::vector<ProcessLibraries> library_reports_from_json(const nlohmann::json& j);
 
 // One library over the ranks that map it.
 struct LibraryUse {

@@ -29,7 +29,10 @@ class NodeWatch {
   // Looks for the trial once (no-op once found); true when its monitor runs.
   bool look();
   // Stops the monitor and returns its Verdict::to_json(), or {"error": why} when the trial's
-  // ranks never showed up on this node.
+  // ranks never showed up on this node. Where the ranks' folder of library answers was made on
+  // this node by the ranks themselves (tune runs on another machine: its folder holds no
+  // k_origins_owner file), the answers are added as "libraries" (library_reports_to_json) and
+  // the folder removed.
   nlohmann::json finish();
 
  private:
@@ -37,6 +40,11 @@ class NodeWatch {
   std::string m_tag;
   MonitorOptions m_options;
   std::unique_ptr<TrialMonitor> m_monitor;
+  std::string m_origins_dir, m_reports_dir;  // as the ranks' environment names them
 };
+
+// The file tune writes in a trial's folder of thread origins on its own machine: a watcher that
+// finds it leaves the folder to tune.
+inline constexpr const char* k_origins_owner = ".tune-owner";
 
 }  // namespace tune::probes

@@ -253,6 +253,25 @@ TEST(LibraryQuery, TwoOpenMpRuntimesInOneProcessAreNamed) {
   EXPECT_EQ(s.verdict_clause(), "two OpenMP runtimes in one rank");
 }
 
+// On a node other than tune's the trial's folder is not there: the rank makes it (and its parent),
+// private, and writes its answers (that node's watcher reads them, probes/node_watch.h).
+TEST(LibraryQuery, ARankMakesTheFolderItsNodeLacks) {
+  const auto base =
+      std::filesystem::temp_directory_path() / ("library-remote-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(base);
+  std::filesystem::create_directories(base);
+  const auto reports = base / "tune-threads-Ab12" / "libraries";
+  const PreloadedRun run = run_preloaded({PROBES_DGEMM, "--threads", "1", "--seconds", "0.05"}, "",
+                                         {{"TUNE_LIBRARY_REPORTS", reports.string()}});
+  ASSERT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0);
+  const auto found = read_library_reports(reports.string());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].libraries.front().kind, "openblas");
+  EXPECT_EQ(std::filesystem::status(reports).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
+  std::filesystem::remove_all(base);
+}
+
 // oneDNN is asked its version and runtime, and its instruction set at exit alone (asking fixes
 // it): with ONEDNN_MAX_CPU_ISA=SSE41 it says SSE41, older than any CPU with AVX.
 TEST(LibraryQuery, AProgramsOneDnnSaysItsInstructionSetAtExit) {

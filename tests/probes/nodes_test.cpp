@@ -3,10 +3,13 @@
 // that does not take mpirun's ssh child for a rank, a node's sampler that finds the trial's
 // daemon by its tag, and node verdicts merged into one line naming the node and rank.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
+#include "probes/library_report.h"
 #include "probes/monitor.h"
 #include "probes/node_watch.h"
 #include "probes/nodes.h"
@@ -154,6 +157,63 @@ TEST(Nodes, ANodesSamplerFindsTheTrialsDaemonByItsTag) {
   src.add_process(43, 41, "trainer", {1},
                   {{"TUNE_PROBE_TAG", "t1"}, {"OMPI_COMM_WORLD_RANK", "3"}});
   EXPECT_EQ(find_tagged_launcher(src, "t1"), 41);
+}
+
+// On a node other than tune's, the ranks make the trial's folders themselves, and the node's
+// watcher sends what their libraries said with its verdict, then removes the folders; on tune's
+// own machine (namespaces as hosts: the owner file is there) it leaves them to tune.
+TEST(Nodes, ANodesWatcherSendsItsRanksLibraryAnswersAndRemovesTheirFolder) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::temp_directory_path() / ("nodes-test-" + std::to_string(::getpid()));
+  for (const bool owned : {false, true}) {
+    const fs::path origins = base / "tune-threads-Xy12ab";
+    fs::create_directories(origins / "libraries");
+    if (owned) std::ofstream(origins / k_origins_owner).flush();
+    std::ofstream(origins / "libraries" / "42")
+        << "process\t42\t2\t/usr/bin/python3.11\n"
+           "library\tonednn\t/usr/lib/x86_64-linux-gnu/libdnnl.so.2\tversion=2.6.3\tisa=0x7\n"
+           "env\tONEDNN_MAX_CPU_ISA\tAVX2\n";
+    FakeSource src(two_cores());
+    src.add_process(1, 0, "init", {0, 1});
+    src.add_process(41, 1, "orted", {1});
+    src.add_process(42, 41, "python3", {1},
+                    {{"TUNE_PROBE_TAG", "t1"},
+                     {"OMPI_COMM_WORLD_RANK", "2"},
+                     {"TUNE_THREAD_ORIGINS", origins.string()},
+                     {"TUNE_LIBRARY_REPORTS", (origins / "libraries").string()}});
+    NodeWatch watch(src, "t1");
+    ASSERT_TRUE(watch.look());
+    const auto verdict = watch.finish();
+    if (owned) {
+      EXPECT_FALSE(verdict.contains("libraries"));
+      EXPECT_TRUE(fs::exists(origins / "libraries" / "42"));
+    } else {
+      ASSERT_TRUE(verdict.contains("libraries")) << verdict.dump();
+      const auto back = library_reports_from_json(verdict["libraries"]);
+      ASSERT_EQ(back.size(), 1u);
+      EXPECT_EQ(back[0].rank, "2");
+      ASSERT_EQ(back[0].libraries.size(), 1u);
+      EXPECT_EQ(back[0].libraries[0].kind, "onednn");
+      EXPECT_EQ(back[0].libraries[0].fields.at("isa"), "0x7");
+      EXPECT_EQ(back[0].env.at("ONEDNN_MAX_CPU_ISA"), "AVX2");
+      EXPECT_FALSE(fs::exists(origins));
+    }
+    fs::remove_all(base);
+  }
+}
+
+// What another node sends is untrusted: entries of the wrong shape are dropped, not trusted.
+TEST(Nodes, LibraryAnswersFromAnotherNodeOfTheWrongShapeAreDropped) {
+  const auto back = library_reports_from_json(nlohmann::json::parse(
+      R"([{"pid": "x"}, 7, {"pid": 5, "rank": 3, "libraries": [{"kind": 1}, {"kind": "openmp",
+      "path": "/l/libgomp.so.1", "fields": {"threads": "2", "bad": []}}], "env": {"A": 1}}])"));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].pid, 5);
+  EXPECT_EQ(back[0].rank, "-");
+  ASSERT_EQ(back[0].libraries.size(), 1u);
+  EXPECT_EQ(back[0].libraries[0].fields, (std::map<std::string, std::string>{{"threads", "2"}}));
+  EXPECT_TRUE(back[0].env.empty());
+  EXPECT_TRUE(library_reports_from_json(nlohmann::json::object()).empty());
 }
 
 nlohmann::json node_verdict(bool over, const std::string& diagnosis) {

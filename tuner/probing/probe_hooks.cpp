@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "probes/knob_catalog.h"
@@ -73,6 +75,8 @@ struct ProbeState {
   // thread origins, removed when the trial ends.
   std::string origins_library;
   std::filesystem::path origins_dir;
+  // What the ranks on other machines' nodes said of their libraries (their watchers send it).
+  std::vector<probes::ProcessLibraries> remote_libraries;
   // The CPU's flags and instruction set, for the libraries' reports (probes/library_report.h).
   std::set<std::string> cpu_flags = probes::read_cpu_flags();
   probes::IsaLevel cpu_isa = probes::cpu_isa(cpu_flags);
@@ -109,9 +113,11 @@ void preload_origins(ProbeState& state, RenderedLaunch& launch) {
   }
   launch.env_set["LD_PRELOAD"] = preload;
   launch.env_set[probes::k_thread_origins_env] = state.origins_dir.string();
-  // The same library asks each process's BLAS and OpenMP what they run (library_report.h).
+  // The same library asks each process's BLAS and OpenMP what they run (library_report.h). The
+  // owner file tells a watcher on this machine (namespaces) that the folder is tune's to read.
   if (std::filesystem::create_directory(libraries_dir(state), ec))
     launch.env_set[probes::k_library_reports_env] = libraries_dir(state).string();
+  std::ofstream(state.origins_dir / probes::k_origins_owner).flush();
 }
 
 // A predicted oversubscription skips a trial (constrain: true) only once this many trials have
@@ -193,6 +199,12 @@ nlohmann::json node_verdicts(ProbeState& state) {
   if (state.watchers) {
     for (auto& o : state.watchers->collect()) {
       if (!machine.empty() && o.machine == machine) beside.push_back(o.host);
+      // What the libraries of that node's ranks said: kept apart from the stored verdict.
+      if (o.verdict && o.verdict->is_object() && o.verdict->contains("libraries")) {
+        for (auto& p : probes::library_reports_from_json((*o.verdict)["libraries"]))
+          state.remote_libraries.push_back(std::move(p));
+        o.verdict->erase("libraries");
+      }
       seen.push_back(std::move(o));
     }
   }
@@ -288,9 +300,10 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
     }
     state->watchers.reset();
     if (!state->origins_dir.empty()) {
-      const auto libraries =
-          probes::summarize_libraries(probes::read_library_reports(libraries_dir(*state).string()),
-                                      state->cpu_isa, state->cpu_flags);
+      auto reports = probes::read_library_reports(libraries_dir(*state).string());
+      std::ranges::move(state->remote_libraries, std::back_inserter(reports));
+      state->remote_libraries.clear();
+      const auto libraries = probes::summarize_libraries(reports, state->cpu_isa, state->cpu_flags);
       if (!libraries.empty()) attrs[k_attr_probe_libraries] = libraries.to_json();
       std::error_code ec;
       std::filesystem::remove_all(state->origins_dir, ec);
