@@ -22,6 +22,7 @@ not report it. A grid recorded before has neither key.
 """
 import itertools
 import json
+import math
 import os
 import sqlite3
 import statistics
@@ -210,6 +211,64 @@ class Grid:
         """[(params, round, verdict summary)] over every point and round that has one."""
         return [(p["params"], r, v) for p in self.data["points"]
                 for r, v in enumerate(p.get("verdicts") or []) if isinstance(v, dict)]
+
+    def setting_verdicts(self):
+        """The verdicts judged per setting instead of per run, over the recorded rounds: a point is
+        flagged when most of its rounds' verdicts were; it is slowed when its comparable point
+        (the fastest of those its rounds' verdicts were measured against: the same but for
+        smaller pools) is better by the medians' log ratio beyond 1.96 standard errors of the
+        job's own run noise (the runs' log spread pooled over every point, as tune's noise model
+        pools repeated settings). A single run's lead over another single run is no longer the
+        label, so a slow round of a setting no longer counts as contention. [{"params",
+        "flagged", "slowed", "ratio"}]; empty for a grid without scored verdicts."""
+        points = self.data["points"]
+        ss, df = 0.0, 0
+        for p in points:
+            logs = [math.log(x) for x in p["runs"] if isinstance(x, (int, float)) and x > 0]
+            if len(logs) > 1:
+                m = sum(logs) / len(logs)
+                ss += sum((x - m) ** 2 for x in logs)
+                df += len(logs) - 1
+        if df == 0:
+            return []
+        sigma = math.sqrt(ss / df)
+        where = {}  # (round, trial number) -> point index
+        for i, p in enumerate(points):
+            for r, v in enumerate(p.get("verdicts") or []):
+                if isinstance(v, dict) and isinstance(v.get("trial"), int):
+                    where[(r, v["trial"])] = i
+
+        def mean_log(p):
+            logs = [math.log(x) for x in p["runs"] if isinstance(x, (int, float)) and x > 0]
+            return (sum(logs) / len(logs), len(logs)) if logs else (None, 0)
+
+        out = []
+        for i, p in enumerate(points):
+            rounds = [(r, v) for r, v in enumerate(p.get("verdicts") or []) if isinstance(v, dict)
+                      and isinstance(v.get("flagged"), bool)]
+            comparable = {where.get((r, v["against"])) for r, v in rounds
+                          if isinstance(v.get("against"), int) and v["against"] >= 0}
+            comparable.discard(None)
+            comparable.discard(i)
+            mine, n_mine = mean_log(p)
+            if not rounds or not comparable or mine is None:
+                continue
+            best = None
+            for c in comparable:
+                theirs, n_theirs = mean_log(points[c])
+                if theirs is None:
+                    continue
+                lead = (theirs - mine) if self.maximize else (mine - theirs)
+                if best is None or lead > best[0]:
+                    best = (lead, n_theirs)
+            if best is None:
+                continue
+            lead, n_theirs = best
+            se = sigma * math.sqrt(1 / n_mine + 1 / n_theirs)
+            out.append({"params": p["params"],
+                        "flagged": 2 * sum(v["flagged"] for _, v in rounds) > len(rounds),
+                        "slowed": lead - 1.96 * se > 0, "ratio": math.exp(lead)})
+        return out
 
     def labelled_waits(self):
         """[(main_wait_share, slowed)] of the point verdicts that have both: what a wait

@@ -308,6 +308,19 @@ def verdict_row(grid):
     return {"recorded": True, "pooled": q, "text": text}
 
 
+def setting_row(grid):
+    """The verdicts per setting (grids.Grid.setting_verdicts): counts and a line."""
+    judged = grid.setting_verdicts()
+    counts = dict(zip(grids.CONFUSION, [0, 0, 0, 0]))
+    for s in judged:
+        k = (0 if s["slowed"] else 1) if s["flagged"] else (2 if s["slowed"] else 3)
+        counts[grids.CONFUSION[k]] += 1
+    text = ("by setting: " + quality_text(counts["true_positive"], counts["false_positive"],
+                                          counts["false_negative"])
+            + f", {len(judged)} setting(s) scored" if judged else "by setting: none scored")
+    return {"counts": counts, "settings": len(judged), "text": text}
+
+
 def confusion(points, threshold):
     """(tp, fp, fn, tn) of flagging a point when its wait share is at least the threshold."""
     counts = [0, 0, 0, 0]
@@ -385,6 +398,8 @@ def threshold_lines(check):
 
 def replay_grid(a, grid, grid_path, folder):
     verdicts = verdict_row(grid)
+    if verdicts["recorded"]:
+        verdicts["by_setting"] = setting_row(grid)
     if a.verdicts_only:
         return {"job": label(grid, grid_path), "grid": grid_path, "points": grid.size(),
                 "verdicts": verdicts}
@@ -577,6 +592,10 @@ def main():
           "pooled over the recorded rounds):")
     for r in rows:
         print(f"  {r['job']}: {r['verdicts']['text']}")
+        if r["verdicts"].get("by_setting"):
+            print(f"    {r['verdicts']['by_setting']['text']}")
+    print("  (by setting: a point flagged in most of its rounds, slowed when its comparable "
+          "point's median leads beyond 1.96 standard errors of the job's pooled run noise)")
     check = threshold_check(loaded)
     print()
     print("\n".join(threshold_lines(check)))
