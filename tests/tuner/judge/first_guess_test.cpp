@@ -313,5 +313,67 @@ enqueue:
   EXPECT_FALSE(current.change);
 }
 
+// oneDNN capped below the CPU: its generated kernels' samples ("[anon]") count as its time, so a
+// rank whose time is in those and libdnnl gets the best checked instruction set; an OpenBLAS
+// kernel parameter of the same study is left alone when OpenBLAS is current.
+TEST(FirstGuess, TheBestCheckedOneDnnInstructionSetWhereTheTimeIsInItsGeneratedCode) {
+  auto spec = spec_of(R"(name: k
+command: [sh, -c, 'echo x: 1']
+objective: {regex: 'x: ([0-9.]+)'}
+env: {ONEDNN_MAX_CPU_ISA: '{isa}', OPENBLAS_CORETYPE: '{core}'}
+params:
+  isa: {type: kernel, library: onednn}
+  core: {type: kernel}
+enqueue:
+  - {isa: null, core: null}
+)");
+  apply_stored_kernel_choices(spec, {{"isa", {"AVX512_CORE_BF16", "AVX2"}}, {"core", {"Zen"}}});
+  const nlohmann::json libraries = {{"cpu", "AVX-512"},
+                                    {"ranks", 2},
+                                    {"forcing_env", {{"ONEDNN_MAX_CPU_ISA", "SSE41"}}},
+                                    {"notes", nlohmann::json::array()},
+                                    {"libraries",
+                                     {{{"kind", "onednn"},
+                                       {"name", "oneDNN 2.6.3"},
+                                       {"path", "/usr/lib/libdnnl.so.2"},
+                                       {"core", "SSE41"},
+                                       {"cpu_best", "AVX512_CORE_BF16"},
+                                       {"ranks", 2},
+                                       {"older_than_cpu", true},
+                                       {"forced_by", "ONEDNN_MAX_CPU_ISA=SSE41"},
+                                       {"text", "oneDNN 2.6.3 runs its SSE41 kernels"}},
+                                      {{"kind", "openblas"},
+                                       {"name", "OpenBLAS 0.3.21"},
+                                       {"path", "/usr/lib/libopenblas.so.0"},
+                                       {"core", "Cooperlake"},
+                                       {"ranks", 2},
+                                       {"older_than_cpu", false},
+                                       {"forced_by", ""},
+                                       {"text", "OpenBLAS 0.3.21 runs its Cooperlake kernels"}}}}};
+  const nlohmann::json time = {{"schema_version", 3},
+                               {"cpu_time", {{"hz", 99}, {"samples", 200}, {"note", ""}}},
+                               {"ranks",
+                                {{{"rank", 1},
+                                  {"cpu_samples", 100},
+                                  {"cpu_libraries",
+                                   {{{"library", "[anon]"}, {"share", 0.5}, {"samples", 50}},
+                                    {{"library", "python3.11"}, {"share", 0.3}, {"samples", 30}},
+                                    {{"library", "libdnnl"}, {"share", 0.12}, {"samples", 12}},
+                                    {{"library", "other"}, {"share", 0.08}, {"samples", 8}}}}}}}};
+  FirstGuess g;
+  g.params = {{"isa", ParamValue{}}, {"core", ParamValue{}}};
+  add_kernel_guess(spec, libraries, time, g);
+  ASSERT_TRUE(g.change);
+  EXPECT_EQ(std::get<std::string>(g.params.at("isa")), "AVX512_CORE_BF16");
+  EXPECT_EQ(g.params.at("core"), ParamValue{});
+  ASSERT_EQ(g.reasoning.size(), 1u);
+  EXPECT_EQ(
+      g.reasoning[0],
+      "kernel: rank 1 spent 62% of its CPU time in libdnnl and its generated code, which runs "
+      "SSE41 kernels (ONEDNN_MAX_CPU_ISA=SSE41) on this AVX512_CORE_BF16 CPU: isa = "
+      "AVX512_CORE_BF16, the best instruction set that passed the check (its speed-up is "
+      "not in the prediction)");
+}
+
 }  // namespace
 }  // namespace tune::tuner
