@@ -12,13 +12,6 @@ namespace tune::probes {
 
 namespace {
 
-bool same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool has_all(const std::set<std::string>& flags, const std::vector<std::string_view>& needed) {
   return std::ranges::all_of(needed,
                              [&](std::string_view f) { return flags.contains(std::string(f)); });
@@ -30,6 +23,13 @@ constexpr std::string_view k_offered[] = {"Cooperlake",  "SkylakeX", "Zen",   "H
                                           "Sandybridge", "Nehalem",  "Core2", "Prescott"};
 
 }  // namespace
+
+bool same_kernel_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
 
 std::string isa_name(IsaLevel level) {
   switch (level) {
@@ -110,7 +110,7 @@ const std::vector<CoreType>& openblas_core_types() {
 
 IsaLevel core_level(std::string_view core) {
   for (const CoreType& t : openblas_core_types())
-    if (same_name(t.name, core)) return t.level;
+    if (same_kernel_name(t.name, core)) return t.level;
   return IsaLevel::unknown;
 }
 
@@ -177,7 +177,7 @@ KernelCheck parse_kernel_check(std::string_view output) {
 
 bool kernel_check_passes(const KernelCheck& check) {
   if (!check.ran) return false;
-  if (!check.requested.empty() && !same_name(check.requested, check.core)) return false;
+  if (!check.requested.empty() && !same_kernel_name(check.requested, check.core)) return false;
   return (!check.has_double || (check.dgemm_error <= 1.0 && check.dgemm_gflops > 0)) &&
          check.sgemm_error <= 1.0 && check.sgemm_gflops > 0;
 }

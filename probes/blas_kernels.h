@@ -16,6 +16,9 @@ namespace tune::probes {
 enum class IsaLevel { unknown = 0, sse3, ssse3, sse4_2, avx, avx2, avx512 };
 std::string isa_name(IsaLevel level);  // "SSE3" ... "AVX-512"
 
+// Whether two kernel names are the same but for case (the libraries read them in any case).
+bool same_kernel_name(std::string_view a, std::string_view b);
+
 // The CPU's flags (/proc/cpuinfo's first "flags" line); empty when unreadable.
 std::set<std::string> read_cpu_flags();
 IsaLevel cpu_isa(const std::set<std::string>& flags);

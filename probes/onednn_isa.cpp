@@ -1,18 +1,12 @@
 #include "probes/onednn_isa.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "probes/blas_kernels.h"
 
 namespace tune::probes {
 
 namespace {
-
-bool same_name(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::toupper(static_cast<unsigned char>(x)) ==
-                  std::toupper(static_cast<unsigned char>(y));
-         });
-}
 
 // dnnl_cpu_isa_t's values (oneDNN's include/oneapi/dnnl/dnnl_types.h): the same in 2.x and 3.x
 // but for AMX (0x3e7 in 2.x, 0xfe7 in 3.x); AVX512_CORE_FP16 is 3.x's.
@@ -69,7 +63,7 @@ const std::vector<OnednnIsa>& onednn_isas() {
 
 const OnednnIsa* onednn_isa(std::string_view name) {
   for (const OnednnIsa& i : onednn_isas())
-    if (same_name(i.name, name)) return &i;
+    if (same_kernel_name(i.name, name)) return &i;
   return nullptr;
 }
 

@@ -65,6 +65,20 @@ KernelOffer this_machines_kernels() {
                                 forced != nullptr ? forced : "");
 }
 
+// The kernels checked besides the one the library runs, those refused, and init's part.
+std::string checks_text(const KernelOffer& offer, bool older) {
+  const probes::KernelLibrary& library = *probes::kernel_library(offer.kind);
+  std::string out;
+  for (const auto& core : offer.offered)
+    if (core != offer.as_run.core) out += "  checked: " + offer.comment(core) + "\n";
+  for (const auto& r : offer.refused) out += "  refused: " + printable(r) + "\n";
+  if (older)
+    out += fmt::format("  `tune init` adds {} {} {} knob to a study of a job that maps it\n",
+                       library.kind == "onednn" ? "a" : "an", library.product,
+                       library.kind == "onednn" ? "instruction-set" : "core-type");
+  return out;
+}
+
 // oneDNN as PyTorch here would map it (libdnnl.so.2, this environment's ONEDNN_MAX_CPU_ISA),
 // checked the same way; not run (no library) when it is not installed.
 KernelOffer this_machines_onednn() {
@@ -89,12 +103,7 @@ std::string onednn_text(const KernelOffer& offer) {
       forced != nullptr ? fmt::format(", forced by ONEDNN_MAX_CPU_ISA={}", printable(forced))
                         : std::string(),
       offer.as_run.sgemm_gflops);
-  for (const auto& isa : offer.offered)
-    if (isa != offer.as_run.core) out += "  checked: " + offer.comment(isa) + "\n";
-  for (const auto& r : offer.refused) out += "  refused: " + printable(r) + "\n";
-  if (older)
-    out += "  `tune init` adds a oneDNN instruction-set knob to a study of a job that maps it\n";
-  return out;
+  return out + checks_text(offer, older);
 }
 
 std::string kernels_text(const KernelOffer& offer) {
@@ -114,12 +123,7 @@ std::string kernels_text(const KernelOffer& offer) {
       offer.library, printable(offer.as_run.core), probes::isa_name(level),
       older ? fmt::format(", older than this CPU's {}", probes::isa_name(cpu)) : std::string(), by,
       offer.as_run.dgemm_gflops);
-  for (const auto& core : offer.offered)
-    if (core != offer.as_run.core) out += "  checked: " + offer.comment(core) + "\n";
-  for (const auto& r : offer.refused) out += "  refused: " + printable(r) + "\n";
-  if (older)
-    out += "  `tune init` adds an OpenBLAS core-type knob to a study of a job that maps it\n";
-  return out;
+  return out + checks_text(offer, older);
 }
 
 nlohmann::json kernels_json(const KernelOffer& offer) {
