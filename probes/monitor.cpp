@@ -604,14 +604,18 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
         << (hot->max_threads == 1 ? " thread, " : " threads, ") << fixed1(hot->mean_runnable)
         << " runnable";
   } else {
-    d << v.ranks.size() << (v.ranks.size() == 1 ? " rank" : " ranks") << " at ";
-    std::string sep;
-    for (const RankVerdict& r : v.ranks) {
-      d << sep << pct(r.mean_cpu_pct);
-      sep = "/";
+    if (v.ranks.empty()) {
+      // A command whose processes the samples never caught (it ended first: /bin/cat).
+      d << "no rank was sampled";
+    } else {
+      d << v.ranks.size() << (v.ranks.size() == 1 ? " rank" : " ranks") << " at ";
+      std::string sep;
+      for (const RankVerdict& r : v.ranks) {
+        d << sep << pct(r.mean_cpu_pct);
+        sep = "/";
+      }
+      d << " CPU (useful " << pct(v.ranks.front().useful_cpu_pct) << " each)";
     }
-    d << " CPU";
-    if (!v.ranks.empty()) d << " (useful " << pct(v.ranks.front().useful_cpu_pct) << " each)";
     const double sustained =
         v.sustained.loads.empty() ? v.mean_runnable : v.sustained.loads.front().median_runnable;
     d << "; " << fixed1(sustained) << " runnable threads on " << v.pus

@@ -94,6 +94,21 @@ TEST(Monitor, WellSetTreeIsNotFlaggedAndVerdictsDiffer) {
             "involuntary switches/s");
 }
 
+// A command whose processes ended before a sample caught them (/bin/cat) has no rank: the
+// verdict says so instead of "0 ranks at  CPU".
+TEST(Monitor, ACommandWhoseRanksWereNeverSampledSaysSo) {
+  Scene s(1, {0}, {1});
+  s.src.remove_process(101);
+  s.src.remove_process(102);
+  TrialMonitor m(s.src, 100);
+  m.sample_once();
+  s.src.advance(0.2);
+  m.sample_once();
+  const Verdict v = m.verdict();
+  EXPECT_TRUE(v.ranks.empty());
+  EXPECT_EQ(v.diagnosis.rfind("ok: no rank was sampled; ", 0), 0u) << v.diagnosis;
+}
+
 // A rank first sampled between mpirun's fork and its binding last ran on mpirun's PU 0, and ran
 // there a few milliseconds more: no sign that the bound rank runs outside its cpuset (hpcc's
 // bound trials said so nearly every time). Where a rank runs for real is weighed by CPU time.

@@ -480,7 +480,7 @@ std::string best_rule_line(const StudyNoise& noise) {
   std::string line = fmt::format("best #{} vs best rule #{} ({}): {}", lead.best, lead.other, names,
                                  lead_text(lead));
   if (lead.verdict != NoiseVerdict::beyond)
-    line += fmt::format("; no better than rule {} shown", names);
+    line += fmt::format("; not shown to beat rule {}", names);
   return line;
 }
 

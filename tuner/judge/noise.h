@@ -121,7 +121,7 @@ std::string best_rule_line(const StudyNoise& noise);
 std::string noise_verdict_text(const StudyNoise& noise);
 // noise_text; "best #3 vs baseline #0: " + lead_text, and so for the runner-up (one line when
 // the baseline is the runner-up: "best #3 vs baseline #0 (also the runner-up): ...") and the
-// best rule ("best #3 vs best rule #2 (torchrun): ..., no better than rule torchrun" when the
+// best rule ("best #3 vs best rule #2 (torchrun): ...; not shown to beat rule torchrun" when the
 // lead is not beyond the noise; "the best #2 is rule torchrun's setting" when it is); then the
 // conclusion.
 std::vector<std::string> noise_lines(const StudyNoise& noise);

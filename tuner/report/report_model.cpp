@@ -393,7 +393,7 @@ void estimate_speedups(search::Direction direction, ReportData& data) {
     if (data.rule_speedup && data.rule_speedup->verdict != NoiseVerdict::beyond && data.best &&
         data.best->number != data.best_rule->number)
       data.rule_speedup->note +=
-          fmt::format("; no better than rule {} shown", fmt::join(data.best_rule->rules, ", "));
+          fmt::format("; the best rule: {}", fmt::join(data.best_rule->rules, ", "));
   }
 }
 
