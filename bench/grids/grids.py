@@ -13,7 +13,10 @@ Since 2026-12-07 (VERDICTS_SINCE) a grid also scores the verdicts per round: a p
 (its number in the round's study), "flagged" (the observed verdict, `observed_oversubscribed`;
 null without one), "main_wait_share", "helper_wait_share" (the ranks' own threads' and their
 helpers' share of their runnable time spent waiting for a CPU, the verdict's `sustained` record;
-null where not measured)}, plus {"slowed", "against", "ratio"} once tune report's per-trial JSON
+null where not measured), and, in grids recorded since 2026-12-07's second session,
+"cpu_libraries" (the ranks' mean share of their CPU samples per library, 1% or more),
+"duty_cycles" and "nonvoluntary_per_s" (null where the verdict holds none)}, plus {"slowed",
+"against", "ratio"} once tune report's per-trial JSON
 carries the verdict's cost (judge/verdict_cost.h; slowed null: not scored); and
 `verdict_quality`, one per round: `tune report --format json`'s object for the round's study
 ({"trials" (scored), "unscored", "true_positive", "false_positive", "false_negative",

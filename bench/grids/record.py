@@ -154,18 +154,43 @@ def number(v):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def where_time_went(verdict):
+    """(cpu_libraries, duty, switches): the ranks' mean share of their CPU samples per library
+    (those of 1% or more, from each rank's `cpu_libraries`), the thread groups' duty cycles
+    ({group: {"threads", "cpu", "runnable"}}) and the involuntary switches per second, from a
+    stored probe_verdict; None for what it does not hold. What a verdict that weighs where the
+    queue's time went (spin in libgomp or libtbb, or work) is fitted on."""
+    if not isinstance(verdict, dict):
+        return None, None, None
+    totals, ranks = {}, 0
+    for r in verdict.get("ranks") or []:
+        shares = r.get("cpu_libraries") if isinstance(r, dict) else None
+        if not isinstance(shares, list) or not shares:
+            continue
+        ranks += 1
+        for s in shares:
+            if isinstance(s, dict) and isinstance(s.get("library"), str) and number(s.get("share")):
+                totals[s["library"]] = totals.get(s["library"], 0.0) + s["share"]
+    libraries = ({k: round(v / ranks, 3) for k, v in sorted(totals.items()) if v / ranks >= 0.01}
+                 if ranks else None)
+    duty = verdict.get("duty_cycles") if isinstance(verdict.get("duty_cycles"), dict) else None
+    return libraries, duty, number(verdict.get("nonvoluntary_per_s"))
+
+
 def verdict_summary(trial, reported):
     """A point's verdict in one round (a grid file's `points[].verdicts[r]`, grids.py): the trial,
-    flagged (the observed verdict; None without one), the wait shares, and, when the report's
-    trial carries the verdict's cost (`verdict_cost`, judge/verdict_cost.h), slowed (None: no
-    comparable trial or not judged, as tune report scores it), the comparable trial it was judged
-    against and its ratio."""
+    flagged (the observed verdict; None without one), the wait shares, where the ranks' CPU time
+    went (where_time_went) and, when the report's trial carries the verdict's cost
+    (`verdict_cost`, judge/verdict_cost.h), slowed (None: no comparable trial or not judged, as
+    tune report scores it), the comparable trial it was judged against and its ratio."""
     verdict = trial["system"].get("probe_verdict")
     flagged = verdict.get("observed_oversubscribed") if isinstance(verdict, dict) else None
     main, helper = wait_shares(verdict)
+    libraries, duty, switches = where_time_went(verdict)
     out = {"trial": trial["number"],
            "flagged": flagged if isinstance(flagged, bool) else None,
-           "main_wait_share": main, "helper_wait_share": helper}
+           "main_wait_share": main, "helper_wait_share": helper,
+           "cpu_libraries": libraries, "duty_cycles": duty, "nonvoluntary_per_s": switches}
     if reported and "verdict_cost" in reported:
         cost = reported["verdict_cost"]
         scored = (isinstance(cost, dict) and isinstance(cost.get("against"), int)

@@ -74,8 +74,8 @@ std::pair<std::vector<std::string>, std::vector<std::string>> candidates_of(
           lacking.push_back(fmt::format("{}: needs {}, which this CPU lacks", o, isa->text));
       return {out, lacking};
     }
-    // Its best, plain AVX-512 and the best AVX2 one: AVX2 kernels can beat AVX-512 ones on a
-    // CPU that splits 512-bit instructions (Zen 4).
+    // Its best, plain AVX-512 and the best AVX2 one: the newest is not always the fastest (a
+    // CPU that lowers its clock under 512-bit instructions, or splits them).
     const auto add_first = [&](auto&& pick) {
       for (const auto& isa : runnable)
         if (pick(*probes::onednn_isa(isa))) {
