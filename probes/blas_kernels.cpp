@@ -127,8 +127,18 @@ std::vector<std::string> runnable_core_types(const std::set<std::string>& flags)
 
 const std::vector<KernelLibrary>& kernel_libraries() {
   static const std::vector<KernelLibrary> libraries = {
-      {"openblas", "OpenBLAS", "OPENBLAS_CORETYPE", "libopenblas.so.0", "core type"},
-      {"onednn", "oneDNN", "ONEDNN_MAX_CPU_ISA", "libdnnl.so.2", "instruction set"},
+      {"openblas",
+       "OpenBLAS",
+       "OPENBLAS_CORETYPE",
+       "libopenblas.so.0",
+       "core type",
+       {"libopenblas"}},
+      {"onednn",
+       "oneDNN",
+       "ONEDNN_MAX_CPU_ISA",
+       "libdnnl.so.2",
+       "instruction set",
+       {"libdnnl", "[anon]"}},
   };
   return libraries;
 }

@@ -43,6 +43,9 @@ struct KernelLibrary {
   std::string_view variable;      // "OPENBLAS_CORETYPE", "ONEDNN_MAX_CPU_ISA"
   std::string_view default_file;  // "libopenblas.so.0", "libdnnl.so.2"
   std::string_view kernel_word;   // "core type", "instruction set"
+  // The names the CPU profile gives its time (probes/cpu_profile.h library_name): oneDNN
+  // generates its kernels at run time, so their samples land in anonymous memory, "[anon]".
+  std::vector<std::string_view> profile_names;
 };
 const std::vector<KernelLibrary>& kernel_libraries();
 const KernelLibrary* kernel_library(std::string_view kind);  // nullptr: not one of them

@@ -97,9 +97,7 @@ void onednn_use(const LibraryAnswer& a, const std::set<std::string>& flags,
   const auto runnable =
       flags.empty() ? std::vector<std::string>{} : runnable_onednn_isas(flags, major);
   if (!runnable.empty()) u.cpu_best = runnable.front();
-  const OnednnIsa* runs = onednn_isa(u.core);
-  const OnednnIsa* best = onednn_isa(u.cpu_best);
-  u.older_than_cpu = runs != nullptr && best != nullptr && runs->rank < best->rank;
+  u.older_than_cpu = onednn_isa_below(u.core, u.cpu_best);
   for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
     if (const auto it = env.find(name); it != env.end() && u.forced_by.empty())
       u.forced_by = std::string(name) + "=" + it->second;

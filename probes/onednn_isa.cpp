@@ -67,6 +67,12 @@ const OnednnIsa* onednn_isa(std::string_view name) {
   return nullptr;
 }
 
+bool onednn_isa_below(std::string_view isa, std::string_view best) {
+  const OnednnIsa* a = onednn_isa(isa);
+  const OnednnIsa* b = onednn_isa(best);
+  return a != nullptr && b != nullptr && a->rank < b->rank;
+}
+
 std::string onednn_isa_of_code(unsigned code, int major) {
   for (const Code& c : k_codes)
     if (c.code == code && major >= c.from_major && major <= c.to_major) return std::string(c.name);

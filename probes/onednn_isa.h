@@ -23,6 +23,8 @@ const std::vector<OnednnIsa>& onednn_isas();
 const OnednnIsa* onednn_isa(std::string_view name);
 // The name of dnnl_get_effective_cpu_isa's answer under oneDNN `major` ("" when not a known code).
 std::string onednn_isa_of_code(unsigned code, int major);
+// Whether `isa` is an older instruction set than `best` (both known; false otherwise).
+bool onednn_isa_below(std::string_view isa, std::string_view best);
 // The instruction sets this CPU runs that oneDNN `major` knows, best first.
 std::vector<std::string> runnable_onednn_isas(const std::set<std::string>& flags, int major);
 

@@ -93,13 +93,12 @@ std::string onednn_text(const KernelOffer& offer) {
   if (!offer.as_run.ran) return "";
   const char* forced = std::getenv("ONEDNN_MAX_CPU_ISA");
   const auto runnable = probes::runnable_onednn_isas(probes::read_cpu_flags(), 99);
-  const auto* runs = probes::onednn_isa(offer.as_run.core);
-  const auto* best = runnable.empty() ? nullptr : probes::onednn_isa(runnable.front());
-  const bool older = runs != nullptr && best != nullptr && runs->rank < best->rank;
+  const std::string best = runnable.empty() ? "" : runnable.front();
+  const bool older = probes::onednn_isa_below(offer.as_run.core, best);
   std::string out = fmt::format(
       "  oneDNN ({}): runs its {} kernels{}{}; SGEMM {:.1f} GFLOPS on one thread\n", offer.library,
       printable(offer.as_run.core),
-      older ? fmt::format(", older than this CPU's {}", best->name) : std::string(),
+      older ? fmt::format(", older than this CPU's {}", best) : std::string(),
       forced != nullptr ? fmt::format(", forced by ONEDNN_MAX_CPU_ISA={}", printable(forced))
                         : std::string(),
       offer.as_run.sgemm_gflops);

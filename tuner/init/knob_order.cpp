@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "probes/blas_kernels.h"
-#include "probes/cpu_profile.h"
 
 namespace tune::tuner {
 
@@ -18,10 +17,8 @@ namespace {
 std::set<std::string> libraries_of(const InitParam& p, const probes::KnobCatalog& catalog) {
   std::set<std::string> out;
   if (!p.kernel_file.empty()) {
-    if (const auto* library = probes::kernel_library(p.kernel_library)) {
-      out.insert(probes::library_name(library->default_file));
-      if (library->kind == "onednn") out.insert("[anon]");
-    }
+    if (const auto* library = probes::kernel_library(p.kernel_library))
+      out.insert(library->profile_names.begin(), library->profile_names.end());
     return out;
   }
   const probes::Knob* knob = catalog.find(p.knob);

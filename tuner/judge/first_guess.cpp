@@ -318,12 +318,11 @@ void add_kernel_guess(const StudySpec& spec, const nlohmann::json& libraries,
     const probes::KernelLibrary* library = probes::kernel_library(k.library);
     const probes::LibraryUse* stale = library ? summary->stale(library->kind) : nullptr;
     if (stale == nullptr) continue;
-    // The rank that spent the largest share of its CPU time in the library ("libopenblas",
-    // "libdnnl": the names the CPU profile gives the files). oneDNN generates its kernels at run
-    // time: their samples land in anonymous memory ("[anon]"), counted as its own.
-    const std::string file = probes::library_name(library->default_file);
+    // The rank that spent the largest share of its CPU time in the library, under the names
+    // the CPU profile gives it (KernelLibrary::profile_names: oneDNN's generated code included).
+    const std::string file(library->profile_names.front());
     const auto counts = [&](const std::string& name) {
-      return name == file || (library->kind == "onednn" && name == "[anon]");
+      return std::ranges::find(library->profile_names, name) != library->profile_names.end();
     };
     double share = 0;
     int rank = -1;
