@@ -603,6 +603,7 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
         << "-PU cpuset, " << hot->max_threads
         << (hot->max_threads == 1 ? " thread, " : " threads, ") << fixed1(hot->mean_runnable)
         << " runnable";
+    d << "; " << queue_cost_text(v.queue_cost);
   } else {
     if (v.ranks.empty()) {
       // A command whose processes the samples never caught (it ended first: /bin/cat).
@@ -656,6 +657,12 @@ std::string diagnosis_of(const Verdict& v, const Prediction* predicted) {
 }
 
 }  // namespace
+
+QueueCost queue_cost_of(const Verdict& v) {
+  std::vector<std::vector<LibraryShare>> libraries;
+  for (const RankVerdict& r : v.ranks) libraries.push_back(r.cpu_libraries);
+  return queue_cost(libraries, v.nonvoluntary_per_s, v.pus, v.observed_oversubscribed);
+}
 
 std::string RankVerdict::cpu_time_text() const {
   if (cpu_libraries.empty()) return "";
@@ -758,6 +765,7 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   v.sustained = judge_sustained(m_records, rank_cpusets, v.pus, so);
   v.observed_oversubscribed = v.sustained.oversubscribed;
   profile_verdict(v);
+  v.queue_cost = queue_cost_of(v);
   for (const auto& [name, pool] : m_pools)
     v.pools.push_back(PoolVerdict{name, k_group_names[static_cast<std::size_t>(pool.group)],
                                   pool.in_workers, pool.threads, pool.cpu_s, pool.wait_s});

@@ -21,6 +21,7 @@
 
 #include "probes/cpu_profile.h"
 #include "probes/predict.h"
+#include "probes/queue_cost.h"
 #include "probes/sustained.h"
 #include "probes/system_source.h"
 #include "probes/thread_origin.h"
@@ -123,8 +124,11 @@ struct Verdict {
   int peak_runnable = 0;
   double nonvoluntary_per_s = 0;
   std::vector<std::string> binding_issues;
-  bool observed_oversubscribed = false;          // sustained.oversubscribed
-  SustainedVerdict sustained;                    // window, loads per cpuset, duty cycles per group
+  bool observed_oversubscribed = false;  // sustained.oversubscribed
+  SustainedVerdict sustained;            // window, loads per cpuset, duty cycles per group
+  // Whether the queueing cost CPU time (spin-waiting runtimes, preemption beyond time slicing),
+  // judged where observed_oversubscribed (probes/queue_cost.h); recomputed by verdict_from_json.
+  QueueCost queue_cost;
   std::optional<bool> predicted_oversubscribed;  // when a prediction was given
   std::string prediction_summary;
   std::vector<PoolVerdict> pools;  // by origin, where libtune_threads.so recorded them
@@ -146,6 +150,10 @@ struct Verdict {
 // keeps its default; one there but not as written is an error naming its key (JsonReadError,
 // probes/predict.h). Keys others add to the stored object (a trial's node watchers) are ignored.
 std::expected<Verdict, JsonReadError> verdict_from_json(const nlohmann::json& j);
+
+// The verdict's queue cost from its own fields: the ranks' CPU time per library, its involuntary
+// switches, its PUs and observed_oversubscribed.
+QueueCost queue_cost_of(const Verdict& v);
 
 // Whether a process of this name (the kernel's comm) is an MPI launcher or launcher daemon.
 bool is_launcher_comm(const std::string& comm);

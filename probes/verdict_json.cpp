@@ -28,6 +28,11 @@ nlohmann::json Verdict::to_json() const {
   j["sampler_cpu_pct"] = std::round(sampler_cpu_pct * 1000) / 1000;
   j["diagnosis"] = diagnosis;
   j["sustained"] = sustained.to_json();
+  j["queue_cost"] = {{"costly", queue_cost.costly},
+                     {"spin_measured", queue_cost.spin_measured},
+                     {"spin_share", std::round(queue_cost.spin_share * 1000) / 1000},
+                     {"spin_library", queue_cost.spin_library},
+                     {"switches_per_pu_s", r1(queue_cost.switches_per_pu_s)}};
   j["duty_cycles"] = duty_cycles_json(sustained.duty);
   if (!pools.empty()) {
     j["pools"] = json::array();
@@ -218,6 +223,7 @@ std::expected<Verdict, JsonReadError> verdict_from_json(const nlohmann::json& j)
     });
   if (error) return std::unexpected(*error);
   v.sustained.oversubscribed = v.observed_oversubscribed;  // the same verdict since schema 2
+  v.queue_cost = queue_cost_of(v);  // from the fields it rests on, whatever "queue_cost" says
   return v;
 }
 

@@ -15,7 +15,9 @@ null without one), "main_wait_share", "helper_wait_share" (the ranks' own thread
 helpers' share of their runnable time spent waiting for a CPU, the verdict's `sustained` record;
 null where not measured), and, in grids recorded since 2026-12-07's second session,
 "cpu_libraries" (the ranks' mean share of their CPU samples per library, 1% or more),
-"duty_cycles" and "nonvoluntary_per_s" (null where the verdict holds none)}, plus {"slowed",
+"duty_cycles" and "nonvoluntary_per_s" (null where the verdict holds none), and, in grids
+recorded since the queue cost was judged, "costly" (the verdict's `queue_cost.costly`,
+probes/queue_cost.h)}, plus {"slowed",
 "against", "ratio"} once tune report's per-trial JSON
 carries the verdict's cost (judge/verdict_cost.h; slowed null: not scored); and
 `verdict_quality`, one per round: `tune report --format json`'s object for the round's study
@@ -37,6 +39,31 @@ SCHEMA_VERSION = 1
 WITHIN = 0.05  # a pick counts once its grid median is within 5% of the grid's best median
 VERDICTS_SINCE = "2026-12-07"  # grids recorded since hold `verdicts` per point, `verdict_quality`
 CONFUSION = ("true_positive", "false_positive", "false_negative", "true_negative")
+# probes/queue_cost.h's constants, for the grids recorded before tune judged the queue's cost:
+# the runtimes whose idle threads spin, the share of the ranks' CPU time in them that costs, and
+# the involuntary switches per PU-second beyond time slicing.
+SPIN_RUNTIMES = ("libgomp", "libomp", "libiomp5", "libtbb")
+SPIN_SHARE = 0.05
+SWITCHES_PER_PU_S = 1000
+
+
+def costly(verdict, pus):
+    """Whether a point's verdict (a grid file's `points[].verdicts[r]`) says its queue cost the
+    job: its recorded "costly" where tune judged it, else the same rule as probes/queue_cost.h on
+    its recorded CPU time per library and switches (flagged, and spin-waiting runtimes held 5% or
+    more of the ranks' CPU time, or 1000 or more involuntary switches per PU-second); None where
+    the verdict holds neither the judgment nor the figures."""
+    if isinstance(verdict.get("costly"), bool):
+        return verdict["costly"]
+    flagged = verdict.get("flagged")
+    libraries = verdict.get("cpu_libraries")
+    switches = verdict.get("nonvoluntary_per_s")
+    if not isinstance(flagged, bool) or (libraries is None and switches is None):
+        return None
+    spin = sum(v for k, v in (libraries or {}).items()
+               if k in SPIN_RUNTIMES and isinstance(v, (int, float)))
+    per_pu = switches / pus if isinstance(switches, (int, float)) and pus else 0
+    return flagged and (spin >= SPIN_SHARE or per_pu >= SWITCHES_PER_PU_S)
 
 
 class InputError(Exception):
@@ -150,6 +177,8 @@ class Grid:
         self.best = self.medians[self.best_key]
         self.baseline = data["baseline"]
         self.rules = data.get("rules", [])
+        machine = data.get("machine") if isinstance(data.get("machine"), dict) else {}
+        self.pus = machine.get("nproc") if isinstance(machine.get("nproc"), int) else None
         quality = data.get("verdict_quality")
         if quality is not None and not isinstance(quality, list):
             raise InputError(f"{path}: key 'verdict_quality': a list (one per round), not "
@@ -268,9 +297,21 @@ class Grid:
                 continue
             lead, n_theirs = best
             se = sigma * math.sqrt(1 / n_mine + 1 / n_theirs)
+            said = [c for c in (costly(v, self.pus) for _, v in rounds) if c is not None]
             out.append({"params": p["params"],
                         "flagged": 2 * sum(v["flagged"] for _, v in rounds) > len(rounds),
+                        "costly": 2 * sum(said) > len(said) if said else None,
                         "slowed": lead - 1.96 * se > 0, "ratio": math.exp(lead)})
+        return out
+
+    def run_costs(self):
+        """[(costly, slowed)] of the point verdicts scored against the job's figure (slowed not
+        None) whose cost is known (costly() not None): the per-run score of the queue cost."""
+        out = []
+        for _, _, v in self.point_verdicts():
+            c = costly(v, self.pus)
+            if c is not None and v.get("slowed") is not None:
+                out.append((c, bool(v["slowed"])))
         return out
 
     def labelled_waits(self):

@@ -4,7 +4,8 @@
   /usr/bin/python3 bench/grids/record.py JOB [--rounds 3] [--out bench/grids/JOB/grid.json]
   /usr/bin/python3 bench/grids/record.py JOB --merge GRID.json GRID.json ... [--out FILE]
 
-JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, elk, lammps, numpy). The
+JOB is a folder of bench/grids with a study.yaml (trainer, hpcc, ddp, elk, lammps, numpy,
+torchconv, ddpmlp). The
 grid is the product of the study's parameter domains. Each round is one study, `grid-JOB-pP-rR`,
 whose `enqueue:` entries are every point of the grid: the command as run (the study's first
 entry) first, as `rules: all` needs it, then the others shuffled with seed R, so every point runs
@@ -49,7 +50,7 @@ RULE_ORDER = ["torchrun", "lightning", "lightning_workers", "horovodrun", "openm
 # Seconds one point takes here on a quiet machine (launch, run, probes, tune's own work), for
 # the estimate printed before recording; a job not listed is taken at 8 s.
 SECONDS_PER_RUN = {"trainer": 3.5, "hpcc": 5.0, "ddp": 8.0, "lammps": 1.5, "elk": 3.0,
-                   "numpy": 5.0}
+                   "numpy": 5.0, "torchconv": 7.0, "ddpmlp": 7.0}
 
 
 def round_study(spec, job_dir, name, entries, work, load_check):
@@ -180,7 +181,8 @@ def where_time_went(verdict):
 def verdict_summary(trial, reported):
     """A point's verdict in one round (a grid file's `points[].verdicts[r]`, grids.py): the trial,
     flagged (the observed verdict; None without one), the wait shares, where the ranks' CPU time
-    went (where_time_went) and, when the report's trial carries the verdict's cost
+    went (where_time_went), whether tune judged that the queue cost (costly, where the verdict
+    holds queue_cost) and, when the report's trial carries the verdict's cost
     (`verdict_cost`, judge/verdict_cost.h), slowed (None: no comparable trial or not judged, as
     tune report scores it), the comparable trial it was judged against and its ratio."""
     verdict = trial["system"].get("probe_verdict")
@@ -191,6 +193,9 @@ def verdict_summary(trial, reported):
            "flagged": flagged if isinstance(flagged, bool) else None,
            "main_wait_share": main, "helper_wait_share": helper,
            "cpu_libraries": libraries, "duty_cycles": duty, "nonvoluntary_per_s": switches}
+    cost = verdict.get("queue_cost") if isinstance(verdict, dict) else None
+    if isinstance(cost, dict) and isinstance(cost.get("costly"), bool):
+        out["costly"] = cost["costly"]  # tune's own judgment (probes/queue_cost.h)
     if reported and "verdict_cost" in reported:
         cost = reported["verdict_cost"]
         scored = (isinstance(cost, dict) and isinstance(cost.get("against"), int)

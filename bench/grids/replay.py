@@ -285,8 +285,22 @@ def quality_text(tp, fp, fn):
             f"recall {share_text(tp, tp + fn, 'none slowed')}")
 
 
+def counts_of(pairs):
+    """{CONFUSION: n} of [(said, slowed)]."""
+    counts = dict(zip(grids.CONFUSION, [0, 0, 0, 0]))
+    for said, slowed in pairs:
+        counts[grids.CONFUSION[(0 if slowed else 1) if said else (2 if slowed else 3)]] += 1
+    return counts
+
+
+def cost_text(counts):
+    return ("the verdict that it cost: " + quality_text(
+        counts["true_positive"], counts["false_positive"], counts["false_negative"]))
+
+
 def verdict_row(grid):
-    """The verdicts against the job's own figure, pooled over the grid's recorded rounds."""
+    """The verdicts against the job's own figure, pooled over the grid's recorded rounds; per run,
+    the verdict that the queue cost (grids.costly) where the grid holds what it rests on."""
     q = grid.verdict_quality()
     if q is None:
         return {"recorded": False, "pooled": None,
@@ -305,20 +319,25 @@ def verdict_row(grid):
         text = ("verdicts: "
                 + quality_text(q["true_positive"], q["false_positive"], q["false_negative"])
                 + f", {q['trials']} of {judged} scored, {rounds}")
-    return {"recorded": True, "pooled": q, "text": text}
+    runs = grid.run_costs()
+    costly = counts_of(runs) if runs else None
+    if costly:
+        text += f"; {cost_text(costly)}"
+    return {"recorded": True, "pooled": q, "costly": costly, "text": text}
 
 
 def setting_row(grid):
     """The verdicts per setting (grids.Grid.setting_verdicts): counts and a line."""
     judged = grid.setting_verdicts()
-    counts = dict(zip(grids.CONFUSION, [0, 0, 0, 0]))
-    for s in judged:
-        k = (0 if s["slowed"] else 1) if s["flagged"] else (2 if s["slowed"] else 3)
-        counts[grids.CONFUSION[k]] += 1
+    counts = counts_of((s["flagged"], s["slowed"]) for s in judged)
+    known = [s for s in judged if s["costly"] is not None]
+    costly = counts_of((s["costly"], s["slowed"]) for s in known) if known else None
     text = ("by setting: " + quality_text(counts["true_positive"], counts["false_positive"],
                                           counts["false_negative"])
             + f", {len(judged)} setting(s) scored" if judged else "by setting: none scored")
-    return {"counts": counts, "settings": len(judged), "text": text}
+    if costly:
+        text += f"; {cost_text(costly)}"
+    return {"counts": counts, "costly": costly, "settings": len(judged), "text": text}
 
 
 def confusion(points, threshold):

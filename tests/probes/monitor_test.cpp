@@ -74,6 +74,43 @@ TEST(Monitor, OversubscribedTreeIsFlaggedWithExactFigures) {
       std::string::npos)
       << v.diagnosis;
   EXPECT_TRUE(v.binding_issues.empty());
+  // 150 involuntary switches per PU-second and no CPU profile (a fake source): the queue shows no
+  // cost, and the diagnosis says which signs were read; the stored verdict reads back the same.
+  EXPECT_TRUE(v.queue_cost.judged);
+  EXPECT_FALSE(v.queue_cost.costly);
+  EXPECT_NEAR(v.queue_cost.switches_per_pu_s, 150, 1e-9);
+  EXPECT_NE(v.diagnosis.find("; no sign it costs the job: spin-waiting not measured"),
+            std::string::npos)
+      << v.diagnosis;
+  const auto j = v.to_json();
+  EXPECT_EQ(j["queue_cost"]["costly"], false);
+  const auto back = verdict_from_json(j);
+  ASSERT_TRUE(back) << back.error().key;
+  EXPECT_FALSE(back->queue_cost.costly);
+  EXPECT_NEAR(back->queue_cost.switches_per_pu_s, 150, 1e-9);
+}
+
+// The same tree preempted 100 times a tick per thread (1500 switches per PU-second): costly, and
+// read back so from the stored verdict whatever its "queue_cost" object claims.
+TEST(Monitor, ThreadsPreemptedBeyondTimeSlicingMakeTheQueueCostly) {
+  Scene s(3, {0, 1}, {0, 1});
+  TrialMonitor m(s.src, 100);
+  m.sample_once();
+  for (int i = 0; i < 5; ++i) {
+    s.tick(0.2, 0.2 * 2 / 6, 100);
+    m.sample_once();
+  }
+  const Verdict v = m.verdict();
+  ASSERT_TRUE(v.observed_oversubscribed);
+  EXPECT_TRUE(v.queue_cost.costly);
+  EXPECT_NE(v.diagnosis.find("; it costs CPU time: 1500 involuntary switches per PU-second"),
+            std::string::npos)
+      << v.diagnosis;
+  auto j = v.to_json();
+  j["queue_cost"]["costly"] = false;  // stored data is not trusted over its own figures
+  const auto back = verdict_from_json(j);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->queue_cost.costly);
 }
 
 TEST(Monitor, WellSetTreeIsNotFlaggedAndVerdictsDiffer) {

@@ -238,11 +238,18 @@ FigureQuality figure_quality(const std::map<int, VerdictCost>& costs) {
     if (flagged && !slowed) q.false_positive += 1;
     if (!flagged && slowed) q.false_negative += 1;
     if (!flagged && !slowed) q.true_negative += 1;
+    if (cost.costly)
+      (slowed ? q.costly_true_positive : q.costly_false_positive) += 1;
+    else
+      (slowed ? q.costly_false_negative : q.costly_true_negative) += 1;
     if ((flagged && !slowed) || (!flagged && cost.ratio >= k_contradiction_ratio))
       q.contradictions.push_back({number, cost.against, cost.ratio, flagged});
   }
   q.precision = share(q.true_positive, q.true_positive + q.false_positive);
   q.recall = share(q.true_positive, q.true_positive + q.false_negative);
+  q.costly_precision =
+      share(q.costly_true_positive, q.costly_true_positive + q.costly_false_positive);
+  q.costly_recall = share(q.costly_true_positive, q.costly_true_positive + q.costly_false_negative);
   std::ranges::stable_sort(q.contradictions, [](const auto& a, const auto& b) {
     return (a.flagged ? 0.0 : a.ratio) > (b.flagged ? 0.0 : b.ratio);
   });
@@ -268,6 +275,12 @@ std::string figure_quality_text(const FigureQuality& q) {
       q.noise_known ? "beyond the noise"
                     : fmt::format("by {:.0f}% or more, the noise being unknown",
                                   100 * (k_slowed_without_noise - 1)));
+  out += fmt::format(
+      "; the verdict that it cost (spin-waiting or preemption seen): precision {}, recall {}",
+      share_text(q.costly_precision, q.costly_true_positive,
+                 q.costly_true_positive + q.costly_false_positive, "judged costly"),
+      share_text(q.costly_recall, q.costly_true_positive,
+                 q.costly_true_positive + q.costly_false_negative, "slowed"));
   for (const auto& c : q.contradictions) {
     if (c.flagged)
       out += fmt::format(
@@ -286,6 +299,9 @@ nlohmann::json figure_quality_json(const FigureQuality& q) {
         {{"trial", c.trial}, {"best", c.best}, {"ratio", c.ratio}, {"flagged", c.flagged}});
   nlohmann::json j = confusion_json(q.trials, q.true_positive, q.false_positive, q.false_negative,
                                     q.true_negative, q.precision, q.recall);
+  j["costly"] = confusion_json(q.trials, q.costly_true_positive, q.costly_false_positive,
+                               q.costly_false_negative, q.costly_true_negative, q.costly_precision,
+                               q.costly_recall);
   j["unscored"] = q.unscored;
   j["noise_known"] = q.noise_known;
   j["contradictions"] = contradictions;

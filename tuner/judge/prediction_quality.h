@@ -81,6 +81,11 @@ struct FigureQuality {
   std::optional<double> precision;  // none when nothing was flagged
   std::optional<double> recall;     // none when nothing was slowed
   bool noise_known = false;         // slowed = beyond the noise (else the fixed margin)
+  // The same trials judged by the verdict's claim that the queue cost the job: flagged and costly
+  // (its CPU time showed spin-waiting or preemption beyond time slicing, probes/queue_cost.h).
+  int costly_true_positive = 0, costly_false_positive = 0, costly_false_negative = 0,
+      costly_true_negative = 0;
+  std::optional<double> costly_precision, costly_recall;
   struct Contradiction {
     int trial = -1, best = -1;  // trial numbers: the trial, its fastest comparable trial
     double ratio = 1;           // how many times better the comparable trial is
@@ -94,7 +99,8 @@ FigureQuality figure_quality(const std::map<int, VerdictCost>& costs);
 
 // "verdicts against the job's own figure, 12 of 20 trials scored (those with a comparable trial,
 // the same but for smaller pools): precision 100% (7 of 7), recall 88% (7 of 8) (slowed: a
-// comparable trial better beyond the noise)", then each contradiction: "; #5 flagged, its
+// comparable trial better beyond the noise); the verdict that it cost (spin-waiting or preemption
+// seen): precision 100% (6 of 6), recall 75% (6 of 8)", then each contradiction: "; #5 flagged, its
 // comparable trial #7 not faster beyond the noise (1.02x)" / "; #11 rated ok, 2.1x slower than #5";
 // "verdicts against the job's own figure: none of 2 trials scored (no comparable trial, the same
 // but for smaller pools)"; "" when no trial has both a verdict and a value.

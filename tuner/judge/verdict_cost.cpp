@@ -95,11 +95,12 @@ std::optional<std::vector<std::string>> smaller_pools(const Setting& s, const Se
   return names;
 }
 
-// The verdict's wait shares: the sustained figure over every rank, else (a verdict stored
-// before it) the largest of the cpusets' own threads' shares.
+// The verdict's wait shares (the sustained figure over every rank, else, in a verdict stored
+// before it, the largest of the cpusets' own threads' shares) and whether its queue cost.
 void read_wait_shares(const FrozenTrial& t, VerdictCost& cost) {
   const auto verdict = probes::verdict_from_json(*object_attr(t, k_attr_probe_verdict));
   if (!verdict) return;  // untrusted: a malformed verdict has no shares to read
+  cost.costly = verdict->queue_cost.costly;
   const probes::SustainedVerdict& sustained = verdict->sustained;
   if (sustained.main_measured) {
     cost.main_wait_share = sustained.main_wait_share;

@@ -16,6 +16,9 @@ namespace tune::tuner {
 struct VerdictCost {
   int trial = -1;
   bool flagged = false;  // observed oversubscribed
+  // Flagged, and its CPU time shows the queue cost (spin-waiting or preemption beyond time
+  // slicing, probes/queue_cost.h): the verdict's claim that the queue slowed the job.
+  bool costly = false;
   // The ranks' own threads' share of their runnable time that got no CPU over the measured
   // window (the verdict's sustained figure, else the worst cpuset's), and their helpers' (the
   // knobs' other threads); none where the verdict did not measure run-queue delays.

@@ -23,6 +23,8 @@ struct Spec {
   std::map<std::string, int> pools;
   double main_wait = 0.1;
   std::string cpuset = "0-1";
+  double spin = 0;      // each rank's share of its CPU samples in libgomp
+  double switches = 0;  // involuntary switches per second (the verdict's, over 2 PUs)
 };
 
 search::FrozenTrial make(int number, const Spec& s) {
@@ -42,8 +44,17 @@ search::FrozenTrial make(int number, const Spec& s) {
     ranks.push_back({{"rank", r}, {"cpuset", s.cpuset}, {"groups", groups}});
   }
   t.system_attrs[k_attr_probe_prediction] = {{"oversubscribed", s.flagged}, {"ranks", ranks}};
+  nlohmann::json seen = nlohmann::json::array();  // the verdict's ranks, as the monitor wrote them
+  for (int r = 0; r < 2; ++r) {
+    nlohmann::json shares = {{{"library", "libopenblas"}, {"share", 1 - s.spin}, {"samples", 90}}};
+    if (s.spin > 0) shares.push_back({{"library", "libgomp"}, {"share", s.spin}, {"samples", 10}});
+    seen.push_back({{"rank", r}, {"cpu_libraries", shares}});
+  }
   t.system_attrs[k_attr_probe_verdict] = {
       {"observed_oversubscribed", s.flagged},
+      {"pus", 2},
+      {"nonvoluntary_per_s", s.switches},
+      {"ranks", seen},
       {"sustained", {{"main_wait_share", s.main_wait}, {"helper_wait_share", 0.8}}}};
   return t;
 }
@@ -104,11 +115,15 @@ TEST(VerdictCost, ATrialSlowedByAParameterThatSizesNoPoolIsNoMissedOversubscript
 // Two runs of every setting (so the noise is known, about 1%): 2 BLAS threads per rank ran at
 // half the speed of 1, and the verdict said so: counted as a true positive, its cost stated.
 TEST(VerdictCost, AContendedTrialWhoseSmallerPoolsRanFasterBeyondTheNoiseIsCounted) {
+  Spec spinning{{{"threads", 2}}, 100, true, {{"blas", 2}}, 0.66};
+  spinning.spin = 0.6;  // #0 spun in libgomp: costly; #2 was preempted 3000 times per PU-second
+  Spec preempted{{{"threads", 2}}, 102, true, {{"blas", 2}}, 0.62};
+  preempted.switches = 6000;
   const auto v = study_of({
-      {{{"threads", 2}}, 100, true, {{"blas", 2}}, 0.66},  // #0
-      {{{"threads", 1}}, 200, false, {{"blas", 1}}},       // #1
-      {{{"threads", 2}}, 102, true, {{"blas", 2}}, 0.62},  // #2
-      {{{"threads", 1}}, 197, false, {{"blas", 1}}},       // #3
+      spinning,                                       // #0
+      {{{"threads", 1}}, 200, false, {{"blas", 1}}},  // #1
+      preempted,                                      // #2
+      {{{"threads", 1}}, 197, false, {{"blas", 1}}},  // #3
   });
   const auto costs = verdict_costs(v);
   const VerdictCost& c = costs.at(0);
@@ -117,6 +132,8 @@ TEST(VerdictCost, AContendedTrialWhoseSmallerPoolsRanFasterBeyondTheNoiseIsCount
   EXPECT_TRUE(c.noise_known);
   EXPECT_TRUE(c.slowed);
   EXPECT_NEAR(c.ratio, 2.0, 1e-9);
+  EXPECT_TRUE(c.costly);
+  EXPECT_TRUE(costs.at(2).costly);
   EXPECT_EQ(verdict_cost_text(c),
             "the ranks' own threads waited 66% of their runnable time (their helpers 80%); the "
             "fastest comparable trial, #1 (smaller blas), was 2.00x better, beyond the noise: the "
@@ -125,11 +142,13 @@ TEST(VerdictCost, AContendedTrialWhoseSmallerPoolsRanFasterBeyondTheNoiseIsCount
   EXPECT_EQ(q.trials, 2);
   EXPECT_EQ(q.true_positive, 2);
   EXPECT_EQ(q.false_positive, 0);
+  EXPECT_EQ(q.costly_true_positive, 2);
   EXPECT_TRUE(q.noise_known);
   EXPECT_EQ(figure_quality_text(q),
             "verdicts against the job's own figure, 2 of 4 trials scored (those with a comparable "
             "trial, the same but for smaller pools): precision 100% (2 of 2), recall 100% (2 of "
-            "2) (slowed: a comparable trial better beyond the noise)");
+            "2) (slowed: a comparable trial better beyond the noise); the verdict that it cost "
+            "(spin-waiting or preemption seen): precision 100% (2 of 2), recall 100% (2 of 2)");
 }
 
 // Issue 48: the JSON report carries each judged trial's cost, so a recorded grid keeps per point
@@ -177,9 +196,13 @@ TEST(VerdictCost, AQueueThatCostsNothingIsSaidSoAndCountsAgainstTheVerdict) {
             "the ranks' own threads waited 66% of their runnable time (their helpers 80%); the "
             "fastest comparable trial, #1 (smaller blas), was 1.02x: within the noise, no "
             "measurable cost");
+  EXPECT_FALSE(c.costly);  // no spin, 0 switches: the queue showed no cost either
   const FigureQuality q = figure_quality(v);
   EXPECT_EQ(q.false_positive, 2);
   EXPECT_EQ(q.true_positive, 0);
+  EXPECT_EQ(q.costly_false_positive, 0);  // the verdict that it cost was not made
+  EXPECT_EQ(q.costly_true_negative, 2);
+  EXPECT_FALSE(q.costly_precision);
   ASSERT_FALSE(q.contradictions.empty());
   EXPECT_TRUE(q.contradictions[0].flagged);
 }
