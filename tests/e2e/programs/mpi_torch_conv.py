@@ -1,7 +1,10 @@
 """An mpi4py + PyTorch job whose time is in oneDNN's convolutions: each rank trains a small
 convolutional net on random 32x32 images (forward, backward, SGD step) for --seconds, the ranks
 average their gradients with an allreduce every step, and rank 0 prints the job's figure,
-`img/s: X`. Used by tests/e2e/kernel_e2e_test.cpp (issue 47's oneDNN kernel knob)."""
+`img/s: X`. Used by tests/e2e/kernel_e2e_test.cpp (issue 47's oneDNN kernel knob) and
+bench/grids/torchconv. The ranks stop together: each step's allreduce carries a stop flag, set by
+a rank whose time is up, so no rank waits in an allreduce its peer has left (a rank that decided
+alone to take one more step hung both until the trial's time limit)."""
 import argparse
 import time
 
@@ -27,10 +30,12 @@ loss_fn = torch.nn.CrossEntropyLoss()
 params = list(net.parameters())
 
 
-def step():
+def step(stop):
+    """One training step; whether any rank asked to stop (`stop`: this rank's time is up)."""
     opt.zero_grad()
     loss_fn(net(x), y).backward()
-    flat = torch.cat([p.grad.reshape(-1) for p in params]).numpy()
+    flat = torch.cat([p.grad.reshape(-1) for p in params] + [torch.tensor([float(stop)])])
+    flat = flat.numpy()
     total = np.empty_like(flat)
     comm.Allreduce(flat, total, op=MPI.SUM)
     offset = 0
@@ -39,14 +44,16 @@ def step():
         p.grad.copy_(torch.from_numpy(total[offset:offset + n]).reshape(p.grad.shape))
         offset += n
     opt.step()
+    return total[-1] > 0
 
 
-step()  # warm-up: oneDNN builds its kernels
+step(False)  # warm-up: oneDNN builds its kernels
 comm.Barrier()
 start = time.perf_counter()
 done = 0
-while time.perf_counter() - start < args.seconds:
-    step()
+stopped = False
+while not stopped:
+    stopped = step(time.perf_counter() - start >= args.seconds)
     done += 1
 elapsed = time.perf_counter() - start
 images = comm.allreduce(done * args.batch, op=MPI.SUM)
