@@ -304,6 +304,12 @@ class Grid:
                         "slowed": lead - 1.96 * se > 0, "ratio": math.exp(lead)})
         return out
 
+    def cost_judged_by_tune(self):
+        """Whether tune itself judged the queue cost in this recording (its verdicts hold
+        "costly"): recorded after probes/queue_cost.h's constants were chosen, so held out; a
+        grid whose cost is re-applied from its figures (costly()) was seen when they were."""
+        return any(isinstance(v.get("costly"), bool) for _, _, v in self.point_verdicts())
+
     def run_costs(self):
         """[(costly, slowed)] of the point verdicts scored against the job's figure (slowed not
         None) whose cost is known (costly() not None): the per-run score of the queue cost."""
@@ -314,12 +320,25 @@ class Grid:
                 out.append((c, bool(v["slowed"])))
         return out
 
-    def labelled_waits(self):
+    def labelled_waits(self, gated=False):
         """[(main_wait_share, slowed)] of the point verdicts that have both: what a wait
-        threshold is fitted and scored on. Empty where tune's report gave no per-trial cost."""
-        return [(v["main_wait_share"], bool(v["slowed"])) for _, _, v in self.point_verdicts()
-                if isinstance(v.get("main_wait_share"), (int, float))
-                and v.get("slowed") is not None]
+        threshold is fitted and scored on. Empty where tune's report gave no per-trial cost.
+        gated: only the points whose queue cost is known, the share of those without a sign of
+        cost (no spin, no preemption: costly() of the point as if flagged) taken as -1, so that
+        no threshold flags them: the threshold of the verdict that the queue cost."""
+        out = []
+        for _, _, v in self.point_verdicts():
+            if not isinstance(v.get("main_wait_share"), (int, float)) or v.get("slowed") is None:
+                continue
+            share = v["main_wait_share"]
+            if gated:
+                signs = costly({k: x for k, x in v.items() if k != "costly"} | {"flagged": True},
+                               self.pus)
+                if signs is None:
+                    continue
+                share = share if signs else -1.0
+            out.append((share, bool(v["slowed"])))
+        return out
 
 
 def decode_param(value, distribution_json):

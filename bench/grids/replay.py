@@ -340,6 +340,52 @@ def setting_row(grid):
     return {"counts": counts, "costly": costly, "settings": len(judged), "text": text}
 
 
+def cost_pooled(rows, loaded):
+    """The verdict that the queue cost (grids.costly) pooled over the grids that hold it, split
+    into in-sample grids (the rule re-applied to figures seen when its constants were chosen) and
+    held-out ones (tune judged it while recording): {"in-sample"|"held out": {"grids", "run",
+    "setting", "flag_setting", "flag_run"}} of confusion counts (flag_*: the queue flag alone on
+    the same grids), or {} when no grid holds it."""
+    out = {}
+    for r, grid in zip(rows, loaded):
+        v = r["verdicts"]
+        by_setting = v.get("by_setting") or {}
+        if not v.get("costly") and not by_setting.get("costly"):
+            continue
+        part = out.setdefault("held out" if grid.cost_judged_by_tune() else "in-sample",
+                              {"grids": [], "run": counts_of([]), "setting": counts_of([]),
+                               "flag_setting": counts_of([]), "flag_run": counts_of([])})
+        part["grids"].append(r["job"])
+        for key, counts in (("run", v.get("costly")), ("setting", by_setting.get("costly")),
+                            ("flag_setting", by_setting.get("counts")),
+                            ("flag_run", v.get("pooled"))):
+            for k in grids.CONFUSION:
+                part[key][k] += (counts or {}).get(k, 0)
+    return out
+
+
+def cost_lines(cost):
+    lines = ["The verdict that the queue cost (probes/queue_cost.h: flagged, and spin-waiting "
+             "runtimes held 5% of the ranks' CPU time or 1000+ involuntary switches per "
+             "PU-second), pooled:"]
+    for part in ("in-sample", "held out"):
+        if part not in cost:
+            continue
+        c = cost[part]
+        why = ("the constants were chosen after these figures were seen; the rule re-applied to "
+               "them" if part == "in-sample" else "recorded after the rule was frozen; tune's "
+               "own judgment")
+        lines.append(f"  {part} ({', '.join(c['grids'])}; {why}):")
+        lines.append("    per setting: " + quality_text(*(c["setting"][k] for k in
+                                                             grids.CONFUSION[:3]))
+                     + "; the queue flag alone: " + quality_text(
+                         *(c["flag_setting"][k] for k in grids.CONFUSION[:3])))
+        lines.append("    per run: " + quality_text(*(c["run"][k] for k in grids.CONFUSION[:3]))
+                     + "; the queue flag alone: " + quality_text(
+                         *(c["flag_run"][k] for k in grids.CONFUSION[:3])))
+    return lines
+
+
 def confusion(points, threshold):
     """(tp, fp, fn, tn) of flagging a point when its wait share is at least the threshold."""
     counts = [0, 0, 0, 0]
@@ -360,12 +406,13 @@ def fit_threshold(points):
     return best
 
 
-def threshold_check(loaded):
+def threshold_check(loaded, gated=False):
     """Leave one job out: per job, the threshold fitted on the other jobs' labelled points and
-    its score on the job's own; {"possible": False, "reason"} where the points are missing."""
+    its score on the job's own; {"possible": False, "reason"} where the points are missing.
+    gated: the threshold of the verdict that the queue cost (grids.Grid.labelled_waits)."""
     by_job = {}
     for grid in loaded:
-        by_job.setdefault(grid.job, []).extend(grid.labelled_waits())
+        by_job.setdefault(grid.job, []).extend(grid.labelled_waits(gated))
     by_job = {j: pts for j, pts in by_job.items() if pts}
     if not by_job:
         return {"possible": False, "reason": NO_SLOWED_LABEL, "held_out": []}
@@ -390,10 +437,13 @@ def threshold_check(loaded):
     return {"possible": True, "reason": None, "held_out": held_out}
 
 
-def threshold_lines(check):
+def threshold_lines(check, gated=False):
     head = ("The verdict's wait threshold, leave one job out (flagged: the ranks' own threads "
             "waited at least the threshold; fitted by F1 on the other jobs' points, ties to the "
             f"lower; today's {100 * THRESHOLD_NOW:.0f}% was fitted in-sample):")
+    if gated:
+        head = ("The same for the verdict that the queue cost (the threshold, and a sign of cost: "
+                "spin or preemption; on the grids that keep the CPU time per library):")
     if not check["possible"]:
         return [head, f"  not possible: {check['reason']}"]
     lines = [head]
@@ -615,9 +665,14 @@ def main():
             print(f"    {r['verdicts']['by_setting']['text']}")
     print("  (by setting: a point flagged in most of its rounds, slowed when its comparable "
           "point's median leads beyond 1.96 standard errors of the job's pooled run noise)")
+    cost = cost_pooled(rows, loaded)
+    if cost:
+        print("\n".join(cost_lines(cost)))
     check = threshold_check(loaded)
     print()
     print("\n".join(threshold_lines(check)))
+    gated = threshold_check(loaded, gated=True)
+    print("\n".join(threshold_lines(gated, gated=True)))
     took = time.monotonic() - start
     if a.verdicts_only:
         print(f"\n{len(rows)} grid(s), verdicts only, in {took:.0f} s")
@@ -627,7 +682,7 @@ def main():
               f", in {took:.0f} s")
     if a.json:
         doc = {"schema_version": grids.SCHEMA_VERSION, "seconds": round(took, 1), "grids": rows,
-               "threshold_check": check}
+               "queue_cost": cost, "threshold_check": check, "threshold_check_costly": gated}
         if a.json == "-":
             json.dump(doc, sys.stdout, indent=1)
             print()
