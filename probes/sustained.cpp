@@ -398,6 +398,8 @@ nlohmann::json SustainedVerdict::to_json() const {
          {"knob_waiting_threads", l.wait_measured
                                       ? nlohmann::json(round_to(l.knob_waiting_threads, 0.001))
                                       : nlohmann::json()},
+         {"knob_demand",
+          l.wait_measured ? nlohmann::json(round_to(l.knob_demand, 0.001)) : nlohmann::json()},
          {"with_runtime_oversubscribed", l.with_runtime_oversubscribed},
          {"oversubscribed", l.oversubscribed}});
   j["runtime_only"] = runtime_only;

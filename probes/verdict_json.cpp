@@ -111,6 +111,7 @@ ReadResult read_sustained(const nlohmann::json& j, SustainedVerdict& v) {
     lf.measured("main_wait_share", l.main_wait_share);
     lf.measured("main_busy", l.main_busy);
     lf.measured("knob_waiting_threads", l.knob_waiting_threads);
+    lf.measured("knob_demand", l.knob_demand);
     lf.get("with_runtime_oversubscribed", l.with_runtime_oversubscribed);
     lf.get("oversubscribed", l.oversubscribed);
     v.loads.push_back(std::move(l));

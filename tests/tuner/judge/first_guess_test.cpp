@@ -153,6 +153,31 @@ TEST(FirstGuess, AWaitWithoutTheDemandTestIsNoContentionOfTheSettings) {
       << g->reasoning[0];
 }
 
+// A queue the runtimes' threads made (gloo's beside each rank's one torch thread, the held-out
+// ddpmlp grid's baseline): every thread passed the demand test, the settings' own did not. The
+// guess says the runtimes queued them, not that the demand test failed on the whole.
+TEST(FirstGuess, AQueueOfTheRuntimesThreadsIsNamedSo) {
+  const auto spec = spec_of(study("[1, 2]", "{threads: 1, workers: 0, bind_to: null}"));
+  const auto base = baseline_params(spec);
+  auto v = verdict("pytorch_opencv_uncontended_verdict.json");
+  auto& load = v["sustained"]["loads"][0];
+  load["main_wait_share"] = 0.4;
+  load["with_runtime_oversubscribed"] = true;
+  load["cpu_rate"] = 1.9;  // 2.56 CPUs' worth with its queue: over 1.2 x 2 PUs
+  load["runtime_cpu_rate"] = 0.3;
+  load["knob_demand"] = 2.26;  // under it
+  const auto g = first_guess(spec, machine(2, 2, 2), v, *base, 1605.0);
+  ASSERT_TRUE(g) << g.error();
+  EXPECT_FALSE(g->change);
+  ASSERT_EQ(g->reasoning.size(), 1u);
+  EXPECT_EQ(g->reasoning[0],
+            "no contention of the settings' making: the ranks' threads waited 40% of their "
+            "runnable time for a CPU on all their PUs (the verdict's limit: 25%) and asked for "
+            "2.56 CPUs' worth on 2 PU(s), but the runtimes' own threads used 0.30 of it; without "
+            "them the settings' threads asked for 2.26, under the 1.2x the verdict's demand test "
+            "needs: the runtimes queued them; the setting as run stays");
+}
+
 TEST(FirstGuess, ValuesAreClampedIntoTheDomainsAndSaidSo) {
   const auto spec = spec_of(study("{type: int, low: 2, high: 4}"));
   const auto g =
