@@ -25,6 +25,7 @@
 #include "tuner/judge/prediction_quality.h"
 #include "tuner/launch/pool_defaults.h"
 #include "tuner/probing/node_watchers.h"
+#include "tuner/probing/origins_folder.h"
 #include "tuner/probing/probe_learning.h"
 
 namespace tune::tuner {
@@ -99,7 +100,7 @@ void preload_origins(ProbeState& state, RenderedLaunch& launch) {
   if (!state.origins_dir.empty()) std::filesystem::remove_all(state.origins_dir, ec);
   state.origins_dir.clear();
   if (state.origins_library.empty()) return;
-  const auto made = make_temp_dir("tune-threads-");
+  const auto made = make_temp_dir(k_origins_prefix);
   if (!made) return;
   state.origins_dir = *made;
   std::string preload = state.origins_library;
@@ -117,7 +118,7 @@ void preload_origins(ProbeState& state, RenderedLaunch& launch) {
   // owner file tells a watcher on this machine (namespaces) that the folder is tune's to read.
   if (std::filesystem::create_directory(libraries_dir(state), ec))
     launch.env_set[probes::k_library_reports_env] = libraries_dir(state).string();
-  std::ofstream(state.origins_dir / probes::k_origins_owner).flush();
+  write_origins_owner(state.origins_dir);
 }
 
 // A predicted oversubscription skips a trial (constrain: true) only once this many trials have
@@ -232,6 +233,9 @@ std::expected<TrialHooks, std::string> make_probe_hooks(
   // A trial with ranks on other nodes carries a tag to every rank (-x), by which each node's
   // watcher finds its part of the trial. Only launches tune renders forward it.
   if (spec.thread_origins) state->origins_library = find_origins_library();
+  // The folders of trials whose tune was killed (SIGKILL leaves them): removed once per run.
+  if (!state->origins_library.empty())
+    if (const std::string root = temp_dir_or_empty(); !root.empty()) remove_orphaned_origins(root);
   hooks.tag_launch = [state](const search::FrozenTrial& trial, RenderedLaunch& launch) {
     preload_origins(*state, launch);
     state->tag.clear();
