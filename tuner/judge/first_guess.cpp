@@ -134,36 +134,34 @@ Result<FirstGuess> first_guess(const StudySpec& spec, const RuleMachine& machine
   // The verdict's whole test: a wait over its limit is the settings' only when the threads also
   // asked for more than `ratio` x the PUs (CPU time plus queue); else another job's work queued
   // them (probes/sustained.cpp), and the settings are not what to change.
-  if (!oversubscribed && decisive->wait_measured && decisive->with_runtime_oversubscribed) {
-    // The queue passed the test with every thread, not with the settings' own: the runtimes'
-    // threads (gloo, Open MPI's progress, NCCL) made it, which no pool of the study sizes.
-    const double ratio = probes::SustainedOptions{}.ratio;
-    g.reasoning.push_back(fmt::format(
-        "no contention of the settings' making: the ranks' threads waited {} of their runnable "
-        "time for a CPU {} (the verdict's limit: {}) and asked for {:.2f} CPUs' worth on {} "
-        "PU(s), but the runtimes' own threads used {:.2f} of it; without them the settings' "
-        "threads {}: the runtimes queued them; the setting as run stays",
-        pct(wait), where, pct(k_wait_limit), decisive->cpu_rate + decisive->waiting_threads,
-        decisive->pu_count, decisive->runtime_cpu_rate,
-        decisive->knob_demand > 0
-            ? fmt::format("asked for {:.2f}, under the {:.1f}x the verdict's demand test needs",
-                          decisive->knob_demand, ratio)
-            : std::string("do not pass the verdict's test")));
-    return g;
-  }
   if (!oversubscribed) {
-    const int pus = decisive->pu_count;
     const double ratio = probes::SustainedOptions{}.ratio;
+    std::string why;
+    if (decisive->wait_measured && decisive->with_runtime_oversubscribed) {
+      // The queue passed the test with every thread, not with the settings' own: the runtimes'
+      // threads (gloo, Open MPI's progress, NCCL) made it, which no pool of the study sizes.
+      why = fmt::format(
+          " and asked for {:.2f} CPUs' worth on {} PU(s), but the runtimes' own threads used "
+          "{:.2f} of it; without them the settings' threads {}: the runtimes queued them",
+          decisive->cpu_rate + decisive->waiting_threads, decisive->pu_count,
+          decisive->runtime_cpu_rate,
+          decisive->knob_demand > 0
+              ? fmt::format("asked for {:.2f}, under the {:.1f}x the verdict's demand test needs",
+                            decisive->knob_demand, ratio)
+              : std::string("do not pass the verdict's test"));
+    } else {
+      why = fmt::format(
+          ", but asked for {} on {} PU(s), not the {:.1f}x the verdict's demand test needs: other "
+          "work queued them",
+          decisive->wait_measured
+              ? fmt::format("{:.2f} CPUs' worth", decisive->cpu_rate + decisive->waiting_threads)
+              : std::string("no more"),
+          decisive->pu_count, ratio);
+    }
     g.reasoning.push_back(fmt::format(
         "no contention of the settings' making: the ranks' threads waited {} of their runnable "
-        "time for a CPU {} (the verdict's limit: {}), but asked for {} on {} PU(s), not the "
-        "{:.1f}x "
-        "the verdict's demand test needs: other work queued them; the setting as run stays",
-        pct(wait), where, pct(k_wait_limit),
-        decisive->wait_measured
-            ? fmt::format("{:.2f} CPUs' worth", decisive->cpu_rate + decisive->waiting_threads)
-            : std::string("no more"),
-        pus, ratio));
+        "time for a CPU {} (the verdict's limit: {}){}; the setting as run stays",
+        pct(wait), where, pct(k_wait_limit), why));
     return g;
   }
   g.reasoning.push_back(fmt::format(
