@@ -241,7 +241,8 @@ TrialMonitor::ThreadDelta TrialMonitor::count_thread(const ThreadSample& t, pid_
   RankAcc* acc = rank != 0 ? &m_ranks.at(rank) : nullptr;
   const auto tp = m_prev_thread.find(t.tid);
   double dcpu = 0, dwait = 0;
-  ThreadPrev next{t.cpu_s, t.nonvoluntary_switches, t.has_status, t.wait_s, t.has_wait};
+  ThreadPrev next{t.cpu_s,   t.nonvoluntary_switches, t.voluntary_switches, t.has_status, t.wait_s,
+                  t.has_wait};
   if (tp != m_prev_thread.end()) {
     dcpu = t.cpu_s - tp->second.cpu_s;
     if (t.has_wait && tp->second.has_wait) dwait = std::max(0.0, t.wait_s - tp->second.wait_s);
@@ -251,9 +252,15 @@ TrialMonitor::ThreadDelta TrialMonitor::count_thread(const ThreadSample& t, pid_
                                     : 0;
       m_nonvoluntary += dnv;
       if (acc) acc->nonvoluntary += dnv;
+      const std::uint64_t dv = t.voluntary_switches >= tp->second.voluntary
+                                   ? t.voluntary_switches - tp->second.voluntary
+                                   : 0;
+      m_voluntary += dv;
+      if (acc) acc->voluntary += dv;
     }
     if (!t.has_status) {  // keep the last status read for the next delta
       next.nonvoluntary = tp->second.nonvoluntary;
+      next.voluntary = tp->second.voluntary;
       next.has_status = tp->second.has_status;
     }
   }
@@ -709,8 +716,10 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
   if (m_total_wall_s > 0) {
     v.total_mean_cpu_pct = 100.0 * m_total_cpu_s / m_total_wall_s;
   }
-  if (m_status_wall_s > 0)
+  if (m_status_wall_s > 0) {
     v.nonvoluntary_per_s = static_cast<double>(m_nonvoluntary) / m_status_wall_s;
+    v.voluntary_per_s = static_cast<double>(m_voluntary) / m_status_wall_s;
+  }
   v.total_peak_cpu_pct = m_total_peak_pct;
   if (m_samples > 0) v.mean_runnable = m_runnable_sum / m_samples;
   v.peak_runnable = m_peak_runnable;
@@ -731,8 +740,10 @@ Verdict TrialMonitor::verdict(const Prediction* predicted) const {
     r.pid = a->pid;
     r.comm = a->comm;
     if (a->wall_s > 0) r.mean_cpu_pct = 100.0 * a->cpu_s / a->wall_s;
-    if (a->status_wall_s > 0)
+    if (a->status_wall_s > 0) {
       r.nonvoluntary_per_s = static_cast<double>(a->nonvoluntary) / a->status_wall_s;
+      r.voluntary_per_s = static_cast<double>(a->voluntary) / a->status_wall_s;
+    }
     r.peak_cpu_pct = a->peak_pct;
     r.max_threads = a->max_threads;
     if (a->samples > 0) r.mean_runnable = a->runnable_sum / a->samples;

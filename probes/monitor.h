@@ -101,6 +101,9 @@ struct RankVerdict {
   int max_threads = 0;
   double mean_runnable = 0;  // threads in state R, mean over samples
   double nonvoluntary_per_s = 0;
+  // Voluntary switches (a thread that blocked: a barrier, a lock, I/O), per second: kept for the
+  // next sign of what a queue costs (a team sleeping at its barriers), not judged on yet.
+  double voluntary_per_s = 0;
   std::vector<int> allowed_pus;  // Cpus_allowed_list of its threads (union)
   // PUs its threads ran on for at least 5% of its CPU time between samples (a rank caught
   // before its binding, still on mpirun's PU for a few milliseconds, is not said to run there)
@@ -123,6 +126,7 @@ struct Verdict {
   double mean_runnable = 0;  // whole tree
   int peak_runnable = 0;
   double nonvoluntary_per_s = 0;
+  double voluntary_per_s = 0;  // the same, all the tree's threads (RankVerdict's note)
   std::vector<std::string> binding_issues;
   bool observed_oversubscribed = false;  // sustained.oversubscribed
   SustainedVerdict sustained;            // window, loads per cpuset, duty cycles per group
@@ -183,6 +187,7 @@ class TrialMonitor {
   struct ThreadPrev {
     double cpu_s = 0;
     std::uint64_t nonvoluntary = 0;
+    std::uint64_t voluntary = 0;
     bool has_status = false;
     double wait_s = 0;
     bool has_wait = false;
@@ -198,6 +203,7 @@ class TrialMonitor {
     int samples = 0;
     int max_threads = 0;
     std::uint64_t nonvoluntary = 0;
+    std::uint64_t voluntary = 0;
     double status_wall_s = 0;  // time between status reads that both saw this rank
     double last_status_s = -1;
     std::set<int> allowed;
@@ -280,6 +286,7 @@ class TrialMonitor {
   double m_runnable_sum = 0;
   int m_peak_runnable = 0;
   std::uint64_t m_nonvoluntary = 0;
+  std::uint64_t m_voluntary = 0;
   double m_status_wall_s = 0;
   double m_last_status_s = -1;
   double m_sampler_cpu_s = 0;

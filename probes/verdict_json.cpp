@@ -20,6 +20,7 @@ nlohmann::json Verdict::to_json() const {
   j["mean_runnable"] = r1(mean_runnable);
   j["peak_runnable"] = peak_runnable;
   j["nonvoluntary_per_s"] = r1(nonvoluntary_per_s);
+  j["voluntary_per_s"] = r1(voluntary_per_s);
   j["observed_oversubscribed"] = observed_oversubscribed;
   j["predicted_oversubscribed"] =
       predicted_oversubscribed ? json(*predicted_oversubscribed) : json(nullptr);
@@ -61,6 +62,7 @@ nlohmann::json Verdict::to_json() const {
                  {"max_threads", r.max_threads},
                  {"mean_runnable", r1(r.mean_runnable)},
                  {"nonvoluntary_per_s", r1(r.nonvoluntary_per_s)},
+                 {"voluntary_per_s", r1(r.voluntary_per_s)},
                  {"allowed_pus", format_cpu_list(r.allowed_pus)},
                  {"ran_on_pus", format_cpu_list(r.ran_on_pus)}};
     if (cpu_profiled) {
@@ -146,6 +148,7 @@ ReadResult read_rank(const nlohmann::json& o, const std::string& at, RankVerdict
   f.get("max_threads", r.max_threads);
   f.get("mean_runnable", r.mean_runnable);
   f.get("nonvoluntary_per_s", r.nonvoluntary_per_s);
+  f.get("voluntary_per_s", r.voluntary_per_s);
   f.cpus("allowed_pus", r.allowed_pus);
   f.cpus("ran_on_pus", r.ran_on_pus);
   f.get("cpu_samples", r.cpu_samples);
@@ -181,6 +184,7 @@ std::expected<Verdict, JsonReadError> verdict_from_json(const nlohmann::json& j)
   f.get("mean_runnable", v.mean_runnable);
   f.get("peak_runnable", v.peak_runnable);
   f.get("nonvoluntary_per_s", v.nonvoluntary_per_s);
+  f.get("voluntary_per_s", v.voluntary_per_s);
   f.get("observed_oversubscribed", v.observed_oversubscribed);
   if (const auto p = j.find("predicted_oversubscribed"); p != j.end() && p->is_boolean())
     v.predicted_oversubscribed = p->get<bool>();

@@ -15,7 +15,8 @@ null without one), "main_wait_share", "helper_wait_share" (the ranks' own thread
 helpers' share of their runnable time spent waiting for a CPU, the verdict's `sustained` record;
 null where not measured), and, in grids recorded since 2026-12-07's second session,
 "cpu_libraries" (the ranks' mean share of their CPU samples per library, 1% or more),
-"duty_cycles" and "nonvoluntary_per_s" (null where the verdict holds none), and, in grids
+"duty_cycles" and "nonvoluntary_per_s" (null where the verdict holds none), in grids recorded
+since tune counted them "voluntary_per_s" (the tree's voluntary switches per second), and, in grids
 recorded since the queue cost was judged, "costly" (the verdict's `queue_cost.costly`,
 probes/queue_cost.h)}, plus {"slowed",
 "against", "ratio"} once tune report's per-trial JSON

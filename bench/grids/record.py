@@ -193,6 +193,8 @@ def verdict_summary(trial, reported):
            "flagged": flagged if isinstance(flagged, bool) else None,
            "main_wait_share": main, "helper_wait_share": helper,
            "cpu_libraries": libraries, "duty_cycles": duty, "nonvoluntary_per_s": switches}
+    if isinstance(verdict, dict) and number(verdict.get("voluntary_per_s")) is not None:
+        out["voluntary_per_s"] = verdict["voluntary_per_s"]  # barrier sleeps: the next sign
     cost = verdict.get("queue_cost") if isinstance(verdict, dict) else None
     if isinstance(cost, dict) and isinstance(cost.get("costly"), bool):
         out["costly"] = cost["costly"]  # tune's own judgment (probes/queue_cost.h)

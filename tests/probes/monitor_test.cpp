@@ -32,13 +32,15 @@ struct Scene {
   pid_t tid(int r, int k) const {
     return k == 0 ? ranks[static_cast<std::size_t>(r)] : 1000 * (r + 1) + k;
   }
-  // Every thread runnable; `share` CPU seconds each per `dt`; nv involuntary switches each.
-  void tick(double dt, double share, int nv, int cpu_of_rank0 = 0, int cpu_of_rank1 = 1) {
+  // Every thread runnable; `share` CPU seconds each per `dt`; nv involuntary and vol voluntary
+  // switches each.
+  void tick(double dt, double share, int nv, int cpu_of_rank0 = 0, int cpu_of_rank1 = 1,
+            int vol = 0) {
     src.advance(dt);
     for (int r = 0; r < 2; ++r)
       for (int k = 0; k < threads; ++k)
         src.run_thread(tid(r, k), share, 'R', r == 0 ? cpu_of_rank0 : cpu_of_rank1,
-                       static_cast<std::uint64_t>(nv));
+                       static_cast<std::uint64_t>(nv), static_cast<std::uint64_t>(vol));
   }
 };
 
@@ -97,11 +99,13 @@ TEST(Monitor, ThreadsPreemptedBeyondTimeSlicingMakeTheQueueCostly) {
   TrialMonitor m(s.src, 100);
   m.sample_once();
   for (int i = 0; i < 5; ++i) {
-    s.tick(0.2, 0.2 * 2 / 6, 100);
+    s.tick(0.2, 0.2 * 2 / 6, 100, 0, 1, 4);  // and 4 voluntary switches a tick
     m.sample_once();
   }
   const Verdict v = m.verdict();
   ASSERT_TRUE(v.observed_oversubscribed);
+  EXPECT_NEAR(v.voluntary_per_s, 6 * 4 / 0.2, 1e-9);  // kept for the next sign, not judged
+  EXPECT_NEAR(v.ranks[0].voluntary_per_s, 3 * 4 / 0.2, 1e-9);
   EXPECT_TRUE(v.queue_cost.costly);
   EXPECT_NE(v.diagnosis.find("; it costs CPU time: 1500 involuntary switches per PU-second"),
             std::string::npos)
@@ -111,6 +115,7 @@ TEST(Monitor, ThreadsPreemptedBeyondTimeSlicingMakeTheQueueCostly) {
   const auto back = verdict_from_json(j);
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->queue_cost.costly);
+  EXPECT_NEAR(back->voluntary_per_s, 120, 1e-9);
 }
 
 TEST(Monitor, WellSetTreeIsNotFlaggedAndVerdictsDiffer) {
