@@ -37,6 +37,20 @@ bool observed_over(const NodeObservation& node) {
   return node.verdict && node.verdict->value("observed_oversubscribed", false);
 }
 
+// Oversubscribed, and its queue cost CPU time (probes/queue_cost.h): the node whose verdict the
+// merged one carries first, so that its cost clause speaks for the trial. The flag is read as a
+// flag: the merged verdict's reader recomputes the cost from that node's own figures.
+bool observed_costly(const NodeObservation& node) {
+  if (!observed_over(node)) return false;
+  const auto cost = node.verdict->find("queue_cost");
+  return cost != node.verdict->end() && cost->is_object() && cost->value("costly", false) == true;
+}
+
+// How strongly a node's verdict speaks for the trial: costly, then oversubscribed, then sampled.
+int verdict_rank(const NodeObservation& node) {
+  return observed_costly(node) ? 2 : observed_over(node) ? 1 : 0;
+}
+
 const NodePrediction* prediction_of(const std::vector<NodePrediction>* predicted,
                                     const std::string& host) {
   if (predicted == nullptr) return nullptr;
@@ -206,7 +220,7 @@ nlohmann::json merge_node_verdicts(const std::vector<NodeObservation>& nodes,
   nlohmann::json j = nlohmann::json::object();
   const NodeObservation* top = nullptr;
   for (const NodeObservation& n : nodes)
-    if (n.verdict && (top == nullptr || (observed_over(n) && !observed_over(*top)))) top = &n;
+    if (n.verdict && (top == nullptr || verdict_rank(n) > verdict_rank(*top))) top = &n;
   if (top != nullptr) {
     j = *top->verdict;
     j["host"] = top->host;

@@ -242,5 +242,28 @@ TEST(Nodes, MergedVerdictNamesTheNodeAndRankThatOversubscribed) {
             "sample from 10.99.0.3 (rank 4): ssh: connect refused");
 }
 
+// Two nodes oversubscribed, the second one's queue costly (its ranks spun in libgomp): the merged
+// verdict carries that node's verdict, so its cost clause is the trial's, and reads back costly.
+TEST(Nodes, TheMergedVerdictCarriesANodeWhoseQueueCostFirst) {
+  auto quiet = node_verdict(true, "oversubscribed: 3.0 runnable threads; no sign it costs the job");
+  quiet["queue_cost"] = {{"costly", false}};
+  auto costly = node_verdict(true, "oversubscribed: 3.0 runnable threads; it costs CPU time");
+  costly["queue_cost"] = {{"costly", true}};
+  costly["pus"] = 2;
+  costly["ranks"] = {
+      {{"rank", 2},
+       {"cpu_libraries", {{{"library", "libgomp"}, {"share", 0.6}, {"samples", 60}}}}}};
+  std::vector<NodeObservation> nodes = {{"10.99.0.1", "h1", {0, 1}, quiet, ""},
+                                        {"10.99.0.2", "h2", {2, 3}, costly, ""}};
+  const auto j = merge_node_verdicts(nodes, nullptr);
+  EXPECT_EQ(j["host"], "10.99.0.2");
+  const auto back = verdict_from_json(j);
+  ASSERT_TRUE(back) << back.error().key;
+  EXPECT_TRUE(back->queue_cost.costly);
+  // Without a costly node the first oversubscribed one stays first, as before.
+  nodes[1].verdict = quiet;
+  EXPECT_EQ(merge_node_verdicts(nodes, nullptr)["host"], "10.99.0.1");
+}
+
 }  // namespace
 }  // namespace tune::probes
