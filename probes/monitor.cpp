@@ -247,16 +247,18 @@ TrialMonitor::ThreadDelta TrialMonitor::count_thread(const ThreadSample& t, pid_
     dcpu = t.cpu_s - tp->second.cpu_s;
     if (t.has_wait && tp->second.has_wait) dwait = std::max(0.0, t.wait_s - tp->second.wait_s);
     if (t.has_status && tp->second.has_status && status_due) {
-      const std::uint64_t dnv = t.nonvoluntary_switches >= tp->second.nonvoluntary
-                                    ? t.nonvoluntary_switches - tp->second.nonvoluntary
-                                    : 0;
+      // A counter read lower than before (a reused tid) adds nothing.
+      const auto rise = [](std::uint64_t now, std::uint64_t before) {
+        return now >= before ? now - before : std::uint64_t{0};
+      };
+      const std::uint64_t dnv = rise(t.nonvoluntary_switches, tp->second.nonvoluntary);
+      const std::uint64_t dv = rise(t.voluntary_switches, tp->second.voluntary);
       m_nonvoluntary += dnv;
-      if (acc) acc->nonvoluntary += dnv;
-      const std::uint64_t dv = t.voluntary_switches >= tp->second.voluntary
-                                   ? t.voluntary_switches - tp->second.voluntary
-                                   : 0;
       m_voluntary += dv;
-      if (acc) acc->voluntary += dv;
+      if (acc) {
+        acc->nonvoluntary += dnv;
+        acc->voluntary += dv;
+      }
     }
     if (!t.has_status) {  // keep the last status read for the next delta
       next.nonvoluntary = tp->second.nonvoluntary;

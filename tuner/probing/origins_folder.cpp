@@ -9,7 +9,7 @@
 
 #include "probes/node_watch.h"
 #include "probes/nodes.h"
-#include "tuner/base/proc_stat.h"
+#include "tuner/storage/trial_owner.h"
 
 namespace tune::tuner {
 
@@ -35,8 +35,9 @@ std::string pid_space() {
 
 void write_origins_owner(const fs::path& folder) {
   std::ofstream out(folder / probes::k_origins_owner);
-  const auto self = read_proc_stat(::getpid());
-  out << ::getpid() << ' ' << (self ? self->starttime : 0) << ' ' << pid_space() << '\n';
+  const HostEnv& host = live_host();
+  const pid_t self = host.self_pid();
+  out << self << ' ' << host.process_start_time(self).value_or(0) << ' ' << pid_space() << '\n';
 }
 
 std::optional<OriginsOwner> read_origins_owner(const fs::path& folder) {
@@ -50,9 +51,10 @@ std::optional<OriginsOwner> read_origins_owner(const fs::path& folder) {
 
 namespace {
 
+// The same test as a trial's owner (storage/trial_owner.h): the pid names a process that
+// started when the owner did.
 bool alive(const OriginsOwner& owner) {
-  const auto stat = read_proc_stat(owner.pid);
-  return stat && stat->starttime == owner.start_ticks;
+  return live_host().process_start_time(owner.pid) == owner.start_ticks;
 }
 
 }  // namespace
